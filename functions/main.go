@@ -1,0 +1,38 @@
+// Command handler is karpfunc's Azure Functions custom handler: one Go binary
+// that the Functions host starts and invokes over HTTP, one route per
+// function folder (functions/<Name>/function.json).
+//
+// The functions are thin: they decode the CloudEvent, then call the
+// controllers in pkg/ that hold all the behaviour. Configuration comes from
+// app settings (environment variables); see config.go.
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+
+	"github.com/karpfunc/karpfunc/functions/internal/customhandler"
+)
+
+func main() {
+	log := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: logLevel()}))
+	slog.SetDefault(log)
+	deps := newDependencies(os.Getenv, log)
+	srv := customhandler.NewServer(customhandler.ServerOptions{})
+	srv.Register("Provision", customhandler.Handle(deps.provisionFunc))
+	srv.Register("Lifecycle", customhandler.Handle(deps.lifecycleFunc))
+	if err := srv.Run(context.Background()); err != nil {
+		fmt.Fprintln(os.Stderr, "handler:", err)
+		os.Exit(1)
+	}
+}
+
+func logLevel() slog.Level {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(os.Getenv("KARPFUNC_LOG_LEVEL"))); err != nil {
+		return slog.LevelInfo
+	}
+	return l
+}

@@ -1,0 +1,332 @@
+package armemulator
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"regexp"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/compute/armcompute/v8"
+
+	"github.com/karpfunc/karpfunc/pkg/azure"
+)
+
+const maxBody = 4 << 20
+
+type vmState struct {
+	vm       armcompute.VirtualMachine // as stored, customData included
+	sub, rg  string
+	location string
+	zone     string // Kubernetes form, "" if regional
+	readyAt  time.Time
+	failure  *Fault // async create failure
+	deleting bool
+	deleteAt time.Time
+	deleteOp *operation
+	booted   bool
+	nicKeys  []string
+}
+
+func (v *vmState) name() string { return deref(v.vm.Name) }
+
+// public is the VM as ARM returns it: customData is write-only in ARM and
+// never comes back on GET.
+func (v *vmState) public() *armcompute.VirtualMachine {
+	out := deepCopyVM(&v.vm)
+	if out.Properties != nil && out.Properties.OSProfile != nil {
+		out.Properties.OSProfile.CustomData = nil
+	}
+	return out
+}
+
+func deepCopyVM(vm *armcompute.VirtualMachine) *armcompute.VirtualMachine {
+	raw, _ := json.Marshal(vm)
+	var out armcompute.VirtualMachine
+	_ = json.Unmarshal(raw, &out)
+	return &out
+}
+
+func (s *Server) vmID(sub, rg, name string) string { return azure.VMResourceID(sub, rg, name) }
+
+func notFound(w http.ResponseWriter, typ, name, rg string) {
+	writeError(w, http.StatusNotFound, "ResourceNotFound",
+		fmt.Sprintf("The Resource '%s/%s' under resource group '%s' was not found.", typ, name, rg))
+}
+
+func (s *Server) getVM(w http.ResponseWriter, r *http.Request, sub, rg, name string) {
+	if _, done := s.inject(w, r, Request{Operation: OpGetVM, SubscriptionID: sub, ResourceGroup: rg, Name: name}); done {
+		return
+	}
+	s.mu.Lock()
+	s.settleLocked()
+	v, ok := s.vms[resourceKey(sub, rg, name)]
+	var out *armcompute.VirtualMachine
+	if ok {
+		out = v.public()
+	}
+	s.mu.Unlock()
+	if !ok {
+		notFound(w, "Microsoft.Compute/virtualMachines", name, rg)
+		return
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (s *Server) listVMs(w http.ResponseWriter, r *http.Request, sub, rg string) {
+	if _, done := s.inject(w, r, Request{Operation: OpListVMs, SubscriptionID: sub, ResourceGroup: rg}); done {
+		return
+	}
+	s.mu.Lock()
+	s.settleLocked()
+	res := armcompute.VirtualMachineListResult{Value: []*armcompute.VirtualMachine{}}
+	for _, v := range s.vms {
+		if strings.EqualFold(v.sub, sub) && strings.EqualFold(v.rg, rg) {
+			res.Value = append(res.Value, v.public())
+		}
+	}
+	s.mu.Unlock()
+	sort.Slice(res.Value, func(i, j int) bool { return deref(res.Value[i].Name) < deref(res.Value[j].Name) })
+	writeJSON(w, http.StatusOK, res)
+}
+
+func (s *Server) putVM(w http.ResponseWriter, r *http.Request, sub, rg, name string) {
+	body, err := io.ReadAll(io.LimitReader(r.Body, maxBody))
+	if err != nil {
+		writeError(w, http.StatusBadRequest, "InvalidRequestContent", "Reading the request body failed: "+err.Error())
+		return
+	}
+	var vm armcompute.VirtualMachine
+	if err := json.Unmarshal(body, &vm); err != nil {
+		writeError(w, http.StatusBadRequest, "InvalidRequestContent", "The request content was invalid and could not be deserialized: "+err.Error())
+		return
+	}
+	location := strings.ToLower(deref(vm.Location))
+	sku := ""
+	if vm.Properties != nil && vm.Properties.HardwareProfile != nil {
+		sku = string(deref(vm.Properties.HardwareProfile.VMSize))
+	}
+	armZone, zone := "", ""
+	if len(vm.Zones) > 1 {
+		writeError(w, http.StatusBadRequest, "InvalidParameter", "A virtual machine can be placed in at most one availability zone.")
+		return
+	}
+	if len(vm.Zones) == 1 {
+		armZone = deref(vm.Zones[0])
+		zone = location + "-" + armZone
+	}
+	fault, done := s.inject(w, r, Request{Operation: OpPutVM, SubscriptionID: sub, ResourceGroup: rg, Name: name, SKU: sku, Zone: zone})
+	if done {
+		return
+	}
+
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.settleLocked()
+	key := resourceKey(sub, rg, name)
+	if existing, ok := s.vms[key]; ok {
+		// An update: only tags are mutable here; everything else about a
+		// node VM is fixed at creation.
+		if existing.deleting {
+			writeError(w, http.StatusConflict, "OperationNotAllowed", fmt.Sprintf("The virtual machine '%s' is being deleted.", name))
+			return
+		}
+		existing.vm.Tags = vm.Tags
+		writeJSON(w, http.StatusOK, existing.public())
+		return
+	}
+
+	if code, msg, status := s.validateVMLocked(sub, rg, name, &vm, location, sku, armZone); code != "" {
+		writeError(w, status, code, msg)
+		return
+	}
+
+	now := s.clock.Now()
+	id := s.vmID(sub, rg, name)
+	v := &vmState{sub: sub, rg: rg, location: location, zone: zone, readyAt: now.Add(s.opts.OpDelay)}
+	vm.ID = ptr(id)
+	vm.Name = ptr(name)
+	vm.Type = ptr("Microsoft.Compute/virtualMachines")
+	vm.Properties.VMID = ptr(newUUID())
+	vm.Properties.TimeCreated = ptr(now.UTC())
+	vm.Properties.ProvisioningState = ptr("Creating")
+	v.vm = vm
+	for _, ref := range vm.Properties.NetworkProfile.NetworkInterfaces {
+		nk := nicKeyFromID(deref(ref.ID))
+		v.nicKeys = append(v.nicKeys, nk)
+		n := s.nics[nk]
+		n.vmKey = key
+		n.nic.Properties.VirtualMachine = subResource(id)
+	}
+	if fault != nil {
+		v.failure = fault
+	}
+	s.vms[key] = v
+	s.counters.VMCreates++
+	op := s.newOperationLocked("Microsoft.Compute", location, v.readyAt, fault)
+	s.acceptLRO(w, sub, op, false)
+	s.log.Info("VM creating", "name", name, "sku", sku, "zone", zone)
+	writeJSON(w, http.StatusCreated, v.public())
+}
+
+// validateVMLocked checks what ARM would reject synchronously. It returns
+// the ARM error code, message and HTTP status, or "" when the VM is valid.
+func (s *Server) validateVMLocked(sub, rg, name string, vm *armcompute.VirtualMachine, location, sku, zone string) (string, string, int) {
+	bad := func(format string, args ...any) (string, string, int) {
+		return "InvalidParameter", fmt.Sprintf(format, args...), http.StatusBadRequest
+	}
+	switch {
+	case location == "":
+		return "LocationRequired", "The location property is required for this definition.", http.StatusBadRequest
+	case vm.Properties == nil:
+		return bad("The properties of virtual machine '%s' are required.", name)
+	case sku == "":
+		return bad("Required parameter 'hardwareProfile.vmSize' is missing (null).")
+	case vm.Properties.OSProfile == nil || deref(vm.Properties.OSProfile.ComputerName) == "":
+		return bad("Required parameter 'osProfile.computerName' is missing (null).")
+	case vm.Properties.NetworkProfile == nil || len(vm.Properties.NetworkProfile.NetworkInterfaces) == 0:
+		return bad("Virtual machine '%s' must have at least one network interface.", name)
+	}
+	if cd := deref(vm.Properties.OSProfile.CustomData); cd != "" {
+		if _, err := base64.StdEncoding.DecodeString(cd); err != nil {
+			return bad("Custom data in OSProfile must be in Base64 encoding and with a maximum length of 87380 characters.")
+		}
+	}
+	for _, ref := range vm.Properties.NetworkProfile.NetworkInterfaces {
+		id := deref(ref.ID)
+		n, ok := s.nics[nicKeyFromID(id)]
+		if !ok || n.deleting {
+			return bad("Network interface '%s' referenced by virtual machine '%s' was not found.", id, name)
+		}
+		if !strings.EqualFold(deref(n.nic.Location), location) {
+			return bad("Network interface '%s' is in location '%s', the virtual machine in '%s'.", id, deref(n.nic.Location), location)
+		}
+		if n.vmKey != "" && n.vmKey != resourceKey(sub, rg, name) {
+			return "NicInUse", fmt.Sprintf("Network interface '%s' is used by existing virtual machine '%s'.", id, s.vms[n.vmKey].name()), http.StatusBadRequest
+		}
+	}
+	if msg := s.skuUnavailableLocked(sku, location, zone); msg != "" {
+		return "SkuNotAvailable", msg, http.StatusConflict
+	}
+	return "", "", 0
+}
+
+// skuUnavailableLocked explains why sku cannot be created in location/zone,
+// or returns "". Without a SKU list every size is accepted.
+func (s *Server) skuUnavailableLocked(sku, location, zone string) string {
+	if len(s.opts.SKUs) == 0 {
+		return ""
+	}
+	unavailable := fmt.Sprintf("The requested VM size for resource 'Following SKUs have failed for Capacity Restrictions: %s' is currently not available in location '%s'", sku, location)
+	if zone != "" {
+		unavailable += " zones '" + zone + "'"
+	}
+	unavailable += ". Please try another size or deploy to a different location or different zone."
+	for _, rs := range s.opts.SKUs {
+		if rs == nil || !strings.EqualFold(deref(rs.ResourceType), "virtualMachines") || !strings.EqualFold(deref(rs.Name), sku) || !containsFold(rs.Locations, location) {
+			continue
+		}
+		for _, r := range rs.Restrictions {
+			if r == nil || r.RestrictionInfo == nil {
+				continue
+			}
+			switch deref(r.Type) {
+			case armcompute.ResourceSKURestrictionsTypeLocation:
+				if containsFold(r.RestrictionInfo.Locations, location) {
+					return unavailable
+				}
+			case armcompute.ResourceSKURestrictionsTypeZone:
+				if zone != "" && containsFold(r.RestrictionInfo.Zones, zone) {
+					return unavailable
+				}
+			}
+		}
+		if zone != "" {
+			for _, li := range rs.LocationInfo {
+				if li != nil && strings.EqualFold(deref(li.Location), location) && !containsFold(li.Zones, zone) {
+					return unavailable
+				}
+			}
+		}
+		return ""
+	}
+	return unavailable
+}
+
+func (s *Server) deleteVM(w http.ResponseWriter, r *http.Request, sub, rg, name string) {
+	fault, done := s.inject(w, r, Request{Operation: OpDeleteVM, SubscriptionID: sub, ResourceGroup: rg, Name: name})
+	if done {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.settleLocked()
+	v, ok := s.vms[resourceKey(sub, rg, name)]
+	if !ok {
+		w.WriteHeader(http.StatusNoContent) // ARM: deleting what is not there succeeds
+		return
+	}
+	if v.deleting {
+		s.acceptLRO(w, sub, v.deleteOp, true)
+		w.WriteHeader(http.StatusAccepted)
+		return
+	}
+	now := s.clock.Now()
+	doneAt := now.Add(s.opts.OpDelay)
+	op := s.newOperationLocked("Microsoft.Compute", v.location, doneAt, fault)
+	if fault == nil {
+		v.deleting, v.deleteAt, v.deleteOp = true, doneAt, op
+		v.vm.Properties.ProvisioningState = ptr("Deleting")
+		s.counters.VMDeletes++
+		s.log.Info("VM deleting", "name", name)
+	}
+	s.acceptLRO(w, sub, op, true)
+	w.WriteHeader(http.StatusAccepted)
+}
+
+var skuFilterRE = regexp.MustCompile(`(?i)^\s*location\s+eq\s+'([^']+)'\s*$`)
+
+func (s *Server) listSKUs(w http.ResponseWriter, r *http.Request, sub string) {
+	if _, done := s.inject(w, r, Request{Operation: OpListSKUs, SubscriptionID: sub}); done {
+		return
+	}
+	location := ""
+	if f := r.URL.Query().Get("$filter"); f != "" {
+		m := skuFilterRE.FindStringSubmatch(f)
+		if m == nil {
+			writeError(w, http.StatusBadRequest, "InvalidFilterInQueryString", "The filter '"+f+"' is not supported; use location eq '<location>'.")
+			return
+		}
+		location = m[1]
+	}
+	res := armcompute.ResourceSKUsResult{Value: []*armcompute.ResourceSKU{}}
+	for _, rs := range s.opts.SKUs {
+		if rs != nil && (location == "" || containsFold(rs.Locations, location)) {
+			res.Value = append(res.Value, rs)
+		}
+	}
+	writeJSON(w, http.StatusOK, res)
+}
+
+func containsFold(list []*string, s string) bool {
+	for _, p := range list {
+		if p != nil && strings.EqualFold(*p, s) {
+			return true
+		}
+	}
+	return false
+}
+
+func ptr[T any](v T) *T { return &v }
+
+func deref[T any](p *T) T {
+	if p == nil {
+		var zero T
+		return zero
+	}
+	return *p
+}

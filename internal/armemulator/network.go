@@ -1,0 +1,186 @@
+package armemulator
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
+
+	"github.com/karpfunc/karpfunc/pkg/azure"
+)
+
+type nicState struct {
+	nic      armnetwork.Interface
+	sub, rg  string
+	readyAt  time.Time
+	failure  *Fault
+	deleting bool
+	deleteAt time.Time
+	deleteOp *operation
+	vmKey    string // attached VM, "" if free
+}
+
+// nicKeyFromID turns a NIC resource ID into its resourceKey ("" if the ID is
+// not a NIC ID).
+func nicKeyFromID(id string) string {
+	seg := strings.Split(strings.Trim(id, "/"), "/")
+	if len(seg) != 8 || !strings.EqualFold(seg[0], "subscriptions") || !strings.EqualFold(seg[2], "resourceGroups") ||
+		!strings.EqualFold(seg[5], "Microsoft.Network") || !strings.EqualFold(seg[6], "networkInterfaces") {
+		return ""
+	}
+	return resourceKey(seg[1], seg[3], seg[7])
+}
+
+func subResource(id string) *armnetwork.SubResource { return &armnetwork.SubResource{ID: ptr(id)} }
+
+func deepCopyNIC(n *armnetwork.Interface) *armnetwork.Interface {
+	raw, _ := json.Marshal(n)
+	var out armnetwork.Interface
+	_ = json.Unmarshal(raw, &out)
+	return &out
+}
+
+func (s *Server) getNIC(w http.ResponseWriter, r *http.Request, sub, rg, name string) {
+	if _, done := s.inject(w, r, Request{Operation: OpGetNIC, SubscriptionID: sub, ResourceGroup: rg, Name: name}); done {
+		return
+	}
+	s.mu.Lock()
+	s.settleLocked()
+	n, ok := s.nics[resourceKey(sub, rg, name)]
+	var out *armnetwork.Interface
+	if ok {
+		out = deepCopyNIC(&n.nic)
+	}
+	s.mu.Unlock()
+	if !ok {
+		notFound(w, "Microsoft.Network/networkInterfaces", name, rg)
+		return
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (s *Server) listNICs(w http.ResponseWriter, r *http.Request, sub, rg string) {
+	if _, done := s.inject(w, r, Request{Operation: OpListNICs, SubscriptionID: sub, ResourceGroup: rg}); done {
+		return
+	}
+	s.mu.Lock()
+	s.settleLocked()
+	res := armnetwork.InterfaceListResult{Value: []*armnetwork.Interface{}}
+	for _, n := range s.nics {
+		if strings.EqualFold(n.sub, sub) && strings.EqualFold(n.rg, rg) {
+			res.Value = append(res.Value, deepCopyNIC(&n.nic))
+		}
+	}
+	s.mu.Unlock()
+	sort.Slice(res.Value, func(i, j int) bool { return deref(res.Value[i].Name) < deref(res.Value[j].Name) })
+	writeJSON(w, http.StatusOK, res)
+}
+
+func (s *Server) putNIC(w http.ResponseWriter, r *http.Request, sub, rg, name string) {
+	body, err := io.ReadAll(io.LimitReader(r.Body, maxBody))
+	if err != nil {
+		writeError(w, http.StatusBadRequest, "InvalidRequestContent", "Reading the request body failed: "+err.Error())
+		return
+	}
+	var nic armnetwork.Interface
+	if err := json.Unmarshal(body, &nic); err != nil {
+		writeError(w, http.StatusBadRequest, "InvalidRequestFormat", "Cannot parse the request: "+err.Error())
+		return
+	}
+	fault, done := s.inject(w, r, Request{Operation: OpPutNIC, SubscriptionID: sub, ResourceGroup: rg, Name: name})
+	if done {
+		return
+	}
+	location := strings.ToLower(deref(nic.Location))
+
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.settleLocked()
+	key := resourceKey(sub, rg, name)
+	if existing, ok := s.nics[key]; ok {
+		if existing.deleting {
+			writeError(w, http.StatusConflict, "AnotherOperationInProgress", fmt.Sprintf("Network interface '%s' is being deleted.", name))
+			return
+		}
+		existing.nic.Tags = nic.Tags
+		writeJSON(w, http.StatusOK, deepCopyNIC(&existing.nic))
+		return
+	}
+	switch {
+	case location == "":
+		writeError(w, http.StatusBadRequest, "LocationRequired", "The location property is required for this definition.")
+		return
+	case nic.Properties == nil || len(nic.Properties.IPConfigurations) == 0:
+		writeError(w, http.StatusBadRequest, "InvalidParameter", fmt.Sprintf("Network interface '%s' must have at least one IP configuration.", name))
+		return
+	}
+	id := azure.NICResourceID(sub, rg, name)
+	for i, ipc := range nic.Properties.IPConfigurations {
+		if ipc == nil || ipc.Properties == nil || ipc.Properties.Subnet == nil || deref(ipc.Properties.Subnet.ID) == "" {
+			writeError(w, http.StatusBadRequest, "InvalidParameter", fmt.Sprintf("IP configuration %d of network interface '%s' has no subnet.", i, name))
+			return
+		}
+		if deref(ipc.Name) == "" {
+			ipc.Name = ptr(fmt.Sprintf("ipconfig%d", i+1))
+		}
+		ipc.ID = ptr(id + "/ipConfigurations/" + deref(ipc.Name))
+		ipc.Properties.PrivateIPAddress = ptr(fmt.Sprintf("10.224.%d.%d", s.nextIP/256, s.nextIP%256))
+		ipc.Properties.PrivateIPAddressVersion = ptr(armnetwork.IPVersionIPv4)
+		ipc.Properties.ProvisioningState = ptr(armnetwork.ProvisioningStateSucceeded)
+		s.nextIP++
+	}
+	now := s.clock.Now()
+	n := &nicState{sub: sub, rg: rg, readyAt: now.Add(s.opts.OpDelay), failure: fault}
+	nic.ID = ptr(id)
+	nic.Name = ptr(name)
+	nic.Type = ptr("Microsoft.Network/networkInterfaces")
+	nic.Etag = ptr(`W/"` + newUUID() + `"`)
+	nic.Properties.ResourceGUID = ptr(newUUID())
+	nic.Properties.ProvisioningState = ptr(armnetwork.ProvisioningStateUpdating)
+	n.nic = nic
+	s.nics[key] = n
+	s.counters.NICCreates++
+	op := s.newOperationLocked("Microsoft.Network", location, n.readyAt, fault)
+	s.acceptLRO(w, sub, op, false)
+	writeJSON(w, http.StatusCreated, deepCopyNIC(&n.nic))
+}
+
+func (s *Server) deleteNIC(w http.ResponseWriter, r *http.Request, sub, rg, name string) {
+	fault, done := s.inject(w, r, Request{Operation: OpDeleteNIC, SubscriptionID: sub, ResourceGroup: rg, Name: name})
+	if done {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.settleLocked()
+	n, ok := s.nics[resourceKey(sub, rg, name)]
+	if !ok {
+		w.WriteHeader(http.StatusNoContent)
+		return
+	}
+	if n.vmKey != "" {
+		writeError(w, http.StatusBadRequest, "NicInUse", fmt.Sprintf(
+			"Network Interface %s is used by existing resource %s. In order to delete the network interface, it must be dissociated from the resource.",
+			deref(n.nic.ID), deref(n.nic.Properties.VirtualMachine.ID)))
+		return
+	}
+	if n.deleting {
+		s.acceptLRO(w, sub, n.deleteOp, true)
+		w.WriteHeader(http.StatusAccepted)
+		return
+	}
+	doneAt := s.clock.Now().Add(s.opts.OpDelay)
+	op := s.newOperationLocked("Microsoft.Network", strings.ToLower(deref(n.nic.Location)), doneAt, fault)
+	if fault == nil {
+		n.deleting, n.deleteAt, n.deleteOp = true, doneAt, op
+		n.nic.Properties.ProvisioningState = ptr(armnetwork.ProvisioningStateDeleting)
+		s.counters.NICDeletes++
+	}
+	s.acceptLRO(w, sub, op, true)
+	w.WriteHeader(http.StatusAccepted)
+}

@@ -1,0 +1,303 @@
+// Package armemulator is an Azure Resource Manager emulator for development
+// and tests: an HTTPS server on loopback that serves the ARM REST routes the
+// karpfunc launcher uses (virtual machines, network interfaces, resource
+// SKUs, async operations), with the SDK's model types for its JSON, so the
+// real armcompute/armnetwork clients and pollers run unmodified against it.
+//
+// A VM that finished creating "boots" after Options.BootDelay: the emulator
+// registers a Kubernetes Node for it (managed by kwok), the way a real VM's
+// kubelet would. Faults (throttling, capacity, quota, slow operations) are
+// injected per operation through an Injector.
+package armemulator
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/hex"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/big"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/compute/armcompute/v8"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/clock"
+)
+
+// Options configure the emulator.
+type Options struct {
+	// Addr is the listen address; default "127.0.0.1:0" (a free port).
+	Addr string
+	// SubscriptionIDs are the subscriptions served; empty accepts any.
+	SubscriptionIDs []string
+	// OpDelay is how long a PUT or DELETE takes (Creating -> Succeeded,
+	// Deleting -> gone).
+	OpDelay time.Duration
+	// BootDelay is how long after a VM succeeded its Node appears.
+	BootDelay time.Duration
+	// Kube is where Nodes are created; nil means no Nodes.
+	Kube *rest.Config
+	// NodeResources gives a booted node's capacity, allocatable and
+	// architecture for its VM size. When nil, or when it answers !ok, the
+	// SKU's vCPUs/MemoryGB capabilities from SKUs are used (allocatable =
+	// capacity); with neither, the VM never becomes a Node (like a VM whose
+	// kubelet fails to join).
+	NodeResources func(sku string, maxPods int32) (capacity, allocatable corev1.ResourceList, arch string, ok bool)
+	// SKUs are the resource SKUs served by the SKU API and used to validate
+	// VM sizes and zones. Empty accepts any VM size.
+	SKUs []*armcompute.ResourceSKU
+	// Clock drives provisioning and boot times; default the real clock.
+	Clock clock.PassiveClock
+	// Logger; default slog.Default().
+	Logger *slog.Logger
+	// Faults are installed as the initial Rules (see Server.Faults).
+	Faults []Rule
+	// Injector, when set, is consulted before the Rules.
+	Injector Injector
+	// OnEviction is called after Evict removed a spot VM, with the VM's
+	// resource ID, so a test harness can emit the Event Grid event.
+	OnEviction func(vmResourceID string)
+}
+
+// Counters count what the emulator did, for tests.
+type Counters struct {
+	VMCreates, VMDeletes   int
+	NICCreates, NICDeletes int
+	NodesCreated           int
+	NodesDeleted           int
+	Evictions              int
+	// Requests counts every request by operation, faulted ones included.
+	Requests map[Operation]int
+}
+
+// Server is a running emulator.
+type Server struct {
+	opts   Options
+	log    *slog.Logger
+	clock  clock.PassiveClock
+	faults *Rules
+
+	listener net.Listener
+	http     *http.Server
+	url      string
+	caPEM    []byte
+	token    string
+
+	mu       sync.Mutex
+	vms      map[string]*vmState  // key: resourceKey
+	nics     map[string]*nicState // key: resourceKey
+	ops      map[string]*operation
+	counters Counters
+	nextIP   int
+
+	nodes  *nodeWorker
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+}
+
+// Start starts an emulator; it serves until ctx is done or Close.
+func Start(ctx context.Context, opts Options) (*Server, error) {
+	if opts.Addr == "" {
+		opts.Addr = "127.0.0.1:0"
+	}
+	if opts.OpDelay < 0 || opts.BootDelay < 0 {
+		return nil, errors.New("armemulator: OpDelay and BootDelay must not be negative")
+	}
+	if opts.Clock == nil {
+		opts.Clock = clock.RealClock{}
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	s := &Server{
+		opts:   opts,
+		log:    opts.Logger.With("component", "armemulator"),
+		clock:  opts.Clock,
+		faults: NewRules(opts.Faults...),
+		vms:    map[string]*vmState{},
+		nics:   map[string]*nicState{},
+		ops:    map[string]*operation{},
+		token:  "emulator-" + randHex(8),
+		nextIP: 4, // Azure reserves .0-.3 of every subnet
+	}
+	s.counters.Requests = map[Operation]int{}
+
+	cert, caPEM, err := selfSignedCert()
+	if err != nil {
+		return nil, err
+	}
+	s.caPEM = caPEM
+	ln, err := net.Listen("tcp", opts.Addr)
+	if err != nil {
+		return nil, fmt.Errorf("armemulator: listen on %s: %w", opts.Addr, err)
+	}
+	s.listener = ln
+	s.url = "https://" + ln.Addr().String()
+
+	ctx, cancel := context.WithCancel(ctx)
+	s.cancel = cancel
+	if opts.Kube != nil {
+		nw, err := newNodeWorker(opts.Kube, s.log)
+		if err != nil {
+			cancel()
+			_ = ln.Close()
+			return nil, err
+		}
+		nw.onDone = s.countNode
+		s.nodes = nw
+		s.wg.Add(1)
+		go func() { defer s.wg.Done(); nw.run(ctx) }()
+	}
+
+	s.http = &http.Server{
+		Handler:           s,
+		TLSConfig:         &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12},
+		ReadHeaderTimeout: 10 * time.Second,
+		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
+		BaseContext:       func(net.Listener) context.Context { return ctx },
+	}
+	s.wg.Add(2)
+	go func() {
+		defer s.wg.Done()
+		if err := s.http.ServeTLS(ln, "", ""); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			s.log.Error("serve failed", "error", err)
+		}
+	}()
+	// The settle loop moves resources through their states as the clock
+	// advances even when nobody is asking (so VMs boot on their own).
+	go func() {
+		defer s.wg.Done()
+		t := time.NewTicker(20 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				s.mu.Lock()
+				s.settleLocked()
+				s.mu.Unlock()
+			}
+		}
+	}()
+	go func() { <-ctx.Done(); _ = s.http.Close() }()
+	s.log.Info("ARM emulator listening", "url", s.url)
+	return s, nil
+}
+
+// URL is the ARM endpoint, e.g. https://127.0.0.1:41234.
+func (s *Server) URL() string { return s.url }
+
+// CACertPEM is the server's self-signed certificate, for the client's trust
+// pool.
+func (s *Server) CACertPEM() []byte { return append([]byte(nil), s.caPEM...) }
+
+// Token is a bearer token clients can use. Any bearer token is accepted; the
+// Authorization header itself is required, as in ARM.
+func (s *Server) Token() string { return s.token }
+
+// Faults returns the rule list; add rules at any time.
+func (s *Server) Faults() *Rules { return s.faults }
+
+// Close stops the server and its background work.
+func (s *Server) Close() error {
+	s.cancel()
+	err := s.http.Close()
+	s.wg.Wait()
+	return err
+}
+
+// Counters returns a copy of the counters.
+func (s *Server) Counters() Counters {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c := s.counters
+	c.Requests = make(map[Operation]int, len(s.counters.Requests))
+	for k, v := range s.counters.Requests {
+		c.Requests[k] = v
+	}
+	return c
+}
+
+func (s *Server) countNode(created bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if created {
+		s.counters.NodesCreated++
+	} else {
+		s.counters.NodesDeleted++
+	}
+}
+
+// selfSignedCert makes a fresh ECDSA certificate for 127.0.0.1, ::1 and
+// localhost; being self-signed, the certificate is also its own CA.
+func selfSignedCert() (tls.Certificate, []byte, error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return tls.Certificate{}, nil, fmt.Errorf("armemulator: generating key: %w", err)
+	}
+	serial, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 62))
+	if err != nil {
+		return tls.Certificate{}, nil, err
+	}
+	now := time.Now()
+	tmpl := &x509.Certificate{
+		SerialNumber:          serial,
+		Subject:               pkix.Name{CommonName: "karpfunc ARM emulator", Organization: []string{"karpfunc"}},
+		NotBefore:             now.Add(-time.Hour),
+		NotAfter:              now.Add(7 * 24 * time.Hour),
+		KeyUsage:              x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
+		ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		BasicConstraintsValid: true,
+		IsCA:                  true,
+		IPAddresses:           []net.IP{net.ParseIP("127.0.0.1"), net.IPv6loopback},
+		DNSNames:              []string{"localhost"},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		return tls.Certificate{}, nil, fmt.Errorf("armemulator: creating certificate: %w", err)
+	}
+	certPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
+	keyDER, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		return tls.Certificate{}, nil, err
+	}
+	keyPEM := pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER})
+	cert, err := tls.X509KeyPair(certPEM, keyPEM)
+	if err != nil {
+		return tls.Certificate{}, nil, err
+	}
+	return cert, certPEM, nil
+}
+
+func randHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+func newUUID() string {
+	b := make([]byte, 16)
+	_, _ = rand.Read(b)
+	b[6] = (b[6] & 0x0f) | 0x40
+	b[8] = (b[8] & 0x3f) | 0x80
+	h := hex.EncodeToString(b)
+	return h[0:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
+}
+
+// resourceKey identifies a resource case-insensitively, as ARM does.
+func resourceKey(sub, rg, name string) string {
+	return strings.ToLower(sub + "/" + rg + "/" + name)
+}

@@ -1,0 +1,308 @@
+package armemulator
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/compute/armcompute/v8"
+	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/karpfunc/karpfunc/pkg/azure"
+)
+
+// Well-known labels a registered node carries.
+const (
+	labelHostname     = "kubernetes.io/hostname"
+	labelInstanceType = "node.kubernetes.io/instance-type"
+	labelZone         = "topology.kubernetes.io/zone"
+	labelRegion       = "topology.kubernetes.io/region"
+	labelOS           = "kubernetes.io/os"
+	labelArch         = "kubernetes.io/arch"
+	labelCapacityType = "karpenter.sh/capacity-type"
+)
+
+// opRetention is how long a finished operation stays pollable.
+const opRetention = time.Hour
+
+// settleLocked brings every resource to the state the clock says it is in:
+// creations finish, deletions complete, succeeded VMs boot. Everything time
+// based goes through here, so a fake clock drives the emulator completely.
+func (s *Server) settleLocked() {
+	now := s.clock.Now()
+	for key, v := range s.vms {
+		if v.deleting {
+			if !now.Before(v.deleteAt) {
+				s.removeVMLocked(key, v)
+			}
+			continue
+		}
+		state := "Creating"
+		if !now.Before(v.readyAt) {
+			state = "Succeeded"
+			if v.failure != nil {
+				state = "Failed"
+			}
+		}
+		v.vm.Properties.ProvisioningState = ptr(state)
+		if state == "Succeeded" && !v.booted && !now.Before(v.readyAt.Add(s.opts.BootDelay)) {
+			v.booted = true
+			s.bootLocked(v)
+		}
+	}
+	for key, n := range s.nics {
+		switch {
+		case n.deleting && !now.Before(n.deleteAt):
+			delete(s.nics, key)
+		case !n.deleting && !now.Before(n.readyAt):
+			st := armnetwork.ProvisioningStateSucceeded
+			if n.failure != nil {
+				st = armnetwork.ProvisioningStateFailed
+			}
+			n.nic.Properties.ProvisioningState = ptr(st)
+		}
+	}
+	for id, op := range s.ops {
+		if now.Sub(op.doneAt) > opRetention {
+			delete(s.ops, id)
+		}
+	}
+}
+
+// removeVMLocked makes a VM disappear: its NICs are deleted with it when
+// their deleteOption says so (as Azure does), otherwise released, and its
+// Node goes away like a node whose machine vanished.
+func (s *Server) removeVMLocked(key string, v *vmState) {
+	delete(s.vms, key)
+	deleteNIC := map[string]bool{}
+	for _, ref := range v.vm.Properties.NetworkProfile.NetworkInterfaces {
+		if ref.Properties != nil && deref(ref.Properties.DeleteOption) == armcompute.DeleteOptionsDelete {
+			deleteNIC[nicKeyFromID(deref(ref.ID))] = true
+		}
+	}
+	for _, nk := range v.nicKeys {
+		n, ok := s.nics[nk]
+		if !ok || n.vmKey != key {
+			continue
+		}
+		n.vmKey = ""
+		n.nic.Properties.VirtualMachine = nil
+		if deleteNIC[nk] {
+			delete(s.nics, nk)
+			s.counters.NICDeletes++
+		}
+	}
+	if s.nodes != nil {
+		s.nodes.delete(nodeName(v))
+	}
+	s.log.Info("VM deleted", "name", v.name())
+}
+
+func nodeName(v *vmState) string {
+	if p := v.vm.Properties; p != nil && p.OSProfile != nil && deref(p.OSProfile.ComputerName) != "" {
+		return strings.ToLower(deref(p.OSProfile.ComputerName))
+	}
+	return strings.ToLower(v.name())
+}
+
+// bootLocked is the VM's kubelet registering: it queues the Node creation.
+func (s *Server) bootLocked(v *vmState) {
+	if s.nodes == nil {
+		return
+	}
+	node, err := s.nodeFor(v)
+	if err != nil {
+		// Like a VM whose bootstrap fails: it runs but never joins.
+		s.log.Warn("VM booted but will not join the cluster", "name", v.name(), "reason", err)
+		return
+	}
+	s.nodes.create(node)
+}
+
+func (s *Server) nodeFor(v *vmState) (*corev1.Node, error) {
+	p := v.vm.Properties
+	boot := &azure.Bootstrap{}
+	if p.OSProfile != nil && deref(p.OSProfile.CustomData) != "" {
+		b, err := azure.DecodeBootstrap(deref(p.OSProfile.CustomData))
+		if err != nil {
+			return nil, err
+		}
+		boot = b
+	}
+	sku := string(deref(p.HardwareProfile.VMSize))
+	maxPods := boot.MaxPods
+	if maxPods <= 0 {
+		maxPods = 110
+	}
+	capacity, allocatable, arch, err := s.nodeResources(sku, maxPods)
+	if err != nil {
+		return nil, err
+	}
+	name := nodeName(v)
+	labels := map[string]string{}
+	for k, val := range boot.Labels {
+		labels[k] = val
+	}
+	capacityType := azure.CapacityTypeOnDemand
+	if deref(p.Priority) == armcompute.VirtualMachinePriorityTypesSpot {
+		capacityType = azure.CapacityTypeSpot
+	}
+	labels[labelHostname] = name
+	labels[labelInstanceType] = sku
+	labels[labelRegion] = v.location
+	if v.zone != "" {
+		labels[labelZone] = v.zone
+	}
+	labels[labelOS] = "linux"
+	labels[labelArch] = arch
+	labels[labelCapacityType] = capacityType
+
+	node := &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:        name,
+			Labels:      labels,
+			Annotations: map[string]string{KwokNodeAnnotation: "fake"},
+		},
+		Spec: corev1.NodeSpec{
+			ProviderID: azure.ProviderID(v.sub, v.rg, v.name()),
+			Taints:     boot.Taints,
+		},
+		Status: corev1.NodeStatus{
+			Capacity:    capacity,
+			Allocatable: allocatable,
+			NodeInfo:    corev1.NodeSystemInfo{Architecture: arch, OperatingSystem: "linux"},
+			Addresses:   []corev1.NodeAddress{{Type: corev1.NodeHostName, Address: name}},
+		},
+	}
+	if ip := s.privateIPLocked(v); ip != "" {
+		node.Status.Addresses = append([]corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: ip}}, node.Status.Addresses...)
+	}
+	return node, nil
+}
+
+func (s *Server) privateIPLocked(v *vmState) string {
+	for _, nk := range v.nicKeys {
+		if n, ok := s.nics[nk]; ok && n.nic.Properties != nil {
+			for _, ipc := range n.nic.Properties.IPConfigurations {
+				if ipc != nil && ipc.Properties != nil && deref(ipc.Properties.PrivateIPAddress) != "" {
+					return *ipc.Properties.PrivateIPAddress
+				}
+			}
+		}
+	}
+	return ""
+}
+
+// nodeResources asks Options.NodeResources, then falls back to the SKU's
+// capabilities (allocatable = capacity: no reservations modelled).
+func (s *Server) nodeResources(sku string, maxPods int32) (corev1.ResourceList, corev1.ResourceList, string, error) {
+	if s.opts.NodeResources != nil {
+		if c, a, arch, ok := s.opts.NodeResources(sku, maxPods); ok {
+			if arch == "" {
+				arch = "amd64"
+			}
+			return c, a, arch, nil
+		}
+	}
+	for _, rs := range s.opts.SKUs {
+		if rs == nil || !strings.EqualFold(deref(rs.Name), sku) || !strings.EqualFold(deref(rs.ResourceType), "virtualMachines") {
+			continue
+		}
+		var cpu, memGB, arch string
+		for _, c := range rs.Capabilities {
+			switch deref(c.Name) {
+			case "vCPUs":
+				cpu = deref(c.Value)
+			case "MemoryGB":
+				memGB = deref(c.Value)
+			case "CpuArchitectureType":
+				arch = deref(c.Value)
+			}
+		}
+		if cpu == "" || memGB == "" {
+			break
+		}
+		gb, err := strconv.ParseFloat(memGB, 64)
+		if err != nil {
+			return nil, nil, "", fmt.Errorf("SKU %s: MemoryGB %q: %w", sku, memGB, err)
+		}
+		cpuQ, err := resource.ParseQuantity(cpu)
+		if err != nil {
+			return nil, nil, "", fmt.Errorf("SKU %s: vCPUs %q: %w", sku, cpu, err)
+		}
+		list := corev1.ResourceList{
+			corev1.ResourceCPU:    cpuQ,
+			corev1.ResourceMemory: *resource.NewQuantity(int64(gb*1024)*1024*1024, resource.BinarySI),
+			corev1.ResourcePods:   *resource.NewQuantity(int64(maxPods), resource.DecimalSI),
+		}
+		a := "amd64"
+		if strings.EqualFold(arch, "Arm64") {
+			a = "arm64"
+		}
+		return list, list.DeepCopy(), a, nil
+	}
+	return nil, nil, "", fmt.Errorf("no resources known for VM size %q (no NodeResources answer, no SKU capabilities)", sku)
+}
+
+// Evict removes a spot VM at once, as Azure does with eviction policy
+// Delete, and reports it through Options.OnEviction.
+func (s *Server) Evict(name string) error {
+	s.mu.Lock()
+	s.settleLocked()
+	var key string
+	var v *vmState
+	for k, cand := range s.vms {
+		if strings.EqualFold(cand.name(), name) {
+			key, v = k, cand
+			break
+		}
+	}
+	if v == nil {
+		s.mu.Unlock()
+		return fmt.Errorf("armemulator: no VM %q", name)
+	}
+	if deref(v.vm.Properties.Priority) != armcompute.VirtualMachinePriorityTypesSpot {
+		s.mu.Unlock()
+		return fmt.Errorf("armemulator: VM %q is not a spot VM", name)
+	}
+	id := deref(v.vm.ID)
+	s.removeVMLocked(key, v)
+	s.counters.Evictions++
+	s.mu.Unlock()
+	if s.opts.OnEviction != nil {
+		s.opts.OnEviction(id)
+	}
+	return nil
+}
+
+// VMs returns a snapshot of the VMs, sorted by name, as stored (including
+// customData, which ARM itself never returns).
+func (s *Server) VMs() []*armcompute.VirtualMachine {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.settleLocked()
+	out := make([]*armcompute.VirtualMachine, 0, len(s.vms))
+	for _, v := range s.vms {
+		out = append(out, deepCopyVM(&v.vm))
+	}
+	sort.Slice(out, func(i, j int) bool { return deref(out[i].Name) < deref(out[j].Name) })
+	return out
+}
+
+// NICs returns a snapshot of the network interfaces, sorted by name.
+func (s *Server) NICs() []*armnetwork.Interface {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.settleLocked()
+	out := make([]*armnetwork.Interface, 0, len(s.nics))
+	for _, n := range s.nics {
+		out = append(out, deepCopyNIC(&n.nic))
+	}
+	sort.Slice(out, func(i, j int) bool { return deref(out[i].Name) < deref(out[j].Name) })
+	return out
+}

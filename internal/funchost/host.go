@@ -1,0 +1,557 @@
+// Package funchost is a local Azure Functions host for development and tests,
+// where Functions Core Tools and Azure are not available. It reads the same
+// host.json and function.json files, starts the same custom handler binary
+// the same way, and delivers Service Bus and timer triggers with the same
+// request envelope, retries and dead-lettering
+// (shared/contracts/functions-custom-handler.md). Its Service Bus is
+// localbus, reachable in process (Publish) and over loopback HTTP (BusURL).
+package funchost
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log"
+	"maps"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"k8s.io/utils/clock"
+
+	"github.com/karpfunc/karpfunc/internal/localbus"
+	"github.com/karpfunc/karpfunc/pkg/bus"
+)
+
+// EnvBusURL is set in the handler's environment to the local bus's base
+// URL, so a function can publish (scheduled messages to itself, for one)
+// through the bus's HTTP API.
+const EnvBusURL = "KARPFUNC_LOCAL_BUS_URL"
+
+// ExecutableSetting is the app setting that overrides host.json's
+// customHandler.description.defaultExecutablePath, as in Azure.
+const ExecutableSetting = "AzureFunctionsJobHost__customHandler__description__defaultExecutablePath"
+
+// maxDescription bounds a dead-letter description, as Service Bus bounds
+// its properties; the tail is kept because the reason is the last log line.
+const maxDescription = 4096
+
+// Options configures a Host.
+type Options struct {
+	// AppRoot holds host.json (required).
+	AppRoot string
+	// FunctionsDir holds the <Name>/function.json folders (default AppRoot;
+	// relative to AppRoot).
+	FunctionsDir string
+	// Executable overrides host.json's defaultExecutablePath (and the
+	// ExecutableSetting app setting). Relative paths are relative to the
+	// working directory.
+	Executable string
+	// Env is the handler's base environment (nil: this process's).
+	Env []string
+	// Settings are app settings: they expand %NAME% in function.json and
+	// host.json arguments (before the environment) and are added to the
+	// handler's environment, as Azure does.
+	Settings map[string]string
+	// MaxDeliveryCount is the queues' maxDeliveryCount (default 10).
+	MaxDeliveryCount int
+	// RetryDelay is the pause before an abandoned message is redelivered
+	// (default 1 s).
+	RetryDelay time.Duration
+	// LockDuration is the queues' lock duration (default 1 min); the host
+	// renews it up to host.json's maxAutoLockRenewalDuration.
+	LockDuration time.Duration
+	// DuplicateDetectionWindow (default 10 min).
+	DuplicateDetectionWindow time.Duration
+	// BusAddr is the loopback address of the bus's HTTP API (default
+	// 127.0.0.1:0, a free port).
+	BusAddr string
+	// StartupTimeout bounds the handler's readiness (default 60 s).
+	StartupTimeout time.Duration
+	// StopTimeout is how long Stop lets the handler finish after SIGTERM
+	// before killing it (default 30 s).
+	StopTimeout time.Duration
+	// Log receives the host's log and the handler's stdout and stderr
+	// (default os.Stderr).
+	Log io.Writer
+	// Clock drives timers, scheduled messages and retries (default real).
+	Clock clock.Clock
+}
+
+// FunctionStats counts one function's invocations.
+type FunctionStats struct {
+	Invocations int64 `json:"invocations"`
+	Succeeded   int64 `json:"succeeded"`
+	Failed      int64 `json:"failed"`
+}
+
+// Host is a running local Functions host.
+type Host struct {
+	opts      Options
+	settings  hostSettings
+	functions []*Function
+	bus       *localbus.Bus
+	busServer *http.Server
+	busURL    string
+	proc      *supervisor
+	log       *log.Logger
+	client    *http.Client
+
+	// receiveCtx stops the trigger loops; invokeCtx, cancelled last,
+	// bounds invocations already started.
+	cancelReceive, cancelInvoke context.CancelFunc
+	invokeCtx                   context.Context
+	loops                       sync.WaitGroup
+	stopOnce                    sync.Once
+
+	mu           sync.Mutex
+	stats        map[string]*FunctionStats
+	timersActive int
+}
+
+// Start reads the app, starts the bus and the handler, and begins delivering.
+func Start(ctx context.Context, opts Options) (*Host, error) {
+	if opts.AppRoot == "" {
+		return nil, errors.New("funchost: Options.AppRoot is required")
+	}
+	appRoot, err := filepath.Abs(opts.AppRoot)
+	if err != nil {
+		return nil, err
+	}
+	opts.AppRoot = appRoot
+	switch {
+	case opts.FunctionsDir == "":
+		opts.FunctionsDir = appRoot
+	case !filepath.IsAbs(opts.FunctionsDir):
+		opts.FunctionsDir = filepath.Join(appRoot, opts.FunctionsDir)
+	}
+	if opts.Log == nil {
+		opts.Log = os.Stderr
+	}
+	if opts.Clock == nil {
+		opts.Clock = clock.RealClock{}
+	}
+	if opts.StartupTimeout <= 0 {
+		opts.StartupTimeout = 60 * time.Second
+	}
+	if opts.StopTimeout <= 0 {
+		opts.StopTimeout = 30 * time.Second
+	}
+	if opts.BusAddr == "" {
+		opts.BusAddr = "127.0.0.1:0"
+	}
+	out := &syncWriter{w: opts.Log}
+	h := &Host{opts: opts, log: log.New(out, "funchost: ", log.Ltime|log.Lmicroseconds), stats: map[string]*FunctionStats{}}
+	lookup := h.lookupSetting
+
+	if h.settings, err = loadHostJSON(appRoot, lookup); err != nil {
+		return nil, err
+	}
+	if h.functions, err = loadFunctions(opts.FunctionsDir, lookup); err != nil {
+		return nil, err
+	}
+	sortFunctions(h.functions)
+	executable, err := h.resolveExecutable()
+	if err != nil {
+		return nil, err
+	}
+
+	h.bus = localbus.New(localbus.Options{Clock: opts.Clock, MaxDeliveryCount: opts.MaxDeliveryCount,
+		RetryDelay: opts.RetryDelay, LockDuration: opts.LockDuration, MaxAutoLockRenewal: h.settings.maxAutoLockRenewal,
+		DuplicateDetectionWindow: opts.DuplicateDetectionWindow})
+	for _, fn := range h.functions {
+		h.stats[fn.Name] = &FunctionStats{}
+		if fn.ServiceBus != nil {
+			if err := h.bus.CreateQueue(fn.ServiceBus.Queue, localbus.QueueOptions{RequiresSession: fn.ServiceBus.Sessions}); err != nil {
+				return nil, fmt.Errorf("%s: %w", fn.File, err)
+			}
+		}
+	}
+	ln, err := net.Listen("tcp", opts.BusAddr)
+	if err != nil {
+		return nil, fmt.Errorf("listening for the bus API on %s: %w", opts.BusAddr, err)
+	}
+	h.busURL = "http://" + ln.Addr().String()
+	h.busServer = &http.Server{Handler: h.bus.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = h.busServer.Serve(ln) }()
+
+	h.proc = &supervisor{path: executable, args: h.settings.arguments, dir: h.settings.workingDirectory,
+		env: h.handlerEnv(), output: &prefixWriter{w: out, prefix: "handler: "}, log: h.log,
+		startupTimeout: opts.StartupTimeout, stopTimeout: opts.StopTimeout}
+	if err := h.proc.start(); err != nil {
+		_ = h.busServer.Close()
+		return nil, err
+	}
+	// One transport for all invocations; no client timeout, functionTimeout
+	// bounds each invocation through its context.
+	h.client = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64, DisableCompression: true}}
+
+	var receiveCtx context.Context
+	receiveCtx, h.cancelReceive = context.WithCancel(context.WithoutCancel(ctx))
+	h.invokeCtx, h.cancelInvoke = context.WithCancel(context.WithoutCancel(ctx))
+	for _, fn := range h.functions {
+		switch {
+		case fn.ServiceBus != nil:
+			n := h.settings.maxConcurrentCalls
+			if fn.ServiceBus.Sessions {
+				// One call per session (maxConcurrentCallsPerSession 1).
+				n = h.settings.maxConcurrentSessions
+			}
+			for range n {
+				h.loops.Go(func() { h.receiveLoop(receiveCtx, fn) })
+			}
+			h.log.Printf("function %s: serviceBusTrigger on queue %q (sessions %t, concurrency %d)", fn.Name, fn.ServiceBus.Queue, fn.ServiceBus.Sessions, n)
+		case fn.Timer != nil:
+			h.loops.Go(func() { h.timerLoop(receiveCtx, fn) })
+			h.log.Printf("function %s: timerTrigger %q (runOnStartup %t)", fn.Name, fn.Timer.Expression, fn.Timer.RunOnStartup)
+		}
+	}
+	h.log.Printf("bus API on %s", h.busURL)
+	return h, nil
+}
+
+func (h *Host) lookupSetting(name string) (string, bool) {
+	if v, ok := h.opts.Settings[name]; ok {
+		return v, true
+	}
+	return os.LookupEnv(name)
+}
+
+// resolveExecutable applies the overrides and resolves the path: relative to
+// the working directory if a file is there, else on PATH, as the host does
+// for "python" and the like.
+func (h *Host) resolveExecutable() (string, error) {
+	exe := h.settings.executable
+	if v, ok := h.lookupSetting(ExecutableSetting); ok && v != "" {
+		exe = v
+	}
+	if h.opts.Executable != "" {
+		exe = h.opts.Executable
+	}
+	if exe == "" {
+		return "", errors.New("funchost: no handler executable: host.json customHandler.description.defaultExecutablePath is empty and Options.Executable is not set")
+	}
+	if filepath.IsAbs(exe) {
+		return exe, nil
+	}
+	candidate := filepath.Join(h.settings.workingDirectory, exe)
+	if st, err := os.Stat(candidate); err == nil && !st.IsDir() {
+		return candidate, nil
+	}
+	if !strings.ContainsRune(exe, filepath.Separator) {
+		if p, err := exec.LookPath(exe); err == nil {
+			return p, nil
+		}
+	}
+	return "", fmt.Errorf("funchost: handler executable %q not found in %s or on PATH", exe, h.settings.workingDirectory)
+}
+
+func (h *Host) handlerEnv() []string {
+	env := h.opts.Env
+	if env == nil {
+		env = os.Environ()
+	}
+	env = slices.Clone(env)
+	for _, k := range slices.Sorted(maps.Keys(h.opts.Settings)) {
+		env = append(env, k+"="+h.opts.Settings[k])
+	}
+	return append(env, EnvBusURL+"="+h.busURL)
+}
+
+// receiveLoop is one concurrent call slot of a serviceBusTrigger function.
+func (h *Host) receiveLoop(ctx context.Context, fn *Function) {
+	for {
+		d, err := h.bus.Receive(ctx, fn.ServiceBus.Queue)
+		if err != nil {
+			if ctx.Err() != nil || errors.Is(err, localbus.ErrClosed) {
+				return
+			}
+			h.log.Printf("function %s: receiving from %q: %v", fn.Name, fn.ServiceBus.Queue, err)
+			time.Sleep(time.Second)
+			continue
+		}
+		req, err := serviceBusRequest(fn, d, h.opts.Clock.Now())
+		var failure string
+		if err != nil {
+			failure = fmt.Sprintf("encoding the request: %v", err)
+		} else {
+			failure = h.invoke(fn, req, fmt.Sprintf("New ServiceBus message detected on '%s' (MessageId=%s, DeliveryCount=%d)", d.Queue, d.Message.ID, d.DeliveryCount))
+		}
+		if failure == "" {
+			err = h.bus.Complete(d)
+		} else {
+			err = h.bus.Abandon(d, failure)
+		}
+		if err != nil {
+			// The lock ran out during the invocation: the message was
+			// already released to another delivery, as in Service Bus.
+			h.log.Printf("function %s: settling message %q: %v", fn.Name, d.Message.ID, err)
+		}
+	}
+}
+
+// timerLoop fires a timer function at each occurrence of its schedule. Runs
+// of one timer never overlap, as the host's singleton lock ensures.
+func (h *Host) timerLoop(ctx context.Context, fn *Function) {
+	var status *timerStatus
+	fire := func(scheduled time.Time, reason string) {
+		now := h.opts.Clock.Now()
+		// The host reports a run as past due when it starts late.
+		pastDue := !scheduled.IsZero() && now.Sub(scheduled) > time.Second
+		req, err := timerRequest(fn, status, pastDue, now)
+		if err != nil {
+			h.log.Printf("function %s: encoding the request: %v", fn.Name, err)
+			return
+		}
+		h.mu.Lock()
+		h.timersActive++
+		h.mu.Unlock()
+		h.invoke(fn, req, reason)
+		h.mu.Lock()
+		h.timersActive--
+		h.mu.Unlock()
+		done := h.opts.Clock.Now()
+		status = &timerStatus{last: now, next: fn.Timer.Schedule.Next(done), lastUpdated: done}
+	}
+	if fn.Timer.RunOnStartup {
+		fire(time.Time{}, "Timer fired at startup (runOnStartup)")
+	}
+	for {
+		next := fn.Timer.Schedule.Next(h.opts.Clock.Now())
+		t := h.opts.Clock.NewTimer(max(next.Sub(h.opts.Clock.Now()), 0))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C():
+		}
+		fire(next, fmt.Sprintf("Timer fired at %s", next.UTC().Format(time.RFC3339)))
+	}
+}
+
+// invoke posts one request to the handler and returns "" on success or the
+// failure description: status and Logs, or the transport error.
+func (h *Host) invoke(fn *Function, body []byte, reason string) (failure string) {
+	id := localbus.NewGUID()
+	start := time.Now()
+	h.log.Printf("Executing 'Functions.%s' (Reason='%s', Id=%s)", fn.Name, reason, id)
+	defer func() {
+		h.mu.Lock()
+		s := h.stats[fn.Name]
+		s.Invocations++
+		if failure == "" {
+			s.Succeeded++
+		} else {
+			s.Failed++
+		}
+		h.mu.Unlock()
+		if failure == "" {
+			h.log.Printf("Executed 'Functions.%s' (Succeeded, Id=%s, Duration=%s)", fn.Name, id, time.Since(start).Round(time.Millisecond))
+		} else {
+			h.log.Printf("Executed 'Functions.%s' (Failed, Id=%s, Duration=%s): %s", fn.Name, id, time.Since(start).Round(time.Millisecond), failure)
+		}
+	}()
+	ctx := h.invokeCtx
+	if h.settings.functionTimeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, h.settings.functionTimeout)
+		defer cancel()
+	}
+	base, err := h.proc.endpoint(ctx)
+	if err != nil {
+		return fmt.Sprintf("no handler to invoke: %v", err)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+"/"+fn.Name, bytes.NewReader(body))
+	if err != nil {
+		return err.Error()
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("X-Azure-Functions-InvocationId", id)
+	req.Header.Set("X-Azure-Functions-HostVersion", HostVersion)
+	req.Header.Set("User-Agent", "Azure-Functions-Host/"+HostVersion)
+	resp, err := h.client.Do(req)
+	if err != nil {
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			return fmt.Sprintf("Timeout value of %s exceeded by function 'Functions.%s' (Id: '%s')", h.settings.functionTimeout, fn.Name, id)
+		}
+		return fmt.Sprintf("POST /%s failed: %v", fn.Name, err)
+	}
+	defer resp.Body.Close()
+	respBody, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+	if err != nil {
+		return fmt.Sprintf("POST /%s: reading the response (%s): %v", fn.Name, resp.Status, err)
+	}
+	var r struct{ Logs []string }
+	validJSON := json.Unmarshal(respBody, &r) == nil
+	switch {
+	case resp.StatusCode/100 == 2 && validJSON:
+		return ""
+	case resp.StatusCode/100 == 2:
+		return truncateTail(fmt.Sprintf("POST /%s answered %s with a body that is not JSON: %s", fn.Name, resp.Status, respBody))
+	case validJSON && len(r.Logs) > 0:
+		return truncateTail(fmt.Sprintf("POST /%s answered %s: %s", fn.Name, resp.Status, strings.Join(r.Logs, "\n")))
+	default:
+		return truncateTail(fmt.Sprintf("POST /%s answered %s: %s", fn.Name, resp.Status, respBody))
+	}
+}
+
+func truncateTail(s string) string {
+	if len(s) <= maxDescription {
+		return s
+	}
+	head := s[:min(strings.IndexByte(s, ':')+1, 200)]
+	return head + " …" + s[len(s)-(maxDescription-len(head)-4):]
+}
+
+// BusURL is the base URL of the bus's HTTP API.
+func (h *Host) BusURL() string { return h.busURL }
+
+// Bus is the host's in-process bus.
+func (h *Host) Bus() *localbus.Bus { return h.bus }
+
+// Functions returns the functions the host found.
+func (h *Host) Functions() []Function {
+	out := make([]Function, len(h.functions))
+	for i, fn := range h.functions {
+		out[i] = *fn
+	}
+	return out
+}
+
+// Publish sends msgs to queue; Host is a bus.Publisher.
+func (h *Host) Publish(ctx context.Context, queue string, msgs ...bus.Message) error {
+	return h.bus.Publish(ctx, queue, msgs...)
+}
+
+// Close is a no-op: a Host lent out as a bus.Publisher is stopped by its
+// owner with Stop, not by the component it was lent to.
+func (h *Host) Close(context.Context) error { return nil }
+
+var _ bus.Publisher = (*Host)(nil)
+
+// DeadLetters returns queue's dead-lettered messages.
+func (h *Host) DeadLetters(queue string) ([]localbus.DeadLetter, error) {
+	return h.bus.DeadLetters(queue)
+}
+
+// Stats returns each queue's counters.
+func (h *Host) Stats() map[string]localbus.QueueStats { return h.bus.Stats() }
+
+// FunctionStats returns each function's invocation counters.
+func (h *Host) FunctionStats() map[string]FunctionStats {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	out := make(map[string]FunctionStats, len(h.stats))
+	for k, v := range h.stats {
+		out[k] = *v
+	}
+	return out
+}
+
+// Restarts is how many times the handler was restarted after exiting.
+func (h *Host) Restarts() int { return h.proc.restartCount() }
+
+// HandlerPID is the running handler's process id (0 while restarting).
+func (h *Host) HandlerPID() int { return h.proc.pid() }
+
+// WaitIdle waits until every queue is empty, nothing is in flight (timer
+// runs included), and no message is scheduled before the time of the call.
+// Messages scheduled later (a liveness check minutes away) do not count.
+func (h *Host) WaitIdle(ctx context.Context) error {
+	return h.WaitIdleUntil(ctx, h.opts.Clock.Now())
+}
+
+// WaitIdleUntil is WaitIdle counting messages scheduled before horizon.
+func (h *Host) WaitIdleUntil(ctx context.Context, horizon time.Time) error {
+	poll := time.NewTicker(10 * time.Millisecond) // timer runs have no change signal
+	defer poll.Stop()
+	for {
+		changed := h.bus.Changed()
+		h.mu.Lock()
+		timers := h.timersActive
+		h.mu.Unlock()
+		if timers == 0 && h.bus.Idle(horizon) {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for the host to be idle: %w (queues: %s)", ctx.Err(), h.describeStats())
+		case <-changed:
+		case <-poll.C:
+		}
+	}
+}
+
+func (h *Host) describeStats() string {
+	stats := h.Stats()
+	var parts []string
+	for _, q := range slices.Sorted(maps.Keys(stats)) {
+		s := stats[q]
+		parts = append(parts, fmt.Sprintf("%s active=%d inFlight=%d scheduled=%d", q, s.Active, s.InFlight, s.Scheduled))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// Stop stops delivering, sends the handler SIGTERM and waits for it to
+// finish in-flight invocations (StopTimeout), then closes the bus.
+func (h *Host) Stop() {
+	h.stopOnce.Do(func() {
+		h.cancelReceive()
+		h.proc.stop()
+		h.cancelInvoke()
+		h.loops.Wait()
+		_ = h.bus.Close(context.Background())
+		_ = h.busServer.Close()
+		h.client.CloseIdleConnections()
+		h.log.Printf("stopped (handler restarts: %d)", h.proc.restartCount())
+	})
+}
+
+// syncWriter serializes writes from the host's logger and the handler's
+// output to one writer.
+type syncWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (s *syncWriter) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.Write(p)
+}
+
+// prefixWriter writes each complete line with a prefix, so handler output
+// reads apart from the host's.
+type prefixWriter struct {
+	mu     sync.Mutex
+	w      io.Writer
+	prefix string
+	buf    []byte
+}
+
+func (p *prefixWriter) Write(b []byte) (int, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.buf = append(p.buf, b...)
+	for {
+		i := bytes.IndexByte(p.buf, '\n')
+		if i < 0 {
+			break
+		}
+		line := append([]byte(p.prefix), p.buf[:i+1]...)
+		p.buf = p.buf[i+1:]
+		if _, err := p.w.Write(line); err != nil {
+			return len(b), err
+		}
+	}
+	return len(b), nil
+}

@@ -1,0 +1,616 @@
+// Package localbus is an in-process stand-in for Azure Service Bus queues,
+// with the semantics karpfunc relies on: duplicate detection on MessageId,
+// scheduled delivery, sessions (one message of a session in flight at a time,
+// in order), peek-lock with at-least-once redelivery, and dead-lettering after
+// MaxDeliveryCount. The local Functions host receives from it; publishers use
+// Publish in process or the HTTP API (Handler) over loopback.
+//
+// Locks. A receiver gets a message under a lock. Like the Functions host, which
+// renews the lock automatically up to maxAutoLockRenewalDuration, the bus
+// holds a lock for max(LockDuration, MaxAutoLockRenewal). When it runs out the
+// message is released as if abandoned (and redelivered while the first
+// receiver may still be working, as in Service Bus); settling with the stale
+// lock then fails with ErrLockLost.
+package localbus
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"maps"
+	"regexp"
+	"slices"
+	"sync"
+	"time"
+
+	"k8s.io/utils/clock"
+
+	"github.com/karpfunc/karpfunc/pkg/bus"
+)
+
+// Dead-letter reasons, as Service Bus writes them.
+const (
+	ReasonMaxDeliveryCountExceeded = "MaxDeliveryCountExceeded"
+)
+
+// Service Bus limits checked at publish time.
+const (
+	maxIDLength        = 128
+	maxQueueNameLength = 260
+)
+
+// Options configures a Bus. Zero values take the Service Bus defaults.
+type Options struct {
+	// Clock is the time source (default: the real clock).
+	Clock clock.Clock
+	// MaxDeliveryCount is how many deliveries a message gets before it is
+	// dead-lettered (default 10).
+	MaxDeliveryCount int
+	// RetryDelay is how long an abandoned message waits before it is
+	// delivered again (default 1 s; Service Bus redelivers at once, a short
+	// delay keeps a failing handler from spinning).
+	RetryDelay time.Duration
+	// LockDuration is the peek-lock duration (default 1 min).
+	LockDuration time.Duration
+	// MaxAutoLockRenewal is how long a receiver keeps renewing a lock
+	// (default 5 min, host.json maxAutoLockRenewalDuration). The effective
+	// lock is the longer of the two.
+	MaxAutoLockRenewal time.Duration
+	// DuplicateDetectionWindow is how long a MessageId is remembered
+	// (default 10 min).
+	DuplicateDetectionWindow time.Duration
+	// MaxMessageBytes bounds a message body (default 256 KiB, Standard tier).
+	MaxMessageBytes int
+}
+
+func (o Options) withDefaults() Options {
+	if o.Clock == nil {
+		o.Clock = clock.RealClock{}
+	}
+	if o.MaxDeliveryCount <= 0 {
+		o.MaxDeliveryCount = 10
+	}
+	if o.RetryDelay <= 0 {
+		o.RetryDelay = time.Second
+	}
+	if o.LockDuration <= 0 {
+		o.LockDuration = time.Minute
+	}
+	if o.MaxAutoLockRenewal <= 0 {
+		o.MaxAutoLockRenewal = 5 * time.Minute
+	}
+	if o.DuplicateDetectionWindow <= 0 {
+		o.DuplicateDetectionWindow = 10 * time.Minute
+	}
+	if o.MaxMessageBytes <= 0 {
+		o.MaxMessageBytes = 256 << 10
+	}
+	return o
+}
+
+// QueueOptions are a queue's creation-time properties.
+type QueueOptions struct {
+	// RequiresSession makes every message need a SessionID and serializes
+	// delivery per session.
+	RequiresSession bool
+}
+
+// Errors.
+var (
+	// ErrClosed is returned once Close has been called.
+	ErrClosed = errors.New("localbus: closed")
+	// ErrLockLost means the lock expired (or the message was settled)
+	// before this settlement.
+	ErrLockLost = errors.New("localbus: message lock lost")
+)
+
+// QueueNotFoundError is returned for operations on a queue nothing created.
+type QueueNotFoundError struct{ Queue string }
+
+func (e *QueueNotFoundError) Error() string { return fmt.Sprintf("queue %q does not exist", e.Queue) }
+
+// InvalidMessageError is a publish the real service would reject.
+type InvalidMessageError struct {
+	Queue  string
+	Index  int
+	Reason string
+}
+
+func (e *InvalidMessageError) Error() string {
+	return fmt.Sprintf("queue %q: message %d: %s", e.Queue, e.Index, e.Reason)
+}
+
+// Delivery is a message received under a lock.
+type Delivery struct {
+	Queue          string
+	Message        bus.Message
+	LockToken      string
+	DeliveryCount  int
+	SequenceNumber int64
+	EnqueuedTime   time.Time
+	LockedUntil    time.Time
+}
+
+// DeadLetter is a dead-lettered message with Service Bus's reason properties.
+type DeadLetter struct {
+	bus.Message
+	DeadLetterReason           string    `json:"deadLetterReason"`
+	DeadLetterErrorDescription string    `json:"deadLetterErrorDescription"`
+	DeliveryCount              int       `json:"deliveryCount"`
+	SequenceNumber             int64     `json:"sequenceNumber"`
+	EnqueuedTime               time.Time `json:"enqueuedTime"`
+	DeadLetteredTime           time.Time `json:"deadLetteredTime"`
+}
+
+// QueueStats counts one queue's messages.
+type QueueStats struct {
+	RequiresSession bool `json:"requiresSession"`
+	// Active messages are in the queue (waiting, held for retry, or locked).
+	Active int `json:"active"`
+	// InFlight messages are locked by a receiver.
+	InFlight     int `json:"inFlight"`
+	Scheduled    int `json:"scheduled"`
+	DeadLettered int `json:"deadlettered"`
+	// Delivered counts deliveries, redeliveries included.
+	Delivered  int64 `json:"delivered"`
+	Completed  int64 `json:"completed"`
+	Abandoned  int64 `json:"abandoned"`
+	Duplicates int64 `json:"duplicates"`
+}
+
+type entry struct {
+	msg           bus.Message
+	seq           int64
+	enqueued      time.Time
+	availableAt   time.Time // held for retry until then
+	deliveryCount int
+	lockToken     string
+	lockedUntil   time.Time
+	lastFailure   string
+}
+
+type queue struct {
+	name      string
+	opts      QueueOptions
+	nextSeq   int64
+	scheduled []*entry // by ScheduledEnqueueTime, then publish order
+	active    []*entry // by sequence number
+	dead      []DeadLetter
+	seen      map[string]time.Time
+	stats     QueueStats
+}
+
+// Bus is a set of queues.
+type Bus struct {
+	opts Options
+
+	mu      sync.Mutex
+	queues  map[string]*queue
+	changed chan struct{} // closed and replaced on every change
+	closed  bool
+}
+
+// New returns an empty Bus.
+func New(opts Options) *Bus {
+	return &Bus{opts: opts.withDefaults(), queues: map[string]*queue{}, changed: make(chan struct{})}
+}
+
+var queueNameRE = regexp.MustCompile(`^[A-Za-z0-9]([A-Za-z0-9._\-/]*[A-Za-z0-9_])?$`)
+
+func validQueueName(name string) error {
+	if len(name) > maxQueueNameLength || !queueNameRE.MatchString(name) {
+		return fmt.Errorf("invalid queue name %q: want letters, digits, '.', '-', '_', '/', starting with a letter or digit, at most %d characters", name, maxQueueNameLength)
+	}
+	return nil
+}
+
+// CreateQueue creates queue with opts, or checks that an existing queue has
+// them: a queue's session mode is fixed at creation, as in Service Bus.
+func (b *Bus) CreateQueue(name string, opts QueueOptions) error {
+	if err := validQueueName(name); err != nil {
+		return err
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if q, ok := b.queues[name]; ok {
+		if q.opts != opts {
+			return fmt.Errorf("queue %q already exists with requiresSession=%t; cannot use it with requiresSession=%t",
+				name, q.opts.RequiresSession, opts.RequiresSession)
+		}
+		return nil
+	}
+	b.queues[name] = newQueue(name, opts)
+	return nil
+}
+
+func newQueue(name string, opts QueueOptions) *queue {
+	return &queue{name: name, opts: opts, seen: map[string]time.Time{}, stats: QueueStats{RequiresSession: opts.RequiresSession}}
+}
+
+// Publish sends msgs to queue, creating it (without sessions) if needed. All
+// messages are validated before any is enqueued. A message whose ID was seen
+// within the duplicate detection window is accepted and dropped, as Service
+// Bus does.
+func (b *Bus) Publish(ctx context.Context, queueName string, msgs ...bus.Message) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := validQueueName(queueName); err != nil {
+		return err
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed {
+		return ErrClosed
+	}
+	q := b.queues[queueName]
+	requiresSession := q != nil && q.opts.RequiresSession
+	copies := make([]bus.Message, len(msgs))
+	for i, m := range msgs {
+		if err := b.validate(m, requiresSession); err != nil {
+			return &InvalidMessageError{Queue: queueName, Index: i, Reason: err.Error()}
+		}
+		m.Body = slices.Clone(m.Body)
+		m.ApplicationProperties = maps.Clone(m.ApplicationProperties)
+		if m.ID == "" {
+			m.ID = NewGUID() // the SDK's behaviour when MessageId is unset
+		}
+		copies[i] = m
+	}
+	if q == nil {
+		q = newQueue(queueName, QueueOptions{})
+		b.queues[queueName] = q
+	}
+	now := b.opts.Clock.Now()
+	for id, t := range q.seen {
+		if now.Sub(t) >= b.opts.DuplicateDetectionWindow {
+			delete(q.seen, id)
+		}
+	}
+	for _, m := range copies {
+		if _, dup := q.seen[m.ID]; dup {
+			q.stats.Duplicates++
+			continue
+		}
+		q.seen[m.ID] = now
+		e := &entry{msg: m}
+		if m.ScheduledEnqueueTime.After(now) {
+			i, _ := slices.BinarySearchFunc(q.scheduled, m.ScheduledEnqueueTime, func(e *entry, t time.Time) int {
+				if e.msg.ScheduledEnqueueTime.After(t) {
+					return 1
+				}
+				return -1 // equal times keep publish order
+			})
+			q.scheduled = slices.Insert(q.scheduled, i, e)
+			continue
+		}
+		q.enqueue(e, now)
+	}
+	b.broadcast()
+	return nil
+}
+
+func (b *Bus) validate(m bus.Message, requiresSession bool) error {
+	switch {
+	case len(m.ID) > maxIDLength:
+		return fmt.Errorf("id is %d characters; the limit is %d", len(m.ID), maxIDLength)
+	case len(m.SessionID) > maxIDLength:
+		return fmt.Errorf("sessionId is %d characters; the limit is %d", len(m.SessionID), maxIDLength)
+	case requiresSession && m.SessionID == "":
+		return errors.New("the queue requires sessions and the message has no sessionId")
+	case len(m.Body) > b.opts.MaxMessageBytes:
+		return fmt.Errorf("body is %d bytes; the limit is %d", len(m.Body), b.opts.MaxMessageBytes)
+	}
+	return nil
+}
+
+func (q *queue) enqueue(e *entry, now time.Time) {
+	q.nextSeq++
+	e.seq = q.nextSeq
+	e.enqueued = now
+	q.active = append(q.active, e)
+}
+
+// Close stops the bus: receivers return ErrClosed. Messages are discarded.
+func (b *Bus) Close(context.Context) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.closed = true
+	b.broadcast()
+	return nil
+}
+
+func (b *Bus) broadcast() {
+	close(b.changed)
+	b.changed = make(chan struct{})
+}
+
+// tick moves due scheduled messages into the queue and releases expired
+// locks, announcing any change. Callers hold b.mu.
+func (b *Bus) tick(q *queue, now time.Time) {
+	changed := false
+	defer func() {
+		if changed {
+			b.broadcast()
+		}
+	}()
+	n := 0
+	for n < len(q.scheduled) && !q.scheduled[n].msg.ScheduledEnqueueTime.After(now) {
+		q.enqueue(q.scheduled[n], now)
+		n++
+		changed = true
+	}
+	q.scheduled = q.scheduled[n:]
+	for _, e := range slices.Clone(q.active) {
+		if e.lockToken != "" && !now.Before(e.lockedUntil) {
+			b.release(q, e, e.lockedUntil, fmt.Sprintf("lock expired after %s without the message being settled", b.lockFor()))
+			changed = true
+		}
+	}
+}
+
+func (b *Bus) lockFor() time.Duration { return max(b.opts.LockDuration, b.opts.MaxAutoLockRenewal) }
+
+// release returns a locked message to the queue after a failed delivery, or
+// dead-letters it when it has had all its deliveries.
+func (b *Bus) release(q *queue, e *entry, now time.Time, description string) {
+	e.lockToken, e.lockedUntil, e.lastFailure = "", time.Time{}, description
+	q.stats.Abandoned++
+	if e.deliveryCount >= b.opts.MaxDeliveryCount {
+		q.active = slices.DeleteFunc(q.active, func(x *entry) bool { return x == e })
+		q.dead = append(q.dead, DeadLetter{Message: e.msg, DeadLetterReason: ReasonMaxDeliveryCountExceeded,
+			DeadLetterErrorDescription: description, DeliveryCount: e.deliveryCount, SequenceNumber: e.seq,
+			EnqueuedTime: e.enqueued, DeadLetteredTime: now})
+		return
+	}
+	e.availableAt = now.Add(b.opts.RetryDelay)
+}
+
+// pick returns the next deliverable message, or nil. In a session queue a
+// session is busy while any of its messages is locked, and a message held for
+// retry blocks the later messages of its session, so order is kept.
+func (q *queue) pick(now time.Time) *entry {
+	var blocked map[string]bool
+	if q.opts.RequiresSession {
+		blocked = map[string]bool{}
+	}
+	for _, e := range q.active {
+		if blocked != nil && blocked[e.msg.SessionID] {
+			continue
+		}
+		if e.lockToken == "" && !now.Before(e.availableAt) {
+			return e
+		}
+		if blocked != nil {
+			blocked[e.msg.SessionID] = true
+		}
+	}
+	return nil
+}
+
+// nextEvent is the earliest time after now something in q becomes due
+// (zero: none). Times already past are left out: they are either handled or
+// waiting for a change (a session's lock), which a broadcast announces.
+func (q *queue) nextEvent(now time.Time) time.Time {
+	var next time.Time
+	consider := func(t time.Time) {
+		if t.After(now) && (next.IsZero() || t.Before(next)) {
+			next = t
+		}
+	}
+	if len(q.scheduled) > 0 {
+		consider(q.scheduled[0].msg.ScheduledEnqueueTime)
+	}
+	for _, e := range q.active {
+		if e.lockToken != "" {
+			consider(e.lockedUntil)
+		} else {
+			consider(e.availableAt)
+		}
+	}
+	return next
+}
+
+// Receive waits for the next message of queue and locks it. The queue must
+// exist (CreateQueue), as a Service Bus receiver's entity must.
+func (b *Bus) Receive(ctx context.Context, queueName string) (*Delivery, error) {
+	for {
+		b.mu.Lock()
+		if b.closed {
+			b.mu.Unlock()
+			return nil, ErrClosed
+		}
+		q, ok := b.queues[queueName]
+		if !ok {
+			b.mu.Unlock()
+			return nil, &QueueNotFoundError{Queue: queueName}
+		}
+		now := b.opts.Clock.Now()
+		b.tick(q, now)
+		if e := q.pick(now); e != nil {
+			e.deliveryCount++
+			e.lockToken = NewGUID()
+			e.lockedUntil = now.Add(b.lockFor())
+			q.stats.Delivered++
+			d := &Delivery{Queue: q.name, Message: e.msg, LockToken: e.lockToken, DeliveryCount: e.deliveryCount,
+				SequenceNumber: e.seq, EnqueuedTime: e.enqueued, LockedUntil: e.lockedUntil}
+			d.Message.Body = slices.Clone(e.msg.Body)
+			b.mu.Unlock()
+			return d, nil
+		}
+		changed, next := b.changed, q.nextEvent(now)
+		b.mu.Unlock()
+		if err := b.wait(ctx, changed, next); err != nil {
+			return nil, err
+		}
+	}
+}
+
+func (b *Bus) wait(ctx context.Context, changed <-chan struct{}, next time.Time) error {
+	var timeout <-chan time.Time
+	if !next.IsZero() {
+		t := b.opts.Clock.NewTimer(max(next.Sub(b.opts.Clock.Now()), 0))
+		defer t.Stop()
+		timeout = t.C()
+	}
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-changed:
+	case <-timeout:
+	}
+	return nil
+}
+
+func (b *Bus) locked(d *Delivery) (*queue, *entry, error) {
+	q, ok := b.queues[d.Queue]
+	if !ok {
+		return nil, nil, &QueueNotFoundError{Queue: d.Queue}
+	}
+	b.tick(q, b.opts.Clock.Now())
+	for _, e := range q.active {
+		if e.lockToken != "" && e.lockToken == d.LockToken {
+			return q, e, nil
+		}
+	}
+	return q, nil, fmt.Errorf("%w: message %q on queue %q (lock %s)", ErrLockLost, d.Message.ID, d.Queue, d.LockToken)
+}
+
+// Complete removes a delivered message from its queue.
+func (b *Bus) Complete(d *Delivery) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	q, e, err := b.locked(d)
+	if err != nil {
+		return err
+	}
+	q.active = slices.DeleteFunc(q.active, func(x *entry) bool { return x == e })
+	q.stats.Completed++
+	b.broadcast()
+	return nil
+}
+
+// Abandon releases a delivered message after a failed delivery: it is
+// delivered again after RetryDelay, or dead-lettered with reason
+// MaxDeliveryCountExceeded and description when it has had MaxDeliveryCount
+// deliveries.
+func (b *Bus) Abandon(d *Delivery, description string) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	q, e, err := b.locked(d)
+	if err != nil {
+		return err
+	}
+	b.release(q, e, b.opts.Clock.Now(), description)
+	b.broadcast()
+	return nil
+}
+
+// DeadLetters returns queue's dead-lettered messages, oldest first.
+func (b *Bus) DeadLetters(queueName string) ([]DeadLetter, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	q, ok := b.queues[queueName]
+	if !ok {
+		return nil, &QueueNotFoundError{Queue: queueName}
+	}
+	b.tick(q, b.opts.Clock.Now())
+	return slices.Clone(q.dead), nil
+}
+
+// Stats returns every queue's counters.
+func (b *Bus) Stats() map[string]QueueStats {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	now := b.opts.Clock.Now()
+	out := make(map[string]QueueStats, len(b.queues))
+	for name, q := range b.queues {
+		b.tick(q, now)
+		s := q.stats
+		s.Active, s.Scheduled, s.DeadLettered = len(q.active), len(q.scheduled), len(q.dead)
+		for _, e := range q.active {
+			if e.lockToken != "" {
+				s.InFlight++
+			}
+		}
+		out[name] = s
+	}
+	return out
+}
+
+// Queues returns the queue names, sorted.
+func (b *Bus) Queues() []string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return slices.Sorted(maps.Keys(b.queues))
+}
+
+// idle reports whether no queue has an active message or a scheduled one
+// due before horizon, and the earliest such scheduled time otherwise.
+func (b *Bus) idle(horizon time.Time) (bool, time.Time) {
+	now := b.opts.Clock.Now()
+	idle, next := true, time.Time{}
+	for _, q := range b.queues {
+		b.tick(q, now)
+		if len(q.active) > 0 {
+			idle = false
+			if t := q.nextEvent(now); !t.IsZero() && (next.IsZero() || t.Before(next)) {
+				next = t
+			}
+		}
+		if len(q.scheduled) > 0 && q.scheduled[0].msg.ScheduledEnqueueTime.Before(horizon) {
+			idle = false
+			if t := q.scheduled[0].msg.ScheduledEnqueueTime; next.IsZero() || t.Before(next) {
+				next = t
+			}
+		}
+	}
+	return idle, next
+}
+
+// WaitIdle waits until every queue is empty and nothing is scheduled before
+// horizon. Messages nobody receives keep the bus busy.
+func (b *Bus) WaitIdle(ctx context.Context, horizon time.Time) error {
+	for {
+		b.mu.Lock()
+		if b.closed {
+			b.mu.Unlock()
+			return ErrClosed
+		}
+		idle, next := b.idle(horizon)
+		changed := b.changed
+		b.mu.Unlock()
+		if idle {
+			return nil
+		}
+		if err := b.wait(ctx, changed, next); err != nil {
+			return err
+		}
+	}
+}
+
+// Changed returns a channel closed at the next change of the bus's state.
+func (b *Bus) Changed() <-chan struct{} {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.changed
+}
+
+// Idle reports whether WaitIdle(horizon) would return now.
+func (b *Bus) Idle(horizon time.Time) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	idle, _ := b.idle(horizon)
+	return idle
+}
+
+// NewGUID returns a random RFC 4122 version 4 GUID, the form of Service Bus
+// lock tokens and the host's invocation ids.
+func NewGUID() string {
+	var u [16]byte
+	_, _ = rand.Read(u[:])
+	u[6] = u[6]&0x0f | 0x40
+	u[8] = u[8]&0x3f | 0x80
+	return fmt.Sprintf("%x-%x-%x-%x-%x", u[0:4], u[4:6], u[6:8], u[8:10], u[10:16])
+}

@@ -1,0 +1,583 @@
+package azure
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"maps"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/arm"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/cloud"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
+	"github.com/Azure/azure-sdk-for-go/sdk/azidentity"
+	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/compute/armcompute/v8"
+	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
+	corev1 "k8s.io/api/core/v1"
+)
+
+// Capacity types, spelled like Karpenter's karpenter.sh/capacity-type values.
+const (
+	CapacityTypeSpot     = "spot"
+	CapacityTypeOnDemand = "on-demand"
+)
+
+// Provisioning states ARM reports for a VM.
+const (
+	StateCreating  = "Creating"
+	StateSucceeded = "Succeeded"
+	StateFailed    = "Failed"
+	StateDeleting  = "Deleting"
+)
+
+// Image families, the AKSNodeClass spec.imageFamily values.
+const (
+	ImageFamilyUbuntu     = "Ubuntu"
+	ImageFamilyUbuntu2204 = "Ubuntu2204"
+	ImageFamilyUbuntu2404 = "Ubuntu2404"
+	ImageFamilyAzureLinux = "AzureLinux"
+)
+
+const (
+	defaultOSDiskSizeGB  int32 = 128
+	defaultPollFrequency       = 5 * time.Second
+	adminUsername              = "azureuser"
+	nicSuffix                  = "-nic"
+)
+
+// LaunchRequest describes one node VM. Name is deterministic (the NodeClaim
+// name) so that a replayed request finds what the first attempt created.
+type LaunchRequest struct {
+	// Name is the VM name, its computer name (and so the node name); the NIC
+	// is Name+"-nic".
+	Name      string
+	NodePool  string
+	NodeClaim string // defaults to Name
+
+	InstanceType string // Azure VM size, e.g. Standard_D4s_v5
+	// Zone is the Kubernetes zone, "<location>-<n>" (e.g. "eastus-1"); empty
+	// for a region without zones.
+	Zone string
+	// CapacityType is "spot" or "on-demand" (empty means on-demand).
+	CapacityType string
+	// Architecture is "amd64" (default) or "arm64"; it picks the image.
+	Architecture string
+
+	ImageFamily  string // default Ubuntu2204
+	OSDiskSizeGB int32  // default 128
+	MaxPods      int32
+	SubnetID     string // default Options.SubnetID
+
+	// Labels and Taints are delivered to the node via the bootstrap data.
+	Labels map[string]string
+	Taints []corev1.Taint
+	// Tags are extra Azure tags (AKSNodeClass spec.tags).
+	Tags map[string]string
+}
+
+// Instance is what we know about a launched VM.
+type Instance struct {
+	Name         string
+	ID           string // ARM resource ID
+	ProviderID   string
+	InstanceType string
+	Zone         string // "<location>-<n>", empty if regional
+	CapacityType string
+	State        string // ARM provisioningState: Creating, Succeeded, Failed, Deleting
+	Tags         map[string]string
+	CreatedAt    time.Time
+}
+
+// Launcher creates, reads and deletes node VMs and their NICs in the
+// cluster's node resource group.
+type Launcher struct {
+	opts     Options
+	vms      *armcompute.VirtualMachinesClient
+	nics     *armnetwork.InterfacesClient
+	skus     *armcompute.ResourceSKUsClient
+	pollOpts *runtime.PollUntilDoneOptions
+}
+
+// NewLauncher builds the ARM clients from opts.
+func NewLauncher(opts Options) (*Launcher, error) {
+	if err := opts.validate(); err != nil {
+		return nil, err
+	}
+	if opts.Endpoint == "" {
+		opts.Endpoint = DefaultEndpoint
+	}
+	opts.Endpoint = strings.TrimSuffix(opts.Endpoint, "/")
+	if opts.PollFrequency <= 0 {
+		opts.PollFrequency = defaultPollFrequency
+	}
+	// azcore refuses to poll more often than once a second (outside its own
+	// tests); servers that want faster polling say so with Retry-After.
+	opts.PollFrequency = max(opts.PollFrequency, time.Second)
+
+	httpClient := opts.HTTPClient
+	if httpClient == nil {
+		var err error
+		if httpClient, err = newHTTPClient(opts.CACertPEM); err != nil {
+			return nil, err
+		}
+	}
+
+	// The cloud configuration is the public cloud with the ARM endpoint
+	// replaced; the audience stays the public one so a real token would
+	// still be requested for ARM.
+	cfg := cloud.AzurePublic
+	cfg.Services = maps.Clone(cloud.AzurePublic.Services)
+	rm := cfg.Services[cloud.ResourceManager]
+	rm.Endpoint = opts.Endpoint
+	cfg.Services[cloud.ResourceManager] = rm
+
+	clientOpts := policy.ClientOptions{Cloud: cfg, Transport: httpClient, Retry: opts.Retry}
+
+	var cred azcore.TokenCredential
+	if opts.Token != "" {
+		cred = staticToken(opts.Token)
+	} else {
+		c, err := azidentity.NewDefaultAzureCredential(&azidentity.DefaultAzureCredentialOptions{ClientOptions: clientOpts})
+		if err != nil {
+			return nil, fmt.Errorf("creating Azure credential: %w", err)
+		}
+		cred = c
+	}
+
+	armOpts := &arm.ClientOptions{
+		ClientOptions: clientOpts,
+		// Registering resource providers needs subscription-wide rights
+		// that our least-privilege identity does not (and should not) have.
+		DisableRPRegistration: true,
+	}
+	vms, err := armcompute.NewVirtualMachinesClient(opts.SubscriptionID, cred, armOpts)
+	if err != nil {
+		return nil, fmt.Errorf("creating VM client: %w", err)
+	}
+	nics, err := armnetwork.NewInterfacesClient(opts.SubscriptionID, cred, armOpts)
+	if err != nil {
+		return nil, fmt.Errorf("creating NIC client: %w", err)
+	}
+	skus, err := armcompute.NewResourceSKUsClient(opts.SubscriptionID, cred, armOpts)
+	if err != nil {
+		return nil, fmt.Errorf("creating resource SKU client: %w", err)
+	}
+	return &Launcher{
+		opts:     opts,
+		vms:      vms,
+		nics:     nics,
+		skus:     skus,
+		pollOpts: &runtime.PollUntilDoneOptions{Frequency: opts.PollFrequency},
+	}, nil
+}
+
+func newHTTPClient(caPEM []byte) (*http.Client, error) {
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	if len(caPEM) > 0 {
+		pool, err := x509.SystemCertPool()
+		if err != nil || pool == nil {
+			pool = x509.NewCertPool()
+		}
+		if !pool.AppendCertsFromPEM(caPEM) {
+			return nil, errors.New("azure options: CACertPEM contains no PEM certificate")
+		}
+		tr.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
+	}
+	return &http.Client{Transport: tr}, nil
+}
+
+// staticToken is a TokenCredential for a fixed bearer token (development
+// against the emulator). It never expires from the SDK's point of view.
+type staticToken string
+
+func (t staticToken) GetToken(context.Context, policy.TokenRequestOptions) (azcore.AccessToken, error) {
+	return azcore.AccessToken{Token: string(t), ExpiresOn: time.Now().Add(24 * time.Hour)}, nil
+}
+
+// NICName is the name of the NIC that belongs to VM vmName.
+func NICName(vmName string) string { return vmName + nicSuffix }
+
+// Create launches the VM described by req (NIC first, then the VM) and waits
+// for both long-running operations to finish.
+//
+// It is idempotent: an existing VM is returned as is (in whatever state it
+// is), an existing NIC is reused. A VM that ARM left in the Failed state is
+// deleted first so the launch starts clean. When ARM rejects or fails the VM
+// creation, the NIC created for it is deleted again (best effort) so failed
+// launches do not leak NICs; the returned error classifies with IsCapacityError,
+// IsQuotaError, IsThrottled.
+func (l *Launcher) Create(ctx context.Context, req LaunchRequest) (*Instance, error) {
+	if err := l.normalise(&req); err != nil {
+		return nil, err
+	}
+	existing, err := l.vms.Get(ctx, l.opts.ResourceGroup, req.Name, nil)
+	switch {
+	case err == nil && strings.EqualFold(deref(existing.Properties.ProvisioningState), StateFailed):
+		if err := l.Delete(ctx, req.Name); err != nil {
+			return nil, fmt.Errorf("deleting failed VM %q before relaunch: %w", req.Name, err)
+		}
+	case err == nil:
+		return l.toInstance(&existing.VirtualMachine), nil
+	case !IsNotFound(err):
+		return nil, wrapARM(err, "getting VM %q", req.Name)
+	}
+
+	nicID, err := l.ensureNIC(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+
+	vm, err := l.vmFor(req, nicID)
+	if err != nil {
+		return nil, err
+	}
+	poller, err := l.vms.BeginCreateOrUpdate(ctx, l.opts.ResourceGroup, req.Name, vm, nil)
+	if err != nil {
+		err = wrapARM(err, "creating VM %q", req.Name)
+		l.cleanupFailedLaunch(ctx, req.Name, err)
+		return nil, err
+	}
+	res, err := poller.PollUntilDone(ctx, l.pollOpts)
+	if err != nil {
+		err = wrapARM(err, "creating VM %q", req.Name)
+		l.cleanupFailedLaunch(ctx, req.Name, err)
+		return nil, err
+	}
+	return l.toInstance(&res.VirtualMachine), nil
+}
+
+// cleanupFailedLaunch removes what a launch left behind when ARM definitively
+// said no. A transport error or a cancelled context tells us nothing about
+// the VM (it may still be creating), so then we leave everything for the
+// next attempt or the garbage collector.
+func (l *Launcher) cleanupFailedLaunch(ctx context.Context, name string, cause error) {
+	if _, ok := AsARMError(cause); !ok || ctx.Err() != nil {
+		return
+	}
+	// The cleanup must outlive a caller that gives up right after the error.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Minute)
+	defer cancel()
+	_ = l.Delete(ctx, name)
+}
+
+func (l *Launcher) ensureNIC(ctx context.Context, req LaunchRequest) (string, error) {
+	name := NICName(req.Name)
+	got, err := l.nics.Get(ctx, l.opts.ResourceGroup, name, nil)
+	if err == nil {
+		return deref(got.ID), nil
+	}
+	if !IsNotFound(err) {
+		return "", wrapARM(err, "getting NIC %q", name)
+	}
+	nic := armnetwork.Interface{
+		Location: ptr(l.opts.Location),
+		Tags:     buildTags(l.opts.ClusterName, req),
+		Properties: &armnetwork.InterfacePropertiesFormat{
+			IPConfigurations: []*armnetwork.InterfaceIPConfiguration{{
+				Name: ptr("ipconfig1"),
+				Properties: &armnetwork.InterfaceIPConfigurationPropertiesFormat{
+					Primary:                   ptr(true),
+					PrivateIPAllocationMethod: ptr(armnetwork.IPAllocationMethodDynamic),
+					Subnet:                    &armnetwork.Subnet{ID: ptr(req.SubnetID)},
+				},
+			}},
+		},
+	}
+	poller, err := l.nics.BeginCreateOrUpdate(ctx, l.opts.ResourceGroup, name, nic, nil)
+	if err != nil {
+		return "", wrapARM(err, "creating NIC %q", name)
+	}
+	res, err := poller.PollUntilDone(ctx, l.pollOpts)
+	if err != nil {
+		return "", wrapARM(err, "creating NIC %q", name)
+	}
+	if res.ID == nil {
+		return NICResourceID(l.opts.SubscriptionID, l.opts.ResourceGroup, name), nil
+	}
+	return *res.ID, nil
+}
+
+func (l *Launcher) vmFor(req LaunchRequest, nicID string) (armcompute.VirtualMachine, error) {
+	image, err := imageID(req.ImageFamily, req.Architecture)
+	if err != nil {
+		return armcompute.VirtualMachine{}, err
+	}
+	customData, err := EncodeBootstrap(Bootstrap{
+		ClusterName: l.opts.ClusterName,
+		NodeName:    req.Name,
+		MaxPods:     req.MaxPods,
+		Labels:      req.Labels,
+		Taints:      req.Taints,
+	})
+	if err != nil {
+		return armcompute.VirtualMachine{}, err
+	}
+	linux := &armcompute.LinuxConfiguration{DisablePasswordAuthentication: ptr(true)}
+	if l.opts.SSHPublicKey != "" {
+		linux.SSH = &armcompute.SSHConfiguration{PublicKeys: []*armcompute.SSHPublicKey{{
+			Path:    ptr("/home/" + adminUsername + "/.ssh/authorized_keys"),
+			KeyData: ptr(l.opts.SSHPublicKey),
+		}}}
+	}
+	vm := armcompute.VirtualMachine{
+		Location: ptr(l.opts.Location),
+		Tags:     buildTags(l.opts.ClusterName, req),
+		Properties: &armcompute.VirtualMachineProperties{
+			HardwareProfile: &armcompute.HardwareProfile{VMSize: ptr(armcompute.VirtualMachineSizeTypes(req.InstanceType))},
+			StorageProfile: &armcompute.StorageProfile{
+				ImageReference: &armcompute.ImageReference{CommunityGalleryImageID: ptr(image)},
+				OSDisk: &armcompute.OSDisk{
+					Name:         ptr(req.Name + "-osdisk"),
+					CreateOption: ptr(armcompute.DiskCreateOptionTypesFromImage),
+					DeleteOption: ptr(armcompute.DiskDeleteOptionTypesDelete),
+					DiskSizeGB:   ptr(req.OSDiskSizeGB),
+					// StandardSSD works with every VM size; premium storage
+					// would need the SKU's PremiumIO capability.
+					ManagedDisk: &armcompute.ManagedDiskParameters{StorageAccountType: ptr(armcompute.StorageAccountTypesStandardSSDLRS)},
+				},
+			},
+			OSProfile: &armcompute.OSProfile{
+				ComputerName:       ptr(req.Name),
+				AdminUsername:      ptr(adminUsername),
+				CustomData:         ptr(customData),
+				LinuxConfiguration: linux,
+			},
+			NetworkProfile: &armcompute.NetworkProfile{NetworkInterfaces: []*armcompute.NetworkInterfaceReference{{
+				ID: ptr(nicID),
+				Properties: &armcompute.NetworkInterfaceReferenceProperties{
+					Primary: ptr(true),
+					// Azure removes the NIC with the VM; Delete still
+					// deletes it explicitly for launches that never got a VM.
+					DeleteOption: ptr(armcompute.DeleteOptionsDelete),
+				},
+			}}},
+		},
+	}
+	if z := armZone(req.Zone, l.opts.Location); z != "" {
+		vm.Zones = []*string{ptr(z)}
+	}
+	if req.CapacityType == CapacityTypeSpot {
+		vm.Properties.Priority = ptr(armcompute.VirtualMachinePriorityTypesSpot)
+		vm.Properties.EvictionPolicy = ptr(armcompute.VirtualMachineEvictionPolicyTypesDelete)
+		// -1: pay up to the on-demand price, never evicted for price.
+		vm.Properties.BillingProfile = &armcompute.BillingProfile{MaxPrice: ptr(-1.0)}
+	}
+	return vm, nil
+}
+
+// normalise validates req and fills in defaults, so a bad request fails
+// before any ARM call with a message naming the field.
+func (l *Launcher) normalise(req *LaunchRequest) error {
+	if err := validateVMName(req.Name); err != nil {
+		return err
+	}
+	if req.NodeClaim == "" {
+		req.NodeClaim = req.Name
+	}
+	if req.NodePool == "" {
+		return NewInvalidRequestError("launch %q: NodePool is required (it is tagged on the VM)", req.Name)
+	}
+	if req.InstanceType == "" {
+		return NewInvalidRequestError("launch %q: InstanceType is required", req.Name)
+	}
+	switch req.CapacityType {
+	case "":
+		req.CapacityType = CapacityTypeOnDemand
+	case CapacityTypeSpot, CapacityTypeOnDemand:
+	default:
+		return NewInvalidRequestError("launch %q: capacity type %q is not %q or %q", req.Name, req.CapacityType, CapacityTypeSpot, CapacityTypeOnDemand)
+	}
+	if req.Zone != "" {
+		z := armZone(req.Zone, l.opts.Location)
+		if z == "" {
+			return NewInvalidRequestError("launch %q: zone %q is not of the form %q", req.Name, req.Zone, strings.ToLower(l.opts.Location)+"-<n>")
+		}
+	}
+	if req.SubnetID == "" {
+		req.SubnetID = l.opts.SubnetID
+	}
+	if req.SubnetID == "" {
+		return NewInvalidRequestError("launch %q: no SubnetID in the request and no default subnet configured", req.Name)
+	}
+	if req.OSDiskSizeGB < 0 {
+		return NewInvalidRequestError("launch %q: OSDiskSizeGB %d is negative", req.Name, req.OSDiskSizeGB)
+	}
+	if req.OSDiskSizeGB == 0 {
+		req.OSDiskSizeGB = defaultOSDiskSizeGB
+	}
+	if req.MaxPods < 0 {
+		return NewInvalidRequestError("launch %q: MaxPods %d is negative", req.Name, req.MaxPods)
+	}
+	if _, err := imageID(req.ImageFamily, req.Architecture); err != nil {
+		return NewInvalidRequestError("launch %q: %s", req.Name, err.(*InvalidRequestError).msg)
+	}
+	return nil
+}
+
+// armZone turns the Kubernetes zone "<location>-<n>" into ARM's "<n>"; it
+// returns "" when zone does not belong to location or is malformed.
+func armZone(zone, location string) string {
+	if zone == "" {
+		return ""
+	}
+	prefix := strings.ToLower(location) + "-"
+	if !strings.HasPrefix(strings.ToLower(zone), prefix) {
+		return ""
+	}
+	n := zone[len(prefix):]
+	if n == "" || strings.Trim(n, "0123456789") != "" {
+		return ""
+	}
+	return n
+}
+
+// The AKS node images are published in community galleries; "latest" lets
+// the platform pick the current version. (The Azure Karpenter provider
+// resolves and pins the version; we leave that to the AKSNodeClass status.)
+const (
+	aksUbuntuGallery     = "/CommunityGalleries/AKSUbuntu-38d80f77-467a-481f-a8d4-09b6d4220bd2/images/"
+	aksAzureLinuxGallery = "/CommunityGalleries/AKSAzureLinux-f7c7cda5-1c9a-4bdc-a222-9614c968580b/images/"
+)
+
+func imageID(family, arch string) (string, error) {
+	if arch == "" {
+		arch = "amd64"
+	}
+	if arch != "amd64" && arch != "arm64" {
+		return "", NewInvalidRequestError("architecture %q is not amd64 or arm64", arch)
+	}
+	arm := arch == "arm64"
+	var def string
+	switch family {
+	case "", ImageFamilyUbuntu, ImageFamilyUbuntu2204:
+		def = aksUbuntuGallery + "2204gen2containerd"
+		if arm {
+			def = aksUbuntuGallery + "2204gen2arm64containerd"
+		}
+	case ImageFamilyUbuntu2404:
+		def = aksUbuntuGallery + "2404gen2containerd"
+		if arm {
+			def = aksUbuntuGallery + "2404gen2arm64containerd"
+		}
+	case ImageFamilyAzureLinux:
+		def = aksAzureLinuxGallery + "V2gen2"
+		if arm {
+			def = aksAzureLinuxGallery + "V2gen2arm64"
+		}
+	default:
+		return "", NewInvalidRequestError("image family %q is not one of %s, %s, %s, %s", family, ImageFamilyUbuntu, ImageFamilyUbuntu2204, ImageFamilyUbuntu2404, ImageFamilyAzureLinux)
+	}
+	return def + "/versions/latest", nil
+}
+
+// Get returns the VM called name; IsNotFound(err) when there is none.
+func (l *Launcher) Get(ctx context.Context, name string) (*Instance, error) {
+	if err := validateVMName(name); err != nil {
+		return nil, err
+	}
+	res, err := l.vms.Get(ctx, l.opts.ResourceGroup, name, nil)
+	if err != nil {
+		return nil, wrapARM(err, "getting VM %q", name)
+	}
+	return l.toInstance(&res.VirtualMachine), nil
+}
+
+// Delete deletes the VM called name, then its NIC, waiting for both. It is
+// idempotent: what is already gone counts as deleted.
+func (l *Launcher) Delete(ctx context.Context, name string) error {
+	if err := validateVMName(name); err != nil {
+		return err
+	}
+	vmPoller, err := l.vms.BeginDelete(ctx, l.opts.ResourceGroup, name, nil)
+	if err != nil && !IsNotFound(err) {
+		return wrapARM(err, "deleting VM %q", name)
+	}
+	if err == nil {
+		if _, err := vmPoller.PollUntilDone(ctx, l.pollOpts); err != nil && !IsNotFound(err) {
+			return wrapARM(err, "deleting VM %q", name)
+		}
+	}
+	// The NIC can only go once no VM references it, hence the order.
+	nic := NICName(name)
+	nicPoller, err := l.nics.BeginDelete(ctx, l.opts.ResourceGroup, nic, nil)
+	if err != nil && !IsNotFound(err) {
+		return wrapARM(err, "deleting NIC %q", nic)
+	}
+	if err == nil {
+		if _, err := nicPoller.PollUntilDone(ctx, l.pollOpts); err != nil && !IsNotFound(err) {
+			return wrapARM(err, "deleting NIC %q", nic)
+		}
+	}
+	return nil
+}
+
+// List returns the VMs in the node resource group tagged for this cluster.
+func (l *Launcher) List(ctx context.Context) ([]*Instance, error) {
+	var out []*Instance
+	pager := l.vms.NewListPager(l.opts.ResourceGroup, nil)
+	for pager.More() {
+		page, err := pager.NextPage(ctx)
+		if err != nil {
+			return nil, wrapARM(err, "listing VMs in %q", l.opts.ResourceGroup)
+		}
+		for _, vm := range page.Value {
+			if vm == nil || deref(vm.Tags[TagCluster]) != l.opts.ClusterName {
+				continue
+			}
+			out = append(out, l.toInstance(vm))
+		}
+	}
+	return out, nil
+}
+
+// ListSKUs returns the resource SKUs ARM offers in the launcher's location
+// (the input for refreshing the instance-type catalog).
+func (l *Launcher) ListSKUs(ctx context.Context) ([]*armcompute.ResourceSKU, error) {
+	var out []*armcompute.ResourceSKU
+	pager := l.skus.NewListPager(&armcompute.ResourceSKUsClientListOptions{
+		Filter: ptr(fmt.Sprintf("location eq '%s'", l.opts.Location)),
+	})
+	for pager.More() {
+		page, err := pager.NextPage(ctx)
+		if err != nil {
+			return nil, wrapARM(err, "listing resource SKUs in %q", l.opts.Location)
+		}
+		out = append(out, page.Value...)
+	}
+	return out, nil
+}
+
+func (l *Launcher) toInstance(vm *armcompute.VirtualMachine) *Instance {
+	name := deref(vm.Name)
+	in := &Instance{
+		Name:         name,
+		ID:           deref(vm.ID),
+		ProviderID:   ProviderID(l.opts.SubscriptionID, l.opts.ResourceGroup, name),
+		CapacityType: CapacityTypeOnDemand,
+		Tags:         fromTags(vm.Tags),
+	}
+	if len(vm.Zones) > 0 && deref(vm.Zones[0]) != "" {
+		loc := deref(vm.Location)
+		if loc == "" {
+			loc = l.opts.Location
+		}
+		in.Zone = strings.ToLower(loc) + "-" + deref(vm.Zones[0])
+	}
+	if p := vm.Properties; p != nil {
+		if p.HardwareProfile != nil {
+			in.InstanceType = string(deref(p.HardwareProfile.VMSize))
+		}
+		if deref(p.Priority) == armcompute.VirtualMachinePriorityTypesSpot {
+			in.CapacityType = CapacityTypeSpot
+		}
+		in.State = deref(p.ProvisioningState)
+		in.CreatedAt = deref(p.TimeCreated)
+	}
+	return in
+}

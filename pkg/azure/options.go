@@ -1,0 +1,119 @@
+package azure
+
+import (
+	"fmt"
+	"net/http"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
+)
+
+// DefaultEndpoint is the public-cloud ARM endpoint.
+const DefaultEndpoint = "https://management.azure.com"
+
+// Options configure a Launcher. Everything comes from configuration: the
+// emulator is reached by pointing Endpoint/CACertPEM/Token at it, never by a
+// test-only code path.
+type Options struct {
+	SubscriptionID string
+	// ResourceGroup is the cluster's node resource group (MC_…), where VMs
+	// and NICs are created.
+	ResourceGroup string
+	Location      string
+	ClusterName   string
+	// SubnetID is the default subnet for node NICs.
+	SubnetID string
+
+	// Endpoint is the ARM endpoint; empty means DefaultEndpoint.
+	Endpoint string
+	// CACertPEM is an extra CA to trust for Endpoint (the emulator's
+	// self-signed certificate). nil means the system roots only.
+	CACertPEM []byte
+	// Token is a static bearer token, for development against the emulator.
+	// Empty means azidentity: managed identity in Azure, otherwise
+	// DefaultAzureCredential.
+	Token string
+	// HTTPClient replaces the HTTP client; CACertPEM is ignored when set.
+	HTTPClient *http.Client
+
+	// SSHPublicKey is the admin public key for the node VMs. Azure requires
+	// one for Linux VMs with password authentication disabled.
+	SSHPublicKey string
+	// PollFrequency is how often a long-running operation is polled when
+	// ARM gives no Retry-After hint. Zero means 5s (the SDK's default of
+	// 30s is too slow for node launches).
+	PollFrequency time.Duration
+	// Retry tunes the SDK's retry policy; the zero value keeps its defaults
+	// (3 retries, honouring Retry-After up to 60s).
+	Retry policy.RetryOptions
+}
+
+// Environment variables read by OptionsFromEnv.
+const (
+	EnvSubscriptionID = "AZURE_SUBSCRIPTION_ID"
+	EnvResourceGroup  = "AZURE_NODE_RESOURCE_GROUP"
+	EnvLocation       = "AZURE_LOCATION"
+	EnvClusterName    = "KARPFUNC_CLUSTER_NAME"
+	EnvSubnetID       = "AZURE_SUBNET_ID"
+	EnvEndpoint       = "ARM_ENDPOINT"
+	EnvCAFile         = "ARM_CA_FILE"
+	EnvToken          = "ARM_TOKEN"
+	EnvSSHPublicKey   = "AZURE_SSH_PUBLIC_KEY"
+)
+
+// OptionsFromEnv reads Options from the environment. The subscription,
+// resource group, location, cluster name and subnet are required; the error
+// names the first missing variable.
+func OptionsFromEnv() (Options, error) {
+	get := func(k string) string { return strings.TrimSpace(os.Getenv(k)) }
+	o := Options{
+		SubscriptionID: get(EnvSubscriptionID),
+		ResourceGroup:  get(EnvResourceGroup),
+		Location:       get(EnvLocation),
+		ClusterName:    get(EnvClusterName),
+		SubnetID:       get(EnvSubnetID),
+		Endpoint:       get(EnvEndpoint),
+		Token:          get(EnvToken),
+		SSHPublicKey:   get(EnvSSHPublicKey),
+	}
+	for _, req := range []struct{ env, val string }{
+		{EnvSubscriptionID, o.SubscriptionID},
+		{EnvResourceGroup, o.ResourceGroup},
+		{EnvLocation, o.Location},
+		{EnvClusterName, o.ClusterName},
+		{EnvSubnetID, o.SubnetID},
+	} {
+		if req.val == "" {
+			return Options{}, fmt.Errorf("environment variable %s is not set", req.env)
+		}
+	}
+	if f := get(EnvCAFile); f != "" {
+		pem, err := os.ReadFile(f)
+		if err != nil {
+			return Options{}, fmt.Errorf("reading %s=%q: %w", EnvCAFile, f, err)
+		}
+		o.CACertPEM = pem
+	}
+	return o, nil
+}
+
+func (o *Options) validate() error {
+	for _, f := range []struct{ name, val string }{
+		{"SubscriptionID", o.SubscriptionID},
+		{"ResourceGroup", o.ResourceGroup},
+		{"Location", o.Location},
+		{"ClusterName", o.ClusterName},
+	} {
+		if f.val == "" {
+			return fmt.Errorf("azure options: %s is required", f.name)
+		}
+	}
+	if o.Endpoint != "" && !strings.HasPrefix(o.Endpoint, "https://") {
+		// azcore refuses to send bearer tokens over plain HTTP; fail here
+		// with a clearer message than the first request would.
+		return fmt.Errorf("azure options: Endpoint %q must be an https:// URL", o.Endpoint)
+	}
+	return nil
+}

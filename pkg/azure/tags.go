@@ -1,0 +1,54 @@
+package azure
+
+import "strings"
+
+// Tag keys put on every VM and NIC we create. Azure tag names cannot contain
+// '/', so, like the Azure Karpenter provider, the label keys are written
+// with '_' in its place ("karpenter.sh/nodepool" -> "karpenter.sh_nodepool").
+// Keeping the provider's spelling means tooling written for NAP/Karpenter
+// (e.g. `az vm list --query "[?tags.\"karpenter.azure.com_cluster\"]"`) finds
+// our VMs too.
+const (
+	// TagCluster marks a resource as managed by karpfunc for one cluster; the
+	// garbage-collection sweep and List select on it.
+	TagCluster = "karpenter.azure.com_cluster"
+	// TagNodePool names the NodePool the resource was launched for.
+	TagNodePool = "karpenter.sh_nodepool"
+	// TagNodeClaim names the NodeClaim the resource backs.
+	TagNodeClaim = "karpenter.sh_nodeclaim"
+)
+
+// TagKey converts a Kubernetes-style key into a valid Azure tag name.
+func TagKey(key string) string { return strings.ReplaceAll(key, "/", "_") }
+
+// buildTags merges the user's tags with ours. Ours win: a NodeClass must not
+// be able to hide a VM from the garbage collector by overriding the cluster
+// tag.
+func buildTags(cluster string, req LaunchRequest) map[string]*string {
+	tags := make(map[string]*string, len(req.Tags)+3)
+	for k, v := range req.Tags {
+		tags[TagKey(k)] = ptr(v)
+	}
+	tags[TagCluster] = ptr(cluster)
+	tags[TagNodePool] = ptr(req.NodePool)
+	tags[TagNodeClaim] = ptr(req.NodeClaim)
+	return tags
+}
+
+func ptr[T any](v T) *T { return &v }
+
+func deref[T any](p *T) T {
+	if p == nil {
+		var zero T
+		return zero
+	}
+	return *p
+}
+
+func fromTags(tags map[string]*string) map[string]string {
+	out := make(map[string]string, len(tags))
+	for k, v := range tags {
+		out[k] = deref(v)
+	}
+	return out
+}

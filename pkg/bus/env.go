@@ -1,0 +1,44 @@
+package bus
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"os"
+	"time"
+)
+
+// Environment variables FromEnv reads. The ServiceBusConnection names are the
+// Functions host's own app settings for the trigger connection, so a Function
+// that publishes (scheduled liveness checks) needs no extra configuration.
+const (
+	EnvLocalBusURL          = "KARPFUNC_LOCAL_BUS_URL"
+	EnvServiceBusConnection = "ServiceBusConnection"
+	EnvServiceBusNamespace  = "ServiceBusConnection__fullyQualifiedNamespace"
+	EnvServiceBusClientID   = "ServiceBusConnection__clientId"
+)
+
+// localBusTimeout bounds one POST to the local bus; it is on loopback, so a
+// slow answer means a stuck host and the caller's retry should take over.
+const localBusTimeout = 30 * time.Second
+
+// FromEnv picks the publisher the environment configures, in this order:
+// KARPFUNC_LOCAL_BUS_URL (the local Functions host), ServiceBusConnection (a
+// connection string), ServiceBusConnection__fullyQualifiedNamespace (with an
+// Azure identity, ServiceBusConnection__clientId optional).
+func FromEnv() (Publisher, error) { return fromEnv(os.Getenv) }
+
+func fromEnv(getenv func(string) string) (Publisher, error) {
+	if u := getenv(EnvLocalBusURL); u != "" {
+		return NewHTTPPublisher(u, &http.Client{Timeout: localBusTimeout}), nil
+	}
+	if cs := getenv(EnvServiceBusConnection); cs != "" {
+		return NewServiceBusPublisher(context.Background(), ServiceBusOptions{ConnectionString: cs})
+	}
+	if ns := getenv(EnvServiceBusNamespace); ns != "" {
+		return NewServiceBusPublisher(context.Background(), ServiceBusOptions{Namespace: ns, ClientID: getenv(EnvServiceBusClientID)})
+	}
+	return nil, errors.New("bus: no message bus configured: set " + EnvLocalBusURL + " (local bus URL), " +
+		EnvServiceBusConnection + " (Service Bus connection string), or " + EnvServiceBusNamespace +
+		" (Service Bus namespace FQDN, with " + EnvServiceBusClientID + " for a user-assigned identity)")
+}

@@ -1,0 +1,59 @@
+package bus
+
+import (
+	"context"
+	"strings"
+	"testing"
+)
+
+func TestFromEnv(t *testing.T) {
+	emulator := "Endpoint=sb://localhost;SharedAccessKeyName=RootManageSharedAccessKey;SharedAccessKey=SAS_KEY_VALUE;UseDevelopmentEmulator=true;"
+	tests := []struct {
+		name    string
+		env     map[string]string
+		want    string // "http" or "servicebus"
+		wantErr []string
+	}{
+		{name: "local bus", env: map[string]string{EnvLocalBusURL: "http://127.0.0.1:7072"}, want: "http"},
+		{name: "local bus wins over service bus", env: map[string]string{EnvLocalBusURL: "http://127.0.0.1:7072", EnvServiceBusConnection: emulator}, want: "http"},
+		{name: "connection string", env: map[string]string{EnvServiceBusConnection: emulator}, want: "servicebus"},
+		{name: "namespace with identity", env: map[string]string{EnvServiceBusNamespace: "ns.servicebus.windows.net", EnvServiceBusClientID: "00000000-0000-0000-0000-000000000001"}, want: "servicebus"},
+		{name: "namespace with system identity", env: map[string]string{EnvServiceBusNamespace: "ns.servicebus.windows.net"}, want: "servicebus"},
+		{name: "bad connection string", env: map[string]string{EnvServiceBusConnection: "Endpoint=sb://x;"},
+			wantErr: []string{"service bus connection string", "SharedAccessKeyName"}},
+		{name: "nothing configured", env: map[string]string{},
+			wantErr: []string{EnvLocalBusURL, EnvServiceBusConnection + " ", EnvServiceBusNamespace, EnvServiceBusClientID}},
+		{name: "client id alone is not enough", env: map[string]string{EnvServiceBusClientID: "x"}, wantErr: []string{"no message bus configured"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Setenv("AZURE_FEDERATED_TOKEN_FILE", "") // managed identity path, deterministic
+			p, err := fromEnv(func(k string) string { return tt.env[k] })
+			if tt.wantErr != nil {
+				if err == nil {
+					t.Fatalf("fromEnv() = %T; want error", p)
+				}
+				for _, w := range tt.wantErr {
+					if !strings.Contains(err.Error(), w) {
+						t.Errorf("fromEnv() error %q; want it to contain %q", err, w)
+					}
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("fromEnv() = %v", err)
+			}
+			defer p.Close(context.Background())
+			got := ""
+			switch p.(type) {
+			case *httpPublisher:
+				got = "http"
+			case *serviceBusPublisher:
+				got = "servicebus"
+			}
+			if got != tt.want {
+				t.Fatalf("fromEnv() = %T; want %s publisher", p, tt.want)
+			}
+		})
+	}
+}

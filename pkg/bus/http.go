@@ -1,0 +1,71 @@
+package bus
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+)
+
+// maxErrorBody bounds how much of an error response is quoted in the error,
+// enough for the server's reason without flooding logs.
+const maxErrorBody = 4 << 10
+
+// httpPublisher is the client of the local Functions host's in-process bus.
+//
+// Contract: POST {baseURL}/queues/{queue}/messages with a JSON array of
+// Message (Body base64-encoded, as encoding/json does for []byte); the server
+// answers 202 Accepted once every message is enqueued, or an error status with
+// a plain-text reason and enqueues nothing.
+type httpPublisher struct {
+	base   string
+	client *http.Client
+}
+
+// NewHTTPPublisher returns a Publisher that posts to the local bus at baseURL
+// (for example "http://127.0.0.1:7072"). A nil client means
+// http.DefaultClient; callers that need a timeout pass their own.
+func NewHTTPPublisher(baseURL string, client *http.Client) Publisher {
+	if client == nil {
+		client = http.DefaultClient
+	}
+	return &httpPublisher{base: strings.TrimRight(baseURL, "/"), client: client}
+}
+
+func (p *httpPublisher) Publish(ctx context.Context, queue string, msgs ...Message) error {
+	if err := ValidateMessages(queue, msgs); err != nil {
+		return err
+	}
+	if p.base == "" {
+		return errors.New("bus: local bus URL is empty")
+	}
+	body, err := json.Marshal(msgs)
+	if err != nil {
+		return fmt.Errorf("bus: encoding %d message(s) for queue %q: %w", len(msgs), queue, err)
+	}
+	endpoint := p.base + "/queues/" + url.PathEscape(queue) + "/messages"
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, endpoint, bytes.NewReader(body))
+	if err != nil {
+		return fmt.Errorf("bus: request to local bus %s: %w", endpoint, err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := p.client.Do(req)
+	if err != nil {
+		return fmt.Errorf("bus: publishing %d message(s) to queue %q at %s: %w", len(msgs), queue, endpoint, err)
+	}
+	defer resp.Body.Close()
+	text, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		return fmt.Errorf("bus: publishing %d message(s) to queue %q at %s: %s: %s",
+			len(msgs), queue, endpoint, resp.Status, strings.TrimSpace(string(text)))
+	}
+	return nil
+}
+
+// Close does nothing: the HTTP client's idle connections belong to its owner.
+func (p *httpPublisher) Close(context.Context) error { return nil }

@@ -1,0 +1,230 @@
+// Package catalog is the set of Azure VM sizes karpfunc can launch as AKS
+// Linux nodes: capacity, AKS's reservations, well-known labels and priced
+// offerings per zone and capacity type. The default catalog is embedded
+// (built by internal/gen from public facts); users can load their own file.
+package catalog
+
+import (
+	"bytes"
+	"compress/gzip"
+	_ "embed"
+	"encoding/json"
+	"fmt"
+	"io"
+	"slices"
+	"sort"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
+	"sigs.k8s.io/karpenter/pkg/scheduling"
+	"sigs.k8s.io/karpenter/pkg/utils/resources"
+
+	"github.com/karpfunc/karpfunc/pkg/apis/v1beta1"
+	"github.com/karpfunc/karpfunc/pkg/catalog/internal/compact"
+)
+
+// Catalog is every instance type offered in one region.
+type Catalog struct {
+	Region string
+	// Zones are topology.kubernetes.io/zone values (<region>-<n>); empty in
+	// regions without availability zones, whose offerings have zone "".
+	Zones         []string
+	InstanceTypes []*InstanceType
+}
+
+// InstanceType is one VM size as a node would see it.
+type InstanceType struct {
+	Name         string
+	Architecture string // "amd64" | "arm64"
+	// Capacity is what the node reports: cpu, memory (after VM overhead),
+	// pods (maxPods), ephemeral-storage (OS disk) and GPUs.
+	Capacity corev1.ResourceList
+	// Overhead is what AKS keeps: kube-reserved, system-reserved (none on
+	// AKS) and the eviction threshold.
+	Overhead  corev1.ResourceList
+	Labels    map[string]string
+	Offerings []Offering
+
+	// What the reservations are computed from; fixedOverhead means a catalog
+	// file stated Overhead, which WithMaxPods then keeps.
+	vcpus, memoryMiB int64
+	fixedOverhead    bool
+}
+
+// Offering is one way to buy an instance type.
+type Offering struct {
+	Zone         string
+	CapacityType string // karpv1.CapacityTypeSpot or karpv1.CapacityTypeOnDemand
+	Price        float64
+	Available    bool
+}
+
+// Get finds an instance type by name.
+func (c *Catalog) Get(name string) (*InstanceType, bool) {
+	for _, it := range c.InstanceTypes {
+		if it.Name == name {
+			return it, true
+		}
+	}
+	return nil, false
+}
+
+// Allocatable is capacity minus overhead: what pods can request.
+func (it *InstanceType) Allocatable() corev1.ResourceList {
+	return resources.Subtract(it.Capacity, it.Overhead)
+}
+
+// WithMaxPods returns a copy whose pods capacity is n, with AKS's memory
+// reservation recomputed for n (it grows with maxPods from AKS 1.29; see
+// Overhead). A catalog file's explicit overhead is kept as written.
+func (it *InstanceType) WithMaxPods(n int32) *InstanceType {
+	out := *it
+	out.Capacity = it.Capacity.DeepCopy()
+	out.Capacity[corev1.ResourcePods] = *resource.NewQuantity(int64(n), resource.DecimalSI)
+	if it.fixedOverhead {
+		out.Overhead = it.Overhead.DeepCopy()
+	} else {
+		out.Overhead = Overhead(it.vcpus, it.memoryMiB, n)
+	}
+	return &out
+}
+
+// Requirements describe every node this instance type can become: its labels,
+// plus the zones and capacity types of its available offerings. SKU labels it
+// lacks are DoesNotExist so pods asking for them are kept off it.
+func (it *InstanceType) Requirements() scheduling.Requirements {
+	reqs := scheduling.NewRequirements()
+	for k, v := range it.Labels {
+		reqs.Add(scheduling.NewRequirement(k, corev1.NodeSelectorOpIn, v))
+	}
+	for _, k := range SKULabels {
+		if _, ok := it.Labels[k]; !ok {
+			reqs.Add(scheduling.NewRequirement(k, corev1.NodeSelectorOpDoesNotExist))
+		}
+	}
+	var zones, capacityTypes []string
+	for _, o := range it.Offerings {
+		if o.Available {
+			zones = append(zones, o.Zone)
+			capacityTypes = append(capacityTypes, o.CapacityType)
+		}
+	}
+	reqs.Add(scheduling.NewRequirement(corev1.LabelTopologyZone, corev1.NodeSelectorOpIn, zones...))
+	reqs.Add(scheduling.NewRequirement(karpv1.CapacityTypeLabelKey, corev1.NodeSelectorOpIn, capacityTypes...))
+	return reqs
+}
+
+//go:embed data/catalog.json.gz
+var embedded []byte
+
+var loadEmbedded = sync.OnceValues(func() (*compact.File, error) {
+	zr, err := gzip.NewReader(bytes.NewReader(embedded))
+	if err != nil {
+		return nil, fmt.Errorf("embedded catalog is corrupt (rerun go generate ./pkg/catalog): %w", err)
+	}
+	raw, err := io.ReadAll(zr)
+	if err != nil {
+		return nil, fmt.Errorf("embedded catalog is corrupt (rerun go generate ./pkg/catalog): %w", err)
+	}
+	f := &compact.File{}
+	if err := json.Unmarshal(raw, f); err != nil {
+		return nil, fmt.Errorf("embedded catalog is corrupt (rerun go generate ./pkg/catalog): %w", err)
+	}
+	return f, nil
+})
+
+// Regions lists the regions of the embedded catalog, sorted.
+func Regions() []string {
+	f, err := loadEmbedded()
+	if err != nil {
+		return nil
+	}
+	out := make([]string, 0, len(f.Regions))
+	for r := range f.Regions {
+		out = append(out, r)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Default is the embedded catalog for an ARM region (e.g. "eastus"), with
+// pods capacity v1beta1.DefaultMaxPods. Each call returns fresh objects.
+//
+// Zones: zonal regions offer every SKU in zones 1..3 unless the public zone
+// facts list other zones for it (a few observed SKUs); regions without
+// availability zones have one non-zonal offering per capacity type (zone "",
+// as the Azure provider models them). Spot is offered only where a spot
+// price exists. Zone restrictions recorded for a particular subscription are
+// ignored: they are not a property of the region.
+func Default(region string) (*Catalog, error) {
+	f, err := loadEmbedded()
+	if err != nil {
+		return nil, err
+	}
+	r, ok := f.Regions[region]
+	if !ok {
+		known := Regions()
+		suggestions := []string{"eastus", "westeurope", "southeastasia"}
+		suggestions = slices.DeleteFunc(suggestions, func(s string) bool { return !slices.Contains(known, s) })
+		return nil, NewUnknownRegionError(region, suggestions)
+	}
+	c := &Catalog{Region: region}
+	defaultZones := []string{""}
+	if r.Zonal {
+		defaultZones = []string{region + "-1", region + "-2", region + "-3"}
+		c.Zones = slices.Clone(defaultZones)
+	}
+	for _, s := range f.SKUs {
+		price, ok := r.Prices[s.Name]
+		if !ok {
+			continue
+		}
+		zones := defaultZones
+		if z, ok := r.Zones[s.Name]; ok {
+			zones = make([]string, len(z))
+			for i, n := range z {
+				zones[i] = region + "-" + n
+			}
+		}
+		var offerings []Offering
+		for _, zone := range zones {
+			offerings = append(offerings, Offering{Zone: zone, CapacityType: karpv1.CapacityTypeOnDemand, Price: price[0], Available: true})
+			if len(price) > 1 {
+				offerings = append(offerings, Offering{Zone: zone, CapacityType: karpv1.CapacityTypeSpot, Price: price[1], Available: true})
+			}
+		}
+		c.InstanceTypes = append(c.InstanceTypes, newInstanceType(s, region, offerings))
+	}
+	return c, nil
+}
+
+func newInstanceType(s compact.SKU, region string, offerings []Offering) *InstanceType {
+	capacity := corev1.ResourceList{
+		corev1.ResourceCPU:              *resource.NewQuantity(s.VCPUs, resource.DecimalSI),
+		corev1.ResourceMemory:           NodeMemory(s.MemoryMiB),
+		corev1.ResourcePods:             *resource.NewQuantity(int64(v1beta1.DefaultMaxPods), resource.DecimalSI),
+		corev1.ResourceEphemeralStorage: *resource.NewScaledQuantity(int64(v1beta1.DefaultOSDiskSizeGB), resource.Giga),
+	}
+	switch s.GPUManufacturer {
+	case "nvidia":
+		capacity[ResourceNvidiaGPU] = *resource.NewQuantity(s.GPUCount, resource.DecimalSI)
+	case "amd":
+		capacity[ResourceAMDGPU] = *resource.NewQuantity(s.GPUCount, resource.DecimalSI)
+	}
+	return &InstanceType{
+		Name:         s.Name,
+		Architecture: s.Architecture,
+		Capacity:     capacity,
+		Overhead:     Overhead(s.VCPUs, s.MemoryMiB, v1beta1.DefaultMaxPods),
+		Labels: deriveLabels(skuFacts{
+			name: s.Name, architecture: s.Architecture, vcpus: s.VCPUs, memoryMiB: s.MemoryMiB,
+			gpuCount: s.GPUCount, gpuName: s.GPUName, gpuManufacturer: s.GPUManufacturer,
+			acceleratedNetworking: s.AcceleratedNetworking, premium: s.PremiumIO, region: region,
+		}),
+		Offerings: offerings,
+		vcpus:     s.VCPUs,
+		memoryMiB: s.MemoryMiB,
+	}
+}

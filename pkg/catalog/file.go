@@ -1,0 +1,214 @@
+package catalog
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
+
+	"github.com/karpfunc/karpfunc/pkg/apis/v1beta1"
+)
+
+// The catalog file format: negotiated prices, a refreshed catalog, or a
+// synthetic one for benchmarks. Example:
+//
+//	{"region":"eastus","zones":["eastus-1","eastus-2","eastus-3"],
+//	 "instanceTypes":[{"name":"Standard_D4s_v5","architecture":"amd64",
+//	   "capacity":{"cpu":"4","memory":"16Gi","pods":"110"},
+//	   "overhead":{"cpu":"140m","memory":"2662Mi"},"labels":{},
+//	   "offerings":[{"zone":"eastus-1","capacityType":"on-demand","price":0.192,"available":true}]}]}
+//
+// capacity is taken as the node will report it (cpu and memory required; pods
+// defaults to 250). An absent overhead means "compute AKS's reservations from
+// capacity"; a present one, even {}, is used as given. Labels are derived from
+// the name and capacity as for the embedded catalog; labels in the file are
+// added on top. available defaults to true.
+type file struct {
+	Region        string             `json:"region"`
+	Zones         []string           `json:"zones"`
+	InstanceTypes []fileInstanceType `json:"instanceTypes"`
+}
+
+type fileInstanceType struct {
+	Name         string             `json:"name"`
+	Architecture string             `json:"architecture"`
+	Capacity     map[string]string  `json:"capacity"`
+	Overhead     *map[string]string `json:"overhead"`
+	Labels       map[string]string  `json:"labels"`
+	Offerings    []fileOffering     `json:"offerings"`
+}
+
+type fileOffering struct {
+	Zone         string   `json:"zone"`
+	CapacityType string   `json:"capacityType"`
+	Price        *float64 `json:"price"`
+	Available    *bool    `json:"available"`
+}
+
+// Load reads a catalog file.
+func Load(path string) (*Catalog, error) {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("reading catalog file: %w", err)
+	}
+	return parse(path, raw)
+}
+
+// Parse reads a catalog in the file format.
+func Parse(data []byte) (*Catalog, error) { return parse("catalog", data) }
+
+func parse(source string, data []byte) (*Catalog, error) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	var f file
+	if err := dec.Decode(&f); err != nil {
+		return nil, NewInvalidCatalogError(source, -1, "", "", "not a catalog file (%v); see the format in pkg/catalog/file.go", err)
+	}
+	if f.Region == "" {
+		return nil, NewInvalidCatalogError(source, -1, "", "region", "is required: set the ARM location name, e.g. \"eastus\"")
+	}
+	zones := map[string]bool{}
+	for i, z := range f.Zones {
+		if !strings.HasPrefix(z, f.Region+"-") {
+			return nil, NewInvalidCatalogError(source, -1, "", fmt.Sprintf("zones[%d]", i), "%q is not a zone of %s; zones are written <region>-<n>, e.g. %s-1", z, f.Region, f.Region)
+		}
+		zones[z] = true
+	}
+	if len(f.InstanceTypes) == 0 {
+		return nil, NewInvalidCatalogError(source, -1, "", "instanceTypes", "is empty: list at least one instance type")
+	}
+	c := &Catalog{Region: f.Region, Zones: f.Zones}
+	seen := map[string]int{}
+	for i, fit := range f.InstanceTypes {
+		invalid := func(field, format string, args ...any) error {
+			return NewInvalidCatalogError(source, i, fit.Name, field, format, args...)
+		}
+		if fit.Name == "" {
+			return nil, invalid("name", "is required")
+		}
+		if j, dup := seen[fit.Name]; dup {
+			return nil, invalid("name", "duplicates instanceTypes[%d]; each instance type must appear once", j)
+		}
+		seen[fit.Name] = i
+		it, err := parseInstanceType(f.Region, zones, fit, invalid)
+		if err != nil {
+			return nil, err
+		}
+		c.InstanceTypes = append(c.InstanceTypes, it)
+	}
+	return c, nil
+}
+
+func parseInstanceType(region string, zones map[string]bool, f fileInstanceType, invalid func(string, string, ...any) error) (*InstanceType, error) {
+	if f.Architecture != "amd64" && f.Architecture != "arm64" {
+		return nil, invalid("architecture", "is %q; use \"amd64\" or \"arm64\"", f.Architecture)
+	}
+	capacity, err := parseResources(f.Capacity, "capacity", invalid)
+	if err != nil {
+		return nil, err
+	}
+	cpu, hasCPU := capacity[corev1.ResourceCPU]
+	memory, hasMemory := capacity[corev1.ResourceMemory]
+	if !hasCPU || cpu.Sign() <= 0 {
+		return nil, invalid("capacity.cpu", "is required and must be positive, e.g. \"4\"")
+	}
+	if !hasMemory || memory.Sign() <= 0 {
+		return nil, invalid("capacity.memory", "is required and must be positive, e.g. \"16Gi\"")
+	}
+	pods, hasPods := capacity[corev1.ResourcePods]
+	if !hasPods {
+		pods = *resource.NewQuantity(int64(v1beta1.DefaultMaxPods), resource.DecimalSI)
+		capacity[corev1.ResourcePods] = pods
+	}
+	if pods.Value() <= 0 || pods.Value() > math.MaxInt32 {
+		return nil, invalid("capacity.pods", "is %s; it must be a positive whole number", pods.String())
+	}
+	it := &InstanceType{
+		Name:         f.Name,
+		Architecture: f.Architecture,
+		Capacity:     capacity,
+		vcpus:        (cpu.MilliValue() + 999) / 1000,
+		memoryMiB:    memory.Value() >> 20,
+	}
+	if f.Overhead != nil {
+		if it.Overhead, err = parseResources(*f.Overhead, "overhead", invalid); err != nil {
+			return nil, err
+		}
+		it.fixedOverhead = true
+	} else {
+		it.Overhead = Overhead(it.vcpus, it.memoryMiB, int32(pods.Value()))
+	}
+	gpus := capacity[ResourceNvidiaGPU]
+	manufacturer := "nvidia"
+	if amd := capacity[ResourceAMDGPU]; amd.Sign() > 0 {
+		gpus, manufacturer = amd, "amd"
+	}
+	if gpus.Sign() <= 0 {
+		manufacturer = ""
+	}
+	it.Labels = deriveLabels(skuFacts{
+		name: f.Name, architecture: f.Architecture, vcpus: it.vcpus, memoryMiB: it.memoryMiB,
+		gpuCount: gpus.Value(), gpuManufacturer: manufacturer, region: region,
+	})
+	for k, v := range f.Labels {
+		if derived, ok := it.Labels[k]; ok && (k == corev1.LabelInstanceTypeStable || k == corev1.LabelArchStable) && derived != v {
+			return nil, invalid("labels."+k, "is %q but the instance type says %q; remove the label or make them agree", v, derived)
+		}
+		it.Labels[k] = v
+	}
+	if len(f.Offerings) == 0 {
+		return nil, invalid("offerings", "is empty: list at least one {zone, capacityType, price}")
+	}
+	for j, o := range f.Offerings {
+		field := fmt.Sprintf("offerings[%d]", j)
+		switch {
+		case len(zones) > 0 && !zones[o.Zone]:
+			return nil, invalid(field+".zone", "%q is not in the catalog's zones %v", o.Zone, sortedKeys(zones))
+		case len(zones) == 0 && o.Zone != "":
+			return nil, invalid(field+".zone", "is %q but the catalog lists no zones; list it in zones or leave zone empty for a non-zonal region", o.Zone)
+		case o.CapacityType != karpv1.CapacityTypeOnDemand && o.CapacityType != karpv1.CapacityTypeSpot:
+			return nil, invalid(field+".capacityType", "is %q; use %q or %q", o.CapacityType, karpv1.CapacityTypeOnDemand, karpv1.CapacityTypeSpot)
+		case o.Price == nil:
+			return nil, invalid(field+".price", "is required (USD per hour)")
+		case math.IsNaN(*o.Price) || math.IsInf(*o.Price, 0) || *o.Price < 0:
+			return nil, invalid(field+".price", "is %v; it must be a non-negative USD per hour", *o.Price)
+		}
+		available := true
+		if o.Available != nil {
+			available = *o.Available
+		}
+		it.Offerings = append(it.Offerings, Offering{Zone: o.Zone, CapacityType: o.CapacityType, Price: *o.Price, Available: available})
+	}
+	return it, nil
+}
+
+func parseResources(in map[string]string, field string, invalid func(string, string, ...any) error) (corev1.ResourceList, error) {
+	out := corev1.ResourceList{}
+	for name, value := range in {
+		q, err := resource.ParseQuantity(value)
+		if err != nil {
+			return nil, invalid(field+"."+name, "%q is not a Kubernetes quantity (%v); write e.g. \"4\", \"500m\", \"16Gi\"", value, err)
+		}
+		if q.Sign() < 0 {
+			return nil, invalid(field+"."+name, "is %s; it must not be negative", value)
+		}
+		out[corev1.ResourceName(name)] = q
+	}
+	return out, nil
+}
+
+func sortedKeys(m map[string]bool) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}

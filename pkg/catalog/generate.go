@@ -1,0 +1,3 @@
+package catalog
+
+//go:generate go run ./internal/gen -out data/catalog.json.gz

@@ -1,0 +1,115 @@
+// Package events writes Kubernetes Events with Karpenter's reasons, directly
+// and synchronously.
+//
+// client-go's broadcaster sends events from a background goroutine; a
+// Function invocation may end (and its instance be frozen) before that
+// goroutine runs, so events would be lost. Writing them inline costs one API
+// call and lets the same reason on the same object be deduplicated across
+// invocations: the event name is derived from object, reason and message,
+// and a repeat only bumps its count.
+package events
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// Karpenter's event reasons, so existing alerts and dashboards keep working.
+const (
+	ReasonNominated                 = "Nominated"
+	ReasonFailedScheduling          = "FailedScheduling"
+	ReasonLaunched                  = "Launched"
+	ReasonRegistered                = "Registered"
+	ReasonInitialized               = "Initialized"
+	ReasonInsufficientCapacityError = "InsufficientCapacityError"
+	ReasonFailedDraining            = "FailedDraining"
+	ReasonTerminating               = "Terminating"
+	ReasonLaunchFailed              = "LaunchFailed"
+)
+
+// Component is the event source written on every event.
+const Component = "karpfunc"
+
+// Event is one event about one object.
+type Event struct {
+	Object  client.Object
+	Type    string // corev1.EventTypeNormal or corev1.EventTypeWarning
+	Reason  string
+	Message string
+}
+
+// Recorder writes events through the API server.
+type Recorder struct {
+	kube  client.Client
+	clock clock.Clock
+}
+
+// NewRecorder returns a Recorder writing with kube.
+func NewRecorder(kube client.Client, clk clock.Clock) *Recorder {
+	return &Recorder{kube: kube, clock: clk}
+}
+
+// Publish writes ev, or bumps the count of an identical earlier event.
+func (r *Recorder) Publish(ctx context.Context, ev Event) error {
+	obj := ev.Object
+	gvk, err := r.kube.GroupVersionKindFor(obj)
+	if err != nil {
+		return fmt.Errorf("event %s on %s: %w", ev.Reason, obj.GetName(), err)
+	}
+	ns := obj.GetNamespace()
+	if ns == "" {
+		ns = metav1.NamespaceDefault
+	}
+	now := metav1.NewTime(r.clock.Now())
+	name := eventName(obj, ev.Reason, ev.Message)
+	existing := &corev1.Event{}
+	err = r.kube.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, existing)
+	switch {
+	case err == nil:
+		existing.Count++
+		existing.LastTimestamp = now
+		return client.IgnoreNotFound(r.kube.Update(ctx, existing))
+	case !apierrors.IsNotFound(err):
+		return fmt.Errorf("reading event %s/%s: %w", ns, name, err)
+	}
+	apiVersion, kind := gvk.ToAPIVersionAndKind()
+	e := &corev1.Event{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		InvolvedObject: corev1.ObjectReference{
+			APIVersion: apiVersion, Kind: kind, Namespace: obj.GetNamespace(), Name: obj.GetName(),
+			UID: obj.GetUID(), ResourceVersion: obj.GetResourceVersion(),
+		},
+		Reason: ev.Reason, Message: truncate(ev.Message, 1024), Type: ev.Type,
+		Source:         corev1.EventSource{Component: Component},
+		FirstTimestamp: now, LastTimestamp: now, Count: 1,
+		ReportingController: "karpfunc.azure.com/" + Component, ReportingInstance: Component,
+	}
+	if err := r.kube.Create(ctx, e); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("writing event %s on %s %s: %w", ev.Reason, kind, obj.GetName(), err)
+	}
+	return nil
+}
+
+func eventName(obj client.Object, reason, message string) string {
+	sum := sha256.Sum256([]byte(string(obj.GetUID()) + "\x00" + reason + "\x00" + message))
+	prefix := obj.GetName()
+	if len(prefix) > 200 {
+		prefix = prefix[:200]
+	}
+	return prefix + "." + hex.EncodeToString(sum[:])[:16]
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n-3] + "..."
+}

@@ -1,0 +1,73 @@
+// Package lifecycle moves a NodeClaim through Karpenter's lifecycle after
+// launch: registration (its Node joined), initialization (the Node is ready
+// for pods) and termination (drain, delete the VM, release the finalizer).
+//
+// Each step reads the current objects and converges them, so any number of
+// duplicate or reordered node and NodeClaim events lead to the same result.
+package lifecycle
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"strings"
+
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
+
+	"github.com/karpfunc/karpfunc/pkg/events"
+)
+
+// InstanceDeleter deletes a NodeClaim's VM and NIC; *azure.Launcher implements it.
+type InstanceDeleter interface {
+	Delete(ctx context.Context, name string) error
+}
+
+// Options configure a Controller.
+type Options struct {
+	Kube    client.Client
+	Deleter InstanceDeleter
+	Clock   clock.Clock
+	Logger  *slog.Logger
+}
+
+// Controller runs registration, initialization and termination.
+type Controller struct {
+	kube     client.Client
+	deleter  InstanceDeleter
+	clock    clock.Clock
+	log      *slog.Logger
+	recorder *events.Recorder
+}
+
+// New returns a Controller.
+func New(opts Options) *Controller {
+	if opts.Clock == nil {
+		opts.Clock = clock.RealClock{}
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	return &Controller{kube: opts.Kube, deleter: opts.Deleter, clock: opts.Clock, log: opts.Logger,
+		recorder: events.NewRecorder(opts.Kube, opts.Clock)}
+}
+
+// nodeClaimForProviderID finds the NodeClaim launched as providerID. AKS
+// lower-cases resource group names in some provider IDs, so compare
+// case-insensitively.
+func (c *Controller) nodeClaimForProviderID(ctx context.Context, providerID string) (*karpv1.NodeClaim, error) {
+	if providerID == "" {
+		return nil, nil
+	}
+	var list karpv1.NodeClaimList
+	if err := c.kube.List(ctx, &list); err != nil {
+		return nil, fmt.Errorf("listing nodeclaims: %w", err)
+	}
+	for i := range list.Items {
+		if strings.EqualFold(list.Items[i].Status.ProviderID, providerID) {
+			return &list.Items[i], nil
+		}
+	}
+	return nil, nil
+}

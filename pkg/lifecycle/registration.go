@@ -1,0 +1,189 @@
+package lifecycle
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
+
+	"github.com/karpfunc/karpfunc/pkg/events"
+)
+
+// NodeResult says what NodeChanged did.
+type NodeResult struct {
+	NodeClaim   string
+	Registered  bool // registered by this call
+	Initialized bool // initialized by this call
+}
+
+// NodeChanged registers and initializes the NodeClaim behind a Node. A Node
+// that no NodeClaim launched (not ours) is left alone.
+func (c *Controller) NodeChanged(ctx context.Context, nodeName string) (NodeResult, error) {
+	node := &corev1.Node{}
+	if err := c.kube.Get(ctx, client.ObjectKey{Name: nodeName}, node); err != nil {
+		if apierrors.IsNotFound(err) {
+			return NodeResult{}, nil // gone already: nothing to register
+		}
+		return NodeResult{}, fmt.Errorf("reading node %s: %w", nodeName, err)
+	}
+	nc, err := c.nodeClaimForProviderID(ctx, node.Spec.ProviderID)
+	if err != nil || nc == nil {
+		return NodeResult{}, err
+	}
+	res := NodeResult{NodeClaim: nc.Name}
+	if nc.DeletionTimestamp != nil {
+		return res, nil
+	}
+	if !nc.StatusConditions().Get(karpv1.ConditionTypeRegistered).IsTrue() {
+		if err := c.register(ctx, nc, node); err != nil {
+			return res, err
+		}
+		res.Registered = true
+	}
+	if !nc.StatusConditions().Get(karpv1.ConditionTypeInitialized).IsTrue() {
+		ok, err := c.initialize(ctx, nc, node)
+		if err != nil {
+			return res, err
+		}
+		res.Initialized = ok
+	}
+	return res, nil
+}
+
+// register syncs the NodeClaim's labels and taints onto the Node, removes the
+// unregistered taint, makes the NodeClaim the Node's owner (so the Node goes
+// when the NodeClaim does), then records Registered and nodeName.
+func (c *Controller) register(ctx context.Context, nc *karpv1.NodeClaim, node *corev1.Node) error {
+	stored := node.DeepCopy()
+	if node.Labels == nil {
+		node.Labels = map[string]string{}
+	}
+	for k, v := range nc.Labels {
+		node.Labels[k] = v
+	}
+	node.Labels[karpv1.NodeRegisteredLabelKey] = "true"
+	var taints []corev1.Taint
+	for _, t := range node.Spec.Taints {
+		if t.MatchTaint(&karpv1.UnregisteredNoExecuteTaint) {
+			continue
+		}
+		taints = append(taints, t)
+	}
+	if node.Labels[karpv1.NodeDoNotSyncTaintsLabelKey] != "true" {
+		for _, want := range nc.Spec.Taints {
+			if !hasTaint(taints, want) {
+				taints = append(taints, want)
+			}
+		}
+	}
+	node.Spec.Taints = taints
+	if !hasOwner(node, nc) {
+		node.OwnerReferences = append(node.OwnerReferences, metav1.OwnerReference{
+			APIVersion: "karpenter.sh/v1", Kind: "NodeClaim", Name: nc.Name, UID: nc.UID, BlockOwnerDeletion: ptr(true),
+		})
+	}
+	if err := c.kube.Patch(ctx, node, client.MergeFromWithOptions(stored, client.MergeFromWithOptimisticLock{})); err != nil {
+		return fmt.Errorf("syncing node %s for NodeClaim %s: %w", node.Name, nc.Name, err)
+	}
+	storedNC := nc.DeepCopy()
+	nc.Status.NodeName = node.Name
+	nc.StatusConditions().SetTrue(karpv1.ConditionTypeRegistered)
+	if err := c.kube.Status().Patch(ctx, nc, client.MergeFromWithOptions(storedNC, client.MergeFromWithOptimisticLock{})); err != nil {
+		return fmt.Errorf("marking NodeClaim %s registered: %w", nc.Name, err)
+	}
+	c.log.Info("registered nodeclaim", "nodeclaim", nc.Name, "node", node.Name)
+	c.event(ctx, nc, events.ReasonRegistered, fmt.Sprintf("Status condition transitioned, Type: Registered, Status: True, Node: %s", node.Name))
+	return nil
+}
+
+// initialize marks the NodeClaim Initialized once its Node is Ready, no
+// startup taint or unregistered taint remains, and every extended resource
+// the NodeClaim asked for is allocatable — Karpenter's definition, which is
+// what makes a node count as real capacity.
+func (c *Controller) initialize(ctx context.Context, nc *karpv1.NodeClaim, node *corev1.Node) (bool, error) {
+	if reason := notInitializedReason(nc, node); reason != "" {
+		c.log.Debug("nodeclaim not initialized yet", "nodeclaim", nc.Name, "reason", reason)
+		return false, nil
+	}
+	stored := node.DeepCopy()
+	node.Labels[karpv1.NodeInitializedLabelKey] = "true"
+	if err := c.kube.Patch(ctx, node, client.MergeFromWithOptions(stored, client.MergeFromWithOptimisticLock{})); err != nil {
+		return false, fmt.Errorf("labelling node %s initialized: %w", node.Name, err)
+	}
+	storedNC := nc.DeepCopy()
+	nc.StatusConditions().SetTrue(karpv1.ConditionTypeInitialized)
+	if err := c.kube.Status().Patch(ctx, nc, client.MergeFromWithOptions(storedNC, client.MergeFromWithOptimisticLock{})); err != nil {
+		return false, fmt.Errorf("marking NodeClaim %s initialized: %w", nc.Name, err)
+	}
+	c.log.Info("initialized nodeclaim", "nodeclaim", nc.Name, "node", node.Name)
+	c.event(ctx, nc, events.ReasonInitialized, fmt.Sprintf("Status condition transitioned, Type: Initialized, Status: True, Node: %s", node.Name))
+	return true, nil
+}
+
+func notInitializedReason(nc *karpv1.NodeClaim, node *corev1.Node) string {
+	ready := false
+	for _, cond := range node.Status.Conditions {
+		if cond.Type == corev1.NodeReady && cond.Status == corev1.ConditionTrue {
+			ready = true
+		}
+	}
+	if !ready {
+		return "node is not Ready"
+	}
+	for _, t := range node.Spec.Taints {
+		if t.MatchTaint(&karpv1.UnregisteredNoExecuteTaint) {
+			return "node still has the unregistered taint"
+		}
+		for _, st := range nc.Spec.StartupTaints {
+			if t.MatchTaint(&st) {
+				return "startup taint " + t.Key + " still present"
+			}
+		}
+	}
+	for name, q := range nc.Spec.Resources.Requests {
+		if isExtended(name) && !q.IsZero() {
+			if alloc, ok := node.Status.Allocatable[name]; !ok || alloc.IsZero() {
+				return "extended resource " + string(name) + " not allocatable yet"
+			}
+		}
+	}
+	return ""
+}
+
+func isExtended(name corev1.ResourceName) bool {
+	switch name {
+	case corev1.ResourceCPU, corev1.ResourceMemory, corev1.ResourcePods, corev1.ResourceEphemeralStorage:
+		return false
+	}
+	return true
+}
+
+func hasTaint(taints []corev1.Taint, t corev1.Taint) bool {
+	for i := range taints {
+		if taints[i].MatchTaint(&t) {
+			return true
+		}
+	}
+	return false
+}
+
+func hasOwner(node *corev1.Node, nc *karpv1.NodeClaim) bool {
+	for _, o := range node.OwnerReferences {
+		if o.UID == nc.UID {
+			return true
+		}
+	}
+	return false
+}
+
+func (c *Controller) event(ctx context.Context, obj client.Object, reason, msg string) {
+	if err := c.recorder.Publish(ctx, events.Event{Object: obj, Type: corev1.EventTypeNormal, Reason: reason, Message: msg}); err != nil {
+		c.log.Warn("writing event", "error", err)
+	}
+}
+
+func ptr[T any](v T) *T { return &v }

@@ -1,0 +1,28 @@
+package messages
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+)
+
+// InvalidError means a message can never be processed, however often it is
+// retried: it is malformed or of an unknown type. Handlers answer it with a
+// 4xx so the reason travels to the dead-letter queue.
+type InvalidError struct{ msg string }
+
+func (e *InvalidError) Error() string { return "invalid message: " + e.msg }
+
+// NewInvalidError formats an InvalidError.
+func NewInvalidError(format string, args ...any) error {
+	return &InvalidError{msg: fmt.Sprintf(format, args...)}
+}
+
+// IsInvalid reports whether err is, or wraps, an InvalidError.
+func IsInvalid(err error) bool {
+	var e *InvalidError
+	return errors.As(err, &e)
+}
+
+func bytesReader(b []byte) io.Reader { return bytes.NewReader(b) }

@@ -1,0 +1,117 @@
+// Package messages defines the CloudEvents karpfunc's parts exchange: what the
+// relay publishes and the Functions consume. Messages are triggers, not state:
+// every consumer re-reads the authoritative objects from the API server, so a
+// payload carries only references and hints.
+package messages
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+)
+
+// SpecVersion is the CloudEvents version karpfunc writes.
+const SpecVersion = "1.0"
+
+// ContentType is the structured-mode CloudEvents media type.
+const ContentType = "application/cloudevents+json"
+
+// Event types.
+const (
+	// TypeProvision asks the Provision function to place pending pods.
+	TypeProvision = "com.karpfunc.provision.v1"
+	// TypeNode reports a Node that joined or changed readiness.
+	TypeNode = "com.karpfunc.node.v1"
+	// TypeNodeClaimDeleting reports a NodeClaim that has a deletion timestamp.
+	TypeNodeClaimDeleting = "com.karpfunc.nodeclaim.deleting.v1"
+	// TypeNodeClaimLiveness is a scheduled check that a launched NodeClaim
+	// registered in time.
+	TypeNodeClaimLiveness = "com.karpfunc.nodeclaim.liveness.v1"
+)
+
+// CloudEvent is a CloudEvents 1.0 event in structured JSON mode.
+type CloudEvent struct {
+	SpecVersion     string          `json:"specversion"`
+	ID              string          `json:"id"`
+	Source          string          `json:"source"`
+	Type            string          `json:"type"`
+	Subject         string          `json:"subject,omitempty"`
+	Time            time.Time       `json:"time,omitzero"`
+	DataContentType string          `json:"datacontenttype,omitempty"`
+	Data            json.RawMessage `json:"data,omitempty"`
+}
+
+// ObjectRef names a namespaced or cluster-scoped object at a version.
+type ObjectRef struct {
+	Namespace       string `json:"namespace,omitempty"`
+	Name            string `json:"name"`
+	UID             string `json:"uid,omitempty"`
+	ResourceVersion string `json:"resourceVersion,omitempty"`
+}
+
+// Provision is the data of TypeProvision: the pods kube-scheduler marked
+// Unschedulable in one batch window.
+type Provision struct {
+	Cluster string      `json:"cluster"`
+	Pods    []ObjectRef `json:"pods"`
+}
+
+// Node is the data of TypeNode.
+type Node struct {
+	Cluster    string `json:"cluster"`
+	Name       string `json:"name"`
+	UID        string `json:"uid,omitempty"`
+	ProviderID string `json:"providerID,omitempty"`
+	Ready      bool   `json:"ready"`
+}
+
+// NodeClaim is the data of TypeNodeClaimDeleting and TypeNodeClaimLiveness.
+type NodeClaim struct {
+	Cluster string `json:"cluster"`
+	Name    string `json:"name"`
+	UID     string `json:"uid,omitempty"`
+}
+
+// New builds a CloudEvent of type typ carrying data.
+func New(id, source, typ, subject string, now time.Time, data any) (CloudEvent, error) {
+	raw, err := json.Marshal(data)
+	if err != nil {
+		return CloudEvent{}, fmt.Errorf("encoding %s data: %w", typ, err)
+	}
+	return CloudEvent{SpecVersion: SpecVersion, ID: id, Source: source, Type: typ, Subject: subject,
+		Time: now.UTC(), DataContentType: "application/json", Data: raw}, nil
+}
+
+// Decode parses a structured-mode CloudEvent and checks the fields every
+// consumer relies on, so a malformed message fails with a reason that says
+// what is wrong instead of a zero value travelling on.
+func Decode(body []byte) (CloudEvent, error) {
+	var ev CloudEvent
+	if err := json.Unmarshal(body, &ev); err != nil {
+		return CloudEvent{}, NewInvalidError("message body is not a JSON CloudEvent: %v", err)
+	}
+	switch {
+	case ev.SpecVersion != SpecVersion:
+		return ev, NewInvalidError("specversion is %q; want %q", ev.SpecVersion, SpecVersion)
+	case ev.ID == "":
+		return ev, NewInvalidError("CloudEvent has no id")
+	case ev.Type == "":
+		return ev, NewInvalidError("CloudEvent %s has no type", ev.ID)
+	}
+	return ev, nil
+}
+
+// DecodeData unmarshals ev.Data into a T, strictly: unknown fields are errors
+// so a producer/consumer mismatch is caught at the first message.
+func DecodeData[T any](ev CloudEvent) (T, error) {
+	var out T
+	if len(ev.Data) == 0 {
+		return out, NewInvalidError("CloudEvent %s (%s) has no data", ev.ID, ev.Type)
+	}
+	dec := json.NewDecoder(bytesReader(ev.Data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&out); err != nil {
+		return out, NewInvalidError("CloudEvent %s (%s) data: %v", ev.ID, ev.Type, err)
+	}
+	return out, nil
+}

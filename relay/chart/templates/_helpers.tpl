@@ -1,0 +1,40 @@
+{{- define "relay.fullname" -}}
+{{- if contains .Chart.Name .Release.Name -}}
+{{- .Release.Name | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- printf "%s-%s" .Release.Name .Chart.Name | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "relay.serviceAccountName" -}}
+{{- default (include "relay.fullname" .) .Values.serviceAccount.name -}}
+{{- end -}}
+
+{{- define "relay.selectorLabels" -}}
+app.kubernetes.io/name: {{ .Chart.Name }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end -}}
+
+{{- define "relay.labels" -}}
+{{ include "relay.selectorLabels" . }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+app.kubernetes.io/part-of: karpfunc
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
+{{- end -}}
+
+{{/* Fail early, with the value to set, instead of a relay that crash-loops. */}}
+{{- define "relay.validate" -}}
+{{- if not .Values.clusterName -}}
+{{- fail "clusterName is required: set --set clusterName=<name of this cluster>" -}}
+{{- end -}}
+{{- if gt (len .Values.clusterName) 128 -}}
+{{- fail "clusterName must be at most 128 characters (it is a Service Bus session ID)" -}}
+{{- end -}}
+{{- if and (not .Values.localBusURL) (not .Values.serviceBus.namespace) -}}
+{{- fail "serviceBus.namespace is required (the Service Bus FQDN), unless localBusURL is set for development" -}}
+{{- end -}}
+{{- if and .Values.serviceBus.namespace (not .Values.localBusURL) (not .Values.serviceBus.clientId) -}}
+{{- fail "serviceBus.clientId is required: the client ID of the managed identity federated with the relay's ServiceAccount" -}}
+{{- end -}}
+{{- end -}}

@@ -1,0 +1,175 @@
+// Package events turns what the relay saw into bus messages: a CloudEvent
+// body plus the Service Bus properties the consumers rely on. The message IDs
+// are derived from the observed objects only, never from time or randomness,
+// so a relay that restarts and re-lists the cluster produces the same IDs and
+// Service Bus duplicate detection swallows the repeats.
+package events
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/karpfunc/karpfunc/pkg/bus"
+	"github.com/karpfunc/karpfunc/pkg/messages"
+)
+
+// MaxPodsPerMessage bounds a provision event: an ObjectRef is ~150 bytes of
+// JSON, so 500 stay well inside Service Bus Standard's 256 KB message limit.
+// A bigger window is split into several events.
+const MaxPodsPerMessage = 500
+
+// Application property names set on every message, so a consumer or an
+// operator browsing a queue can route and filter without decoding the body.
+const (
+	PropertyType    = "type"
+	PropertyCluster = "cluster"
+)
+
+// Builder builds the relay's messages for one cluster.
+type Builder struct {
+	// Cluster names the cluster in every payload and is the provision
+	// SessionID, which serializes provisioning per cluster.
+	Cluster string
+	// Source is the CloudEvent source; empty means "/karpfunc/relay/<cluster>".
+	Source string
+}
+
+// NewBuilder checks the cluster name against what Service Bus accepts as a
+// SessionID.
+func NewBuilder(cluster string) (Builder, error) {
+	if cluster == "" {
+		return Builder{}, errors.New("events: cluster name is empty")
+	}
+	if len(cluster) > bus.MaxIDLength {
+		return Builder{}, fmt.Errorf("events: cluster name is %d characters; a Service Bus session ID allows at most %d", len(cluster), bus.MaxIDLength)
+	}
+	return Builder{Cluster: cluster}, nil
+}
+
+func (b Builder) source() string {
+	if b.Source != "" {
+		return b.Source
+	}
+	return "/karpfunc/relay/" + b.Cluster
+}
+
+// Provision builds the provision events for one closed batch window. pods must
+// be sorted (batcher.Sort); the ID of each event hashes its pods' UID and
+// resourceVersion, so the same window observed twice is one message.
+func (b Builder) Provision(pods []messages.ObjectRef, now time.Time) ([]bus.Message, error) {
+	return b.provision(pods, now, "provision/")
+}
+
+// ProvisionResync builds the periodic safety-net events for pods that are
+// still unschedulable. Their content hash alone would equal the original
+// window's and be dropped as a duplicate, so the ID also names the resync
+// period (now truncated to period): repeats within a period collapse, each new
+// period triggers again.
+func (b Builder) ProvisionResync(pods []messages.ObjectRef, now time.Time, period time.Duration) ([]bus.Message, error) {
+	if period <= 0 {
+		return nil, fmt.Errorf("events: resync period must be positive, got %s", period)
+	}
+	epoch := now.UTC().Truncate(period).Unix()
+	return b.provision(pods, now, "provision/resync/"+strconv.FormatInt(epoch, 10)+"/")
+}
+
+func (b Builder) provision(pods []messages.ObjectRef, now time.Time, prefix string) ([]bus.Message, error) {
+	if len(pods) == 0 {
+		return nil, errors.New("events: provision event without pods")
+	}
+	var out []bus.Message
+	for start := 0; start < len(pods); start += MaxPodsPerMessage {
+		chunk := pods[start:min(start+MaxPodsPerMessage, len(pods))]
+		h := sha256.New()
+		for _, p := range chunk {
+			if p.UID == "" || p.Name == "" {
+				return nil, fmt.Errorf("events: pod reference %s/%s (uid %q) lacks a name or UID", p.Namespace, p.Name, p.UID)
+			}
+			fmt.Fprintf(h, "%s:%s\n", p.UID, p.ResourceVersion)
+		}
+		// 32 hex characters (128 bits) keep the ID short and collision-free in practice.
+		id := prefix + hex.EncodeToString(h.Sum(nil))[:32]
+		subject := fmt.Sprintf("%d pods", len(chunk))
+		m, err := b.message(bus.QueueProvision, id, b.Cluster, messages.TypeProvision, subject, now,
+			messages.Provision{Cluster: b.Cluster, Pods: chunk})
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, m)
+	}
+	return out, nil
+}
+
+// NodeReady reports whether the node's Ready condition is True, and that
+// condition's last transition time (zero when there is none).
+func NodeReady(n *corev1.Node) (bool, metav1.Time) {
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.Status == corev1.ConditionTrue, c.LastTransitionTime
+		}
+	}
+	return false, metav1.Time{}
+}
+
+// Node builds the event for a node that joined or changed readiness. The ID
+// is node/<uid>/ready=<bool>, plus the Ready condition's transition time when
+// it has one: heartbeats do not change it (no spam on re-lists), while a node
+// that flaps Ready→NotReady→Ready inside the duplicate-detection window still
+// produces a new message for each transition.
+func (b Builder) Node(n *corev1.Node, now time.Time) (bus.Message, error) {
+	if n.UID == "" || n.Name == "" {
+		return bus.Message{}, fmt.Errorf("events: node %q (uid %q) lacks a name or UID", n.Name, n.UID)
+	}
+	ready, since := NodeReady(n)
+	id := fmt.Sprintf("node/%s/ready=%t", n.UID, ready)
+	if !since.IsZero() {
+		id += "/" + strconv.FormatInt(since.Unix(), 10)
+	}
+	return b.message(bus.QueueLifecycle, id, "", messages.TypeNode, n.Name, now, messages.Node{
+		Cluster: b.Cluster, Name: n.Name, UID: string(n.UID), ProviderID: n.Spec.ProviderID, Ready: ready,
+	})
+}
+
+// NodeClaimDeleting builds the event for a NodeClaim that has a deletion
+// timestamp; its ID nodeclaim/<uid>/deleting is the same however often the
+// relay sees it.
+func (b Builder) NodeClaimDeleting(nc metav1.Object, now time.Time) (bus.Message, error) {
+	if nc.GetUID() == "" || nc.GetName() == "" {
+		return bus.Message{}, fmt.Errorf("events: nodeclaim %q (uid %q) lacks a name or UID", nc.GetName(), nc.GetUID())
+	}
+	if nc.GetDeletionTimestamp() == nil {
+		return bus.Message{}, fmt.Errorf("events: nodeclaim %s is not being deleted", nc.GetName())
+	}
+	return b.message(bus.QueueLifecycle, "nodeclaim/"+string(nc.GetUID())+"/deleting", "", messages.TypeNodeClaimDeleting,
+		nc.GetName(), now, messages.NodeClaim{Cluster: b.Cluster, Name: nc.GetName(), UID: string(nc.GetUID())})
+}
+
+func (b Builder) message(queue, id, session, typ, subject string, now time.Time, data any) (bus.Message, error) {
+	if b.Cluster == "" {
+		return bus.Message{}, errors.New("events: builder has no cluster name")
+	}
+	ev, err := messages.New(id, b.source(), typ, subject, now, data)
+	if err != nil {
+		return bus.Message{}, err
+	}
+	body, err := json.Marshal(ev)
+	if err != nil {
+		return bus.Message{}, fmt.Errorf("events: encoding %s %s: %w", typ, id, err)
+	}
+	m := bus.Message{
+		ID: id, SessionID: session, ContentType: messages.ContentType, Body: body,
+		ApplicationProperties: map[string]any{PropertyType: typ, PropertyCluster: b.Cluster},
+	}
+	if err := bus.ValidateMessages(queue, []bus.Message{m}); err != nil {
+		return bus.Message{}, fmt.Errorf("events: %w", err)
+	}
+	return m, nil
+}

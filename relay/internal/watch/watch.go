@@ -1,0 +1,345 @@
+// Package watch is the relay proper: shared informers on Pods, Nodes and
+// karpenter.sh/v1 NodeClaims, whose handlers feed the batcher and the sender.
+// It only reads the cluster (list and watch), matching the relay's RBAC.
+package watch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/metadata/metadatainformer"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/utils/clock"
+
+	"github.com/karpfunc/karpfunc/pkg/bus"
+	"github.com/karpfunc/karpfunc/pkg/messages"
+	"github.com/karpfunc/karpfunc/relay/internal/batcher"
+	"github.com/karpfunc/karpfunc/relay/internal/events"
+	"github.com/karpfunc/karpfunc/relay/internal/sender"
+)
+
+// NodeClaims is the resource the relay watches for deletions.
+var NodeClaims = schema.GroupVersionResource{Group: "karpenter.sh", Version: "v1", Resource: "nodeclaims"}
+
+// Options configure the relay.
+type Options struct {
+	// Cluster names the cluster in every event; required.
+	Cluster string
+	// Kube reads Pods and Nodes.
+	Kube kubernetes.Interface
+	// Metadata reads NodeClaims: the relay needs only their metadata
+	// (UID, name, deletionTimestamp), and there is no generated clientset.
+	Metadata metadata.Interface
+	// Publisher receives the messages, through a retrying sender.
+	Publisher bus.Publisher
+	// BatchIdleDuration and BatchMaxDuration bound a provision window
+	// (defaults 1s and 10s).
+	BatchIdleDuration, BatchMaxDuration time.Duration
+	// Resync is how often still-unschedulable pods are re-announced, a safety
+	// net for a lost or failed trigger (default 30s).
+	Resync time.Duration
+	// RetryBaseDelay and RetryMaxDelay bound publish retries (defaults in sender).
+	RetryBaseDelay, RetryMaxDelay time.Duration
+	// SyncTimeout bounds the initial list of every informer (default 2m).
+	SyncTimeout time.Duration
+	// Clock is injected for the batch windows and resync; nil: real clock.
+	Clock clock.WithTicker
+	// Logger; nil means slog.Default().
+	Logger *slog.Logger
+	// OnSynced, if set, is called once every informer has synced (readiness).
+	OnSynced func()
+}
+
+func (o *Options) defaults() error {
+	switch {
+	case o.Kube == nil:
+		return errors.New("watch: kubernetes client is nil")
+	case o.Metadata == nil:
+		return errors.New("watch: metadata client is nil")
+	case o.Publisher == nil:
+		return errors.New("watch: publisher is nil")
+	}
+	if o.BatchIdleDuration == 0 {
+		o.BatchIdleDuration = time.Second
+	}
+	if o.BatchMaxDuration == 0 {
+		o.BatchMaxDuration = 10 * time.Second
+	}
+	if o.Resync == 0 {
+		o.Resync = 30 * time.Second
+	}
+	if o.Resync < 0 {
+		return fmt.Errorf("watch: resync period must be positive, got %s", o.Resync)
+	}
+	if o.SyncTimeout <= 0 {
+		o.SyncTimeout = 2 * time.Minute
+	}
+	if o.Clock == nil {
+		o.Clock = clock.RealClock{}
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	return nil
+}
+
+// relay holds the running parts.
+type relay struct {
+	opts   Options
+	log    *slog.Logger
+	events events.Builder
+	batch  *batcher.Batcher
+	send   *sender.Sender
+	pods   cache.SharedIndexInformer
+	nodes  cache.SharedIndexInformer
+	claims cache.SharedIndexInformer
+}
+
+// Run starts the informers and publishes until ctx is done. It returns an
+// error if the options are invalid or the initial sync fails (for example,
+// the karpenter.sh CRDs are not installed, or RBAC forbids a list).
+func Run(ctx context.Context, opts Options) error {
+	if err := opts.defaults(); err != nil {
+		return err
+	}
+	builder, err := events.NewBuilder(opts.Cluster)
+	if err != nil {
+		return err
+	}
+	b, err := batcher.New(batcher.Options{IdleDuration: opts.BatchIdleDuration, MaxDuration: opts.BatchMaxDuration, Clock: opts.Clock})
+	if err != nil {
+		return err
+	}
+	s, err := sender.New(sender.Options{Publisher: opts.Publisher, Logger: opts.Logger, BaseDelay: opts.RetryBaseDelay, MaxDelay: opts.RetryMaxDelay})
+	if err != nil {
+		return err
+	}
+	// Fail with a reason before starting informers that would otherwise
+	// retry a 404 or 403 forever behind a sync that never completes.
+	if _, err := opts.Metadata.Resource(NodeClaims).List(ctx, metav1.ListOptions{Limit: 1}); err != nil {
+		return fmt.Errorf("watch: listing %s (are the Karpenter CRDs installed and may the relay list them?): %w", NodeClaims.GroupResource(), err)
+	}
+
+	r := &relay{opts: opts, log: opts.Logger, events: builder, batch: b, send: s}
+
+	// Only pods that are not bound matter, so the pod informer lists and
+	// watches spec.nodeName="" alone: in a big cluster that is a tiny
+	// fraction of the pods. A pod that gets bound leaves the selection, which
+	// the informer delivers as a delete.
+	podFactory := informers.NewSharedInformerFactoryWithOptions(opts.Kube, 0,
+		informers.WithTweakListOptions(func(lo *metav1.ListOptions) {
+			lo.FieldSelector = fields.OneTermEqualSelector("spec.nodeName", "").String()
+		}))
+	nodeFactory := informers.NewSharedInformerFactory(opts.Kube, 0)
+	metaFactory := metadatainformer.NewSharedInformerFactory(opts.Metadata, 0)
+
+	r.pods = podFactory.Core().V1().Pods().Informer()
+	r.nodes = nodeFactory.Core().V1().Nodes().Informer()
+	r.claims = metaFactory.ForResource(NodeClaims).Informer()
+
+	for _, set := range []struct {
+		inf cache.SharedIndexInformer
+		tf  cache.TransformFunc
+		h   cache.ResourceEventHandlerFuncs
+	}{
+		{r.pods, TransformPod, cache.ResourceEventHandlerFuncs{AddFunc: r.onPod, UpdateFunc: func(_, n any) { r.onPod(n) }, DeleteFunc: r.onPodDelete}},
+		{r.nodes, TransformNode, cache.ResourceEventHandlerFuncs{AddFunc: r.onNodeAdd, UpdateFunc: r.onNodeUpdate}},
+		{r.claims, TransformMetadata, cache.ResourceEventHandlerFuncs{AddFunc: r.onClaimAdd, UpdateFunc: r.onClaimUpdate}},
+	} {
+		if err := set.inf.SetTransform(set.tf); err != nil {
+			return fmt.Errorf("watch: setting informer transform: %w", err)
+		}
+		if _, err := set.inf.AddEventHandler(set.h); err != nil {
+			return fmt.Errorf("watch: adding informer handler: %w", err)
+		}
+	}
+
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var wg sync.WaitGroup
+	wg.Go(func() { s.Run(ctx) })
+	wg.Go(func() {
+		if err := b.Run(ctx, r.emitWindow); err != nil {
+			r.log.Error("batcher stopped", "error", err)
+		}
+	})
+	podFactory.Start(ctx.Done())
+	nodeFactory.Start(ctx.Done())
+	metaFactory.Start(ctx.Done())
+	defer func() {
+		cancel()
+		podFactory.Shutdown()
+		nodeFactory.Shutdown()
+		metaFactory.Shutdown()
+		wg.Wait()
+	}()
+
+	syncCtx, syncCancel := context.WithTimeout(ctx, opts.SyncTimeout)
+	defer syncCancel()
+	for name, inf := range map[string]cache.SharedIndexInformer{"pods": r.pods, "nodes": r.nodes, NodeClaims.GroupResource().String(): r.claims} {
+		if !cache.WaitForCacheSync(syncCtx.Done(), inf.HasSynced) {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return fmt.Errorf("watch: %s informer did not sync within %s", name, opts.SyncTimeout)
+		}
+	}
+	r.log.Info("relay watching", "cluster", opts.Cluster, "batchIdle", opts.BatchIdleDuration,
+		"batchMax", opts.BatchMaxDuration, "resync", opts.Resync)
+	if opts.OnSynced != nil {
+		opts.OnSynced()
+	}
+
+	ticker := opts.Clock.NewTicker(opts.Resync)
+	defer ticker.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-ticker.C():
+			r.resync()
+		}
+	}
+}
+
+// Unschedulable reports whether kube-scheduler gave up on pod for now: its
+// PodScheduled condition is False with reason Unschedulable, it is not bound
+// and not terminating. Pods merely waiting for the scheduler's first attempt
+// are not provisioning triggers: the scheduler may still place them.
+func Unschedulable(pod *corev1.Pod) bool {
+	if pod.Spec.NodeName != "" || pod.DeletionTimestamp != nil ||
+		pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
+		return false
+	}
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.PodScheduled {
+			return c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable
+		}
+	}
+	return false
+}
+
+func podRef(p *corev1.Pod) messages.ObjectRef {
+	return messages.ObjectRef{Namespace: p.Namespace, Name: p.Name, UID: string(p.UID), ResourceVersion: p.ResourceVersion}
+}
+
+func (r *relay) onPod(obj any) {
+	pod, ok := obj.(*corev1.Pod)
+	if !ok {
+		r.log.Error("pod informer delivered an unexpected object", "type", fmt.Sprintf("%T", obj))
+		return
+	}
+	if !Unschedulable(pod) {
+		r.batch.Remove(string(pod.UID))
+		return
+	}
+	if err := r.batch.Add(podRef(pod)); err != nil {
+		r.log.Error("pod not batched", "pod", pod.Namespace+"/"+pod.Name, "error", err)
+	}
+}
+
+func (r *relay) onPodDelete(obj any) {
+	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = d.Obj
+	}
+	if pod, ok := obj.(*corev1.Pod); ok {
+		r.batch.Remove(string(pod.UID))
+	}
+}
+
+// emitWindow publishes one closed batch window.
+func (r *relay) emitWindow(pods []messages.ObjectRef) {
+	msgs, err := r.events.Provision(pods, r.opts.Clock.Now())
+	if err != nil {
+		r.log.Error("provision event not built", "pods", len(pods), "error", err)
+		return
+	}
+	r.log.Info("provision window closed", "pods", len(pods), "messages", len(msgs), "id", msgs[0].ID)
+	r.send.Send(bus.QueueProvision, msgs...)
+}
+
+// resync re-announces every pod that is still unschedulable.
+func (r *relay) resync() {
+	var pods []messages.ObjectRef
+	for _, obj := range r.pods.GetStore().List() {
+		if p, ok := obj.(*corev1.Pod); ok && Unschedulable(p) {
+			pods = append(pods, podRef(p))
+		}
+	}
+	if len(pods) == 0 {
+		return
+	}
+	batcher.Sort(pods)
+	msgs, err := r.events.ProvisionResync(pods, r.opts.Clock.Now(), r.opts.Resync)
+	if err != nil {
+		r.log.Error("provision resync event not built", "pods", len(pods), "error", err)
+		return
+	}
+	r.log.Info("provision resync", "pods", len(pods), "messages", len(msgs))
+	r.send.Send(bus.QueueProvision, msgs...)
+}
+
+func (r *relay) onNodeAdd(obj any) {
+	if n, ok := obj.(*corev1.Node); ok {
+		r.emitNode(n)
+	}
+}
+
+// onNodeUpdate reports Ready transitions only: a status heartbeat that
+// changes nothing the Functions act on is not an event.
+func (r *relay) onNodeUpdate(oldObj, newObj any) {
+	o, ok1 := oldObj.(*corev1.Node)
+	n, ok2 := newObj.(*corev1.Node)
+	if !ok1 || !ok2 {
+		return
+	}
+	oldReady, oldSince := events.NodeReady(o)
+	newReady, newSince := events.NodeReady(n)
+	if oldReady != newReady || !oldSince.Equal(&newSince) {
+		r.emitNode(n)
+	}
+}
+
+func (r *relay) emitNode(n *corev1.Node) {
+	m, err := r.events.Node(n, r.opts.Clock.Now())
+	if err != nil {
+		r.log.Error("node event not built", "node", n.Name, "error", err)
+		return
+	}
+	r.send.Send(bus.QueueLifecycle, m)
+}
+
+func (r *relay) onClaimAdd(obj any) {
+	if nc, ok := obj.(*metav1.PartialObjectMetadata); ok && nc.DeletionTimestamp != nil {
+		r.emitClaimDeleting(nc)
+	}
+}
+
+func (r *relay) onClaimUpdate(oldObj, newObj any) {
+	o, ok1 := oldObj.(*metav1.PartialObjectMetadata)
+	n, ok2 := newObj.(*metav1.PartialObjectMetadata)
+	if ok1 && ok2 && o.DeletionTimestamp == nil && n.DeletionTimestamp != nil {
+		r.emitClaimDeleting(n)
+	}
+}
+
+func (r *relay) emitClaimDeleting(nc *metav1.PartialObjectMetadata) {
+	m, err := r.events.NodeClaimDeleting(nc, r.opts.Clock.Now())
+	if err != nil {
+		r.log.Error("nodeclaim event not built", "nodeclaim", nc.Name, "error", err)
+		return
+	}
+	r.log.Info("nodeclaim deleting", "nodeclaim", nc.Name)
+	r.send.Send(bus.QueueLifecycle, m)
+}

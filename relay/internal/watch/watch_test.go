@@ -1,0 +1,427 @@
+package watch_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"reflect"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
+	"sigs.k8s.io/yaml"
+
+	"github.com/karpfunc/karpfunc/internal/controlplane"
+	"github.com/karpfunc/karpfunc/internal/tools"
+	"github.com/karpfunc/karpfunc/pkg/apis"
+	"github.com/karpfunc/karpfunc/pkg/bus"
+	"github.com/karpfunc/karpfunc/pkg/messages"
+	"github.com/karpfunc/karpfunc/relay/internal/watch"
+)
+
+var kubeAdminConfig *rest.Config
+
+// recorder is an in-memory bus.Publisher: a real implementation of our own
+// interface that keeps what it was given, validated like the real ones.
+type recorder struct {
+	mu   sync.Mutex
+	sent []sent
+}
+
+type sent struct {
+	queue string
+	msg   bus.Message
+	ev    messages.CloudEvent
+}
+
+func (r *recorder) Publish(_ context.Context, queue string, msgs ...bus.Message) error {
+	if err := bus.ValidateMessages(queue, msgs); err != nil {
+		return err
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, m := range msgs {
+		ev, err := messages.Decode(m.Body)
+		if err != nil {
+			return err
+		}
+		r.sent = append(r.sent, sent{queue: queue, msg: m, ev: ev})
+	}
+	return nil
+}
+
+func (r *recorder) Close(context.Context) error { return nil }
+
+func (r *recorder) all() []sent {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]sent(nil), r.sent...)
+}
+
+// waitFor returns the first recorded message matching match.
+func (r *recorder) waitFor(t *testing.T, what string, match func(sent) bool) sent {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		for _, s := range r.all() {
+			if match(s) {
+				return s
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	var ids []string
+	for _, s := range r.all() {
+		ids = append(ids, s.queue+":"+s.msg.ID)
+	}
+	t.Fatalf("no %s published; got %v", what, ids)
+	return sent{}
+}
+
+func startControlPlane(t *testing.T) *controlplane.ControlPlane {
+	t.Helper()
+	root, err := tools.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	binDir, err := tools.EnsureBinaries(t.Context(), root, os.Stderr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var log io.Writer
+	if os.Getenv("KARPFUNC_CONTROLPLANE_LOG") != "" {
+		log = os.Stderr
+	}
+	cp, err := controlplane.Start(t.Context(), controlplane.Options{BinDir: binDir, InstallCRDs: true, Log: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := cp.Stop(); err != nil {
+			t.Errorf("stopping control plane: %v", err)
+		}
+	})
+	return cp
+}
+
+// relayIdentity installs the chart's ClusterRole (templates/clusterrole.yaml
+// with the template lines removed), binds it to a ServiceAccount and returns
+// a config that impersonates that ServiceAccount.
+func relayIdentity(t *testing.T, ctx context.Context, kube kubernetes.Interface, ns string) *rest.Config {
+	t.Helper()
+	raw, err := os.ReadFile("../../chart/templates/clusterrole.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var plain []string
+	for _, line := range strings.Split(string(raw), "\n") {
+		if !strings.Contains(line, "{{") {
+			plain = append(plain, line)
+		}
+	}
+	role := &rbacv1.ClusterRole{}
+	if err := yaml.UnmarshalStrict([]byte(strings.Join(plain, "\n")), role); err != nil {
+		t.Fatalf("chart ClusterRole: %v", err)
+	}
+	for _, rule := range role.Rules {
+		if !reflect.DeepEqual(rule.Verbs, []string{"get", "list", "watch"}) {
+			t.Fatalf("chart ClusterRole grants %v on %v; the relay must only read", rule.Verbs, rule.Resources)
+		}
+	}
+	role.Name = "karpfunc-relay"
+	if _, err := kube.RbacV1().ClusterRoles().Create(ctx, role, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kube.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "relay"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kube.RbacV1().ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "karpfunc-relay"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "karpfunc-relay"},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: "relay", Namespace: ns}},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	cfg := rest.CopyConfig(kubeAdminConfig)
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: "system:serviceaccount:" + ns + ":relay"}
+	// Sanity: the identity can really not write.
+	deny := kubernetes.NewForConfigOrDie(cfg)
+	if _, err := deny.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "forbidden"}}, metav1.CreateOptions{}); err == nil {
+		t.Fatal("the relay identity could create a node")
+	}
+	return cfg
+}
+
+func unschedulable(t *testing.T, ctx context.Context, kube kubernetes.Interface, pod *corev1.Pod) *corev1.Pod {
+	t.Helper()
+	pod.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse,
+		Reason: corev1.PodReasonUnschedulable, Message: "0/0 nodes are available", LastTransitionTime: metav1.Now()}}
+	out, err := kube.CoreV1().Pods(pod.Namespace).UpdateStatus(ctx, pod, metav1.UpdateOptions{})
+	if err != nil {
+		t.Fatalf("marking %s unschedulable: %v", pod.Name, err)
+	}
+	return out
+}
+
+func provisionPods(t *testing.T, s sent) []messages.ObjectRef {
+	t.Helper()
+	data, err := messages.DecodeData[messages.Provision](s.ev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if data.Cluster != "test-cluster" {
+		t.Fatalf("provision cluster %q; want test-cluster", data.Cluster)
+	}
+	return data.Pods
+}
+
+// TestRelay drives the relay's watch→publish path against a real
+// kube-apiserver: the test plays kube-scheduler and the kubelet by writing
+// pod and node status itself.
+func TestRelay(t *testing.T) {
+	cp := startControlPlane(t)
+	cfg := cp.RESTConfig()
+	kubeAdminConfig = cfg
+	kube := kubernetes.NewForConfigOrDie(cfg)
+	meta := metadata.NewForConfigOrDie(cfg)
+	c, err := client.New(cfg, client.Options{Scheme: apis.Scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+
+	// Without kube-controller-manager nobody creates the default
+	// ServiceAccount that pod admission requires.
+	ns := "relay-test"
+	if _, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kube.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
+	// The relay runs as a ServiceAccount bound to the chart's own ClusterRole,
+	// so this test also proves the chart's read-only RBAC is enough.
+	relayCfg := relayIdentity(t, ctx, kube, ns)
+	relayKube := kubernetes.NewForConfigOrDie(relayCfg)
+	relayMeta := metadata.NewForConfigOrDie(relayCfg)
+
+	rec := &recorder{}
+	relayCtx, stop := context.WithCancel(ctx)
+	synced := make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		done <- watch.Run(relayCtx, watch.Options{
+			Cluster: "test-cluster", Kube: relayKube, Metadata: relayMeta, Publisher: rec,
+			BatchIdleDuration: 2 * time.Second, BatchMaxDuration: 8 * time.Second, Resync: 3 * time.Second,
+			RetryBaseDelay: 10 * time.Millisecond, RetryMaxDelay: 100 * time.Millisecond,
+			Logger:   slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo})),
+			OnSynced: func() { close(synced) },
+		})
+	}()
+	defer func() {
+		stop()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("Run() = %v", err)
+			}
+		case <-time.After(30 * time.Second):
+			t.Error("Run did not return after cancel")
+		}
+	}()
+	select {
+	case <-synced:
+	case err := <-done:
+		t.Fatalf("Run() returned before syncing: %v", err)
+	case <-time.After(60 * time.Second):
+		t.Fatal("relay informers did not sync")
+	}
+
+	t.Run("unschedulable pods are batched into one provision event", func(t *testing.T) {
+		newPod := func(name string) *corev1.Pod {
+			p, err := kube.CoreV1().Pods(ns).Create(ctx, &corev1.Pod{
+				ObjectMeta: metav1.ObjectMeta{Name: name},
+				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "registry.k8s.io/pause:3.10"}}},
+			}, metav1.CreateOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return p
+		}
+		a, b, waiting := newPod("a"), newPod("b"), newPod("waiting")
+		// A pending pod the scheduler has not judged is not a trigger.
+		time.Sleep(time.Second)
+		for _, s := range rec.all() {
+			if s.queue == bus.QueueProvision {
+				t.Fatalf("provision event %s for pods that are merely pending", s.msg.ID)
+			}
+		}
+		a = unschedulable(t, ctx, kube, a)
+		b = unschedulable(t, ctx, kube, b)
+
+		s := rec.waitFor(t, "provision event", func(s sent) bool {
+			return s.queue == bus.QueueProvision && strings.HasPrefix(s.msg.ID, "provision/") && !strings.HasPrefix(s.msg.ID, "provision/resync/")
+		})
+		want := []messages.ObjectRef{
+			{Namespace: ns, Name: "a", UID: string(a.UID), ResourceVersion: a.ResourceVersion},
+			{Namespace: ns, Name: "b", UID: string(b.UID), ResourceVersion: b.ResourceVersion},
+		}
+		if got := provisionPods(t, s); !reflect.DeepEqual(got, want) {
+			t.Fatalf("provision pods = %+v; want %+v (one window with both)", got, want)
+		}
+		if s.msg.SessionID != "test-cluster" || s.msg.ContentType != messages.ContentType || s.ev.Type != messages.TypeProvision {
+			t.Fatalf("provision message session=%q contentType=%q type=%q", s.msg.SessionID, s.msg.ContentType, s.ev.Type)
+		}
+
+		// The safety net re-announces what is still unschedulable; a pod
+		// that got deleted drops out of it.
+		if err := kube.CoreV1().Pods(ns).Delete(ctx, "b", metav1.DeleteOptions{GracePeriodSeconds: new(int64)}); err != nil {
+			t.Fatal(err)
+		}
+		r := rec.waitFor(t, "resync event with only pod a", func(s sent) bool {
+			if !strings.HasPrefix(s.msg.ID, "provision/resync/") {
+				return false
+			}
+			pods := provisionPods(t, s)
+			return len(pods) == 1 && pods[0].UID == string(a.UID)
+		})
+		if r.queue != bus.QueueProvision || r.msg.SessionID != "test-cluster" {
+			t.Fatalf("resync went to %s with session %q", r.queue, r.msg.SessionID)
+		}
+		for _, s := range rec.all() {
+			if s.queue == bus.QueueProvision {
+				for _, p := range provisionPods(t, s) {
+					if p.UID == string(waiting.UID) {
+						t.Fatalf("pod %q without an Unschedulable condition was published in %s", p.Name, s.msg.ID)
+					}
+				}
+			}
+		}
+	})
+
+	t.Run("node join and ready transition", func(t *testing.T) {
+		n, err := kube.CoreV1().Nodes().Create(ctx, &corev1.Node{
+			ObjectMeta: metav1.ObjectMeta{Name: "node-1"}, Spec: corev1.NodeSpec{ProviderID: "azure:///subscriptions/s/resourceGroups/rg/providers/Microsoft.Compute/virtualMachines/vm1"},
+		}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		joined := rec.waitFor(t, "node joined event", func(s sent) bool { return s.msg.ID == fmt.Sprintf("node/%s/ready=false", n.UID) })
+		data, err := messages.DecodeData[messages.Node](joined.ev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if joined.queue != bus.QueueLifecycle || data != (messages.Node{Cluster: "test-cluster", Name: "node-1", UID: string(n.UID), ProviderID: n.Spec.ProviderID}) {
+			t.Fatalf("node joined: queue %s data %+v", joined.queue, data)
+		}
+
+		since := metav1.NewTime(time.Now().Truncate(time.Second))
+		n.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady",
+			LastHeartbeatTime: since, LastTransitionTime: since}}
+		if n, err = kube.CoreV1().Nodes().UpdateStatus(ctx, n, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		readyID := fmt.Sprintf("node/%s/ready=true/%d", n.UID, since.Unix())
+		ready := rec.waitFor(t, "node ready event", func(s sent) bool { return s.msg.ID == readyID })
+		if data, _ := messages.DecodeData[messages.Node](ready.ev); !data.Ready {
+			t.Fatalf("ready event data %+v", data)
+		}
+
+		// A heartbeat that changes no readiness is not an event.
+		n.Status.Conditions[0].LastHeartbeatTime = metav1.NewTime(since.Add(10 * time.Second))
+		if _, err = kube.CoreV1().Nodes().UpdateStatus(ctx, n, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Second)
+		count := 0
+		for _, s := range rec.all() {
+			if strings.HasPrefix(s.msg.ID, "node/"+string(n.UID)) {
+				count++
+			}
+		}
+		if count != 2 {
+			t.Fatalf("%d node events for node-1; want 2 (joined, ready)", count)
+		}
+	})
+
+	t.Run("nodeclaim deletion", func(t *testing.T) {
+		nc := &karpv1.NodeClaim{
+			ObjectMeta: metav1.ObjectMeta{Name: "nc-1", Finalizers: []string{karpv1.TerminationFinalizer}},
+			Spec: karpv1.NodeClaimSpec{
+				NodeClassRef: &karpv1.NodeClassReference{Group: "karpenter.azure.com", Kind: "AKSNodeClass", Name: "default"},
+				Requirements: []karpv1.NodeSelectorRequirementWithMinValues{{Key: corev1.LabelArchStable, Operator: corev1.NodeSelectorOpIn, Values: []string{"amd64"}}},
+			},
+		}
+		if err := c.Create(ctx, nc); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(500 * time.Millisecond)
+		for _, s := range rec.all() {
+			if strings.HasPrefix(s.msg.ID, "nodeclaim/") {
+				t.Fatalf("event %s for a nodeclaim that is not being deleted", s.msg.ID)
+			}
+		}
+		if err := c.Delete(ctx, nc); err != nil {
+			t.Fatal(err)
+		}
+		s := rec.waitFor(t, "nodeclaim deleting event", func(s sent) bool { return s.msg.ID == "nodeclaim/"+string(nc.UID)+"/deleting" })
+		data, err := messages.DecodeData[messages.NodeClaim](s.ev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.queue != bus.QueueLifecycle || s.ev.Type != messages.TypeNodeClaimDeleting || data != (messages.NodeClaim{Cluster: "test-cluster", Name: "nc-1", UID: string(nc.UID)}) {
+			t.Fatalf("nodeclaim event queue %s type %s data %+v", s.queue, s.ev.Type, data)
+		}
+	})
+
+	t.Run("a relay that may not list nodeclaims fails with the reason", func(t *testing.T) {
+		bad := rest.CopyConfig(cfg)
+		bad.BearerToken = "not-a-valid-token"
+		bad.BearerTokenFile = ""
+		err := watch.Run(ctx, watch.Options{Cluster: "test-cluster", Kube: kube, Metadata: metadata.NewForConfigOrDie(bad), Publisher: rec})
+		if err == nil || !strings.Contains(err.Error(), "listing nodeclaims.karpenter.sh") || !strings.Contains(err.Error(), "Unauthorized") {
+			t.Fatalf("Run() = %v; want an Unauthorized error naming nodeclaims.karpenter.sh", err)
+		}
+	})
+
+	t.Run("invalid options", func(t *testing.T) {
+		for _, tt := range []struct {
+			opts watch.Options
+			want string
+		}{
+			{opts: watch.Options{Kube: kube, Metadata: meta, Publisher: rec}, want: "cluster name is empty"},
+			{opts: watch.Options{Cluster: "c", Metadata: meta, Publisher: rec}, want: "kubernetes client is nil"},
+			{opts: watch.Options{Cluster: "c", Kube: kube, Metadata: meta}, want: "publisher is nil"},
+			{opts: watch.Options{Cluster: "c", Kube: kube, Metadata: meta, Publisher: rec, BatchIdleDuration: time.Minute}, want: "idle duration 1m0s is longer than max duration 10s"},
+			{opts: watch.Options{Cluster: "c", Kube: kube, Metadata: meta, Publisher: rec, Resync: -time.Second}, want: "resync period must be positive"},
+		} {
+			if err := watch.Run(ctx, tt.opts); err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("Run() = %v; want %q", err, tt.want)
+			}
+		}
+	})
+
+	// Every message the relay produced is one a real bus accepts.
+	for _, s := range rec.all() {
+		if err := bus.ValidateMessages(s.queue, []bus.Message{s.msg}); err != nil {
+			t.Error(err)
+		}
+		var raw map[string]any
+		if err := json.Unmarshal(s.msg.Body, &raw); err != nil || raw["source"] != "/karpfunc/relay/test-cluster" {
+			t.Errorf("message %s body source %v (%v)", s.msg.ID, raw["source"], err)
+		}
+	}
+}

@@ -1,0 +1,164 @@
+// Command relay is karpfunc's in-cluster relay: it watches Pods, Nodes and
+// karpenter.sh/v1 NodeClaims with read-only access and publishes provisioning
+// and lifecycle triggers to the message bus (Azure Service Bus in production,
+// the local Functions host's bus in development; see bus.FromEnv).
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"os/signal"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/klog/v2"
+
+	"github.com/karpfunc/karpfunc/pkg/bus"
+	"github.com/karpfunc/karpfunc/relay/internal/watch"
+)
+
+type flags struct {
+	kubeconfig string
+	cluster    string
+	batchIdle  time.Duration
+	batchMax   time.Duration
+	resync     time.Duration
+	healthAddr string
+	logLevel   slog.Level
+	kubeQPS    float64
+	kubeBurst  int
+}
+
+func parseFlags(args []string) (flags, error) {
+	var f flags
+	fs := flag.NewFlagSet("relay", flag.ContinueOnError)
+	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "path to a kubeconfig; empty means the in-cluster service account")
+	fs.StringVar(&f.cluster, "cluster-name", "", "name of this cluster in every event and the provisioning session ID (required)")
+	fs.DurationVar(&f.batchIdle, "batch-idle-duration", time.Second, "close a provisioning window after this long without a new unschedulable pod")
+	fs.DurationVar(&f.batchMax, "batch-max-duration", 10*time.Second, "close a provisioning window at the latest this long after it opened")
+	fs.DurationVar(&f.resync, "resync", 30*time.Second, "re-announce still-unschedulable pods this often (safety net for lost triggers)")
+	fs.StringVar(&f.healthAddr, "health-probe-bind-address", ":8081", "address serving /healthz and /readyz; empty disables")
+	fs.TextVar(&f.logLevel, "log-level", slog.LevelInfo, "log level: DEBUG, INFO, WARN or ERROR")
+	fs.Float64Var(&f.kubeQPS, "kube-api-qps", 20, "client QPS towards the API server")
+	fs.IntVar(&f.kubeBurst, "kube-api-burst", 40, "client burst towards the API server")
+	if err := fs.Parse(args); err != nil {
+		return f, err
+	}
+	if fs.NArg() > 0 {
+		return f, fmt.Errorf("unexpected arguments: %v", fs.Args())
+	}
+	switch {
+	case f.cluster == "":
+		return f, errors.New("--cluster-name is required")
+	case f.batchIdle <= 0 || f.batchMax <= 0 || f.resync <= 0:
+		return f, errors.New("--batch-idle-duration, --batch-max-duration and --resync must be positive")
+	case f.batchIdle > f.batchMax:
+		return f, fmt.Errorf("--batch-idle-duration %s is longer than --batch-max-duration %s", f.batchIdle, f.batchMax)
+	}
+	return f, nil
+}
+
+func main() {
+	f, err := parseFlags(os.Args[1:])
+	if err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			os.Exit(0)
+		}
+		fmt.Fprintln(os.Stderr, "relay:", err)
+		os.Exit(2)
+	}
+	log := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: f.logLevel}))
+	slog.SetDefault(log)
+	klog.SetSlogLogger(log.With("component", "client-go"))
+
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, f, log); err != nil {
+		log.Error("relay failed", "error", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, f flags, log *slog.Logger) error {
+	cfg, err := restConfig(f.kubeconfig)
+	if err != nil {
+		return err
+	}
+	cfg.QPS, cfg.Burst = float32(f.kubeQPS), f.kubeBurst
+	cfg.UserAgent = "karpfunc-relay"
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return fmt.Errorf("kubernetes client: %w", err)
+	}
+	meta, err := metadata.NewForConfig(cfg)
+	if err != nil {
+		return fmt.Errorf("metadata client: %w", err)
+	}
+	pub, err := bus.FromEnv()
+	if err != nil {
+		return err
+	}
+	defer func() {
+		closeCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := pub.Close(closeCtx); err != nil {
+			log.Warn("closing the bus publisher", "error", err)
+		}
+	}()
+
+	var ready atomic.Bool
+	if f.healthAddr != "" {
+		srv := healthServer(f.healthAddr, &ready)
+		go func() {
+			if err := srv.ListenAndServe(); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				log.Error("health server stopped", "error", err)
+			}
+		}()
+		defer srv.Close()
+	}
+	return watch.Run(ctx, watch.Options{
+		Cluster: f.cluster, Kube: kube, Metadata: meta, Publisher: pub,
+		BatchIdleDuration: f.batchIdle, BatchMaxDuration: f.batchMax, Resync: f.resync,
+		Logger: log, OnSynced: func() { ready.Store(true) },
+	})
+}
+
+func restConfig(kubeconfig string) (*rest.Config, error) {
+	if kubeconfig == "" {
+		cfg, err := rest.InClusterConfig()
+		if err != nil {
+			return nil, fmt.Errorf("no --kubeconfig and not in a cluster: %w", err)
+		}
+		return cfg, nil
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		return nil, fmt.Errorf("kubeconfig %s: %w", kubeconfig, err)
+	}
+	return cfg, nil
+}
+
+// healthServer answers /healthz while the process runs and /readyz once the
+// informers have synced, so a rollout waits for a relay that actually watches.
+func healthServer(addr string, ready *atomic.Bool) *http.Server {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
+		if !ready.Load() {
+			http.Error(w, "informers not synced", http.StatusServiceUnavailable)
+			return
+		}
+		fmt.Fprintln(w, "ok")
+	})
+	return &http.Server{Addr: addr, Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+}
