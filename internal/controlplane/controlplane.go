@@ -318,7 +318,7 @@ func Start(ctx context.Context, opts Options) (_ *ControlPlane, err error) {
 		// ones) unless KWOK_WORKDIR points elsewhere: point it into our temp
 		// dir so a developer's kwok setup cannot change the simulation. With
 		// no stages configured kwok uses the ones embedded in its binary
-		// (kustomize/stage/node/fast, node heartbeat with leases,
+		// (kustomize/stage/node/fast, a node heartbeat, while kwok renews node Leases;
 		// kustomize/stage/pod/fast): nodes become Ready, pods Running, and
 		// deleted pods go away. The server address serves /healthz.
 		kwokURL := "127.0.0.1:" + strconv.Itoa(kwokPort)

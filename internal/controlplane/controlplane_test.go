@@ -22,6 +22,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -283,6 +284,67 @@ func TestControlPlane(t *testing.T) {
 			s := got.Status
 			if s.ObservedGeneration != got.Generation || s.ExpectedPods != 3 || s.CurrentHealthy != 3 || s.DesiredHealthy != 2 || s.DisruptionsAllowed != 1 {
 				return fmt.Errorf("PDB status %+v; want 3 expected/healthy, 2 desired, 1 disruption allowed", s)
+			}
+			return nil
+		})
+	})
+
+	t.Run("evictions honour the PDB and kwok completes pod deletion", func(t *testing.T) {
+		cs, err := kubernetes.NewForConfig(cp.RESTConfig())
+		if err != nil {
+			t.Fatal(err)
+		}
+		pods := &corev1.PodList{}
+		if err := kc.List(t.Context(), pods, client.InNamespace(corev1.NamespaceDefault), client.MatchingLabels(labels)); err != nil || len(pods.Items) == 0 {
+			t.Fatalf("listing pods: %d, %v", len(pods.Items), err)
+		}
+		victim := pods.Items[0]
+		setMinAvailable := func(n int32, wantAllowed int32) {
+			t.Helper()
+			pdb := &policyv1.PodDisruptionBudget{}
+			if err := kc.Get(t.Context(), client.ObjectKey{Namespace: corev1.NamespaceDefault, Name: "web"}, pdb); err != nil {
+				t.Fatal(err)
+			}
+			pdb.Spec.MinAvailable = ptr.To(intstr.FromInt32(n))
+			if err := kc.Update(t.Context(), pdb); err != nil {
+				t.Fatal(err)
+			}
+			eventually(t, cp, time.Minute, "PDB disruptionsAllowed", func(ctx context.Context) error {
+				got := &policyv1.PodDisruptionBudget{}
+				if err := kc.Get(ctx, client.ObjectKeyFromObject(pdb), got); err != nil {
+					return err
+				}
+				if got.Status.ObservedGeneration != got.Generation || got.Status.DisruptionsAllowed != wantAllowed {
+					return fmt.Errorf("PDB status %+v; want %d disruptions allowed", got.Status, wantAllowed)
+				}
+				return nil
+			})
+		}
+		evict := func() error {
+			return cs.PolicyV1().Evictions(victim.Namespace).Evict(t.Context(), &policyv1.Eviction{
+				ObjectMeta: metav1.ObjectMeta{Name: victim.Name, Namespace: victim.Namespace},
+			})
+		}
+
+		setMinAvailable(3, 0)
+		if err := evict(); !apierrors.IsTooManyRequests(err) {
+			t.Fatalf("evicting %s with no disruptions allowed: err = %v; want 429 TooManyRequests", victim.Name, err)
+		}
+		setMinAvailable(2, 1)
+		if err := evict(); err != nil {
+			t.Fatalf("evicting %s with a disruption allowed: %v", victim.Name, err)
+		}
+		eventually(t, cp, time.Minute, "evicted pod gone and replaced", func(ctx context.Context) error {
+			p := &corev1.Pod{}
+			if err := kc.Get(ctx, client.ObjectKeyFromObject(&victim), p); !apierrors.IsNotFound(err) {
+				return fmt.Errorf("pod %s still exists (err %v, deletionTimestamp %v)", victim.Name, err, p.DeletionTimestamp)
+			}
+			d := &appsv1.Deployment{}
+			if err := kc.Get(ctx, client.ObjectKey{Namespace: corev1.NamespaceDefault, Name: "web"}, d); err != nil {
+				return err
+			}
+			if d.Status.AvailableReplicas != 3 {
+				return fmt.Errorf("deployment has %d available replicas", d.Status.AvailableReplicas)
 			}
 			return nil
 		})

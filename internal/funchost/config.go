@@ -156,7 +156,7 @@ func expandSettings(s string, lookup func(string) (string, bool)) (string, error
 	out := settingRE.ReplaceAllStringFunc(s, func(m string) string {
 		name := m[1 : len(m)-1]
 		if name == "" {
-			missing = append(missing, `"" (an empty %% pair)`)
+			missing = append(missing, `"" (an empty "%%")`)
 			return m
 		}
 		v, ok := lookup(name)

@@ -187,7 +187,7 @@ func Start(ctx context.Context, opts Options) (*Host, error) {
 	h.proc = &supervisor{path: executable, args: h.settings.arguments, dir: h.settings.workingDirectory,
 		env: h.handlerEnv(), output: &prefixWriter{w: out, prefix: "handler: "}, log: h.log,
 		startupTimeout: opts.StartupTimeout, stopTimeout: opts.StopTimeout}
-	if err := h.proc.start(); err != nil {
+	if err := h.proc.start(ctx); err != nil {
 		_ = h.busServer.Close()
 		return nil, err
 	}
@@ -357,7 +357,8 @@ func (h *Host) invoke(fn *Function, body []byte, reason string) (failure string)
 		if failure == "" {
 			h.log.Printf("Executed 'Functions.%s' (Succeeded, Id=%s, Duration=%s)", fn.Name, id, time.Since(start).Round(time.Millisecond))
 		} else {
-			h.log.Printf("Executed 'Functions.%s' (Failed, Id=%s, Duration=%s): %s", fn.Name, id, time.Since(start).Round(time.Millisecond), failure)
+			h.log.Printf("Executed 'Functions.%s' (Failed, Id=%s, Duration=%s): %s", fn.Name, id, time.Since(start).Round(time.Millisecond),
+				strings.ReplaceAll(failure, "\n", " | "))
 		}
 	}()
 	ctx := h.invokeCtx
@@ -409,7 +410,8 @@ func truncateTail(s string) string {
 		return s
 	}
 	head := s[:min(strings.IndexByte(s, ':')+1, 200)]
-	return head + " …" + s[len(s)-(maxDescription-len(head)-4):]
+	// Cutting may split a rune; drop the pieces rather than send bad UTF-8.
+	return head + " …" + strings.ToValidUTF8(s[len(s)-(maxDescription-len(head)-4):], "")
 }
 
 // BusURL is the base URL of the bus's HTTP API.

@@ -49,11 +49,12 @@ type instance struct {
 // ErrHandlerStopped is returned by endpoint once the host is stopping.
 var ErrHandlerStopped = errors.New("funchost: the handler is stopped")
 
-func (s *supervisor) start() error {
+// start launches the handler and waits for it; ctx bounds the wait.
+func (s *supervisor) start(ctx context.Context) error {
 	s.changed = make(chan struct{})
 	s.stopCh = make(chan struct{})
 	s.done = make(chan struct{})
-	inst, err := s.launch()
+	inst, err := s.launch(ctx)
 	if err != nil {
 		close(s.done)
 		return err
@@ -87,7 +88,7 @@ func (s *supervisor) watch(inst *instance) {
 			if stopping {
 				return
 			}
-			next, err := s.launch()
+			next, err := s.launch(context.Background())
 			if err == nil {
 				if !s.setLive(next) {
 					// stop ran while this one was starting and did not see it.
@@ -127,7 +128,7 @@ func (s *supervisor) broadcast() {
 }
 
 // launch starts one handler process and waits for it to answer.
-func (s *supervisor) launch() (*instance, error) {
+func (s *supervisor) launch(ctx context.Context) (*instance, error) {
 	port, err := freePort()
 	if err != nil {
 		return nil, err
@@ -150,7 +151,7 @@ func (s *supervisor) launch() (*instance, error) {
 		}
 		close(inst.exited)
 	}()
-	if err := s.waitReady(inst); err != nil {
+	if err := s.waitReady(ctx, inst); err != nil {
 		_ = cmd.Process.Kill()
 		<-inst.exited
 		return nil, err
@@ -160,7 +161,7 @@ func (s *supervisor) launch() (*instance, error) {
 }
 
 // waitReady polls GET / until any HTTP response arrives, as the host does.
-func (s *supervisor) waitReady(inst *instance) error {
+func (s *supervisor) waitReady(ctx context.Context, inst *instance) error {
 	client := &http.Client{Timeout: time.Second}
 	deadline := time.Now().Add(s.startupTimeout)
 	for {
@@ -172,6 +173,8 @@ func (s *supervisor) waitReady(inst *instance) error {
 		select {
 		case <-inst.exited:
 			return fmt.Errorf("the handler %s exited before it listened on %s: %v", s.path, inst.base, inst.err)
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for the handler %s: %w", s.path, ctx.Err())
 		case <-time.After(50 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {

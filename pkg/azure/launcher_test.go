@@ -424,7 +424,10 @@ func TestInvalidLaunchRequests(t *testing.T) {
 
 func TestLauncherTrustsOnlyConfiguredCA(t *testing.T) {
 	emu := startEmulator(t, armemulator.Options{})
-	l := newLauncher(t, emu, "c", func(o *azure.Options) { o.CACertPEM = nil })
+	l := newLauncher(t, emu, "c", func(o *azure.Options) {
+		o.CACertPEM = nil
+		o.Retry = policy.RetryOptions{MaxRetries: -1} // the SDK retries transport errors
+	})
 	_, err := l.Get(ctx(t), "node-a")
 	if err == nil || !strings.Contains(err.Error(), "certificate") {
 		t.Fatalf("Get without the emulator CA: %v, want a certificate error", err)

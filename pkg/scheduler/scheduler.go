@@ -16,6 +16,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 	"sigs.k8s.io/karpenter/pkg/scheduling"
 
@@ -33,6 +34,12 @@ type Input struct {
 	NodeClasses []*v1beta1.AKSNodeClass
 	DaemonSets  []*appsv1.DaemonSet
 	Catalog     *catalog.Catalog
+	// Volumes: a pending pod's PVCs pin it to where their bound PVs live
+	// (PV node affinity) or where their StorageClass may provision
+	// (allowedTopologies).
+	PersistentVolumes      []*corev1.PersistentVolume
+	PersistentVolumeClaims []*corev1.PersistentVolumeClaim
+	StorageClasses         []*storagev1.StorageClass
 }
 
 // Result is the plan: every input pod appears exactly once across Existing,

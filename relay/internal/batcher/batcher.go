@@ -104,6 +104,14 @@ func (b *Batcher) Remove(uid string) {
 	b.signal()
 }
 
+// Has reports whether the pod with this UID is in the open window.
+func (b *Batcher) Has(uid string) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	_, ok := b.pods[uid]
+	return ok
+}
+
 // Len is the number of pods in the open window.
 func (b *Batcher) Len() int {
 	b.mu.Lock()

@@ -158,6 +158,28 @@ func TestAddRejectsPodWithoutUID(t *testing.T) {
 	}
 }
 
+func TestHas(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Unix(0, 0))
+	b, _ := New(Options{IdleDuration: time.Second, MaxDuration: time.Second, Clock: clk})
+	if err := b.Add(pod("a", "1")); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		step func()
+		uid  string
+		want bool
+	}{
+		{step: func() {}, uid: "uid-a", want: true},
+		{step: func() {}, uid: "uid-b", want: false},
+		{step: func() { clk.Step(time.Second); b.Flush() }, uid: "uid-a", want: false},
+	} {
+		tt.step()
+		if got := b.Has(tt.uid); got != tt.want {
+			t.Errorf("Has(%s) = %v; want %v", tt.uid, got, tt.want)
+		}
+	}
+}
+
 // TestRun drives the loop with the fake clock: the window must be emitted
 // when, and only when, the clock reaches its deadline.
 func TestRun(t *testing.T) {

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -96,7 +97,7 @@ func TestSenderRetriesUntilPublished(t *testing.T) {
 				t.Fatalf("%d message(s) still pending", s.Pending())
 			}
 			_, accepted := srv.snapshot()
-			if strings.Join(sorted(accepted), ",") != strings.Join(tt.wantAccepted, ",") {
+			if strings.Join(slices.Sorted(slices.Values(accepted)), ",") != strings.Join(tt.wantAccepted, ",") {
 				t.Errorf("accepted %v; want %v", accepted, tt.wantAccepted)
 			}
 			if got := strings.Count(logs.String(), "publishing failed; will retry"); got != tt.wantWarnings {
@@ -153,16 +154,4 @@ func TestNewValidates(t *testing.T) {
 	if _, err := New(Options{Publisher: p, BaseDelay: time.Second, MaxDelay: time.Millisecond}); err == nil || !strings.Contains(err.Error(), "max delay 1ms is shorter than base delay 1s") {
 		t.Errorf("New(max < base) = %v", err)
 	}
-}
-
-func sorted(s []string) []string {
-	out := append([]string(nil), s...)
-	for i := range out {
-		for j := i + 1; j < len(out); j++ {
-			if out[j] < out[i] {
-				out[i], out[j] = out[j], out[i]
-			}
-		}
-	}
-	return out
 }

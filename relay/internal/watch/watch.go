@@ -269,11 +269,12 @@ func (r *relay) emitWindow(pods []messages.ObjectRef) {
 	r.send.Send(bus.QueueProvision, msgs...)
 }
 
-// resync re-announces every pod that is still unschedulable.
+// resync re-announces every pod that is still unschedulable, except those in
+// the open window: they are about to be announced anyway.
 func (r *relay) resync() {
 	var pods []messages.ObjectRef
 	for _, obj := range r.pods.GetStore().List() {
-		if p, ok := obj.(*corev1.Pod); ok && Unschedulable(p) {
+		if p, ok := obj.(*corev1.Pod); ok && Unschedulable(p) && !r.batch.Has(string(p.UID)) {
 			pods = append(pods, podRef(p))
 		}
 	}

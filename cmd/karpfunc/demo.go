@@ -1,0 +1,125 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"k8s.io/apimachinery/pkg/labels"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/karpfunc/karpfunc/internal/localenv"
+	"github.com/karpfunc/karpfunc/internal/tools"
+)
+
+func runDemo(args []string) error {
+	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
+	timeout := fs.Duration("timeout", 10*time.Minute, "give up if the pods are not all running by then")
+	keep := fs.Bool("keep", false, "keep everything running after the summary until Ctrl-C")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	root, err := tools.RepoRoot()
+	if err != nil {
+		return err
+	}
+	fmt.Println("karpfunc demo: starting the local loop (control plane, ARM emulator, Functions host, relay)")
+	started := time.Now()
+	env, err := localenv.Start(ctx, localenv.Options{RepoRoot: root, ClusterName: "demo", Progress: os.Stdout})
+	if err != nil {
+		return err
+	}
+	defer func() {
+		fmt.Println("cleaning up: stopping the relay, Functions host, ARM emulator and control plane")
+		if err := env.Stop(); err != nil {
+			fmt.Fprintln(os.Stderr, "cleanup:", err)
+		}
+	}()
+	fmt.Printf("  · everything up in %s; process logs in %s\n", time.Since(started).Round(100*time.Millisecond), env.LogPath)
+
+	for _, f := range []string{"examples/nodepool.yaml", "examples/workload.yaml"} {
+		objs, err := env.ApplyFile(ctx, filepath.Join(root, f))
+		if err != nil {
+			return err
+		}
+		for _, o := range objs {
+			fmt.Printf("  · applied %s/%s from %s\n", o.GetKind(), o.GetName(), f)
+		}
+	}
+
+	sel := client.MatchingLabelsSelector{Selector: mustSelector("app in (web, api, worker)")}
+	deadline := time.After(*timeout)
+	tick := time.NewTicker(250 * time.Millisecond)
+	defer tick.Stop()
+	var firstPending, allRunning time.Time
+	last := ""
+	for allRunning.IsZero() {
+		select {
+		case <-ctx.Done():
+			return errors.New("interrupted")
+		case <-deadline:
+			return fmt.Errorf("pods not all running after %s; see %s", *timeout, env.LogPath)
+		case <-tick.C:
+		}
+		p, err := env.Observe(ctx, "default", sel)
+		if err != nil {
+			return err
+		}
+		now := time.Now()
+		if firstPending.IsZero() && p.Pending > 0 {
+			firstPending = now
+		}
+		if line := p.String(); line != last {
+			elapsed := time.Duration(0)
+			if !firstPending.IsZero() {
+				elapsed = now.Sub(firstPending)
+			}
+			fmt.Printf("[%6.1fs] %s\n", elapsed.Seconds(), line)
+			last = line
+		}
+		if p.Pods >= 50 && p.Running == p.Pods && !firstPending.IsZero() {
+			allRunning = now
+		}
+	}
+
+	fleet, total, err := env.Fleet(ctx)
+	if err != nil {
+		return err
+	}
+	fmt.Println("\nsummary")
+	w := tabwriter.NewWriter(os.Stdout, 2, 4, 2, ' ', 0)
+	fmt.Fprintln(w, "  NODES\tSKU\tZONE\tCAPACITY\t$/HOUR")
+	for _, l := range fleet {
+		fmt.Fprintf(w, "  %d\t%s\t%s\t%s\t%.4f\n", l.Nodes, l.SKU, l.Zone, l.CapacityType, l.PricePerHour)
+	}
+	_ = w.Flush()
+	c := env.ARM.Counters()
+	fmt.Printf("  fleet: $%.4f/hour, %d VMs created through ARM\n", total, c.VMCreates)
+	fmt.Printf("  first pending pod -> all 50 running: %s\n", allRunning.Sub(firstPending).Round(10*time.Millisecond))
+	if dl, err := env.Host.DeadLetters("provision"); err == nil && len(dl) > 0 {
+		fmt.Printf("  warning: %d provision messages dead-lettered\n", len(dl))
+	}
+	if *keep {
+		fmt.Printf("\nkeeping it running; KUBECONFIG=%s ; Ctrl-C to stop\n", env.ControlPlane.KubeconfigPath())
+		<-ctx.Done()
+	}
+	return nil
+}
+
+func mustSelector(s string) labels.Selector {
+	sel, err := labels.Parse(s)
+	if err != nil {
+		panic(err)
+	}
+	return sel
+}

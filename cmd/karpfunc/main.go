@@ -1,0 +1,45 @@
+// Command karpfunc is the developer CLI:
+//
+//	karpfunc demo                 the whole loop on a local control plane
+//	karpfunc plan -f FILE ...     what would be launched for these objects (offline)
+package main
+
+import (
+	"fmt"
+	"os"
+)
+
+func main() {
+	if len(os.Args) < 2 {
+		usage()
+		os.Exit(2)
+	}
+	var err error
+	switch os.Args[1] {
+	case "demo":
+		err = runDemo(os.Args[2:])
+	case "plan":
+		err = runPlan(os.Args[2:])
+	case "help", "-h", "--help":
+		usage()
+		return
+	default:
+		fmt.Fprintf(os.Stderr, "karpfunc: unknown command %q\n", os.Args[1])
+		usage()
+		os.Exit(2)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "karpfunc:", err)
+		os.Exit(1)
+	}
+}
+
+func usage() {
+	fmt.Fprint(os.Stderr, `usage: karpfunc <command> [flags]
+
+commands:
+  demo   start the local control plane, ARM emulator, Functions host and relay;
+         provision 50 pending pods and print progress and a summary
+  plan   plan what karpfunc would launch for Kubernetes objects read from files
+`)
+}

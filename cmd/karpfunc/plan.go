@@ -1,0 +1,111 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/karpfunc/karpfunc/pkg/catalog"
+	"github.com/karpfunc/karpfunc/pkg/plan"
+	"github.com/karpfunc/karpfunc/pkg/scheduler"
+)
+
+// fileList is a repeatable -f flag.
+type fileList []string
+
+func (f *fileList) String() string     { return strings.Join(*f, ",") }
+func (f *fileList) Set(v string) error { *f = append(*f, v); return nil }
+
+// runPlan is `karpfunc plan -f FILE [-f FILE ...] [--region REGION]
+// [--catalog FILE] [-o json|table]`: it reads Kubernetes objects, solves,
+// and prints what would be launched. It fails only when input cannot be
+// read; pods that cannot be placed are part of the plan.
+func runPlan(args []string) error {
+	fs := flag.NewFlagSet("plan", flag.ContinueOnError)
+	var files fileList
+	fs.Var(&files, "f", "a YAML or JSON file of Kubernetes objects (repeatable; - for stdin)")
+	region := fs.String("region", "", "Azure region of the embedded catalog (default: the Nodes' topology.kubernetes.io/region, else eastus)")
+	catalogFile := fs.String("catalog", "", "a catalog file to use instead of the embedded catalog")
+	output := fs.String("o", "table", "output format: json or table")
+	fs.SetOutput(os.Stderr)
+	fs.Usage = func() {
+		fmt.Fprintln(os.Stderr, "usage: karpfunc plan -f FILE [-f FILE ...] [--region REGION] [--catalog FILE] [-o json|table]")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("plan: unexpected argument %q; pass files with -f", fs.Arg(0))
+	}
+	if len(files) == 0 {
+		return errors.New("plan: no input; pass at least one -f FILE (- reads stdin)")
+	}
+	if *output != "json" && *output != "table" {
+		return fmt.Errorf("plan: -o %q is not a format; use json or table", *output)
+	}
+
+	objs := &plan.Objects{}
+	for _, name := range files {
+		if err := readFile(objs, name); err != nil {
+			return err
+		}
+	}
+	for _, w := range objs.Warnings {
+		fmt.Fprintln(os.Stderr, "warning:", w)
+	}
+
+	var cat *catalog.Catalog
+	var err error
+	if *catalogFile != "" {
+		if *region != "" {
+			fmt.Fprintln(os.Stderr, "warning: --region is ignored when --catalog is given")
+		}
+		cat, err = catalog.Load(*catalogFile)
+	} else {
+		r := *region
+		if r == "" {
+			r = objs.Region()
+		}
+		if r == "" {
+			r = "eastus"
+		}
+		cat, err = catalog.Default(r)
+	}
+	if err != nil {
+		return fmt.Errorf("plan: %w", err)
+	}
+
+	start := time.Now()
+	res := scheduler.Solve(objs.Input(cat))
+	out := plan.NewOutput(res, time.Since(start))
+	if *output == "json" {
+		return out.WriteJSON(os.Stdout)
+	}
+	return out.WriteTable(os.Stdout)
+}
+
+func readFile(objs *plan.Objects, name string) error {
+	var r io.Reader = os.Stdin
+	if name != "-" {
+		f, err := os.Open(name)
+		if err != nil {
+			return fmt.Errorf("plan: %w", err)
+		}
+		defer f.Close()
+		r = f
+	} else {
+		name = "<stdin>"
+	}
+	if err := objs.Read(name, r); err != nil {
+		return fmt.Errorf("plan: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,271 @@
+// Package localenv starts the whole karpfunc loop on this machine, from real
+// parts: the local control plane (etcd, kube-apiserver, controller-manager,
+// scheduler, kwok), the ARM emulator, the local Functions host running the
+// real handler binary, and the relay as its own process. `make demo` and the
+// end-to-end tests both stand on it, so what the demo shows is what is tested.
+package localenv
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/karpfunc/karpfunc/internal/armemulator"
+	"github.com/karpfunc/karpfunc/internal/controlplane"
+	"github.com/karpfunc/karpfunc/internal/funchost"
+	"github.com/karpfunc/karpfunc/internal/tools"
+	"github.com/karpfunc/karpfunc/pkg/apis"
+	"github.com/karpfunc/karpfunc/pkg/azure"
+	"github.com/karpfunc/karpfunc/pkg/bus"
+	"github.com/karpfunc/karpfunc/pkg/catalog"
+)
+
+// Fixed identities of the local "Azure" the emulator serves.
+const (
+	SubscriptionID = "00000000-0000-0000-0000-00000000c0de"
+	ResourceGroup  = "MC_karpfunc_local_eastus"
+)
+
+// Options configure Start.
+type Options struct {
+	// RepoRoot is the karpfunc checkout (default: found from the working dir).
+	RepoRoot string
+	// ClusterName is the cluster's name in messages and VM tags (default "local").
+	ClusterName string
+	// Region is the catalog region (default "eastus").
+	Region string
+	// OpDelay and BootDelay are the ARM emulator's operation time and the
+	// time from VM Succeeded to Node (defaults 200ms and 2s).
+	OpDelay, BootDelay time.Duration
+	// MaxDeliveryCount and RetryDelay configure the local queues (defaults 10, 1s).
+	MaxDeliveryCount int
+	RetryDelay       time.Duration
+	// BatchIdle and BatchMax are the relay's batch windows (defaults 1s, 10s).
+	BatchIdle, BatchMax time.Duration
+	// Log receives every process's output (default: a file in the work dir).
+	Log io.Writer
+	// Progress receives one line per start step (nil: none).
+	Progress io.Writer
+}
+
+// Env is a running local environment. Stop it when done.
+type Env struct {
+	Options      Options
+	Dir          string
+	ControlPlane *controlplane.ControlPlane
+	ARM          *armemulator.Server
+	Host         *funchost.Host
+	Kube         client.Client
+	Catalog      *catalog.Catalog
+	LogPath      string
+
+	relay   *exec.Cmd
+	logFile *os.File
+	stops   []func() error
+}
+
+func (o *Options) defaults() error {
+	if o.RepoRoot == "" {
+		root, err := tools.RepoRoot()
+		if err != nil {
+			return err
+		}
+		o.RepoRoot = root
+	}
+	if o.ClusterName == "" {
+		o.ClusterName = "local"
+	}
+	if o.Region == "" {
+		o.Region = "eastus"
+	}
+	if o.OpDelay == 0 {
+		o.OpDelay = 200 * time.Millisecond
+	}
+	if o.BootDelay == 0 {
+		o.BootDelay = 2 * time.Second
+	}
+	if o.MaxDeliveryCount == 0 {
+		o.MaxDeliveryCount = 10
+	}
+	if o.RetryDelay == 0 {
+		o.RetryDelay = time.Second
+	}
+	if o.BatchIdle == 0 {
+		o.BatchIdle = time.Second
+	}
+	if o.BatchMax == 0 {
+		o.BatchMax = 10 * time.Second
+	}
+	if o.Progress == nil {
+		o.Progress = io.Discard
+	}
+	return nil
+}
+
+// Start builds what is missing and starts everything. On error, whatever
+// started is stopped again.
+func Start(ctx context.Context, opts Options) (env *Env, err error) {
+	if err := opts.defaults(); err != nil {
+		return nil, err
+	}
+	dir, err := os.MkdirTemp("", "karpfunc-local-")
+	if err != nil {
+		return nil, err
+	}
+	env = &Env{Options: opts, Dir: dir}
+	env.stops = append(env.stops, func() error { return os.RemoveAll(dir) })
+	defer func() {
+		if err != nil {
+			_ = env.Stop()
+			env = nil
+		}
+	}()
+	logw := opts.Log
+	if logw == nil {
+		env.LogPath = filepath.Join(os.TempDir(), "karpfunc-local-"+filepath.Base(dir)+".log")
+		env.logFile, err = os.Create(env.LogPath)
+		if err != nil {
+			return env, err
+		}
+		logw = env.logFile
+	}
+	step := func(format string, args ...any) { fmt.Fprintf(opts.Progress, "  · "+format+"\n", args...) }
+
+	binDir, err := tools.EnsureBinaries(ctx, opts.RepoRoot, opts.Progress)
+	if err != nil {
+		return env, err
+	}
+	step("building the handler and relay")
+	if err := BuildBinaries(ctx, opts.RepoRoot, dir); err != nil {
+		return env, err
+	}
+
+	start := time.Now()
+	env.ControlPlane, err = controlplane.Start(ctx, controlplane.Options{
+		BinDir: binDir, Log: logw, Kwok: true, ControllerManager: true, Scheduler: true, InstallCRDs: true,
+	})
+	if err != nil {
+		return env, fmt.Errorf("starting the local control plane: %w", err)
+	}
+	env.stops = append(env.stops, env.ControlPlane.Stop)
+	step("control plane up in %s (etcd, kube-apiserver, controller-manager, scheduler, kwok)", time.Since(start).Round(100*time.Millisecond))
+
+	env.Kube, err = client.New(env.ControlPlane.RESTConfig(), client.Options{Scheme: apis.Scheme})
+	if err != nil {
+		return env, err
+	}
+	env.Catalog, err = catalog.Default(opts.Region)
+	if err != nil {
+		return env, err
+	}
+	cat := env.Catalog
+	env.ARM, err = armemulator.Start(ctx, armemulator.Options{
+		SubscriptionIDs: []string{SubscriptionID}, OpDelay: opts.OpDelay, BootDelay: opts.BootDelay,
+		Kube:   env.ControlPlane.RESTConfig(),
+		Logger: slog.New(slog.NewTextHandler(logw, &slog.HandlerOptions{Level: slog.LevelInfo})).With("component", "arm-emulator"),
+		NodeResources: func(sku string, maxPods int32) (corev1.ResourceList, corev1.ResourceList, string, bool) {
+			it, ok := cat.Get(sku)
+			if !ok {
+				return nil, nil, "", false
+			}
+			if maxPods > 0 {
+				it = it.WithMaxPods(maxPods)
+			}
+			return it.Capacity.DeepCopy(), it.Allocatable(), it.Architecture, true
+		},
+	})
+	if err != nil {
+		return env, fmt.Errorf("starting the ARM emulator: %w", err)
+	}
+	env.stops = append(env.stops, env.ARM.Close)
+	step("ARM emulator at %s", env.ARM.URL())
+	caFile := filepath.Join(dir, "arm-ca.pem")
+	if err := os.WriteFile(caFile, env.ARM.CACertPEM(), 0o600); err != nil {
+		return env, err
+	}
+
+	handlerEnv := append(os.Environ(),
+		"KUBECONFIG="+env.ControlPlane.KubeconfigPath(),
+		azure.EnvSubscriptionID+"="+SubscriptionID,
+		azure.EnvResourceGroup+"="+ResourceGroup,
+		azure.EnvLocation+"="+opts.Region,
+		azure.EnvClusterName+"="+opts.ClusterName,
+		azure.EnvSubnetID+"="+SubnetID(),
+		azure.EnvEndpoint+"="+env.ARM.URL(),
+		azure.EnvCAFile+"="+caFile,
+		azure.EnvToken+"="+env.ARM.Token(),
+	)
+	env.Host, err = funchost.Start(ctx, funchost.Options{
+		AppRoot: opts.RepoRoot, FunctionsDir: "functions", Executable: filepath.Join(dir, "handler"),
+		Env: handlerEnv,
+		Settings: map[string]string{
+			"PROVISION_QUEUE": bus.QueueProvision, "LIFECYCLE_QUEUE": bus.QueueLifecycle,
+			"INTERRUPTION_QUEUE": bus.QueueInterruption,
+		},
+		MaxDeliveryCount: opts.MaxDeliveryCount, RetryDelay: opts.RetryDelay, Log: logw,
+	})
+	if err != nil {
+		return env, fmt.Errorf("starting the local Functions host: %w", err)
+	}
+	env.stops = append(env.stops, func() error { env.Host.Stop(); return nil })
+	step("Functions host serving %d functions, bus at %s", len(env.Host.Functions()), env.Host.BusURL())
+
+	env.relay = exec.Command(filepath.Join(dir, "relay"),
+		"--kubeconfig", env.ControlPlane.KubeconfigPath(), "--cluster-name", opts.ClusterName,
+		"--batch-idle-duration", opts.BatchIdle.String(), "--batch-max-duration", opts.BatchMax.String(),
+		"--health-probe-bind-address", "127.0.0.1:0")
+	env.relay.Env = append(os.Environ(), "KARPFUNC_LOCAL_BUS_URL="+env.Host.BusURL())
+	env.relay.Stdout, env.relay.Stderr = prefixed(logw, "relay"), prefixed(logw, "relay")
+	setPdeathsig(env.relay)
+	if err := env.relay.Start(); err != nil {
+		return env, fmt.Errorf("starting the relay: %w", err)
+	}
+	env.stops = append(env.stops, func() error { return stopProcess(env.relay, 10*time.Second) })
+	step("relay watching the cluster")
+	return env, nil
+}
+
+// SubnetID is the node subnet the local NodeClaims use.
+func SubnetID() string {
+	return "/subscriptions/" + SubscriptionID + "/resourceGroups/" + ResourceGroup +
+		"/providers/Microsoft.Network/virtualNetworks/aks-vnet/subnets/aks-subnet"
+}
+
+// Stop stops everything in reverse order of start and removes the work dir.
+// It is safe to call more than once.
+func (e *Env) Stop() error {
+	var errs []error
+	for i := len(e.stops) - 1; i >= 0; i-- {
+		if err := e.stops[i](); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	e.stops = nil
+	if e.logFile != nil {
+		errs = append(errs, e.logFile.Close())
+		e.logFile = nil
+	}
+	return errors.Join(errs...)
+}
+
+// BuildBinaries builds the handler and relay into dir with `go build`; with
+// a warm build cache this takes seconds.
+func BuildBinaries(ctx context.Context, repoRoot, dir string) error {
+	for _, b := range []struct{ out, pkg string }{{"handler", "./functions"}, {"relay", "./relay"}} {
+		cmd := exec.CommandContext(ctx, "go", "build", "-o", filepath.Join(dir, b.out), b.pkg)
+		cmd.Dir = repoRoot
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return fmt.Errorf("go build %s: %w\n%s", b.pkg, err, out)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,127 @@
+package localenv
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
+)
+
+// Progress counts what a person watching the loop cares about.
+type Progress struct {
+	Pods, Pending, Running                        int
+	NodeClaims, Launched, Registered, Initialized int
+	Nodes, NodesReady                             int
+}
+
+func (p Progress) String() string {
+	return fmt.Sprintf("pods %d pending / %d running of %d | nodeclaims %d (launched %d, registered %d, initialized %d) | nodes %d ready of %d",
+		p.Pending, p.Running, p.Pods, p.NodeClaims, p.Launched, p.Registered, p.Initialized, p.NodesReady, p.Nodes)
+}
+
+// Observe reads the current Progress of pods matching selector in namespace.
+func (e *Env) Observe(ctx context.Context, namespace string, selector client.MatchingLabelsSelector) (Progress, error) {
+	var p Progress
+	var pods corev1.PodList
+	opts := []client.ListOption{client.InNamespace(namespace)}
+	if selector.Selector != nil {
+		opts = append(opts, selector)
+	}
+	if err := e.Kube.List(ctx, &pods, opts...); err != nil {
+		return p, err
+	}
+	for _, pod := range pods.Items {
+		if pod.DeletionTimestamp != nil {
+			continue
+		}
+		p.Pods++
+		switch {
+		case pod.Status.Phase == corev1.PodRunning:
+			p.Running++
+		case pod.Spec.NodeName == "":
+			p.Pending++
+		}
+	}
+	var ncs karpv1.NodeClaimList
+	if err := e.Kube.List(ctx, &ncs); err != nil {
+		return p, err
+	}
+	for i := range ncs.Items {
+		nc := &ncs.Items[i]
+		p.NodeClaims++
+		if nc.StatusConditions().Get(karpv1.ConditionTypeLaunched).IsTrue() {
+			p.Launched++
+		}
+		if nc.StatusConditions().Get(karpv1.ConditionTypeRegistered).IsTrue() {
+			p.Registered++
+		}
+		if nc.StatusConditions().Get(karpv1.ConditionTypeInitialized).IsTrue() {
+			p.Initialized++
+		}
+	}
+	var nodes corev1.NodeList
+	if err := e.Kube.List(ctx, &nodes); err != nil {
+		return p, err
+	}
+	for _, n := range nodes.Items {
+		p.Nodes++
+		for _, c := range n.Status.Conditions {
+			if c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue {
+				p.NodesReady++
+			}
+		}
+	}
+	return p, nil
+}
+
+// FleetLine is one group of nodes in a Fleet summary.
+type FleetLine struct {
+	SKU, Zone, CapacityType string
+	Nodes                   int
+	PricePerHour            float64 // for all nodes in the line
+}
+
+// Fleet groups the cluster's nodes by SKU, zone and capacity type and prices
+// them from the catalog.
+func (e *Env) Fleet(ctx context.Context) ([]FleetLine, float64, error) {
+	var nodes corev1.NodeList
+	if err := e.Kube.List(ctx, &nodes); err != nil {
+		return nil, 0, err
+	}
+	lines := map[string]*FleetLine{}
+	total := 0.0
+	for _, n := range nodes.Items {
+		sku := n.Labels[corev1.LabelInstanceTypeStable]
+		zone := n.Labels[corev1.LabelTopologyZone]
+		ct := n.Labels[karpv1.CapacityTypeLabelKey]
+		key := sku + "|" + zone + "|" + ct
+		l, ok := lines[key]
+		if !ok {
+			l = &FleetLine{SKU: sku, Zone: zone, CapacityType: ct}
+			lines[key] = l
+		}
+		l.Nodes++
+		if it, ok := e.Catalog.Get(sku); ok {
+			for _, o := range it.Offerings {
+				if o.Zone == zone && o.CapacityType == ct {
+					l.PricePerHour += o.Price
+					total += o.Price
+					break
+				}
+			}
+		}
+	}
+	out := make([]FleetLine, 0, len(lines))
+	for _, l := range lines {
+		out = append(out, *l)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		return strings.Join([]string{out[i].SKU, out[i].Zone, out[i].CapacityType}, "|") <
+			strings.Join([]string{out[j].SKU, out[j].Zone, out[j].CapacityType}, "|")
+	})
+	return out, total, nil
+}

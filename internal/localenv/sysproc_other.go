@@ -1,0 +1,7 @@
+//go:build !linux
+
+package localenv
+
+import "os/exec"
+
+func setPdeathsig(*exec.Cmd) {}
