@@ -1,0 +1,117 @@
+package tests
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/karpfunc/karpfunc/internal/localenv"
+)
+
+// startEnv starts the local loop for one test and stops it at cleanup.
+func startEnv(t *testing.T, opts localenv.Options) *localenv.Env {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("end-to-end: skipped with -short")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
+	t.Cleanup(cancel)
+	if opts.Progress == nil {
+		opts.Progress = testWriter{t}
+	}
+	env, err := localenv.Start(ctx, opts)
+	if err != nil {
+		t.Fatalf("starting the local loop: %v", err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() && env.LogPath != "" {
+			if data, err := os.ReadFile(env.LogPath); err == nil {
+				lines := strings.Split(string(data), "\n")
+				if len(lines) > 150 {
+					lines = lines[len(lines)-150:]
+				}
+				t.Logf("last process log lines (%s):\n%s", env.LogPath, strings.Join(lines, "\n"))
+			}
+		}
+		if err := env.Stop(); err != nil {
+			t.Errorf("stopping the local loop: %v", err)
+		}
+	})
+	return env
+}
+
+type testWriter struct{ t *testing.T }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}
+
+// eventually polls cond until it returns true or timeout passes, then fails
+// with cond's last explanation.
+func eventually(t *testing.T, timeout time.Duration, what string, cond func() (bool, string)) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	last := ""
+	for {
+		ok, why := cond()
+		if ok {
+			return
+		}
+		last = why
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not true after %s: %s", what, timeout, last)
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+}
+
+func deployment(name string, replicas int32, cpu, memory string) *appsv1.Deployment {
+	labels := map[string]string{"app": name}
+	return &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: &replicas,
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{
+					Name: name, Image: "registry.k8s.io/pause:3.10",
+					Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
+						corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse(memory)}},
+				}}},
+			},
+		},
+	}
+}
+
+func podsWithLabel(ctx context.Context, kube client.Client, key, value string) ([]corev1.Pod, error) {
+	var pods corev1.PodList
+	if err := kube.List(ctx, &pods, client.InNamespace("default"), client.MatchingLabels{key: value}); err != nil {
+		return nil, err
+	}
+	return pods.Items, nil
+}
+
+func allRunning(ctx context.Context, kube client.Client, app string, want int) (bool, string) {
+	pods, err := podsWithLabel(ctx, kube, "app", app)
+	if err != nil {
+		return false, err.Error()
+	}
+	running := 0
+	for _, p := range pods {
+		if p.Status.Phase == corev1.PodRunning && p.DeletionTimestamp == nil {
+			running++
+		}
+	}
+	return running == want && len(pods) == want, fmt.Sprintf("%s: %d of %d pods running (%d exist)", app, running, want, len(pods))
+}
