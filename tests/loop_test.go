@@ -11,6 +11,7 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/compute/armcompute/v8"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/types"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -26,7 +27,7 @@ import (
 // Registered/Initialized -> kube-scheduler binds -> pods Running; then
 // checks redelivery, bad input and termination on the same environment.
 func TestLoop(t *testing.T) {
-	env := startEnv(t, localenv.Options{ClusterName: "e2e", BootDelay: time.Second,
+	env := startEnv(t, localenv.Options{ClusterName: "e2e", BootDelay: 3 * time.Second,
 		MaxDeliveryCount: 3, RetryDelay: 200 * time.Millisecond})
 	ctx := context.Background()
 	kube := env.Kube
@@ -69,13 +70,83 @@ func TestLoop(t *testing.T) {
 		for _, id := range []string{"redelivery-1", "redelivery-2", "redelivery-2"} {
 			publishEvent(t, ctx, env, bus.QueueProvision, id, messages.TypeProvision, messages.Provision{Cluster: "e2e", Pods: refs})
 		}
+		invocations := env.Host.FunctionStats()["Provision"].Succeeded
 		waitIdle(t, env)
+		if got := env.Host.FunctionStats()["Provision"].Succeeded; got < invocations+2 {
+			t.Fatalf("Provision succeeded %d times after the redeliveries, want at least %d: the copies were not processed", got, invocations+2)
+		}
 		if after := nodeClaimNames(t, ctx, kube); strings.Join(after, ",") != strings.Join(before, ",") {
 			t.Errorf("NodeClaims changed after redelivery: before %v, after %v", before, after)
 		}
 		if got := env.ARM.Counters().VMCreates; got != vmPuts {
 			t.Errorf("VM creates went from %d to %d after redelivery", vmPuts, got)
 		}
+	})
+
+	t.Run("pods added while a NodeClaim is in flight use its capacity, not a second claim", func(t *testing.T) {
+		// Two 7-vCPU pods get a NodeClaim; while its VM boots, two more
+		// arrive and provision events race with the relay's batch. The pass
+		// must count the in-flight NodeClaim as capacity for the first two,
+		// so the NodeClaims created for these pods never request more than
+		// the pods do (a pass that ignored in-flight claims would request
+		// the first two pods twice).
+		before := map[string]bool{}
+		for _, n := range nodeClaimNames(t, ctx, kube) {
+			before[n] = true
+		}
+		newClaims := func() []karpv1.NodeClaim {
+			var out []karpv1.NodeClaim
+			for _, nc := range nodeClaimList(t, ctx, kube) {
+				if !before[nc.Name] {
+					out = append(out, nc)
+				}
+			}
+			return out
+		}
+		vmCreates := env.ARM.Counters().VMCreates
+		if err := kube.Create(ctx, deployment("xl", 2, "7", "14Gi")); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, time.Minute, "a NodeClaim for the first xl pods", func() (bool, string) {
+			return len(newClaims()) > 0, "none yet"
+		})
+		scale(t, ctx, kube, "xl", 4)
+		for i := 0; i < 3; i++ {
+			time.Sleep(300 * time.Millisecond)
+			publishEvent(t, ctx, env, bus.QueueProvision, fmt.Sprintf("xl-race-%d", i), messages.TypeProvision, messages.Provision{Cluster: "e2e"})
+		}
+		eventually(t, 3*time.Minute, "xl running", func() (bool, string) { return allRunning(ctx, kube, "xl", 4) })
+		waitIdle(t, env)
+		requested := resource.Quantity{}
+		claims := newClaims()
+		for _, nc := range claims {
+			requested.Add(nc.Spec.Resources.Requests[corev1.ResourceCPU])
+			cpu := nc.Spec.Resources.Requests[corev1.ResourceCPU]
+			t.Logf("new NodeClaim %s (%s) requests %s vCPU", nc.Name, nc.Labels[corev1.LabelInstanceTypeStable], cpu.String())
+		}
+		// Only the xl pods that landed on new capacity needed provisioning
+		// (kube-scheduler may fit some on existing nodes first).
+		newNodes := map[string]bool{}
+		for _, nc := range claims {
+			newNodes[nc.Status.NodeName] = true
+		}
+		pods, err := podsWithLabel(ctx, kube, "app", "xl")
+		if err != nil {
+			t.Fatal(err)
+		}
+		needed := resource.Quantity{}
+		for _, p := range pods {
+			if newNodes[p.Spec.NodeName] {
+				needed.Add(p.Spec.Containers[0].Resources.Requests[corev1.ResourceCPU])
+			}
+		}
+		if requested.Cmp(needed) > 0 {
+			t.Errorf("the %d new NodeClaims request %s vCPU in total for pods on them requesting %s: pods were provisioned twice", len(claims), requested.String(), needed.String())
+		}
+		if got := env.ARM.Counters().VMCreates - vmCreates; got != len(claims) {
+			t.Errorf("%d VMs created for %d new NodeClaims", got, len(claims))
+		}
+		checkFleetConsistent(t, ctx, env)
 	})
 
 	t.Run("a scale-up while launches are in flight is placed once", func(t *testing.T) {
@@ -167,7 +238,7 @@ func TestLoop(t *testing.T) {
 	})
 
 	t.Run("deleting NodeClaims drains, deletes VMs, NICs and Nodes, and releases the finalizer", func(t *testing.T) {
-		for _, app := range []string{"small", "medium", "large", "orphaned"} {
+		for _, app := range []string{"small", "medium", "large", "xl", "orphaned"} {
 			scale(t, ctx, kube, app, 0)
 		}
 		for _, nc := range nodeClaimList(t, ctx, kube) {
