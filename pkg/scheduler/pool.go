@@ -3,7 +3,9 @@ package scheduler
 import (
 	"cmp"
 	"fmt"
+	"math/bits"
 	"slices"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
@@ -16,6 +18,9 @@ import (
 
 var allowWellKnown = scheduling.AllowUndefinedWellKnownLabels
 
+// resourceNodes is the NodePool limit on the number of nodes.
+const resourceNodes corev1.ResourceName = "nodes"
+
 // pool is a NodePool ready for packing.
 type pool struct {
 	np      *karpv1.NodePool
@@ -25,44 +30,96 @@ type pool struct {
 	invalid string
 	reqs    scheduling.Requirements
 	taints  scheduling.Taints
-	types   []*poolType
-	// daemon is the requests of the daemonsets that would run on its nodes.
-	daemon corev1.ResourceList
-	// limits are the NodePool's limits; used is what existing NodeClaims
-	// hold, planned what open claims could grow to (their largest option).
-	limits, used corev1.ResourceList
-	planned      corev1.ResourceList
+	// types are the instance types the pool can launch, largest room first
+	// so that a fit test usually succeeds on the first one.
+	types []*ptype
+	// byEfficiency are types, most cost-efficient for the pending pods first.
+	byEfficiency []*ptype
+	// preferNoSchedule is true when a taint has that effect: pods may then
+	// relax into tolerating it, as in Karpenter.
+	preferNoSchedule bool
+	// minValues are the requirement keys with a minimum number of values.
+	minValues map[string]int
+
+	// Limits, as vectors over limitNames: limitLeft is the limit minus what
+	// existing NodeClaims hold minus what planned claims may grow to.
+	limitNames []corev1.ResourceName
+	limits     corev1.ResourceList
+	held       corev1.ResourceList
+	limitLeft  []int64
+
+	variants map[string]*poolVariant
 }
 
-// poolType is an instance type as this pool would launch it.
-type poolType struct {
+// ptype is an instance type as this pool would launch it.
+type ptype struct {
+	idx  int
 	it   *catalog.InstanceType
 	reqs scheduling.Requirements
-	// room is allocatable minus daemonset overhead: what pending pods can use.
-	room corev1.ResourceList
+	// room is allocatable minus the overhead of the daemonsets that would
+	// run on this type: what pending pods can use.
+	room   resVec
+	daemon corev1.ResourceList
+	// offers has bit zone*2+capacityType for every available offering.
+	offers   uint64
+	prices   []offerPrice
+	limitCap []int64
 }
 
-func newPools(in Input) []*pool {
+type offerPrice struct {
+	bit   uint64
+	price float64
+}
+
+// cheapest is the lowest price among offerings in mask.
+func (t *ptype) cheapest(mask uint64) (float64, bool) {
+	best, found := 0.0, false
+	for _, p := range t.prices {
+		if p.bit&mask != 0 && (!found || p.price < best) {
+			best, found = p.price, true
+		}
+	}
+	return best, found
+}
+
+// poolVariant is a pool narrowed by one set of pod requirements.
+type poolVariant struct {
+	ok  bool
+	why string
+	// reqs are the pool's requirements plus the pod's.
+	reqs  scheduling.Requirements
+	types bitset
+	// zones and cts are masks of allowed zones and capacity types.
+	zones, cts uint64
+	offerMask  uint64
+	// custom holds the requirements on keys instance types do not define
+	// (NodePool labels, custom labels); nodes get these as labels.
+	custom    scheduling.Requirements
+	customKey string
+	// maxRoom is the component-wise largest room among types.
+	maxRoom resVec
+	// offeredZones and offeredCTs are where its types are offered.
+	offeredZones, offeredCTs uint64
+}
+
+func (s *solver) newPools(in Input) {
 	classes := map[string]*v1beta1.AKSNodeClass{}
 	for _, c := range in.NodeClasses {
-		classes[c.Name] = c
+		if c != nil {
+			classes[c.Name] = c
+		}
 	}
-	nps := slices.Clone(in.NodePools)
+	nps := slices.DeleteFunc(slices.Clone(in.NodePools), func(np *karpv1.NodePool) bool { return np == nil || np.DeletionTimestamp != nil })
 	slices.SortStableFunc(nps, func(a, b *karpv1.NodePool) int {
 		return cmp.Or(-cmp.Compare(ptrOr(a.Spec.Weight, 0), ptrOr(b.Spec.Weight, 0)), cmp.Compare(a.Name, b.Name))
 	})
-	var pools []*pool
 	for _, np := range nps {
-		if np.DeletionTimestamp != nil {
-			continue
-		}
-		pools = append(pools, newPool(np, classes, in))
+		s.pools = append(s.pools, s.newPool(np, classes, in))
 	}
-	return pools
 }
 
-func newPool(np *karpv1.NodePool, classes map[string]*v1beta1.AKSNodeClass, in Input) *pool {
-	pl := &pool{np: np, maxPods: v1beta1.DefaultMaxPods}
+func (s *solver) newPool(np *karpv1.NodePool, classes map[string]*v1beta1.AKSNodeClass, in Input) *pool {
+	pl := &pool{np: np, maxPods: v1beta1.DefaultMaxPods, variants: map[string]*poolVariant{}}
 	ref := np.Spec.Template.Spec.NodeClassRef
 	switch {
 	case ref == nil:
@@ -87,44 +144,227 @@ func newPool(np *karpv1.NodePool, classes map[string]*v1beta1.AKSNodeClass, in I
 	pl.reqs = scheduling.NewNodeSelectorRequirementsWithMinValues(np.Spec.Template.Spec.Requirements...)
 	pl.reqs.Add(scheduling.NewLabelRequirements(np.Spec.Template.Labels).Values()...)
 	pl.reqs.Add(scheduling.NewRequirement(karpv1.NodePoolLabelKey, corev1.NodeSelectorOpIn, np.Name))
+	for _, r := range np.Spec.Template.Spec.Requirements {
+		if r.MinValues != nil {
+			if pl.minValues == nil {
+				pl.minValues = map[string]int{}
+			}
+			pl.minValues[r.Key] = max(pl.minValues[r.Key], *r.MinValues)
+		}
+	}
 	pl.taints = np.Spec.Template.Spec.Taints
+	for _, t := range pl.taints {
+		if t.Effect == corev1.TaintEffectPreferNoSchedule {
+			pl.preferNoSchedule = true
+		}
+	}
+	if len(np.Spec.Limits) > 0 {
+		pl.limits = corev1.ResourceList(np.Spec.Limits).DeepCopy()
+		var held []corev1.ResourceList
+		nodes := int64(0)
+		for _, nc := range in.NodeClaims {
+			if nc != nil && nc.Labels[karpv1.NodePoolLabelKey] == np.Name {
+				held = append(held, claimCapacity(nc, in.Catalog, pl.maxPods))
+				nodes++
+			}
+		}
+		pl.held = resources.Merge(held...)
+		for name, limit := range pl.limits {
+			pl.limitNames = append(pl.limitNames, name)
+			left := quantityValue(name, limit)
+			if name == resourceNodes {
+				left -= nodes
+			} else if q, ok := pl.held[name]; ok {
+				left -= quantityValue(name, q)
+			}
+			pl.limitLeft = append(pl.limitLeft, left)
+		}
+	}
 
-	var daemonPods []*corev1.Pod
+	daemons := s.daemonsFor(pl, in)
+	for _, it := range in.Catalog.InstanceTypes {
+		if it == nil {
+			continue
+		}
+		it = it.WithMaxPods(pl.maxPods)
+		reqs := it.Requirements()
+		if reqs.Intersects(pl.reqs) != nil {
+			continue
+		}
+		t := &ptype{it: it, reqs: reqs}
+		for _, o := range it.Offerings {
+			if z := s.dom.zone(o.Zone); o.Available && z >= 0 {
+				bit := uint64(1) << (2*z + ctIndex(o.CapacityType))
+				t.offers |= bit
+				t.prices = append(t.prices, offerPrice{bit: bit, price: o.Price})
+			}
+		}
+		if t.offers == 0 {
+			continue
+		}
+		var dsPods []*corev1.Pod
+		for _, d := range daemons {
+			if slices.ContainsFunc(d.terms, func(term scheduling.Requirements) bool { return reqs.Intersects(term) == nil }) {
+				dsPods = append(dsPods, d.pod)
+			}
+		}
+		t.daemon = corev1.ResourceList{}
+		if len(dsPods) > 0 {
+			t.daemon = resources.RequestsForPods(dsPods...)
+		}
+		t.room = s.res.vec(resources.Subtract(it.Allocatable(), t.daemon))
+		for _, name := range pl.limitNames {
+			if name == resourceNodes {
+				t.limitCap = append(t.limitCap, 1)
+			} else {
+				t.limitCap = append(t.limitCap, quantityValue(name, it.Capacity[name]))
+			}
+		}
+		pl.types = append(pl.types, t)
+	}
+	slices.SortStableFunc(pl.types, func(a, b *ptype) int {
+		return cmp.Or(-cmp.Compare(a.room[rCPU], b.room[rCPU]), -cmp.Compare(a.room[rMemory], b.room[rMemory]), cmp.Compare(a.it.Name, b.it.Name))
+	})
+	for i, t := range pl.types {
+		t.idx = i
+	}
+	return pl
+}
+
+type daemon struct {
+	pod   *corev1.Pod
+	terms []scheduling.Requirements
+}
+
+// daemonsFor lists the DaemonSets whose pods would run on the pool's
+// nodes: they tolerate its taints and their node selector and required
+// affinity admit its requirements. Each type then keeps those whose
+// requirements also admit the type.
+func (s *solver) daemonsFor(pl *pool, in Input) []daemon {
+	var out []daemon
 	for _, ds := range in.DaemonSets {
+		if ds == nil {
+			continue
+		}
 		pod := &corev1.Pod{ObjectMeta: ds.Spec.Template.ObjectMeta, Spec: ds.Spec.Template.Spec}
 		if pl.taints.ToleratesPod(pod) != nil {
 			continue
 		}
-		if slices.ContainsFunc(newPodInfo(pod).terms, func(t scheduling.Requirements) bool { return pl.reqs.Compatible(t, allowWellKnown) == nil }) {
-			daemonPods = append(daemonPods, pod)
-		}
-	}
-	pl.daemon = corev1.ResourceList{}
-	if len(daemonPods) > 0 {
-		pl.daemon = resources.RequestsForPods(daemonPods...)
-	}
-
-	for _, it := range in.Catalog.InstanceTypes {
-		it = it.WithMaxPods(pl.maxPods)
-		reqs := it.Requirements()
-		if reqs.Intersects(pl.reqs) != nil || !hasOffering(it, pl.reqs) {
-			continue
-		}
-		pl.types = append(pl.types, &poolType{it: it, reqs: reqs, room: resources.Subtract(it.Allocatable(), pl.daemon)})
-	}
-
-	if len(np.Spec.Limits) > 0 {
-		pl.limits = corev1.ResourceList(np.Spec.Limits).DeepCopy()
-		pl.planned = corev1.ResourceList{}
-		var held []corev1.ResourceList
-		for _, nc := range in.NodeClaims {
-			if nc.Labels[karpv1.NodePoolLabelKey] == np.Name {
-				held = append(held, claimCapacity(nc, in.Catalog, pl.maxPods))
+		var terms []scheduling.Requirements
+		for _, t := range requiredTerms(pod) {
+			if pl.reqs.Compatible(t, allowWellKnown) == nil {
+				terms = append(terms, t)
 			}
 		}
-		pl.used = resources.Merge(held...)
+		if len(terms) > 0 {
+			out = append(out, daemon{pod: pod, terms: terms})
+		}
 	}
-	return pl
+	return out
+}
+
+// requiredTerms are a pod's nodeSelector ANDed with each of its required
+// node affinity terms.
+func requiredTerms(pod *corev1.Pod) []scheduling.Requirements {
+	var terms []corev1.NodeSelectorTerm
+	if a := pod.Spec.Affinity; a != nil && a.NodeAffinity != nil && a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution != nil {
+		terms = a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms
+	}
+	if len(terms) == 0 {
+		return []scheduling.Requirements{scheduling.NewLabelRequirements(pod.Spec.NodeSelector)}
+	}
+	out := make([]scheduling.Requirements, 0, len(terms))
+	for _, t := range terms {
+		reqs := scheduling.NewLabelRequirements(pod.Spec.NodeSelector)
+		reqs.Add(scheduling.NewNodeSelectorRequirements(t.MatchExpressions...).Values()...)
+		out = append(out, reqs)
+	}
+	return out
+}
+
+func ctIndex(ct string) int {
+	if ct == karpv1.CapacityTypeSpot {
+		return 1
+	}
+	return 0
+}
+
+var capacityTypes = []string{karpv1.CapacityTypeOnDemand, karpv1.CapacityTypeSpot}
+
+// offerMask expands zone and capacity-type masks into offering bits.
+func offerMask(zones, cts uint64) uint64 {
+	var m uint64
+	for z := zones; z != 0; z &= z - 1 {
+		i := bits.TrailingZeros64(z)
+		m |= (cts & 3) << (2 * i)
+	}
+	return m
+}
+
+// variant returns the pool narrowed by pod requirements reqs (key is their
+// text), computing it once.
+func (s *solver) poolVariant(pl *pool, reqs scheduling.Requirements, key string) *poolVariant {
+	if vp, ok := pl.variants[key]; ok {
+		return vp
+	}
+	vp := &poolVariant{}
+	pl.variants[key] = vp
+	if pl.invalid != "" {
+		vp.why = pl.invalid
+		return vp
+	}
+	if err := pl.reqs.Compatible(reqs, allowWellKnown); err != nil {
+		vp.why = fmt.Sprintf("NodePool %s: the pod's node selector/affinity conflicts with the NodePool's requirements: %v", pl.np.Name, err)
+		return vp
+	}
+	m := copyRequirements(pl.reqs)
+	m.Add(reqs.Values()...)
+	vp.reqs = m
+	zr := m.Get(corev1.LabelTopologyZone)
+	for i, z := range s.dom.zones {
+		if zr.Has(z) {
+			vp.zones |= 1 << i
+		}
+	}
+	ctr := m.Get(karpv1.CapacityTypeLabelKey)
+	for i, ct := range capacityTypes {
+		if ctr.Has(ct) {
+			vp.cts |= 1 << i
+		}
+	}
+	vp.offerMask = offerMask(vp.zones, vp.cts)
+	vp.types = newBitset(len(pl.types))
+	vp.maxRoom = make(resVec, len(s.res.names))
+	for _, t := range pl.types {
+		if t.offers&vp.offerMask != 0 && t.reqs.Intersects(m) == nil {
+			vp.types.set(t.idx)
+			vp.maxRoom.maxInPlace(t.room)
+			offered := t.offers & vp.offerMask
+			for z := range s.dom.zones {
+				if ct := (offered >> (2 * z)) & 3; ct != 0 {
+					vp.offeredZones |= 1 << z
+					vp.offeredCTs |= ct
+				}
+			}
+		}
+	}
+	vp.custom = scheduling.NewRequirements()
+	var keys []string
+	for key := range m {
+		if !s.typeKeys[key] && key != corev1.LabelTopologyZone && key != karpv1.CapacityTypeLabelKey {
+			vp.custom.Add(m.Get(key))
+			keys = append(keys, key)
+		}
+	}
+	slices.Sort(keys)
+	var b strings.Builder
+	for _, k := range keys {
+		b.WriteString(m.Get(k).String())
+		b.WriteByte(';')
+	}
+	vp.customKey = b.String()
+	vp.ok = true
+	return vp
 }
 
 // claimCapacity is what a NodeClaim counts against its pool's limits: the
@@ -141,67 +381,6 @@ func claimCapacity(nc *karpv1.NodeClaim, c *catalog.Catalog, maxPods int32) core
 		}
 	}
 	return resources.MaxResources(caps...)
-}
-
-// remaining is how much more capacity the pool may launch, or nil if unlimited.
-func (pl *pool) remaining() corev1.ResourceList {
-	if pl.limits == nil {
-		return nil
-	}
-	left := corev1.ResourceList{}
-	for name, limit := range pl.limits {
-		limit = limit.DeepCopy()
-		if q, ok := pl.used[name]; ok {
-			limit.Sub(q)
-		}
-		if q, ok := pl.planned[name]; ok {
-			limit.Sub(q)
-		}
-		left[name] = limit
-	}
-	return left
-}
-
-// admits returns each of the pod's affinity terms this pool can satisfy,
-// merged with the pool's requirements.
-func (pl *pool) admits(p *podInfo) []scheduling.Requirements {
-	if pl.invalid != "" || pl.taints.ToleratesPod(p.pod) != nil {
-		return nil
-	}
-	var merged []scheduling.Requirements
-	for _, t := range p.terms {
-		if pl.reqs.Compatible(t, allowWellKnown) != nil {
-			continue
-		}
-		m := copyRequirements(pl.reqs)
-		m.Add(t.Values()...)
-		merged = append(merged, m)
-	}
-	return merged
-}
-
-// open starts a new claim for p, or returns nil if the pool cannot take it.
-func (pl *pool) open(p *podInfo) *claim {
-	remaining := pl.remaining()
-	for i, reqs := range pl.admits(p) {
-		var options []*poolType
-		for _, t := range pl.types {
-			if remaining != nil && !fitsLimits(t.it.Capacity, remaining) {
-				continue
-			}
-			if resources.Fits(p.requests, t.room) && t.reqs.Intersects(reqs) == nil && hasOffering(t.it, reqs) {
-				options = append(options, t)
-			}
-		}
-		if len(options) == 0 {
-			continue
-		}
-		c := &claim{pool: pl, reqs: reqs, options: options, requests: p.requests.DeepCopy(), pods: []*corev1.Pod{p.pod},
-			absorbed: map[string]bool{p.termKeys[i]: true}}
-		c.refresh()
-		return c
-	}
-	return nil
 }
 
 func copyRequirements(r scheduling.Requirements) scheduling.Requirements {

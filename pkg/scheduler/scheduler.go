@@ -1,19 +1,28 @@
 // Package scheduler decides where pending pods go: onto existing nodes and
-// in-flight NodeClaims first, then onto new NodeClaims packed first-fit
-// decreasing. It is pure: a snapshot in, a plan out, no I/O.
+// in-flight NodeClaims first, then onto new NodeClaims. It is pure: a
+// snapshot in, a plan out, no I/O.
 //
-// This first engine honours resource requests, nodeSelector, required node
-// affinity (OR of terms), tolerations against NodePool taints, NodePool
-// requirements, weights and (roughly) limits, and the AKSNodeClass's maxPods.
-// It is built on Karpenter's scheduling.Requirements and Taints algebra so
-// topology spread, pod (anti-)affinity, preferences and minValues can be
-// added without changing its shape. Preferred node affinity is ignored.
+// It honours Karpenter's constraints with Karpenter's semantics: requests
+// (init containers, sidecars, overhead), per-type DaemonSet overhead,
+// nodeSelector, required node affinity (terms tried in order), taints
+// (startup and ephemeral taints ignored on existing nodes), topology spread
+// (zone, capacity type, hostname and custom keys; maxSkew, minDomains,
+// matchLabelKeys, nodeTaintsPolicy), pod affinity and anti-affinity
+// (required, both directions for anti-affinity), host ports, volume
+// topology, NodePool requirements, minValues, weights and limits.
+// Preferences (preferred pod affinity, anti-affinity, node affinity,
+// ScheduleAnyway spread, PreferNoSchedule taints) are required until a pod
+// cannot be placed, then relaxed one at a time in Karpenter's order.
+//
+// Speed comes from the design: identical pods form groups whose
+// requirements, compatible instance types (bitsets) and topology counters
+// are computed once; resources are integer vectors; a claim keeps only the
+// options that still fit. Claims are packed up to their most cost-efficient
+// option (by the dual prices of the LP covering all pending pods), which
+// keeps fleets near the LP lower bound.
 package scheduler
 
 import (
-	"cmp"
-	"slices"
-
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
@@ -104,51 +113,22 @@ type Unschedulable struct {
 func Solve(in Input) Result {
 	s := newSolver(in)
 	var res Result
-	for _, p := range s.pods {
-		if s.placeOnExisting(p) {
-			continue
-		}
-		if s.placeOnNewClaim(p) {
-			continue
-		}
-		res.Unschedulable = append(res.Unschedulable, Unschedulable{Pod: p.pod, Reason: s.explain(p)})
-	}
-	for _, e := range s.existing {
-		if len(e.placed) > 0 {
-			res.Existing = append(res.Existing, Placement{Node: e.node, NodeClaim: e.claim, Pods: e.placed})
+	for _, p := range s.order {
+		s.current = p.pod
+		if !s.place(p.g) {
+			res.Unschedulable = append(res.Unschedulable, Unschedulable{Pod: p.pod, Reason: s.explain(p.g)})
 		}
 	}
-	for _, c := range s.claims {
-		res.NewNodeClaims = append(res.NewNodeClaims, c.plan())
+	for _, b := range s.bins {
+		if b.claim {
+			res.NewNodeClaims = append(res.NewNodeClaims, s.plan(b))
+		} else if len(b.pods) > 0 {
+			res.Existing = append(res.Existing, Placement{Node: b.node, NodeClaim: b.claimName, Pods: b.pods})
+		}
 	}
 	return res
 }
 
 func offeringAllowed(o catalog.Offering, reqs scheduling.Requirements) bool {
 	return o.Available && reqs.Get(corev1.LabelTopologyZone).Has(o.Zone) && reqs.Get(karpv1.CapacityTypeLabelKey).Has(o.CapacityType)
-}
-
-func hasOffering(it *catalog.InstanceType, reqs scheduling.Requirements) bool {
-	return slices.ContainsFunc(it.Offerings, func(o catalog.Offering) bool { return offeringAllowed(o, reqs) })
-}
-
-// cheapestPrice is the lowest allowed offering price, for sorting options.
-func cheapestPrice(it *catalog.InstanceType, reqs scheduling.Requirements) (float64, bool) {
-	price, found := 0.0, false
-	for _, o := range it.Offerings {
-		if offeringAllowed(o, reqs) && (!found || o.Price < price) {
-			price, found = o.Price, true
-		}
-	}
-	return price, found
-}
-
-func sortByPrice(types []*catalog.InstanceType, reqs scheduling.Requirements) {
-	prices := make(map[string]float64, len(types))
-	for _, it := range types {
-		prices[it.Name], _ = cheapestPrice(it, reqs)
-	}
-	slices.SortStableFunc(types, func(a, b *catalog.InstanceType) int {
-		return cmp.Or(cmp.Compare(prices[a.Name], prices[b.Name]), cmp.Compare(a.Name, b.Name))
-	})
 }

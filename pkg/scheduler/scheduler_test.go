@@ -423,27 +423,3 @@ func TestEmbeddedCatalogTooBigReason(t *testing.T) {
 	r := scheduler.Solve(in)
 	expectUnschedulable(t, r, "requests 200 vCPU; the largest allowed SKU in NodePool general (Standard_D")
 }
-
-func BenchmarkSolve(b *testing.B) {
-	c, err := catalog.Default("eastus")
-	if err != nil {
-		b.Fatal(err)
-	}
-	var ps []*corev1.Pod
-	for i := range 1000 {
-		ps = append(ps, pod(fmt.Sprintf("p%04d", i), fmt.Sprintf("%dm", 100+50*(i%10)), fmt.Sprintf("%dMi", 128+64*(i%8))))
-	}
-	in := scheduler.Input{
-		Pods:        ps,
-		NodePools:   []*karpv1.NodePool{nodePool("general", "default", req(karpv1.CapacityTypeLabelKey, corev1.NodeSelectorOpIn, karpv1.CapacityTypeOnDemand, karpv1.CapacityTypeSpot))},
-		NodeClasses: []*v1beta1.AKSNodeClass{nodeClass("default", 0)},
-		Catalog:     c,
-	}
-	b.ReportAllocs()
-	for b.Loop() {
-		r := scheduler.Solve(in)
-		if len(r.Unschedulable) > 0 {
-			b.Fatalf("unschedulable: %+v", r.Unschedulable[0])
-		}
-	}
-}

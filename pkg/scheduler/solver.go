@@ -3,11 +3,13 @@ package scheduler
 import (
 	"cmp"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/labels"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 	"sigs.k8s.io/karpenter/pkg/scheduling"
 	"sigs.k8s.io/karpenter/pkg/utils/resources"
@@ -17,145 +19,248 @@ import (
 )
 
 type solver struct {
-	pods     []*podInfo
+	res      *resIndex
+	dom      *domains
+	typeKeys map[string]bool
 	pools    []*pool
-	existing []*existing
-	claims   []*claim
+	// preferNoSchedule: some pool has a PreferNoSchedule taint, so pods
+	// may relax into tolerating it.
+	preferNoSchedule bool
+	counters         counters
+	groups           []*group
+	order            []pendingPod
+	// bins: existing capacity first, then new claims in creation order;
+	// active are those that may still take a pod.
+	bins    []*bin
+	active  []*bin
+	closed  int
+	minReq  resVec
+	current *corev1.Pod
+	// lastWhy is, per pool, why the last new claim could not take a pod
+	// for topology reasons.
+	lastWhy []string
 }
 
-// podInfo is a pending pod with what the solver needs precomputed.
-type podInfo struct {
-	pod      *corev1.Pod
-	requests corev1.ResourceList
-	// terms are the alternatives of its required node affinity (each ANDed
-	// with its nodeSelector); the pod fits a node matching any one.
-	terms []scheduling.Requirements
-	// termKeys identify each term textually, so a claim can skip re-filtering
-	// its instance types for a term it has already absorbed.
-	termKeys []string
-}
-
-func newPodInfo(pod *corev1.Pod) *podInfo {
-	p := &podInfo{pod: pod, requests: resources.RequestsForPods(pod)}
-	selector := fmt.Sprint(pod.Spec.NodeSelector) // fmt sorts map keys
-	var terms []corev1.NodeSelectorTerm
-	if a := pod.Spec.Affinity; a != nil && a.NodeAffinity != nil && a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution != nil {
-		terms = a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms
-	}
-	if len(terms) == 0 {
-		p.terms = []scheduling.Requirements{scheduling.NewLabelRequirements(pod.Spec.NodeSelector)}
-		p.termKeys = []string{selector}
-		return p
-	}
-	for _, t := range terms {
-		reqs := scheduling.NewLabelRequirements(pod.Spec.NodeSelector)
-		reqs.Add(scheduling.NewNodeSelectorRequirements(t.MatchExpressions...).Values()...)
-		p.terms = append(p.terms, reqs)
-		p.termKeys = append(p.termKeys, selector+fmt.Sprint(t.MatchExpressions))
-	}
-	return p
+type pendingPod struct {
+	pod *corev1.Pod
+	g   *group
+	req resVec
 }
 
 func newSolver(in Input) *solver {
-	s := &solver{}
+	s := &solver{
+		res:      newResIndex(),
+		dom:      &domains{zoneIdx: map[string]int{}, custom: map[string]*valueTable{}},
+		typeKeys: map[string]bool{},
+		counters: counters{byKey: map[string]*counter{}},
+	}
+	var rls []corev1.ResourceList
+	var pods []*corev1.Pod
 	for _, pod := range in.Pods {
-		s.pods = append(s.pods, newPodInfo(pod))
-	}
-	// First-fit decreasing: biggest pods first, then a stable name order.
-	slices.SortStableFunc(s.pods, func(a, b *podInfo) int {
-		return cmp.Or(
-			-a.requests.Cpu().Cmp(*b.requests.Cpu()),
-			-a.requests.Memory().Cmp(*b.requests.Memory()),
-			cmp.Compare(a.pod.Namespace, b.pod.Namespace),
-			cmp.Compare(a.pod.Name, b.pod.Name),
-		)
-	})
-	s.pools = newPools(in)
-	s.existing = newExisting(in, s.pools)
-	return s
-}
-
-func (s *solver) placeOnExisting(p *podInfo) bool {
-	for _, e := range s.existing {
-		if e.taints.ToleratesPod(p.pod) != nil || !resources.Fits(p.requests, e.available) {
+		if pod == nil {
 			continue
 		}
-		if !slices.ContainsFunc(p.terms, func(t scheduling.Requirements) bool { return e.compatible(t) }) {
-			continue
+		rl := resources.RequestsForPods(pod)
+		for n := range rl {
+			s.res.add(n)
 		}
-		e.available = resources.Subtract(e.available, p.requests)
-		e.placed = append(e.placed, p.pod)
-		return true
+		pods, rls = append(pods, pod), append(rls, rl)
 	}
-	return false
-}
-
-func (s *solver) placeOnNewClaim(p *podInfo) bool {
-	for _, c := range s.claims {
-		if c.add(p) {
-			return true
+	if in.Catalog != nil {
+		for _, z := range in.Catalog.Zones {
+			s.dom.zone(z)
+		}
+		for _, it := range in.Catalog.InstanceTypes {
+			if it == nil {
+				continue
+			}
+			for k := range it.Labels {
+				s.typeKeys[k] = true
+			}
+			for _, o := range it.Offerings {
+				s.dom.zone(o.Zone)
+			}
+		}
+		for _, k := range catalog.SKULabels {
+			s.typeKeys[k] = true
 		}
 	}
+	s.newPools(in)
+	s.lastWhy = make([]string, len(s.pools))
 	for _, pl := range s.pools {
-		if c := pl.open(p); c != nil {
-			s.claims = append(s.claims, c)
-			return true
+		s.preferNoSchedule = s.preferNoSchedule || pl.preferNoSchedule
+		for key, r := range pl.reqs {
+			if kindOf(key) == keyCustom {
+				t := s.dom.table(key)
+				for _, v := range r.Values() {
+					t.intern(v)
+				}
+			}
 		}
 	}
-	return false
-}
 
-// explain says why no pool could take p, pool by pool.
-func (s *solver) explain(p *podInfo) string {
-	if len(s.pools) == 0 {
-		return "no NodePool exists; create a karpenter.sh/v1 NodePool whose AKSNodeClass exists"
+	// Group identical pods; place biggest first (first-fit decreasing).
+	byKey := map[string]*group{}
+	volumes := newVolumes(in)
+	for i, pod := range pods {
+		req := s.res.vec(rls[i])
+		key := groupKey(pod, req)
+		g := byKey[key]
+		if g == nil {
+			g = &group{id: len(s.groups), pod: pod, ns: pod.Namespace, labels: labels.Set(pod.Labels), req: req, ports: podHostPorts(pod)}
+			g.volumeReqs, g.volumeErr = volumes.requirements(pod)
+			byKey[key] = g
+			s.groups = append(s.groups, g)
+		}
+		s.order = append(s.order, pendingPod{pod: pod, g: g, req: req})
 	}
-	var reasons []string
-	allTaints := true
-	for _, pl := range s.pools {
-		reason, taint := pl.explain(p)
-		allTaints = allTaints && taint
-		reasons = append(reasons, reason)
+	s.orderPods()
+	s.minReq = nil
+	for _, g := range s.groups {
+		if s.minReq == nil {
+			s.minReq = g.req.clone()
+		}
+		for i, v := range g.req {
+			s.minReq[i] = min(s.minReq[i], v)
+		}
 	}
-	if allTaints {
-		return "no NodePool tolerated: " + strings.Join(reasons, "; ")
-	}
-	return strings.Join(reasons, "; ")
-}
 
-// existing is a Node, or a NodeClaim whose Node has not joined yet.
-type existing struct {
-	node, claim string
-	reqs        scheduling.Requirements
-	// wellKnownMayBeUndefined is true for in-flight claims: their
-	// requirements leave some well-known labels open until launch.
-	wellKnownMayBeUndefined bool
-	taints                  scheduling.Taints
-	available               corev1.ResourceList
-	placed                  []*corev1.Pod
-}
-
-func (e *existing) compatible(t scheduling.Requirements) bool {
-	if e.wellKnownMayBeUndefined {
-		return e.reqs.Compatible(t, allowWellKnown) == nil
-	}
-	return e.reqs.Compatible(t) == nil
-}
-
-func newExisting(in Input, pools []*pool) []*existing {
-	poolsByName := map[string]*pool{}
-	for _, pl := range pools {
-		poolsByName[pl.np.Name] = pl
+	// Every counter any pod could use, so that each group knows which it
+	// affects.
+	for _, g := range s.groups {
+		s.internCounters(g.pod, g.ns)
+		reqAnti, _ := podAntiAffinity(g.pod)
+		for _, t := range reqAnti {
+			if c, err := s.counters.forTerm(t, g.ns, true); err == nil {
+				g.owned = append(g.owned, c)
+			}
+		}
 	}
 	bound := map[string][]*corev1.Pod{}
 	for _, pod := range in.BoundPods {
-		if pod.Spec.NodeName != "" && pod.Status.Phase != corev1.PodSucceeded && pod.Status.Phase != corev1.PodFailed {
-			bound[pod.Spec.NodeName] = append(bound[pod.Spec.NodeName], pod)
+		if pod == nil || pod.Spec.NodeName == "" || pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
+			continue
 		}
+		bound[pod.Spec.NodeName] = append(bound[pod.Spec.NodeName], pod)
+		reqAnti, _ := podAntiAffinity(pod)
+		for _, t := range reqAnti {
+			_, _ = s.counters.forTerm(t, pod.Namespace, true)
+		}
+	}
+	for _, g := range s.groups {
+		for _, c := range s.counters.all {
+			if !c.matches(g.ns, g.labels) {
+				continue
+			}
+			if c.owners {
+				g.blockers = append(g.blockers, c)
+			} else {
+				g.matched = append(g.matched, c)
+			}
+		}
+	}
+	s.newExisting(in, bound)
+	return s
+}
+
+// orderPods sorts pods biggest first, size being CPU and memory at the
+// dual prices of the LP that covers them all with the first usable pool's
+// types, and then interleaves big and small so that the running average
+// size stays at the overall average. First-fit then fills each claim with
+// the workload's mix: a claim of the most cost-efficient type runs out of
+// CPU and memory together instead of running out of pod slots on a tail of
+// small pods.
+func (s *solver) orderPods() {
+	var yCPU, yMem float64
+	total := make(resVec, len(s.res.names))
+	for _, p := range s.order {
+		total.addInPlace(p.req)
+	}
+	for _, pl := range s.pools {
+		if pl.invalid == "" && len(pl.types) > 0 {
+			yCPU, yMem = lpDuals(pl.types, float64(total[rCPU]), float64(total[rMemory]))
+			break
+		}
+	}
+	// A resource the LP does not price (it has slack) still has to fit:
+	// weigh each by its share of the total so neither clusters.
+	cpuW, memW := 0.0, 0.0
+	if total[rCPU] > 0 {
+		cpuW = 1 / float64(total[rCPU])
+	}
+	if total[rMemory] > 0 {
+		memW = 1 / float64(total[rMemory])
+	}
+	if value := yCPU*float64(total[rCPU]) + yMem*float64(total[rMemory]); value > 0 {
+		// Dual prices, as shares of the fleet's value, plus the even weights.
+		cpuW += yCPU / value
+		memW += yMem / value
+	}
+	size := func(p pendingPod) float64 { return cpuW*float64(p.req[rCPU]) + memW*float64(p.req[rMemory]) }
+	slices.SortStableFunc(s.order, func(a, b pendingPod) int {
+		return cmp.Or(-cmp.Compare(size(a), size(b)), -cmp.Compare(a.req[rCPU], b.req[rCPU]), -cmp.Compare(a.req[rMemory], b.req[rMemory]),
+			cmp.Compare(a.pod.Namespace, b.pod.Namespace), cmp.Compare(a.pod.Name, b.pod.Name))
+	})
+	if len(s.order) < 3 {
+		return
+	}
+	sum := 0.0
+	for _, p := range s.order {
+		sum += size(p)
+	}
+	avg := sum / float64(len(s.order))
+	out := make([]pendingPod, 0, len(s.order))
+	front, back, taken := 0, len(s.order)-1, 0.0
+	for front <= back {
+		if taken <= avg*float64(len(out)) {
+			out = append(out, s.order[front])
+			taken += size(s.order[front])
+			front++
+		} else {
+			out = append(out, s.order[back])
+			taken += size(s.order[back])
+			back--
+		}
+	}
+	s.order = out
+}
+
+// internCounters creates the counters of every topology rule of pod.
+func (s *solver) internCounters(pod *corev1.Pod, ns string) {
+	for _, tsc := range pod.Spec.TopologySpreadConstraints {
+		var extra map[string]string
+		for _, k := range tsc.MatchLabelKeys {
+			if v, ok := pod.Labels[k]; ok {
+				if extra == nil {
+					extra = map[string]string{}
+				}
+				extra[k] = v
+			}
+		}
+		_, _ = s.counters.get(tsc.TopologyKey, tsc.LabelSelector, extra, false, []string{ns}, false)
+	}
+	reqAff, prefAff := podAffinity(pod)
+	reqAnti, prefAnti := podAntiAffinity(pod)
+	for _, terms := range [][]corev1.PodAffinityTerm{reqAff, prefAff, reqAnti, prefAnti} {
+		for _, t := range terms {
+			_, _ = s.counters.forTerm(t, ns, false)
+		}
+	}
+}
+
+// newExisting makes bins of Nodes and in-flight NodeClaims, and counts the
+// pods bound to them.
+func (s *solver) newExisting(in Input, bound map[string][]*corev1.Pod) {
+	poolIdx := map[string]int{}
+	for i, pl := range s.pools {
+		poolIdx[pl.np.Name] = i
 	}
 	nodes := map[string]*corev1.Node{}
 	nodesByProviderID := map[string]*corev1.Node{}
 	for _, n := range in.Nodes {
+		if n == nil {
+			continue
+		}
 		nodes[n.Name] = n
 		if n.Spec.ProviderID != "" {
 			nodesByProviderID[n.Spec.ProviderID] = n
@@ -164,6 +269,9 @@ func newExisting(in Input, pools []*pool) []*existing {
 	claimOfNode := map[string]*karpv1.NodeClaim{}
 	var inFlight []*karpv1.NodeClaim
 	for _, nc := range in.NodeClaims {
+		if nc == nil {
+			continue
+		}
 		n := nodes[nc.Status.NodeName]
 		if n == nil && nc.Status.ProviderID != "" {
 			n = nodesByProviderID[nc.Status.ProviderID]
@@ -174,55 +282,109 @@ func newExisting(in Input, pools []*pool) []*existing {
 			inFlight = append(inFlight, nc)
 		}
 	}
-
-	var out []*existing
-	for _, n := range sortedBy(in.Nodes, func(n *corev1.Node) string { return n.Name }) {
+	for _, n := range sortedBy(slices.Collect(func(yield func(*corev1.Node) bool) {
+		for _, n := range nodes {
+			if !yield(n) {
+				return
+			}
+		}
+	}), func(n *corev1.Node) string { return n.Name }) {
 		if n.Spec.Unschedulable || n.DeletionTimestamp != nil {
 			continue
 		}
-		e := &existing{node: n.Name, reqs: scheduling.NewLabelRequirements(n.Labels)}
+		b := &bin{id: len(s.bins), node: n.Name, labels: labels.Set(n.Labels), reqs: scheduling.NewLabelRequirements(n.Labels), compat: map[string]bool{}}
 		var startup []corev1.Taint
 		if nc := claimOfNode[n.Name]; nc != nil {
-			e.claim = nc.Name
+			b.claimName = nc.Name
 			startup = nc.Spec.StartupTaints
 		}
 		for _, t := range n.Spec.Taints {
 			// Taints that go away once a node is up do not keep pods off it.
 			if !scheduling.IsKnownEphemeralTaint(&t) && !slices.ContainsFunc(startup, func(st corev1.Taint) bool { return st.MatchTaint(&t) }) {
-				e.taints = append(e.taints, t)
+				b.taints = append(b.taints, t)
 			}
 		}
-		e.available = resources.Subtract(n.Status.Allocatable, resources.RequestsForPods(bound[n.Name]...))
-		out = append(out, e)
+		if z, ok := n.Labels[corev1.LabelTopologyZone]; ok {
+			if i := s.dom.zone(z); i >= 0 {
+				b.zones = 1 << i
+			}
+		}
+		if ct, ok := n.Labels[karpv1.CapacityTypeLabelKey]; ok {
+			b.cts = 1 << ctIndex(ct)
+		}
+		b.maxRoom = s.res.vec(resources.Subtract(n.Status.Allocatable, resources.RequestsForPods(bound[n.Name]...)))
+		b.used = make(resVec, len(s.res.names))
+		s.addBin(b)
+		for _, pod := range bound[n.Name] {
+			s.countBound(b, pod)
+		}
 	}
 	for _, nc := range sortedBy(inFlight, func(nc *karpv1.NodeClaim) string { return nc.Name }) {
-		pl := poolsByName[nc.Labels[karpv1.NodePoolLabelKey]]
+		var pl *pool
+		if i, ok := poolIdx[nc.Labels[karpv1.NodePoolLabelKey]]; ok {
+			pl = s.pools[i]
+		}
 		reqs := scheduling.NewNodeSelectorRequirementsWithMinValues(nc.Spec.Requirements...)
 		reqs.Add(scheduling.NewLabelRequirements(nc.Labels).Values()...)
 		available := inFlightAllocatable(nc, reqs, pl, in.Catalog)
 		if available == nil {
 			continue // neither launched nor naming a known instance type: no capacity to count on
 		}
-		// Daemonset pods will land there too, and allocatable is reported
-		// before they run.
-		if pl != nil {
-			available = resources.Subtract(available, pl.daemon)
+		b := &bin{id: len(s.bins), claimName: nc.Name, labels: labels.Set(nc.Labels), reqs: reqs, inFlight: true, taints: nc.Spec.Taints, compat: map[string]bool{}}
+		zr := reqs.Get(corev1.LabelTopologyZone)
+		for i, z := range s.dom.zones {
+			if zr.Has(z) {
+				b.zones |= 1 << i
+			}
 		}
-		available = resources.Subtract(available, resources.RequestsForPods(bound[nc.Status.NodeName]...))
-		out = append(out, &existing{
-			claim: nc.Name, reqs: reqs, taints: nc.Spec.Taints, available: available,
-			wellKnownMayBeUndefined: true,
-		})
+		ctr := reqs.Get(karpv1.CapacityTypeLabelKey)
+		for i, ct := range capacityTypes {
+			if ctr.Has(ct) {
+				b.cts |= 1 << i
+			}
+		}
+		b.maxRoom = s.res.vec(resources.Subtract(available, resources.RequestsForPods(bound[nc.Status.NodeName]...)))
+		b.used = make(resVec, len(s.res.names))
+		s.addBin(b)
 	}
-	return out
+}
+
+func (s *solver) addBin(b *bin) {
+	b.id = len(s.bins)
+	s.bins = append(s.bins, b)
+	s.active = append(s.active, b)
+}
+
+// countBound records an already running pod in the topology counters.
+func (s *solver) countBound(b *bin, pod *corev1.Pod) {
+	set := labels.Set(pod.Labels)
+	for _, c := range s.counters.all {
+		if !c.owners && c.matches(pod.Namespace, set) {
+			s.count(b, c, 1)
+		}
+	}
+	reqAnti, _ := podAntiAffinity(pod)
+	for _, t := range reqAnti {
+		if c, err := s.counters.forTerm(t, pod.Namespace, true); err == nil {
+			s.count(b, c, 1)
+		}
+	}
 }
 
 // inFlightAllocatable is a launched claim's reported allocatable, else the
 // smallest of the instance types its requirements allow (component-wise, so
-// whichever one launches has at least that much).
+// whichever one launches has at least that much), less daemonsets.
 func inFlightAllocatable(nc *karpv1.NodeClaim, reqs scheduling.Requirements, pl *pool, c *catalog.Catalog) corev1.ResourceList {
+	var daemon corev1.ResourceList
+	if pl != nil {
+		var ds []corev1.ResourceList
+		for _, t := range pl.types {
+			ds = append(ds, t.daemon)
+		}
+		daemon = resources.MaxResources(ds...)
+	}
 	if len(nc.Status.Allocatable) > 0 {
-		return nc.Status.Allocatable.DeepCopy()
+		return resources.Subtract(nc.Status.Allocatable, daemon)
 	}
 	if c == nil || !reqs.Has(corev1.LabelInstanceTypeStable) {
 		return nil
@@ -240,7 +402,7 @@ func inFlightAllocatable(nc *karpv1.NodeClaim, reqs scheduling.Requirements, pl 
 	if len(allocs) == 0 {
 		return nil
 	}
-	return resources.MinResources(allocs...)
+	return resources.Subtract(resources.MinResources(allocs...), daemon)
 }
 
 func sortedBy[T any](in []T, key func(T) string) []T {
@@ -249,15 +411,258 @@ func sortedBy[T any](in []T, key func(T) string) []T {
 	return out
 }
 
-// fitsLimits reports whether capacity stays within remaining for every
-// limited resource.
-func fitsLimits(capacity, remaining corev1.ResourceList) bool {
-	for name, left := range remaining {
-		if q, ok := capacity[name]; ok && q.Cmp(left) > 0 {
+// place puts the current pod of g somewhere, relaxing preferences in
+// Karpenter's order until it fits.
+func (s *solver) place(g *group) bool {
+	for lvl := g.level; ; lvl++ {
+		v := s.variantAt(g, lvl)
+		if v == nil {
+			return false
+		}
+		if v.err != "" || g.volumeErr != "" {
+			continue
+		}
+		if s.placeVariant(v) {
+			g.level = lvl
+			return true
+		}
+	}
+}
+
+func (s *solver) placeVariant(v *variant) bool {
+	for _, b := range s.active {
+		if b.closed {
+			continue
+		}
+		if ok, _ := s.try(b, v, true); ok {
+			s.maybeClose(b)
+			return true
+		}
+	}
+	for i, pl := range s.pools {
+		if b := s.open(pl, i, v); b != nil {
+			s.addBin(b)
+			s.maybeClose(b)
+			return true
+		}
+	}
+	return false
+}
+
+// maybeClose retires a bin that cannot take even the smallest pending pod.
+func (s *solver) maybeClose(b *bin) {
+	if fitsSum(b.used, s.minReq, b.maxRoom) {
+		return
+	}
+	b.closed = true
+	s.closed++
+	if s.closed > 64 && s.closed > len(s.active)/2 {
+		s.active = slices.DeleteFunc(s.active, func(b *bin) bool { return b.closed })
+		s.closed = 0
+	}
+}
+
+// open starts a new claim in pool i for one pod of v, or returns nil.
+func (s *solver) open(pl *pool, i int, v *variant) *bin {
+	vp := s.variantPool(v, i)
+	if !vp.ok || !v.toleratesPool(pl, i) || !v.g.req.fitsIn(vp.maxRoom) {
+		return nil
+	}
+	var opts []*ptype
+	maxRoom := make(resVec, len(s.res.names))
+	for _, t := range s.byEfficiency(pl) {
+		if vp.types.has(t.idx) && v.g.req.fitsIn(t.room) && withinLimits(pl, t) {
+			opts = append(opts, t)
+			maxRoom.maxInPlace(t.room)
+		}
+	}
+	if len(opts) == 0 {
+		return nil
+	}
+	b := &bin{claim: true, id: len(s.bins), pool: pl, poolIdx: i, types: vp.types, zones: vp.zones, cts: vp.cts,
+		custom: vp.custom, customKeys: map[string]bool{}, absorbed: map[*poolVariant]bool{},
+		opts: opts, maxRoom: maxRoom, used: make(resVec, len(s.res.names))}
+	ok, failed := s.try(b, v, true)
+	if !ok {
+		s.lastWhy[i] = ""
+		if failed != nil {
+			s.lastWhy[i] = failed.desc + " leaves no domain for the pod on a new node"
+		}
+		return nil
+	}
+	return b
+}
+
+// byEfficiency is the pool's types, most cost-efficient first: value is
+// room priced at the dual prices of the LP that covers all pending pods'
+// CPU and memory with this pool's types, over the type's cheapest price.
+// A type the LP would buy scores 1; claims pack to the best one that fits.
+func (s *solver) byEfficiency(pl *pool) []*ptype {
+	if pl.byEfficiency != nil {
+		return pl.byEfficiency
+	}
+	total := make(resVec, len(s.res.names))
+	for _, p := range s.order {
+		total.addInPlace(p.req)
+	}
+	yCPU, yMem := lpDuals(pl.types, float64(total[rCPU]), float64(total[rMemory]))
+	eff := make(map[*ptype]float64, len(pl.types))
+	for _, t := range pl.types {
+		if price, ok := t.cheapest(^uint64(0)); ok && price > 0 {
+			eff[t] = (yCPU*float64(t.room[rCPU]) + yMem*float64(t.room[rMemory])) / price
+		}
+	}
+	pl.byEfficiency = slices.Clone(pl.types)
+	slices.SortStableFunc(pl.byEfficiency, func(a, b *ptype) int {
+		return cmp.Compare(eff[b], eff[a]) // ties keep the largest-first order
+	})
+	return pl.byEfficiency
+}
+
+// lpDuals solves min Σ price·x s.t. Σ room_cpu·x ≥ cpu, Σ room_mem·x ≥ mem
+// (an optimum uses one type or two) and returns the dual prices of CPU and
+// memory at the optimum.
+func lpDuals(types []*ptype, cpu, mem float64) (yCPU, yMem float64) {
+	type col struct{ c, m, p float64 }
+	var cols []col
+	for _, t := range types {
+		if price, ok := t.cheapest(^uint64(0)); ok && price > 0 && t.room[rCPU] > 0 && t.room[rMemory] > 0 {
+			cols = append(cols, col{float64(t.room[rCPU]), float64(t.room[rMemory]), price})
+		}
+	}
+	if len(cols) == 0 || (cpu <= 0 && mem <= 0) {
+		return 0, 0
+	}
+	best := math.Inf(1)
+	for _, a := range cols {
+		if cost := a.p * math.Max(cpu/a.c, mem/a.m); cost < best {
+			best = cost
+			if cpu/a.c >= mem/a.m {
+				yCPU, yMem = a.p/a.c, 0
+			} else {
+				yCPU, yMem = 0, a.p/a.m
+			}
+		}
+	}
+	for i, a := range cols {
+		for _, d := range cols[i+1:] {
+			det := a.c*d.m - d.c*a.m
+			if det == 0 {
+				continue
+			}
+			xa, xd := (cpu*d.m-d.c*mem)/det, (a.c*mem-cpu*a.m)/det
+			if xa < 0 || xd < 0 {
+				continue
+			}
+			if cost := xa*a.p + xd*d.p; cost < best {
+				best = cost
+				// a·y = price for both columns.
+				yCPU, yMem = (a.p*d.m-d.p*a.m)/det, (a.c*d.p-d.c*a.p)/det
+			}
+		}
+	}
+	return yCPU, yMem
+}
+
+func withinLimits(pl *pool, t *ptype) bool {
+	for j, c := range t.limitCap {
+		if c > pl.limitLeft[j] {
 			return false
 		}
 	}
 	return true
+}
+
+// explain says why no pool could take the current pod of g, pool by pool.
+func (s *solver) explain(g *group) string {
+	if g.volumeErr != "" {
+		return g.volumeErr
+	}
+	v := g.variants[len(g.variants)-1]
+	if v.err != "" {
+		return v.err
+	}
+	if len(s.pools) == 0 {
+		return "no NodePool exists; create a karpenter.sh/v1 NodePool whose AKSNodeClass exists"
+	}
+	var reasons []string
+	allTaints := true
+	for i, pl := range s.pools {
+		reason, taint := s.explainPool(pl, i, v)
+		allTaints = allTaints && taint
+		reasons = append(reasons, reason)
+	}
+	if allTaints {
+		return "no NodePool tolerated: " + strings.Join(reasons, "; ")
+	}
+	return strings.Join(reasons, "; ")
+}
+
+func (s *solver) explainPool(pl *pool, i int, v *variant) (reason string, taint bool) {
+	if pl.invalid != "" {
+		return pl.invalid, false
+	}
+	if !v.toleratesPool(pl, i) {
+		return fmt.Sprintf("NodePool %s: %v", pl.np.Name, pl.taints.Tolerates(v.tolerations)), true
+	}
+	vp := s.variantPool(v, i)
+	if !vp.ok {
+		return vp.why, false
+	}
+	var allowed []*ptype
+	for _, t := range pl.types {
+		if vp.types.has(t.idx) {
+			allowed = append(allowed, t)
+		}
+	}
+	if len(allowed) == 0 {
+		return fmt.Sprintf("NodePool %s: no instance type in the catalog matches both the NodePool's and the pod's requirements (%s)", pl.np.Name, vp.reqs), false
+	}
+	fitting := slices.DeleteFunc(slices.Clone(allowed), func(t *ptype) bool { return !v.g.req.fitsIn(t.room) })
+	if len(fitting) == 0 {
+		return s.tooBig(pl, v.g, allowed), false
+	}
+	if !slices.ContainsFunc(fitting, func(t *ptype) bool { return withinLimits(pl, t) }) {
+		return fmt.Sprintf("NodePool %s: launching another node would exceed its limits (%s)", pl.np.Name, resources.String(pl.limits)), false
+	}
+	if s.lastWhy[i] != "" {
+		return fmt.Sprintf("NodePool %s: %s", pl.np.Name, s.lastWhy[i]), false
+	}
+	if pl.minValues != nil && !satisfiesMinValues(fitting, pl.minValues) {
+		return fmt.Sprintf("NodePool %s: fewer instance types fit the pod than the requirements' minValues ask for", pl.np.Name), false
+	}
+	return fmt.Sprintf("NodePool %s: no instance type fits the pod", pl.np.Name), false
+}
+
+// tooBig names the first requested resource no allowed type has enough of.
+func (s *solver) tooBig(pl *pool, g *group, allowed []*ptype) string {
+	for i, name := range s.res.names {
+		want := g.req[i]
+		var best *ptype
+		for _, t := range allowed {
+			if best == nil || t.room[i] > best.room[i] {
+				best = t
+			}
+		}
+		if want <= best.room[i] {
+			continue
+		}
+		if name == corev1.ResourcePods {
+			return fmt.Sprintf("NodePool %s: its nodes take at most %d pods (AKSNodeClass maxPods) after daemonsets", pl.np.Name, best.room[i])
+		}
+		capacity := best.it.Capacity[name]
+		return fmt.Sprintf("requests %s; the largest allowed SKU in NodePool %s (%s) has %s, %s after AKS reservations and daemonsets",
+			describe(name, quantity(name, want)), pl.np.Name, best.it.Name, describe(name, capacity), describe(name, quantity(name, best.room[i])))
+	}
+	return fmt.Sprintf("requests %s together; no allowed SKU in NodePool %s has all of it after AKS reservations and daemonsets",
+		resources.String(s.res.list(g.req)), pl.np.Name)
+}
+
+func quantity(name corev1.ResourceName, v int64) resource.Quantity {
+	if name == corev1.ResourceCPU {
+		return *resource.NewMilliQuantity(v, resource.DecimalSI)
+	}
+	return *resource.NewQuantity(v, resource.BinarySI)
 }
 
 func describe(name corev1.ResourceName, q resource.Quantity) string {
@@ -268,4 +673,76 @@ func describe(name corev1.ResourceName, q resource.Quantity) string {
 		return fmt.Sprintf("%.1fGi memory", q.AsApproximateFloat64()/(1<<30))
 	}
 	return fmt.Sprintf("%s %s", q.String(), name)
+}
+
+// plan turns a packed claim into its NodeClaimPlan.
+func (s *solver) plan(b *bin) *NodeClaimPlan {
+	pl := b.pool
+	reqs := copyRequirements(pl.reqs)
+	for _, vp := range sortedVariants(b.absorbed) {
+		reqs.Add(vp.reqs.Values()...)
+	}
+	reqs.Add(b.custom.Values()...)
+	var zones []string
+	for i, z := range s.dom.zones {
+		if b.zones&(1<<i) != 0 && z != "" {
+			zones = append(zones, z)
+		}
+	}
+	if len(zones) > 0 {
+		reqs.Add(scheduling.NewRequirement(corev1.LabelTopologyZone, corev1.NodeSelectorOpIn, zones...))
+	}
+	var cts []string
+	for i, ct := range capacityTypes {
+		if b.cts&(1<<i) != 0 {
+			cts = append(cts, ct)
+		}
+	}
+	reqs.Add(scheduling.NewRequirement(karpv1.CapacityTypeLabelKey, corev1.NodeSelectorOpIn, cts...))
+	// Options cheapest first (at their cheapest allowed offering), then by name.
+	offers := offerMask(b.zones, b.cts)
+	type option struct {
+		t     *ptype
+		price float64
+	}
+	opts := make([]option, 0, len(b.opts))
+	for _, t := range b.opts {
+		if price, ok := t.cheapest(offers); ok {
+			opts = append(opts, option{t, price})
+		}
+	}
+	slices.SortFunc(opts, func(a, b option) int {
+		return cmp.Or(cmp.Compare(a.price, b.price), cmp.Compare(a.t.it.Name, b.t.it.Name))
+	})
+	types := make([]*catalog.InstanceType, len(opts))
+	names := make([]string, len(opts))
+	for i, o := range opts {
+		types[i], names[i] = o.t.it, o.t.it.Name
+	}
+	reqs.Add(scheduling.NewRequirement(corev1.LabelInstanceTypeStable, corev1.NodeSelectorOpIn, names...))
+	var daemon corev1.ResourceList
+	if len(opts) > 0 {
+		daemon = opts[0].t.daemon
+	}
+	pods := slices.Clone(b.pods)
+	slices.SortStableFunc(pods, func(a, b *corev1.Pod) int {
+		return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
+	})
+	return &NodeClaimPlan{
+		NodePool:      pl.np,
+		NodeClass:     pl.class,
+		Pods:          pods,
+		Requirements:  reqs,
+		InstanceTypes: types,
+		Requests:      resources.Merge(s.res.list(b.used), daemon),
+	}
+}
+
+func sortedVariants(m map[*poolVariant]bool) []*poolVariant {
+	out := make([]*poolVariant, 0, len(m))
+	for vp := range m {
+		out = append(out, vp)
+	}
+	slices.SortFunc(out, func(a, b *poolVariant) int { return cmp.Compare(requirementsKey(a.reqs), requirementsKey(b.reqs)) })
+	return out
 }

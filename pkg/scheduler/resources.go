@@ -1,0 +1,137 @@
+package scheduler
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+)
+
+// resVec is a resource list as integers, indexed by a resIndex: cpu in
+// millicores, everything else in whole units (bytes, pods, GPUs). The hot
+// paths compare these instead of resource.Quantity maps.
+type resVec []int64
+
+const (
+	rCPU = iota
+	rMemory
+	rPods
+)
+
+// resIndex numbers the resources that matter in one solve: cpu, memory,
+// pods, then every other resource a pending pod requests.
+type resIndex struct {
+	names []corev1.ResourceName
+	index map[corev1.ResourceName]int
+}
+
+func newResIndex() *resIndex {
+	ri := &resIndex{index: map[corev1.ResourceName]int{}}
+	for _, n := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory, corev1.ResourcePods} {
+		ri.add(n)
+	}
+	return ri
+}
+
+func (ri *resIndex) add(n corev1.ResourceName) {
+	if _, ok := ri.index[n]; !ok {
+		ri.index[n] = len(ri.names)
+		ri.names = append(ri.names, n)
+	}
+}
+
+func quantityValue(n corev1.ResourceName, q resource.Quantity) int64 {
+	if n == corev1.ResourceCPU {
+		return q.MilliValue()
+	}
+	return q.Value()
+}
+
+// vec converts rl; resources outside the index are dropped.
+func (ri *resIndex) vec(rl corev1.ResourceList) resVec {
+	v := make(resVec, len(ri.names))
+	for n, q := range rl {
+		if i, ok := ri.index[n]; ok {
+			v[i] = quantityValue(n, q)
+		}
+	}
+	return v
+}
+
+// list converts v back, leaving out zeros except cpu and memory.
+func (ri *resIndex) list(v resVec) corev1.ResourceList {
+	rl := corev1.ResourceList{}
+	for i, n := range ri.names {
+		if v[i] == 0 && i > rMemory {
+			continue
+		}
+		if n == corev1.ResourceCPU {
+			rl[n] = *resource.NewMilliQuantity(v[i], resource.DecimalSI)
+		} else if n == corev1.ResourceMemory || n == corev1.ResourceEphemeralStorage {
+			rl[n] = *resource.NewQuantity(v[i], resource.BinarySI)
+		} else {
+			rl[n] = *resource.NewQuantity(v[i], resource.DecimalSI)
+		}
+	}
+	return rl
+}
+
+// fitsSum reports whether used+add fits in room.
+func fitsSum(used, add, room resVec) bool {
+	for i, a := range add {
+		if used[i]+a > room[i] {
+			return false
+		}
+	}
+	return true
+}
+
+func (v resVec) fitsIn(room resVec) bool {
+	for i, x := range v {
+		if x > room[i] {
+			return false
+		}
+	}
+	return true
+}
+
+func (v resVec) addInPlace(a resVec) {
+	for i := range a {
+		v[i] += a[i]
+	}
+}
+
+func (v resVec) clone() resVec { return append(resVec(nil), v...) }
+
+// maxInPlace raises v to a component-wise.
+func (v resVec) maxInPlace(a resVec) {
+	for i := range a {
+		if a[i] > v[i] {
+			v[i] = a[i]
+		}
+	}
+}
+
+// bitset is a set of small integers (instance-type indexes in a pool).
+type bitset []uint64
+
+func newBitset(n int) bitset { return make(bitset, (n+63)/64) }
+
+func (b bitset) set(i int)      { b[i/64] |= 1 << (i % 64) }
+func (b bitset) has(i int) bool { return b[i/64]&(1<<(i%64)) != 0 }
+
+// subsetOf reports whether every member of b is in o.
+func (b bitset) subsetOf(o bitset) bool {
+	for i := range b {
+		if b[i]&^o[i] != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+func (b bitset) and(o bitset) bitset {
+	out := make(bitset, len(b))
+	for i := range b {
+		out[i] = b[i] & o[i]
+	}
+	return out
+}

@@ -1,0 +1,200 @@
+package scheduler
+
+import (
+	"fmt"
+	"math/bits"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
+)
+
+// Topology keys fall in four kinds. Zones, capacity types and custom label
+// values are small sets held as bit masks (at most 64 values per key);
+// hostname domains are bins (one node each).
+type keyKind uint8
+
+const (
+	keyZone keyKind = iota
+	keyCapacityType
+	keyHostname
+	keyCustom
+)
+
+const maxDomains = 64
+
+// domains interns the values of every topology key.
+type domains struct {
+	zones   []string
+	zoneIdx map[string]int
+	custom  map[string]*valueTable
+}
+
+type valueTable struct {
+	values []string
+	index  map[string]int
+}
+
+func (t *valueTable) intern(v string) int {
+	if i, ok := t.index[v]; ok {
+		return i
+	}
+	if len(t.values) >= maxDomains {
+		return -1
+	}
+	t.index[v] = len(t.values)
+	t.values = append(t.values, v)
+	return len(t.values) - 1
+}
+
+func (d *domains) zone(z string) int {
+	if i, ok := d.zoneIdx[z]; ok {
+		return i
+	}
+	if len(d.zones) >= 32 { // offering bits are zone*2+ct in 64 bits
+		return -1
+	}
+	d.zoneIdx[z] = len(d.zones)
+	d.zones = append(d.zones, z)
+	return len(d.zones) - 1
+}
+
+func (d *domains) table(key string) *valueTable {
+	t := d.custom[key]
+	if t == nil {
+		t = &valueTable{index: map[string]int{}}
+		d.custom[key] = t
+	}
+	return t
+}
+
+func kindOf(key string) keyKind {
+	switch key {
+	case corev1.LabelTopologyZone:
+		return keyZone
+	case karpv1.CapacityTypeLabelKey:
+		return keyCapacityType
+	case corev1.LabelHostname:
+		return keyHostname
+	}
+	return keyCustom
+}
+
+// counter counts pods per domain of one topology key: the pods matching a
+// selector in some namespaces (for spread, affinity and anti-affinity), or,
+// when owners is set, the pods that carry a required anti-affinity term with
+// that selector (pods matching it must stay out of those domains).
+type counter struct {
+	key      string
+	kind     keyKind
+	owners   bool
+	allNS    bool
+	ns       []string
+	selector labels.Selector
+	// counts per domain index; for hostname, per bin id.
+	counts []int32
+	total  int32
+	desc   string
+}
+
+func (c *counter) count(d int) int32 {
+	if d < len(c.counts) {
+		return c.counts[d]
+	}
+	return 0
+}
+
+func (c *counter) add(d int, n int32) {
+	if d >= len(c.counts) {
+		c.counts = append(c.counts, make([]int32, d+1-len(c.counts))...)
+	}
+	c.counts[d] += n
+	c.total += n
+}
+
+func (c *counter) matches(ns string, l labels.Set) bool {
+	if !c.allNS && !slices.Contains(c.ns, ns) {
+		return false
+	}
+	return c.selector.Matches(l)
+}
+
+// counters interns counters by what they count.
+type counters struct {
+	byKey map[string]*counter
+	all   []*counter
+}
+
+// get returns the counter for an affinity term of a pod in namespace ns.
+func (cs *counters) forTerm(t corev1.PodAffinityTerm, ns string, owners bool) (*counter, error) {
+	var nss []string
+	allNS := false
+	switch {
+	case t.NamespaceSelector != nil && len(t.NamespaceSelector.MatchLabels) == 0 && len(t.NamespaceSelector.MatchExpressions) == 0:
+		allNS = true // {} selects every namespace
+	case t.NamespaceSelector != nil:
+		// Namespace labels are not part of the snapshot; count every
+		// namespace, which is exact for anti-affinity's safety.
+		allNS = true
+	case len(t.Namespaces) > 0:
+		nss = slices.Clone(t.Namespaces)
+	default:
+		nss = []string{ns}
+	}
+	slices.Sort(nss)
+	return cs.get(t.TopologyKey, t.LabelSelector, nil, allNS, nss, owners)
+}
+
+func (cs *counters) get(key string, ls *metav1.LabelSelector, extra map[string]string, allNS bool, nss []string, owners bool) (*counter, error) {
+	sel := labels.Nothing()
+	if ls != nil {
+		var err error
+		if sel, err = metav1.LabelSelectorAsSelector(ls); err != nil {
+			return nil, err
+		}
+		if len(extra) > 0 {
+			reqs, _ := labels.SelectorFromSet(extra).Requirements()
+			sel = sel.Add(reqs...)
+		}
+	}
+	id := fmt.Sprintf("%t|%s|%t|%s|%s", owners, key, allNS, strings.Join(nss, ","), sel.String())
+	if c, ok := cs.byKey[id]; ok {
+		return c, nil
+	}
+	c := &counter{key: key, kind: kindOf(key), owners: owners, allNS: allNS, ns: nss, selector: sel}
+	c.desc = fmt.Sprintf("%s pods matching %q", key, sel.String())
+	cs.byKey[id] = c
+	cs.all = append(cs.all, c)
+	return c, nil
+}
+
+type constraintKind uint8
+
+const (
+	spread constraintKind = iota
+	affinity
+	antiAffinity
+	// blocked: pods matching a placed pod's required anti-affinity.
+	blocked
+)
+
+// constraint is one topology rule a pod variant must satisfy.
+type constraint struct {
+	kind       constraintKind
+	c          *counter
+	maxSkew    int32
+	minDomains int32
+	// self is 1 when the pod matches the counter's selector.
+	self        int32
+	honorTaints bool
+	desc        string
+	// universe caches the domains a spread constraint counts (mask), per
+	// variant; valid once universeSet.
+	universe    uint64
+	universeSet bool
+}
+
+func popcount(m uint64) int { return bits.OnesCount64(m) }

@@ -1,0 +1,122 @@
+package scheduler
+
+import (
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	"sigs.k8s.io/karpenter/pkg/scheduling"
+)
+
+// azureDiskZoneKey is the zone label the Azure Disk CSI driver writes into
+// PV node affinity; AKS nodes carry it with the same value as the
+// well-known zone label, which is what NodePools select on.
+const azureDiskZoneKey = "topology.disk.csi.azure.com/zone"
+
+// volumes resolves a pod's PVCs to the topology they pin it to: a bound
+// PV's node affinity, or an unbound claim's StorageClass
+// allowedTopologies. Kinds absent from the snapshot are not enforced, so a
+// caller that does not list PVs is not punished for it.
+type volumes struct {
+	pvcs      map[string]*corev1.PersistentVolumeClaim
+	pvs       map[string]*corev1.PersistentVolume
+	classes   map[string]*storagev1.StorageClass
+	defaultSC *storagev1.StorageClass
+	havePVCs  bool
+}
+
+func newVolumes(in Input) *volumes {
+	v := &volumes{pvcs: map[string]*corev1.PersistentVolumeClaim{}, pvs: map[string]*corev1.PersistentVolume{}, classes: map[string]*storagev1.StorageClass{}}
+	for _, pvc := range in.PersistentVolumeClaims {
+		if pvc != nil {
+			v.pvcs[pvc.Namespace+"/"+pvc.Name] = pvc
+			v.havePVCs = true
+		}
+	}
+	for _, pv := range in.PersistentVolumes {
+		if pv != nil {
+			v.pvs[pv.Name] = pv
+		}
+	}
+	for _, sc := range in.StorageClasses {
+		if sc == nil {
+			continue
+		}
+		v.classes[sc.Name] = sc
+		if sc.Annotations["storageclass.kubernetes.io/is-default-class"] == "true" {
+			v.defaultSC = sc
+		}
+	}
+	return v
+}
+
+func (v *volumes) requirements(pod *corev1.Pod) (scheduling.Requirements, string) {
+	var reqs scheduling.Requirements
+	add := func(exprs []corev1.NodeSelectorRequirement) {
+		if reqs == nil {
+			reqs = scheduling.NewRequirements()
+		}
+		translated := make([]corev1.NodeSelectorRequirement, len(exprs))
+		for i, e := range exprs {
+			if e.Key == azureDiskZoneKey {
+				e.Key = corev1.LabelTopologyZone
+			}
+			translated[i] = e
+		}
+		reqs.Add(scheduling.NewNodeSelectorRequirements(translated...).Values()...)
+	}
+	for _, vol := range pod.Spec.Volumes {
+		var name string
+		var className *string
+		switch {
+		case vol.PersistentVolumeClaim != nil:
+			name = vol.PersistentVolumeClaim.ClaimName
+		case vol.Ephemeral != nil && vol.Ephemeral.VolumeClaimTemplate != nil:
+			name = pod.Name + "-" + vol.Name
+			className = vol.Ephemeral.VolumeClaimTemplate.Spec.StorageClassName
+		default:
+			continue
+		}
+		pvc := v.pvcs[pod.Namespace+"/"+name]
+		switch {
+		case pvc != nil:
+			className = pvc.Spec.StorageClassName
+		case vol.Ephemeral != nil:
+		case !v.havePVCs:
+			continue
+		default:
+			return nil, fmt.Sprintf("volume %s uses PersistentVolumeClaim %s/%s, which does not exist", vol.Name, pod.Namespace, name)
+		}
+		if pvc != nil && pvc.Spec.VolumeName != "" {
+			pv, ok := v.pvs[pvc.Spec.VolumeName]
+			if !ok {
+				if len(v.pvs) > 0 {
+					return nil, fmt.Sprintf("PersistentVolumeClaim %s/%s is bound to PersistentVolume %s, which does not exist", pod.Namespace, name, pvc.Spec.VolumeName)
+				}
+				continue
+			}
+			if na := pv.Spec.NodeAffinity; na != nil && na.Required != nil && len(na.Required.NodeSelectorTerms) > 0 {
+				add(na.Required.NodeSelectorTerms[0].MatchExpressions)
+			}
+			continue
+		}
+		sc := v.defaultSC
+		if className != nil && *className != "" {
+			sc = v.classes[*className]
+			if sc == nil {
+				if len(v.classes) > 0 {
+					return nil, fmt.Sprintf("PersistentVolumeClaim %s/%s uses StorageClass %s, which does not exist", pod.Namespace, name, *className)
+				}
+				continue
+			}
+		}
+		if sc != nil && len(sc.AllowedTopologies) > 0 {
+			var exprs []corev1.NodeSelectorRequirement
+			for _, e := range sc.AllowedTopologies[0].MatchLabelExpressions {
+				exprs = append(exprs, corev1.NodeSelectorRequirement{Key: e.Key, Operator: corev1.NodeSelectorOpIn, Values: e.Values})
+			}
+			add(exprs)
+		}
+	}
+	return reqs, ""
+}
