@@ -1,0 +1,83 @@
+package messages
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestDecode(t *testing.T) {
+	tests := []struct {
+		name    string
+		body    string
+		wantErr string
+	}{
+		{"valid", `{"specversion":"1.0","id":"a","source":"s","type":"t","data":{}}`, ""},
+		{"not json", `hello`, "not a JSON CloudEvent"},
+		{"wrong spec version", `{"specversion":"0.3","id":"a","type":"t"}`, `specversion is "0.3"`},
+		{"no id", `{"specversion":"1.0","type":"t"}`, "has no id"},
+		{"no type", `{"specversion":"1.0","id":"a"}`, "has no type"},
+		{"empty", ``, "not a JSON CloudEvent"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Decode([]byte(tt.body))
+			switch {
+			case tt.wantErr == "" && err != nil:
+				t.Fatalf("unexpected error: %v", err)
+			case tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)):
+				t.Fatalf("error %v; want one containing %q", err, tt.wantErr)
+			case tt.wantErr != "" && !IsInvalid(err):
+				t.Fatalf("error %v is not an InvalidError", err)
+			}
+		})
+	}
+}
+
+func TestDecodeData(t *testing.T) {
+	tests := []struct {
+		name    string
+		data    string
+		want    Provision
+		wantErr string
+	}{
+		{"pods", `{"cluster":"c1","pods":[{"namespace":"default","name":"p","uid":"u"}]}`,
+			Provision{Cluster: "c1", Pods: []ObjectRef{{Namespace: "default", Name: "p", UID: "u"}}}, ""},
+		{"unknown field", `{"cluster":"c1","podz":[]}`, Provision{}, `unknown field "podz"`},
+		{"wrong type", `{"cluster":3}`, Provision{}, "cannot unmarshal number"},
+		{"no data", ``, Provision{}, "has no data"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ev := CloudEvent{SpecVersion: SpecVersion, ID: "x", Type: TypeProvision, Data: []byte(tt.data)}
+			got, err := DecodeData[Provision](ev)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) || !IsInvalid(err) {
+					t.Fatalf("error %v; want an InvalidError containing %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.Cluster != tt.want.Cluster || len(got.Pods) != len(tt.want.Pods) || (len(got.Pods) > 0 && got.Pods[0] != tt.want.Pods[0]) {
+				t.Fatalf("got %+v, want %+v", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestNewRoundTrip(t *testing.T) {
+	now := time.Date(2026, 11, 30, 1, 2, 3, 0, time.FixedZone("x", 3600))
+	ev, err := New("id-7", "/relay/c1", TypeNode, "node/n1", now, Node{Cluster: "c1", Name: "n1", Ready: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !ev.Time.Equal(now) || ev.Time.Location() != time.UTC {
+		t.Errorf("time %v; want %v in UTC", ev.Time, now)
+	}
+	n, err := DecodeData[Node](ev)
+	if err != nil || n.Name != "n1" || !n.Ready {
+		t.Fatalf("round trip: %+v, %v", n, err)
+	}
+}
