@@ -20,6 +20,8 @@ func main() {
 		err = runDemo(os.Args[2:])
 	case "plan":
 		err = runPlan(os.Args[2:])
+	case "catalog":
+		err = runCatalog(os.Args[2:])
 	case "help", "-h", "--help":
 		usage()
 		return
@@ -41,5 +43,6 @@ commands:
   demo   start the local control plane, ARM emulator, Functions host and relay;
          provision 50 pending pods and print progress and a summary
   plan   plan what karpfunc would launch for Kubernetes objects read from files
+  catalog refresh  rebuild a catalog file from the Azure Retail Prices and Resource SKUs APIs
 `)
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand"
+	"slices"
 	"testing"
 	"time"
 
@@ -220,15 +221,7 @@ func BenchmarkEastUSGenericPrice(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	r := rand.New(rand.NewSource(7))
-	var pods []*corev1.Pod
-	var cpu, mem float64
-	for i := range 2000 {
-		p := pod(fmt.Sprintf("g%04d", i), fmt.Sprintf("%dm", []int{100, 250, 500, 1000, 1500}[r.Intn(5)]), fmt.Sprintf("%dMi", []int{100, 256, 512, 1024, 2048, 4096}[r.Intn(6)]))
-		cpu += p.Spec.Containers[0].Resources.Requests.Cpu().AsApproximateFloat64()
-		mem += p.Spec.Containers[0].Resources.Requests.Memory().AsApproximateFloat64()
-		pods = append(pods, p)
-	}
+	pods, cpu, mem := genericPods(7, 2000)
 	in := scheduler.Input{
 		Pods:        pods,
 		NodePools:   []*karpv1.NodePool{nodePool("general", "default", req(karpv1.CapacityTypeLabelKey, corev1.NodeSelectorOpIn, karpv1.CapacityTypeOnDemand, karpv1.CapacityTypeSpot))},
@@ -260,17 +253,32 @@ func BenchmarkEastUSGenericPrice(b *testing.B) {
 	b.ReportMetric(price/bound, "price/bound")
 }
 
+// genericPods are n pods without constraints, CPU from {100m, 250m, 500m,
+// 1, 1.5} and memory from {100Mi, 256Mi, 512Mi, 1Gi, 2Gi, 4Gi}, drawn
+// from seed; cpu (vCPU) and mem (bytes) are their totals.
+func genericPods(seed int64, n int) (pods []*corev1.Pod, cpu, mem float64) {
+	r := rand.New(rand.NewSource(seed)) //nolint:gosec // deterministic workload
+	for i := range n {
+		p := pod(fmt.Sprintf("g%04d", i), fmt.Sprintf("%dm", []int{100, 250, 500, 1000, 1500}[r.Intn(5)]), fmt.Sprintf("%dMi", []int{100, 256, 512, 1024, 2048, 4096}[r.Intn(6)]))
+		cpu += p.Spec.Containers[0].Resources.Requests.Cpu().AsApproximateFloat64()
+		mem += p.Spec.Containers[0].Resources.Requests.Memory().AsApproximateFloat64()
+		pods = append(pods, p)
+	}
+	return pods, cpu, mem
+}
+
 // lpBound is min Σ price_t x_t s.t. Σ cpu_t x_t ≥ cpu, Σ mem_t x_t ≥ mem,
-// x ≥ 0. With two constraints an optimum uses at most two types, so try
-// every type alone and every pair.
-func lpBound(c *catalog.Catalog, cpu, mem float64) float64 {
+// x ≥ 0, each type at its cheapest available offering of the given
+// capacity types (all when none are given). With two constraints a basic
+// optimum uses at most two types, so try every type alone and every pair.
+func lpBound(c *catalog.Catalog, cpu, mem float64, capacityTypes ...string) float64 {
 	type col struct{ cpu, mem, price float64 }
 	var cols []col
 	for _, it := range c.InstanceTypes {
 		alloc := it.WithMaxPods(v1beta1.DefaultMaxPods).Allocatable()
 		price := math.Inf(1)
 		for _, o := range it.Offerings {
-			if o.Available {
+			if o.Available && (len(capacityTypes) == 0 || slices.Contains(capacityTypes, o.CapacityType)) {
 				price = math.Min(price, o.Price)
 			}
 		}

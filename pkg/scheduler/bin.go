@@ -42,6 +42,7 @@ type bin struct {
 	maxRoom resVec
 	used    resVec
 	pods    []*corev1.Pod
+	placed  []placed // new claims: pods with what the repair pass needs
 	ports   []hostPort
 	// pending are pods counted for a topology key whose domain this claim
 	// has not settled yet; they are counted once it does.
@@ -474,6 +475,7 @@ func (s *solver) commit(b *bin, v *variant, ch choice) {
 	b.pods = append(b.pods, pod)
 	b.ports = append(b.ports, g.ports...)
 	if b.claim {
+		b.placed = append(b.placed, placed{pod: pod, vp: ch.vp, req: g.req, movable: movable(v)})
 		if ch.types != nil {
 			b.types = ch.types
 		}

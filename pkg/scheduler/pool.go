@@ -35,6 +35,8 @@ type pool struct {
 	types []*ptype
 	// byEfficiency are types, most cost-efficient for the pending pods first.
 	byEfficiency []*ptype
+	// lpTypes are the types the LP duals are computed over.
+	lpTypes []*ptype
 	// preferNoSchedule is true when a taint has that effect: pods may then
 	// relax into tolerating it, as in Karpenter.
 	preferNoSchedule bool
@@ -192,7 +194,13 @@ func (s *solver) newPool(np *karpv1.NodePool, classes map[string]*v1beta1.AKSNod
 			continue
 		}
 		t := &ptype{it: it, reqs: reqs}
+		// Only the offerings the pool allows: prices that rank types (cost
+		// efficiency, the LP duals) must be ones the pool can buy.
+		zoneReq, ctReq := pl.reqs.Get(corev1.LabelTopologyZone), pl.reqs.Get(karpv1.CapacityTypeLabelKey)
 		for _, o := range it.Offerings {
+			if !zoneReq.Has(o.Zone) || !ctReq.Has(o.CapacityType) {
+				continue
+			}
 			if z := s.dom.zone(o.Zone); o.Available && z >= 0 {
 				bit := uint64(1) << (2*z + ctIndex(o.CapacityType))
 				t.offers |= bit

@@ -119,8 +119,12 @@ func Solve(in Input) Result {
 			res.Unschedulable = append(res.Unschedulable, Unschedulable{Pod: p.pod, Reason: s.explain(p.g)})
 		}
 	}
+	s.repair()
 	for _, b := range s.bins {
 		if b.claim {
+			if len(b.pods) == 0 {
+				continue // the repair pass emptied it
+			}
 			res.NewNodeClaims = append(res.NewNodeClaims, s.plan(b))
 		} else if len(b.pods) > 0 {
 			res.Existing = append(res.Existing, Placement{Node: b.node, NodeClaim: b.claimName, Pods: b.pods})

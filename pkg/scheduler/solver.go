@@ -178,7 +178,7 @@ func (s *solver) orderPods() {
 	}
 	for _, pl := range s.pools {
 		if pl.invalid == "" && len(pl.types) > 0 {
-			yCPU, yMem = lpDuals(pl.types, float64(total[rCPU]), float64(total[rMemory]))
+			yCPU, yMem = lpDuals(s.lpTypes(pl), float64(total[rCPU]), float64(total[rMemory]))
 			break
 		}
 	}
@@ -204,6 +204,9 @@ func (s *solver) orderPods() {
 	if len(s.order) < 3 {
 		return
 	}
+	if s.balance(total) {
+		return
+	}
 	sum := 0.0
 	for _, p := range s.order {
 		sum += size(p)
@@ -223,6 +226,70 @@ func (s *solver) orderPods() {
 		}
 	}
 	s.order = out
+}
+
+// maxBalanceClasses bounds the work of balance: pods × classes.
+const maxBalanceClasses = 128
+
+// balance reorders the (sorted) pods so that after every prefix the share
+// of the total CPU, of the total memory and of the pod count taken so far
+// are as equal as the pods' sizes allow. First fit then gives every claim
+// the workload's own CPU:memory:pods mix, so no claim fills up on one
+// resource with the others left over. Pods with the same requests form a
+// class and keep their sorted order; ties go to the bigger class. It
+// returns false, leaving the order alone, when there are too many classes
+// to do this cheaply.
+func (s *solver) balance(total resVec) bool {
+	type class struct {
+		cpu, mem float64
+		pods     []pendingPod
+		next     int
+	}
+	var classes []*class
+	index := map[[2]int64]int{}
+	for _, p := range s.order {
+		key := [2]int64{p.req[rCPU], p.req[rMemory]}
+		i, ok := index[key]
+		if !ok {
+			if len(classes) == maxBalanceClasses {
+				return false
+			}
+			i = len(classes)
+			index[key] = i
+			classes = append(classes, &class{cpu: float64(p.req[rCPU]), mem: float64(p.req[rMemory])})
+		}
+		classes[i].pods = append(classes[i].pods, p)
+	}
+	cpuW, memW := 0.0, 0.0
+	if total[rCPU] > 0 {
+		cpuW = 1 / float64(total[rCPU])
+	}
+	if total[rMemory] > 0 {
+		memW = 1 / float64(total[rMemory])
+	}
+	n := float64(len(s.order))
+	out := make([]pendingPod, 0, len(s.order))
+	var cpu, mem float64
+	for k := range s.order {
+		share := float64(k+1) / n
+		var best *class
+		bestD := math.Inf(1)
+		for _, c := range classes {
+			if c.next == len(c.pods) {
+				continue
+			}
+			d := math.Abs((cpu+c.cpu)*cpuW-share) + math.Abs((mem+c.mem)*memW-share)
+			if d < bestD-1e-12 {
+				best, bestD = c, d
+			}
+		}
+		out = append(out, best.pods[best.next])
+		best.next++
+		cpu += best.cpu
+		mem += best.mem
+	}
+	s.order = out
+	return true
 }
 
 // internCounters creates the counters of every topology rule of pod.
@@ -505,7 +572,7 @@ func (s *solver) byEfficiency(pl *pool) []*ptype {
 	for _, p := range s.order {
 		total.addInPlace(p.req)
 	}
-	yCPU, yMem := lpDuals(pl.types, float64(total[rCPU]), float64(total[rMemory]))
+	yCPU, yMem := lpDuals(s.lpTypes(pl), float64(total[rCPU]), float64(total[rMemory]))
 	eff := make(map[*ptype]float64, len(pl.types))
 	for _, t := range pl.types {
 		if price, ok := t.cheapest(^uint64(0)); ok && price > 0 {
@@ -517,6 +584,30 @@ func (s *solver) byEfficiency(pl *pool) []*ptype {
 		return cmp.Compare(eff[b], eff[a]) // ties keep the largest-first order
 	})
 	return pl.byEfficiency
+}
+
+// lpTypes are the pool's types the LP prices resources with: those that
+// hold the largest pending pod (CPU and memory, separately), or all if none
+// does. A type too small for much of the workload (a 2-vCPU burstable, say)
+// can make the fractional cover look cheap in a way no packing reaches,
+// and its dual prices would then rank the usable types wrongly.
+func (s *solver) lpTypes(pl *pool) []*ptype {
+	if pl.lpTypes != nil {
+		return pl.lpTypes
+	}
+	var big [2]int64
+	for _, g := range s.groups {
+		big[0], big[1] = max(big[0], g.req[rCPU]), max(big[1], g.req[rMemory])
+	}
+	for _, t := range pl.types {
+		if t.room[rCPU] >= big[0] && t.room[rMemory] >= big[1] {
+			pl.lpTypes = append(pl.lpTypes, t)
+		}
+	}
+	if len(pl.lpTypes) == 0 {
+		pl.lpTypes = pl.types
+	}
+	return pl.lpTypes
 }
 
 // lpDuals solves min Σ price·x s.t. Σ room_cpu·x ≥ cpu, Σ room_mem·x ≥ mem

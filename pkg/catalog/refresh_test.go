@@ -1,0 +1,80 @@
+package catalog_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/karpfunc/karpfunc/pkg/catalog"
+)
+
+func TestLinuxPrices(t *testing.T) {
+	item := func(sku, meter, product, skuName string, price float64, mutate ...func(*catalog.RetailPriceItem)) catalog.RetailPriceItem {
+		it := catalog.RetailPriceItem{CurrencyCode: "USD", RetailPrice: price, UnitPrice: price, ARMRegionName: "eastus", Location: "US East",
+			EffectiveStartDate: "2024-01-01T00:00:00Z", MeterName: meter, ProductName: product, SkuName: skuName,
+			ServiceName: "Virtual Machines", UnitOfMeasure: "1 Hour", Type: "Consumption", ARMSkuName: sku}
+		for _, m := range mutate {
+			m(&it)
+		}
+		return it
+	}
+	for _, tc := range []struct {
+		name  string
+		items []catalog.RetailPriceItem
+		want  map[string]catalog.Price
+	}{
+		{"on-demand and spot", []catalog.RetailPriceItem{
+			item("Standard_D2s_v5", "D2s v5", "Virtual Machines Dsv5 Series", "D2s v5", 0.096),
+			item("Standard_D2s_v5", "D2s v5 Spot", "Virtual Machines Dsv5 Series", "D2s v5 Spot", 0.02),
+		}, map[string]catalog.Price{"Standard_D2s_v5": {OnDemand: 0.096, Spot: 0.02}}},
+		{"windows, low priority, other regions, reservations and dev/test are ignored", []catalog.RetailPriceItem{
+			item("Standard_D2s_v5", "D2s v5", "Virtual Machines Dsv5 Series Windows", "D2s v5", 0.188),
+			item("Standard_D2s_v5", "D2s v5 Low Priority", "Virtual Machines Dsv5 Series", "D2s v5 Low Priority", 0.019),
+			item("Standard_D2s_v5", "D2s v5", "Virtual Machines Dsv5 Series", "D2s v5", 0.104, func(i *catalog.RetailPriceItem) { i.ARMRegionName = "westus" }),
+			item("Standard_D2s_v5", "D2s v5", "Virtual Machines Dsv5 Series", "D2s v5", 441, func(i *catalog.RetailPriceItem) { i.Type = "Reservation"; i.UnitOfMeasure = "1 Year" }),
+			item("Standard_D2s_v5", "D2s v5", "Virtual Machines Dsv5 Series", "D2s v5", 0.05, func(i *catalog.RetailPriceItem) { i.Type = "DevTestConsumption" }),
+			item("Standard_D2s_v5", "D2s v5", "Virtual Machines Dsv5 Series", "D2s v5", 0.096),
+		}, map[string]catalog.Price{"Standard_D2s_v5": {OnDemand: 0.096}}},
+		{"the latest meter wins", []catalog.RetailPriceItem{
+			item("Standard_D4s_v5", "D4s v5", "Virtual Machines Dsv5 Series", "D4s v5", 0.2, func(i *catalog.RetailPriceItem) { i.EffectiveStartDate = "2021-01-01T00:00:00Z" }),
+			item("Standard_D4s_v5", "D4s v5", "Virtual Machines Dsv5 Series", "D4s v5", 0.192),
+		}, map[string]catalog.Price{"Standard_D4s_v5": {OnDemand: 0.192}}},
+		{"spot without on-demand is no price", []catalog.RetailPriceItem{
+			item("Standard_D4s_v5", "D4s v5 Spot", "Virtual Machines Dsv5 Series", "D4s v5 Spot", 0.04),
+		}, map[string]catalog.Price{}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := catalog.LinuxPrices("eastus", tc.items)
+			if len(got) != len(tc.want) {
+				t.Fatalf("prices = %v, want %v", got, tc.want)
+			}
+			for k, v := range tc.want {
+				if got[k] != v {
+					t.Errorf("%s = %+v, want %+v", k, got[k], v)
+				}
+			}
+		})
+	}
+}
+
+func TestBuildFileErrors(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		region string
+		skus   []catalog.SKUFacts
+		prices map[string]catalog.Price
+		want   string
+	}{
+		{"no region", "", nil, nil, "region is required"},
+		{"nothing usable", "eastus", []catalog.SKUFacts{{Name: "Standard_B1s", Tier: "Standard", VCPUs: 1, MemoryGiB: 1, Architecture: "x64"}},
+			map[string]catalog.Price{"Standard_B1s": {OnDemand: 0.01}}, "no usable VM size in eastus"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, _, err := catalog.BuildFile(tc.region, tc.skus, tc.prices)
+			if err == nil || !contains(err.Error(), tc.want) {
+				t.Fatalf("error = %v, want %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func contains(s, sub string) bool { return strings.Contains(s, sub) }

@@ -1,0 +1,526 @@
+package scheduler
+
+import (
+	"cmp"
+	"fmt"
+	"maps"
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// placed is what the repair pass needs to know about a pod on a new claim.
+type placed struct {
+	pod *corev1.Pod
+	vp  *poolVariant
+	req resVec
+	// movable: nothing in the plan depends on which node the pod is on. Its
+	// group has no topology rule at the level it was placed, no host port,
+	// no volume topology, and no counter (spread, affinity, anti-affinity
+	// of any pod) matches it. It can then go to any claim of the same pool
+	// whose requirements already include its own.
+	movable bool
+}
+
+func movable(v *variant) bool {
+	g := v.g
+	return len(v.constraints) == 0 && len(g.ports) == 0 && g.volumeReqs == nil &&
+		len(g.matched) == 0 && len(g.owned) == 0 && len(g.blockers) == 0
+}
+
+// Repair budget: candidate moves and swaps evaluated per solve, and
+// cheaper types tried per claim. Packing is already near the LP bound; the
+// repair fixes its tail, so a small budget is enough and keeps the solve
+// time bounded whatever the input.
+const (
+	repairBudget     = 4_000_000
+	repairCandidates = 4
+)
+
+// repairKind is a class of interchangeable movable pods: same pool
+// variant, same requests.
+type repairKind struct {
+	vp  *poolVariant
+	req resVec
+}
+
+// repairClaim is a claim as the repair pass sees it.
+type repairClaim struct {
+	b *bin
+	// cur is the claim's type: the cheapest option that holds what it has
+	// at its cheapest allowed offering. price is what it costs.
+	cur   *ptype
+	price float64
+	fixed []placed   // pods that stay
+	kinds [][]placed // movable pods by kind index
+	have  []int      // kinds with pods, for fast iteration
+	dirty bool
+}
+
+type repairType struct {
+	t     *ptype
+	price float64
+}
+
+type repairer struct {
+	s      *solver
+	kinds  []repairKind
+	byKey  map[string]int
+	claims []*repairClaim
+	budget int
+}
+
+// repair improves the packed fleet: claim by claim, most wasteful first,
+// it tries to make the claim a cheaper type (or empty it) by moving its
+// movable pods onto other claims of the same pool, or swapping them for
+// pods of other claims, without raising any other claim's price. First
+// fit leaves a tail: a claim filled on one resource with another left
+// over, and a last claim bought for what was left. This pass fixes both.
+func (s *solver) repair() {
+	r := &repairer{s: s, byKey: map[string]int{}, budget: repairBudget}
+	for i, pl := range s.pools {
+		if pl.minValues != nil || pl.invalid != "" {
+			continue // minValues ask for type diversity the moves could break
+		}
+		var bins []*bin
+		anyMovable := false
+		for _, b := range s.bins {
+			if b.claim && b.poolIdx == i && len(b.pods) > 0 {
+				bins = append(bins, b)
+				anyMovable = anyMovable || slices.ContainsFunc(b.placed, func(p placed) bool { return p.movable })
+			}
+		}
+		if len(bins) < 2 || !anyMovable {
+			continue
+		}
+		r.claims = r.claims[:0]
+		for _, b := range bins {
+			if c := r.newClaim(b); c != nil {
+				r.claims = append(r.claims, c)
+			}
+		}
+		r.run(pl)
+		for _, c := range r.claims {
+			if c.dirty {
+				r.finish(c)
+			}
+		}
+	}
+}
+
+func (r *repairer) kind(p placed) int {
+	key := fmt.Sprintf("%p%v", p.vp, p.req)
+	if k, ok := r.byKey[key]; ok {
+		return k
+	}
+	r.kinds = append(r.kinds, repairKind{vp: p.vp, req: p.req})
+	r.byKey[key] = len(r.kinds) - 1
+	return len(r.kinds) - 1
+}
+
+func (r *repairer) newClaim(b *bin) *repairClaim {
+	c := &repairClaim{b: b}
+	offers := offerMask(b.zones, b.cts)
+	for _, t := range b.opts {
+		if price, ok := t.cheapest(offers); ok && (c.cur == nil || price < c.price) {
+			c.cur, c.price = t, price
+		}
+	}
+	if c.cur == nil {
+		return nil // nothing offered: leave it as it is
+	}
+	for _, p := range b.placed {
+		if !p.movable {
+			c.fixed = append(c.fixed, p)
+			continue
+		}
+		k := r.kind(p)
+		for len(c.kinds) <= k {
+			c.kinds = append(c.kinds, nil)
+		}
+		c.kinds[k] = append(c.kinds[k], p)
+	}
+	c.reindex()
+	return c
+}
+
+// allowed are the types c may become, cheapest first: its instance types,
+// offered in its zones and capacity types, and for a pool with limits no
+// larger (in any limited resource) than what c already holds against them.
+func (c *repairClaim) allowed() []repairType {
+	b := c.b
+	offers := offerMask(b.zones, b.cts)
+	var out []repairType
+	for _, t := range b.pool.types {
+		if !b.types.has(t.idx) || (b.charge != nil && !withinCharge(t, b.charge)) {
+			continue
+		}
+		if price, ok := t.cheapest(offers); ok {
+			out = append(out, repairType{t: t, price: price})
+		}
+	}
+	slices.SortStableFunc(out, func(a, b repairType) int { return cmp.Compare(a.price, b.price) })
+	return out
+}
+
+func withinCharge(t *ptype, charge []int64) bool {
+	for j, v := range t.limitCap {
+		if v > charge[j] {
+			return false
+		}
+	}
+	return true
+}
+
+func (c *repairClaim) reindex() {
+	c.have = c.have[:0]
+	for k, ps := range c.kinds {
+		if len(ps) > 0 {
+			c.have = append(c.have, k)
+		}
+	}
+}
+
+func (c *repairClaim) count(k int) int {
+	if k < len(c.kinds) {
+		return len(c.kinds[k])
+	}
+	return 0
+}
+
+// accepts reports whether kind k may join c: c's requirements already
+// include the kind's.
+func (r *repairer) accepts(c *repairClaim, k int) bool {
+	return c.b.absorbed[r.kinds[k].vp]
+}
+
+func (r *repairer) run(pl *pool) {
+	total := make(resVec, len(r.s.res.names))
+	for _, c := range r.claims {
+		total.addInPlace(c.b.used)
+	}
+	yCPU, yMem := lpDuals(r.s.lpTypes(pl), float64(total[rCPU]), float64(total[rMemory]))
+	waste := func(c *repairClaim) float64 {
+		return c.price - yCPU*float64(c.b.used[rCPU]) - yMem*float64(c.b.used[rMemory])
+	}
+	order := slices.Clone(r.claims)
+	slices.SortStableFunc(order, func(a, b *repairClaim) int { return -cmp.Compare(waste(a), waste(b)) })
+	for _, t := range order {
+		if r.budget <= 0 {
+			return
+		}
+		if len(t.have) > 0 && waste(t) > 1e-9 && !r.shrink(t) {
+			r.split(t)
+		}
+	}
+}
+
+// shrink tries the cheapest few targets below t's price, emptying it
+// first, and keeps the first that the moves reach.
+func (r *repairer) shrink(t *repairClaim) bool {
+	n := len(r.s.res.names)
+	// What t must keep whatever the moves: its fixed pods, and what the
+	// other claims have no room for.
+	need := make(resVec, n)
+	for _, p := range t.fixed {
+		need.addInPlace(p.req)
+	}
+	slack := make(resVec, n)
+	for _, c := range r.claims {
+		if c != t {
+			room := c.cur.room
+			for i := range slack {
+				slack[i] += room[i] - c.b.used[i]
+			}
+		}
+	}
+	for i := range need {
+		need[i] = max(need[i], t.b.used[i]-slack[i])
+	}
+	var targets []resVec
+	if len(t.fixed) == 0 && need.fitsIn(make(resVec, n)) {
+		targets = append(targets, make(resVec, n)) // empty: the claim goes away
+	}
+	allowed := t.allowed()
+	for _, a := range allowed {
+		if len(targets) >= repairCandidates || a.price >= t.price {
+			break
+		}
+		if need.fitsIn(a.t.room) {
+			targets = append(targets, a.t.room)
+		}
+	}
+	norm := t.cur.room
+	for _, room := range targets {
+		if r.budget <= 0 {
+			return false
+		}
+		if r.reach(t, room, norm) {
+			t.dirty = true
+			for _, a := range allowed {
+				if t.b.used.fitsIn(a.t.room) {
+					t.cur, t.price = a.t, a.price
+					break
+				}
+			}
+			return true
+		}
+	}
+	return false
+}
+
+// move is one step of the repair: pod kind a goes from t to c, and pod
+// kind b (or none, -1) comes back.
+type move struct {
+	c    *repairClaim
+	a, b int
+	gain float64
+}
+
+// reach moves and swaps pods until t's used fits room, never raising
+// another claim above its current type. It undoes everything and returns
+// false when no step brings t closer.
+func (r *repairer) reach(t *repairClaim, room, norm resVec) bool {
+	excess := func(used resVec) float64 {
+		e := 0.0
+		for i, u := range used {
+			if u > room[i] {
+				e += float64(u-room[i]) / float64(max(norm[i], 1))
+			}
+		}
+		return e
+	}
+	type step struct {
+		c    *repairClaim
+		a, b int
+	}
+	var log []step
+	next := make(resVec, len(t.b.used))
+	limit := 2*len(t.b.pods) + 8
+	for range limit {
+		cur := excess(t.b.used)
+		if cur == 0 {
+			return true
+		}
+		best := move{a: -1, b: -1}
+		for _, a := range t.have {
+			ra := r.kinds[a].req
+			for _, c := range r.claims {
+				if c == t || !r.accepts(c, a) {
+					continue
+				}
+				capRoom := c.cur.room
+				// a alone.
+				r.budget--
+				if fitsSum(c.b.used, ra, capRoom) {
+					for i := range next {
+						next[i] = t.b.used[i] - ra[i]
+					}
+					// Ties go to a move: it leaves the other claim less full.
+					if g := cur - excess(next); g > 0 && (g > best.gain+1e-12 || (best.b >= 0 && g >= best.gain-1e-12)) {
+						best = move{c: c, a: a, b: -1, gain: g}
+					}
+				}
+				// a for b.
+				for _, b := range c.have {
+					if b == a || !r.accepts(t, b) {
+						continue
+					}
+					r.budget--
+					rb := r.kinds[b].req
+					ok := true
+					for i := range ra {
+						if c.b.used[i]+ra[i]-rb[i] > capRoom[i] {
+							ok = false
+							break
+						}
+					}
+					if !ok {
+						continue
+					}
+					for i := range next {
+						next[i] = t.b.used[i] - ra[i] + rb[i]
+					}
+					if g := cur - excess(next); g > best.gain+1e-12 {
+						best = move{c: c, a: a, b: b, gain: g}
+					}
+				}
+			}
+		}
+		if best.c == nil || r.budget < 0 {
+			break
+		}
+		r.apply(t, best.c, best.a, best.b)
+		log = append(log, step{best.c, best.a, best.b})
+	}
+	if excess(t.b.used) == 0 {
+		return true
+	}
+	for i := len(log) - 1; i >= 0; i-- {
+		st := log[i]
+		r.apply(st.c, t, st.a, st.b)
+	}
+	return false
+}
+
+// apply moves one pod of kind a from x to y and, if b >= 0, one pod of
+// kind b from y to x.
+func (r *repairer) apply(x, y *repairClaim, a, b int) {
+	if a >= 0 {
+		r.transfer(x, y, a)
+	}
+	if b >= 0 {
+		r.transfer(y, x, b)
+	}
+	x.reindex()
+	y.reindex()
+	x.dirty, y.dirty = true, true
+}
+
+func (r *repairer) transfer(from, to *repairClaim, k int) {
+	ps := from.kinds[k]
+	p := ps[len(ps)-1]
+	from.kinds[k] = ps[:len(ps)-1]
+	for len(to.kinds) <= k {
+		to.kinds = append(to.kinds, nil)
+	}
+	to.kinds[k] = append(to.kinds[k], p)
+	for i, v := range p.req {
+		from.b.used[i] -= v
+		to.b.used[i] += v
+	}
+}
+
+// finish writes a changed claim back into its bin: pods, and the options
+// that hold them.
+func (r *repairer) finish(c *repairClaim) {
+	b := c.b
+	b.placed = append(b.placed[:0], c.fixed...)
+	for _, ps := range c.kinds {
+		b.placed = append(b.placed, ps...)
+	}
+	b.pods = b.pods[:0]
+	for _, p := range b.placed {
+		b.pods = append(b.pods, p.pod)
+	}
+	b.opts = b.opts[:0]
+	if len(b.pods) == 0 {
+		return
+	}
+	for _, a := range c.allowed() {
+		if b.used.fitsIn(a.t.room) {
+			b.opts = append(b.opts, a.t)
+		}
+	}
+}
+
+// split replaces t by two cheaper claims when its movable pods allow: t
+// becomes a cheaper type filled as far as it goes, and a new claim with
+// t's requirements takes the rest on the cheapest type that holds them.
+// The last claim of a fleet is often bought for what was left over, and
+// two small types can cost less than one that holds it all.
+func (r *repairer) split(t *repairClaim) {
+	allowed := t.allowed()
+	pl := t.b.pool
+	if pl.limitNames != nil && !withinLimitsAll(pl, allowed) {
+		return
+	}
+	n := len(r.s.res.names)
+	fixed := make(resVec, n)
+	for _, p := range t.fixed {
+		fixed.addInPlace(p.req)
+	}
+	var pods []placed
+	for _, k := range t.have {
+		pods = append(pods, t.kinds[k]...)
+	}
+	// Biggest first, by share of t's current room.
+	room := t.cur.room
+	share := func(p placed) float64 {
+		return float64(p.req[rCPU])/float64(max(room[rCPU], 1)) + float64(p.req[rMemory])/float64(max(room[rMemory], 1))
+	}
+	slices.SortStableFunc(pods, func(a, b placed) int { return -cmp.Compare(share(a), share(b)) })
+
+	bestPrice, best := t.price, -1
+	var bestKeep []bool
+	keep := make([]bool, len(pods))
+	kept, rest := make(resVec, n), make(resVec, n)
+	for i, a := range allowed {
+		if a.price >= t.price {
+			break
+		}
+		if r.budget -= len(pods); r.budget < 0 {
+			return
+		}
+		if !fixed.fitsIn(a.t.room) {
+			continue
+		}
+		copy(kept, fixed)
+		clear(rest)
+		for j, p := range pods {
+			keep[j] = fitsSum(kept, p.req, a.t.room)
+			if keep[j] {
+				kept.addInPlace(p.req)
+			} else {
+				rest.addInPlace(p.req)
+			}
+		}
+		if !slices.Contains(keep[:len(pods)], false) {
+			continue // no split: t fits a alone, which shrink handles
+		}
+		other := cheapestFor(allowed, rest, pl)
+		if other < 0 {
+			continue
+		}
+		if total := a.price + allowed[other].price; total < bestPrice-1e-9 {
+			bestPrice, best, bestKeep = total, i, slices.Clone(keep)
+		}
+	}
+	if best < 0 {
+		return
+	}
+	nb := &bin{claim: true, id: len(r.s.bins), pool: pl, poolIdx: t.b.poolIdx, types: t.b.types, zones: t.b.zones, cts: t.b.cts,
+		custom: t.b.custom, customKeys: maps.Clone(t.b.customKeys), absorbed: maps.Clone(t.b.absorbed), used: make(resVec, n)}
+	r.s.bins = append(r.s.bins, nb)
+	nc := &repairClaim{b: nb}
+	for j, p := range pods {
+		if bestKeep[j] {
+			continue
+		}
+		k := r.kind(p)
+		for len(nc.kinds) <= k {
+			nc.kinds = append(nc.kinds, nil)
+		}
+		// Take the same pod out of t: kinds are stacks of equal pods.
+		r.transfer(t, nc, k)
+	}
+	t.reindex()
+	nc.reindex()
+	t.dirty, nc.dirty = true, true
+	t.cur, t.price = allowed[best].t, allowed[best].price
+	o := cheapestFor(allowed, nb.used, pl)
+	nc.cur, nc.price = allowed[o].t, allowed[o].price
+	if pl.limitNames != nil {
+		nb.charge = slices.Clone(nc.cur.limitCap)
+		for j, c := range nb.charge {
+			pl.limitLeft[j] -= c
+		}
+	}
+	r.claims = append(r.claims, nc)
+}
+
+// cheapestFor is the index of the cheapest of allowed that holds used and,
+// for a new claim in a pool with limits, stays within them; -1 if none.
+func cheapestFor(allowed []repairType, used resVec, pl *pool) int {
+	for i, a := range allowed {
+		if used.fitsIn(a.t.room) && (pl.limitNames == nil || withinLimits(pl, a.t)) {
+			return i
+		}
+	}
+	return -1
+}
+
+// withinLimitsAll reports whether the pool has room for any new claim.
+func withinLimitsAll(pl *pool, allowed []repairType) bool {
+	return slices.ContainsFunc(allowed, func(a repairType) bool { return withinLimits(pl, a.t) })
+}
