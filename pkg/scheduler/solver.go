@@ -758,7 +758,9 @@ func quantity(name corev1.ResourceName, v int64) resource.Quantity {
 
 func describe(name corev1.ResourceName, q resource.Quantity) string {
 	if name == corev1.ResourceCPU {
-		return fmt.Sprintf("%g vCPU", q.AsApproximateFloat64())
+		// Millicores as a person writes them: "31.58 vCPU", not a float's
+		// binary expansion.
+		return fmt.Sprintf("%g vCPU", float64(q.MilliValue())/1000)
 	}
 	if name == corev1.ResourceMemory {
 		return fmt.Sprintf("%.1fGi memory", q.AsApproximateFloat64()/(1<<30))
