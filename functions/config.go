@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"time"
 
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/clock"
@@ -11,8 +12,10 @@ import (
 
 	"github.com/karpfunc/karpfunc/pkg/apis"
 	"github.com/karpfunc/karpfunc/pkg/azure"
+	"github.com/karpfunc/karpfunc/pkg/bus"
 	"github.com/karpfunc/karpfunc/pkg/catalog"
 	"github.com/karpfunc/karpfunc/pkg/lifecycle"
+	"github.com/karpfunc/karpfunc/pkg/offerings"
 	"github.com/karpfunc/karpfunc/pkg/provisioning"
 )
 
@@ -22,6 +25,14 @@ const (
 	EnvKubeconfig = "KUBECONFIG"
 	// EnvCatalogFile replaces the embedded instance-type catalog.
 	EnvCatalogFile = "KARPFUNC_CATALOG_FILE"
+	// EnvRegistrationTTL is the liveness timeout, a Go duration (default 15m).
+	EnvRegistrationTTL = "KARPFUNC_REGISTRATION_TTL"
+	// EnvGCGracePeriod is how old an orphaned VM or NIC must be before the
+	// Sweep deletes it, a Go duration (default 2m).
+	EnvGCGracePeriod = "KARPFUNC_GC_GRACE_PERIOD"
+	// EnvNamespace is where karpfunc keeps its state objects (the
+	// unavailable-offerings ConfigMap); default kube-system.
+	EnvNamespace = "KARPFUNC_NAMESPACE"
 )
 
 // dependencies are built on first use and kept for the life of the process
@@ -35,6 +46,8 @@ type dependencies struct {
 	built               bool
 	provisioner         *provisioning.Provisioner
 	lifecycleController *lifecycle.Controller
+	launcher            *azure.Launcher
+	gcGrace             time.Duration
 }
 
 func newDependencies(getenv func(string) string, log *slog.Logger) *dependencies {
@@ -77,10 +90,38 @@ func (d *dependencies) get() (*provisioning.Provisioner, *lifecycle.Controller, 
 	if err != nil {
 		return nil, nil, fmt.Errorf("loading the instance-type catalog: %w", err)
 	}
+	regTTL, err := d.duration(EnvRegistrationTTL, lifecycle.DefaultRegistrationTTL)
+	if err != nil {
+		return nil, nil, err
+	}
+	gcGrace, err := d.duration(EnvGCGracePeriod, lifecycle.DefaultGCGracePeriod)
+	if err != nil {
+		return nil, nil, err
+	}
+	pub, err := bus.FromEnv()
+	if err != nil {
+		return nil, nil, fmt.Errorf("the Functions send themselves scheduled messages (liveness checks, drain retries): %w", err)
+	}
 	clk := clock.RealClock{}
 	d.provisioner = provisioning.New(provisioning.Options{Kube: kube, Launcher: launcher, Catalog: cat,
-		ClusterName: azOpts.ClusterName, Clock: clk, Logger: d.log})
-	d.lifecycleController = lifecycle.New(lifecycle.Options{Kube: kube, Deleter: launcher, Clock: clk, Logger: d.log})
+		ClusterName: azOpts.ClusterName, Clock: clk, Logger: d.log, Publisher: pub, RegistrationTTL: regTTL,
+		Offerings: offerings.NewStore(kube, d.getenv(EnvNamespace), "", clk)})
+	d.lifecycleController = lifecycle.New(lifecycle.Options{Kube: kube, Deleter: launcher, Clock: clk, Logger: d.log,
+		ClusterName: azOpts.ClusterName, Publisher: pub, RegistrationTTL: regTTL})
+	d.launcher, d.gcGrace = launcher, gcGrace
 	d.built = true
 	return d.provisioner, d.lifecycleController, nil
+}
+
+// duration reads a Go duration app setting, def when unset.
+func (d *dependencies) duration(name string, def time.Duration) (time.Duration, error) {
+	v := d.getenv(name)
+	if v == "" {
+		return def, nil
+	}
+	dur, err := time.ParseDuration(v)
+	if err != nil || dur <= 0 {
+		return 0, fmt.Errorf("app setting %s=%q is not a positive Go duration (e.g. 15m, 90s)", name, v)
+	}
+	return dur, nil
 }

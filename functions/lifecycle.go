@@ -3,10 +3,24 @@ package main
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/karpfunc/karpfunc/functions/internal/customhandler"
+	"github.com/karpfunc/karpfunc/pkg/azure"
+	"github.com/karpfunc/karpfunc/pkg/lifecycle"
 	"github.com/karpfunc/karpfunc/pkg/messages"
 )
+
+func decodeNodeClaim(ev messages.CloudEvent) (messages.NodeClaim, error) {
+	data, err := messages.DecodeData[messages.NodeClaim](ev)
+	if err != nil {
+		return data, err
+	}
+	if data.Name == "" {
+		return data, messages.NewInvalidError("CloudEvent %s (%s) names no NodeClaim", ev.ID, ev.Type)
+	}
+	return data, nil
+}
 
 // lifecycle handles node and NodeClaim events: registration and
 // initialization when a Node joins or turns Ready, termination when a
@@ -35,25 +49,52 @@ func (d *dependencies) lifecycleFunc(ctx context.Context, inv *customhandler.Inv
 		}
 		log.Printf("node %s: nodeclaim %q registered=%t initialized=%t", data.Name, res.NodeClaim, res.Registered, res.Initialized)
 	case messages.TypeNodeClaimDeleting:
-		data, err := messages.DecodeData[messages.NodeClaim](ev)
+		data, err := decodeNodeClaim(ev)
 		if err != nil {
 			return err
-		}
-		if data.Name == "" {
-			return messages.NewInvalidError("CloudEvent %s (%s) names no NodeClaim", ev.ID, ev.Type)
 		}
 		_, lc, err := d.get()
 		if err != nil {
 			return err
 		}
 		res, err := lc.Terminate(ctx, data.Name)
-		if err != nil {
+		var retryAfter time.Duration
+		switch {
+		case lifecycle.IsDrainPending(err):
+			retryAfter = lc.DrainRetry()
+		case azure.IsThrottled(err):
+			retryAfter = max(azure.RetryAfter(err), lc.DrainRetry())
+		case err != nil:
 			return fmt.Errorf("terminating NodeClaim %s: %w", data.Name, err)
 		}
-		log.Printf("nodeclaim %s: evicted %d pods, finished=%t", data.Name, res.Evicted, res.Finished)
+		if retryAfter > 0 {
+			// Waiting is not failing: complete this message and look again
+			// later, so a PDB that blocks for an hour never dead-letters.
+			at, serr := lc.ScheduleTerminate(ctx, data.Name, data.UID, retryAfter)
+			if serr != nil {
+				return fmt.Errorf("terminating NodeClaim %s: %v; scheduling the retry: %w", data.Name, err, serr)
+			}
+			log.Printf("nodeclaim %s: evicted %d, deleted %d pods; %v; looking again at %s", data.Name, res.Evicted, res.Deleted, err, at.Format(time.RFC3339Nano))
+			return nil
+		}
+		log.Printf("nodeclaim %s: evicted %d pods, deleted %d, finished=%t, gracePeriodExpired=%t", data.Name, res.Evicted, res.Deleted, res.Finished, res.GracePeriodExpired)
+	case messages.TypeNodeClaimLiveness:
+		data, err := decodeNodeClaim(ev)
+		if err != nil {
+			return err
+		}
+		_, lc, err := d.get()
+		if err != nil {
+			return err
+		}
+		res, err := lc.Liveness(ctx, data.Name, data.UID)
+		if err != nil {
+			return fmt.Errorf("liveness of NodeClaim %s: %w", data.Name, err)
+		}
+		log.Printf("nodeclaim %s liveness: registered=%t deleted=%t recheck=%v", data.Name, res.Registered, res.Deleted, res.RecheckAt)
 	default:
-		return messages.NewInvalidError("Lifecycle got CloudEvent %s of unknown type %q; it handles %s and %s",
-			ev.ID, ev.Type, messages.TypeNode, messages.TypeNodeClaimDeleting)
+		return messages.NewInvalidError("Lifecycle got CloudEvent %s of unknown type %q; it handles %s, %s and %s",
+			ev.ID, ev.Type, messages.TypeNode, messages.TypeNodeClaimDeleting, messages.TypeNodeClaimLiveness)
 	}
 	return nil
 }

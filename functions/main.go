@@ -23,6 +23,7 @@ func main() {
 	srv := customhandler.NewServer(customhandler.ServerOptions{})
 	srv.Register("Provision", customhandler.Handle(deps.provisionFunc))
 	srv.Register("Lifecycle", customhandler.Handle(deps.lifecycleFunc))
+	srv.Register("Sweep", customhandler.Handle(deps.sweepFunc))
 	if err := srv.Run(context.Background()); err != nil {
 		fmt.Fprintln(os.Stderr, "handler:", err)
 		os.Exit(1)

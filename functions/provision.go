@@ -30,6 +30,10 @@ func (d *dependencies) provisionFunc(ctx context.Context, inv *customhandler.Inv
 	res, err := p.Provision(ctx)
 	log.Printf("provision %s (cluster %s, %d pods in event, delivery %d): %d pending, %d on existing capacity, created %v, launched %v, %d unschedulable, solved in %s",
 		ev.ID, data.Cluster, len(data.Pods), inv.Metadata.DeliveryCount, res.PendingPods, res.OnExisting, res.Created, res.Launched, res.Unschedulable, res.SolveDuration)
+	if len(res.GaveUp) > 0 || len(res.MarkedUnavailable) > 0 || !res.RetryAt.IsZero() {
+		log.Printf("provision %s: gave up %v (insufficient capacity), marked unavailable %v, %d deferred, next pass at %v",
+			ev.ID, res.GaveUp, res.MarkedUnavailable, res.Deferred, res.RetryAt)
+	}
 	if err != nil {
 		return fmt.Errorf("provision %s: %w", ev.ID, err)
 	}

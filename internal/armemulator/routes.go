@@ -111,8 +111,11 @@ func (s *Server) inject(w http.ResponseWriter, r *http.Request, req Request) (*F
 	s.mu.Unlock()
 
 	var f *Fault
-	if s.opts.Injector != nil {
-		f = s.opts.Injector.Inject(req)
+	s.mu.Lock()
+	inj := s.opts.Injector
+	s.mu.Unlock()
+	if inj != nil {
+		f = inj.Inject(req)
 	}
 	if f == nil {
 		f = s.faults.Inject(req)

@@ -101,6 +101,8 @@ type Server struct {
 	ops      map[string]*operation
 	counters Counters
 	nextIP   int
+	// neverJoins, when set, picks VMs whose kubelet never registers.
+	neverJoins func(vmName string) bool
 
 	nodes  *nodeWorker
 	cancel context.CancelFunc
@@ -210,6 +212,22 @@ func (s *Server) Token() string { return s.token }
 
 // Faults returns the rule list; add rules at any time.
 func (s *Server) Faults() *Rules { return s.faults }
+
+// SetInjector replaces the Injector consulted before the Rules (nil: none),
+// so a test can switch a fault model on and off on a running emulator.
+func (s *Server) SetInjector(inj Injector) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.opts.Injector = inj
+}
+
+// SetNeverJoins makes VMs for which f returns true boot without ever
+// becoming a Node, like a VM whose bootstrap fails (nil: every VM joins).
+func (s *Server) SetNeverJoins(f func(vmName string) bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.neverJoins = f
+}
 
 // Close stops the server and its background work.
 func (s *Server) Close() error {

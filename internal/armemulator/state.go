@@ -115,6 +115,10 @@ func (s *Server) bootLocked(v *vmState) {
 	if s.nodes == nil {
 		return
 	}
+	if s.neverJoins != nil && s.neverJoins(v.name()) {
+		s.log.Warn("VM booted but will not join the cluster (fault)", "name", v.name())
+		return
+	}
 	node, err := s.nodeFor(v)
 	if err != nil {
 		// Like a VM whose bootstrap fails: it runs but never joins.

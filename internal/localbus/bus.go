@@ -157,6 +157,10 @@ type QueueStats struct {
 	Completed  int64 `json:"completed"`
 	Abandoned  int64 `json:"abandoned"`
 	Duplicates int64 `json:"duplicates"`
+	// Redelivered counts completed messages delivered again by Chaos.
+	Redelivered int64 `json:"redelivered"`
+	// Reordered counts deliveries Chaos took out of order.
+	Reordered int64 `json:"reordered"`
 }
 
 type entry struct {
@@ -189,6 +193,7 @@ type Bus struct {
 	queues  map[string]*queue
 	changed chan struct{} // closed and replaced on every change
 	closed  bool
+	chaos   *chaosState
 }
 
 // New returns an empty Bus.
@@ -428,7 +433,14 @@ func (b *Bus) Receive(ctx context.Context, queueName string) (*Delivery, error) 
 		}
 		now := b.opts.Clock.Now()
 		b.tick(q, now)
-		if e := q.pick(now); e != nil {
+		e := q.pick(now)
+		if e != nil && b.chaos != nil {
+			if r := b.chaos.reorder(q, now); r != nil && r != e {
+				e = r
+				q.stats.Reordered++
+			}
+		}
+		if e != nil {
 			e.deliveryCount++
 			e.lockToken = NewGUID()
 			e.lockedUntil = now.Add(b.lockFor())
@@ -487,6 +499,13 @@ func (b *Bus) Complete(d *Delivery) error {
 	}
 	q.active = slices.DeleteFunc(q.active, func(x *entry) bool { return x == e })
 	q.stats.Completed++
+	if b.chaos != nil && b.chaos.duplicate() {
+		// At-least-once: the settlement was "lost" and the message comes
+		// again, with its delivery count, like after a lock expiry.
+		dup := &entry{msg: e.msg, deliveryCount: e.deliveryCount, availableAt: b.opts.Clock.Now().Add(b.opts.RetryDelay)}
+		q.enqueue(dup, b.opts.Clock.Now())
+		q.stats.Redelivered++
+	}
 	b.broadcast()
 	return nil
 }

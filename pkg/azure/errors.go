@@ -230,3 +230,53 @@ func IsInvalidRequest(err error) bool {
 	var e *InvalidRequestError
 	return errors.As(err, &e)
 }
+
+// Quota scopes, from the message of a quota error.
+const (
+	QuotaScopeLowPriority = "LowPriority" // the subscription's spot (low-priority) cores
+	QuotaScopeFamily      = "Family"      // a VM family's cores, e.g. standardDSv3Family
+	QuotaScopeRegional    = "Regional"    // Total Regional Cores
+)
+
+// QuotaScope says which quota a quota error (IsQuotaError) is about, from
+// ARM's message ("... exceeding approved LowPriorityCores quota",
+// "... standardDSv3Family Cores quota", "... Total Regional Cores quota").
+// It returns "" for anything else; callers then treat it as the family's.
+func QuotaScope(err error) string {
+	if !IsQuotaError(err) {
+		return ""
+	}
+	ae, _ := AsARMError(err)
+	msg := strings.ToLower(ae.Message)
+	switch {
+	case strings.Contains(msg, "lowpriority") || strings.Contains(msg, "low priority") || strings.Contains(msg, "spot"):
+		return QuotaScopeLowPriority
+	case strings.Contains(msg, "regional"):
+		return QuotaScopeRegional
+	case strings.Contains(msg, "family"):
+		return QuotaScopeFamily
+	}
+	return ""
+}
+
+// IsServerError reports whether ARM answered 5xx: transient, retry later.
+func IsServerError(err error) bool {
+	ae, ok := AsARMError(err)
+	return ok && ae.StatusCode >= 500
+}
+
+// ErrorCode returns the ARM error code in err, or "".
+func ErrorCode(err error) string {
+	if ae, ok := AsARMError(err); ok {
+		return ae.Code
+	}
+	return ""
+}
+
+// RetryAfter returns how long ARM asked to wait (zero when it did not say).
+func RetryAfter(err error) time.Duration {
+	if ae, ok := AsARMError(err); ok {
+		return ae.RetryAfter
+	}
+	return 0
+}

@@ -581,3 +581,44 @@ func (l *Launcher) toInstance(vm *armcompute.VirtualMachine) *Instance {
 	}
 	return in
 }
+
+// NIC is what the sweep needs to know about a network interface.
+type NIC struct {
+	Name string
+	// VMName is the VM it is attached to ("" when detached).
+	VMName string
+	Tags   map[string]string
+	// CreatedAt is from the TagCreated tag (zero when absent: NICs carry
+	// no creation time of their own).
+	CreatedAt time.Time
+}
+
+// ListNICs returns the NICs in the node resource group tagged for this cluster.
+func (l *Launcher) ListNICs(ctx context.Context) ([]*NIC, error) {
+	var out []*NIC
+	pager := l.nics.NewListPager(l.opts.ResourceGroup, nil)
+	for pager.More() {
+		page, err := pager.NextPage(ctx)
+		if err != nil {
+			return nil, wrapARM(err, "listing NICs in %q", l.opts.ResourceGroup)
+		}
+		for _, n := range page.Value {
+			if n == nil || deref(n.Tags[TagCluster]) != l.opts.ClusterName {
+				continue
+			}
+			nic := &NIC{Name: deref(n.Name), Tags: fromTags(n.Tags)}
+			if p := n.Properties; p != nil && p.VirtualMachine != nil && p.VirtualMachine.ID != nil {
+				id := *p.VirtualMachine.ID
+				nic.VMName = id[strings.LastIndex(id, "/")+1:]
+			}
+			if t, err := time.Parse(time.RFC3339, nic.Tags[TagCreated]); err == nil {
+				nic.CreatedAt = t
+			}
+			out = append(out, nic)
+		}
+	}
+	return out, nil
+}
+
+// VMNameForNIC is the VM a NIC named by NICName belongs to.
+func VMNameForNIC(nic string) string { return strings.TrimSuffix(nic, nicSuffix) }

@@ -1,6 +1,9 @@
 package azure
 
-import "strings"
+import (
+	"strings"
+	"time"
+)
 
 // Tag keys put on every VM and NIC we create. Azure tag names cannot contain
 // '/', so, like the Azure Karpenter provider, the label keys are written
@@ -16,6 +19,9 @@ const (
 	TagNodePool = "karpenter.sh_nodepool"
 	// TagNodeClaim names the NodeClaim the resource backs.
 	TagNodeClaim = "karpenter.sh_nodeclaim"
+	// TagCreated is when karpfunc created the resource (RFC 3339); the
+	// sweep's grace period for NICs, which have no creation time, reads it.
+	TagCreated = "karpfunc.azure.com_created"
 )
 
 // TagKey converts a Kubernetes-style key into a valid Azure tag name.
@@ -32,6 +38,7 @@ func buildTags(cluster string, req LaunchRequest) map[string]*string {
 	tags[TagCluster] = ptr(cluster)
 	tags[TagNodePool] = ptr(req.NodePool)
 	tags[TagNodeClaim] = ptr(req.NodeClaim)
+	tags[TagCreated] = ptr(time.Now().UTC().Format(time.RFC3339))
 	return tags
 }
 

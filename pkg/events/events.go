@@ -33,6 +33,14 @@ const (
 	ReasonFailedDraining            = "FailedDraining"
 	ReasonTerminating               = "Terminating"
 	ReasonLaunchFailed              = "LaunchFailed"
+	ReasonEvicted                   = "Evicted"
+	ReasonDisrupted                 = "Disrupted"
+	// ReasonRegistrationTimeout is on a NodeClaim liveness deleted
+	// (Karpenter logs this; karpfunc makes it visible as an event).
+	ReasonRegistrationTimeout = "RegistrationTimeout"
+	// ReasonGarbageCollected is on a NodeClaim the Sweep deleted because
+	// its VM is gone.
+	ReasonGarbageCollected = "GarbageCollected"
 )
 
 // Component is the event source written on every event.

@@ -11,13 +11,22 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"time"
 
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
+	"github.com/karpfunc/karpfunc/pkg/bus"
 	"github.com/karpfunc/karpfunc/pkg/events"
 )
+
+// DefaultRegistrationTTL is Karpenter's registration timeout.
+const DefaultRegistrationTTL = 15 * time.Minute
+
+// DefaultDrainRetry is how soon a drain blocked by a PodDisruptionBudget,
+// or pods still terminating, is looked at again.
+const DefaultDrainRetry = 2 * time.Second
 
 // InstanceDeleter deletes a NodeClaim's VM and NIC; *azure.Launcher implements it.
 type InstanceDeleter interface {
@@ -30,15 +39,28 @@ type Options struct {
 	Deleter InstanceDeleter
 	Clock   clock.Clock
 	Logger  *slog.Logger
+	// ClusterName goes into the triggers the controller schedules.
+	ClusterName string
+	// Publisher sends scheduled triggers (drain retries, liveness
+	// re-checks); nil: the caller's redelivery is the only retry.
+	Publisher bus.Publisher
+	// RegistrationTTL is the liveness timeout (default DefaultRegistrationTTL).
+	RegistrationTTL time.Duration
+	// DrainRetry (default DefaultDrainRetry).
+	DrainRetry time.Duration
 }
 
 // Controller runs registration, initialization and termination.
 type Controller struct {
-	kube     client.Client
-	deleter  InstanceDeleter
-	clock    clock.Clock
-	log      *slog.Logger
-	recorder *events.Recorder
+	kube       client.Client
+	deleter    InstanceDeleter
+	clock      clock.Clock
+	log        *slog.Logger
+	recorder   *events.Recorder
+	cluster    string
+	pub        bus.Publisher
+	regTTL     time.Duration
+	drainRetry time.Duration
 }
 
 // New returns a Controller.
@@ -49,8 +71,15 @@ func New(opts Options) *Controller {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
+	if opts.RegistrationTTL <= 0 {
+		opts.RegistrationTTL = DefaultRegistrationTTL
+	}
+	if opts.DrainRetry <= 0 {
+		opts.DrainRetry = DefaultDrainRetry
+	}
 	return &Controller{kube: opts.Kube, deleter: opts.Deleter, clock: opts.Clock, log: opts.Logger,
-		recorder: events.NewRecorder(opts.Kube, opts.Clock)}
+		recorder: events.NewRecorder(opts.Kube, opts.Clock), cluster: opts.ClusterName, pub: opts.Publisher,
+		regTTL: opts.RegistrationTTL, drainRetry: opts.DrainRetry}
 }
 
 // nodeClaimForProviderID finds the NodeClaim launched as providerID. AKS

@@ -66,6 +66,12 @@ func (c *Controller) register(ctx context.Context, nc *karpv1.NodeClaim, node *c
 		node.Labels[k] = v
 	}
 	node.Labels[karpv1.NodeRegisteredLabelKey] = "true"
+	if len(nc.Annotations) > 0 && node.Annotations == nil {
+		node.Annotations = map[string]string{}
+	}
+	for k, v := range nc.Annotations {
+		node.Annotations[k] = v
+	}
 	var taints []corev1.Taint
 	for _, t := range node.Spec.Taints {
 		if t.MatchTaint(&karpv1.UnregisteredNoExecuteTaint) {
@@ -96,6 +102,9 @@ func (c *Controller) register(ctx context.Context, nc *karpv1.NodeClaim, node *c
 		return fmt.Errorf("marking NodeClaim %s registered: %w", nc.Name, err)
 	}
 	c.log.Info("registered nodeclaim", "nodeclaim", nc.Name, "node", node.Name)
+	if err := c.setRegistrationHealth(ctx, nc, true); err != nil {
+		c.log.Warn("marking nodepool registration healthy", "nodepool", nc.Labels[karpv1.NodePoolLabelKey], "error", err)
+	}
 	c.event(ctx, nc, events.ReasonRegistered, fmt.Sprintf("Status condition transitioned, Type: Registered, Status: True, Node: %s", node.Name))
 	return nil
 }
@@ -115,6 +124,13 @@ func (c *Controller) initialize(ctx context.Context, nc *karpv1.NodeClaim, node 
 		return false, fmt.Errorf("labelling node %s initialized: %w", node.Name, err)
 	}
 	storedNC := nc.DeepCopy()
+	// What the kubelet reports is the truth about the node's resources.
+	if len(node.Status.Capacity) > 0 {
+		nc.Status.Capacity = node.Status.Capacity.DeepCopy()
+	}
+	if len(node.Status.Allocatable) > 0 {
+		nc.Status.Allocatable = node.Status.Allocatable.DeepCopy()
+	}
 	nc.StatusConditions().SetTrue(karpv1.ConditionTypeInitialized)
 	if err := c.kube.Status().Patch(ctx, nc, client.MergeFromWithOptions(storedNC, client.MergeFromWithOptimisticLock{})); err != nil {
 		return false, fmt.Errorf("marking NodeClaim %s initialized: %w", nc.Name, err)

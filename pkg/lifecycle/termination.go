@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
@@ -12,8 +13,15 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
+	"sigs.k8s.io/karpenter/pkg/scheduling"
 
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/karpfunc/karpfunc/pkg/bus"
 	"github.com/karpfunc/karpfunc/pkg/events"
+	"github.com/karpfunc/karpfunc/pkg/messages"
+	"github.com/karpfunc/karpfunc/pkg/nodepoolstatus"
+	"github.com/karpfunc/karpfunc/pkg/triggers"
 )
 
 // DrainPendingError means pods are still leaving the node; the caller should
@@ -41,14 +49,26 @@ func IsDrainPending(err error) bool {
 // TerminateResult says what Terminate did.
 type TerminateResult struct {
 	Evicted  int
+	Deleted  int  // pods deleted because the NodeClaim's terminationGracePeriod ran out
 	Finished bool // VM deleted and finalizer removed
+	// GracePeriodExpired: the NodeClaim's terminationGracePeriod ran out and
+	// the VM was deleted with pods still on it.
+	GracePeriodExpired bool
 }
 
 // Terminate finishes the deletion of a NodeClaim that has a deletion
-// timestamp: taint its Node karpenter.sh/disrupted:NoSchedule, evict its pods
-// through the Eviction API (so the API server enforces PDBs), delete the VM
-// and NIC, delete the Node, and remove the termination finalizer. It returns
-// a DrainPendingError while pods remain.
+// timestamp: taint its Node karpenter.sh/disrupted:NoSchedule, drain it
+// through the Eviction API (so the API server enforces PDBs) in Karpenter's
+// order — non-critical pods, then non-critical DaemonSet pods, then critical
+// pods, then critical DaemonSet pods, each group only once the one before is
+// gone — delete the VM and NIC, delete the Node, and remove the termination
+// finalizer. It returns a DrainPendingError while pods remain.
+//
+// spec.terminationGracePeriod bounds it: a pod is deleted (PDBs bypassed)
+// when only its own terminationGracePeriodSeconds is left before the
+// NodeClaim's grace period ends, and once it has ended the VM goes whatever
+// is still running. karpenter.sh/do-not-disrupt, on the node or a pod, does
+// not block an explicit deletion: it guards against voluntary disruption.
 func (c *Controller) Terminate(ctx context.Context, name string) (TerminateResult, error) {
 	nc := &karpv1.NodeClaim{}
 	if err := c.kube.Get(ctx, client.ObjectKey{Name: name}, nc); err != nil {
@@ -61,6 +81,11 @@ func (c *Controller) Terminate(ctx context.Context, name string) (TerminateResul
 		return TerminateResult{}, nil // stale message: not being deleted, or already done
 	}
 	var res TerminateResult
+	var expire *time.Time
+	if nc.Spec.TerminationGracePeriod != nil {
+		t := nc.DeletionTimestamp.Add(nc.Spec.TerminationGracePeriod.Duration)
+		expire = &t
+	}
 	node, err := c.nodeFor(ctx, nc)
 	if err != nil {
 		return res, err
@@ -69,13 +94,18 @@ func (c *Controller) Terminate(ctx context.Context, name string) (TerminateResul
 		if err := c.taintDisrupted(ctx, node); err != nil {
 			return res, err
 		}
-		evicted, remaining, err := c.drain(ctx, node)
-		res.Evicted = evicted
-		if err != nil {
-			return res, err
-		}
-		if remaining > 0 {
-			return res, NewDrainPendingError(node.Name, remaining)
+		if expire != nil && !c.clock.Now().Before(*expire) {
+			res.GracePeriodExpired = true
+			c.log.Warn("terminationGracePeriod ran out; deleting the instance with pods still on it", "nodeclaim", nc.Name, "node", node.Name)
+		} else {
+			d, err := c.drain(ctx, node, expire)
+			res.Evicted, res.Deleted = d.evicted, d.deleted
+			if err != nil {
+				return res, err
+			}
+			if d.remaining > 0 {
+				return res, NewDrainPendingError(node.Name, d.remaining)
+			}
 		}
 	}
 	if err := c.deleter.Delete(ctx, nc.Name); err != nil {
@@ -92,9 +122,49 @@ func (c *Controller) Terminate(ctx context.Context, name string) (TerminateResul
 		return res, fmt.Errorf("removing finalizer from NodeClaim %s: %w", nc.Name, err)
 	}
 	c.log.Info("terminated nodeclaim", "nodeclaim", nc.Name, "evicted", res.Evicted)
+	if err := nodepoolstatus.Update(ctx, c.kube, nc.Labels[karpv1.NodePoolLabelKey]); err != nil {
+		c.log.Warn("updating nodepool resources", "error", err)
+	}
 	res.Finished = true
+	// Pods that were waiting for this NodeClaim (it never got a node, or
+	// its pods were evicted) are pending again; kube-scheduler will not mark
+	// them again, so ask for a provisioning pass rather than wait for the
+	// relay's resync.
+	if err := c.scheduleProvision(ctx, time.Second); err != nil {
+		c.log.Warn("scheduling a provisioning pass after termination", "nodeclaim", nc.Name, "error", err)
+	}
 	return res, nil
 }
+
+// scheduleProvision sends a provisioning pass for after d.
+func (c *Controller) scheduleProvision(ctx context.Context, d time.Duration) error {
+	if c.pub == nil {
+		return nil
+	}
+	at := c.clock.Now().Add(d)
+	m, err := triggers.Provision(c.cluster, triggers.RetryID("provision/"+c.cluster+"/after-termination", at), at)
+	if err != nil {
+		return err
+	}
+	return c.pub.Publish(ctx, bus.QueueProvision, m)
+}
+
+// ScheduleTerminate asks for Terminate to run again for the NodeClaim
+// after d (a drain waiting on pods or a PDB, ARM throttling), as a
+// scheduled message rather than a failed invocation: the message that
+// asked is completed, so a long drain never reaches the dead-letter queue.
+func (c *Controller) ScheduleTerminate(ctx context.Context, name, uid string, d time.Duration) (time.Time, error) {
+	if d <= 0 {
+		d = c.drainRetry
+	}
+	at := c.clock.Now().Add(d)
+	nc := &karpv1.NodeClaim{}
+	nc.Name, nc.UID = name, types.UID(uid)
+	return at, c.schedule(ctx, messages.TypeNodeClaimDeleting, nc, triggers.RetryID("nodeclaim/"+uid+"/deleting", at), at)
+}
+
+// DrainRetry is the controller's drain retry delay.
+func (c *Controller) DrainRetry() time.Duration { return c.drainRetry }
 
 func (c *Controller) nodeFor(ctx context.Context, nc *karpv1.NodeClaim) (*corev1.Node, error) {
 	var nodes corev1.NodeList
@@ -122,39 +192,79 @@ func (c *Controller) taintDisrupted(ctx context.Context, node *corev1.Node) erro
 	return nil
 }
 
-// drain evicts every pod on node that is not a DaemonSet pod, not mirrored
-// and not already terminating. It reports how many pods remain; a 429 from
-// the Eviction API (a PodDisruptionBudget said no) counts as remaining.
-func (c *Controller) drain(ctx context.Context, node *corev1.Node) (evicted, remaining int, err error) {
+type drainResult struct{ evicted, deleted, remaining int }
+
+// drain makes one pass over the pods on node: pods whose time under the
+// NodeClaim's grace period has come are deleted, and the first non-empty
+// priority group is evicted. remaining counts every pod still waiting to
+// leave; a 429 from the Eviction API (a PodDisruptionBudget said no) leaves
+// the pod remaining.
+func (c *Controller) drain(ctx context.Context, node *corev1.Node, expire *time.Time) (drainResult, error) {
+	var d drainResult
 	var pods corev1.PodList
 	if err := c.kube.List(ctx, &pods, client.MatchingFields{"spec.nodeName": node.Name}); err != nil {
-		return 0, 0, fmt.Errorf("listing pods on node %s: %w", node.Name, err)
+		return d, fmt.Errorf("listing pods on node %s: %w", node.Name, err)
 	}
+	now := c.clock.Now()
+	var waiting []*corev1.Pod
 	for i := range pods.Items {
 		pod := &pods.Items[i]
-		if !drainable(pod) {
-			continue
-		}
-		remaining++
-		if pod.DeletionTimestamp != nil {
-			continue
-		}
-		ev := &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Name: pod.Name, Namespace: pod.Namespace}}
-		switch err := c.kube.SubResource("eviction").Create(ctx, pod, ev); {
-		case err == nil:
-			evicted++
-		case apierrors.IsNotFound(err):
-			remaining--
-		case apierrors.IsTooManyRequests(err):
-			c.podEvent(ctx, pod, fmt.Sprintf("Eviction blocked by a PodDisruptionBudget while draining node %s", node.Name))
-		default:
-			return evicted, remaining, fmt.Errorf("evicting pod %s/%s from node %s: %w", pod.Namespace, pod.Name, node.Name, err)
+		if waitingEviction(pod, now) {
+			waiting = append(waiting, pod)
 		}
 	}
-	return evicted, remaining, nil
+	d.remaining = len(waiting)
+	if expire != nil {
+		for _, pod := range waiting {
+			if pod.DeletionTimestamp != nil || pod.Spec.TerminationGracePeriodSeconds == nil {
+				continue
+			}
+			deleteAt := expire.Add(-time.Duration(*pod.Spec.TerminationGracePeriodSeconds) * time.Second)
+			if now.Before(deleteAt) {
+				continue
+			}
+			grace := max(int64(expire.Sub(now).Seconds()), 1) // never 0: that would force-delete from etcd
+			if err := c.kube.Delete(ctx, pod, client.GracePeriodSeconds(grace)); client.IgnoreNotFound(err) != nil {
+				return d, fmt.Errorf("deleting pod %s/%s as node %s's grace period ends: %w", pod.Namespace, pod.Name, node.Name, err)
+			}
+			d.deleted++
+			pod.DeletionTimestamp = &metav1.Time{Time: now}
+			c.podEvent(ctx, pod, corev1.EventTypeWarning, events.ReasonDisrupted,
+				fmt.Sprintf("Deleting the pod to accommodate the terminationTime %s of the node; the pod was granted %ds of grace-period of its %ds terminationGracePeriodSeconds. This bypasses the PDB of the pod and the do-not-disrupt annotation.",
+					expire.UTC().Format(time.RFC3339), grace, *pod.Spec.TerminationGracePeriodSeconds))
+		}
+	}
+	for _, group := range groupByPriority(waiting) {
+		if len(group) == 0 {
+			continue
+		}
+		for _, pod := range group {
+			if pod.DeletionTimestamp != nil {
+				continue // already leaving
+			}
+			ev := &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Name: pod.Name, Namespace: pod.Namespace}}
+			switch err := c.kube.SubResource("eviction").Create(ctx, pod, ev); {
+			case err == nil:
+				d.evicted++
+				c.podEvent(ctx, pod, corev1.EventTypeNormal, events.ReasonEvicted, "Evicted pod: draining node "+node.Name)
+			case apierrors.IsNotFound(err):
+				d.remaining--
+			case apierrors.IsTooManyRequests(err):
+				c.podEvent(ctx, pod, corev1.EventTypeWarning, events.ReasonFailedDraining,
+					fmt.Sprintf("Eviction blocked by a PodDisruptionBudget while draining node %s", node.Name))
+			default:
+				return d, fmt.Errorf("evicting pod %s/%s from node %s: %w", pod.Namespace, pod.Name, node.Name, err)
+			}
+		}
+		break // the next group waits until this one is gone
+	}
+	return d, nil
 }
 
-func drainable(pod *corev1.Pod) bool {
+// waitingEviction is Karpenter's test for a pod the drain waits on: not
+// terminal, not a mirror (node-owned) pod, not tolerating the disrupted
+// taint, and not stuck terminating (deleted over a minute ago).
+func waitingEviction(pod *corev1.Pod, now time.Time) bool {
 	if pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
 		return false
 	}
@@ -162,15 +272,46 @@ func drainable(pod *corev1.Pod) bool {
 		return false
 	}
 	for _, o := range pod.OwnerReferences {
-		if o.Kind == "DaemonSet" {
+		if o.Kind == "Node" && o.APIVersion == "v1" {
 			return false
 		}
+	}
+	if scheduling.Taints([]corev1.Taint{karpv1.DisruptedNoScheduleTaint}).ToleratesPod(pod) == nil {
+		return false
+	}
+	if pod.DeletionTimestamp != nil && now.Sub(pod.DeletionTimestamp.Time) > time.Minute {
+		return false
 	}
 	return true
 }
 
-func (c *Controller) podEvent(ctx context.Context, pod *corev1.Pod, msg string) {
-	if err := c.recorder.Publish(ctx, events.Event{Object: pod, Type: corev1.EventTypeWarning, Reason: events.ReasonFailedDraining, Message: msg}); err != nil {
+// groupByPriority is Karpenter's drain order, after graceful node shutdown.
+func groupByPriority(pods []*corev1.Pod) [][]*corev1.Pod {
+	var nonCritical, nonCriticalDaemon, critical, criticalDaemon []*corev1.Pod
+	for _, pod := range pods {
+		crit := pod.Spec.PriorityClassName == "system-cluster-critical" || pod.Spec.PriorityClassName == "system-node-critical"
+		daemon := false
+		for _, o := range pod.OwnerReferences {
+			if o.Kind == "DaemonSet" {
+				daemon = true
+			}
+		}
+		switch {
+		case crit && daemon:
+			criticalDaemon = append(criticalDaemon, pod)
+		case crit:
+			critical = append(critical, pod)
+		case daemon:
+			nonCriticalDaemon = append(nonCriticalDaemon, pod)
+		default:
+			nonCritical = append(nonCritical, pod)
+		}
+	}
+	return [][]*corev1.Pod{nonCritical, nonCriticalDaemon, critical, criticalDaemon}
+}
+
+func (c *Controller) podEvent(ctx context.Context, pod *corev1.Pod, typ, reason, msg string) {
+	if err := c.recorder.Publish(ctx, events.Event{Object: pod, Type: typ, Reason: reason, Message: msg}); err != nil {
 		c.log.Warn("writing event", "error", err)
 	}
 }

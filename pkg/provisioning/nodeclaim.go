@@ -38,6 +38,10 @@ func (p *Provisioner) create(ctx context.Context, plan *scheduler.NodeClaimPlan)
 	nc := NodeClaimFor(plan)
 	if err := p.kube.Create(ctx, nc); err != nil {
 		if apierrors.IsAlreadyExists(err) {
+			existing := &karpv1.NodeClaim{}
+			if gerr := p.kube.Get(ctx, client.ObjectKeyFromObject(nc), existing); gerr == nil && existing.DeletionTimestamp != nil {
+				return nil, NewNameHeldError(nc.Name)
+			}
 			return nil, nil
 		}
 		return nil, fmt.Errorf("creating NodeClaim %s for NodePool %s: %w", nc.Name, plan.NodePool.Name, err)

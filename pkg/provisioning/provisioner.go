@@ -23,10 +23,21 @@ import (
 
 	"github.com/karpfunc/karpfunc/pkg/apis/v1beta1"
 	"github.com/karpfunc/karpfunc/pkg/azure"
+	"github.com/karpfunc/karpfunc/pkg/bus"
 	"github.com/karpfunc/karpfunc/pkg/catalog"
 	"github.com/karpfunc/karpfunc/pkg/events"
+	"github.com/karpfunc/karpfunc/pkg/offerings"
 	"github.com/karpfunc/karpfunc/pkg/scheduler"
+	"github.com/karpfunc/karpfunc/pkg/triggers"
 )
+
+// DefaultRegistrationTTL is how long a launched NodeClaim may take to
+// register before liveness deletes it (Karpenter's registrationTimeout).
+const DefaultRegistrationTTL = 15 * time.Minute
+
+// DefaultMaxLaunchAttempts is how many offerings one Launch tries, in price
+// order, before it gives the NodeClaim up as InsufficientCapacity.
+const DefaultMaxLaunchAttempts = 3
 
 // InstanceLauncher creates VMs; *azure.Launcher implements it.
 type InstanceLauncher interface {
@@ -41,6 +52,16 @@ type Options struct {
 	ClusterName string
 	Clock       clock.Clock
 	Logger      *slog.Logger
+	// Offerings is the shared unavailable-offerings state; nil disables it
+	// (every offering the catalog calls available is tried).
+	Offerings *offerings.Store
+	// Publisher sends the Function's own scheduled triggers (liveness
+	// checks, re-provisioning); nil: none are sent.
+	Publisher bus.Publisher
+	// RegistrationTTL is the liveness timeout (default DefaultRegistrationTTL).
+	RegistrationTTL time.Duration
+	// MaxLaunchAttempts (default DefaultMaxLaunchAttempts).
+	MaxLaunchAttempts int
 }
 
 // Provisioner places pending pods.
@@ -52,6 +73,10 @@ type Provisioner struct {
 	clock       clock.Clock
 	log         *slog.Logger
 	recorder    *events.Recorder
+	offerings   *offerings.Store
+	publisher   bus.Publisher
+	regTTL      time.Duration
+	maxAttempts int
 }
 
 // New returns a Provisioner.
@@ -62,8 +87,15 @@ func New(opts Options) *Provisioner {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
+	if opts.RegistrationTTL <= 0 {
+		opts.RegistrationTTL = DefaultRegistrationTTL
+	}
+	if opts.MaxLaunchAttempts <= 0 {
+		opts.MaxLaunchAttempts = DefaultMaxLaunchAttempts
+	}
 	return &Provisioner{kube: opts.Kube, launcher: opts.Launcher, catalog: opts.Catalog, clusterName: opts.ClusterName,
-		clock: opts.Clock, log: opts.Logger, recorder: events.NewRecorder(opts.Kube, opts.Clock)}
+		clock: opts.Clock, log: opts.Logger, recorder: events.NewRecorder(opts.Kube, opts.Clock),
+		offerings: opts.Offerings, publisher: opts.Publisher, regTTL: opts.RegistrationTTL, maxAttempts: opts.MaxLaunchAttempts}
 }
 
 // Result summarises one provisioning pass.
@@ -74,23 +106,58 @@ type Result struct {
 	OnExisting    int      // pods placed on existing nodes or in-flight NodeClaims
 	Unschedulable int
 	SolveDuration time.Duration
+	// GaveUp are NodeClaims deleted because no offering could be launched
+	// (InsufficientCapacity); their pods are provisioned again.
+	GaveUp []string
+	// MarkedUnavailable describes the offerings this pass marked unavailable.
+	MarkedUnavailable []string
+	// RetryAt is when a scheduled provisioning pass will run again (zero:
+	// none scheduled), after throttling or a claim given up.
+	RetryAt time.Time
+	// Deferred counts plans whose NodeClaim name is still held by a
+	// NodeClaim being deleted; the retry places them.
+	Deferred int
 }
 
+// retryDelay is how soon a pass runs again after giving a NodeClaim up or
+// finding its name still held by a terminating one.
+const retryDelay = 2 * time.Second
+
 // Provision runs one pass. It returns an error only when something should be
-// retried (API or ARM failures); pods that cannot be placed are reported with
-// events, not errors, because retrying would not help them.
+// retried by redelivery (API or ARM failures); pods that cannot be placed are
+// reported with events, not errors, because retrying would not help them.
+// ARM throttling does not fail the pass: a provisioning pass is scheduled
+// for when ARM said to come back.
 func (p *Provisioner) Provision(ctx context.Context) (Result, error) {
 	snap, err := p.snapshot(ctx)
 	if err != nil {
 		return Result{}, err
 	}
+	unavailable, err := p.loadUnavailable(ctx)
+	if err != nil {
+		return Result{}, err
+	}
 	res := Result{PendingPods: len(snap.pending)}
 	var errs []error
+	var retryAfter time.Duration
+	wantRetry := func(d time.Duration) {
+		if d > retryAfter {
+			retryAfter = d
+		}
+	}
 	if len(snap.pending) > 0 {
+		// A NodeClaim being deleted is not capacity: its pods are leaving.
+		live := make([]*karpv1.NodeClaim, 0, len(snap.nodeClaims))
+		for _, nc := range snap.nodeClaims {
+			if nc.DeletionTimestamp == nil {
+				live = append(live, nc)
+			}
+		}
 		start := p.clock.Now()
 		out := scheduler.Solve(scheduler.Input{
-			Pods: snap.pending, Nodes: snap.nodes, BoundPods: snap.bound, NodeClaims: snap.nodeClaims,
-			NodePools: snap.nodePools, NodeClasses: snap.nodeClasses, DaemonSets: snap.daemonSets, Catalog: p.catalog,
+			Pods: snap.pending, Nodes: snap.nodes, BoundPods: snap.bound, NodeClaims: live,
+			NodePools: snap.nodePools, NodeClasses: snap.nodeClasses, DaemonSets: snap.daemonSets,
+			Catalog: unavailable.Apply(p.catalog),
 		})
 		res.SolveDuration = p.clock.Since(start)
 		for _, pl := range out.Existing {
@@ -105,7 +172,12 @@ func (p *Provisioner) Provision(ctx context.Context) (Result, error) {
 		}
 		for _, plan := range out.NewNodeClaims {
 			nc, err := p.create(ctx, plan)
-			if err != nil {
+			switch {
+			case IsNameHeld(err):
+				res.Deferred++
+				wantRetry(retryDelay)
+				continue
+			case err != nil:
 				errs = append(errs, err)
 				continue
 			}
@@ -121,13 +193,53 @@ func (p *Provisioner) Provision(ctx context.Context) (Result, error) {
 		if nc.DeletionTimestamp != nil || nc.StatusConditions().Get(karpv1.ConditionTypeLaunched).IsTrue() {
 			continue
 		}
-		if err := p.Launch(ctx, nc); err != nil {
+		lr, err := p.launch(ctx, nc, unavailable)
+		res.MarkedUnavailable = append(res.MarkedUnavailable, lr.marked...)
+		switch {
+		case err == nil:
+			res.Launched = append(res.Launched, nc.Name)
+		case IsInsufficientCapacity(err):
+			res.GaveUp = append(res.GaveUp, nc.Name)
+			wantRetry(retryDelay)
+		case azure.IsThrottled(err):
+			p.log.Warn("ARM throttled the launch; provisioning again later", "nodeclaim", nc.Name, "retryAfter", azure.RetryAfter(err), "error", err)
+			wantRetry(max(azure.RetryAfter(err), retryDelay))
+		default:
 			errs = append(errs, err)
-			continue
 		}
-		res.Launched = append(res.Launched, nc.Name)
+	}
+	if retryAfter > 0 {
+		at, err := p.scheduleProvision(ctx, retryAfter)
+		if err != nil {
+			errs = append(errs, err)
+		}
+		res.RetryAt = at
 	}
 	return res, errors.Join(errs...)
+}
+
+func (p *Provisioner) loadUnavailable(ctx context.Context) (*offerings.Set, error) {
+	if p.offerings == nil {
+		return &offerings.Set{}, nil
+	}
+	return p.offerings.Load(ctx)
+}
+
+// scheduleProvision sends a provisioning pass to run after d. Without a
+// publisher it does nothing: the relay's resync announces the pods again.
+func (p *Provisioner) scheduleProvision(ctx context.Context, d time.Duration) (time.Time, error) {
+	if p.publisher == nil {
+		return time.Time{}, nil
+	}
+	at := p.clock.Now().Add(d)
+	m, err := triggers.Provision(p.clusterName, triggers.RetryID("provision/"+p.clusterName, at), at)
+	if err != nil {
+		return time.Time{}, err
+	}
+	if err := p.publisher.Publish(ctx, bus.QueueProvision, m); err != nil {
+		return time.Time{}, fmt.Errorf("scheduling a provisioning pass at %s: %w", at.Format(time.RFC3339), err)
+	}
+	return at, nil
 }
 
 type snapshot struct {

@@ -1,0 +1,301 @@
+package lifecycle_test
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"slices"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	clocktesting "k8s.io/utils/clock/testing"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
+
+	"github.com/karpfunc/karpfunc/internal/armemulator"
+	"github.com/karpfunc/karpfunc/internal/controlplane"
+	"github.com/karpfunc/karpfunc/internal/tools"
+	"github.com/karpfunc/karpfunc/pkg/apis"
+	"github.com/karpfunc/karpfunc/pkg/azure"
+	"github.com/karpfunc/karpfunc/pkg/lifecycle"
+)
+
+const (
+	sub = "00000000-0000-0000-0000-0000000000aa"
+	rg  = "MC_test"
+)
+
+// world is a real API server (etcd + kube-apiserver, CRDs) and a real ARM
+// emulator behind the real launcher; no kubelet, so evicted pods stay
+// terminating until the test finishes them.
+type world struct {
+	kube     client.Client
+	launcher *azure.Launcher
+	arm      *armemulator.Server
+}
+
+func start(t *testing.T) *world {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("starts a control plane")
+	}
+	root, err := tools.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bins, err := tools.EnsureBinaries(t.Context(), root, os.Stderr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cp, err := controlplane.Start(t.Context(), controlplane.Options{BinDir: bins, InstallCRDs: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cp.Stop() })
+	kube, err := client.New(cp.RESTConfig(), client.Options{Scheme: apis.Scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// No controller-manager: create the service accounts pods need.
+	for _, ns := range []string{"default", "kube-system"} {
+		if err := kube.Create(t.Context(), &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default", Namespace: ns}}); client.IgnoreAlreadyExists(err) != nil {
+			t.Fatal(err)
+		}
+	}
+	arm, err := armemulator.Start(t.Context(), armemulator.Options{SubscriptionIDs: []string{sub}, OpDelay: 10 * time.Millisecond,
+		Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = arm.Close() })
+	l, err := azure.NewLauncher(azure.Options{SubscriptionID: sub, ResourceGroup: rg, Location: "eastus", ClusterName: "test",
+		SubnetID: "/subscriptions/" + sub + "/resourceGroups/" + rg + "/providers/Microsoft.Network/virtualNetworks/v/subnets/s",
+		Endpoint: arm.URL(), CACertPEM: arm.CACertPEM(), Token: arm.Token(), PollFrequency: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &world{kube: kube, launcher: l, arm: arm}
+}
+
+// deletingClaim creates a Node, a VM and a launched NodeClaim for name,
+// then deletes the NodeClaim (it stays, held by the termination finalizer).
+func (w *world) deletingClaim(t *testing.T, ctx context.Context, name string, tgp *metav1.Duration) *corev1.Node {
+	t.Helper()
+	inst, err := w.launcher.Create(ctx, azure.LaunchRequest{Name: name, NodePool: "np", InstanceType: "Standard_D2s_v5"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: corev1.NodeSpec{ProviderID: inst.ProviderID}}
+	if err := w.kube.Create(ctx, node); err != nil {
+		t.Fatal(err)
+	}
+	nc := &karpv1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: name, Finalizers: []string{karpv1.TerminationFinalizer},
+		Labels: map[string]string{karpv1.NodePoolLabelKey: "np"}},
+		Spec: karpv1.NodeClaimSpec{NodeClassRef: &karpv1.NodeClassReference{Group: "karpenter.azure.com", Kind: "AKSNodeClass", Name: "default"},
+			TerminationGracePeriod: tgp,
+			Requirements: []karpv1.NodeSelectorRequirementWithMinValues{{Key: corev1.LabelInstanceTypeStable,
+				Operator: corev1.NodeSelectorOpIn, Values: []string{"Standard_D2s_v5"}}}}}
+	if err := w.kube.Create(ctx, nc); err != nil {
+		t.Fatal(err)
+	}
+	nc.Status.ProviderID, nc.Status.NodeName = inst.ProviderID, name
+	if err := w.kube.Status().Update(ctx, nc); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.kube.Delete(ctx, nc); err != nil {
+		t.Fatal(err)
+	}
+	return node
+}
+
+type podSpec struct {
+	name      string
+	daemon    bool
+	critical  bool
+	tolerates bool
+	annotate  bool // karpenter.sh/do-not-disrupt
+	guarded   bool // under a PDB that allows no disruption
+}
+
+func (w *world) pod(t *testing.T, ctx context.Context, node string, ps podSpec) {
+	t.Helper()
+	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: ps.name, Namespace: "default", Labels: map[string]string{"pod": ps.name}},
+		Spec: corev1.PodSpec{NodeName: node, TerminationGracePeriodSeconds: ptr(int64(30)),
+			Containers: []corev1.Container{{Name: "c", Image: "registry.k8s.io/pause:3.10"}}}}
+	if ps.daemon {
+		p.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "DaemonSet", Name: "ds", UID: types.UID("ds-" + ps.name)}}
+	}
+	if ps.critical {
+		p.Spec.PriorityClassName = "system-cluster-critical"
+		p.Namespace = "kube-system"
+	}
+	if ps.tolerates {
+		p.Spec.Tolerations = []corev1.Toleration{{Key: karpv1.DisruptedTaintKey, Operator: corev1.TolerationOpExists}}
+	}
+	if ps.annotate {
+		p.Annotations = map[string]string{karpv1.DoNotDisruptAnnotationKey: "true"}
+	}
+	if ps.guarded {
+		pdb := &policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Name: ps.name, Namespace: p.Namespace},
+			Spec: policyv1.PodDisruptionBudgetSpec{MinAvailable: ptr(intstr.FromInt32(1)),
+				Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"pod": ps.name}}}}
+		if err := w.kube.Create(ctx, pdb); err != nil {
+			t.Fatal(err)
+		}
+		// What the disruption controller would write: nothing may go.
+		pdb.Status = policyv1.PodDisruptionBudgetStatus{ObservedGeneration: pdb.Generation, DisruptionsAllowed: 0,
+			CurrentHealthy: 1, DesiredHealthy: 1, ExpectedPods: 1}
+		if err := w.kube.Status().Update(ctx, pdb); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.kube.Create(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	// Running and Ready, as a kubelet would report: a Pending pod is
+	// evicted without asking its PDB.
+	p.Status.Phase = corev1.PodRunning
+	p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
+	if err := w.kube.Status().Update(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// terminating lists the pods on node that have a deletion timestamp.
+func (w *world) terminating(t *testing.T, ctx context.Context, node string) []string {
+	t.Helper()
+	var pods corev1.PodList
+	if err := w.kube.List(ctx, &pods, client.MatchingFields{"spec.nodeName": node}); err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, p := range pods.Items {
+		if p.DeletionTimestamp != nil {
+			out = append(out, p.Name)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// finish is the kubelet confirming that the terminating pods are gone.
+func (w *world) finish(t *testing.T, ctx context.Context, node string) {
+	t.Helper()
+	var pods corev1.PodList
+	if err := w.kube.List(ctx, &pods, client.MatchingFields{"spec.nodeName": node}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range pods.Items {
+		if pods.Items[i].DeletionTimestamp != nil {
+			if err := w.kube.Delete(ctx, &pods.Items[i], client.GracePeriodSeconds(0)); client.IgnoreNotFound(err) != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+}
+
+func TestTerminate(t *testing.T) {
+	w := start(t)
+	ctx := context.Background()
+	for _, c := range []struct {
+		name string
+		pods []podSpec
+		tgp  *metav1.Duration
+		// advance moves the controller's clock past the deletion timestamp.
+		advance time.Duration
+		// waves are the pods each Terminate call evicts, in order; after
+		// each wave the test finishes the terminating pods.
+		waves    [][]string
+		finished bool
+		expired  bool
+	}{
+		{
+			name: "drains in Karpenter's order; do-not-disrupt does not block an explicit delete; tolerating pods stay",
+			pods: []podSpec{{name: "app"}, {name: "pinned", annotate: true}, {name: "ds", daemon: true},
+				{name: "crit", critical: true}, {name: "critds", critical: true, daemon: true}, {name: "tolerant", tolerates: true}},
+			waves:    [][]string{{"app", "pinned"}, {"ds"}, {"crit"}, {"critds"}},
+			finished: true,
+		},
+		{
+			name:  "a PDB that allows no disruption blocks the drain",
+			pods:  []podSpec{{name: "guarded-a", guarded: true}},
+			waves: [][]string{nil, nil},
+		},
+		{
+			name:     "terminationGracePeriod bounds a drain blocked by a PDB: the pod is deleted when its own grace period is all that is left",
+			pods:     []podSpec{{name: "guarded-b", guarded: true}},
+			tgp:      &metav1.Duration{Duration: 40 * time.Second},
+			advance:  15 * time.Second, // 25s left < the pod's 30s
+			waves:    [][]string{{"guarded-b"}},
+			finished: true,
+		},
+		{
+			name:     "once terminationGracePeriod has run out the VM goes with the pods still on it",
+			pods:     []podSpec{{name: "guarded-c", guarded: true}},
+			tgp:      &metav1.Duration{Duration: 10 * time.Second},
+			advance:  time.Minute,
+			waves:    [][]string{nil},
+			finished: true,
+			expired:  true,
+		},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			name := fmt.Sprintf("nc-%d", time.Now().UnixNano()%1e9)
+			node := w.deletingClaim(t, ctx, name, c.tgp)
+			for _, p := range c.pods {
+				w.pod(t, ctx, node.Name, p)
+			}
+			nc := &karpv1.NodeClaim{}
+			if err := w.kube.Get(ctx, client.ObjectKey{Name: name}, nc); err != nil {
+				t.Fatal(err)
+			}
+			clk := clocktesting.NewFakeClock(nc.DeletionTimestamp.Add(c.advance))
+			lc := lifecycle.New(lifecycle.Options{Kube: w.kube, Deleter: w.launcher, Clock: clk, Logger: slog.New(slog.DiscardHandler)})
+			var res lifecycle.TerminateResult
+			var err error
+			if !c.expired {
+				for i, want := range c.waves {
+					res, err = lc.Terminate(ctx, name)
+					if !lifecycle.IsDrainPending(err) {
+						t.Fatalf("wave %d: Terminate = %+v, %v; want a DrainPendingError", i, res, err)
+					}
+					slices.Sort(want)
+					if got := w.terminating(t, ctx, node.Name); !slices.Equal(got, want) {
+						t.Fatalf("wave %d: terminating pods %v, want %v", i, got, want)
+					}
+					w.finish(t, ctx, node.Name)
+				}
+			}
+			if !c.finished {
+				if err := w.kube.Get(ctx, client.ObjectKey{Name: name}, nc); err != nil {
+					t.Fatalf("NodeClaim gone although its drain is blocked: %v", err)
+				}
+				if _, err := w.launcher.Get(ctx, name); err != nil {
+					t.Fatalf("VM gone although the drain is blocked: %v", err)
+				}
+				return
+			}
+			res, err = lc.Terminate(ctx, name)
+			if err != nil || !res.Finished || res.GracePeriodExpired != c.expired {
+				t.Fatalf("Terminate = %+v, %v; want finished, gracePeriodExpired=%t", res, err, c.expired)
+			}
+			if _, err := w.launcher.Get(ctx, name); !azure.IsNotFound(err) {
+				t.Errorf("VM still there after termination: %v", err)
+			}
+			if err := w.kube.Get(ctx, client.ObjectKey{Name: name}, &karpv1.NodeClaim{}); err == nil {
+				t.Errorf("NodeClaim still there after termination")
+			}
+			if err := w.kube.Get(ctx, client.ObjectKey{Name: name}, &corev1.Node{}); err == nil {
+				t.Errorf("Node still there after termination")
+			}
+		})
+	}
+}
+
+func ptr[T any](v T) *T { return &v }

@@ -1,0 +1,151 @@
+package lifecycle
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
+
+	"github.com/karpfunc/karpfunc/pkg/azure"
+	"github.com/karpfunc/karpfunc/pkg/events"
+	"github.com/karpfunc/karpfunc/pkg/nodepoolstatus"
+)
+
+// DefaultGCGracePeriod is how old a VM or NIC without a NodeClaim must be
+// before the sweep deletes it.
+const DefaultGCGracePeriod = 2 * time.Minute
+
+// launchedGrace is how long a NodeClaim must have been Launched before the
+// sweep believes its VM is really gone (Karpenter's garbage collection uses
+// the same margin against list lag).
+const launchedGrace = 10 * time.Second
+
+// stuckDeletion is how long a NodeClaim may sit with a deletion timestamp
+// before the sweep asks Terminate again (a lost or dead-lettered trigger).
+const stuckDeletion = time.Minute
+
+// InstanceLister lists what the cluster owns in Azure; *azure.Launcher
+// implements it.
+type InstanceLister interface {
+	List(ctx context.Context) ([]*azure.Instance, error)
+	ListNICs(ctx context.Context) ([]*azure.NIC, error)
+}
+
+// SweepResult says what one sweep did.
+type SweepResult struct {
+	VMsDeleted        []string // tagged VMs without a NodeClaim
+	NICsDeleted       []string // tagged, detached NICs without a NodeClaim
+	NodeClaimsDeleted []string // launched NodeClaims whose VM is gone
+	TerminateRetried  []string // NodeClaims stuck in deletion, Terminate asked again
+}
+
+// Sweep is the garbage collector the Sweep timer runs. It is safe while
+// launches are in flight because of the order it reads in: NodeClaims, then
+// Azure, then NodeClaims again. A NodeClaim is created before its NIC and
+// VM, so a resource in the Azure listing whose NodeClaim exists is in the
+// second NodeClaim listing; and a NodeClaim Launched in the first listing
+// had its VM before the Azure listing, so a VM missing from it is gone.
+func (c *Controller) Sweep(ctx context.Context, lister InstanceLister, grace time.Duration) (SweepResult, error) {
+	var res SweepResult
+	if grace <= 0 {
+		grace = DefaultGCGracePeriod
+	}
+	var before karpv1.NodeClaimList
+	if err := c.kube.List(ctx, &before); err != nil {
+		return res, fmt.Errorf("listing NodeClaims: %w", err)
+	}
+	vms, err := lister.List(ctx)
+	if err != nil {
+		return res, err
+	}
+	nics, err := lister.ListNICs(ctx)
+	if err != nil {
+		return res, err
+	}
+	var after karpv1.NodeClaimList
+	if err := c.kube.List(ctx, &after); err != nil {
+		return res, fmt.Errorf("listing NodeClaims: %w", err)
+	}
+	claims := map[string]bool{}
+	for _, nc := range after.Items {
+		claims[nc.Name] = true
+	}
+	now := c.clock.Now()
+	var errs []error
+
+	vmNames := map[string]bool{}
+	for _, vm := range vms {
+		vmNames[vm.Name] = true
+		owner := vm.Tags[azure.TagNodeClaim]
+		if owner == "" {
+			owner = vm.Name
+		}
+		if claims[owner] || claims[vm.Name] || vm.State == azure.StateDeleting || now.Sub(vm.CreatedAt) < grace {
+			continue
+		}
+		if err := c.deleter.Delete(ctx, vm.Name); err != nil {
+			errs = append(errs, fmt.Errorf("garbage-collecting VM %s: %w", vm.Name, err))
+			continue
+		}
+		c.log.Info("garbage-collected VM without a NodeClaim", "vm", vm.Name, "created", vm.CreatedAt)
+		res.VMsDeleted = append(res.VMsDeleted, vm.Name)
+	}
+	for _, nic := range nics {
+		vm := azure.VMNameForNIC(nic.Name)
+		owner := nic.Tags[azure.TagNodeClaim]
+		if owner == "" {
+			owner = vm
+		}
+		if claims[owner] || claims[vm] || nic.VMName != "" || vmNames[vm] || (!nic.CreatedAt.IsZero() && now.Sub(nic.CreatedAt) < grace) {
+			continue
+		}
+		if err := c.deleter.Delete(ctx, vm); err != nil {
+			errs = append(errs, fmt.Errorf("garbage-collecting NIC %s: %w", nic.Name, err))
+			continue
+		}
+		c.log.Info("garbage-collected NIC without a NodeClaim", "nic", nic.Name)
+		res.NICsDeleted = append(res.NICsDeleted, nic.Name)
+	}
+
+	pools := map[string]bool{}
+	for i := range before.Items {
+		nc := &before.Items[i]
+		pools[nc.Labels[karpv1.NodePoolLabelKey]] = true
+		if nc.DeletionTimestamp != nil {
+			if now.Sub(nc.DeletionTimestamp.Time) > stuckDeletion {
+				if _, err := c.ScheduleTerminate(ctx, nc.Name, string(nc.UID), time.Millisecond); err != nil {
+					errs = append(errs, err)
+				} else {
+					res.TerminateRetried = append(res.TerminateRetried, nc.Name)
+				}
+			}
+			continue
+		}
+		launched := nc.StatusConditions().Get(karpv1.ConditionTypeLaunched)
+		if launched == nil || !launched.IsTrue() || now.Sub(launched.LastTransitionTime.Time) < launchedGrace || vmNames[nc.Name] {
+			continue
+		}
+		c.warn(ctx, nc, events.ReasonGarbageCollected, fmt.Sprintf("NodeClaim %s: its VM no longer exists; deleting the NodeClaim", nc.Name))
+		if err := c.kube.Delete(ctx, nc, client.Preconditions{UID: &nc.UID}); client.IgnoreNotFound(err) != nil {
+			errs = append(errs, fmt.Errorf("deleting NodeClaim %s whose VM is gone: %w", nc.Name, err))
+			continue
+		}
+		c.log.Info("garbage-collected NodeClaim whose VM is gone", "nodeclaim", nc.Name)
+		res.NodeClaimsDeleted = append(res.NodeClaimsDeleted, nc.Name)
+	}
+	var nps karpv1.NodePoolList
+	if err := c.kube.List(ctx, &nps); err == nil {
+		for _, np := range nps.Items {
+			pools[np.Name] = true
+		}
+	}
+	for np := range pools {
+		if err := nodepoolstatus.Update(ctx, c.kube, np); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return res, errors.Join(errs...)
+}

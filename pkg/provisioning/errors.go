@@ -1,0 +1,46 @@
+package provisioning
+
+import (
+	"errors"
+	"fmt"
+)
+
+// InsufficientCapacityError means no offering of a NodeClaim could be
+// launched: every one tried failed with a capacity or quota error, or none
+// is left available. The NodeClaim is deleted and its pods provisioned again.
+type InsufficientCapacityError struct {
+	NodeClaim string
+	Reason    string
+}
+
+func (e *InsufficientCapacityError) Error() string {
+	return fmt.Sprintf("NodeClaim %s: insufficient capacity: %s", e.NodeClaim, e.Reason)
+}
+
+// NewInsufficientCapacityError returns an InsufficientCapacityError.
+func NewInsufficientCapacityError(nodeClaim, format string, args ...any) error {
+	return &InsufficientCapacityError{NodeClaim: nodeClaim, Reason: fmt.Sprintf(format, args...)}
+}
+
+// IsInsufficientCapacity reports whether err is, or wraps, an InsufficientCapacityError.
+func IsInsufficientCapacity(err error) bool {
+	var e *InsufficientCapacityError
+	return errors.As(err, &e)
+}
+
+// NameHeldError means the NodeClaim a plan needs is still held by a
+// NodeClaim of the same name that is being deleted; a later pass creates it.
+type NameHeldError struct{ Name string }
+
+func (e *NameHeldError) Error() string {
+	return fmt.Sprintf("NodeClaim %s is still being deleted; its pods are placed on the next pass", e.Name)
+}
+
+// NewNameHeldError returns a NameHeldError.
+func NewNameHeldError(name string) error { return &NameHeldError{Name: name} }
+
+// IsNameHeld reports whether err is, or wraps, a NameHeldError.
+func IsNameHeld(err error) bool {
+	var e *NameHeldError
+	return errors.As(err, &e)
+}

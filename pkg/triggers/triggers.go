@@ -1,0 +1,54 @@
+// Package triggers builds the messages a Function sends to itself: a
+// provisioning pass after a NodeClaim was given up, a drain retry, a
+// liveness check at the end of the registration timeout. They are scheduled
+// Service Bus messages (ScheduledEnqueueTime), not timers in memory, so they
+// survive the instance that sent them.
+package triggers
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/karpfunc/karpfunc/pkg/bus"
+	"github.com/karpfunc/karpfunc/pkg/messages"
+)
+
+// Source is the CloudEvents source of self-sent triggers.
+const Source = "/karpfunc/functions"
+
+// Provision is a provisioning pass for cluster at time at. The provision
+// queue is session-enabled; the session is the cluster, like the relay's.
+func Provision(cluster, id string, at time.Time) (bus.Message, error) {
+	return build(id, cluster, messages.TypeProvision, "retry", at, messages.Provision{Cluster: cluster, Pods: []messages.ObjectRef{}})
+}
+
+// NodeClaim is a lifecycle trigger of type typ (TypeNodeClaimDeleting or
+// TypeNodeClaimLiveness) for one NodeClaim, delivered at time at.
+func NodeClaim(typ, cluster, name, uid, id string, at time.Time) (bus.Message, error) {
+	return build(id, "", typ, name, at, messages.NodeClaim{Cluster: cluster, Name: name, UID: uid})
+}
+
+// LivenessID is the MessageId of a NodeClaim's liveness check: one per
+// NodeClaim, so a launch repeated after a crash schedules it only once
+// (duplicate detection).
+func LivenessID(uid string) string { return "nodeclaim/" + uid + "/liveness" }
+
+// RetryID is a MessageId for a retry that must not be deduplicated against
+// the original message: the original id plus the time the retry is due.
+func RetryID(base string, at time.Time) string {
+	return fmt.Sprintf("%s/retry/%d", base, at.UnixMilli())
+}
+
+func build(id, session, typ, subject string, at time.Time, data any) (bus.Message, error) {
+	ev, err := messages.New(id, Source, typ, subject, at, data)
+	if err != nil {
+		return bus.Message{}, err
+	}
+	body, err := json.Marshal(ev)
+	if err != nil {
+		return bus.Message{}, fmt.Errorf("encoding %s %s: %w", typ, id, err)
+	}
+	return bus.Message{ID: id, SessionID: session, ContentType: messages.ContentType, Body: body,
+		ScheduledEnqueueTime: at.UTC(), ApplicationProperties: map[string]any{"type": typ}}, nil
+}

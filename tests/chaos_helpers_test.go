@@ -1,0 +1,179 @@
+package tests
+
+import (
+	"context"
+	"fmt"
+	"hash/fnv"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
+
+	"github.com/karpfunc/karpfunc/internal/localenv"
+	"github.com/karpfunc/karpfunc/pkg/azure"
+	"github.com/karpfunc/karpfunc/pkg/offerings"
+)
+
+// pdbWatch records, every 100 ms, how many pods of app are Running and not
+// terminating, from the moment all want of them first were; the minimum is
+// what the drains left standing.
+type pdbWatch struct {
+	mu      sync.Mutex
+	armed   bool
+	min     int
+	samples int
+	stop    chan struct{}
+	done    chan struct{}
+}
+
+func watchAvailable(ctx context.Context, kube client.Client, app string, want int) *pdbWatch {
+	w := &pdbWatch{min: want, stop: make(chan struct{}), done: make(chan struct{})}
+	go func() {
+		defer close(w.done)
+		t := time.NewTicker(100 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-w.stop:
+				return
+			case <-t.C:
+			}
+			pods, err := podsWithLabel(ctx, kube, "app", app)
+			if err != nil {
+				continue
+			}
+			up := 0
+			for _, p := range pods {
+				if p.Status.Phase == corev1.PodRunning && p.DeletionTimestamp == nil {
+					up++
+				}
+			}
+			w.mu.Lock()
+			if up >= want {
+				w.armed = true
+			}
+			if w.armed {
+				w.samples++
+				w.min = min(w.min, up)
+			}
+			w.mu.Unlock()
+		}
+	}()
+	return w
+}
+
+func (w *pdbWatch) result() (armed bool, minimum, samples int) {
+	close(w.stop)
+	<-w.done
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.armed, w.min, w.samples
+}
+
+// neverJoins picks about one VM in ten, by name and seed, whose kubelet
+// never registers.
+func neverJoins(seed int64) func(string) bool {
+	return func(name string) bool {
+		h := fnv.New32a()
+		fmt.Fprintf(h, "%d/%s", seed, name)
+		return h.Sum32()%10 == 0
+	}
+}
+
+// fleetReport compares VMs, NICs and NodeClaims; an empty slice means
+// consistent: every VM belongs to a live NodeClaim and every launched
+// NodeClaim has exactly one VM, every NIC is attached to one of those VMs,
+// no NodeClaim is stuck deleting.
+func fleetReport(ctx context.Context, env *localenv.Env) []string {
+	var problems []string
+	var ncs karpv1.NodeClaimList
+	if err := env.Kube.List(ctx, &ncs); err != nil {
+		return []string{err.Error()}
+	}
+	live := map[string]bool{}
+	for _, nc := range ncs.Items {
+		if nc.DeletionTimestamp != nil {
+			problems = append(problems, fmt.Sprintf("NodeClaim %s still deleting", nc.Name))
+			continue
+		}
+		live[nc.Name] = true
+	}
+	perClaim := map[string]int{}
+	vmNames := map[string]bool{}
+	for _, vm := range env.ARM.VMs() {
+		name := *vm.Name
+		vmNames[name] = true
+		owner := name
+		if tag := vm.Tags[azure.TagNodeClaim]; tag != nil {
+			owner = *tag
+		}
+		perClaim[owner]++
+		if !live[owner] {
+			problems = append(problems, fmt.Sprintf("VM %s has no live NodeClaim (leaked)", name))
+		}
+	}
+	for owner, n := range perClaim {
+		if n > 1 {
+			problems = append(problems, fmt.Sprintf("NodeClaim %s has %d VMs", owner, n))
+		}
+	}
+	for _, nc := range ncs.Items {
+		if live[nc.Name] && !vmNames[nc.Name] {
+			problems = append(problems, fmt.Sprintf("NodeClaim %s has no VM", nc.Name))
+		}
+		if live[nc.Name] && !nc.StatusConditions().Get(karpv1.ConditionTypeInitialized).IsTrue() {
+			problems = append(problems, fmt.Sprintf("NodeClaim %s is not initialized", nc.Name))
+		}
+	}
+	for _, nic := range env.ARM.NICs() {
+		vm := azure.VMNameForNIC(*nic.Name)
+		if !vmNames[vm] || nic.Properties == nil || nic.Properties.VirtualMachine == nil {
+			problems = append(problems, fmt.Sprintf("NIC %s is not attached to a live VM (leaked)", *nic.Name))
+		}
+	}
+	sort.Strings(problems)
+	return problems
+}
+
+// unavailableEntries reads the shared unavailable-offerings state.
+func unavailableEntries(ctx context.Context, kube client.Client) []offerings.Entry {
+	set, err := offerings.NewStore(kube, "", "", nil).Load(ctx)
+	if err != nil {
+		return nil
+	}
+	return set.Entries()
+}
+
+// eventCounts counts karpfunc's events by reason (Count included).
+func eventCounts(ctx context.Context, t *testing.T, kube client.Client) map[string]int {
+	t.Helper()
+	var evs corev1.EventList
+	if err := kube.List(ctx, &evs); err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]int{}
+	for _, e := range evs.Items {
+		if e.Source.Component == "karpfunc" {
+			out[e.Reason] += int(max(e.Count, 1))
+		}
+	}
+	return out
+}
+
+func formatCounts(m map[string]int) string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var parts []string
+	for _, k := range keys {
+		parts = append(parts, fmt.Sprintf("%s=%d", k, m[k]))
+	}
+	return strings.Join(parts, " ")
+}
