@@ -6,7 +6,7 @@ BIN := $(CURDIR)/bin
 PACKAGE_GOOS ?= linux
 PACKAGE_GOARCH ?= amd64
 
-.PHONY: all tools build demo test unit e2e bench package generate vet clean
+.PHONY: all tools build demo test unit e2e soak bench package generate vet clean
 
 all: build
 
@@ -36,6 +36,10 @@ unit:
 
 e2e: tools
 	$(GO) test -count=1 -timeout 30m -v ./tests/...
+
+## soak: the chaos test on more seeds and rounds than `make test` runs
+soak: tools
+	KARPFUNC_CHAOS_SEEDS=1,2,3,4,5,6,7,8,9,10 KARPFUNC_CHAOS_ROUNDS=10 $(GO) test -count=1 -timeout 90m -v -run TestChaos ./tests/
 
 ## bench: Go benchmarks with allocations
 bench:
