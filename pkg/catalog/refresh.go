@@ -4,12 +4,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
+
+	"github.com/karpfunc/karpfunc/pkg/catalog/internal/exclude"
 )
 
 // Refreshing a catalog file from Azure: the Retail Prices API gives Linux
@@ -118,45 +119,27 @@ type SKUFacts struct {
 	Restricted string
 }
 
-// restrictedSizes are the sizes the Azure provider excludes for AKS.
-var restrictedSizes = map[string]bool{
-	"Standard_A0": true, "Standard_A1": true, "Standard_A1_v2": true,
-	"Standard_B1s": true, "Standard_B1ms": true, "Standard_F1": true, "Standard_F1s": true,
-}
-
-var constrainedVCPUSize = regexp.MustCompile(`^Standard_[A-Za-z]+[0-9]+-[0-9]+`)
-
-// Unusable says why a size cannot be an AKS Linux node for karpfunc, with
-// the same exclusions as the embedded catalog's generator; "" when it can.
-// GPU sizes are kept only when the embedded catalog knows their GPU
-// (maker and model decide the driver; the SKU API does not say them).
+// Unusable says why a size cannot be an AKS Linux node for karpfunc; "" when
+// it can. Apart from a restriction on the subscription, it is the rule the
+// embedded catalog's generator applies (exclude.Reason). The Resource SKUs
+// API gives a GPU count but neither maker nor model, and those decide the
+// driver, so a GPU size is kept only when the embedded catalog knows its GPU.
 func (f SKUFacts) Unusable() string {
-	switch {
-	case f.Restricted != "":
+	if f.Restricted != "" {
 		return "restricted for the subscription: " + f.Restricted
-	case f.Tier != "Standard" || !strings.HasPrefix(f.Name, "Standard_"):
-		return "basic tier"
-	case strings.HasSuffix(f.Name, "_Promo"):
-		return "promo"
-	case f.VCPUs < 2:
-		return "fewer than 2 vCPUs"
-	case f.MemoryGiB < 3.5:
-		return "less than 3.5 GiB"
-	case restrictedSizes[f.Name]:
-		return "restricted by AKS"
-	case constrainedVCPUSize.MatchString(f.Name):
-		return "constrained vCPU"
-	case strings.HasPrefix(f.Name, "Standard_DC") || strings.HasPrefix(f.Name, "Standard_EC"):
-		return "confidential"
-	case f.Architecture != "x64" && f.Architecture != "Arm64":
-		return fmt.Sprintf("unknown architecture %q", f.Architecture)
 	}
+	gpu := exclude.NoGPU
 	if f.GPUs > 0 {
-		if _, ok := embeddedGPU(f.Name); !ok {
-			return "gpu not in the supported list"
+		gpu = exclude.UnsupportedGPU
+		if _, ok := embeddedGPU(f.Name); ok {
+			gpu = exclude.SupportedGPU
 		}
 	}
-	return ""
+	// The API's zero values stand for what it did not say: a missing
+	// capability reads as 0 vCPUs or 0 GiB, which the rule excludes by size.
+	return exclude.Reason(exclude.Facts{
+		Name: f.Name, Tier: f.Tier, VCPUs: &f.VCPUs, MemoryGiB: &f.MemoryGiB, Architecture: &f.Architecture, GPU: gpu,
+	})
 }
 
 type gpuFacts struct {
@@ -226,7 +209,7 @@ func BuildFile(region string, skus []SKUFacts, prices map[string]Price) ([]byte,
 		}
 		memMiB := int64(math.Round(s.MemoryGiB * 1024))
 		nodeMemory := NodeMemory(memMiB)
-		arch := map[string]string{"x64": "amd64", "Arm64": "arm64"}[s.Architecture]
+		arch, _ := exclude.KubeArch(s.Architecture) // Unusable accepted it
 		it := fileInstanceType{
 			Name:         s.Name,
 			Architecture: arch,

@@ -78,3 +78,30 @@ func TestBuildFileErrors(t *testing.T) {
 }
 
 func contains(s, sub string) bool { return strings.Contains(s, sub) }
+
+// TestUnusable checks what refresh adds to the shared exclusion rule (whose
+// own table test is in internal/exclude): the subscription's restrictions,
+// and GPU support looked up in the embedded catalog.
+func TestUnusable(t *testing.T) {
+	d4 := catalog.SKUFacts{Name: "Standard_D4s_v5", Tier: "Standard", VCPUs: 4, MemoryGiB: 16, Architecture: "x64"}
+	with := func(f catalog.SKUFacts, change func(*catalog.SKUFacts)) catalog.SKUFacts { change(&f); return f }
+	for _, tc := range []struct {
+		name  string
+		facts catalog.SKUFacts
+		want  string
+	}{
+		{"usable", d4, ""},
+		{"restricted for the subscription", with(d4, func(f *catalog.SKUFacts) { f.Restricted = "NotAvailableForSubscription" }),
+			"restricted for the subscription: NotAvailableForSubscription"},
+		{"GPU the embedded catalog knows", catalog.SKUFacts{Name: "Standard_NC24ads_A100_v4", Tier: "Standard", VCPUs: 24, MemoryGiB: 220, Architecture: "x64", GPUs: 1}, ""},
+		{"GPU the embedded catalog does not know", with(d4, func(f *catalog.SKUFacts) { f.Name, f.GPUs = "Standard_NG8ads_V620_v1", 1 }), "gpu not in the supported list"},
+		{"capabilities the API left out read as 0", with(d4, func(f *catalog.SKUFacts) { f.VCPUs, f.MemoryGiB = 0, 0 }), "fewer than 2 vCPUs"},
+		{"the shared rule applies", with(d4, func(f *catalog.SKUFacts) { f.Name = "Standard_M8-2ms" }), "constrained vCPU"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := tc.facts.Unusable(); got != tc.want {
+				t.Errorf("Unusable() = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,226 @@
+// Package datagen builds pkg/catalog's embedded data file from the public
+// facts in ../shared/data/azure-catalog (see its README.md for provenance).
+// It is a package rather than part of the gen command so that a test in
+// package catalog can rebuild the file in-process and notice when the
+// committed one is stale.
+//
+// It keeps only SKUs usable as AKS Linux nodes (exclude.Reason decides, the
+// same rule `karpfunc catalog refresh` uses), that have a Linux on-demand
+// price in at least one region.
+package datagen
+
+import (
+	"bytes"
+	"compress/gzip"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/karpfunc/karpfunc/pkg/catalog/internal/compact"
+	"github.com/karpfunc/karpfunc/pkg/catalog/internal/exclude"
+)
+
+// sku is one record of azure-vm-skus.json; null fields are nil.
+type sku struct {
+	Name            string            `json:"name"`
+	Tier            string            `json:"tier"`
+	VCPUs           *int64            `json:"vcpus"`
+	MemoryGiB       *float64          `json:"memoryGiB"`
+	GPUCount        *int64            `json:"gpuCount"`
+	GPUName         *string           `json:"gpuName"`
+	GPUManufacturer *string           `json:"gpuManufacturer"`
+	Architecture    *string           `json:"architecture"`
+	PremiumIO       *bool             `json:"premiumIO"`
+	AccelNet        *bool             `json:"acceleratedNetworking"`
+	Source          map[string]string `json:"source"`
+}
+
+type price struct {
+	OnDemand *float64 `json:"onDemand"`
+	Spot     *float64 `json:"spot"`
+}
+
+type zoneRecord struct {
+	Zones []string `json:"zones"`
+}
+
+// zonalRegions have availability zones. The first group is the Azure
+// Karpenter provider's list; the second are regions Azure opened with three
+// zones after that list was written.
+var zonalRegions = map[string]bool{
+	"brazilsouth": true, "canadacentral": true, "centralus": true, "eastus": true, "eastus2": true,
+	"southcentralus": true, "usgovvirginia": true, "westus2": true, "westus3": true,
+	"francecentral": true, "italynorth": true, "germanywestcentral": true, "norwayeast": true,
+	"northeurope": true, "uksouth": true, "westeurope": true, "swedencentral": true,
+	"switzerlandnorth": true, "polandcentral": true, "qatarcentral": true, "uaenorth": true,
+	"israelcentral": true, "southafricanorth": true, "australiaeast": true, "centralindia": true,
+	"japaneast": true, "koreacentral": true, "southeastasia": true, "eastasia": true, "chinanorth3": true,
+
+	"spaincentral": true, "mexicocentral": true, "newzealandnorth": true, "austriaeast": true,
+	"chilecentral": true, "indonesiacentral": true, "malaysiawest": true, "belgiumcentral": true,
+	"denmarkeast": true,
+}
+
+// Stats say what Build kept and why it dropped the rest.
+type Stats struct {
+	SKUs, Regions int
+	Dropped       map[string]int
+}
+
+// DefaultSource is where the facts live on a developer's or CI machine:
+// ../shared/data/azure-catalog next to the repository root (the directory
+// with go.mod above the working directory).
+func DefaultSource() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return filepath.Join(dir, "..", "shared", "data", "azure-catalog"), nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", errors.New("no go.mod above the working directory; name the azure-catalog directory explicitly")
+		}
+		dir = parent
+	}
+}
+
+// Build reads azure-vm-skus.json, azure-vm-prices.json and azure-zones.json
+// from src and returns the gzipped compact catalog. The output depends only
+// on the input (sorted SKUs, maps marshalled with sorted keys, no gzip
+// timestamp), so the committed file can be compared byte for byte.
+func Build(src string) ([]byte, Stats, error) {
+	stats := Stats{Dropped: map[string]int{}}
+	var skus []sku
+	var prices map[string]map[string]price
+	var zones map[string]map[string]zoneRecord
+	for _, in := range []struct {
+		name string
+		into any
+	}{{"azure-vm-skus.json", &skus}, {"azure-vm-prices.json", &prices}, {"azure-zones.json", &zones}} {
+		raw, err := os.ReadFile(filepath.Join(src, in.name))
+		if err != nil {
+			return nil, stats, fmt.Errorf("reading %s (name the azure-catalog directory): %w", in.name, err)
+		}
+		if err := json.Unmarshal(raw, in.into); err != nil {
+			return nil, stats, fmt.Errorf("decoding %s: %w", filepath.Join(src, in.name), err)
+		}
+	}
+
+	file := compact.File{
+		Source:  "built by pkg/catalog/internal/gen from shared/data/azure-catalog (see its README.md for sources and dates)",
+		Regions: map[string]compact.Region{},
+	}
+	kept := map[string]bool{}
+	for _, s := range skus {
+		if why := exclude.Reason(facts(s)); why != "" {
+			stats.Dropped[why]++
+			continue
+		}
+		kept[s.Name] = true
+		file.SKUs = append(file.SKUs, toCompact(s))
+	}
+	used := map[string]bool{}
+	for region, byName := range prices {
+		r := compact.Region{Zonal: zonalRegions[region], Prices: map[string][]float64{}}
+		for name, p := range byName {
+			if !kept[name] || p.OnDemand == nil || *p.OnDemand <= 0 {
+				continue
+			}
+			v := []float64{round(*p.OnDemand)}
+			if p.Spot != nil && *p.Spot > 0 {
+				v = append(v, round(*p.Spot))
+			}
+			r.Prices[name] = v
+			used[name] = true
+		}
+		if r.Zonal {
+			for name, z := range zones[region] {
+				if _, ok := r.Prices[name]; ok && len(z.Zones) > 0 {
+					if r.Zones == nil {
+						r.Zones = map[string][]string{}
+					}
+					r.Zones[name] = z.Zones
+				}
+			}
+		}
+		if len(r.Prices) > 0 {
+			file.Regions[region] = r
+		}
+	}
+	// A SKU priced nowhere cannot be offered; keep the file small.
+	file.SKUs = slices.DeleteFunc(file.SKUs, func(s compact.SKU) bool { return !used[s.Name] })
+	slices.SortFunc(file.SKUs, func(a, b compact.SKU) int { return strings.Compare(a.Name, b.Name) })
+	stats.SKUs, stats.Regions = len(file.SKUs), len(file.Regions)
+
+	raw, err := json.Marshal(file)
+	if err != nil {
+		return nil, stats, err
+	}
+	var buf bytes.Buffer
+	zw, err := gzip.NewWriterLevel(&buf, gzip.BestCompression)
+	if err != nil {
+		return nil, stats, err
+	}
+	if _, err := zw.Write(raw); err != nil {
+		return nil, stats, err
+	}
+	if err := zw.Close(); err != nil {
+		return nil, stats, err
+	}
+	return buf.Bytes(), stats, nil
+}
+
+// facts are what the exclusion rule needs from a source record.
+func facts(s sku) exclude.Facts {
+	return exclude.Facts{Name: s.Name, Tier: s.Tier, VCPUs: s.VCPUs, MemoryGiB: s.MemoryGiB, Architecture: s.Architecture, GPU: gpuOf(s)}
+}
+
+// gpuOf classifies s's GPUs from the sources. Any GPU fact marks a GPU size,
+// because the sources fill the fields unevenly. A maker counts only when it
+// comes from Karpenter's supported-GPU list: the README's "gpuName" source
+// guessed it from the model, and those GPUs are not in that list, so AKS
+// images have no driver for them.
+func gpuOf(s sku) exclude.GPU {
+	manufacturer := deref(s.GPUManufacturer)
+	switch {
+	case (s.GPUCount == nil || *s.GPUCount == 0) && manufacturer == "" && s.GPUName == nil:
+		return exclude.NoGPU
+	case s.GPUCount == nil || *s.GPUCount == 0:
+		return exclude.GPUCountUnknown
+	case manufacturer == "" || s.Source["gpuManufacturer"] == "gpuName":
+		return exclude.UnsupportedGPU
+	}
+	return exclude.SupportedGPU
+}
+
+// toCompact converts a record exclude.Reason accepted, so its vCPUs, memory
+// and architecture are known.
+func toCompact(s sku) compact.SKU {
+	arch, _ := exclude.KubeArch(deref(s.Architecture))
+	c := compact.SKU{
+		Name: s.Name, Architecture: arch, VCPUs: *s.VCPUs,
+		MemoryMiB:             int64(math.Round(*s.MemoryGiB * 1024)),
+		AcceleratedNetworking: s.AccelNet, PremiumIO: s.PremiumIO,
+	}
+	if gpuOf(s) == exclude.SupportedGPU {
+		c.GPUCount, c.GPUName, c.GPUManufacturer = *s.GPUCount, deref(s.GPUName), deref(s.GPUManufacturer)
+	}
+	return c
+}
+
+func round(v float64) float64 { return math.Round(v*1e6) / 1e6 }
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
