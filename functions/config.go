@@ -106,7 +106,11 @@ func (d *dependencies) get() (*provisioning.Provisioner, *lifecycle.Controller, 
 	d.provisioner = provisioning.New(provisioning.Options{Kube: kube, Launcher: launcher, Catalog: cat,
 		ClusterName: azOpts.ClusterName, Clock: clk, Logger: d.log, Publisher: pub, RegistrationTTL: regTTL,
 		Offerings: offerings.NewStore(kube, d.getenv(EnvNamespace), "", clk)})
-	d.lifecycleController = lifecycle.New(lifecycle.Options{Kube: kube, Deleter: launcher, Clock: clk, Logger: d.log,
+	evictor, err := lifecycle.NewEvictor(restConfig)
+	if err != nil {
+		return nil, nil, err
+	}
+	d.lifecycleController = lifecycle.New(lifecycle.Options{Kube: kube, Deleter: launcher, Evictor: evictor, Clock: clk, Logger: d.log,
 		ClusterName: azOpts.ClusterName, Publisher: pub, RegistrationTTL: regTTL})
 	d.launcher, d.gcGrace = launcher, gcGrace
 	d.built = true

@@ -14,10 +14,13 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
@@ -78,33 +81,46 @@ func (r *Recorder) Publish(ctx context.Context, ev Event) error {
 	}
 	now := metav1.NewTime(r.clock.Now())
 	name := eventName(obj, ev.Reason, ev.Message)
-	existing := &corev1.Event{}
-	err = r.kube.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, existing)
-	switch {
-	case err == nil:
-		existing.Count++
-		existing.LastTimestamp = now
-		return client.IgnoreNotFound(r.kube.Update(ctx, existing))
-	case !apierrors.IsNotFound(err):
-		return fmt.Errorf("reading event %s/%s: %w", ns, name, err)
-	}
 	apiVersion, kind := gvk.ToAPIVersionAndKind()
-	e := &corev1.Event{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-		InvolvedObject: corev1.ObjectReference{
-			APIVersion: apiVersion, Kind: kind, Namespace: obj.GetNamespace(), Name: obj.GetName(),
-			UID: obj.GetUID(), ResourceVersion: obj.GetResourceVersion(),
-		},
-		Reason: ev.Reason, Message: truncate(ev.Message, 1024), Type: ev.Type,
-		Source:         corev1.EventSource{Component: Component},
-		FirstTimestamp: now, LastTimestamp: now, Count: 1,
-		ReportingController: "karpfunc.azure.com/" + Component, ReportingInstance: Component,
-	}
-	if err := r.kube.Create(ctx, e); err != nil && !apierrors.IsAlreadyExists(err) {
+	// Two invocations can publish the same event at once (a duplicate
+	// message, two drains of one pod). The loser of the create or of the
+	// count update starts again from a fresh read, so every publish counts.
+	retryable := func(err error) bool { return apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err) }
+	err = retry.OnError(publishRetry, retryable, func() error {
+		existing := &corev1.Event{}
+		err := r.kube.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, existing)
+		switch {
+		case err == nil:
+			existing.Count++
+			existing.LastTimestamp = now
+			// resourceVersion from the Get makes this a compare-and-swap:
+			// a concurrent bump is a Conflict, retried, never lost.
+			return client.IgnoreNotFound(r.kube.Update(ctx, existing))
+		case !apierrors.IsNotFound(err):
+			return fmt.Errorf("reading event %s/%s: %w", ns, name, err)
+		}
+		return r.kube.Create(ctx, &corev1.Event{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+			InvolvedObject: corev1.ObjectReference{
+				APIVersion: apiVersion, Kind: kind, Namespace: obj.GetNamespace(), Name: obj.GetName(),
+				UID: obj.GetUID(), ResourceVersion: obj.GetResourceVersion(),
+			},
+			Reason: ev.Reason, Message: truncate(ev.Message, 1024), Type: ev.Type,
+			Source:         corev1.EventSource{Component: Component},
+			FirstTimestamp: now, LastTimestamp: now, Count: 1,
+			ReportingController: "karpfunc.azure.com/" + Component, ReportingInstance: Component,
+		})
+	})
+	if err != nil {
 		return fmt.Errorf("writing event %s on %s %s: %w", ev.Reason, kind, obj.GetName(), err)
 	}
 	return nil
 }
+
+// publishRetry is client-go's DefaultRetry with more steps and more
+// jitter: each round lets one of the concurrent publishers through, so a
+// handful of them racing needs about as many rounds as there are racers.
+var publishRetry = wait.Backoff{Steps: 8, Duration: 10 * time.Millisecond, Factor: 1.5, Jitter: 1}
 
 func eventName(obj client.Object, reason, message string) string {
 	sum := sha256.Sum256([]byte(string(obj.GetUID()) + "\x00" + reason + "\x00" + message))

@@ -37,6 +37,9 @@ type InstanceDeleter interface {
 type Options struct {
 	Kube    client.Client
 	Deleter InstanceDeleter
+	// Evictor drains pods through the Eviction API (NewEvictor). Required
+	// for termination; Terminate fails with a clear error without it.
+	Evictor Evictor
 	Clock   clock.Clock
 	Logger  *slog.Logger
 	// ClusterName goes into the triggers the controller schedules.
@@ -54,6 +57,7 @@ type Options struct {
 type Controller struct {
 	kube       client.Client
 	deleter    InstanceDeleter
+	evict      Evictor
 	clock      clock.Clock
 	log        *slog.Logger
 	recorder   *events.Recorder
@@ -77,7 +81,7 @@ func New(opts Options) *Controller {
 	if opts.DrainRetry <= 0 {
 		opts.DrainRetry = DefaultDrainRetry
 	}
-	return &Controller{kube: opts.Kube, deleter: opts.Deleter, clock: opts.Clock, log: opts.Logger,
+	return &Controller{kube: opts.Kube, deleter: opts.Deleter, evict: opts.Evictor, clock: opts.Clock, log: opts.Logger,
 		recorder: events.NewRecorder(opts.Kube, opts.Clock), cluster: opts.ClusterName, pub: opts.Publisher,
 		regTTL: opts.RegistrationTTL, drainRetry: opts.DrainRetry}
 }

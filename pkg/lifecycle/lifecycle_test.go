@@ -4,8 +4,11 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"os"
 	"slices"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -14,6 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/rest"
 	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
@@ -35,9 +39,13 @@ const (
 // emulator behind the real launcher; no kubelet, so evicted pods stay
 // terminating until the test finishes them.
 type world struct {
-	kube     client.Client
-	launcher *azure.Launcher
-	arm      *armemulator.Server
+	kube    client.Client
+	evictor lifecycle.Evictor
+	// evictions counts the Eviction API requests that reached the wire,
+	// retries included.
+	evictions *atomic.Int64
+	launcher  *azure.Launcher
+	arm       *armemulator.Server
 }
 
 func start(t *testing.T) *world {
@@ -62,6 +70,13 @@ func start(t *testing.T) *world {
 	if err != nil {
 		t.Fatal(err)
 	}
+	evictions := &atomic.Int64{}
+	cfg := rest.CopyConfig(cp.RESTConfig())
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return countEvictions{rt: rt, n: evictions} })
+	evictor, err := lifecycle.NewEvictor(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
 	// No controller-manager: create the service accounts pods need.
 	for _, ns := range []string{"default", "kube-system"} {
 		if err := kube.Create(t.Context(), &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default", Namespace: ns}}); client.IgnoreAlreadyExists(err) != nil {
@@ -80,7 +95,7 @@ func start(t *testing.T) *world {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &world{kube: kube, launcher: l, arm: arm}
+	return &world{kube: kube, evictor: evictor, evictions: evictions, launcher: l, arm: arm}
 }
 
 // deletingClaim creates a Node, a VM and a launched NodeClaim for name,
@@ -114,6 +129,20 @@ func (w *world) deletingClaim(t *testing.T, ctx context.Context, name string, tg
 	return node
 }
 
+// countEvictions counts POSTs to pods/eviction on their way to the API
+// server, so a test sees client-side retries that the caller never does.
+type countEvictions struct {
+	rt http.RoundTripper
+	n  *atomic.Int64
+}
+
+func (c countEvictions) RoundTrip(req *http.Request) (*http.Response, error) {
+	if req.Method == http.MethodPost && strings.HasSuffix(req.URL.Path, "/eviction") {
+		c.n.Add(1)
+	}
+	return c.rt.RoundTrip(req)
+}
+
 type podSpec struct {
 	name      string
 	daemon    bool
@@ -121,6 +150,10 @@ type podSpec struct {
 	tolerates bool
 	annotate  bool // karpenter.sh/do-not-disrupt
 	guarded   bool // under a PDB that allows no disruption
+	// unobserved: under a PDB whose status the disruption controller has
+	// not written yet (this world runs no controller-manager, so it never
+	// will); the API server answers 429 with Retry-After: 10.
+	unobserved bool
 }
 
 func (w *world) pod(t *testing.T, ctx context.Context, node string, ps podSpec) {
@@ -141,11 +174,17 @@ func (w *world) pod(t *testing.T, ctx context.Context, node string, ps podSpec) 
 	if ps.annotate {
 		p.Annotations = map[string]string{karpv1.DoNotDisruptAnnotationKey: "true"}
 	}
-	if ps.guarded {
+	if ps.guarded || ps.unobserved {
 		pdb := &policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Name: ps.name, Namespace: p.Namespace},
 			Spec: policyv1.PodDisruptionBudgetSpec{MinAvailable: ptr(intstr.FromInt32(1)),
 				Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"pod": ps.name}}}}
 		if err := w.kube.Create(ctx, pdb); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if ps.guarded {
+		pdb := &policyv1.PodDisruptionBudget{}
+		if err := w.kube.Get(ctx, client.ObjectKey{Namespace: p.Namespace, Name: ps.name}, pdb); err != nil {
 			t.Fatal(err)
 		}
 		// What the disruption controller would write: nothing may go.
@@ -256,7 +295,7 @@ func TestTerminate(t *testing.T) {
 				t.Fatal(err)
 			}
 			clk := clocktesting.NewFakeClock(nc.DeletionTimestamp.Add(c.advance))
-			lc := lifecycle.New(lifecycle.Options{Kube: w.kube, Deleter: w.launcher, Clock: clk, Logger: slog.New(slog.DiscardHandler)})
+			lc := lifecycle.New(lifecycle.Options{Kube: w.kube, Deleter: w.launcher, Evictor: w.evictor, Clock: clk, Logger: slog.New(slog.DiscardHandler)})
 			var res lifecycle.TerminateResult
 			var err error
 			if !c.expired {
@@ -293,6 +332,46 @@ func TestTerminate(t *testing.T) {
 			}
 			if err := w.kube.Get(ctx, client.ObjectKey{Name: name}, &corev1.Node{}); err == nil {
 				t.Errorf("Node still there after termination")
+			}
+		})
+	}
+}
+
+// TestTerminateBlockedEviction: a PDB that refuses an eviction ends the
+// Terminate call with one request and a DrainPendingError, whichever way
+// the API server refuses. A PDB whose status is not observed yet gets a 429
+// with Retry-After, which client-go would otherwise retry ten times (~100 s)
+// inside the invocation.
+func TestTerminateBlockedEviction(t *testing.T) {
+	w := start(t)
+	ctx := context.Background()
+	for _, c := range []struct {
+		name string
+		pod  podSpec
+	}{
+		{name: "the PDB allows no disruption", pod: podSpec{name: "blocked-observed", guarded: true}},
+		{name: "the PDB's status is not observed yet", pod: podSpec{name: "blocked-unobserved", unobserved: true}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			name := fmt.Sprintf("nc-%d", time.Now().UnixNano()%1e9)
+			node := w.deletingClaim(t, ctx, name, nil)
+			w.pod(t, ctx, node.Name, c.pod)
+			lc := lifecycle.New(lifecycle.Options{Kube: w.kube, Deleter: w.launcher, Evictor: w.evictor, Logger: slog.New(slog.DiscardHandler)})
+			before := w.evictions.Load()
+			res, err := lc.Terminate(ctx, name)
+			if !lifecycle.IsDrainPending(err) || res.Blocked != 1 || res.Evicted != 0 {
+				t.Fatalf("Terminate = %+v, %v; want one blocked eviction and a DrainPendingError", res, err)
+			}
+			if n := w.evictions.Load() - before; n != 1 {
+				t.Fatalf("Terminate made %d eviction requests, want exactly 1 (no client-side retry)", n)
+			}
+			// The Evictor itself says why, typed.
+			err = w.evictor(ctx, &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Name: c.pod.name, Namespace: "default"}})
+			if !lifecycle.IsEvictionBlocked(err) {
+				t.Fatalf("Evictor = %v, want an EvictionBlockedError", err)
+			}
+			if got := w.terminating(t, ctx, node.Name); len(got) != 0 {
+				t.Fatalf("pods %v terminating although their PDB refused", got)
 			}
 		})
 	}

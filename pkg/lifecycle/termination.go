@@ -48,8 +48,11 @@ func IsDrainPending(err error) bool {
 
 // TerminateResult says what Terminate did.
 type TerminateResult struct {
-	Evicted  int
-	Deleted  int  // pods deleted because the NodeClaim's terminationGracePeriod ran out
+	Evicted int
+	Deleted int // pods deleted because the NodeClaim's terminationGracePeriod ran out
+	// Blocked counts evictions the API server refused with 429 (a
+	// PodDisruptionBudget said no, or its status is not observed yet).
+	Blocked  int
 	Finished bool // VM deleted and finalizer removed
 	// GracePeriodExpired: the NodeClaim's terminationGracePeriod ran out and
 	// the VM was deleted with pods still on it.
@@ -99,7 +102,7 @@ func (c *Controller) Terminate(ctx context.Context, name string) (TerminateResul
 			c.log.Warn("terminationGracePeriod ran out; deleting the instance with pods still on it", "nodeclaim", nc.Name, "node", node.Name)
 		} else {
 			d, err := c.drain(ctx, node, expire)
-			res.Evicted, res.Deleted = d.evicted, d.deleted
+			res.Evicted, res.Deleted, res.Blocked = d.evicted, d.deleted, d.blocked
 			if err != nil {
 				return res, err
 			}
@@ -192,15 +195,18 @@ func (c *Controller) taintDisrupted(ctx context.Context, node *corev1.Node) erro
 	return nil
 }
 
-type drainResult struct{ evicted, deleted, remaining int }
+type drainResult struct{ evicted, deleted, blocked, remaining int }
 
 // drain makes one pass over the pods on node: pods whose time under the
 // NodeClaim's grace period has come are deleted, and the first non-empty
 // priority group is evicted. remaining counts every pod still waiting to
 // leave; a 429 from the Eviction API (a PodDisruptionBudget said no) leaves
-// the pod remaining.
+// the pod remaining and counts it blocked.
 func (c *Controller) drain(ctx context.Context, node *corev1.Node, expire *time.Time) (drainResult, error) {
 	var d drainResult
+	if c.evict == nil {
+		return d, errors.New("draining node " + node.Name + ": the lifecycle controller has no Evictor (lifecycle.Options.Evictor, built by lifecycle.NewEvictor)")
+	}
 	var pods corev1.PodList
 	if err := c.kube.List(ctx, &pods, client.MatchingFields{"spec.nodeName": node.Name}); err != nil {
 		return d, fmt.Errorf("listing pods on node %s: %w", node.Name, err)
@@ -243,13 +249,14 @@ func (c *Controller) drain(ctx context.Context, node *corev1.Node, expire *time.
 				continue // already leaving
 			}
 			ev := &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Name: pod.Name, Namespace: pod.Namespace}}
-			switch err := c.kube.SubResource("eviction").Create(ctx, pod, ev); {
+			switch err := c.evict(ctx, ev); {
 			case err == nil:
 				d.evicted++
 				c.podEvent(ctx, pod, corev1.EventTypeNormal, events.ReasonEvicted, "Evicted pod: draining node "+node.Name)
 			case apierrors.IsNotFound(err):
 				d.remaining--
-			case apierrors.IsTooManyRequests(err):
+			case IsEvictionBlocked(err):
+				d.blocked++
 				c.podEvent(ctx, pod, corev1.EventTypeWarning, events.ReasonFailedDraining,
 					fmt.Sprintf("Eviction blocked by a PodDisruptionBudget while draining node %s", node.Name))
 			default:

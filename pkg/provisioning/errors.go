@@ -44,3 +44,28 @@ func IsNameHeld(err error) bool {
 	var e *NameHeldError
 	return errors.As(err, &e)
 }
+
+// LimitExceededError means creating a NodeClaim would take its NodePool
+// over spec.limits, counted against a fresh NodeClaim list: another pass
+// created capacity this pass's snapshot did not see. The NodeClaim is not
+// created; its pods wait for capacity to be freed.
+type LimitExceededError struct {
+	NodePool, NodeClaim string
+	// Over lists the exceeded resources, "cpu 12 > 8".
+	Over string
+}
+
+func (e *LimitExceededError) Error() string {
+	return fmt.Sprintf("NodeClaim %s not created: NodePool %s would exceed its limits (%s)", e.NodeClaim, e.NodePool, e.Over)
+}
+
+// NewLimitExceededError returns a LimitExceededError.
+func NewLimitExceededError(nodePool, nodeClaim, over string) error {
+	return &LimitExceededError{NodePool: nodePool, NodeClaim: nodeClaim, Over: over}
+}
+
+// IsLimitExceeded reports whether err is, or wraps, a LimitExceededError.
+func IsLimitExceeded(err error) bool {
+	var e *LimitExceededError
+	return errors.As(err, &e)
+}

@@ -33,9 +33,13 @@ const (
 // create writes the NodeClaim for plan and nominates its pods. The name is a
 // hash of the NodePool and the pods' UIDs, so a pass that crashed after the
 // create and is retried finds its own claim instead of making a second one.
-// It returns nil when the claim already existed.
+// It returns nil when the claim already existed, and a LimitExceededError
+// when a fresh count of the NodePool's claims leaves no room for it.
 func (p *Provisioner) create(ctx context.Context, plan *scheduler.NodeClaimPlan) (*karpv1.NodeClaim, error) {
 	nc := NodeClaimFor(plan)
+	if err := p.checkLimits(ctx, plan.NodePool, nc); err != nil {
+		return nil, err
+	}
 	if err := p.kube.Create(ctx, nc); err != nil {
 		if apierrors.IsAlreadyExists(err) {
 			existing := &karpv1.NodeClaim{}

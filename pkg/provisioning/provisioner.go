@@ -117,6 +117,9 @@ type Result struct {
 	// Deferred counts plans whose NodeClaim name is still held by a
 	// NodeClaim being deleted; the retry places them.
 	Deferred int
+	// OverLimit describes NodeClaims not created because a fresh count
+	// showed their NodePool's limits taken by a concurrent pass.
+	OverLimit []string
 }
 
 // retryDelay is how soon a pass runs again after giving a NodeClaim up or
@@ -176,6 +179,18 @@ func (p *Provisioner) Provision(ctx context.Context) (Result, error) {
 			case IsNameHeld(err):
 				res.Deferred++
 				wantRetry(retryDelay)
+				continue
+			case IsLimitExceeded(err):
+				// Another pass took the room; like the solver's own limit
+				// refusals, the pods wait (a termination asks for a pass).
+				res.OverLimit = append(res.OverLimit, err.Error())
+				p.log.Warn("nodeclaim not created", "error", err)
+				for _, pod := range plan.Pods {
+					if eerr := p.recorder.Publish(ctx, events.Event{Object: pod, Type: corev1.EventTypeWarning,
+						Reason: events.ReasonFailedScheduling, Message: "karpfunc: " + err.Error()}); eerr != nil {
+						errs = append(errs, eerr)
+					}
+				}
 				continue
 			case err != nil:
 				errs = append(errs, err)

@@ -1,0 +1,114 @@
+package events_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/karpfunc/karpfunc/internal/controlplane"
+	"github.com/karpfunc/karpfunc/internal/tools"
+	"github.com/karpfunc/karpfunc/pkg/apis"
+	"github.com/karpfunc/karpfunc/pkg/events"
+)
+
+// startAPIServer starts etcd and kube-apiserver (no controllers: nothing
+// else touches the events).
+func startAPIServer(t *testing.T) client.Client {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("starts a control plane")
+	}
+	root, err := tools.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bins, err := tools.EnsureBinaries(t.Context(), root, os.Stderr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cp, err := controlplane.Start(t.Context(), controlplane.Options{BinDir: bins})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cp.Stop() })
+	kube, err := client.New(cp.RESTConfig(), client.Options{Scheme: apis.Scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return kube
+}
+
+// TestPublishConcurrently: publishers racing on one event (the create, then
+// the count update) each count once: one Event, count = publishes.
+func TestPublishConcurrently(t *testing.T) {
+	kube := startAPIServer(t)
+	ctx := context.Background()
+	for _, c := range []struct {
+		name       string
+		before     int // publishes one after another first
+		concurrent int // then publishers released together
+		want       int32
+	}{
+		{name: "two at once race on the create", concurrent: 2, want: 2},
+		{name: "two at once on an existing event race on the count", before: 1, concurrent: 2, want: 3},
+		{name: "four at once", concurrent: 4, want: 4},
+		{name: "one after another", before: 3, want: 3},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			obj := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: fmt.Sprintf("cm-%d", time.Now().UnixNano())}}
+			if err := kube.Create(ctx, obj); err != nil {
+				t.Fatal(err)
+			}
+			ev := events.Event{Object: obj, Type: corev1.EventTypeWarning, Reason: events.ReasonFailedDraining, Message: "blocked"}
+			for range c.before {
+				if err := events.NewRecorder(kube, clock.RealClock{}).Publish(ctx, ev); err != nil {
+					t.Fatal(err)
+				}
+			}
+			start := make(chan struct{})
+			errs := make(chan error, c.concurrent)
+			var wg sync.WaitGroup
+			for range c.concurrent {
+				// One Recorder each, as separate function instances would have.
+				r := events.NewRecorder(kube, clock.RealClock{})
+				wg.Go(func() {
+					<-start
+					errs <- r.Publish(ctx, ev)
+				})
+			}
+			close(start)
+			wg.Wait()
+			close(errs)
+			for err := range errs {
+				if err != nil {
+					t.Errorf("concurrent Publish: %v", err)
+				}
+			}
+			var list corev1.EventList
+			if err := kube.List(ctx, &list, client.InNamespace("default")); err != nil {
+				t.Fatal(err)
+			}
+			var mine []corev1.Event
+			for _, e := range list.Items {
+				if e.InvolvedObject.UID == obj.UID {
+					mine = append(mine, e)
+				}
+			}
+			if len(mine) != 1 || mine[0].Count != c.want {
+				counts := make([]int32, len(mine))
+				for i, e := range mine {
+					counts[i] = e.Count
+				}
+				t.Fatalf("%d events with counts %v; want one event with count %d", len(mine), counts, c.want)
+			}
+		})
+	}
+}

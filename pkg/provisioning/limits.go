@@ -1,0 +1,97 @@
+package provisioning
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
+	"sigs.k8s.io/karpenter/pkg/scheduling"
+	"sigs.k8s.io/karpenter/pkg/utils/resources"
+
+	"github.com/karpfunc/karpfunc/pkg/catalog"
+)
+
+// resourceNodes is the NodePool limit on the number of nodes.
+const resourceNodes corev1.ResourceName = "nodes"
+
+// checkLimits re-checks nc against its NodePool's limits using a fresh
+// NodeClaim list, just before nc is created.
+//
+// The scheduler already respects limits, but against the pass's snapshot.
+// Provisioning is serialized per cluster by Service Bus sessions, yet two
+// passes can still overlap when a session lock is lost (an invocation that
+// outlives its lock while the message is redelivered): the later pass then
+// acts on a snapshot that misses the other's NodeClaims. Re-reading here
+// shrinks that window from a whole pass (snapshot, solve, create, launch)
+// to the time between this List and the Create below it. That remaining
+// window is not closed: two passes whose re-checks both run before either
+// Create can still go over, by at most one NodeClaim per overlapping pass.
+// Closing it would need a lock in the API server (e.g. a Lease per
+// NodePool) around check-and-create.
+//
+// A NodeClaim counts as the scheduler counts it: its launched capacity, else
+// the largest instance type it may become (Karpenter's rule), and claims
+// being deleted do not count, as in the solve, so the re-check only ever
+// refuses what a race let through.
+func (p *Provisioner) checkLimits(ctx context.Context, np *karpv1.NodePool, nc *karpv1.NodeClaim) error {
+	if len(np.Spec.Limits) == 0 {
+		return nil
+	}
+	var list karpv1.NodeClaimList
+	if err := p.kube.List(ctx, &list, client.MatchingLabels{karpv1.NodePoolLabelKey: np.Name}); err != nil {
+		return fmt.Errorf("listing NodeClaims of NodePool %s to check its limits: %w", np.Name, err)
+	}
+	// maxPods sets the pods capacity a claim is charged, as in the solve.
+	class, err := p.nodeClass(ctx, nc)
+	if err != nil {
+		return err
+	}
+	maxPods := *class.DefaultedSpec().MaxPods
+	held := []corev1.ResourceList{}
+	nodes := int64(1) // nc itself
+	for i := range list.Items {
+		other := &list.Items[i]
+		if other.Name == nc.Name {
+			return nil // already created (a retried pass): Create finds it, nothing new is added
+		}
+		if other.DeletionTimestamp != nil {
+			continue
+		}
+		held = append(held, ChargedCapacity(other, p.catalog, maxPods))
+		nodes++
+	}
+	total := resources.Merge(append(held, ChargedCapacity(nc, p.catalog, maxPods))...)
+	total[resourceNodes] = *resource.NewQuantity(nodes, resource.DecimalSI)
+	var over []string
+	for name, limit := range np.Spec.Limits {
+		if used, ok := total[name]; ok && used.Cmp(limit) > 0 {
+			over = append(over, fmt.Sprintf("%s %s > %s", name, used.String(), limit.String()))
+		}
+	}
+	if len(over) > 0 {
+		sort.Strings(over)
+		return NewLimitExceededError(np.Name, nc.Name, strings.Join(over, ", "))
+	}
+	return nil
+}
+
+// ChargedCapacity is what a NodeClaim counts against its NodePool's limits:
+// its launched capacity, else the largest instance type it may become.
+func ChargedCapacity(nc *karpv1.NodeClaim, cat *catalog.Catalog, maxPods int32) corev1.ResourceList {
+	if len(nc.Status.Capacity) > 0 {
+		return nc.Status.Capacity
+	}
+	reqs := scheduling.NewNodeSelectorRequirementsWithMinValues(nc.Spec.Requirements...)
+	var caps []corev1.ResourceList
+	for _, name := range reqs.Get(corev1.LabelInstanceTypeStable).Values() {
+		if it, ok := cat.Get(name); ok {
+			caps = append(caps, it.WithMaxPods(maxPods).Capacity)
+		}
+	}
+	return resources.MaxResources(caps...)
+}
