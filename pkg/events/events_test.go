@@ -3,7 +3,6 @@ package events_test
 import (
 	"context"
 	"fmt"
-	"os"
 	"sync"
 	"testing"
 	"time"
@@ -14,8 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/karpfunc/karpfunc/internal/controlplane"
-	"github.com/karpfunc/karpfunc/internal/tools"
-	"github.com/karpfunc/karpfunc/pkg/apis"
+	"github.com/karpfunc/karpfunc/internal/testenv"
 	"github.com/karpfunc/karpfunc/pkg/events"
 )
 
@@ -23,27 +21,8 @@ import (
 // else touches the events).
 func startAPIServer(t *testing.T) client.Client {
 	t.Helper()
-	if testing.Short() {
-		t.Skip("starts a control plane")
-	}
-	root, err := tools.RepoRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	bins, err := tools.EnsureBinaries(t.Context(), root, os.Stderr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cp, err := controlplane.Start(t.Context(), controlplane.Options{BinDir: bins})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cp.Stop() })
-	kube, err := client.New(cp.RESTConfig(), client.Options{Scheme: apis.Scheme})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return kube
+	cp := testenv.ControlPlane(t, controlplane.Options{})
+	return testenv.Client(t, cp.RESTConfig())
 }
 
 // TestPublishConcurrently: publishers racing on one event (the create, then

@@ -5,11 +5,9 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"os"
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -18,19 +16,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
-	"github.com/karpfunc/karpfunc/internal/armemulator"
 	"github.com/karpfunc/karpfunc/internal/controlplane"
-	"github.com/karpfunc/karpfunc/internal/tools"
-	"github.com/karpfunc/karpfunc/pkg/apis"
+	"github.com/karpfunc/karpfunc/internal/testenv"
 	"github.com/karpfunc/karpfunc/pkg/apis/v1beta1"
-	"github.com/karpfunc/karpfunc/pkg/azure"
 	"github.com/karpfunc/karpfunc/pkg/catalog"
 	"github.com/karpfunc/karpfunc/pkg/provisioning"
-)
-
-const (
-	sub = "00000000-0000-0000-0000-0000000000bb"
-	rg  = "MC_limits"
 )
 
 // Two sizes, so a pass that sees two pods can pack them on one bigger VM
@@ -70,41 +60,10 @@ func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { retu
 // and B acts only after A has finished. B's snapshot is stale; the NodePool's
 // cpu limit must hold anyway.
 func TestLimitsUnderRacingPasses(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a control plane")
-	}
-	root, err := tools.RepoRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	bins, err := tools.EnsureBinaries(t.Context(), root, os.Stderr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cp, err := controlplane.Start(t.Context(), controlplane.Options{BinDir: bins, InstallCRDs: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cp.Stop() })
-	kube, err := client.New(cp.RESTConfig(), client.Options{Scheme: apis.Scheme})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := kube.Create(t.Context(), &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default", Namespace: "default"}}); err != nil {
-		t.Fatal(err)
-	}
-	arm, err := armemulator.Start(t.Context(), armemulator.Options{SubscriptionIDs: []string{sub}, OpDelay: 10 * time.Millisecond,
-		Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = arm.Close() })
-	launcher, err := azure.NewLauncher(azure.Options{SubscriptionID: sub, ResourceGroup: rg, Location: "eastus", ClusterName: "test",
-		SubnetID: "/subscriptions/" + sub + "/resourceGroups/" + rg + "/providers/Microsoft.Network/virtualNetworks/v/subnets/s",
-		Endpoint: arm.URL(), CACertPEM: arm.CACertPEM(), Token: arm.Token(), PollFrequency: time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
+	cp := testenv.ControlPlane(t, controlplane.Options{InstallCRDs: true})
+	kube := testenv.Client(t, cp.RESTConfig())
+	testenv.DefaultServiceAccounts(t, kube, "default")
+	_, launcher := testenv.ARM(t)
 	cat, err := catalog.Parse([]byte(limitsCatalog))
 	if err != nil {
 		t.Fatal(err)
@@ -155,10 +114,7 @@ func TestLimitsUnderRacingPasses(t *testing.T) {
 
 			aSnap, bSnap, aDone := make(chan struct{}), make(chan struct{}), make(chan struct{})
 			newProvisioner := func(hook func()) *provisioning.Provisioner {
-				k, err := client.New(hookedConfig(cp.RESTConfig(), hook), client.Options{Scheme: apis.Scheme})
-				if err != nil {
-					t.Fatal(err)
-				}
+				k := testenv.Client(t, hookedConfig(cp.RESTConfig(), hook))
 				return provisioning.New(provisioning.Options{Kube: k, Launcher: launcher, Catalog: cat, ClusterName: "test",
 					Logger: slog.New(slog.DiscardHandler)})
 			}
