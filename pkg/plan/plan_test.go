@@ -58,6 +58,9 @@ items:
 - apiVersion: v1
   kind: Service
   metadata: {name: svc, namespace: default}
+- apiVersion: v1
+  kind: Namespace
+  metadata: {name: team-b, labels: {tier: prod}}
 ---
 apiVersion: v1
 kind: Node
@@ -89,6 +92,9 @@ func TestRead(t *testing.T) {
 		t.Errorf("Region() = %q, want westeurope from the Node label", got)
 	}
 	in := o.Input(nil)
+	if len(in.Namespaces) != 1 || in.Namespaces[0].Name != "team-b" || in.Namespaces[0].Labels["tier"] != "prod" {
+		t.Errorf("namespaces = %v, want team-b with tier=prod passed to the engine (namespaceSelector terms match its labels)", in.Namespaces)
+	}
 	if len(in.Pods) != 2 || len(in.BoundPods) != 1 {
 		t.Errorf("pending %d, bound %d; want 2 pending (web-1, big) and 1 bound; DaemonSet pods are not pending", len(in.Pods), len(in.BoundPods))
 	}

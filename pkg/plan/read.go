@@ -36,6 +36,9 @@ type Objects struct {
 	PersistentVolumes      []*corev1.PersistentVolume
 	PersistentVolumeClaims []*corev1.PersistentVolumeClaim
 	StorageClasses         []*storagev1.StorageClass
+	// Namespaces carry the labels pod (anti-)affinity namespaceSelectors
+	// match.
+	Namespaces []*corev1.Namespace
 	// Warnings are things that were read but skipped (unknown kinds,
 	// finished pods), one line each, naming the file and document.
 	Warnings []string
@@ -204,6 +207,11 @@ func (o *Objects) add(file string, doc, item int, js []byte) error {
 		if err = decode(pvc); err == nil {
 			o.PersistentVolumeClaims = append(o.PersistentVolumeClaims, pvc)
 		}
+	case "/Namespace":
+		ns := &corev1.Namespace{}
+		if err = decode(ns); err == nil {
+			o.Namespaces = append(o.Namespaces, ns)
+		}
 	case "storage.k8s.io/StorageClass":
 		sc := &storagev1.StorageClass{}
 		if err = decode(sc); err == nil {
@@ -242,6 +250,7 @@ func (o *Objects) Input(c *catalog.Catalog) scheduler.Input {
 		Nodes: o.Nodes, NodeClaims: o.NodeClaims, NodePools: o.NodePools, NodeClasses: o.NodeClasses,
 		DaemonSets: o.DaemonSets, Catalog: c,
 		PersistentVolumes: o.PersistentVolumes, PersistentVolumeClaims: o.PersistentVolumeClaims, StorageClasses: o.StorageClasses,
+		Namespaces: o.Namespaces,
 	}
 	for _, p := range o.Pods {
 		switch {

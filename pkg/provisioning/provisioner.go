@@ -160,7 +160,8 @@ func (p *Provisioner) Provision(ctx context.Context) (Result, error) {
 		out := scheduler.Solve(scheduler.Input{
 			Pods: snap.pending, Nodes: snap.nodes, BoundPods: snap.bound, NodeClaims: live,
 			NodePools: snap.nodePools, NodeClasses: snap.nodeClasses, DaemonSets: snap.daemonSets,
-			Catalog: unavailable.Apply(p.catalog),
+			Namespaces: snap.namespaces,
+			Catalog:    unavailable.Apply(p.catalog),
 		})
 		res.SolveDuration = p.clock.Since(start)
 		for _, pl := range out.Existing {
@@ -264,6 +265,8 @@ type snapshot struct {
 	nodePools      []*karpv1.NodePool
 	nodeClasses    []*v1beta1.AKSNodeClass
 	daemonSets     []*appsv1.DaemonSet
+	// namespaces: their labels resolve affinity terms' namespaceSelector.
+	namespaces []*corev1.Namespace
 }
 
 func (p *Provisioner) snapshot(ctx context.Context) (*snapshot, error) {
@@ -274,11 +277,12 @@ func (p *Provisioner) snapshot(ctx context.Context) (*snapshot, error) {
 		pools  karpv1.NodePoolList
 		class  v1beta1.AKSNodeClassList
 		dsList appsv1.DaemonSetList
+		nsList corev1.NamespaceList
 	)
 	for _, l := range []struct {
 		what string
 		list client.ObjectList
-	}{{"pods", &pods}, {"nodes", &nodes}, {"nodeclaims", &ncs}, {"nodepools", &pools}, {"aksnodeclasses", &class}, {"daemonsets", &dsList}} {
+	}{{"pods", &pods}, {"nodes", &nodes}, {"nodeclaims", &ncs}, {"nodepools", &pools}, {"aksnodeclasses", &class}, {"daemonsets", &dsList}, {"namespaces", &nsList}} {
 		if err := p.kube.List(ctx, l.list); err != nil {
 			return nil, fmt.Errorf("listing %s: %w", l.what, err)
 		}
@@ -309,6 +313,9 @@ func (p *Provisioner) snapshot(ctx context.Context) (*snapshot, error) {
 	}
 	for i := range dsList.Items {
 		s.daemonSets = append(s.daemonSets, &dsList.Items[i])
+	}
+	for i := range nsList.Items {
+		s.namespaces = append(s.namespaces, &nsList.Items[i])
 	}
 	return s, nil
 }

@@ -96,8 +96,9 @@ func maskOf(t *valueTable, r *scheduling.Requirement) uint64 {
 }
 
 // universe is the set of domains a spread constraint counts: those some
-// NodePool can launch into for this pod (honouring its node affinity, and
-// taints when nodeTaintsPolicy is Honor), plus those of existing nodes.
+// NodePool can launch into for this pod (honouring its node affinity unless
+// nodeAffinityPolicy is Ignore, and taints when nodeTaintsPolicy is Honor),
+// plus those of existing nodes.
 func (s *solver) universe(k *constraint, v *variant) uint64 {
 	if k.universeSet {
 		return k.universe
@@ -105,6 +106,14 @@ func (s *solver) universe(k *constraint, v *variant) uint64 {
 	var u uint64
 	for i, pl := range s.pools {
 		vp := s.variantPool(v, i)
+		if k.ignoreAffinity {
+			// Ignore: a domain counts wherever the pool offers it, whatever
+			// the pod's nodeSelector and required node affinity say
+			// (Kubernetes includes every node; Karpenter's node filter then
+			// passes every NodeClaim). The pool's own requirements still
+			// bound what it can launch.
+			vp = s.poolVariant(pl, scheduling.NewRequirements(), "")
+		}
 		if !vp.ok || (k.honorTaints && !v.toleratesPool(pl, i)) {
 			continue
 		}
@@ -123,6 +132,16 @@ func (s *solver) universe(k *constraint, v *variant) uint64 {
 		if b.claim {
 			break
 		}
+		// Under Honor, as in Kubernetes and Karpenter's node filter, a node
+		// the pod's nodeSelector and required node affinity (any term)
+		// exclude is no domain, nor is one whose taints the pod does not
+		// tolerate when nodeTaintsPolicy is Honor.
+		if !k.ignoreAffinity && !s.nodeFilterMatches(b, v) {
+			continue
+		}
+		if k.honorTaints && len(b.taints) > 0 && b.taints.Tolerates(v.tolerations) != nil {
+			continue
+		}
 		switch k.c.kind {
 		case keyZone:
 			if !b.inFlight || popcount(b.zones) == 1 {
@@ -140,6 +159,44 @@ func (s *solver) universe(k *constraint, v *variant) uint64 {
 	}
 	k.universe, k.universeSet = u, true
 	return u
+}
+
+// nodeFilterMatches reports whether existing bin b passes the group's
+// topology node filter: the nodeSelector together with one of the required
+// node affinity terms. Preferred terms and volume requirements are not part
+// of it, as in Karpenter's TopologyNodeFilter.
+func (s *solver) nodeFilterMatches(b *bin, v *variant) bool {
+	g := v.g
+	if g.nodeFilter == nil {
+		g.nodeFilter = topologyNodeFilter(g.pod)
+	}
+	for _, r := range g.nodeFilter {
+		var err error
+		if b.inFlight {
+			err = b.reqs.Compatible(r, allowWellKnown)
+		} else {
+			err = b.reqs.Compatible(r)
+		}
+		if err == nil {
+			return true
+		}
+	}
+	return false
+}
+
+func topologyNodeFilter(pod *corev1.Pod) []scheduling.Requirements {
+	sel := scheduling.NewLabelRequirements(pod.Spec.NodeSelector)
+	a := pod.Spec.Affinity
+	if a == nil || a.NodeAffinity == nil || a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution == nil {
+		return []scheduling.Requirements{sel}
+	}
+	var out []scheduling.Requirements
+	for _, term := range a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms {
+		r := scheduling.NewRequirements(sel.Values()...)
+		r.Add(scheduling.NewNodeSelectorRequirements(term.MatchExpressions...).Values()...)
+		out = append(out, r)
+	}
+	return out
 }
 
 // allowed narrows mask (the domains a bin may be in) to those where the
@@ -187,8 +244,18 @@ func (s *solver) allowed(k *constraint, v *variant, mask uint64) uint64 {
 	return out
 }
 
-// hostAllowed evaluates a hostname-keyed constraint on bin b. A new node
-// can always be added, so the minimum for hostname spread is zero.
+// hostAllowed evaluates a hostname-keyed constraint on bin b.
+//
+// Hostname spread takes the global minimum as 0, as Karpenter does
+// (TopologyGroup.domainMinCount returns 0 for kubernetes.io/hostname "since
+// we can create one", and nextDomainTopologySpread admits a node when its
+// count plus the pod is at most maxSkew): a new node is a domain with no
+// matching pods, so the minimum over all domains, future nodes included,
+// is 0. That holds for existing nodes too, and minDomains changes nothing
+// (it can only force the minimum to 0). kube-scheduler, which cannot add
+// nodes, takes the minimum over existing nodes only and may accept a busier
+// node; the node Karpenter's rule picks satisfies kube-scheduler as well,
+// since a count of at most maxSkew never exceeds min+maxSkew.
 func hostAllowed(k *constraint, b *bin) bool {
 	n := k.c.count(b.id)
 	switch k.kind {

@@ -72,6 +72,63 @@ func spreadPods(n int, key string, skew int32, when corev1.UnsatisfiableConstrai
 	return out
 }
 
+// nsInput has web pending and two existing nodes each running a db pod:
+// node-b in namespace team-b, node-c in team-c.
+func nsInput(t *testing.T, p *corev1.Pod) scheduler.Input {
+	in := uniformInput(t, p)
+	for _, ns := range []string{"b", "c"} {
+		db := labeled(pod("db", "100m", "100Mi"), "app", "db")
+		db.Namespace = "team-" + ns
+		n, bound := existingNode("node-"+ns, "test-1", db)
+		in.Nodes, in.BoundPods = append(in.Nodes, n), append(in.BoundPods, bound...)
+	}
+	return in
+}
+
+func expectOnNode(t *testing.T, r scheduler.Result, node string) {
+	t.Helper()
+	if len(r.Existing) != 1 || r.Existing[0].Node != node || len(r.NewNodeClaims) != 0 {
+		t.Fatalf("existing placements %+v, %d new claims, unschedulable %+v; want the pod on %s", r.Existing, len(r.NewNodeClaims), r.Unschedulable, node)
+	}
+}
+
+// laterPreferenceInput: web pods (1 vCPU, placed first) prefer the zone of
+// a db pod (500m) that only a tainted pool in test-2 takes. The first web
+// pod finds no db pod and relaxes the preference; the web pods placed
+// after the db pod can honour it.
+func laterPreferenceInput(t *testing.T) scheduler.Input {
+	var ps []*corev1.Pod
+	for i := range 3 {
+		p := labeled(pod(fmt.Sprintf("web-%d", i), "1", "1Gi"), "app", "web")
+		p.Spec.Affinity = &corev1.Affinity{PodAffinity: &corev1.PodAffinity{PreferredDuringSchedulingIgnoredDuringExecution: []corev1.WeightedPodAffinityTerm{
+			{Weight: 100, PodAffinityTerm: podTerm(corev1.LabelTopologyZone, "app", "db")}}}}
+		ps = append(ps, p)
+	}
+	db := labeled(pod("db", "500m", "512Mi"), "app", "db")
+	db.Spec.NodeSelector = map[string]string{"role": "db"}
+	db.Spec.Tolerations = []corev1.Toleration{{Key: "dedicated", Operator: corev1.TolerationOpEqual, Value: "db", Effect: corev1.TaintEffectNoSchedule}}
+	in := uniformInput(t, append(ps, db)...)
+	dbPool := nodePool("db", "default", req(corev1.LabelTopologyZone, corev1.NodeSelectorOpIn, "test-2"))
+	dbPool.Spec.Template.Labels = map[string]string{"role": "db"}
+	dbPool.Spec.Template.Spec.Taints = []corev1.Taint{{Key: "dedicated", Value: "db", Effect: corev1.TaintEffectNoSchedule}}
+	in.NodePools = append(in.NodePools, dbPool)
+	return in
+}
+
+// zonePinnedSpread is n pods spread on zone (maxSkew 1) with the given
+// nodeAffinityPolicy and required node affinity exprs.
+func zonePinnedSpread(n int, policy corev1.NodeInclusionPolicy, exprs ...corev1.NodeSelectorRequirement) []*corev1.Pod {
+	ps := spreadPods(n, corev1.LabelTopologyZone, 1, corev1.DoNotSchedule)
+	for _, p := range ps {
+		p.Spec.TopologySpreadConstraints[0].NodeAffinityPolicy = &policy
+		if len(exprs) > 0 {
+			p.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{
+				NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: exprs}}}}}
+		}
+	}
+	return ps
+}
+
 func podTerm(key string, kv ...string) corev1.PodAffinityTerm {
 	m := map[string]string{}
 	for i := 0; i+1 < len(kv); i += 2 {
@@ -181,6 +238,27 @@ func TestConstraints(t *testing.T) {
 			check: func(t *testing.T, r scheduler.Result) { expectClaims(t, r, 4) },
 		},
 		{
+			name: "hostname spread takes the minimum as 0 (a new node), as Karpenter does",
+			input: func(t *testing.T) scheduler.Input {
+				// Both nodes run one matching pod. kube-scheduler's minimum
+				// over existing nodes would be 1 and admit a second pod on
+				// either; Karpenter counts the node it can create (0 pods),
+				// so 1+1-0 > maxSkew 1 and the pod gets a new node.
+				in := uniformInput(t, spreadPods(1, corev1.LabelHostname, 1, corev1.DoNotSchedule)...)
+				for _, name := range []string{"node-a", "node-b"} {
+					n, bound := existingNode(name, "test-1", labeled(pod("old-"+name, "100m", "100Mi"), "app", "web"))
+					in.Nodes, in.BoundPods = append(in.Nodes, n), append(in.BoundPods, bound...)
+				}
+				return in
+			},
+			check: func(t *testing.T, r scheduler.Result) {
+				expectClaims(t, r, 1)
+				if len(r.Existing) != 0 {
+					t.Errorf("placed on existing %+v, want a new node", r.Existing)
+				}
+			},
+		},
+		{
 			name: "hostname spread maxSkew 2 allows two per node",
 			input: func(t *testing.T) scheduler.Input {
 				return uniformInput(t, spreadPods(4, corev1.LabelHostname, 2, corev1.DoNotSchedule)...)
@@ -214,6 +292,82 @@ func TestConstraints(t *testing.T) {
 					t.Fatalf("%d unschedulable, want 1 (two zones, minDomains 3: global minimum stays 0)", len(r.Unschedulable))
 				}
 				expectUnschedulable(t, r, "topology spread on topology.kubernetes.io/zone (maxSkew 1)")
+			},
+		},
+		{
+			name: "nodeAffinityPolicy Honor counts only the zones the pod's node affinity allows",
+			input: func(t *testing.T) scheduler.Input {
+				return uniformInput(t, zonePinnedSpread(4, corev1.NodeInclusionPolicyHonor, zoneIn("test-1", "test-2"))...)
+			},
+			check: func(t *testing.T, r scheduler.Result) {
+				if got := perDomain(r, corev1.LabelTopologyZone); got["test-1"] != 2 || got["test-2"] != 2 || len(r.Unschedulable) != 0 {
+					t.Errorf("pods per zone = %v, %d unschedulable; want 2 and 2 (test-3 is not a domain under Honor)", got, len(r.Unschedulable))
+				}
+			},
+		},
+		{
+			name: "nodeAffinityPolicy Ignore counts zones outside the pod's node affinity",
+			input: func(t *testing.T) scheduler.Input {
+				return uniformInput(t, zonePinnedSpread(4, corev1.NodeInclusionPolicyIgnore, zoneIn("test-1", "test-2"))...)
+			},
+			check: func(t *testing.T, r scheduler.Result) {
+				// test-3 is a domain with 0 pods the pod cannot reach, so the
+				// global minimum stays 0 and each reachable zone takes maxSkew.
+				if got := perDomain(r, corev1.LabelTopologyZone); got["test-1"] != 1 || got["test-2"] != 1 || len(r.Unschedulable) != 2 {
+					t.Errorf("pods per zone = %v, %d unschedulable; want 1 and 1 with 2 unschedulable", got, len(r.Unschedulable))
+				}
+				expectUnschedulable(t, r, "topology spread on topology.kubernetes.io/zone (maxSkew 1)")
+			},
+		},
+		{
+			name: "nodeAffinityPolicy Ignore counts an existing node the pod's nodeSelector excludes",
+			input: func(t *testing.T) scheduler.Input {
+				// The Karpenter test "should balance pods across a label
+				// (NodeAffinityPolicy=ignore)": nodes foo and bar do not match
+				// the pods' nodeSelector but are domains of the spread key.
+				ps := zonePinnedSpread(5, corev1.NodeInclusionPolicyIgnore)
+				for _, p := range ps {
+					p.Spec.TopologySpreadConstraints[0].TopologyKey = "fake-label"
+					p.Spec.NodeSelector = map[string]string{"selector": "value"}
+				}
+				in := uniformInput(t, ps...)
+				in.NodePools[0].Spec.Template.Labels = map[string]string{"fake-label": "baz", "selector": "value"}
+				for _, d := range []string{"foo", "bar"} {
+					n, _ := existingNode("node-"+d, "test-1")
+					n.Labels["fake-label"], n.Labels["selector"] = d, "mismatch"
+					in.Nodes = append(in.Nodes, n)
+				}
+				return in
+			},
+			check: func(t *testing.T, r scheduler.Result) {
+				if got := perDomain(r, "fake-label"); got["baz"] != 1 || len(r.Unschedulable) != 4 {
+					t.Errorf("pods per fake-label = %v, %d unschedulable; want 1 on baz, 4 unschedulable", got, len(r.Unschedulable))
+				}
+			},
+		},
+		{
+			name: "nodeAffinityPolicy Honor leaves out an existing node the pod's nodeSelector excludes",
+			input: func(t *testing.T) scheduler.Input {
+				// Karpenter's "(NodeAffinityPolicy=honor)" counterpart: only
+				// baz is a domain, so all five pods go there.
+				ps := zonePinnedSpread(5, corev1.NodeInclusionPolicyHonor)
+				for _, p := range ps {
+					p.Spec.TopologySpreadConstraints[0].TopologyKey = "fake-label"
+					p.Spec.NodeSelector = map[string]string{"selector": "value"}
+				}
+				in := uniformInput(t, ps...)
+				in.NodePools[0].Spec.Template.Labels = map[string]string{"fake-label": "baz", "selector": "value"}
+				for _, d := range []string{"foo", "bar"} {
+					n, _ := existingNode("node-"+d, "test-1")
+					n.Labels["fake-label"], n.Labels["selector"] = d, "mismatch"
+					in.Nodes = append(in.Nodes, n)
+				}
+				return in
+			},
+			check: func(t *testing.T, r scheduler.Result) {
+				if got := perDomain(r, "fake-label"); got["baz"] != 5 || len(r.Unschedulable) != 0 {
+					t.Errorf("pods per fake-label = %v, %d unschedulable; want all 5 on baz", got, len(r.Unschedulable))
+				}
 			},
 		},
 		{
@@ -283,6 +437,49 @@ func TestConstraints(t *testing.T) {
 				}
 				expectClaims(t, r, 1)
 			},
+		},
+		{
+			name: "affinity term namespaces: none and no selector means the pod's own namespace",
+			input: func(t *testing.T) scheduler.Input {
+				// db runs in team-b only; web (in default) is anti-affine to
+				// db pods of its own namespace, so node-b is fine for it.
+				return nsInput(t, withAntiAffinity(pod("web", "100m", "100Mi"), podTerm(corev1.LabelHostname, "app", "db")))
+			},
+			check: func(t *testing.T, r scheduler.Result) { expectOnNode(t, r, "node-b") },
+		},
+		{
+			name: "affinity term namespaceSelector {} means every namespace",
+			input: func(t *testing.T) scheduler.Input {
+				term := podTerm(corev1.LabelHostname, "app", "db")
+				term.NamespaceSelector = &metav1.LabelSelector{}
+				return nsInput(t, withAntiAffinity(pod("web", "100m", "100Mi"), term))
+			},
+			check: func(t *testing.T, r scheduler.Result) { expectClaims(t, r, 1) }, // both nodes run a db pod
+		},
+		{
+			name: "affinity term namespaceSelector matches the Namespace objects' labels",
+			input: func(t *testing.T) scheduler.Input {
+				// Only team-b carries tier=prod: the db pod in team-c does
+				// not count, so node-c is free for web.
+				term := podTerm(corev1.LabelHostname, "app", "db")
+				term.NamespaceSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"tier": "prod"}}
+				in := nsInput(t, withAntiAffinity(pod("web", "100m", "100Mi"), term))
+				in.Namespaces = []*corev1.Namespace{
+					{ObjectMeta: metav1.ObjectMeta{Name: "team-b", Labels: map[string]string{"tier": "prod"}}},
+					{ObjectMeta: metav1.ObjectMeta{Name: "team-c", Labels: map[string]string{"tier": "dev"}}},
+				}
+				return in
+			},
+			check: func(t *testing.T, r scheduler.Result) { expectOnNode(t, r, "node-c") },
+		},
+		{
+			name: "affinity term namespaceSelector on kubernetes.io/metadata.name works without Namespace objects",
+			input: func(t *testing.T) scheduler.Input {
+				term := podTerm(corev1.LabelHostname, "app", "db")
+				term.NamespaceSelector = &metav1.LabelSelector{MatchLabels: map[string]string{corev1.LabelMetadataName: "team-c"}}
+				return nsInput(t, withPodAffinity(pod("web", "100m", "100Mi"), term))
+			},
+			check: func(t *testing.T, r scheduler.Result) { expectOnNode(t, r, "node-c") },
 		},
 		{
 			name: "required zone affinity follows a running pod's zone",
@@ -402,6 +599,25 @@ func TestConstraints(t *testing.T) {
 			},
 			check: func(t *testing.T, r scheduler.Result) {
 				expectClaims(t, r, 4) // one zone: zone anti-affinity cannot hold; hostname anti-affinity can
+			},
+		},
+		{
+			name:  "relaxation restarts from the top for each pod: a preference that becomes satisfiable is honoured",
+			input: laterPreferenceInput,
+			check: func(t *testing.T, r scheduler.Result) {
+				// Once the db pod is in test-2, the web pods after it can
+				// have their preferred zone affinity, as each pod does in
+				// Karpenter; they share a claim with the first web pod, which
+				// does not mind test-2. Starting where the first web pod
+				// ended (preference dropped) left the claim in any zone.
+				for _, c := range r.NewNodeClaims {
+					if c.NodePool.Name == "general" && values(c, corev1.LabelTopologyZone) != "test-2" {
+						t.Errorf("web claim zones = %s, want test-2 (the db pod's zone)", values(c, corev1.LabelTopologyZone))
+					}
+				}
+				if len(r.Unschedulable) != 0 || len(r.NewNodeClaims) != 2 {
+					t.Errorf("%d claims, %d unschedulable; want 2 claims (web, db), none unschedulable", len(r.NewNodeClaims), len(r.Unschedulable))
+				}
 			},
 		},
 		{

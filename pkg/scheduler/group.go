@@ -33,10 +33,11 @@ type group struct {
 	// blockers the owner counters whose selector matches it.
 	matched, owned, blockers []*counter
 	variants                 []*variant
-	// level is the relaxation level the last pod was placed at; the next
-	// pod starts there.
-	level int
-	done  bool // no more relaxations
+	// nodeFilter: which existing nodes spread constraints with
+	// nodeAffinityPolicy Honor count (nodeSelector plus one required
+	// term); computed on first use.
+	nodeFilter []scheduling.Requirements
+	done       bool // no more relaxations
 }
 
 // relaxation says how many soft constraints are dropped, in Karpenter's
@@ -294,7 +295,10 @@ func (s *solver) newVariant(g *group, r relaxation) *variant {
 			v.err = fmt.Sprintf("invalid topologySpreadConstraints labelSelector: %v", err)
 			continue
 		}
-		k := &constraint{kind: spread, c: c, maxSkew: max(tsc.MaxSkew, 1), honorTaints: tsc.NodeTaintsPolicy != nil && *tsc.NodeTaintsPolicy == corev1.NodeInclusionPolicyHonor}
+		// Defaults as in Kubernetes and Karpenter: taints Ignore, affinity Honor.
+		k := &constraint{kind: spread, c: c, maxSkew: max(tsc.MaxSkew, 1),
+			honorTaints:    tsc.NodeTaintsPolicy != nil && *tsc.NodeTaintsPolicy == corev1.NodeInclusionPolicyHonor,
+			ignoreAffinity: tsc.NodeAffinityPolicy != nil && *tsc.NodeAffinityPolicy == corev1.NodeInclusionPolicyIgnore}
 		if tsc.MinDomains != nil {
 			k.minDomains = *tsc.MinDomains
 		}

@@ -7,8 +7,9 @@
 // nodeSelector, required node affinity (terms tried in order), taints
 // (startup and ephemeral taints ignored on existing nodes), topology spread
 // (zone, capacity type, hostname and custom keys; maxSkew, minDomains,
-// matchLabelKeys, nodeTaintsPolicy), pod affinity and anti-affinity
-// (required, both directions for anti-affinity), host ports, volume
+// matchLabelKeys, nodeTaintsPolicy, nodeAffinityPolicy), pod affinity and
+// anti-affinity (required, both directions for anti-affinity; namespaces
+// and namespaceSelector as Kubernetes resolves them), host ports, volume
 // topology, NodePool requirements, minValues, weights and limits.
 // Preferences (preferred pod affinity, anti-affinity, node affinity,
 // ScheduleAnyway spread, PreferNoSchedule taints) are required until a pod
@@ -49,6 +50,11 @@ type Input struct {
 	PersistentVolumes      []*corev1.PersistentVolume
 	PersistentVolumeClaims []*corev1.PersistentVolumeClaim
 	StorageClasses         []*storagev1.StorageClass
+	// Namespaces resolve the namespaceSelector of pod (anti-)affinity
+	// terms by their labels. A namespace that pods use but that is not
+	// listed still matches on kubernetes.io/metadata.name, the label the
+	// API server puts on every namespace.
+	Namespaces []*corev1.Namespace
 }
 
 // Result is the plan: every input pod appears exactly once across Existing,

@@ -125,6 +125,7 @@ func newSolver(in Input) *solver {
 		}
 	}
 
+	s.counters.setNamespaces(in.Namespaces, in.Pods, in.BoundPods)
 	// Every counter any pod could use, so that each group knows which it
 	// affects.
 	for _, g := range s.groups {
@@ -480,8 +481,16 @@ func sortedBy[T any](in []T, key func(T) string) []T {
 
 // place puts the current pod of g somewhere, relaxing preferences in
 // Karpenter's order until it fits.
+//
+// Every pod starts from the top (all preferences), as in Karpenter, even
+// when an identical pod before it had to relax: what the solver has placed
+// since can make a preference satisfiable again (a pod matching a preferred
+// affinity lands, a spread's minimum domain fills, another group opens a
+// claim the pod can share), and starting where the previous pod ended would
+// then place the pod worse than Karpenter. The variants of every level are
+// built once per group, so retrying costs only the placement attempts.
 func (s *solver) place(g *group) bool {
-	for lvl := g.level; ; lvl++ {
+	for lvl := 0; ; lvl++ {
 		v := s.variantAt(g, lvl)
 		if v == nil {
 			return false
@@ -490,7 +499,6 @@ func (s *solver) place(g *group) bool {
 			continue
 		}
 		if s.placeVariant(v) {
-			g.level = lvl
 			return true
 		}
 	}

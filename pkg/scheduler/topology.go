@@ -126,9 +126,19 @@ func (c *counter) matches(ns string, l labels.Set) bool {
 type counters struct {
 	byKey map[string]*counter
 	all   []*counter
+	// nsLabels are the labels of every known namespace, for terms with a
+	// namespaceSelector.
+	nsLabels map[string]labels.Set
+	// nsNames are nsLabels' keys, sorted, so that selected lists (and so
+	// counter identities) are deterministic.
+	nsNames []string
 }
 
-// get returns the counter for an affinity term of a pod in namespace ns.
+// forTerm returns the counter for an affinity term of a pod in namespace ns,
+// with Kubernetes' namespace semantics: no namespaces and no selector mean
+// the pod's own namespace; a selector {} means every namespace; otherwise
+// the listed namespaces together with those whose labels the selector
+// matches.
 func (cs *counters) forTerm(t corev1.PodAffinityTerm, ns string, owners bool) (*counter, error) {
 	var nss []string
 	allNS := false
@@ -136,16 +146,58 @@ func (cs *counters) forTerm(t corev1.PodAffinityTerm, ns string, owners bool) (*
 	case t.NamespaceSelector != nil && len(t.NamespaceSelector.MatchLabels) == 0 && len(t.NamespaceSelector.MatchExpressions) == 0:
 		allNS = true // {} selects every namespace
 	case t.NamespaceSelector != nil:
-		// Namespace labels are not part of the snapshot; count every
-		// namespace, which is exact for anti-affinity's safety.
-		allNS = true
+		sel, err := metav1.LabelSelectorAsSelector(t.NamespaceSelector)
+		if err != nil {
+			return nil, fmt.Errorf("namespaceSelector: %w", err)
+		}
+		nss = slices.Clone(t.Namespaces)
+		for _, name := range cs.nsNames {
+			if sel.Matches(cs.nsLabels[name]) {
+				nss = append(nss, name)
+			}
+		}
 	case len(t.Namespaces) > 0:
 		nss = slices.Clone(t.Namespaces)
 	default:
 		nss = []string{ns}
 	}
 	slices.Sort(nss)
+	nss = slices.Compact(nss)
 	return cs.get(t.TopologyKey, t.LabelSelector, nil, allNS, nss, owners)
+}
+
+// setNamespaces records the labels of the namespaces in the snapshot, and
+// of those pods use, for namespaceSelector terms.
+func (cs *counters) setNamespaces(nss []*corev1.Namespace, pods ...[]*corev1.Pod) {
+	cs.nsLabels = map[string]labels.Set{}
+	for _, n := range nss {
+		if n == nil || n.Name == "" {
+			continue
+		}
+		l := labels.Set{}
+		for k, v := range n.Labels {
+			l[k] = v
+		}
+		// The API server sets it on every namespace; a hand-written
+		// manifest may leave it out.
+		l[corev1.LabelMetadataName] = n.Name
+		cs.nsLabels[n.Name] = l
+	}
+	for _, ps := range pods {
+		for _, p := range ps {
+			if p == nil {
+				continue
+			}
+			if _, ok := cs.nsLabels[p.Namespace]; !ok {
+				cs.nsLabels[p.Namespace] = labels.Set{corev1.LabelMetadataName: p.Namespace}
+			}
+		}
+	}
+	cs.nsNames = make([]string, 0, len(cs.nsLabels))
+	for name := range cs.nsLabels {
+		cs.nsNames = append(cs.nsNames, name)
+	}
+	slices.Sort(cs.nsNames)
 }
 
 func (cs *counters) get(key string, ls *metav1.LabelSelector, extra map[string]string, allNS bool, nss []string, owners bool) (*counter, error) {
@@ -190,7 +242,11 @@ type constraint struct {
 	// self is 1 when the pod matches the counter's selector.
 	self        int32
 	honorTaints bool
-	desc        string
+	// ignoreAffinity is nodeAffinityPolicy Ignore: the domains the spread
+	// counts come from every NodePool and node, not only those the pod's
+	// nodeSelector and required node affinity allow.
+	ignoreAffinity bool
+	desc           string
 	// universe caches the domains a spread constraint counts (mask), per
 	// variant; valid once universeSet.
 	universe    uint64
