@@ -61,7 +61,10 @@ func (d *dependencies) lifecycleFunc(ctx context.Context, inv *customhandler.Inv
 		var retryAfter time.Duration
 		switch {
 		case lifecycle.IsDrainPending(err):
-			retryAfter = lc.DrainRetry()
+			// A PDB's refusal says when to come back (Retry-After);
+			// use it, bounded, rather than a fixed delay that either
+			// hammers the API server or leaves the node draining.
+			retryAfter = lifecycle.DrainRetryDelay(err, lc.DrainRetry())
 		case azure.IsThrottled(err):
 			retryAfter = max(azure.RetryAfter(err), lc.DrainRetry())
 		case err != nil:

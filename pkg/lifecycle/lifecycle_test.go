@@ -2,6 +2,7 @@ package lifecycle_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -46,6 +47,8 @@ type world struct {
 	evictions *atomic.Int64
 	launcher  *azure.Launcher
 	arm       *armemulator.Server
+	// cfg reaches the same API server, for clients a test wraps.
+	cfg *rest.Config
 }
 
 func start(t *testing.T) *world {
@@ -95,7 +98,7 @@ func start(t *testing.T) *world {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &world{kube: kube, evictor: evictor, evictions: evictions, launcher: l, arm: arm}
+	return &world{kube: kube, evictor: evictor, evictions: evictions, launcher: l, arm: arm, cfg: rest.CopyConfig(cp.RESTConfig())}
 }
 
 // deletingClaim creates a Node, a VM and a launched NodeClaim for name,
@@ -348,9 +351,12 @@ func TestTerminateBlockedEviction(t *testing.T) {
 	for _, c := range []struct {
 		name string
 		pod  podSpec
+		// retryAfter is the API server's Retry-After, carried up to the
+		// DrainPendingError so the retry is scheduled after it.
+		retryAfter time.Duration
 	}{
 		{name: "the PDB allows no disruption", pod: podSpec{name: "blocked-observed", guarded: true}},
-		{name: "the PDB's status is not observed yet", pod: podSpec{name: "blocked-unobserved", unobserved: true}},
+		{name: "the PDB's status is not observed yet", pod: podSpec{name: "blocked-unobserved", unobserved: true}, retryAfter: 10 * time.Second},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			name := fmt.Sprintf("nc-%d", time.Now().UnixNano()%1e9)
@@ -361,6 +367,13 @@ func TestTerminateBlockedEviction(t *testing.T) {
 			res, err := lc.Terminate(ctx, name)
 			if !lifecycle.IsDrainPending(err) || res.Blocked != 1 || res.Evicted != 0 {
 				t.Fatalf("Terminate = %+v, %v; want one blocked eviction and a DrainPendingError", res, err)
+			}
+			var pending *lifecycle.DrainPendingError
+			if !errors.As(err, &pending) || pending.Blocked != 1 || pending.RetryAfter != c.retryAfter {
+				t.Fatalf("Terminate error %#v; want 1 blocked eviction and RetryAfter %s", err, c.retryAfter)
+			}
+			if want := lifecycle.DrainRetryDelay(err, time.Second*2); c.retryAfter > 0 && want != c.retryAfter {
+				t.Fatalf("DrainRetryDelay = %s, want the API server's %s", want, c.retryAfter)
 			}
 			if n := w.evictions.Load() - before; n != 1 {
 				t.Fatalf("Terminate made %d eviction requests, want exactly 1 (no client-side retry)", n)

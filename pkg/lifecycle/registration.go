@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -39,10 +40,10 @@ func (c *Controller) NodeChanged(ctx context.Context, nodeName string) (NodeResu
 		return res, nil
 	}
 	if !nc.StatusConditions().Get(karpv1.ConditionTypeRegistered).IsTrue() {
-		if err := c.register(ctx, nc, node); err != nil {
+		nc, node, res.Registered, err = c.register(ctx, nc, node)
+		if err != nil {
 			return res, err
 		}
-		res.Registered = true
 	}
 	if !nc.StatusConditions().Get(karpv1.ConditionTypeInitialized).IsTrue() {
 		ok, err := c.initialize(ctx, nc, node)
@@ -56,9 +57,43 @@ func (c *Controller) NodeChanged(ctx context.Context, nodeName string) (NodeResu
 
 // register syncs the NodeClaim's labels and taints onto the Node, removes the
 // unregistered taint, makes the NodeClaim the Node's owner (so the Node goes
-// when the NodeClaim does), then records Registered and nodeName.
-func (c *Controller) register(ctx context.Context, nc *karpv1.NodeClaim, node *corev1.Node) error {
-	stored := node.DeepCopy()
+// when the NodeClaim does), then records Registered and nodeName. Both writes
+// converge on a conflict (see converge), so a heartbeat that bumps the Node's
+// resourceVersion between the read and the patch costs a re-read, not the
+// invocation. It returns the Node and NodeClaim as stored after its writes,
+// and whether this call recorded Registered (false: a concurrent delivery
+// did it first).
+func (c *Controller) register(ctx context.Context, nc *karpv1.NodeClaim, node *corev1.Node) (*karpv1.NodeClaim, *corev1.Node, bool, error) {
+	node, _, err := converge(ctx, c.kube, node, newNode, writeObject, func(n *corev1.Node) bool { return syncNode(n, nc) })
+	if err != nil {
+		return nc, node, false, fmt.Errorf("syncing node %s for NodeClaim %s: %w", node.Name, nc.Name, err)
+	}
+	nc, wrote, err := converge(ctx, c.kube, nc, newNodeClaim, writeStatus, func(cur *karpv1.NodeClaim) bool {
+		if cur.Status.NodeName == node.Name && cur.StatusConditions().Get(karpv1.ConditionTypeRegistered).IsTrue() {
+			return false
+		}
+		cur.Status.NodeName = node.Name
+		cur.StatusConditions().SetTrue(karpv1.ConditionTypeRegistered)
+		return true
+	})
+	if err != nil {
+		return nc, node, false, fmt.Errorf("marking NodeClaim %s registered: %w", nc.Name, err)
+	}
+	if !wrote {
+		return nc, node, false, nil
+	}
+	c.log.Info("registered nodeclaim", "nodeclaim", nc.Name, "node", node.Name)
+	if err := c.setRegistrationHealth(ctx, nc, true); err != nil {
+		c.log.Warn("marking nodepool registration healthy", "nodepool", nc.Labels[karpv1.NodePoolLabelKey], "error", err)
+	}
+	c.event(ctx, nc, events.ReasonRegistered, fmt.Sprintf("Status condition transitioned, Type: Registered, Status: True, Node: %s", node.Name))
+	return nc, node, true, nil
+}
+
+// syncNode makes node carry what registration puts on it for nc; it reports
+// whether anything changed.
+func syncNode(node *corev1.Node, nc *karpv1.NodeClaim) bool {
+	before := node.DeepCopy()
 	if node.Labels == nil {
 		node.Labels = map[string]string{}
 	}
@@ -92,53 +127,65 @@ func (c *Controller) register(ctx context.Context, nc *karpv1.NodeClaim, node *c
 			APIVersion: "karpenter.sh/v1", Kind: "NodeClaim", Name: nc.Name, UID: nc.UID, BlockOwnerDeletion: ptr(true),
 		})
 	}
-	if err := c.kube.Patch(ctx, node, client.MergeFromWithOptions(stored, client.MergeFromWithOptimisticLock{})); err != nil {
-		return fmt.Errorf("syncing node %s for NodeClaim %s: %w", node.Name, nc.Name, err)
-	}
-	storedNC := nc.DeepCopy()
-	nc.Status.NodeName = node.Name
-	nc.StatusConditions().SetTrue(karpv1.ConditionTypeRegistered)
-	if err := c.kube.Status().Patch(ctx, nc, client.MergeFromWithOptions(storedNC, client.MergeFromWithOptimisticLock{})); err != nil {
-		return fmt.Errorf("marking NodeClaim %s registered: %w", nc.Name, err)
-	}
-	c.log.Info("registered nodeclaim", "nodeclaim", nc.Name, "node", node.Name)
-	if err := c.setRegistrationHealth(ctx, nc, true); err != nil {
-		c.log.Warn("marking nodepool registration healthy", "nodepool", nc.Labels[karpv1.NodePoolLabelKey], "error", err)
-	}
-	c.event(ctx, nc, events.ReasonRegistered, fmt.Sprintf("Status condition transitioned, Type: Registered, Status: True, Node: %s", node.Name))
-	return nil
+	return !equality.Semantic.DeepEqual(before, node)
 }
 
 // initialize marks the NodeClaim Initialized once its Node is Ready, no
 // startup taint or unregistered taint remains, and every extended resource
 // the NodeClaim asked for is allocatable — Karpenter's definition, which is
-// what makes a node count as real capacity.
+// what makes a node count as real capacity. The test runs again on the
+// re-read Node when the label write conflicts: the Node that changed under
+// us may have gone NotReady or got a startup taint back.
 func (c *Controller) initialize(ctx context.Context, nc *karpv1.NodeClaim, node *corev1.Node) (bool, error) {
-	if reason := notInitializedReason(nc, node); reason != "" {
+	reason := ""
+	node, _, err := converge(ctx, c.kube, node, newNode, writeObject, func(n *corev1.Node) bool {
+		if reason = notInitializedReason(nc, n); reason != "" {
+			return false
+		}
+		if n.Labels[karpv1.NodeInitializedLabelKey] == "true" {
+			return false
+		}
+		if n.Labels == nil {
+			n.Labels = map[string]string{}
+		}
+		n.Labels[karpv1.NodeInitializedLabelKey] = "true"
+		return true
+	})
+	if err != nil {
+		return false, fmt.Errorf("labelling node %s initialized: %w", node.Name, err)
+	}
+	if reason != "" {
 		c.log.Debug("nodeclaim not initialized yet", "nodeclaim", nc.Name, "reason", reason)
 		return false, nil
 	}
-	stored := node.DeepCopy()
-	node.Labels[karpv1.NodeInitializedLabelKey] = "true"
-	if err := c.kube.Patch(ctx, node, client.MergeFromWithOptions(stored, client.MergeFromWithOptimisticLock{})); err != nil {
-		return false, fmt.Errorf("labelling node %s initialized: %w", node.Name, err)
-	}
-	storedNC := nc.DeepCopy()
-	// What the kubelet reports is the truth about the node's resources.
-	if len(node.Status.Capacity) > 0 {
-		nc.Status.Capacity = node.Status.Capacity.DeepCopy()
-	}
-	if len(node.Status.Allocatable) > 0 {
-		nc.Status.Allocatable = node.Status.Allocatable.DeepCopy()
-	}
-	nc.StatusConditions().SetTrue(karpv1.ConditionTypeInitialized)
-	if err := c.kube.Status().Patch(ctx, nc, client.MergeFromWithOptions(storedNC, client.MergeFromWithOptimisticLock{})); err != nil {
+	nc, wrote, err := converge(ctx, c.kube, nc, newNodeClaim, writeStatus, func(cur *karpv1.NodeClaim) bool {
+		if cur.StatusConditions().Get(karpv1.ConditionTypeInitialized).IsTrue() {
+			return false // a concurrent delivery initialized it
+		}
+		// What the kubelet reports is the truth about the node's resources.
+		if len(node.Status.Capacity) > 0 {
+			cur.Status.Capacity = node.Status.Capacity.DeepCopy()
+		}
+		if len(node.Status.Allocatable) > 0 {
+			cur.Status.Allocatable = node.Status.Allocatable.DeepCopy()
+		}
+		cur.StatusConditions().SetTrue(karpv1.ConditionTypeInitialized)
+		return true
+	})
+	if err != nil {
 		return false, fmt.Errorf("marking NodeClaim %s initialized: %w", nc.Name, err)
+	}
+	if !wrote {
+		return false, nil
 	}
 	c.log.Info("initialized nodeclaim", "nodeclaim", nc.Name, "node", node.Name)
 	c.event(ctx, nc, events.ReasonInitialized, fmt.Sprintf("Status condition transitioned, Type: Initialized, Status: True, Node: %s", node.Name))
 	return true, nil
 }
+
+func newNode() *corev1.Node { return &corev1.Node{} }
+
+func newNodeClaim() *karpv1.NodeClaim { return &karpv1.NodeClaim{} }
 
 func notInitializedReason(nc *karpv1.NodeClaim, node *corev1.Node) string {
 	ready := false

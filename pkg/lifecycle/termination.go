@@ -25,14 +25,28 @@ import (
 )
 
 // DrainPendingError means pods are still leaving the node; the caller should
-// retry later (the message is redelivered), not treat it as a failure.
+// look again later (ScheduleTerminate, after DrainRetryDelay), not treat it
+// as a failure.
 type DrainPendingError struct {
 	Node      string
 	Remaining int
+	// Blocked counts the evictions a PodDisruptionBudget refused in this pass.
+	Blocked int
+	// RetryAfter is the shortest Retry-After the API server suggested for
+	// those refusals (EvictionBlockedError.RetryAfter); 0 if it gave none.
+	RetryAfter time.Duration
 }
 
 func (e *DrainPendingError) Error() string {
-	return fmt.Sprintf("node %s is draining: %d pods still terminating or blocked by a PodDisruptionBudget", e.Node, e.Remaining)
+	msg := fmt.Sprintf("node %s is draining: %d pods still terminating or blocked by a PodDisruptionBudget", e.Node, e.Remaining)
+	if e.Blocked > 0 {
+		msg += fmt.Sprintf(" (%d evictions refused", e.Blocked)
+		if e.RetryAfter > 0 {
+			msg += fmt.Sprintf("; the API server suggests retrying after %s", e.RetryAfter)
+		}
+		msg += ")"
+	}
+	return msg
 }
 
 // NewDrainPendingError returns a DrainPendingError.
@@ -94,7 +108,7 @@ func (c *Controller) Terminate(ctx context.Context, name string) (TerminateResul
 		return res, err
 	}
 	if node != nil {
-		if err := c.taintDisrupted(ctx, node); err != nil {
+		if node, err = c.taintDisrupted(ctx, node); err != nil {
 			return res, err
 		}
 		if expire != nil && !c.clock.Now().Before(*expire) {
@@ -107,7 +121,7 @@ func (c *Controller) Terminate(ctx context.Context, name string) (TerminateResul
 				return res, err
 			}
 			if d.remaining > 0 {
-				return res, NewDrainPendingError(node.Name, d.remaining)
+				return res, &DrainPendingError{Node: node.Name, Remaining: d.remaining, Blocked: d.blocked, RetryAfter: d.retryAfter}
 			}
 		}
 	}
@@ -119,9 +133,12 @@ func (c *Controller) Terminate(ctx context.Context, name string) (TerminateResul
 			return res, fmt.Errorf("deleting node %s: %w", node.Name, err)
 		}
 	}
-	stored := nc.DeepCopy()
-	controllerutil.RemoveFinalizer(nc, karpv1.TerminationFinalizer)
-	if err := c.kube.Patch(ctx, nc, client.MergeFromWithOptions(stored, client.MergeFromWithOptimisticLock{})); client.IgnoreNotFound(err) != nil {
+	// The finalizer goes with an optimistic lock, so a finalizer another
+	// controller added meanwhile is not dropped; on a conflict it is removed
+	// from the re-read NodeClaim.
+	if _, _, err := converge(ctx, c.kube, nc, newNodeClaim, writeObject, func(cur *karpv1.NodeClaim) bool {
+		return controllerutil.RemoveFinalizer(cur, karpv1.TerminationFinalizer)
+	}); client.IgnoreNotFound(err) != nil {
 		return res, fmt.Errorf("removing finalizer from NodeClaim %s: %w", nc.Name, err)
 	}
 	c.log.Info("terminated nodeclaim", "nodeclaim", nc.Name, "evicted", res.Evicted)
@@ -169,6 +186,37 @@ func (c *Controller) ScheduleTerminate(ctx context.Context, name, uid string, d 
 // DrainRetry is the controller's drain retry delay.
 func (c *Controller) DrainRetry() time.Duration { return c.drainRetry }
 
+// Bounds on a Retry-After the API server suggests for a refused eviction.
+// Below MinDrainRetry a retry would hammer the API server with evictions the
+// PDB refuses; above MaxDrainRetry a budget that frees up (a replacement
+// pod turned Ready) would leave the node draining for longer than the
+// fixed retry ever would.
+const (
+	MinDrainRetry = time.Second
+	MaxDrainRetry = time.Minute
+)
+
+// DrainRetryDelay is when to look at a pending drain again: the API
+// server's Retry-After for the refused evictions (a DrainPendingError's or
+// an EvictionBlockedError's RetryAfter), bounded to [MinDrainRetry,
+// MaxDrainRetry]; fallback (the controller's DrainRetry) when err carries
+// no suggestion, e.g. pods that are only still terminating.
+func DrainRetryDelay(err error, fallback time.Duration) time.Duration {
+	var suggested time.Duration
+	var pending *DrainPendingError
+	var blocked *EvictionBlockedError
+	switch {
+	case errors.As(err, &pending):
+		suggested = pending.RetryAfter
+	case errors.As(err, &blocked):
+		suggested = blocked.RetryAfter
+	}
+	if suggested <= 0 {
+		return fallback
+	}
+	return min(max(suggested, MinDrainRetry), MaxDrainRetry)
+}
+
 func (c *Controller) nodeFor(ctx context.Context, nc *karpv1.NodeClaim) (*corev1.Node, error) {
 	var nodes corev1.NodeList
 	if err := c.kube.List(ctx, &nodes); err != nil {
@@ -183,19 +231,29 @@ func (c *Controller) nodeFor(ctx context.Context, nc *karpv1.NodeClaim) (*corev1
 	return nil, nil
 }
 
-func (c *Controller) taintDisrupted(ctx context.Context, node *corev1.Node) error {
-	if hasTaint(node.Spec.Taints, karpv1.DisruptedNoScheduleTaint) {
-		return nil
+// taintDisrupted keeps new pods off the node while it drains; the write
+// converges on a conflict (a heartbeat bumped the Node's resourceVersion).
+func (c *Controller) taintDisrupted(ctx context.Context, node *corev1.Node) (*corev1.Node, error) {
+	node, _, err := converge(ctx, c.kube, node, newNode, writeObject, func(n *corev1.Node) bool {
+		if hasTaint(n.Spec.Taints, karpv1.DisruptedNoScheduleTaint) {
+			return false
+		}
+		n.Spec.Taints = append(n.Spec.Taints, karpv1.DisruptedNoScheduleTaint)
+		return true
+	})
+	if err != nil {
+		return node, fmt.Errorf("tainting node %s disrupted: %w", node.Name, err)
 	}
-	stored := node.DeepCopy()
-	node.Spec.Taints = append(node.Spec.Taints, karpv1.DisruptedNoScheduleTaint)
-	if err := c.kube.Patch(ctx, node, client.MergeFromWithOptions(stored, client.MergeFromWithOptimisticLock{})); err != nil {
-		return fmt.Errorf("tainting node %s disrupted: %w", node.Name, err)
-	}
-	return nil
+	return node, nil
 }
 
-type drainResult struct{ evicted, deleted, blocked, remaining int }
+type drainResult struct {
+	evicted, deleted, blocked, remaining int
+	// retryAfter is the shortest positive Retry-After among the refused
+	// evictions: the earliest moment the API server expects one of them
+	// could go, so the next pass is not later than needed.
+	retryAfter time.Duration
+}
 
 // drain makes one pass over the pods on node: pods whose time under the
 // NodeClaim's grace period has come are deleted, and the first non-empty
@@ -249,14 +307,18 @@ func (c *Controller) drain(ctx context.Context, node *corev1.Node, expire *time.
 				continue // already leaving
 			}
 			ev := &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Name: pod.Name, Namespace: pod.Namespace}}
+			var blocked *EvictionBlockedError
 			switch err := c.evict(ctx, ev); {
 			case err == nil:
 				d.evicted++
 				c.podEvent(ctx, pod, corev1.EventTypeNormal, events.ReasonEvicted, "Evicted pod: draining node "+node.Name)
 			case apierrors.IsNotFound(err):
 				d.remaining--
-			case IsEvictionBlocked(err):
+			case errors.As(err, &blocked):
 				d.blocked++
+				if r := blocked.RetryAfter; r > 0 && (d.retryAfter == 0 || r < d.retryAfter) {
+					d.retryAfter = r
+				}
 				c.podEvent(ctx, pod, corev1.EventTypeWarning, events.ReasonFailedDraining,
 					fmt.Sprintf("Eviction blocked by a PodDisruptionBudget while draining node %s", node.Name))
 			default:
