@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"os"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -25,15 +24,14 @@ import (
 
 	"github.com/karpfunc/karpfunc/internal/armemulator"
 	"github.com/karpfunc/karpfunc/internal/controlplane"
-	"github.com/karpfunc/karpfunc/internal/tools"
-	"github.com/karpfunc/karpfunc/pkg/apis"
+	"github.com/karpfunc/karpfunc/internal/testenv"
 	"github.com/karpfunc/karpfunc/pkg/azure"
 	"github.com/karpfunc/karpfunc/pkg/lifecycle"
 )
 
 const (
-	sub = "00000000-0000-0000-0000-0000000000aa"
-	rg  = "MC_test"
+	sub = testenv.SubscriptionID
+	rg  = testenv.ResourceGroup
 )
 
 // world is a real API server (etcd + kube-apiserver, CRDs) and a real ARM
@@ -53,26 +51,8 @@ type world struct {
 
 func start(t *testing.T) *world {
 	t.Helper()
-	if testing.Short() {
-		t.Skip("starts a control plane")
-	}
-	root, err := tools.RepoRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	bins, err := tools.EnsureBinaries(t.Context(), root, os.Stderr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cp, err := controlplane.Start(t.Context(), controlplane.Options{BinDir: bins, InstallCRDs: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cp.Stop() })
-	kube, err := client.New(cp.RESTConfig(), client.Options{Scheme: apis.Scheme})
-	if err != nil {
-		t.Fatal(err)
-	}
+	cp := testenv.ControlPlane(t, controlplane.Options{InstallCRDs: true})
+	kube := testenv.Client(t, cp.RESTConfig())
 	evictions := &atomic.Int64{}
 	cfg := rest.CopyConfig(cp.RESTConfig())
 	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return countEvictions{rt: rt, n: evictions} })
@@ -81,23 +61,8 @@ func start(t *testing.T) *world {
 		t.Fatal(err)
 	}
 	// No controller-manager: create the service accounts pods need.
-	for _, ns := range []string{"default", "kube-system"} {
-		if err := kube.Create(t.Context(), &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default", Namespace: ns}}); client.IgnoreAlreadyExists(err) != nil {
-			t.Fatal(err)
-		}
-	}
-	arm, err := armemulator.Start(t.Context(), armemulator.Options{SubscriptionIDs: []string{sub}, OpDelay: 10 * time.Millisecond,
-		Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = arm.Close() })
-	l, err := azure.NewLauncher(azure.Options{SubscriptionID: sub, ResourceGroup: rg, Location: "eastus", ClusterName: "test",
-		SubnetID: "/subscriptions/" + sub + "/resourceGroups/" + rg + "/providers/Microsoft.Network/virtualNetworks/v/subnets/s",
-		Endpoint: arm.URL(), CACertPEM: arm.CACertPEM(), Token: arm.Token(), PollFrequency: time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
+	testenv.DefaultServiceAccounts(t, kube, "default", "kube-system")
+	arm, l := testenv.ARM(t)
 	return &world{kube: kube, evictor: evictor, evictions: evictions, launcher: l, arm: arm, cfg: rest.CopyConfig(cp.RESTConfig())}
 }
 
