@@ -78,10 +78,26 @@ func (w *pdbWatch) result() (armed bool, minimum, samples int) {
 // neverJoins picks about one VM in ten, by name and seed, whose kubelet
 // never registers.
 func neverJoins(seed int64) func(string) bool {
+	// Each VM name fails to join at most once. NodeClaim names are derived
+	// from their pods, so the replacement for a NodeClaim that never joined
+	// reuses its name; failing every launch of a name would strand that
+	// pod for as long as the faults last, which models no real fault (a
+	// bootstrap failure does not follow a name around).
+	var mu sync.Mutex
+	failed := map[string]bool{}
 	return func(name string) bool {
 		h := fnv.New32a()
 		fmt.Fprintf(h, "%d/%s", seed, name)
-		return h.Sum32()%10 == 0
+		if h.Sum32()%10 != 0 {
+			return false
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if failed[name] {
+			return false
+		}
+		failed[name] = true
+		return true
 	}
 }
 
