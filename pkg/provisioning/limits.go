@@ -10,10 +10,9 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
-	"sigs.k8s.io/karpenter/pkg/scheduling"
 	"sigs.k8s.io/karpenter/pkg/utils/resources"
 
-	"github.com/karpfunc/karpfunc/pkg/catalog"
+	"github.com/karpfunc/karpfunc/pkg/scheduler"
 )
 
 // resourceNodes is the NodePool limit on the number of nodes.
@@ -62,10 +61,10 @@ func (p *Provisioner) checkLimits(ctx context.Context, np *karpv1.NodePool, nc *
 		if other.DeletionTimestamp != nil {
 			continue
 		}
-		held = append(held, ChargedCapacity(other, p.catalog, maxPods))
+		held = append(held, scheduler.ChargedCapacity(other, p.catalog, maxPods))
 		nodes++
 	}
-	total := resources.Merge(append(held, ChargedCapacity(nc, p.catalog, maxPods))...)
+	total := resources.Merge(append(held, scheduler.ChargedCapacity(nc, p.catalog, maxPods))...)
 	total[resourceNodes] = *resource.NewQuantity(nodes, resource.DecimalSI)
 	var over []string
 	for name, limit := range np.Spec.Limits {
@@ -78,20 +77,4 @@ func (p *Provisioner) checkLimits(ctx context.Context, np *karpv1.NodePool, nc *
 		return NewLimitExceededError(np.Name, nc.Name, strings.Join(over, ", "))
 	}
 	return nil
-}
-
-// ChargedCapacity is what a NodeClaim counts against its NodePool's limits:
-// its launched capacity, else the largest instance type it may become.
-func ChargedCapacity(nc *karpv1.NodeClaim, cat *catalog.Catalog, maxPods int32) corev1.ResourceList {
-	if len(nc.Status.Capacity) > 0 {
-		return nc.Status.Capacity
-	}
-	reqs := scheduling.NewNodeSelectorRequirementsWithMinValues(nc.Spec.Requirements...)
-	var caps []corev1.ResourceList
-	for _, name := range reqs.Get(corev1.LabelInstanceTypeStable).Values() {
-		if it, ok := cat.Get(name); ok {
-			caps = append(caps, it.WithMaxPods(maxPods).Capacity)
-		}
-	}
-	return resources.MaxResources(caps...)
 }

@@ -166,7 +166,7 @@ func (s *solver) newPool(np *karpv1.NodePool, classes map[string]*v1beta1.AKSNod
 		nodes := int64(0)
 		for _, nc := range in.NodeClaims {
 			if nc != nil && nc.Labels[karpv1.NodePoolLabelKey] == np.Name {
-				held = append(held, claimCapacity(nc, in.Catalog, pl.maxPods))
+				held = append(held, ChargedCapacity(nc, in.Catalog, pl.maxPods))
 				nodes++
 			}
 		}
@@ -375,9 +375,11 @@ func (s *solver) poolVariant(pl *pool, reqs scheduling.Requirements, key string)
 	return vp
 }
 
-// claimCapacity is what a NodeClaim counts against its pool's limits: the
-// launched capacity, else the largest instance type it could become.
-func claimCapacity(nc *karpv1.NodeClaim, c *catalog.Catalog, maxPods int32) corev1.ResourceList {
+// ChargedCapacity is what a NodeClaim counts against its NodePool's limits:
+// the launched capacity, else the largest instance type it could become.
+// Provisioning re-checks limits with the same rule just before it creates a
+// NodeClaim, so the solve and the re-check never disagree.
+func ChargedCapacity(nc *karpv1.NodeClaim, c *catalog.Catalog, maxPods int32) corev1.ResourceList {
 	if len(nc.Status.Capacity) > 0 {
 		return nc.Status.Capacity
 	}
