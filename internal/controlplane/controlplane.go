@@ -33,6 +33,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
+	"github.com/karpfunc/karpfunc/internal/logwriter"
 	"github.com/karpfunc/karpfunc/pkg/apis"
 )
 
@@ -153,7 +154,7 @@ func Start(ctx context.Context, opts Options) (_ *ControlPlane, err error) {
 	if logOut == nil {
 		logOut = io.Discard
 	}
-	log := &syncWriter{w: logOut}
+	log := logwriter.NewSynced(logOut)
 
 	ports, err := freePorts(6)
 	if err != nil {
@@ -439,7 +440,7 @@ func (c *ControlPlane) Stop() error {
 	return c.stopErr
 }
 
-func (c *ControlPlane) start(name, bin string, log *syncWriter, env []string, args ...string) error {
+func (c *ControlPlane) start(name, bin string, log *logwriter.Synced, env []string, args ...string) error {
 	p, err := startProcess(name, bin, args, env, log)
 	if err != nil {
 		return fmt.Errorf("controlplane: %w", err)

@@ -1,14 +1,12 @@
 package controlplane
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
-	"io"
+	"github.com/karpfunc/karpfunc/internal/logwriter"
 	"os"
 	"os/exec"
 	"runtime"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -21,7 +19,7 @@ const tailLines = 40
 type process struct {
 	name string
 	cmd  *exec.Cmd
-	out  *lineWriter
+	out  *logwriter.Lines
 
 	done     chan struct{} // closed when the process has exited and been reaped
 	exitErr  error         // valid after done
@@ -31,8 +29,8 @@ type process struct {
 
 // startProcess starts bin with args; its output goes line by line to log
 // (prefixed with its name) and to a tail kept for error messages.
-func startProcess(name, bin string, args, env []string, log *syncWriter) (*process, error) {
-	p := &process{name: name, out: &lineWriter{prefix: "[" + name + "] ", log: log}, done: make(chan struct{})}
+func startProcess(name, bin string, args, env []string, log *logwriter.Synced) (*process, error) {
+	p := &process{name: name, out: logwriter.NewLines(log, "["+name+"] ", tailLines), done: make(chan struct{})}
 	p.cmd = exec.Command(bin, args...)
 	p.cmd.Env = append(os.Environ(), env...)
 	p.cmd.Stdout, p.cmd.Stderr = p.out, p.out
@@ -42,7 +40,7 @@ func startProcess(name, bin string, args, env []string, log *syncWriter) (*proce
 	}
 	go func() {
 		err := p.cmd.Wait()
-		p.out.flush()
+		p.out.Flush()
 		p.mu.Lock()
 		p.exitErr = err
 		p.mu.Unlock()
@@ -65,7 +63,7 @@ func (p *process) exited() error {
 	if p.exitErr != nil {
 		status = p.exitErr.Error()
 	}
-	return fmt.Errorf("%s %s (pid %d); last output:\n%s", p.name, status, p.cmd.Process.Pid, p.out.tail())
+	return fmt.Errorf("%s %s (pid %d); last output:\n%s", p.name, status, p.cmd.Process.Pid, p.out.Tail())
 }
 
 // stop sends SIGTERM to the process group, then SIGKILL after grace, and
@@ -133,88 +131,4 @@ func onStarterThread(start func() error) error {
 	errc := make(chan error, 1)
 	starterCh <- func() { errc <- start() }
 	return <-errc
-}
-
-// syncWriter serializes writes from several processes into one io.Writer.
-type syncWriter struct {
-	mu sync.Mutex
-	w  io.Writer
-}
-
-func (s *syncWriter) Write(b []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.w.Write(b)
-}
-
-// lineWriter splits a process's output into lines, forwards each with a
-// prefix, and keeps the last tailLines of them.
-type lineWriter struct {
-	prefix string
-	log    *syncWriter
-
-	mu      sync.Mutex
-	partial []byte
-	lines   []string // ring of the last tailLines lines
-	next    int
-	full    bool
-}
-
-func (w *lineWriter) Write(b []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.partial = append(w.partial, b...)
-	for {
-		i := bytes.IndexByte(w.partial, '\n')
-		if i < 0 {
-			break
-		}
-		w.line(string(w.partial[:i]))
-		w.partial = w.partial[i+1:]
-	}
-	// A process that never prints a newline must not grow memory forever.
-	if len(w.partial) > 64<<10 {
-		w.line(string(w.partial))
-		w.partial = nil
-	}
-	return len(b), nil
-}
-
-func (w *lineWriter) flush() {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if len(w.partial) > 0 {
-		w.line(string(w.partial))
-		w.partial = nil
-	}
-}
-
-// line records one line; callers hold w.mu. Errors writing to the log are
-// ignored: losing log output must never kill a control-plane process.
-func (w *lineWriter) line(s string) {
-	if w.lines == nil {
-		w.lines = make([]string, tailLines)
-	}
-	w.lines[w.next] = s
-	w.next = (w.next + 1) % tailLines
-	if w.next == 0 {
-		w.full = true
-	}
-	if w.log != nil {
-		_, _ = w.log.Write([]byte(w.prefix + s + "\n"))
-	}
-}
-
-func (w *lineWriter) tail() string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.lines == nil {
-		return "  (no output)"
-	}
-	var ordered []string
-	if w.full {
-		ordered = append(ordered, w.lines[w.next:]...)
-	}
-	ordered = append(ordered, w.lines[:w.next]...)
-	return "  " + strings.Join(ordered, "\n  ")
 }

@@ -29,6 +29,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/karpfunc/karpfunc/internal/localbus"
+	"github.com/karpfunc/karpfunc/internal/logwriter"
 	"github.com/karpfunc/karpfunc/pkg/bus"
 )
 
@@ -149,7 +150,7 @@ func Start(ctx context.Context, opts Options) (*Host, error) {
 	if opts.BusAddr == "" {
 		opts.BusAddr = "127.0.0.1:0"
 	}
-	out := &syncWriter{w: opts.Log}
+	out := logwriter.NewSynced(opts.Log)
 	h := &Host{opts: opts, log: log.New(out, "funchost: ", log.Ltime|log.Lmicroseconds), stats: map[string]*FunctionStats{}}
 	lookup := h.lookupSetting
 
@@ -185,7 +186,7 @@ func Start(ctx context.Context, opts Options) (*Host, error) {
 	go func() { _ = h.busServer.Serve(ln) }()
 
 	h.proc = &supervisor{path: executable, args: h.settings.arguments, dir: h.settings.workingDirectory,
-		env: h.handlerEnv(), output: &prefixWriter{w: out, prefix: "handler: "}, log: h.log,
+		env: h.handlerEnv(), output: logwriter.NewLines(out, "handler: ", 0), log: h.log,
 		startupTimeout: opts.StartupTimeout, stopTimeout: opts.StopTimeout}
 	if err := h.proc.start(ctx); err != nil {
 		_ = h.busServer.Close()
@@ -516,44 +517,4 @@ func (h *Host) Stop() {
 		h.client.CloseIdleConnections()
 		h.log.Printf("stopped (handler restarts: %d)", h.proc.restartCount())
 	})
-}
-
-// syncWriter serializes writes from the host's logger and the handler's
-// output to one writer.
-type syncWriter struct {
-	mu sync.Mutex
-	w  io.Writer
-}
-
-func (s *syncWriter) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.w.Write(p)
-}
-
-// prefixWriter writes each complete line with a prefix, so handler output
-// reads apart from the host's.
-type prefixWriter struct {
-	mu     sync.Mutex
-	w      io.Writer
-	prefix string
-	buf    []byte
-}
-
-func (p *prefixWriter) Write(b []byte) (int, error) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.buf = append(p.buf, b...)
-	for {
-		i := bytes.IndexByte(p.buf, '\n')
-		if i < 0 {
-			break
-		}
-		line := append([]byte(p.prefix), p.buf[:i+1]...)
-		p.buf = p.buf[i+1:]
-		if _, err := p.w.Write(line); err != nil {
-			return len(b), err
-		}
-	}
-	return len(b), nil
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/karpfunc/karpfunc/internal/armemulator"
 	"github.com/karpfunc/karpfunc/internal/controlplane"
 	"github.com/karpfunc/karpfunc/internal/funchost"
+	"github.com/karpfunc/karpfunc/internal/logwriter"
 	"github.com/karpfunc/karpfunc/internal/tools"
 	"github.com/karpfunc/karpfunc/pkg/apis"
 	"github.com/karpfunc/karpfunc/pkg/azure"
@@ -224,7 +225,8 @@ func Start(ctx context.Context, opts Options) (env *Env, err error) {
 		"--batch-idle-duration", opts.BatchIdle.String(), "--batch-max-duration", opts.BatchMax.String(),
 		"--health-probe-bind-address", "127.0.0.1:0")
 	env.relay.Env = append(os.Environ(), "KARPFUNC_LOCAL_BUS_URL="+env.Host.BusURL())
-	env.relay.Stdout, env.relay.Stderr = prefixed(logw, "relay"), prefixed(logw, "relay")
+	relayOut := logwriter.NewLines(logwriter.NewSynced(logw), "relay | ", 0)
+	env.relay.Stdout, env.relay.Stderr = relayOut, relayOut
 	setPdeathsig(env.relay)
 	if err := env.relay.Start(); err != nil {
 		return env, fmt.Errorf("starting the relay: %w", err)

@@ -1,10 +1,7 @@
 package localenv
 
 import (
-	"bufio"
-	"io"
 	"os/exec"
-	"sync"
 	"syscall"
 	"time"
 )
@@ -24,21 +21,4 @@ func stopProcess(cmd *exec.Cmd, grace time.Duration) error {
 		<-done
 	}
 	return nil
-}
-
-var logMu sync.Mutex
-
-// prefixed writes each line of a child's output to w with a name prefix.
-func prefixed(w io.Writer, name string) io.Writer {
-	pr, pw := io.Pipe()
-	go func() {
-		sc := bufio.NewScanner(pr)
-		sc.Buffer(make([]byte, 64*1024), 1024*1024)
-		for sc.Scan() {
-			logMu.Lock()
-			_, _ = io.WriteString(w, name+" | "+sc.Text()+"\n")
-			logMu.Unlock()
-		}
-	}()
-	return pw
 }
