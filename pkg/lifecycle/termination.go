@@ -218,14 +218,30 @@ func DrainRetryDelay(err error, fallback time.Duration) time.Duration {
 }
 
 func (c *Controller) nodeFor(ctx context.Context, nc *karpv1.NodeClaim) (*corev1.Node, error) {
+	// Registered NodeClaims name their Node: one GET instead of listing
+	// every Node on each drain pass.
+	if nc.Status.NodeName != "" {
+		node := &corev1.Node{}
+		err := c.kube.Get(ctx, client.ObjectKey{Name: nc.Status.NodeName}, node)
+		if err == nil {
+			return node, nil
+		}
+		if !apierrors.IsNotFound(err) {
+			return nil, fmt.Errorf("reading node %s: %w", nc.Status.NodeName, err)
+		}
+	}
+	// Not registered (or its Node is gone): a Node may still have joined
+	// under the NodeClaim's providerID.
+	if nc.Status.ProviderID == "" {
+		return nil, nil
+	}
 	var nodes corev1.NodeList
 	if err := c.kube.List(ctx, &nodes); err != nil {
 		return nil, fmt.Errorf("listing nodes: %w", err)
 	}
 	for i := range nodes.Items {
-		n := &nodes.Items[i]
-		if (nc.Status.ProviderID != "" && n.Spec.ProviderID == nc.Status.ProviderID) || (nc.Status.NodeName != "" && n.Name == nc.Status.NodeName) {
-			return n, nil
+		if nodes.Items[i].Spec.ProviderID == nc.Status.ProviderID {
+			return &nodes.Items[i], nil
 		}
 	}
 	return nil, nil
