@@ -31,7 +31,7 @@ func (e *Env) Apply(ctx context.Context, data []byte, source string) ([]*unstruc
 		return nil, err
 	}
 	for _, obj := range objs {
-		if err := e.Kube.Patch(ctx, obj, client.Apply, client.FieldOwner("karpfunc-local"), client.ForceOwnership); err != nil {
+		if err := e.Kube.Apply(ctx, client.ApplyConfigurationFromUnstructured(obj), client.FieldOwner("karpfunc-local"), client.ForceOwnership); err != nil {
 			return nil, fmt.Errorf("%s: applying %s %s: %w", source, obj.GetKind(), obj.GetName(), err)
 		}
 	}

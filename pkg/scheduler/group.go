@@ -11,7 +11,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/karpenter/pkg/scheduling"
-	"sigs.k8s.io/karpenter/pkg/utils/resources"
 )
 
 // group is a set of pending pods the scheduler cannot tell apart: same
@@ -142,17 +141,6 @@ func groupKey(pod *corev1.Pod, req resVec) string {
 		}
 	}
 	return b.String()
-}
-
-// podRequests is what a pod needs of a node: containers, init containers,
-// restartable sidecars and overhead (as kube-scheduler computes them), and
-// one pod slot.
-func (s *solver) podRequests(pod *corev1.Pod) resVec {
-	rl := resources.RequestsForPods(pod)
-	for n := range rl {
-		s.res.add(n)
-	}
-	return s.res.vec(rl)
 }
 
 func preferredNodeTerms(pod *corev1.Pod) []corev1.PreferredSchedulingTerm {

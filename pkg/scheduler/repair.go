@@ -181,13 +181,6 @@ func (c *repairClaim) reindex() {
 	}
 }
 
-func (c *repairClaim) count(k int) int {
-	if k < len(c.kinds) {
-		return len(c.kinds[k])
-	}
-	return 0
-}
-
 // accepts reports whether kind k may join c: c's requirements already
 // include the kind's.
 func (r *repairer) accepts(c *repairClaim, k int) bool {
