@@ -149,7 +149,7 @@ func TestLoop(t *testing.T) {
 		checkFleetConsistent(t, ctx, env)
 	})
 
-	t.Run("a scale-up while launches are in flight is placed once", func(t *testing.T) {
+	t.Run("a scale-up racing extra provision events leaves a consistent fleet", func(t *testing.T) {
 		// Three more provision events race with the relay's own batch for
 		// the same pods; every NodeClaim must end up with pods on it.
 		scale(t, ctx, kube, "medium", 14)

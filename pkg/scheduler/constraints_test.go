@@ -325,19 +325,7 @@ func TestConstraints(t *testing.T) {
 				// The Karpenter test "should balance pods across a label
 				// (NodeAffinityPolicy=ignore)": nodes foo and bar do not match
 				// the pods' nodeSelector but are domains of the spread key.
-				ps := zonePinnedSpread(5, corev1.NodeInclusionPolicyIgnore)
-				for _, p := range ps {
-					p.Spec.TopologySpreadConstraints[0].TopologyKey = "fake-label"
-					p.Spec.NodeSelector = map[string]string{"selector": "value"}
-				}
-				in := uniformInput(t, ps...)
-				in.NodePools[0].Spec.Template.Labels = map[string]string{"fake-label": "baz", "selector": "value"}
-				for _, d := range []string{"foo", "bar"} {
-					n, _ := existingNode("node-"+d, "test-1")
-					n.Labels["fake-label"], n.Labels["selector"] = d, "mismatch"
-					in.Nodes = append(in.Nodes, n)
-				}
-				return in
+				return fakeLabelSpread(t, corev1.NodeInclusionPolicyIgnore)
 			},
 			check: func(t *testing.T, r scheduler.Result) {
 				if got := perDomain(r, "fake-label"); got["baz"] != 1 || len(r.Unschedulable) != 4 {
@@ -350,19 +338,7 @@ func TestConstraints(t *testing.T) {
 			input: func(t *testing.T) scheduler.Input {
 				// Karpenter's "(NodeAffinityPolicy=honor)" counterpart: only
 				// baz is a domain, so all five pods go there.
-				ps := zonePinnedSpread(5, corev1.NodeInclusionPolicyHonor)
-				for _, p := range ps {
-					p.Spec.TopologySpreadConstraints[0].TopologyKey = "fake-label"
-					p.Spec.NodeSelector = map[string]string{"selector": "value"}
-				}
-				in := uniformInput(t, ps...)
-				in.NodePools[0].Spec.Template.Labels = map[string]string{"fake-label": "baz", "selector": "value"}
-				for _, d := range []string{"foo", "bar"} {
-					n, _ := existingNode("node-"+d, "test-1")
-					n.Labels["fake-label"], n.Labels["selector"] = d, "mismatch"
-					in.Nodes = append(in.Nodes, n)
-				}
-				return in
+				return fakeLabelSpread(t, corev1.NodeInclusionPolicyHonor)
 			},
 			check: func(t *testing.T, r scheduler.Result) {
 				if got := perDomain(r, "fake-label"); got["baz"] != 5 || len(r.Unschedulable) != 0 {
@@ -757,6 +733,26 @@ func TestConstraints(t *testing.T) {
 
 // TestNoPanicOnBadInput feeds degenerate objects: nil entries, empty
 // selectors, a catalog-less solve.
+// fakeLabelSpread is Karpenter's NodeAffinityPolicy fixture: five pods
+// spread on fake-label and selecting selector=value, a NodePool that makes
+// fake-label=baz nodes, and existing nodes foo and bar whose fake-label is a
+// domain but whose selector label does not match the pods.
+func fakeLabelSpread(t *testing.T, policy corev1.NodeInclusionPolicy) scheduler.Input {
+	ps := zonePinnedSpread(5, policy)
+	for _, p := range ps {
+		p.Spec.TopologySpreadConstraints[0].TopologyKey = "fake-label"
+		p.Spec.NodeSelector = map[string]string{"selector": "value"}
+	}
+	in := uniformInput(t, ps...)
+	in.NodePools[0].Spec.Template.Labels = map[string]string{"fake-label": "baz", "selector": "value"}
+	for _, d := range []string{"foo", "bar"} {
+		n, _ := existingNode("node-"+d, "test-1")
+		n.Labels["fake-label"], n.Labels["selector"] = d, "mismatch"
+		in.Nodes = append(in.Nodes, n)
+	}
+	return in
+}
+
 func TestNoPanicOnBadInput(t *testing.T) {
 	p := pod("p", "100m", "100Mi")
 	p.Spec.TopologySpreadConstraints = []corev1.TopologySpreadConstraint{{MaxSkew: 0, TopologyKey: corev1.LabelTopologyZone, WhenUnsatisfiable: corev1.DoNotSchedule,
