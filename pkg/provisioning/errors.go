@@ -28,23 +28,6 @@ func IsInsufficientCapacity(err error) bool {
 	return errors.As(err, &e)
 }
 
-// NameHeldError means the NodeClaim a plan needs is still held by a
-// NodeClaim of the same name that is being deleted; a later pass creates it.
-type NameHeldError struct{ Name string }
-
-func (e *NameHeldError) Error() string {
-	return fmt.Sprintf("NodeClaim %s is still being deleted; its pods are placed on the next pass", e.Name)
-}
-
-// NewNameHeldError returns a NameHeldError.
-func NewNameHeldError(name string) error { return &NameHeldError{Name: name} }
-
-// IsNameHeld reports whether err is, or wraps, a NameHeldError.
-func IsNameHeld(err error) bool {
-	var e *NameHeldError
-	return errors.As(err, &e)
-}
-
 // LimitExceededError means creating a NodeClaim would take its NodePool
 // over spec.limits, counted against a fresh NodeClaim list: another pass
 // created capacity this pass's snapshot did not see. The NodeClaim is not

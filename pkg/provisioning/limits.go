@@ -25,13 +25,10 @@ const resourceNodes corev1.ResourceName = "nodes"
 // Provisioning is serialized per cluster by Service Bus sessions, yet two
 // passes can still overlap when a session lock is lost (an invocation that
 // outlives its lock while the message is redelivered): the later pass then
-// acts on a snapshot that misses the other's NodeClaims. Re-reading here
-// shrinks that window from a whole pass (snapshot, solve, create, launch)
-// to the time between this List and the Create below it. That remaining
-// window is not closed: two passes whose re-checks both run before either
-// Create can still go over, by at most one NodeClaim per overlapping pass.
-// Closing it would need a lock in the API server (e.g. a Lease per
-// NodePool) around check-and-create.
+// acts on a snapshot that misses the other's NodeClaims. The re-check runs
+// under the NodePool's limits lease (limitGuard), so no other pass can list
+// or create between this List and the Create after it: two overlapping
+// passes cannot both fit a claim into the same room.
 //
 // A NodeClaim counts as the scheduler counts it: its launched capacity, else
 // the largest instance type it may become (Karpenter's rule), and claims

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -166,5 +167,118 @@ func unschedulable(t *testing.T, ctx context.Context, kube client.Client, pod *c
 		Reason: corev1.PodReasonUnschedulable, LastTransitionTime: metav1.Now()}}
 	if err := kube.Status().Update(ctx, pod); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// listHook runs hook(n) after the n-th NodeClaim list (1-based) through cfg
+// has its response and before the caller sees it.
+func listHook(base *rest.Config, hook func(n int)) *rest.Config {
+	cfg := rest.CopyConfig(base)
+	var mu sync.Mutex
+	n := 0
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+		return roundTripFunc(func(req *http.Request) (*http.Response, error) {
+			resp, err := rt.RoundTrip(req)
+			if req.Method == http.MethodGet && strings.HasSuffix(req.URL.Path, "/nodeclaims") {
+				mu.Lock()
+				n++
+				i := n
+				mu.Unlock()
+				hook(i)
+			}
+			return resp, err
+		})
+	})
+	return cfg
+}
+
+// TestLimitsReCheckedUnderLease: two overlapping passes with different
+// snapshots both reach their limits re-check before either creates. Each
+// re-check waits (up to 3 s) for the other's: without the NodePool's limits
+// Lease both lists see no NodeClaim and both create, 12 cpu against a
+// limit of 8; with it, the second re-check runs only after the first pass
+// created its claim, sees it, and refuses.
+func TestLimitsReCheckedUnderLease(t *testing.T) {
+	cp := testenv.ControlPlane(t, controlplane.Options{InstallCRDs: true})
+	kube := testenv.Client(t, cp.RESTConfig())
+	testenv.DefaultServiceAccounts(t, kube, "default")
+	_, launcher := testenv.ARM(t)
+	cat, err := catalog.Parse([]byte(limitsCatalog))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := kube.Create(ctx, &v1beta1.AKSNodeClass{ObjectMeta: metav1.ObjectMeta{Name: "default"}}); err != nil {
+		t.Fatal(err)
+	}
+	np := &karpv1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: "leased"}}
+	np.Spec.Template.Spec.NodeClassRef = &karpv1.NodeClassReference{Group: provisioning.NodeClassGroup, Kind: provisioning.NodeClassKind, Name: "default"}
+	np.Spec.Template.Spec.Requirements = []karpv1.NodeSelectorRequirementWithMinValues{{Key: "pool", Operator: corev1.NodeSelectorOpIn, Values: []string{"leased"}}}
+	np.Spec.Limits = karpv1.Limits{corev1.ResourceCPU: resource.MustParse("8")}
+	if err := kube.Create(ctx, np); err != nil {
+		t.Fatal(err)
+	}
+	pods := map[string]*corev1.Pod{}
+	for _, n := range []string{"a", "b"} {
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "leased-" + n, Namespace: "default"},
+			Spec: corev1.PodSpec{NodeSelector: map[string]string{"pool": "leased"}, Containers: []corev1.Container{{Name: "c", Image: "registry.k8s.io/pause:3.10",
+				Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("3")}}}}}}
+		if err := kube.Create(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+		pods[n] = p
+	}
+	unschedulable(t, ctx, kube, pods["a"])
+
+	aSnap, bSnap := make(chan struct{}), make(chan struct{})
+	aCheck, bCheck := make(chan struct{}), make(chan struct{})
+	wait := func(c chan struct{}) {
+		select {
+		case <-c:
+		case <-time.After(3 * time.Second):
+		}
+	}
+	newProvisioner := func(snapped, checking, other chan struct{}, otherSnap chan struct{}) *provisioning.Provisioner {
+		k := testenv.Client(t, listHook(cp.RESTConfig(), func(n int) {
+			switch n {
+			case 1: // the snapshot
+				close(snapped)
+				if otherSnap != nil {
+					<-otherSnap
+				}
+			case 2: // the limits re-check
+				close(checking)
+				wait(other)
+			}
+		}))
+		return provisioning.New(provisioning.Options{Kube: k, Launcher: launcher, Catalog: cat, ClusterName: "test",
+			Logger: slog.New(slog.DiscardHandler)})
+	}
+	passA := newProvisioner(aSnap, aCheck, bCheck, bSnap)
+	passB := newProvisioner(bSnap, bCheck, aCheck, nil)
+	var wg sync.WaitGroup
+	var resA, resB provisioning.Result
+	var errA, errB error
+	wg.Go(func() { resA, errA = passA.Provision(ctx) })
+	<-aSnap
+	unschedulable(t, ctx, kube, pods["b"])
+	wg.Go(func() { resB, errB = passB.Provision(ctx) })
+	wg.Wait()
+	if errA != nil || errB != nil {
+		t.Fatalf("Provision: A %s, %v; B %s, %v", resA.Pods, errA, resB.Pods, errB)
+	}
+	var ncs karpv1.NodeClaimList
+	if err := kube.List(ctx, &ncs, client.MatchingLabels{karpv1.NodePoolLabelKey: np.Name}); err != nil {
+		t.Fatal(err)
+	}
+	var launched resource.Quantity
+	var names []string
+	for _, nc := range ncs.Items {
+		names = append(names, nc.Name)
+		launched.Add(nc.Status.Capacity[corev1.ResourceCPU])
+	}
+	if launched.Cmp(np.Spec.Limits[corev1.ResourceCPU]) > 0 || len(ncs.Items) != 1 || len(resA.OverLimit)+len(resB.OverLimit) != 1 {
+		t.Errorf("NodeClaims %v launched %s cpu (limit 8); A created %v refused %q, B created %v refused %q; want one claim and one refusal",
+			names, launched.String(), resA.Created, resA.OverLimit, resB.Created, resB.OverLimit)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -30,25 +31,44 @@ const (
 	NodeClassKind  = "AKSNodeClass"
 )
 
-// create writes the NodeClaim for plan and nominates its pods. The name is a
-// hash of the NodePool and the pods' UIDs, so a pass that crashed after the
-// create and is retried finds its own claim instead of making a second one.
-// It returns nil when the claim already existed, and a LimitExceededError
-// when a fresh count of the NodePool's claims leaves no room for it.
-func (p *Provisioner) create(ctx context.Context, plan *scheduler.NodeClaimPlan) (*karpv1.NodeClaim, error) {
+// create writes the NodeClaim for plan and nominates its pods.
+//
+// The name is the idempotency key: a hash of the NodePool, the pods' UIDs
+// and the first generation whose name no NodeClaim in the pass's snapshot
+// holds (see NodeClaimName). Two passes that act on the same snapshot (a
+// redelivery after a lost lock) pick the same name, so the second finds the
+// first's claim instead of making another; a pass whose snapshot already
+// holds a claim of that name for these pods (one going away, or one the
+// pods cannot use: its Node was tainted, cordoned, filled) moves on to the
+// next generation at once instead of waiting for it.
+//
+// It returns the claim and whether this call created it (false: a
+// concurrent pass created it after this pass's snapshot), or a
+// LimitExceededError when a fresh count of the NodePool's claims leaves no
+// room for it.
+func (p *Provisioner) create(ctx context.Context, plan *scheduler.NodeClaimPlan, held func(string) bool) (*karpv1.NodeClaim, bool, error) {
 	nc := NodeClaimFor(plan)
-	if err := p.checkLimits(ctx, plan.NodePool, nc); err != nil {
-		return nil, err
-	}
-	if err := p.kube.Create(ctx, nc); err != nil {
-		if apierrors.IsAlreadyExists(err) {
-			existing := &karpv1.NodeClaim{}
-			if gerr := p.kube.Get(ctx, client.ObjectKeyFromObject(nc), existing); gerr == nil && existing.DeletionTimestamp != nil {
-				return nil, NewNameHeldError(nc.Name)
-			}
-			return nil, nil
+	nc.Name = FreeNodeClaimName(plan.NodePool.Name, plan.Pods, held)
+	created := true
+	err := p.limits.guard(ctx, plan.NodePool, func() error {
+		if err := p.checkLimits(ctx, plan.NodePool, nc); err != nil {
+			return err
 		}
-		return nil, fmt.Errorf("creating NodeClaim %s for NodePool %s: %w", nc.Name, plan.NodePool.Name, err)
+		err := p.kube.Create(ctx, nc)
+		if apierrors.IsAlreadyExists(err) {
+			created = false
+			return p.kube.Get(ctx, client.ObjectKeyFromObject(nc), nc)
+		}
+		return err
+	})
+	if err != nil {
+		if IsLimitExceeded(err) {
+			return nil, false, err
+		}
+		return nil, false, fmt.Errorf("creating NodeClaim %s for NodePool %s: %w", nc.Name, plan.NodePool.Name, err)
+	}
+	if !created {
+		return nc, false, nil
 	}
 	p.log.Info("created nodeclaim", "nodeclaim", nc.Name, "nodepool", plan.NodePool.Name, "pods", len(plan.Pods),
 		"instanceTypes", len(plan.InstanceTypes))
@@ -58,7 +78,7 @@ func (p *Provisioner) create(ctx context.Context, plan *scheduler.NodeClaimPlan)
 			p.log.Warn("writing event", "error", err)
 		}
 	}
-	return nc, nil
+	return nc, true, nil
 }
 
 // NodeClaimFor builds the NodeClaim object for a plan: the NodePool's
@@ -99,7 +119,7 @@ func NodeClaimFor(plan *scheduler.NodeClaimPlan) *karpv1.NodeClaim {
 	sort.Slice(nodeSelector, func(i, j int) bool { return nodeSelector[i].Key < nodeSelector[j].Key })
 	nc := &karpv1.NodeClaim{
 		ObjectMeta: metav1.ObjectMeta{
-			Name:        NodeClaimName(np.Name, plan.Pods),
+			Name:        NodeClaimName(np.Name, plan.Pods, 0),
 			Labels:      labels,
 			Annotations: annotations,
 			Finalizers:  []string{karpv1.TerminationFinalizer},
@@ -121,19 +141,36 @@ func NodeClaimFor(plan *scheduler.NodeClaimPlan) *karpv1.NodeClaim {
 	return nc
 }
 
-// NodeClaimName is "<nodepool>-<10 hex>" from the NodePool and its pods.
-func NodeClaimName(nodePool string, pods []*corev1.Pod) string {
+// NodeClaimName is "<nodepool>-<10 hex>" from the NodePool, its pods and a
+// generation: generation 0 is the first claim ever made for exactly these
+// pods in this NodePool, generation n the claim made after n earlier ones
+// could not take them.
+func NodeClaimName(nodePool string, pods []*corev1.Pod, generation int) string {
 	uids := make([]string, 0, len(pods))
 	for _, p := range pods {
 		uids = append(uids, string(p.UID))
 	}
 	sort.Strings(uids)
-	sum := sha256.Sum256([]byte(nodePool + "\x00" + strings.Join(uids, ",")))
+	key := nodePool + "\x00" + strings.Join(uids, ",")
+	if generation > 0 {
+		key += "\x00" + strconv.Itoa(generation)
+	}
+	sum := sha256.Sum256([]byte(key))
 	prefix := nodePool
 	if len(prefix) > 50 {
 		prefix = prefix[:50]
 	}
 	return prefix + "-" + hex.EncodeToString(sum[:])[:10]
+}
+
+// FreeNodeClaimName is the NodeClaimName of the lowest generation that held
+// does not report as taken.
+func FreeNodeClaimName(nodePool string, pods []*corev1.Pod, held func(string) bool) string {
+	for generation := 0; ; generation++ {
+		if name := NodeClaimName(nodePool, pods, generation); !held(name) {
+			return name
+		}
+	}
 }
 
 func ptr[T any](v T) *T { return &v }

@@ -5,7 +5,10 @@
 // NodeClaims it decides on, and launches every NodeClaim that is not launched
 // yet. Every step is idempotent: NodeClaim names are derived from their pods,
 // the launcher GETs before it PUTs, and in-flight NodeClaims count as capacity
-// on the next pass, so a re-delivered message creates nothing new.
+// on the next pass, so a re-delivered message creates nothing new. A pass
+// never waits on a NodeClaim it cannot use: names move to the next
+// generation when the snapshot already holds one (see create). Every
+// pending pod leaves a pass with one Outcome.
 package provisioning
 
 import (
@@ -17,6 +20,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
@@ -62,7 +66,20 @@ type Options struct {
 	RegistrationTTL time.Duration
 	// MaxLaunchAttempts (default DefaultMaxLaunchAttempts).
 	MaxLaunchAttempts int
+	// Namespace holds karpfunc's coordination objects (the NodePool limits
+	// Leases); default kube-system, as the offerings state.
+	Namespace string
+	// LimitsLeaseDuration bounds how long a pass holds a NodePool's limits
+	// Lease (default DefaultLimitsLeaseDuration).
+	LimitsLeaseDuration time.Duration
+	// StuckAfter is how long a placed pod may stay pending before the pass
+	// writes a FailedScheduling event saying what it waits for (default
+	// DefaultStuckAfter).
+	StuckAfter time.Duration
 }
+
+// DefaultStuckAfter is longer than a launch and registration take on Azure.
+const DefaultStuckAfter = 5 * time.Minute
 
 // Provisioner places pending pods.
 type Provisioner struct {
@@ -77,6 +94,8 @@ type Provisioner struct {
 	publisher   bus.Publisher
 	regTTL      time.Duration
 	maxAttempts int
+	stuckAfter  time.Duration
+	limits      limitGuard
 }
 
 // New returns a Provisioner.
@@ -93,18 +112,30 @@ func New(opts Options) *Provisioner {
 	if opts.MaxLaunchAttempts <= 0 {
 		opts.MaxLaunchAttempts = DefaultMaxLaunchAttempts
 	}
+	if opts.Namespace == "" {
+		opts.Namespace = offerings.DefaultNamespace
+	}
+	if opts.LimitsLeaseDuration <= 0 {
+		opts.LimitsLeaseDuration = DefaultLimitsLeaseDuration
+	}
+	if opts.StuckAfter <= 0 {
+		opts.StuckAfter = DefaultStuckAfter
+	}
 	return &Provisioner{kube: opts.Kube, launcher: opts.Launcher, catalog: opts.Catalog, clusterName: opts.ClusterName,
 		clock: opts.Clock, log: opts.Logger, recorder: events.NewRecorder(opts.Kube, opts.Clock),
-		offerings: opts.Offerings, publisher: opts.Publisher, regTTL: opts.RegistrationTTL, maxAttempts: opts.MaxLaunchAttempts}
+		offerings: opts.Offerings, publisher: opts.Publisher, regTTL: opts.RegistrationTTL, maxAttempts: opts.MaxLaunchAttempts,
+		stuckAfter: opts.StuckAfter,
+		limits:     limitGuard{kube: opts.Kube, namespace: opts.Namespace, clock: opts.Clock, duration: opts.LimitsLeaseDuration}}
 }
 
 // Result summarises one provisioning pass.
 type Result struct {
-	PendingPods   int
-	Created       []string // NodeClaims created by this pass
-	Launched      []string // NodeClaims launched by this pass (new or left over from an earlier pass)
-	OnExisting    int      // pods placed on existing nodes or in-flight NodeClaims
-	Unschedulable int
+	PendingPods int
+	// Pods says where each pending pod went: exactly one outcome each.
+	Pods     Accounting
+	Created  []string // NodeClaims created by this pass
+	Launched []string // NodeClaims launched by this pass (new or left over from an earlier pass)
+	// SolveDuration is the engine's time.
 	SolveDuration time.Duration
 	// GaveUp are NodeClaims deleted because no offering could be launched
 	// (InsufficientCapacity); their pods are provisioned again.
@@ -112,18 +143,15 @@ type Result struct {
 	// MarkedUnavailable describes the offerings this pass marked unavailable.
 	MarkedUnavailable []string
 	// RetryAt is when a scheduled provisioning pass will run again (zero:
-	// none scheduled), after throttling or a claim given up.
+	// none scheduled), after throttling, a claim given up or a deferral.
 	RetryAt time.Time
-	// Deferred counts plans whose NodeClaim name is still held by a
-	// NodeClaim being deleted; the retry places them.
-	Deferred int
 	// OverLimit describes NodeClaims not created because a fresh count
 	// showed their NodePool's limits taken by a concurrent pass.
 	OverLimit []string
 }
 
 // retryDelay is how soon a pass runs again after giving a NodeClaim up or
-// finding its name still held by a terminating one.
+// deferring pods.
 const retryDelay = 2 * time.Second
 
 // Provision runs one pass. It returns an error only when something should be
@@ -131,6 +159,10 @@ const retryDelay = 2 * time.Second
 // reported with events, not errors, because retrying would not help them.
 // ARM throttling does not fail the pass: a provisioning pass is scheduled
 // for when ARM said to come back.
+//
+// Every pending pod gets one outcome in Result.Pods (see Outcome); a pod
+// pending longer than StuckAfter gets a FailedScheduling event that says
+// where karpfunc placed it and what it waits for.
 func (p *Provisioner) Provision(ctx context.Context) (Result, error) {
 	snap, err := p.snapshot(ctx)
 	if err != nil {
@@ -151,7 +183,9 @@ func (p *Provisioner) Provision(ctx context.Context) (Result, error) {
 	if len(snap.pending) > 0 {
 		// A NodeClaim being deleted is not capacity: its pods are leaving.
 		live := make([]*karpv1.NodeClaim, 0, len(snap.nodeClaims))
+		held := make(map[string]bool, len(snap.nodeClaims))
 		for _, nc := range snap.nodeClaims {
+			held[nc.Name] = true
 			if nc.DeletionTimestamp == nil {
 				live = append(live, nc)
 			}
@@ -165,28 +199,31 @@ func (p *Provisioner) Provision(ctx context.Context) (Result, error) {
 		})
 		res.SolveDuration = p.clock.Since(start)
 		for _, pl := range out.Existing {
-			res.OnExisting += len(pl.Pods)
+			outcome, target := OnNode, pl.Node
+			if pl.Node == "" {
+				outcome, target = OnInFlight, pl.NodeClaim
+			}
+			for _, pod := range pl.Pods {
+				res.Pods = append(res.Pods, outcomeOf(pod, outcome, target, ""))
+			}
 		}
-		res.Unschedulable = len(out.Unschedulable)
 		for _, u := range out.Unschedulable {
+			res.Pods = append(res.Pods, outcomeOf(u.Pod, Unschedulable, "", u.Reason))
 			if err := p.recorder.Publish(ctx, events.Event{Object: u.Pod, Type: corev1.EventTypeWarning,
 				Reason: events.ReasonFailedScheduling, Message: "karpfunc: " + u.Reason}); err != nil {
 				errs = append(errs, err)
 			}
 		}
 		for _, plan := range out.NewNodeClaims {
-			nc, err := p.create(ctx, plan)
+			nc, created, err := p.create(ctx, plan, func(name string) bool { return held[name] })
 			switch {
-			case IsNameHeld(err):
-				res.Deferred++
-				wantRetry(retryDelay)
-				continue
 			case IsLimitExceeded(err):
 				// Another pass took the room; like the solver's own limit
 				// refusals, the pods wait (a termination asks for a pass).
 				res.OverLimit = append(res.OverLimit, err.Error())
 				p.log.Warn("nodeclaim not created", "error", err)
 				for _, pod := range plan.Pods {
+					res.Pods = append(res.Pods, outcomeOf(pod, Deferred, "", "room in NodePool "+plan.NodePool.Name+": "+err.Error()))
 					if eerr := p.recorder.Publish(ctx, events.Event{Object: pod, Type: corev1.EventTypeWarning,
 						Reason: events.ReasonFailedScheduling, Message: "karpfunc: " + err.Error()}); eerr != nil {
 						errs = append(errs, eerr)
@@ -195,9 +232,16 @@ func (p *Provisioner) Provision(ctx context.Context) (Result, error) {
 				continue
 			case err != nil:
 				errs = append(errs, err)
+				for _, pod := range plan.Pods {
+					res.Pods = append(res.Pods, outcomeOf(pod, Deferred, "", "a NodeClaim for NodePool "+plan.NodePool.Name+": "+err.Error()))
+				}
 				continue
 			}
-			if nc != nil {
+			held[nc.Name] = true
+			for _, pod := range plan.Pods {
+				res.Pods = append(res.Pods, outcomeOf(pod, OnNew, nc.Name, ""))
+			}
+			if created {
 				res.Created = append(res.Created, nc.Name)
 				snap.nodeClaims = append(snap.nodeClaims, nc)
 			}
@@ -224,6 +268,10 @@ func (p *Provisioner) Provision(ctx context.Context) (Result, error) {
 			errs = append(errs, err)
 		}
 	}
+	if n := res.Pods.Count(Deferred); n > 0 && len(errs) == 0 {
+		wantRetry(retryDelay)
+	}
+	errs = append(errs, p.reportStuck(ctx, res.Pods, snap.pending)...)
 	if retryAfter > 0 {
 		at, err := p.scheduleProvision(ctx, retryAfter)
 		if err != nil {
@@ -232,6 +280,41 @@ func (p *Provisioner) Provision(ctx context.Context) (Result, error) {
 		res.RetryAt = at
 	}
 	return res, errors.Join(errs...)
+}
+
+// reportStuck writes a FailedScheduling event on each pod that has been
+// pending longer than a launch takes (StuckAfter) although this pass placed
+// it: saying where it was placed and what it waits for, so a pod never
+// waits without a word. Unschedulable pods have their event already.
+func (p *Provisioner) reportStuck(ctx context.Context, outcomes Accounting, pending []*corev1.Pod) []error {
+	byName := make(map[types.NamespacedName]*corev1.Pod, len(pending))
+	for _, pod := range pending {
+		byName[types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}] = pod
+	}
+	var errs []error
+	now := p.clock.Now()
+	for _, o := range outcomes {
+		waited := now.Sub(o.PendingSince)
+		if o.Outcome == Unschedulable || waited < p.stuckAfter {
+			continue
+		}
+		var msg string
+		switch o.Outcome {
+		case OnNode:
+			msg = fmt.Sprintf("pending for %s although node %s has room for it; waiting for kube-scheduler to bind it", waited.Round(time.Second), o.Target)
+		case OnInFlight:
+			msg = fmt.Sprintf("pending for %s; waiting for nodeclaim/%s to launch and register", waited.Round(time.Second), o.Target)
+		case OnNew:
+			msg = fmt.Sprintf("pending for %s; nodeclaim/%s was created for it", waited.Round(time.Second), o.Target)
+		default:
+			msg = fmt.Sprintf("pending for %s; waiting for %s", waited.Round(time.Second), o.Reason)
+		}
+		if err := p.recorder.Publish(ctx, events.Event{Object: byName[o.Pod], Type: corev1.EventTypeWarning,
+			Reason: events.ReasonFailedScheduling, Message: "karpfunc: " + msg}); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errs
 }
 
 func (p *Provisioner) loadUnavailable(ctx context.Context) (*offerings.Set, error) {

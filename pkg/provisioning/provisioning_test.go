@@ -95,7 +95,7 @@ func TestNodeClaimName(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			x, y := NodeClaimName(tt.poolX, tt.x), NodeClaimName(tt.poolY, tt.y)
+			x, y := NodeClaimName(tt.poolX, tt.x, 0), NodeClaimName(tt.poolY, tt.y, 0)
 			if (x == y) != tt.same {
 				t.Errorf("names %s and %s; same=%t, want %t", x, y, x == y, tt.same)
 			}
@@ -103,6 +103,35 @@ func TestNodeClaimName(t *testing.T) {
 				t.Errorf("name %s is not <nodepool>-<hash> within 63 characters", x)
 			}
 		})
+	}
+}
+
+func TestFreeNodeClaimName(t *testing.T) {
+	pods := []*corev1.Pod{pod("a"), pod("b")}
+	gen := func(n int) string { return NodeClaimName("general", pods, n) }
+	tests := []struct {
+		name string
+		held []string
+		want string
+	}{
+		{"nothing held: generation 0", nil, gen(0)},
+		{"generation 0 held (a claim the pods cannot use, or one going away)", []string{gen(0)}, gen(1)},
+		{"generations 0 and 1 held", []string{gen(0), gen(1)}, gen(2)},
+		{"an unrelated name held", []string{"general-0123456789"}, gen(0)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			held := map[string]bool{}
+			for _, n := range tt.held {
+				held[n] = true
+			}
+			if got := FreeNodeClaimName("general", pods, func(n string) bool { return held[n] }); got != tt.want {
+				t.Errorf("FreeNodeClaimName = %s, want %s", got, tt.want)
+			}
+		})
+	}
+	if gen(0) == gen(1) || gen(1) == gen(2) {
+		t.Errorf("generations share a name: %s %s %s", gen(0), gen(1), gen(2))
 	}
 }
 
