@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"hash/fnv"
+	"os"
 	"sort"
 	"strings"
 	"sync"
@@ -14,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
+	"github.com/karpfunc/karpfunc/internal/armemulator"
 	"github.com/karpfunc/karpfunc/internal/localenv"
 	"github.com/karpfunc/karpfunc/pkg/azure"
 	"github.com/karpfunc/karpfunc/pkg/offerings"
@@ -192,4 +194,57 @@ func formatCounts(m map[string]int) string {
 		parts = append(parts, fmt.Sprintf("%s=%d", k, m[k]))
 	}
 	return strings.Join(parts, " ")
+}
+
+// reportFailure prints what a failed chaos run needs to be replayed and
+// understood: the fault schedule (which attempt on which resource got which
+// fault) and, for every pod still not running, its history — its events,
+// every Provision pass that saw it (the handler logs each pod's outcome
+// per pass) and the NodeClaims it was nominated to.
+func reportFailure(t *testing.T, env *localenv.Env, schedule []armemulator.Injection) {
+	ctx := context.Background()
+	var lines []string
+	for _, in := range schedule {
+		lines = append(lines, "  "+in.String())
+	}
+	t.Logf("fault schedule (%d injections):\n%s", len(schedule), strings.Join(lines, "\n"))
+
+	var pods corev1.PodList
+	if err := env.Kube.List(ctx, &pods); err != nil {
+		t.Logf("listing pods for the report: %v", err)
+		return
+	}
+	logData, _ := os.ReadFile(env.LogPath)
+	logLines := strings.Split(string(logData), "\n")
+	var evs corev1.EventList
+	_ = env.Kube.List(ctx, &evs)
+	for _, p := range pods.Items {
+		if p.Status.Phase == corev1.PodRunning || p.DeletionTimestamp != nil {
+			continue
+		}
+		var h []string
+		h = append(h, fmt.Sprintf("pod %s/%s (uid %s, created %s, phase %s, node %q):", p.Namespace, p.Name, p.UID,
+			p.CreationTimestamp.UTC().Format(time.RFC3339), p.Status.Phase, p.Spec.NodeName))
+		for _, e := range evs.Items {
+			if e.InvolvedObject.UID == p.UID || (e.InvolvedObject.Kind == "Pod" && e.InvolvedObject.Name == p.Name && e.InvolvedObject.Namespace == p.Namespace) {
+				h = append(h, fmt.Sprintf("  event %s %s x%d (%s, last %s): %s", e.Type, e.Reason, e.Count, e.Source.Component,
+					e.LastTimestamp.UTC().Format(time.RFC3339), e.Message))
+			}
+		}
+		key := p.Namespace + "/" + p.Name + "="
+		for _, l := range logLines {
+			if i := strings.Index(l, key); i >= 0 && strings.Contains(l, " outcomes:") {
+				outcome := l[i+len(key):]
+				if j := strings.IndexByte(outcome, ' '); j >= 0 {
+					outcome = outcome[:j]
+				}
+				prefix := l
+				if j := strings.Index(l, " outcomes:"); j >= 0 {
+					prefix = l[:j]
+				}
+				h = append(h, fmt.Sprintf("  pass %s: %s", strings.TrimSpace(prefix), outcome))
+			}
+		}
+		t.Log(strings.Join(h, "\n"))
+	}
 }

@@ -111,6 +111,15 @@ func runChaos(t *testing.T, seed int64, rounds int) {
 			Fault: armemulator.Fault{Code: "InternalServerError", StatusCode: 500}},
 		armemulator.ChaosRule{Kind: "Slow(1.5s)", Operation: armemulator.OpPutVM, Rate: 0.15,
 			Fault: armemulator.Fault{Delay: 1500 * time.Millisecond}},
+		// Polling of long-running operations.
+		armemulator.ChaosRule{Kind: "PollThrottled(429)", Operation: armemulator.OpGetOperation, Rate: 0.10,
+			Fault: armemulator.Fault{Code: "TooManyRequests", RetryAfter: 200 * time.Millisecond}},
+		armemulator.ChaosRule{Kind: "PollServerError(500)", Operation: armemulator.OpGetOperation, Rate: 0.05,
+			Fault: armemulator.Fault{Code: "InternalServerError", StatusCode: 500}},
+		armemulator.ChaosRule{Kind: "PollConnectionDropped", Operation: armemulator.OpGetOperation, Rate: 0.05,
+			Fault: armemulator.Fault{Drop: true}},
+		armemulator.ChaosRule{Kind: "ConnectionDropped", Operation: armemulator.OpGetVM, Rate: 0.05,
+			Fault: armemulator.Fault{Drop: true}},
 	)
 	chaos.Hook = func(req armemulator.Request, r *rand.Rand) string {
 		// Kill the handler between the NIC and the VM of a launch, at most
@@ -124,6 +133,11 @@ func runChaos(t *testing.T, seed int64, rounds int) {
 		return ""
 	}
 	env.ARM.SetInjector(chaos)
+	t.Cleanup(func() {
+		if t.Failed() {
+			reportFailure(t, env, chaos.Schedule())
+		}
+	})
 	env.ARM.SetNeverJoins(neverJoins(seed))
 	env.Host.Bus().SetChaos(&localbus.ChaosOptions{Seed: seed, DuplicateRate: 0.1, ReorderRate: 0.3})
 
@@ -156,12 +170,22 @@ func runChaos(t *testing.T, seed int64, rounds int) {
 	eventually(t, 3*time.Minute, "guarded running", func() (bool, string) { return allRunning(ctx, kube, "guarded", 4) })
 
 	start := time.Now()
+	relayKills := 0
 	for r := 0; r < rounds; r++ {
 		replicas["web"] = int32(6 + rng.Intn(20))
 		replicas["batch"] = int32(2 + rng.Intn(12))
 		scale(t, ctx, kube, "web", replicas["web"])
 		scale(t, ctx, kube, "batch", replicas["batch"])
 		t.Logf("round %d: web=%d batch=%d", r, replicas["web"], replicas["batch"])
+		if r == rounds/2 {
+			// The relay dies while its batch window is open, and restarts.
+			time.Sleep(time.Duration(200+rng.Intn(600)) * time.Millisecond)
+			if err := env.KillRelay(); err != nil {
+				t.Fatal(err)
+			}
+			relayKills++
+			t.Logf("round %d: relay killed mid-batch and restarted", r)
+		}
 		time.Sleep(4 * time.Second)
 		switch r % 3 {
 		case 1: // a user deletes a NodeClaim, preferably one under the PDB
@@ -281,8 +305,8 @@ func runChaos(t *testing.T, seed int64, rounds int) {
 	t.Logf("  launches: %d VM PUTs accepted, %d NIC PUTs, %d VM deletes, %d NIC deletes, %d spot evictions; %d NodeClaims at the end",
 		c.VMCreates, c.NICCreates, c.VMDeletes, c.NICDeletes, c.Evictions, len(ncs.Items))
 	t.Logf("  failures injected: %s", formatCounts(chaos.Counts()))
-	t.Logf("  retries: %d invocations failed and redelivered (abandoned), %d duplicate deliveries, %d reordered deliveries, %d handler restarts; invocations %s",
-		abandoned, redelivered, reordered, env.Host.Restarts(), formatFunctionStats(fn))
+	t.Logf("  retries: %d invocations failed and redelivered (abandoned), %d duplicate deliveries, %d reordered deliveries, %d handler restarts, %d relay kills; invocations %s",
+		abandoned, redelivered, reordered, env.Host.Restarts(), relayKills, formatFunctionStats(fn))
 	var described []string
 	for _, e := range unavailable {
 		described = append(described, e.String())

@@ -1,6 +1,9 @@
 package armemulator
 
 import (
+	"crypto/sha256"
+	"encoding/binary"
+	"fmt"
 	"math/rand"
 	"strings"
 	"sync"
@@ -17,22 +20,47 @@ type ChaosRule struct {
 	Fault     Fault
 }
 
-// Chaos is a seeded, probabilistic Injector: the same seed and the same
-// sequence of requests inject the same faults. Hook, when set, runs for
-// every request before the rules (a test uses it to kill the handler in the
-// middle of a launch); it returns the Kind to count, or "".
+// Chaos is a seeded, probabilistic Injector whose schedule does not depend
+// on timing: whether a request gets a fault is a function of the seed and
+// the request's identity — its operation, which resource it is (the k-th
+// distinct resource that operation has seen, by first appearance) and
+// which attempt on that resource (the n-th request) — not of how many
+// other requests happened to arrive first. Two runs with the same seed
+// fault the same attempts on the same resources wherever the goroutines
+// interleave; Schedule lists what was injected, in that vocabulary.
+//
+// Hook, when set, runs for every request before the rules (a test uses it
+// to kill the handler in the middle of a launch) with a rand.Rand seeded
+// the same way; it returns the Kind to count, or "".
 type Chaos struct {
-	mu     sync.Mutex
-	rng    *rand.Rand
-	rules  []ChaosRule
-	counts map[string]int
-	off    bool
-	Hook   func(req Request, rng *rand.Rand) string
+	mu       sync.Mutex
+	seed     int64
+	rules    []ChaosRule
+	counts   map[string]int
+	ordinals map[Operation]map[string]int
+	attempts map[string]int
+	schedule []Injection
+	off      bool
+	Hook     func(req Request, rng *rand.Rand) string
+}
+
+// Injection is one fault Chaos injected: on attempt Attempt of the
+// Resource-th distinct resource Operation saw.
+type Injection struct {
+	Operation Operation
+	Resource  int
+	Attempt   int
+	Name      string
+	Kind      string
+}
+
+func (i Injection) String() string {
+	return fmt.Sprintf("%s #%d (%s) attempt %d: %s", i.Operation, i.Resource, i.Name, i.Attempt, i.Kind)
 }
 
 // NewChaos returns a Chaos injector seeded with seed.
 func NewChaos(seed int64, rules ...ChaosRule) *Chaos {
-	return &Chaos{rng: rand.New(rand.NewSource(seed)), rules: rules, counts: map[string]int{}}
+	return &Chaos{seed: seed, rules: rules, counts: map[string]int{}, ordinals: map[Operation]map[string]int{}, attempts: map[string]int{}}
 }
 
 // Inject implements Injector.
@@ -42,24 +70,47 @@ func (c *Chaos) Inject(req Request) *Fault {
 	if c.off {
 		return nil
 	}
+	byName := c.ordinals[req.Operation]
+	if byName == nil {
+		byName = map[string]int{}
+		c.ordinals[req.Operation] = byName
+	}
+	resource, ok := byName[strings.ToLower(req.Name)]
+	if !ok {
+		resource = len(byName) + 1
+		byName[strings.ToLower(req.Name)] = resource
+	}
+	key := fmt.Sprintf("%s/%d", req.Operation, resource)
+	c.attempts[key]++
+	attempt := c.attempts[key]
+	record := func(kind string) {
+		c.counts[kind]++
+		c.schedule = append(c.schedule, Injection{Operation: req.Operation, Resource: resource, Attempt: attempt, Name: req.Name, Kind: kind})
+	}
 	if c.Hook != nil {
-		if kind := c.Hook(req, c.rng); kind != "" {
-			c.counts[kind]++
+		if kind := c.Hook(req, rand.New(rand.NewSource(c.draw(req.Operation, resource, attempt, -1)))); kind != "" {
+			record(kind)
 		}
 	}
-	for _, r := range c.rules {
+	for i, r := range c.rules {
 		if r.Operation != req.Operation || (r.SKU != "" && !strings.EqualFold(r.SKU, req.SKU)) ||
 			(r.Zone != "" && r.Zone != req.Zone && !strings.HasSuffix(req.Zone, "-"+r.Zone)) {
 			continue
 		}
-		if c.rng.Float64() >= r.Rate {
+		if float64(uint64(c.draw(req.Operation, resource, attempt, i))>>11)/(1<<52) >= r.Rate {
 			continue
 		}
-		c.counts[r.Kind]++
+		record(r.Kind)
 		f := r.Fault
 		return &f
 	}
 	return nil
+}
+
+// draw is the seed's number for one rule on one attempt on one resource.
+func (c *Chaos) draw(op Operation, resource, attempt, rule int) int64 {
+	sum := sha256.Sum256(fmt.Appendf(nil, "%d/%s/%d/%d/%d", c.seed, op, resource, attempt, rule))
+	return int64(binary.BigEndian.Uint64(sum[:8]) >> 1)
 }
 
 // Stop turns every fault off (the run converges from here).
@@ -78,4 +129,11 @@ func (c *Chaos) Counts() map[string]int {
 		out[k] = v
 	}
 	return out
+}
+
+// Schedule returns every fault injected so far, in order.
+func (c *Chaos) Schedule() []Injection {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]Injection(nil), c.schedule...)
 }

@@ -55,9 +55,12 @@ type Fault struct {
 	// fail with Code instead, the way ARM reports allocation failures; a
 	// failed VM create leaves the VM in provisioningState Failed.
 	Async bool
+	// Drop aborts the request without an answer: the client sees its
+	// connection (HTTP/1) or stream (HTTP/2) reset.
+	Drop bool
 }
 
-func (f *Fault) fails() bool { return f != nil && (f.Code != "" || f.StatusCode != 0) }
+func (f *Fault) fails() bool { return f != nil && (f.Code != "" || f.StatusCode != 0 || f.Drop) }
 
 func (f *Fault) status() int {
 	if f.StatusCode != 0 {
@@ -110,6 +113,7 @@ type Rule struct {
 	RetryAfter time.Duration
 	Delay      time.Duration
 	Async      bool
+	Drop       bool
 	Count      int
 }
 
@@ -175,7 +179,7 @@ func (r *Rules) Inject(req Request) *Fault {
 		rs.fired++
 		return &Fault{
 			Delay: rs.Delay, Code: rs.Code, StatusCode: rs.StatusCode, Message: rs.Message,
-			RetryAfter: rs.RetryAfter, Async: rs.Async,
+			RetryAfter: rs.RetryAfter, Async: rs.Async, Drop: rs.Drop,
 		}
 	}
 	return nil

@@ -133,6 +133,10 @@ func (s *Server) inject(w http.ResponseWriter, r *http.Request, req Request) (*F
 	if !f.fails() {
 		return nil, false
 	}
+	if f.Drop {
+		s.log.Info("injecting fault: dropping the connection", "operation", req.Operation, "name", req.Name)
+		panic(http.ErrAbortHandler)
+	}
 	asyncOK := req.Operation == OpPutVM || req.Operation == OpDeleteVM || req.Operation == OpPutNIC || req.Operation == OpDeleteNIC
 	if f.Async && asyncOK {
 		return f, false

@@ -69,9 +69,10 @@ type Env struct {
 	Catalog      *catalog.Catalog
 	LogPath      string
 
-	relay   *exec.Cmd
-	logFile *os.File
-	stops   []func() error
+	relay    *exec.Cmd
+	relayOut io.Writer
+	logFile  *os.File
+	stops    []func() error
 }
 
 func (o *Options) defaults() error {
@@ -220,20 +221,41 @@ func Start(ctx context.Context, opts Options) (env *Env, err error) {
 	env.stops = append(env.stops, func() error { env.Host.Stop(); return nil })
 	step("Functions host serving %d functions, bus at %s", len(env.Host.Functions()), env.Host.BusURL())
 
-	env.relay = exec.Command(filepath.Join(dir, "relay"),
-		"--kubeconfig", env.ControlPlane.KubeconfigPath(), "--cluster-name", opts.ClusterName,
-		"--batch-idle-duration", opts.BatchIdle.String(), "--batch-max-duration", opts.BatchMax.String(),
-		"--health-probe-bind-address", "127.0.0.1:0")
-	env.relay.Env = append(os.Environ(), "KARPFUNC_LOCAL_BUS_URL="+env.Host.BusURL())
-	relayOut := logwriter.NewLines(logwriter.NewSynced(logw), "relay | ", 0)
-	env.relay.Stdout, env.relay.Stderr = relayOut, relayOut
-	setPdeathsig(env.relay)
-	if err := env.relay.Start(); err != nil {
-		return env, fmt.Errorf("starting the relay: %w", err)
+	env.relayOut = logwriter.NewLines(logwriter.NewSynced(logw), "relay | ", 0)
+	if err := env.startRelay(); err != nil {
+		return env, err
 	}
 	env.stops = append(env.stops, func() error { return stopProcess(env.relay, 10*time.Second) })
 	step("relay watching the cluster")
 	return env, nil
+}
+
+// startRelay starts the relay process.
+func (e *Env) startRelay() error {
+	e.relay = exec.Command(filepath.Join(e.Dir, "relay"),
+		"--kubeconfig", e.ControlPlane.KubeconfigPath(), "--cluster-name", e.Options.ClusterName,
+		"--batch-idle-duration", e.Options.BatchIdle.String(), "--batch-max-duration", e.Options.BatchMax.String(),
+		"--health-probe-bind-address", "127.0.0.1:0")
+	e.relay.Env = append(os.Environ(), "KARPFUNC_LOCAL_BUS_URL="+e.Host.BusURL())
+	e.relay.Stdout, e.relay.Stderr = e.relayOut, e.relayOut
+	setPdeathsig(e.relay)
+	if err := e.relay.Start(); err != nil {
+		return fmt.Errorf("starting the relay: %w", err)
+	}
+	return nil
+}
+
+// KillRelay kills the relay process at once (SIGKILL: whatever batch it
+// was collecting is lost, as when its pod is evicted or its node dies) and
+// starts a new one, which announces the pods still pending from its first
+// list. It returns when the new process has started.
+func (e *Env) KillRelay() error {
+	if e.relay == nil || e.relay.Process == nil {
+		return fmt.Errorf("the relay is not running")
+	}
+	_ = e.relay.Process.Kill()
+	_ = e.relay.Wait()
+	return e.startRelay()
 }
 
 // SubnetID is the node subnet the local NodeClaims use.
