@@ -43,7 +43,6 @@ func (g *limitGuard) guard(ctx context.Context, np *karpv1.NodePool, fn func() e
 	if len(np.Spec.Limits) == 0 {
 		return fn()
 	}
-	return fn() // WITHOUT THE LEASE
 	lease, err := g.acquire(ctx, np.Name)
 	if err != nil {
 		return err
