@@ -11,6 +11,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/karpfunc/karpfunc/pkg/provisioning"
 	"github.com/karpfunc/karpfunc/pkg/scheduler"
 )
 
@@ -21,6 +22,12 @@ type Output struct {
 	Unschedulable     []Unschedulable `json:"unschedulable"`
 	TotalPricePerHour float64         `json:"totalPricePerHour"`
 	SolveSeconds      float64         `json:"solveSeconds"`
+	// Pods counts the pending pods by outcome, in the vocabulary of the
+	// live Provision pass's log (node, in-flight, new, unschedulable,
+	// deferred; a plan never defers).
+	Pods map[provisioning.Outcome]int `json:"pods"`
+	// Summary is that log's summary line for this plan.
+	Summary string `json:"summary"`
 }
 
 // NodeClaim is one NodeClaim the plan would create, priced at its cheapest
@@ -72,6 +79,12 @@ func NewOutput(r scheduler.Result, solve time.Duration) Output {
 		out.Unschedulable = append(out.Unschedulable, Unschedulable{Pod: podName(u.Pod), Reason: u.Reason})
 	}
 	out.TotalPricePerHour = math.Round(total*1e6) / 1e6
+	acc := provisioning.PlannedOutcomes(r)
+	out.Pods = map[provisioning.Outcome]int{}
+	for _, o := range provisioning.Outcomes {
+		out.Pods[o] = acc.Count(o)
+	}
+	out.Summary = acc.String()
 	return out
 }
 
@@ -122,16 +135,8 @@ func (o Output) WriteTable(w io.Writer) error {
 		}
 		fmt.Fprintln(tw)
 	}
-	pods := 0
-	for _, c := range o.NodeClaims {
-		pods += len(c.Pods)
-	}
-	onExisting := 0
-	for _, e := range o.ExistingNodes {
-		onExisting += len(e.Pods)
-	}
-	fmt.Fprintf(tw, "%d new NodeClaims for %d pods ($%.4f/hour), %d pods on existing capacity, %d unschedulable; solved in %.3fs\n",
-		len(o.NodeClaims), pods, o.TotalPricePerHour, onExisting, len(o.Unschedulable), o.SolveSeconds)
+	fmt.Fprintf(tw, "%s; %d new NodeClaims ($%.4f/hour); solved in %.3fs\n",
+		o.Summary, len(o.NodeClaims), o.TotalPricePerHour, o.SolveSeconds)
 	return tw.Flush()
 }
 

@@ -8,6 +8,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/karpfunc/karpfunc/pkg/scheduler"
 )
 
 // Outcome is where one pending pod went in one provisioning pass. Every
@@ -95,6 +97,39 @@ func pendingSince(pod *corev1.Pod) time.Time {
 		}
 	}
 	return pod.CreationTimestamp.Time
+}
+
+// PlacedOutcomes are the outcomes the engine decides alone: pods on Nodes,
+// on in-flight NodeClaims, and unschedulable ones. Pods it plans new
+// NodeClaims for get theirs when the claims are created (or not).
+func PlacedOutcomes(r scheduler.Result) Accounting {
+	var out Accounting
+	for _, pl := range r.Existing {
+		outcome, target := OnNode, pl.Node
+		if pl.Node == "" {
+			outcome, target = OnInFlight, pl.NodeClaim
+		}
+		for _, pod := range pl.Pods {
+			out = append(out, outcomeOf(pod, outcome, target, ""))
+		}
+	}
+	for _, u := range r.Unschedulable {
+		out = append(out, outcomeOf(u.Pod, Unschedulable, "", u.Reason))
+	}
+	return out
+}
+
+// PlannedOutcomes is the accounting of a plan nothing acts on (karpfunc
+// plan): PlacedOutcomes, and OnNew without a name for the pods of each
+// NodeClaim the plan would create.
+func PlannedOutcomes(r scheduler.Result) Accounting {
+	out := PlacedOutcomes(r)
+	for _, plan := range r.NewNodeClaims {
+		for _, pod := range plan.Pods {
+			out = append(out, outcomeOf(pod, OnNew, "", ""))
+		}
+	}
+	return out
 }
 
 func outcomeOf(pod *corev1.Pod, o Outcome, target, reason string) PodOutcome {

@@ -198,17 +198,8 @@ func (p *Provisioner) Provision(ctx context.Context) (Result, error) {
 			Catalog:    unavailable.Apply(p.catalog),
 		})
 		res.SolveDuration = p.clock.Since(start)
-		for _, pl := range out.Existing {
-			outcome, target := OnNode, pl.Node
-			if pl.Node == "" {
-				outcome, target = OnInFlight, pl.NodeClaim
-			}
-			for _, pod := range pl.Pods {
-				res.Pods = append(res.Pods, outcomeOf(pod, outcome, target, ""))
-			}
-		}
+		res.Pods = PlacedOutcomes(out)
 		for _, u := range out.Unschedulable {
-			res.Pods = append(res.Pods, outcomeOf(u.Pod, Unschedulable, "", u.Reason))
 			if err := p.recorder.Publish(ctx, events.Event{Object: u.Pod, Type: corev1.EventTypeWarning,
 				Reason: events.ReasonFailedScheduling, Message: "karpfunc: " + u.Reason}); err != nil {
 				errs = append(errs, err)
