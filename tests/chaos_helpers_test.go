@@ -15,7 +15,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
-	"github.com/karpfunc/karpfunc/internal/armemulator"
 	"github.com/karpfunc/karpfunc/internal/localenv"
 	"github.com/karpfunc/karpfunc/pkg/azure"
 	"github.com/karpfunc/karpfunc/pkg/offerings"
@@ -201,11 +200,11 @@ func formatCounts(m map[string]int) string {
 // fault) and, for every pod still not running, its history — its events,
 // every Provision pass that saw it (the handler logs each pod's outcome
 // per pass) and the NodeClaims it was nominated to.
-func reportFailure(t *testing.T, env *localenv.Env, schedule []armemulator.Injection) {
+func reportFailure(t *testing.T, env *localenv.Env, schedule []string) {
 	ctx := context.Background()
 	var lines []string
 	for _, in := range schedule {
-		lines = append(lines, "  "+in.String())
+		lines = append(lines, "  "+in)
 	}
 	t.Logf("fault schedule (%d injections):\n%s", len(schedule), strings.Join(lines, "\n"))
 

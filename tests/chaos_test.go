@@ -21,6 +21,7 @@ import (
 
 	"github.com/karpfunc/karpfunc/internal/armemulator"
 	"github.com/karpfunc/karpfunc/internal/funchost"
+	"github.com/karpfunc/karpfunc/internal/kubechaos"
 	"github.com/karpfunc/karpfunc/internal/localbus"
 	"github.com/karpfunc/karpfunc/internal/localenv"
 	"github.com/karpfunc/karpfunc/pkg/bus"
@@ -133,9 +134,28 @@ func runChaos(t *testing.T, seed int64, rounds int) {
 		return ""
 	}
 	env.ARM.SetInjector(chaos)
+	// The API server fails some of the handler's writes as a busy one does.
+	kubeFaults, err := kubechaos.Start(ctx, kube, kubechaos.Options{Seed: seed, Rules: []kubechaos.Rule{
+		{Kind: "Conflict(409)", Resource: "nodeclaims/status", Operation: "UPDATE", Rate: 0.08, Code: 409},
+		{Kind: "Conflict(409)", Resource: "nodeclaims", Operation: "UPDATE", Rate: 0.05, Code: 409},
+		{Kind: "Conflict(409)", Resource: "configmaps", Operation: "UPDATE", Rate: 0.10, Code: 409},
+		{Kind: "APFRejected(429)", Resource: "nodeclaims", Operation: "CREATE", Rate: 0.10, Code: 429, RetryAfterSeconds: 1},
+		{Kind: "APFRejected(429)", Resource: "pods/eviction", Operation: "CREATE", Rate: 0.10, Code: 429, RetryAfterSeconds: 1},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = kubeFaults.Close(context.Background(), kube) })
 	t.Cleanup(func() {
 		if t.Failed() {
-			reportFailure(t, env, chaos.Schedule())
+			var schedule []string
+			for _, in := range chaos.Schedule() {
+				schedule = append(schedule, in.String())
+			}
+			for _, in := range kubeFaults.Schedule() {
+				schedule = append(schedule, in.String())
+			}
+			reportFailure(t, env, schedule)
 		}
 	})
 	env.ARM.SetNeverJoins(neverJoins(seed))
@@ -208,6 +228,7 @@ func runChaos(t *testing.T, seed int64, rounds int) {
 
 	// Faults off; the loop must converge.
 	chaos.Stop()
+	kubeFaults.Stop()
 	env.ARM.SetNeverJoins(nil)
 	env.Host.Bus().SetChaos(nil)
 	faultsOff := time.Now()
@@ -304,7 +325,10 @@ func runChaos(t *testing.T, seed int64, rounds int) {
 	t.Logf("CHAOS seed=%d rounds=%d run=%s", seed, rounds, faultsOff.Sub(start).Round(time.Second))
 	t.Logf("  launches: %d VM PUTs accepted, %d NIC PUTs, %d VM deletes, %d NIC deletes, %d spot evictions; %d NodeClaims at the end",
 		c.VMCreates, c.NICCreates, c.VMDeletes, c.NICDeletes, c.Evictions, len(ncs.Items))
-	t.Logf("  failures injected: %s", formatCounts(chaos.Counts()))
+	t.Logf("  failures injected: ARM %s; Kubernetes writes %s", formatCounts(chaos.Counts()), formatCounts(kubeFaults.Counts()))
+	if len(kubeFaults.Counts()) == 0 {
+		t.Errorf("no Kubernetes write was failed: the fault webhook is not reached")
+	}
 	t.Logf("  retries: %d invocations failed and redelivered (abandoned), %d duplicate deliveries, %d reordered deliveries, %d handler restarts, %d relay kills; invocations %s",
 		abandoned, redelivered, reordered, env.Host.Restarts(), relayKills, formatFunctionStats(fn))
 	var described []string
