@@ -33,6 +33,7 @@ import (
 
 	admissionv1 "k8s.io/api/admission/v1"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
@@ -81,6 +82,7 @@ type Injector struct {
 	caPEM    []byte
 	mu       sync.Mutex
 	off      bool
+	probed   bool
 	attempts map[string]int
 	schedule []Injection
 	counts   map[string]int
@@ -106,8 +108,28 @@ func Start(ctx context.Context, kube client.Client, opts Options) (*Injector, er
 		_ = in.srv.Close()
 		return nil, fmt.Errorf("registering the fault webhook: %w", err)
 	}
-	return in, nil
+	// The API server loads webhook configurations from a watch: wait until
+	// it calls this one (a dry-run create of the probe ConfigMap).
+	for deadline := time.Now().Add(15 * time.Second); ; {
+		probe := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: probeName, Namespace: metav1.NamespaceDefault}}
+		_ = kube.Create(ctx, probe, client.DryRunAll)
+		in.mu.Lock()
+		ready := in.probed
+		in.mu.Unlock()
+		if ready {
+			return in, nil
+		}
+		if time.Now().After(deadline) {
+			_ = in.Close(context.WithoutCancel(ctx), kube)
+			return nil, fmt.Errorf("the API server never called the fault webhook")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }
+
+// probeName is the ConfigMap whose dry-run create tells Start the webhook
+// is in use; it is always allowed.
+const probeName = "karpfunc-kubechaos-probe"
 
 func (in *Injector) configuration() *admissionregistrationv1.ValidatingWebhookConfiguration {
 	url := "https://" + in.ln.Addr().String() + "/validate"
@@ -144,6 +166,20 @@ func (in *Injector) configuration() *admissionregistrationv1.ValidatingWebhookCo
 			TimeoutSeconds:          &timeout,
 			AdmissionReviewVersions: []string{"v1"},
 			MatchConditions:         conditions,
+		}, {
+			// Start's readiness probe, whoever writes it.
+			Name:         "probe.kubechaos.karpfunc.local",
+			ClientConfig: admissionregistrationv1.WebhookClientConfig{URL: &url, CABundle: in.caPEM},
+			Rules: []admissionregistrationv1.RuleWithOperations{{
+				Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
+				Rule:       admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"configmaps"}},
+			}},
+			FailurePolicy:           &ignore,
+			SideEffects:             &none,
+			TimeoutSeconds:          &timeout,
+			AdmissionReviewVersions: []string{"v1"},
+			MatchConditions: []admissionregistrationv1.MatchCondition{{Name: "probe-only",
+				Expression: fmt.Sprintf("request.name == %q", probeName)}},
 		}},
 	}
 }
@@ -160,7 +196,11 @@ func (in *Injector) serve(w http.ResponseWriter, r *http.Request) {
 		resource += "/" + req.SubResource
 	}
 	resp := &admissionv1.AdmissionResponse{UID: req.UID, Allowed: true}
-	if rule, attempt, ok := in.decide(resource, string(req.Operation), req.Namespace+"/"+req.Name); ok {
+	if req.Name == probeName {
+		in.mu.Lock()
+		in.probed = true
+		in.mu.Unlock()
+	} else if rule, attempt, ok := in.decide(resource, string(req.Operation), req.Namespace+"/"+req.Name); ok {
 		resp.Allowed = false
 		status := &metav1.Status{Status: metav1.StatusFailure, Code: rule.Code}
 		switch rule.Code {
