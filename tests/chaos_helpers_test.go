@@ -247,3 +247,46 @@ func reportFailure(t *testing.T, env *localenv.Env, schedule []string) {
 		t.Log(strings.Join(h, "\n"))
 	}
 }
+
+// failureReasons groups the failed invocations of fn in the process log by
+// the reason the handler gave (numbers and names blurred), so a run says
+// why messages were redelivered, not only how many.
+func failureReasons(logPath, fn string) map[string]int {
+	data, err := os.ReadFile(logPath)
+	if err != nil {
+		return nil
+	}
+	marker := "Executed 'Functions." + fn + "' (Failed"
+	out := map[string]int{}
+	for _, l := range strings.Split(string(data), "\n") {
+		i := strings.Index(l, marker)
+		if i < 0 {
+			continue
+		}
+		reason := l[i+len(marker):]
+		if j := strings.Index(reason, "): "); j >= 0 {
+			reason = reason[j+3:]
+		}
+		out[blur(reason)]++
+	}
+	return out
+}
+
+// blur keeps a failure reason's words and drops what differs between
+// occurrences: object names, numbers, quoted values.
+func blur(s string) string {
+	var words []string
+	for _, w := range strings.Fields(s) {
+		if strings.ContainsAny(w, "0123456789\"") {
+			w = "…"
+		}
+		if len(words) > 0 && w == "…" && words[len(words)-1] == "…" {
+			continue
+		}
+		words = append(words, w)
+		if len(words) == 18 {
+			break
+		}
+	}
+	return strings.Join(words, " ")
+}

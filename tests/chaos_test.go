@@ -339,6 +339,11 @@ func runChaos(t *testing.T, seed int64, rounds int) {
 	t.Logf("  events: %s", formatCounts(evs))
 	t.Logf("  PDB: min %d of %d guarded pods running (minAvailable %d) over %d samples; dead letters: %v", minUp, replicas["guarded"], guardedMinAvailable, samples, dead)
 	t.Logf("  time to converge after faults off: %s", convergedIn.Round(100*time.Millisecond))
+	for _, fnName := range []string{"Provision", "Lifecycle"} {
+		if reasons := failureReasons(env.LogPath, fnName); len(reasons) > 0 {
+			t.Logf("  %s failures by reason: %s", fnName, formatCounts(reasons))
+		}
+	}
 }
 
 func converged(ctx context.Context, env *localenv.Env, replicas map[string]int32) (bool, string) {
