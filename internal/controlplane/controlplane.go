@@ -3,6 +3,14 @@
 // kube-scheduler and kwok (which plays the kubelet for nodes annotated
 // kwok.x-k8s.io/node=fake). The binaries come from tools.EnsureBinaries.
 //
+// Nodes join it the way they join AKS: the API server authenticates
+// bootstrap tokens and admits kubelet writes through NodeRestriction (with
+// the Node authorizer); kube-controller-manager approves and signs kubelet
+// client CSRs and runs the bootstrapsigner and tokencleaner controllers; and
+// the RBAC bindings AKS and kubeadm create for TLS bootstrapping exist (see
+// nodeBootstrapBindings). The API server's certificate also names
+// Options.APIServerFQDN, the name nodes are told to reach it by.
+//
 // Everything listens on loopback on free ports and lives in one temp dir;
 // Stop removes both. Children get a parent-death signal on Linux, so a test
 // binary that crashes or is killed leaves no process behind.
@@ -51,6 +59,9 @@ const (
 	ServiceCIDR = "10.96.0.0/12"
 )
 
+// DefaultAPIServerFQDN is the API server's DNS name when Options leave it empty.
+const DefaultAPIServerFQDN = "karpfunc-local-dns.hcp.local.azmk8s.io"
+
 // Options selects what Start runs. etcd and kube-apiserver always run.
 type Options struct {
 	// BinDir holds etcd, kube-apiserver, kube-controller-manager,
@@ -72,6 +83,10 @@ type Options struct {
 	// InstallCRDs installs apis.CRDs() (NodePool, NodeClaim, AKSNodeClass) and
 	// waits until they are Established.
 	InstallCRDs bool
+	// APIServerFQDN is the DNS name nodes reach the API server by (AKS's
+	// <dns-prefix>.hcp.<region>.azmk8s.io); the serving certificate names
+	// it. Default DefaultAPIServerFQDN.
+	APIServerFQDN string
 	// ExtraAPIServerFlags are appended to kube-apiserver's flags (a later
 	// flag overrides an earlier one).
 	ExtraAPIServerFlags []string
@@ -89,6 +104,8 @@ type ControlPlane struct {
 	config     *rest.Config
 	kubeconfig string
 	grace      time.Duration
+	fqdn       string
+	caPEM      []byte
 
 	mu    sync.Mutex
 	procs []*process // in start order
@@ -135,6 +152,9 @@ func Start(ctx context.Context, opts Options) (_ *ControlPlane, err error) {
 	if opts.StopGracePeriod <= 0 {
 		opts.StopGracePeriod = 10 * time.Second
 	}
+	if opts.APIServerFQDN == "" {
+		opts.APIServerFQDN = DefaultAPIServerFQDN
+	}
 	ctx, cancel := context.WithTimeout(ctx, opts.StartTimeout)
 	defer cancel()
 
@@ -142,7 +162,7 @@ func Start(ctx context.Context, opts Options) (_ *ControlPlane, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("controlplane: creating temp dir: %w", err)
 	}
-	c := &ControlPlane{dir: dir, grace: opts.StopGracePeriod}
+	c := &ControlPlane{dir: dir, grace: opts.StopGracePeriod, fqdn: opts.APIServerFQDN}
 	defer func() {
 		if err != nil {
 			if stopErr := c.Stop(); stopErr != nil {
@@ -168,10 +188,11 @@ func Start(ctx context.Context, opts Options) (_ *ControlPlane, err error) {
 	}
 	firstServiceIP := append(net.IP(nil), serviceNet.IP.To4()...)
 	firstServiceIP[3]++
-	pki, err := writePKI(dir, firstServiceIP)
+	pki, err := writePKI(dir, firstServiceIP, opts.APIServerFQDN)
 	if err != nil {
 		return nil, fmt.Errorf("controlplane: %w", err)
 	}
+	c.caPEM = pki.caPEM
 	server := "https://127.0.0.1:" + strconv.Itoa(apiPort)
 
 	// The bootstrap RBAC policy already grants system:kube-controller-manager
@@ -240,7 +261,12 @@ func Start(ctx context.Context, opts Options) (_ *ControlPlane, err error) {
 		"--tls-cert-file=" + pki.servingCert, "--tls-private-key-file=" + pki.servingKey,
 		"--client-ca-file=" + pki.caCert,
 		"--token-auth-file=" + tokenFile,
-		"--authorization-mode=RBAC,Node",
+		// As on AKS: kubelets join with bootstrap tokens (Secrets in
+		// kube-system), then act as system:node:<name>, limited by the Node
+		// authorizer and the NodeRestriction admission plugin.
+		"--enable-bootstrap-token-auth=true",
+		"--authorization-mode=Node,RBAC",
+		"--enable-admission-plugins=NodeRestriction",
 		"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
 		"--service-account-key-file=" + pki.saKey,
 		"--service-account-signing-key-file=" + pki.saKey,
@@ -260,6 +286,9 @@ func Start(ctx context.Context, opts Options) (_ *ControlPlane, err error) {
 	}
 	apiHTTP := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: apiTLS}}
 	if err := c.waitFor(ctx, "kube-apiserver /readyz", httpOK(apiHTTP, server+"/readyz", ids["admin"].token)); err != nil {
+		return nil, err
+	}
+	if err := c.createNodeBootstrapBindings(ctx); err != nil {
 		return nil, err
 	}
 
@@ -283,9 +312,11 @@ func Start(ctx context.Context, opts Options) (_ *ControlPlane, err error) {
 			"--leader-elect=false",
 			// Every default controller: the garbage collector and the
 			// disruption controller (PDB status, which the eviction API
-			// enforces) among them. No cloud provider: node IPAM and routes
-			// stay off.
-			"--controllers=*",
+			// enforces) among them, csrapproving and csrsigning (kubelet
+			// client certificates), plus the two bootstrap-token controllers
+			// that are off by default. No cloud provider: node IPAM and
+			// routes stay off.
+			"--controllers=*,bootstrapsigner,tokencleaner",
 			"--use-service-account-credentials=true",
 			"--service-account-private-key-file="+pki.saKey,
 			"--root-ca-file="+pki.caCert,
@@ -365,6 +396,18 @@ func Start(ctx context.Context, opts Options) (_ *ControlPlane, err error) {
 	}
 	return c, nil
 }
+
+// APIServerFQDN is the DNS name the API server's certificate carries for
+// nodes (Options.APIServerFQDN).
+func (c *ControlPlane) APIServerFQDN() string { return c.fqdn }
+
+// APIServerAddr is the host:port the API server listens on, where a node's
+// traffic to APIServerFQDN:443 lands.
+func (c *ControlPlane) APIServerAddr() string { return strings.TrimPrefix(c.config.Host, "https://") }
+
+// CACertPEM is the cluster CA: it signs the API server's certificate and
+// the kubelet client certificates kube-controller-manager issues.
+func (c *ControlPlane) CACertPEM() []byte { return append([]byte(nil), c.caPEM...) }
 
 // RESTConfig returns a copy of the admin (system:masters) client config.
 func (c *ControlPlane) RESTConfig() *rest.Config { return rest.CopyConfig(c.config) }

@@ -28,7 +28,7 @@ type pki struct {
 
 // writePKI generates the key material into dir. ECDSA P-256 keeps it fast:
 // generating RSA keys on a loaded 2-core machine costs seconds.
-func writePKI(dir string, serviceIP net.IP) (*pki, error) {
+func writePKI(dir string, serviceIP net.IP, fqdn string) (*pki, error) {
 	p := &pki{
 		caCert: filepath.Join(dir, "ca.crt"), caKey: filepath.Join(dir, "ca.key"),
 		servingCert: filepath.Join(dir, "apiserver.crt"), servingKey: filepath.Join(dir, "apiserver.key"),
@@ -68,9 +68,9 @@ func writePKI(dir string, serviceIP net.IP) (*pki, error) {
 		NotAfter:     now.Add(7 * 24 * time.Hour),
 		KeyUsage:     x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
 		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		// The names in-cluster clients use, as well as loopback.
+		// The names in-cluster clients use, the name nodes use, and loopback.
 		DNSNames: []string{"localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc",
-			"kubernetes.default.svc.cluster.local"},
+			"kubernetes.default.svc.cluster.local", fqdn},
 		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback, serviceIP},
 	}
 	servingDER, err := x509.CreateCertificate(rand.Reader, servingTmpl, ca, &servingKey.PublicKey, caKey)

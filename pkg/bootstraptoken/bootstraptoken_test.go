@@ -1,0 +1,231 @@
+package bootstraptoken_test
+
+import (
+	"bytes"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	clocktesting "k8s.io/utils/clock/testing"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/karpfunc/karpfunc/internal/controlplane"
+	"github.com/karpfunc/karpfunc/internal/testenv"
+	"github.com/karpfunc/karpfunc/pkg/bootstraptoken"
+)
+
+// TestManager runs against a real API server with bootstrap-token
+// authentication on, so a token the Manager hands out is checked by the
+// authenticator itself.
+func TestManager(t *testing.T) {
+	cp := testenv.ControlPlane(t, controlplane.Options{})
+	kube := testenv.Client(t, cp.RESTConfig())
+	ctx := t.Context()
+
+	var logs bytes.Buffer
+	clk := clocktesting.NewFakePassiveClock(time.Now())
+	m, err := bootstraptoken.New(bootstraptoken.Options{Kube: kube, TTL: 2 * time.Hour, MinValidity: time.Hour, Clock: clk,
+		Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// A token someone else made (AKS, kubeadm) is never touched, even expired.
+	foreign := tokenSecret("abcdef", "0123456789abcdef", clk.Now().Add(-time.Minute), nil)
+	if err := kube.Create(ctx, foreign); err != nil {
+		t.Fatal(err)
+	}
+
+	first, err := m.Token(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bootstraptoken.Valid(first) {
+		t.Fatalf("token %q is not of the form [a-z0-9]{6}.[a-z0-9]{16}", first)
+	}
+	id := bootstraptoken.ID(first)
+
+	t.Run("the Secret is a bootstrap token as the authenticator reads it", func(t *testing.T) {
+		s := &corev1.Secret{}
+		if err := kube.Get(ctx, client.ObjectKey{Namespace: "kube-system", Name: "bootstrap-token-" + id}, s); err != nil {
+			t.Fatal(err)
+		}
+		exp, err := time.Parse(time.RFC3339, string(s.Data["expiration"]))
+		if err != nil {
+			t.Fatalf("expiration %q: %v", s.Data["expiration"], err)
+		}
+		for _, c := range []struct {
+			what      string
+			got, want any
+		}{
+			{"type", s.Type, corev1.SecretTypeBootstrapToken},
+			{"token-id", string(s.Data["token-id"]), id},
+			{"token-secret", string(s.Data["token-secret"]), strings.SplitN(first, ".", 2)[1]},
+			{"usage-bootstrap-authentication", string(s.Data["usage-bootstrap-authentication"]), "true"},
+			{"auth-extra-groups", string(s.Data["auth-extra-groups"]), bootstraptoken.DefaultGroup},
+			{"managed-by label", s.Labels[bootstraptoken.LabelManagedBy], bootstraptoken.ManagedByValue},
+			{"expiration about TTL from now", exp.Sub(clk.Now()).Round(time.Minute), 2 * time.Hour},
+		} {
+			if c.got != c.want {
+				t.Errorf("%s = %v, want %v", c.what, c.got, c.want)
+			}
+		}
+	})
+
+	t.Run("the API server authenticates it as a bootstrapper", func(t *testing.T) {
+		cfg := &rest.Config{Host: cp.RESTConfig().Host, BearerToken: first, TLSClientConfig: rest.TLSClientConfig{CAData: cp.CACertPEM()}}
+		cs, err := kubernetes.NewForConfig(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		review, err := cs.AuthenticationV1().SelfSubjectReviews().Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		u := review.Status.UserInfo
+		if u.Username != "system:bootstrap:"+id {
+			t.Errorf("username = %q, want system:bootstrap:%s", u.Username, id)
+		}
+		for _, g := range []string{"system:bootstrappers", bootstraptoken.DefaultGroup} {
+			if !contains(u.Groups, g) {
+				t.Errorf("groups %v lack %s", u.Groups, g)
+			}
+		}
+	})
+
+	t.Run("a valid token is reused, also by a fresh Manager", func(t *testing.T) {
+		again, err := m.Token(ctx)
+		if err != nil || again != first {
+			t.Fatalf("second Token() = %q, %v; want the first token", again, err)
+		}
+		fresh, err := bootstraptoken.New(bootstraptoken.Options{Kube: kube, TTL: 2 * time.Hour, MinValidity: time.Hour, Clock: clk})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, err := fresh.Token(ctx); err != nil || got != first {
+			t.Fatalf("fresh Manager Token() = %q, %v; want the stored token", got, err)
+		}
+		if n := len(ours(t, kube)); n != 1 {
+			t.Errorf("%d karpfunc token Secrets, want 1", n)
+		}
+	})
+
+	var second string
+	t.Run("a token closer than MinValidity to expiry is rotated", func(t *testing.T) {
+		clk.SetTime(clk.Now().Add(61 * time.Minute))
+		second, err = m.Token(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if second == first {
+			t.Fatal("token not rotated with 59 minutes of validity left (MinValidity 1h)")
+		}
+		if n := len(ours(t, kube)); n != 2 {
+			t.Errorf("%d karpfunc token Secrets, want 2 (the old one is still valid for VMs launched with it)", n)
+		}
+	})
+
+	t.Run("expired tokens of ours are deleted, others' are not", func(t *testing.T) {
+		clk.SetTime(clk.Now().Add(61 * time.Minute)) // first expired; second has 59m left
+		third, err := m.Token(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if third == second {
+			t.Fatal("token not rotated")
+		}
+		err = kube.Get(ctx, client.ObjectKey{Namespace: "kube-system", Name: "bootstrap-token-" + id}, &corev1.Secret{})
+		if !apierrors.IsNotFound(err) {
+			t.Errorf("expired token Secret of ours: Get = %v, want NotFound", err)
+		}
+		if err := kube.Get(ctx, client.ObjectKeyFromObject(foreign), &corev1.Secret{}); err != nil {
+			t.Errorf("foreign token Secret: %v, want it left alone", err)
+		}
+	})
+
+	t.Run("no token secret in the logs", func(t *testing.T) {
+		for _, tok := range []string{first, second} {
+			if secret := strings.SplitN(tok, ".", 2)[1]; strings.Contains(logs.String(), secret) {
+				t.Errorf("logs contain a token secret:\n%s", logs.String())
+			}
+		}
+		if !strings.Contains(logs.String(), "tokenID="+id) {
+			t.Errorf("logs do not name the created token by ID %s:\n%s", id, logs.String())
+		}
+	})
+}
+
+func TestNewRejectsBadOptions(t *testing.T) {
+	kube := client.WithFieldOwner(nil, "x") // never called
+	for _, tc := range []struct {
+		name string
+		opts bootstraptoken.Options
+		want string
+	}{
+		{"no client", bootstraptoken.Options{}, "Options.Kube is required"},
+		{"TTL not above MinValidity", bootstraptoken.Options{Kube: kube, TTL: time.Hour, MinValidity: time.Hour}, "must exceed MinValidity"},
+		{"group outside system:bootstrappers", bootstraptoken.Options{Kube: kube, Group: "system:masters"}, `group "system:masters"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := bootstraptoken.New(tc.opts)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("New() error = %v, want it to contain %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestTokenForm(t *testing.T) {
+	for _, tc := range []struct {
+		token, id string
+	}{
+		{"abcdef.0123456789abcdef", "abcdef"},
+		{"ABCDEF.0123456789abcdef", ""},
+		{"abcde.0123456789abcdef", ""},
+		{"abcdef.0123456789abcde", ""},
+		{"abcdef0123456789abcdef", ""},
+		{"", ""},
+	} {
+		if got := bootstraptoken.ID(tc.token); got != tc.id {
+			t.Errorf("ID(%q) = %q, want %q", tc.token, got, tc.id)
+		}
+		if got := bootstraptoken.Valid(tc.token); got != (tc.id != "") {
+			t.Errorf("Valid(%q) = %v", tc.token, got)
+		}
+	}
+}
+
+func tokenSecret(id, secret string, expires time.Time, labels map[string]string) *corev1.Secret {
+	return &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: "bootstrap-token-" + id, Namespace: "kube-system", Labels: labels},
+		Type:       corev1.SecretTypeBootstrapToken,
+		StringData: map[string]string{"token-id": id, "token-secret": secret, "expiration": expires.UTC().Format(time.RFC3339),
+			"usage-bootstrap-authentication": "true"},
+	}
+}
+
+func ours(t *testing.T, kube client.Client) []corev1.Secret {
+	t.Helper()
+	var list corev1.SecretList
+	if err := kube.List(t.Context(), &list, client.InNamespace("kube-system"),
+		client.MatchingLabels{bootstraptoken.LabelManagedBy: bootstraptoken.ManagedByValue}); err != nil {
+		t.Fatal(err)
+	}
+	return list.Items
+}
+
+func contains(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
