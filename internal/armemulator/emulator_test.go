@@ -2,12 +2,19 @@ package armemulator
 
 import (
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/base64"
 	"encoding/json"
+	"encoding/pem"
 	"errors"
 	"io"
 	"log/slog"
+	"math/big"
 	"net/http"
 	"strings"
 	"testing"
@@ -337,20 +344,48 @@ func TestRules(t *testing.T) {
 	}
 }
 
-func TestNodeForBootedVM(t *testing.T) {
+// testCustomData is customData as the launcher renders it.
+func testCustomData(t *testing.T, mutate func(*azure.NodeBootstrap)) string {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "ca"}, IsCA: true, BasicConstraintsValid: true,
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), KeyUsage: x509.KeyUsageCertSign}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nb := azure.NodeBootstrap{
+		Cluster: azure.ClusterBootstrap{APIServerFQDN: "c.hcp.eastus.azmk8s.io", KubernetesVersion: "1.33.2",
+			ClusterCAPEM:  pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
+			NetworkPlugin: "azure", NetworkPluginMode: "overlay", NetworkDataplane: "cilium", DNSServiceIP: "10.0.0.10"},
+		SubscriptionID: sub, ResourceGroup: rg, Location: loc, AdminUsername: "azureuser",
+		SubnetID: "/subscriptions/" + sub + "/resourceGroups/" + rg + "/providers/Microsoft.Network/virtualNetworks/v/subnets/s",
+		Token:    "abcdef.0123456789abcdef", MaxPods: 50,
+		Labels: map[string]string{"karpenter.sh/nodepool": "default", "karpenter.sh/capacity-type": "spot",
+			"example.kubernetes.io/team": "a"}, // not settable by a kubelet: left out of its flags
+		Taints: []corev1.Taint{{Key: "dedicated", Value: "x", Effect: corev1.TaintEffectNoSchedule}},
+	}
+	if mutate != nil {
+		mutate(&nb)
+	}
+	data, err := nb.CustomData()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
+}
+
+func TestKubeletForBootedVM(t *testing.T) {
 	skuList := []*armcompute.ResourceSKU{{
 		Name: ptr("Standard_D2ps_v5"), ResourceType: ptr("virtualMachines"), Locations: []*string{ptr(loc)},
 		Capabilities: []*armcompute.ResourceSKUCapabilities{
 			{Name: ptr("vCPUs"), Value: ptr("2")}, {Name: ptr("MemoryGB"), Value: ptr("8")}, {Name: ptr("CpuArchitectureType"), Value: ptr("Arm64")},
 		},
 	}}
-	boot, err := azure.EncodeBootstrap(azure.Bootstrap{
-		ClusterName: "c", MaxPods: 50, Labels: map[string]string{"karpenter.sh/nodepool": "default"},
-		Taints: []corev1.Taint{{Key: "karpenter.sh/unregistered", Effect: corev1.TaintEffectNoExecute}},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	boot := testCustomData(t, nil)
 	mkVM := func(size string, spot bool, customData string) *vmState {
 		vm := vmBody("", customData)
 		vm.Name = ptr("vm-1")
@@ -370,20 +405,24 @@ func TestNodeForBootedVM(t *testing.T) {
 	s := &Server{opts: Options{SKUs: skuList, NodeResources: catalog}, nics: map[string]*nicState{}}
 
 	t.Run("from SKU capabilities", func(t *testing.T) {
-		n, err := s.nodeFor(mkVM("Standard_D2ps_v5", true, boot))
+		k, err := s.kubeletFor(mkVM("Standard_D2ps_v5", true, boot))
 		if err != nil {
 			t.Fatal(err)
 		}
+		n := k.node
 		wantLabels := map[string]string{
 			"kubernetes.io/hostname": "vm-1", "node.kubernetes.io/instance-type": "Standard_D2ps_v5",
 			"topology.kubernetes.io/zone": "eastus-2", "topology.kubernetes.io/region": "eastus",
 			"kubernetes.io/os": "linux", "kubernetes.io/arch": "arm64", "karpenter.sh/capacity-type": "spot",
-			"karpenter.sh/nodepool": "default",
+			"karpenter.sh/nodepool": "default", "kubernetes.azure.com/role": "agent",
 		}
 		for k, v := range wantLabels {
 			if n.Labels[k] != v {
 				t.Errorf("label %s = %q, want %q", k, n.Labels[k], v)
 			}
+		}
+		if _, ok := n.Labels["example.kubernetes.io/team"]; ok {
+			t.Error("the kubelet registers a kubernetes.io label NodeRestriction refuses")
 		}
 		if n.Annotations[KwokNodeAnnotation] != "fake" {
 			t.Error("kwok annotation missing")
@@ -391,7 +430,8 @@ func TestNodeForBootedVM(t *testing.T) {
 		if want := azure.ProviderID(sub, rg, "vm-1"); n.Spec.ProviderID != want {
 			t.Errorf("providerID = %q, want %q", n.Spec.ProviderID, want)
 		}
-		if len(n.Spec.Taints) != 1 || n.Spec.Taints[0].Key != "karpenter.sh/unregistered" {
+		if len(n.Spec.Taints) != 2 || n.Spec.Taints[0].Key != "dedicated" || n.Spec.Taints[1].Key != "karpenter.sh/unregistered" ||
+			n.Spec.Taints[1].Effect != corev1.TaintEffectNoExecute {
 			t.Errorf("taints = %v", n.Spec.Taints)
 		}
 		mem := n.Status.Capacity[corev1.ResourceMemory]
@@ -399,27 +439,70 @@ func TestNodeForBootedVM(t *testing.T) {
 		if mem.Value() != 8<<30 || pods.Value() != 50 {
 			t.Errorf("capacity memory %s, allocatable pods %s", mem.String(), pods.String())
 		}
+		if n.Status.NodeInfo.KubeletVersion != "v1.33.2" {
+			t.Errorf("kubelet version %q", n.Status.NodeInfo.KubeletVersion)
+		}
+		if k.prov.apiServer != "c.hcp.eastus.azmk8s.io" || k.prov.token != "abcdef.0123456789abcdef" {
+			t.Errorf("provisioning = %+v", k.prov)
+		}
 	})
 	t.Run("from NodeResources", func(t *testing.T) {
-		n, err := s.nodeFor(mkVM("Standard_D4s_v5", false, boot))
+		k, err := s.kubeletFor(mkVM("Standard_D4s_v5", false, boot))
 		if err != nil {
 			t.Fatal(err)
 		}
-		cpu := n.Status.Allocatable[corev1.ResourceCPU]
-		if cpu.String() != "3860m" || n.Labels["karpenter.sh/capacity-type"] != "on-demand" || n.Labels["kubernetes.io/arch"] != "amd64" {
-			t.Errorf("allocatable cpu %s, labels %v", cpu.String(), n.Labels)
+		cpu := k.node.Status.Allocatable[corev1.ResourceCPU]
+		if cpu.String() != "3860m" || k.node.Labels["kubernetes.io/arch"] != "amd64" {
+			t.Errorf("allocatable cpu %s, labels %v", cpu.String(), k.node.Labels)
 		}
 	})
 	t.Run("unknown size never joins", func(t *testing.T) {
-		if _, err := s.nodeFor(mkVM("Standard_Unknown", false, boot)); err == nil || !strings.Contains(err.Error(), "Standard_Unknown") {
+		if _, err := s.kubeletFor(mkVM("Standard_Unknown", false, boot)); err == nil || !strings.Contains(err.Error(), "Standard_Unknown") {
 			t.Errorf("err = %v, want one naming the size", err)
 		}
 	})
-	t.Run("broken bootstrap never joins", func(t *testing.T) {
-		if _, err := s.nodeFor(mkVM("Standard_D4s_v5", false, "bm90IGpzb24=")); err == nil || !strings.Contains(err.Error(), "JSON") {
-			t.Errorf("err = %v, want bootstrap error", err)
-		}
-	})
+	enc := func(script string) string { return base64.StdEncoding.EncodeToString([]byte(script)) }
+	for _, tc := range []struct{ name, customData, want string }{
+		{"no customData", "", "no customData"},
+		{"the old JSON document", "eyJ2ZXJzaW9uIjoia2FycGZ1bmMuYXp1cmUvdjEifQ==", "not a bash script"},
+		{"no API server", enc("#!/bin/bash\nKUBE_CA_CRT=x\n"), "API_SERVER_NAME is not set"},
+		{"CA not PEM", enc("#!/bin/bash\nAPI_SERVER_NAME=a\nKUBE_CA_CRT=eA==\nKUBERNETES_VERSION=1.33.0\nKUBELET_FLAGS=\"--kubeconfig=k\"\nNETWORK_PLUGIN=azure\nENABLE_TLS_BOOTSTRAPPING=true\nTLS_BOOTSTRAP_TOKEN=abcdef.0123456789abcdef\n"), "KUBE_CA_CRT is not a PEM certificate"},
+		{"no TLS bootstrapping", enc("#!/bin/bash\nAPI_SERVER_NAME=a\nKUBE_CA_CRT=eA==\nKUBERNETES_VERSION=1.33.0\nKUBELET_FLAGS=\"--kubeconfig=k\"\nNETWORK_PLUGIN=azure\n"), "no kubelet credentials"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if _, err := s.kubeletFor(mkVM("Standard_D4s_v5", false, tc.customData)); err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("err = %v, want %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestProvisionRefusesWhatTheKubeletWould(t *testing.T) {
+	for _, tc := range []struct{ name, flags, labels, want string }{
+		{"kubernetes.io label", "--kubeconfig=k", "example.kubernetes.io/team=a", "unknown 'kubernetes.io' or 'k8s.io' labels"},
+		{"bad taint", "--kubeconfig=k --register-with-taints=a:Sometimes", "", "--register-with-taints entry"},
+		{"bad max pods", "--kubeconfig=k --max-pods=many", "", "--max-pods"},
+		{"no kubeconfig", "--max-pods=10", "", "no --kubeconfig"},
+		{"not a flag", "kubeconfig", "", "not --name=value"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			data := testCustomData(t, nil)
+			raw, _ := base64.StdEncoding.DecodeString(data)
+			lines := strings.Split(string(raw), "\n")
+			for i, l := range lines {
+				switch {
+				case strings.HasPrefix(l, "KUBELET_FLAGS="):
+					lines[i] = "KUBELET_FLAGS=\"" + tc.flags + "\""
+				case strings.HasPrefix(l, "KUBELET_NODE_LABELS="):
+					lines[i] = "KUBELET_NODE_LABELS=\"" + tc.labels + "\""
+				}
+			}
+			_, err := provision(base64.StdEncoding.EncodeToString([]byte(strings.Join(lines, "\n"))))
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("provision = %v, want %q", err, tc.want)
+			}
+		})
+	}
 }
 
 func TestEvict(t *testing.T) {

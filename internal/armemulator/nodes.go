@@ -2,83 +2,221 @@ package armemulator
 
 import (
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509/pkix"
+	"fmt"
 	"log/slog"
 	"sync"
 	"time"
 
+	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	certutil "k8s.io/client-go/util/cert"
+	"k8s.io/client-go/util/certificate/csr"
+	"k8s.io/client-go/util/keyutil"
 )
 
 // KwokNodeAnnotation marks a Node as simulated; kwok is started with
 // --manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake and then
-// keeps it Ready and runs its pods.
+// keeps it Ready and runs its pods. The emulated kubelet registers its Node
+// with it: from registration on, kwok plays the kubelet.
 const KwokNodeAnnotation = "kwok.x-k8s.io/node"
 
-// nodeWorker applies Node creations and deletions in the order the emulator
-// decided them, off the request path, retrying while the API server is
-// unavailable.
+// nodeWorker is the kubelets of the booted VMs and the cloud node manager.
+//
+// Each booted VM's kubelet joins on its own, with nothing but what its
+// customData gave it: it authenticates with the TLS bootstrap token, submits
+// a CSR for system:node:<name>, waits for kube-controller-manager to approve
+// and sign it, and registers its Node with that certificate, under the Node
+// authorizer and NodeRestriction. It retries until it joins or its VM goes.
+//
+// Deleting the Node of a VM that is gone is the cloud node manager's job in
+// AKS; admin (Options.Kube) does it here, in the order the emulator decided.
 type nodeWorker struct {
-	client kubernetes.Interface
-	log    *slog.Logger
+	ctx   context.Context
+	admin kubernetes.Interface
+	dns   map[string]string
+	log   *slog.Logger
 
-	mu     sync.Mutex
-	queue  []nodeJob
-	wanted map[string]bool // node name -> should exist
-	signal chan struct{}
+	mu      sync.Mutex
+	wanted  map[string]bool   // node name -> its VM exists
+	joinErr map[string]string // node name -> why its kubelet has not joined (yet)
+	queue   []string          // Nodes to delete, in order
+	signal  chan struct{}
+	wg      sync.WaitGroup
 
 	onDone func(created bool)
 }
 
-type nodeJob struct {
-	node     *corev1.Node // create when set
-	name     string
-	attempts int
-}
+// joinRetry is how long a kubelet waits between attempts to join.
+const joinRetry = time.Second
 
 const maxNodeAttempts = 100
 
-func newNodeWorker(cfg *rest.Config, log *slog.Logger) (*nodeWorker, error) {
-	client, err := kubernetes.NewForConfig(rest.CopyConfig(cfg))
+func newNodeWorker(ctx context.Context, cfg *rest.Config, dns map[string]string, log *slog.Logger) (*nodeWorker, error) {
+	admin, err := kubernetes.NewForConfig(rest.CopyConfig(cfg))
 	if err != nil {
 		return nil, err
 	}
-	return &nodeWorker{client: client, log: log, wanted: map[string]bool{}, signal: make(chan struct{}, 1)}, nil
+	return &nodeWorker{ctx: ctx, admin: admin, dns: dns, log: log, wanted: map[string]bool{}, joinErr: map[string]string{},
+		signal: make(chan struct{}, 1)}, nil
 }
 
-func (nw *nodeWorker) create(node *corev1.Node) {
+// kubelet is one VM's kubelet: its node template and provisioning.
+type kubelet struct {
+	node *corev1.Node
+	prov *provisioning
+}
+
+// start boots k's kubelet: it joins in the background.
+func (nw *nodeWorker) start(k kubelet) {
+	ctx, name := nw.ctx, k.node.Name
 	nw.mu.Lock()
-	nw.wanted[node.Name] = true
-	nw.queue = append(nw.queue, nodeJob{node: node, name: node.Name})
+	nw.wanted[name] = true
+	delete(nw.joinErr, name)
 	nw.mu.Unlock()
-	nw.kick()
+	nw.wg.Add(1)
+	go func() {
+		defer nw.wg.Done()
+		for attempt := 1; ; attempt++ {
+			if !nw.isWanted(name) {
+				return
+			}
+			err := nw.join(ctx, k)
+			if err == nil {
+				return
+			}
+			if ctx.Err() != nil {
+				return
+			}
+			nw.mu.Lock()
+			nw.joinErr[name] = err.Error()
+			nw.mu.Unlock()
+			if attempt == 1 || attempt%30 == 0 {
+				nw.log.Warn("kubelet has not joined, will retry", "node", name, "attempt", attempt, "error", err)
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(joinRetry):
+			}
+		}
+	}()
 }
 
+func (nw *nodeWorker) isWanted(name string) bool {
+	nw.mu.Lock()
+	defer nw.mu.Unlock()
+	return nw.wanted[name]
+}
+
+// joinError is why the kubelet of node name has not joined ("" if it did
+// or is not running).
+func (nw *nodeWorker) joinError(name string) string {
+	nw.mu.Lock()
+	defer nw.mu.Unlock()
+	return nw.joinErr[name]
+}
+
+// join is one attempt of TLS bootstrapping and registration.
+func (nw *nodeWorker) join(ctx context.Context, k kubelet) error {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	name, p := k.node.Name, k.prov
+	addr, ok := nw.dns[p.apiServer]
+	if !ok {
+		return fmt.Errorf("cannot reach the API server: no such host %s", p.apiServer)
+	}
+	server := rest.Config{Host: "https://" + addr, Timeout: 10 * time.Second,
+		TLSClientConfig: rest.TLSClientConfig{CAData: p.caPEM, ServerName: p.apiServer}}
+
+	// TLS bootstrap: a client certificate for system:node:<name>.
+	bootstrap := server
+	bootstrap.BearerToken = p.token
+	bootClient, err := kubernetes.NewForConfig(&bootstrap)
+	if err != nil {
+		return err
+	}
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return err
+	}
+	csrPEM, err := certutil.MakeCSR(key, &pkix.Name{CommonName: "system:node:" + name, Organization: []string{"system:nodes"}}, nil, nil)
+	if err != nil {
+		return err
+	}
+	reqName, reqUID, err := csr.RequestCertificateWithContext(ctx, bootClient, csrPEM, "", certificatesv1.KubeAPIServerClientKubeletSignerName,
+		nil, []certificatesv1.KeyUsage{certificatesv1.UsageDigitalSignature, certificatesv1.UsageClientAuth}, key)
+	if err != nil {
+		return fmt.Errorf("TLS bootstrap: submitting the node client CSR with the bootstrap token: %w", err)
+	}
+	certPEM, err := csr.WaitForCertificate(ctx, bootClient, reqName, reqUID)
+	if err != nil {
+		return fmt.Errorf("TLS bootstrap: waiting for CSR %s to be approved and signed: %w", reqName, err)
+	}
+	keyPEM, err := keyutil.MarshalPrivateKeyToPEM(key)
+	if err != nil {
+		return err
+	}
+
+	// Registration as system:node:<name>.
+	kubeletCfg := server
+	kubeletCfg.CertData, kubeletCfg.KeyData = certPEM, keyPEM
+	client, err := kubernetes.NewForConfig(&kubeletCfg)
+	if err != nil {
+		return err
+	}
+	_, err = client.CoreV1().Nodes().Create(ctx, k.node, metav1.CreateOptions{})
+	if apierrors.IsAlreadyExists(err) {
+		err = nil // registered by an earlier attempt
+	} else if err != nil {
+		return fmt.Errorf("registering node %s as system:node:%s: %w", name, name, err)
+	} else {
+		nw.log.Info("node registered", "node", name, "providerID", k.node.Spec.ProviderID, "csr", reqName)
+		if nw.onDone != nil {
+			nw.onDone(true)
+		}
+	}
+	nw.mu.Lock()
+	delete(nw.joinErr, name)
+	gone := !nw.wanted[name]
+	nw.mu.Unlock()
+	if gone { // its VM went away while it joined
+		nw.delete(name)
+	}
+	return nil
+}
+
+// delete removes the Node of a VM that is gone (and stops its kubelet).
 func (nw *nodeWorker) delete(name string) {
 	nw.mu.Lock()
 	delete(nw.wanted, name)
-	nw.queue = append(nw.queue, nodeJob{name: name})
+	delete(nw.joinErr, name)
+	nw.queue = append(nw.queue, name)
 	nw.mu.Unlock()
-	nw.kick()
-}
-
-func (nw *nodeWorker) kick() {
 	select {
 	case nw.signal <- struct{}{}:
 	default:
 	}
 }
 
+// run applies Node deletions in order, retrying while the API server is
+// unavailable, until ctx ends; then it waits for the kubelets to stop.
 func (nw *nodeWorker) run(ctx context.Context) {
+	defer nw.wg.Wait()
+	attempts := map[string]int{}
 	for {
 		nw.mu.Lock()
-		var job nodeJob
+		var name string
 		have := len(nw.queue) > 0
 		if have {
-			job, nw.queue = nw.queue[0], nw.queue[1:]
+			name, nw.queue = nw.queue[0], nw.queue[1:]
 		}
 		nw.mu.Unlock()
 		if !have {
@@ -89,60 +227,47 @@ func (nw *nodeWorker) run(ctx context.Context) {
 			}
 			continue
 		}
-		if err := nw.apply(ctx, job); err != nil {
+		if nw.isWanted(name) {
+			continue // a VM of the same name booted again
+		}
+		if err := nw.deleteNode(ctx, name); err != nil {
 			if ctx.Err() != nil {
 				return
 			}
-			job.attempts++
-			if job.attempts >= maxNodeAttempts {
-				nw.log.Error("giving up on node", "node", job.name, "create", job.node != nil, "error", err)
+			attempts[name]++
+			if attempts[name] >= maxNodeAttempts {
+				nw.log.Error("giving up deleting node", "node", name, "error", err)
+				delete(attempts, name)
 				continue
 			}
-			nw.log.Warn("node operation failed, will retry", "node", job.name, "create", job.node != nil, "error", err)
+			nw.log.Warn("deleting node failed, will retry", "node", name, "error", err)
 			nw.mu.Lock()
-			nw.queue = append(nw.queue, job)
+			nw.queue = append(nw.queue, name)
 			nw.mu.Unlock()
 			select {
 			case <-ctx.Done():
 				return
 			case <-time.After(200 * time.Millisecond):
 			}
+			continue
 		}
+		delete(attempts, name)
 	}
 }
 
-func (nw *nodeWorker) apply(ctx context.Context, job nodeJob) error {
+func (nw *nodeWorker) deleteNode(ctx context.Context, name string) error {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	if job.node == nil {
-		err := nw.client.CoreV1().Nodes().Delete(ctx, job.name, metav1.DeleteOptions{})
-		if err != nil && !apierrors.IsNotFound(err) {
-			return err
-		}
-		if err == nil {
-			nw.log.Info("node deleted", "node", job.name)
-			if nw.onDone != nil {
-				nw.onDone(false)
-			}
-		}
-		return nil
-	}
-	nw.mu.Lock()
-	wanted := nw.wanted[job.name]
-	nw.mu.Unlock()
-	if !wanted {
-		return nil // its VM went away before it could join
-	}
-	_, err := nw.client.CoreV1().Nodes().Create(ctx, job.node, metav1.CreateOptions{})
-	if apierrors.IsAlreadyExists(err) {
+	err := nw.admin.CoreV1().Nodes().Delete(ctx, name, metav1.DeleteOptions{})
+	if apierrors.IsNotFound(err) {
 		return nil
 	}
 	if err != nil {
 		return err
 	}
-	nw.log.Info("node registered", "node", job.name, "providerID", job.node.Spec.ProviderID)
+	nw.log.Info("node deleted", "node", name)
 	if nw.onDone != nil {
-		nw.onDone(true)
+		nw.onDone(false)
 	}
 	return nil
 }

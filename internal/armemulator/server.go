@@ -4,9 +4,11 @@
 // SKUs, async operations), with the SDK's model types for its JSON, so the
 // real armcompute/armnetwork clients and pollers run unmodified against it.
 //
-// A VM that finished creating "boots" after Options.BootDelay: the emulator
-// registers a Kubernetes Node for it (managed by kwok), the way a real VM's
-// kubelet would. Faults (throttling, capacity, quota, slow operations) are
+// A VM that finished creating "boots" after Options.BootDelay like an AKS
+// node image: its customData is read as the image's provisioning scripts
+// read it (what they would refuse fails the boot, see BootError), and its
+// kubelet joins the cluster by TLS bootstrapping as system:node:<name>; kwok
+// then plays the kubelet for the Node. Faults (throttling, capacity, quota, slow operations) are
 // injected per operation through an Injector.
 package armemulator
 
@@ -47,8 +49,15 @@ type Options struct {
 	OpDelay time.Duration
 	// BootDelay is how long after a VM succeeded its Node appears.
 	BootDelay time.Duration
-	// Kube is where Nodes are created; nil means no Nodes.
+	// Kube is the cluster booted VMs join (nil: VMs never become Nodes).
+	// A VM's kubelet joins with nothing but its customData (TLS bootstrap
+	// token, CSR, NodeRestriction); these admin credentials only delete the
+	// Node of a VM that is gone, as AKS's cloud node manager does.
 	Kube *rest.Config
+	// DNS is the VNet's name resolution for the kubelets: host name ->
+	// host:port their connections to <name>:443 reach (the API server's
+	// FQDN -> its local address). A name not in it does not resolve.
+	DNS map[string]string
 	// NodeResources gives a booted node's capacity, allocatable and
 	// architecture for its VM size. When nil, or when it answers !ok, the
 	// SKU's vCPUs/MemoryGB capabilities from SKUs are used (allocatable =
@@ -103,6 +112,9 @@ type Server struct {
 	nextIP   int
 	// neverJoins, when set, picks VMs whose kubelet never registers.
 	neverJoins func(vmName string) bool
+	// bootErrors says why a booted VM's node image could not start a
+	// kubelet, by VM name.
+	bootErrors map[string]string
 
 	nodes  *nodeWorker
 	cancel context.CancelFunc
@@ -124,15 +136,16 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 		opts.Logger = slog.Default()
 	}
 	s := &Server{
-		opts:   opts,
-		log:    opts.Logger.With("component", "armemulator"),
-		clock:  opts.Clock,
-		faults: NewRules(opts.Faults...),
-		vms:    map[string]*vmState{},
-		nics:   map[string]*nicState{},
-		ops:    map[string]*operation{},
-		token:  "emulator-" + randHex(8),
-		nextIP: 4, // Azure reserves .0-.3 of every subnet
+		opts:       opts,
+		log:        opts.Logger.With("component", "armemulator"),
+		clock:      opts.Clock,
+		faults:     NewRules(opts.Faults...),
+		vms:        map[string]*vmState{},
+		nics:       map[string]*nicState{},
+		ops:        map[string]*operation{},
+		bootErrors: map[string]string{},
+		token:      "emulator-" + randHex(8),
+		nextIP:     4, // Azure reserves .0-.3 of every subnet
 	}
 	s.counters.Requests = map[Operation]int{}
 
@@ -151,7 +164,7 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	s.cancel = cancel
 	if opts.Kube != nil {
-		nw, err := newNodeWorker(opts.Kube, s.log)
+		nw, err := newNodeWorker(ctx, opts.Kube, opts.DNS, s.log)
 		if err != nil {
 			cancel()
 			_ = ln.Close()
@@ -227,6 +240,26 @@ func (s *Server) SetNeverJoins(f func(vmName string) bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.neverJoins = f
+}
+
+// BootError says why VM vmName has not joined the cluster: its node image
+// refused the customData, or its kubelet's last attempt to join failed
+// (e.g. the API server refused the bootstrap token). "" when it joined, is
+// still joining without an error, or is not booted.
+func (s *Server) BootError(vmName string) string {
+	s.mu.Lock()
+	msg := s.bootErrors[strings.ToLower(vmName)]
+	var node string
+	for _, v := range s.vms {
+		if strings.EqualFold(v.name(), vmName) {
+			node = nodeName(v)
+		}
+	}
+	s.mu.Unlock()
+	if msg != "" || s.nodes == nil || node == "" {
+		return msg
+	}
+	return s.nodes.joinError(node)
 }
 
 // Close stops the server and its background work.

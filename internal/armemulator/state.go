@@ -24,7 +24,6 @@ const (
 	labelRegion       = "topology.kubernetes.io/region"
 	labelOS           = "kubernetes.io/os"
 	labelArch         = "kubernetes.io/arch"
-	labelCapacityType = "karpenter.sh/capacity-type"
 )
 
 // opRetention is how long a finished operation stays pollable.
@@ -97,6 +96,7 @@ func (s *Server) removeVMLocked(key string, v *vmState) {
 			s.counters.NICDeletes++
 		}
 	}
+	delete(s.bootErrors, strings.ToLower(v.name()))
 	if s.nodes != nil {
 		s.nodes.delete(nodeName(v))
 	}
@@ -110,7 +110,9 @@ func nodeName(v *vmState) string {
 	return strings.ToLower(v.name())
 }
 
-// bootLocked is the VM's kubelet registering: it queues the Node creation.
+// bootLocked boots v's node image: it reads the customData and starts the
+// kubelet, which joins in the background. A refusal is recorded (BootError):
+// the VM runs but never joins, as on Azure.
 func (s *Server) bootLocked(v *vmState) {
 	if s.nodes == nil {
 		return
@@ -119,42 +121,38 @@ func (s *Server) bootLocked(v *vmState) {
 		s.log.Warn("VM booted but will not join the cluster (fault)", "name", v.name())
 		return
 	}
-	node, err := s.nodeFor(v)
+	k, err := s.kubeletFor(v)
 	if err != nil {
-		// Like a VM whose bootstrap fails: it runs but never joins.
-		s.log.Warn("VM booted but will not join the cluster", "name", v.name(), "reason", err)
+		s.bootErrors[strings.ToLower(v.name())] = err.Error()
+		s.log.Warn("VM booted but its node image cannot start a kubelet", "name", v.name(), "reason", err)
 		return
 	}
-	s.nodes.create(node)
+	s.nodes.start(k)
 }
 
-func (s *Server) nodeFor(v *vmState) (*corev1.Node, error) {
+// kubeletFor is the kubelet v's node image starts: the Node it registers
+// carries the labels and taints of its flags, plus what the kubelet and the
+// cloud node manager set themselves (hostname, OS, architecture, instance
+// type, region, zone, provider ID, addresses, resources).
+func (s *Server) kubeletFor(v *vmState) (kubelet, error) {
 	p := v.vm.Properties
-	boot := &azure.Bootstrap{}
-	if p.OSProfile != nil && deref(p.OSProfile.CustomData) != "" {
-		b, err := azure.DecodeBootstrap(deref(p.OSProfile.CustomData))
-		if err != nil {
-			return nil, err
-		}
-		boot = b
+	customData := ""
+	if p.OSProfile != nil {
+		customData = deref(p.OSProfile.CustomData)
+	}
+	prov, err := provision(customData)
+	if err != nil {
+		return kubelet{}, err
 	}
 	sku := string(deref(p.HardwareProfile.VMSize))
-	maxPods := boot.MaxPods
-	if maxPods <= 0 {
-		maxPods = 110
-	}
-	capacity, allocatable, arch, err := s.nodeResources(sku, maxPods)
+	capacity, allocatable, arch, err := s.nodeResources(sku, prov.maxPods)
 	if err != nil {
-		return nil, err
+		return kubelet{}, err
 	}
 	name := nodeName(v)
 	labels := map[string]string{}
-	for k, val := range boot.Labels {
+	for k, val := range prov.labels {
 		labels[k] = val
-	}
-	capacityType := azure.CapacityTypeOnDemand
-	if deref(p.Priority) == armcompute.VirtualMachinePriorityTypesSpot {
-		capacityType = azure.CapacityTypeSpot
 	}
 	labels[labelHostname] = name
 	labels[labelInstanceType] = sku
@@ -164,7 +162,6 @@ func (s *Server) nodeFor(v *vmState) (*corev1.Node, error) {
 	}
 	labels[labelOS] = "linux"
 	labels[labelArch] = arch
-	labels[labelCapacityType] = capacityType
 
 	node := &corev1.Node{
 		ObjectMeta: metav1.ObjectMeta{
@@ -174,19 +171,20 @@ func (s *Server) nodeFor(v *vmState) (*corev1.Node, error) {
 		},
 		Spec: corev1.NodeSpec{
 			ProviderID: azure.ProviderID(v.sub, v.rg, v.name()),
-			Taints:     boot.Taints,
+			Taints:     prov.taints,
 		},
 		Status: corev1.NodeStatus{
 			Capacity:    capacity,
 			Allocatable: allocatable,
-			NodeInfo:    corev1.NodeSystemInfo{Architecture: arch, OperatingSystem: "linux"},
-			Addresses:   []corev1.NodeAddress{{Type: corev1.NodeHostName, Address: name}},
+			NodeInfo: corev1.NodeSystemInfo{Architecture: arch, OperatingSystem: "linux",
+				KubeletVersion: prov.version, ContainerRuntimeVersion: "containerd://2.0.0"},
+			Addresses: []corev1.NodeAddress{{Type: corev1.NodeHostName, Address: name}},
 		},
 	}
 	if ip := s.privateIPLocked(v); ip != "" {
 		node.Status.Addresses = append([]corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: ip}}, node.Status.Addresses...)
 	}
-	return node, nil
+	return kubelet{node: node, prov: prov}, nil
 }
 
 func (s *Server) privateIPLocked(v *vmState) string {

@@ -1,65 +1,816 @@
 package azure
 
 import (
+	"bytes"
+	"context"
+	"crypto/x509"
 	"encoding/base64"
-	"encoding/json"
+	"encoding/pem"
 	"fmt"
+	"net"
+	"net/url"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/version"
+	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
+
+	"github.com/karpfunc/karpfunc/pkg/apis/v1beta1"
 )
 
-// BootstrapVersion is the version of the Bootstrap document this package
-// writes. DecodeBootstrap rejects other versions instead of guessing.
-const BootstrapVersion = "karpfunc.azure/v1"
-
-// Bootstrap is what a new VM needs to know to join the cluster as the node
-// Karpenter expects: its labels, taints, pod limit and cluster.
+// A node VM joins the cluster the way the Azure Karpenter provider's default
+// "aksscriptless" mode makes it join: osProfile.customData is a bash script
+// that sets the environment the AKS node image's own provisioning scripts
+// read (/opt/azure/containers/provision_start.sh), waits for those scripts
+// to be on disk, and starts them. The scripts install the CA, write a
+// bootstrap kubeconfig with the TLS bootstrap token, and start the kubelet
+// with KUBELET_FLAGS and KUBELET_NODE_LABELS; the kubelet then gets its
+// client certificate through a CSR and registers the Node.
 //
-// It travels in osProfile.customData as base64 of this JSON document. This is
-// the development/emulator contract: in production AKS node bootstrapping
-// (the node image's provisioning scripts fed by AKS's bootstrap data, as the
-// Azure Karpenter provider generates it) replaces it, and the same labels,
-// taints and max-pods go into kubelet flags instead.
-type Bootstrap struct {
-	Version     string            `json:"version"`
-	ClusterName string            `json:"clusterName"`
-	NodeName    string            `json:"nodeName,omitempty"`
-	MaxPods     int32             `json:"maxPods,omitempty"`
-	Labels      map[string]string `json:"labels,omitempty"`
-	Taints      []corev1.Taint    `json:"taints,omitempty"`
+// ClusterBootstrap holds what is the same for every node of the cluster (app
+// settings and the API server); NodeBootstrap adds what is per node.
+
+// Network settings, spelled as AKS and the Azure provider spell them.
+const (
+	NetworkPluginAzure    = "azure"
+	NetworkPluginNone     = "none"
+	NetworkPluginModeOver = "overlay"
+	NetworkDataplaneAzure = "azure"
+	NetworkDataplaneCil   = "cilium"
+)
+
+// MinKubernetesMinor is the oldest Kubernetes minor version nodes are
+// bootstrapped for (the out-of-tree ACR credential provider is used from 1.30).
+const MinKubernetesMinor = 30
+
+// ClusterBootstrap is the cluster-wide input of a node's customData.
+type ClusterBootstrap struct {
+	// APIServerFQDN is the API server's host name as nodes reach it on port
+	// 443 (the host of the cluster endpoint URL), e.g.
+	// mycluster-dns-1a2b3c.hcp.eastus.azmk8s.io.
+	APIServerFQDN string
+	// ClusterCAPEM is the cluster CA certificate (PEM) the kubelet trusts the
+	// API server by.
+	ClusterCAPEM []byte
+	// KubernetesVersion is the kubelet version the node image installs,
+	// "1.33.2" (no leading v): the API server's version.
+	KubernetesVersion string
+	// NetworkPlugin is azure (default) or none (bring your own CNI).
+	NetworkPlugin string
+	// NetworkPluginMode is overlay (default for azure) or "".
+	NetworkPluginMode string
+	// NetworkPolicy is "", azure, calico or cilium.
+	NetworkPolicy string
+	// NetworkDataplane is azure or cilium (default).
+	NetworkDataplane string
+	// DNSServiceIP is the cluster DNS service address the kubelet hands
+	// pods (--cluster-dns); default 10.0.0.10, AKS's default.
+	DNSServiceIP string
+	// VNetGUID is the cluster VNet's GUID; with Azure CNI overlay it goes
+	// into a node label when set.
+	VNetGUID string
+	// TenantID is the Entra tenant of the cluster's identities.
+	TenantID string
+	// KubeletIdentityClientID is the client ID of the kubelet's managed
+	// identity (image pulls from ACR); empty when the cluster has none.
+	KubeletIdentityClientID string
 }
 
-// EncodeBootstrap renders b as the base64 customData ARM expects. The
-// version is filled in if empty.
-func EncodeBootstrap(b Bootstrap) (string, error) {
-	if b.Version == "" {
-		b.Version = BootstrapVersion
+// Defaults for ClusterBootstrap, as AKS and the Azure provider default them.
+const (
+	DefaultNetworkPlugin    = NetworkPluginAzure
+	DefaultNetworkMode      = NetworkPluginModeOver
+	DefaultNetworkDataplane = NetworkDataplaneCil
+	DefaultDNSServiceIP     = "10.0.0.10"
+)
+
+// App settings the cluster bootstrap is read from. The names are the Azure
+// Karpenter provider's, so a platform team can carry its values over.
+const (
+	EnvClusterEndpoint         = "CLUSTER_ENDPOINT"
+	EnvKubernetesVersion       = "KUBERNETES_VERSION"
+	EnvNetworkPlugin           = "NETWORK_PLUGIN"
+	EnvNetworkPluginMode       = "NETWORK_PLUGIN_MODE"
+	EnvNetworkPolicy           = "NETWORK_POLICY"
+	EnvNetworkDataplane        = "NETWORK_DATAPLANE"
+	EnvDNSServiceIP            = "DNS_SERVICE_IP"
+	EnvVNetGUID                = "VNET_GUID"
+	EnvTenantID                = "AZURE_TENANT_ID"
+	EnvKubeletIdentityClientID = "KUBELET_IDENTITY_CLIENT_ID"
+)
+
+// ClusterBootstrapFromEnv reads the cluster bootstrap settings through
+// getenv; caPEM is the cluster CA (from the handler's connection to the API
+// server) and serverVersion the API server's version, used when
+// KUBERNETES_VERSION is not set. The result is validated: the error names
+// the setting and what to do.
+func ClusterBootstrapFromEnv(getenv func(string) string, caPEM []byte, serverVersion string) (ClusterBootstrap, error) {
+	get := func(k string) string { return strings.TrimSpace(getenv(k)) }
+	endpoint := get(EnvClusterEndpoint)
+	if endpoint == "" {
+		return ClusterBootstrap{}, fmt.Errorf("app setting %s is not set; set it to the cluster's API server URL as nodes reach it "+
+			"(az aks show --query fqdn, e.g. https://mycluster-dns-1a2b3c.hcp.eastus.azmk8s.io:443)", EnvClusterEndpoint)
 	}
-	if b.Version != BootstrapVersion {
-		return "", NewInvalidRequestError("bootstrap version %q is not %q", b.Version, BootstrapVersion)
+	u, err := url.Parse(endpoint)
+	if err != nil || u.Scheme != "https" || u.Hostname() == "" || (u.Port() != "" && u.Port() != "443") || (u.Path != "" && u.Path != "/") {
+		return ClusterBootstrap{}, fmt.Errorf("app setting %s=%q is not an https URL of the API server on port 443 "+
+			"(e.g. https://mycluster-dns-1a2b3c.hcp.eastus.azmk8s.io:443): node images always reach the API server on 443", EnvClusterEndpoint, endpoint)
 	}
-	if b.ClusterName == "" {
-		return "", NewInvalidRequestError("bootstrap has no cluster name")
+	kv := get(EnvKubernetesVersion)
+	source := "app setting " + EnvKubernetesVersion
+	if kv == "" {
+		kv, source = serverVersion, "the API server's version"
 	}
-	raw, err := json.Marshal(b)
+	c := ClusterBootstrap{
+		APIServerFQDN:           u.Hostname(),
+		ClusterCAPEM:            caPEM,
+		KubernetesVersion:       strings.TrimPrefix(kv, "v"),
+		NetworkPlugin:           orDefault(get(EnvNetworkPlugin), DefaultNetworkPlugin),
+		NetworkPluginMode:       get(EnvNetworkPluginMode),
+		NetworkPolicy:           get(EnvNetworkPolicy),
+		NetworkDataplane:        orDefault(get(EnvNetworkDataplane), DefaultNetworkDataplane),
+		DNSServiceIP:            orDefault(get(EnvDNSServiceIP), DefaultDNSServiceIP),
+		VNetGUID:                get(EnvVNetGUID),
+		TenantID:                get(EnvTenantID),
+		KubeletIdentityClientID: get(EnvKubeletIdentityClientID),
+	}
+	if c.NetworkPlugin == NetworkPluginAzure && getenv(EnvNetworkPluginMode) == "" {
+		c.NetworkPluginMode = DefaultNetworkMode
+	}
+	if err := c.Validate(); err != nil {
+		return ClusterBootstrap{}, fmt.Errorf("%w (Kubernetes version from %s)", err, source)
+	}
+	return c, nil
+}
+
+func orDefault(v, def string) string {
+	if v == "" {
+		return def
+	}
+	return v
+}
+
+// Validate checks every field a node image needs; the error names the
+// setting behind the field.
+func (c ClusterBootstrap) Validate() error {
+	if c.APIServerFQDN == "" || strings.ContainsAny(c.APIServerFQDN, "/: ") {
+		return fmt.Errorf("node bootstrap: API server name %q is not a host name (app setting %s)", c.APIServerFQDN, EnvClusterEndpoint)
+	}
+	if err := checkCA(c.ClusterCAPEM); err != nil {
+		return fmt.Errorf("node bootstrap: cluster CA: %w (it comes from the kubeconfig or API server CA setting the handler uses)", err)
+	}
+	if _, err := kubernetesVersion(c.KubernetesVersion); err != nil {
+		return fmt.Errorf("node bootstrap: %w (app setting %s)", err, EnvKubernetesVersion)
+	}
+	switch c.NetworkPlugin {
+	case NetworkPluginAzure:
+		if c.NetworkPluginMode != NetworkPluginModeOver && c.NetworkPluginMode != "" {
+			return fmt.Errorf("node bootstrap: app setting %s=%q is not %q or empty", EnvNetworkPluginMode, c.NetworkPluginMode, NetworkPluginModeOver)
+		}
+	case NetworkPluginNone:
+		if c.NetworkPluginMode != "" {
+			return fmt.Errorf("node bootstrap: app setting %s=%q must be empty with %s=none", EnvNetworkPluginMode, c.NetworkPluginMode, EnvNetworkPlugin)
+		}
+	default:
+		return fmt.Errorf("node bootstrap: app setting %s=%q is not %q or %q (kubenet is not supported, as in the Azure provider)",
+			EnvNetworkPlugin, c.NetworkPlugin, NetworkPluginAzure, NetworkPluginNone)
+	}
+	switch c.NetworkPolicy {
+	case "", "azure", "calico", "cilium":
+	default:
+		return fmt.Errorf("node bootstrap: app setting %s=%q is not one of azure, calico, cilium or empty", EnvNetworkPolicy, c.NetworkPolicy)
+	}
+	if c.NetworkDataplane != NetworkDataplaneAzure && c.NetworkDataplane != NetworkDataplaneCil {
+		return fmt.Errorf("node bootstrap: app setting %s=%q is not %q or %q", EnvNetworkDataplane, c.NetworkDataplane, NetworkDataplaneAzure, NetworkDataplaneCil)
+	}
+	if net.ParseIP(c.DNSServiceIP) == nil {
+		return fmt.Errorf("node bootstrap: app setting %s=%q is not an IP address", EnvDNSServiceIP, c.DNSServiceIP)
+	}
+	return nil
+}
+
+func checkCA(pemData []byte) error {
+	if len(bytes.TrimSpace(pemData)) == 0 {
+		return fmt.Errorf("none configured")
+	}
+	n := 0
+	for rest := pemData; ; {
+		var b *pem.Block
+		b, rest = pem.Decode(rest)
+		if b == nil {
+			break
+		}
+		if b.Type != "CERTIFICATE" {
+			continue
+		}
+		if _, err := x509.ParseCertificate(b.Bytes); err != nil {
+			return fmt.Errorf("not a valid certificate: %v", err)
+		}
+		n++
+	}
+	if n == 0 {
+		return fmt.Errorf("no PEM CERTIFICATE block")
+	}
+	return nil
+}
+
+func kubernetesVersion(s string) (*version.Version, error) {
+	v, err := version.ParseSemantic(s)
 	if err != nil {
-		return "", fmt.Errorf("encoding bootstrap: %w", err)
+		return nil, fmt.Errorf("Kubernetes version %q is not a version like 1.33.2: %v", s, err)
 	}
-	return base64.StdEncoding.EncodeToString(raw), nil
+	if v.Major() != 1 || v.Minor() < MinKubernetesMinor {
+		return nil, fmt.Errorf("Kubernetes version %q is older than 1.%d, the oldest karpfunc bootstraps nodes for", s, MinKubernetesMinor)
+	}
+	return v, nil
 }
 
-// DecodeBootstrap parses customData written by EncodeBootstrap.
-func DecodeBootstrap(customData string) (*Bootstrap, error) {
+// NodeBootstrap is everything one node's customData carries.
+type NodeBootstrap struct {
+	Cluster ClusterBootstrap
+	// SubscriptionID, ResourceGroup (the node resource group) and Location
+	// of the VM.
+	SubscriptionID, ResourceGroup, Location string
+	// SubnetID is the node subnet's ARM ID.
+	SubnetID      string
+	AdminUsername string
+	// Architecture is amd64 or arm64; ImageFamily the AKSNodeClass's.
+	Architecture, ImageFamily string
+	// Token is the TLS bootstrap token, <id>.<secret>.
+	Token string
+	// MaxPods is --max-pods.
+	MaxPods int32
+	// Labels are the NodeClaim's labels; those a kubelet may not set (see
+	// KubeletCanSetLabel) are left to registration.
+	Labels map[string]string
+	// Taints are registered with the node; the unregistered taint is added
+	// when missing.
+	Taints []corev1.Taint
+	// Kubelet is the AKSNodeClass's kubelet configuration (nil: defaults).
+	Kubelet *v1beta1.KubeletConfiguration
+}
+
+// Variable is one environment variable of the node's provisioning.
+type Variable struct{ Name, Value string }
+
+var bootstrapTokenRE = regexp.MustCompile(`^[a-z0-9]{6}\.[a-z0-9]{16}$`)
+
+// Variables are the node provisioning environment, in the order the
+// script sets them.
+func (b NodeBootstrap) Variables() ([]Variable, error) {
+	if err := b.Cluster.Validate(); err != nil {
+		return nil, NewInvalidRequestError("%v", err)
+	}
+	if !bootstrapTokenRE.MatchString(b.Token) {
+		return nil, NewInvalidRequestError("node bootstrap: the TLS bootstrap token is not of the form [a-z0-9]{6}.[a-z0-9]{16}")
+	}
+	for _, f := range []struct{ name, val string }{
+		{"SubscriptionID", b.SubscriptionID}, {"ResourceGroup", b.ResourceGroup}, {"Location", b.Location},
+		{"SubnetID", b.SubnetID}, {"AdminUsername", b.AdminUsername},
+	} {
+		if f.val == "" {
+			return nil, NewInvalidRequestError("node bootstrap: %s is required", f.name)
+		}
+	}
+	subnet, err := parseSubnetID(b.SubnetID)
+	if err != nil {
+		return nil, err
+	}
+	arch := b.Architecture
+	if arch == "" {
+		arch = "amd64"
+	}
+	if arch != "amd64" && arch != "arm64" {
+		return nil, NewInvalidRequestError("node bootstrap: architecture %q is not amd64 or arm64", arch)
+	}
+	if b.MaxPods <= 0 {
+		return nil, NewInvalidRequestError("node bootstrap: max pods %d must be positive", b.MaxPods)
+	}
+	kv, _ := kubernetesVersion(b.Cluster.KubernetesVersion) // validated above
+	c := b.Cluster
+	flags, err := b.kubeletFlags(kv)
+	if err != nil {
+		return nil, err
+	}
+	labels := b.nodeLabels(subnet.name, kv)
+	credProvider := fmt.Sprintf("%s/cloud-provider-azure/v%s/binaries/azure-acr-credential-provider-linux-%s-v%s.tar.gz",
+		aksMirror, credentialProviderVersion(kv), arch, credentialProviderVersion(kv))
+	b64 := func(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) }
+	return []Variable{
+		{"ADMINUSER", b.AdminUsername},
+		{"TENANT_ID", c.TenantID},
+		{"KUBERNETES_VERSION", c.KubernetesVersion},
+		{"KUBE_BINARY_URL", fmt.Sprintf("%s/kubernetes/v%s/binaries/kubernetes-node-linux-%s.tar.gz", aksMirror, c.KubernetesVersion, arch)},
+		{"CREDENTIAL_PROVIDER_DOWNLOAD_URL", credProvider},
+		{"SUBSCRIPTION_ID", b.SubscriptionID},
+		{"RESOURCE_GROUP", b.ResourceGroup},
+		{"LOCATION", b.Location},
+		{"VM_TYPE", "standard"},
+		{"SUBNET", subnet.name},
+		{"VIRTUAL_NETWORK", subnet.vnet},
+		{"VIRTUAL_NETWORK_RESOURCE_GROUP", subnet.resourceGroup},
+		{"SERVICE_PRINCIPAL_CLIENT_ID", "msi"},
+		{"SERVICE_PRINCIPAL_FILE_CONTENT", b64("msi")},
+		{"USER_ASSIGNED_IDENTITY_ID", c.KubeletIdentityClientID},
+		{"USE_MANAGED_IDENTITY_EXTENSION", "true"},
+		{"USE_INSTANCE_METADATA", "true"},
+		{"LOAD_BALANCER_SKU", "Standard"},
+		{"EXCLUDE_MASTER_FROM_STANDARD_LB", "true"},
+		{"MAXIMUM_LOADBALANCER_RULE_COUNT", "250"},
+		{"NETWORK_PLUGIN", c.NetworkPlugin},
+		{"NETWORK_POLICY", c.NetworkPolicy},
+		{"VNET_CNI_PLUGINS_URL", fmt.Sprintf("%s/azure-cni/v1.4.32/binaries/azure-vnet-cni-linux-%s-v1.4.32.tgz", aksMirror, arch)},
+		{"CNI_PLUGINS_URL", fmt.Sprintf("%s/cni-plugins/v1.1.1/binaries/cni-plugins-linux-%s-v1.1.1.tgz", aksMirror, arch)},
+		{"CONTAINER_RUNTIME", "containerd"},
+		{"CLI_TOOL", "ctr"},
+		{"NEEDS_CONTAINERD", "true"},
+		{"NEEDS_CGROUPV2", "true"},
+		{"CONTAINERD_CONFIG_CONTENT", b64(containerdConfig)},
+		{"API_SERVER_NAME", c.APIServerFQDN},
+		{"IS_VHD", "true"},
+		{"GPU_NODE", "false"},
+		{"CONFIG_GPU_DRIVER_IF_NEEDED", "false"},
+		{"TARGET_CLOUD", "AzurePublicCloud"},
+		{"TARGET_ENVIRONMENT", "AzurePublicCloud"},
+		{"IS_CUSTOM_CLOUD", "false"},
+		{"CSE_HELPERS_FILEPATH", "/opt/azure/containers/provision_source.sh"},
+		{"CSE_DISTRO_HELPERS_FILEPATH", "/opt/azure/containers/provision_source_distro.sh"},
+		{"CSE_INSTALL_FILEPATH", "/opt/azure/containers/provision_installs.sh"},
+		{"CSE_DISTRO_INSTALL_FILEPATH", "/opt/azure/containers/provision_installs_distro.sh"},
+		{"CSE_CONFIG_FILEPATH", "/opt/azure/containers/provision_configs.sh"},
+		{"CUSTOM_SEARCH_DOMAIN_FILEPATH", "/opt/azure/containers/setup-custom-search-domains.sh"},
+		{"OUTBOUND_COMMAND", "curl -v --insecure --proxy-insecure https://mcr.microsoft.com/v2/"},
+		{"ENABLE_TLS_BOOTSTRAPPING", "true"},
+		{"ENABLE_SECURE_TLS_BOOTSTRAPPING", "false"},
+		{"TLS_BOOTSTRAP_TOKEN", b.Token},
+		{"KUBE_CA_CRT", base64.StdEncoding.EncodeToString(c.ClusterCAPEM)},
+		{"KUBELET_FLAGS", flags},
+		{"KUBELET_NODE_LABELS", labels},
+		{"KUBELET_CONFIG_FILE_ENABLED", "false"},
+		{"SYSCTL_CONTENT", b64(sysctlConfig)},
+		{"ENABLE_UNATTENDED_UPGRADES", "false"},
+		{"SHOULD_CONFIGURE_HTTP_PROXY", "false"},
+		{"SHOULD_CONFIGURE_CUSTOM_CA_TRUST", "false"},
+		{"IPV6_DUAL_STACK_ENABLED", "false"},
+		{"DISABLE_SSH", "false"},
+		{"MCR_REPOSITORY_BASE", "mcr.microsoft.com"},
+	}, nil
+}
+
+// CustomData renders the provisioning script, base64-encoded as
+// osProfile.customData takes it. The result holds the bootstrap token:
+// never log it.
+func (b NodeBootstrap) CustomData() (string, error) {
+	vars, err := b.Variables()
+	if err != nil {
+		return "", err
+	}
+	var s strings.Builder
+	s.WriteString(scriptHeader)
+	for _, v := range vars {
+		fmt.Fprintf(&s, "%s=%s\n", v.Name, shellQuote(v.Value))
+	}
+	s.WriteString(scriptFooter)
+	return base64.StdEncoding.EncodeToString([]byte(s.String())), nil
+}
+
+// The script exports every variable to the provisioning scripts, marks the
+// manifest the image's wait loop looks for, waits (up to 20 minutes) for the
+// image's provision.sh to be complete, then starts the provisioning.
+const (
+	aksMirror    = "https://acs-mirror.azureedge.net"
+	scriptHeader = `#!/bin/bash
+# Node provisioning environment for the AKS node image, written by karpfunc.
+set -o allexport
+echo '#EOF' >> /opt/azure/manifest.json
+mkdir -p /var/log/azure/Microsoft.Azure.Extensions.CustomScript/events
+echo "$(date),$(hostname)" > /var/log/azure/cluster-provision-cse-output.log
+for i in $(seq 1 1200); do
+  grep -Fq "EOF" /opt/azure/containers/provision.sh && break
+  if [ "$i" -eq 1200 ]; then exit 100; else sleep 1; fi
+done
+`
+	scriptFooter = `/usr/bin/nohup /bin/bash -c "/bin/bash /opt/azure/containers/provision_start.sh"
+`
+	containerdConfig = `version = 2
+oom_score = 0
+[plugins."io.containerd.grpc.v1.cri"]
+  sandbox_image = "mcr.microsoft.com/oss/kubernetes/pause:3.6"
+  [plugins."io.containerd.grpc.v1.cri".containerd]
+    default_runtime_name = "runc"
+    [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
+      runtime_type = "io.containerd.runc.v2"
+    [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
+      BinaryName = "/usr/bin/runc"
+      SystemdCgroup = true
+  [plugins."io.containerd.grpc.v1.cri".registry]
+    config_path = "/etc/containerd/certs.d"
+  [plugins."io.containerd.grpc.v1.cri".registry.headers]
+    X-Meta-Source-Client = ["azure/aks"]
+[metrics]
+  address = "0.0.0.0:10257"
+`
+	sysctlConfig = `net.ipv4.tcp_retries2=8
+net.core.message_burst=80
+net.core.message_cost=40
+net.core.somaxconn=16384
+net.ipv4.tcp_max_syn_backlog=16384
+net.ipv4.neigh.default.gc_thresh1=4096
+net.ipv4.neigh.default.gc_thresh2=8192
+net.ipv4.neigh.default.gc_thresh3=16384
+`
+)
+
+// shellQuote double-quotes v for bash, escaping what bash expands inside
+// double quotes.
+func shellQuote(v string) string {
+	r := strings.NewReplacer(`\`, `\\`, `"`, `\"`, "$", `\$`, "`", "\\`")
+	return `"` + r.Replace(v) + `"`
+}
+
+// credentialProviderVersion is the out-of-tree ACR credential provider
+// release for a Kubernetes minor (one per cloud-provider-azure release).
+func credentialProviderVersion(kv *version.Version) string {
+	switch kv.Minor() {
+	case 30:
+		return "1.30.12"
+	case 31:
+		return "1.31.6"
+	case 32:
+		return "1.32.5"
+	default:
+		return "1.33.0"
+	}
+}
+
+// kubeletFlags are the flags AKS runs its kubelets with, the node's pod
+// limit, taints and cluster DNS, and the AKSNodeClass's kubelet settings;
+// "--name=value" joined by spaces, sorted by name.
+func (b NodeBootstrap) kubeletFlags(kv *version.Version) (string, error) {
+	f := map[string]string{
+		"--address":                           "0.0.0.0",
+		"--anonymous-auth":                    "false",
+		"--authentication-token-webhook":      "true",
+		"--authorization-mode":                "Webhook",
+		"--cgroups-per-qos":                   "true",
+		"--client-ca-file":                    "/etc/kubernetes/certs/ca.crt",
+		"--cloud-provider":                    "external",
+		"--cluster-dns":                       b.Cluster.DNSServiceIP,
+		"--cluster-domain":                    "cluster.local",
+		"--enforce-node-allocatable":          "pods",
+		"--event-qps":                         "0",
+		"--eviction-hard":                     "memory.available<750Mi,nodefs.available<10%,nodefs.inodesFree<5%",
+		"--image-gc-high-threshold":           "85",
+		"--image-gc-low-threshold":            "80",
+		"--image-credential-provider-config":  "/var/lib/kubelet/credential-provider-config.yaml",
+		"--image-credential-provider-bin-dir": "/var/lib/kubelet/credential-provider",
+		"--kubeconfig":                        "/var/lib/kubelet/kubeconfig",
+		"--max-pods":                          strconv.Itoa(int(b.MaxPods)),
+		"--node-status-update-frequency":      "10s",
+		"--pod-manifest-path":                 "/etc/kubernetes/manifests",
+		"--pod-max-pids":                      "-1",
+		"--protect-kernel-defaults":           "true",
+		"--read-only-port":                    "0",
+		"--resolv-conf":                       "/run/systemd/resolve/resolv.conf",
+		"--rotate-certificates":               "true",
+		"--streaming-connection-idle-timeout": "4h",
+		"--tls-cert-file":                     "/etc/kubernetes/certs/kubeletserver.crt",
+		"--tls-private-key-file":              "/etc/kubernetes/certs/kubeletserver.key",
+		"--tls-cipher-suites": "TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256,TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256," +
+			"TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305,TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384,TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305," +
+			"TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384,TLS_RSA_WITH_AES_256_GCM_SHA384,TLS_RSA_WITH_AES_128_GCM_SHA256",
+	}
+	if kv.Minor() < 34 {
+		f["--cloud-config"] = "/etc/kubernetes/azure.json"
+	}
+	if kv.Minor() < 35 {
+		f["--pod-infra-container-image"] = "mcr.microsoft.com/oss/kubernetes/pause:3.6"
+	}
+	taints, err := registerTaints(b.Taints)
+	if err != nil {
+		return "", err
+	}
+	f["--register-with-taints"] = taints
+	if k := b.Kubelet; k != nil {
+		if k.CPUManagerPolicy != "" {
+			f["--cpu-manager-policy"] = k.CPUManagerPolicy
+		}
+		if k.CPUCFSQuota != nil {
+			f["--cpu-cfs-quota"] = strconv.FormatBool(*k.CPUCFSQuota)
+		}
+		if k.CPUCFSQuotaPeriod.Duration > 0 {
+			f["--cpu-cfs-quota-period"] = k.CPUCFSQuotaPeriod.Duration.String()
+		}
+		if k.ImageGCHighThresholdPercent != nil {
+			f["--image-gc-high-threshold"] = strconv.Itoa(int(*k.ImageGCHighThresholdPercent))
+		}
+		if k.ImageGCLowThresholdPercent != nil {
+			f["--image-gc-low-threshold"] = strconv.Itoa(int(*k.ImageGCLowThresholdPercent))
+		}
+		if k.TopologyManagerPolicy != "" {
+			f["--topology-manager-policy"] = k.TopologyManagerPolicy
+		}
+		if len(k.AllowedUnsafeSysctls) > 0 {
+			f["--allowed-unsafe-sysctls"] = strings.Join(k.AllowedUnsafeSysctls, ",")
+		}
+		if k.ContainerLogMaxSize != "" {
+			f["--container-log-max-size"] = k.ContainerLogMaxSize
+		}
+		if k.ContainerLogMaxFiles != nil {
+			f["--container-log-max-files"] = strconv.Itoa(int(*k.ContainerLogMaxFiles))
+		}
+		if k.PodPidsLimit != nil {
+			f["--pod-max-pids"] = strconv.FormatInt(*k.PodPidsLimit, 10)
+		}
+	}
+	names := make([]string, 0, len(f))
+	for k, v := range f {
+		if strings.ContainsAny(v, " \t\n") {
+			return "", NewInvalidRequestError("node bootstrap: kubelet flag %s=%q contains white space", k, v)
+		}
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	parts := make([]string, len(names))
+	for i, k := range names {
+		parts[i] = k + "=" + f[k]
+	}
+	return strings.Join(parts, " "), nil
+}
+
+// registerTaints is --register-with-taints: the taints in order, the
+// unregistered taint appended when missing, each key=value:Effect.
+func registerTaints(taints []corev1.Taint) (string, error) {
+	all := append([]corev1.Taint{}, taints...)
+	found := false
+	for i := range all {
+		if all[i].MatchTaint(&karpv1.UnregisteredNoExecuteTaint) {
+			found = true
+		}
+	}
+	if !found {
+		all = append(all, karpv1.UnregisteredNoExecuteTaint)
+	}
+	parts := make([]string, 0, len(all))
+	for _, t := range all {
+		if t.Key == "" || strings.ContainsAny(t.Key+t.Value, ",:= ") {
+			return "", NewInvalidRequestError("node bootstrap: taint %q cannot be registered by the kubelet (empty key, or , : = or space in key or value)", t.ToString())
+		}
+		switch t.Effect {
+		case corev1.TaintEffectNoSchedule, corev1.TaintEffectPreferNoSchedule, corev1.TaintEffectNoExecute:
+		default:
+			return "", NewInvalidRequestError("node bootstrap: taint %q has effect %q, not NoSchedule, PreferNoSchedule or NoExecute", t.Key, t.Effect)
+		}
+		parts = append(parts, t.ToString())
+	}
+	return strings.Join(parts, ","), nil
+}
+
+// AKS node labels the node image's kubelet registers with.
+const (
+	LabelAKSRole                  = "kubernetes.azure.com/role"
+	LabelAKSCluster               = "kubernetes.azure.com/cluster"
+	LabelAKSMode                  = "kubernetes.azure.com/mode"
+	LabelAKSOSSKU                 = "kubernetes.azure.com/os-sku"
+	LabelAKSKubeletIdentity       = "kubernetes.azure.com/kubelet-identity-client-id"
+	LabelAKSNetworkSubnet         = "kubernetes.azure.com/network-subnet"
+	LabelAKSVNetGUID              = "kubernetes.azure.com/nodenetwork-vnetguid"
+	LabelAKSAzureCNIOverlay       = "kubernetes.azure.com/azure-cni-overlay"
+	LabelAKSPodNetworkType        = "kubernetes.azure.com/podnetwork-type"
+	LabelAKSNetworkStatelessCNI   = "kubernetes.azure.com/network-stateless-cni"
+	LabelAKSEBPFDataplane         = "kubernetes.azure.com/ebpf-dataplane"
+	labelValueAgent, labelValueUs = "agent", "user"
+)
+
+// nodeLabels is KUBELET_NODE_LABELS: AKS's own node labels, overridden by
+// the NodeClaim's, without those the kubelet may not set; "k=v" joined by
+// commas, sorted by key.
+func (b NodeBootstrap) nodeLabels(subnetName string, kv *version.Version) string {
+	c := b.Cluster
+	l := map[string]string{
+		LabelAKSRole:    labelValueAgent,
+		LabelAKSCluster: ClusterLabelValue(b.ResourceGroup),
+		LabelAKSMode:    labelValueUs,
+		LabelAKSOSSKU:   osSKU(b.ImageFamily),
+		// The kubelet registers the taints itself: registration must not
+		// sync them again (they would race with startup taints removed by
+		// then).
+		karpv1.NodeDoNotSyncTaintsLabelKey: "true",
+	}
+	if c.KubeletIdentityClientID != "" {
+		l[LabelAKSKubeletIdentity] = c.KubeletIdentityClientID
+	}
+	if c.NetworkPlugin == NetworkPluginAzure && c.NetworkPluginMode == NetworkPluginModeOver {
+		l[LabelAKSNetworkSubnet] = subnetName
+		l[LabelAKSAzureCNIOverlay] = "true"
+		l[LabelAKSPodNetworkType] = NetworkPluginModeOver
+		l[LabelAKSNetworkStatelessCNI] = strconv.FormatBool(kv.Minor() >= 34)
+		if c.VNetGUID != "" {
+			l[LabelAKSVNetGUID] = c.VNetGUID
+		}
+	}
+	if c.NetworkDataplane == NetworkDataplaneCil {
+		l[LabelAKSEBPFDataplane] = NetworkDataplaneCil
+	}
+	for k, v := range b.Labels {
+		l[k] = v
+	}
+	keys := make([]string, 0, len(l))
+	for k := range l {
+		if KubeletCanSetLabel(k) {
+			keys = append(keys, k)
+		}
+	}
+	sort.Strings(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = k + "=" + l[k]
+	}
+	return strings.Join(parts, ",")
+}
+
+func osSKU(family string) string {
+	if family == v1beta1.ImageFamilyAzureLinux {
+		return "AzureLinux"
+	}
+	return "Ubuntu"
+}
+
+// ClusterLabelValue is the kubernetes.azure.com/cluster label value for a
+// node resource group: parentheses become dashes, at most 63 characters,
+// and a trailing - _ or . is followed (or replaced, at 63) by z.
+func ClusterLabelValue(nodeResourceGroup string) string {
+	v := strings.NewReplacer("(", "-", ")", "-").Replace(nodeResourceGroup)
+	if len(v) > 63 {
+		v = v[:63]
+	}
+	if strings.HasSuffix(v, "-") || strings.HasSuffix(v, "_") || strings.HasSuffix(v, ".") {
+		if len(v) > 62 {
+			return v[:len(v)-1] + "z"
+		}
+		return v + "z"
+	}
+	return v
+}
+
+// kubeletLabels are the labels under kubernetes.io a kubelet may set on its
+// own Node (NodeRestriction's allowlist); kubelet.kubernetes.io/ and
+// node.kubernetes.io/ prefixes are allowed too.
+var kubeletLabels = map[string]bool{
+	corev1.LabelHostname:                true,
+	corev1.LabelTopologyZone:            true,
+	corev1.LabelTopologyRegion:          true,
+	corev1.LabelFailureDomainBetaZone:   true,
+	corev1.LabelFailureDomainBetaRegion: true,
+	corev1.LabelInstanceType:            true,
+	corev1.LabelInstanceTypeStable:      true,
+	corev1.LabelOSStable:                true,
+	corev1.LabelArchStable:              true,
+	"beta.kubernetes.io/os":             true,
+	"beta.kubernetes.io/arch":           true,
+}
+
+// KubeletCanSetLabel reports whether a kubelet may register its Node with
+// label key: the kubelet refuses --node-labels under kubernetes.io or k8s.io
+// off NodeRestriction's allowlist, and NodeRestriction refuses them too.
+// Registration puts such labels on the Node instead.
+func KubeletCanSetLabel(key string) bool {
+	if kubeletLabels[key] {
+		return true
+	}
+	ns, _, ok := strings.Cut(key, "/")
+	if !ok {
+		return true
+	}
+	ns = strings.ToLower(ns)
+	if ns != "kubernetes.io" && !strings.HasSuffix(ns, ".kubernetes.io") && ns != "k8s.io" && !strings.HasSuffix(ns, ".k8s.io") {
+		return true
+	}
+	if strings.HasPrefix(ns, "node-restriction.kubernetes.io") {
+		return false
+	}
+	for _, allowed := range []string{"kubelet.kubernetes.io", "node.kubernetes.io"} {
+		if ns == allowed || strings.HasSuffix(ns, "."+allowed) {
+			return true
+		}
+	}
+	return false
+}
+
+type subnetParts struct{ resourceGroup, vnet, name string }
+
+func parseSubnetID(id string) (subnetParts, error) {
+	p := strings.Split(strings.Trim(id, "/"), "/")
+	if len(p) != 10 || !strings.EqualFold(p[0], "subscriptions") || !strings.EqualFold(p[2], "resourceGroups") ||
+		!strings.EqualFold(p[4], "providers") || !strings.EqualFold(p[5], "Microsoft.Network") ||
+		!strings.EqualFold(p[6], "virtualNetworks") || !strings.EqualFold(p[8], "subnets") {
+		return subnetParts{}, NewInvalidRequestError("node bootstrap: subnet ID %q is not /subscriptions/<sub>/resourceGroups/<rg>/providers/Microsoft.Network/virtualNetworks/<vnet>/subnets/<subnet>", id)
+	}
+	return subnetParts{resourceGroup: p[3], vnet: p[7], name: p[9]}, nil
+}
+
+// ParseCustomData reads back the provisioning environment from customData
+// as the node image sees it: base64 of a bash script, whose NAME="value"
+// lines set the variables. It is for the ARM emulator and tests; the error
+// says what a real node would choke on.
+func ParseCustomData(customData string) (map[string]string, error) {
 	raw, err := base64.StdEncoding.DecodeString(customData)
 	if err != nil {
-		return nil, NewInvalidRequestError("bootstrap customData is not base64: %v", err)
+		return nil, fmt.Errorf("customData is not base64: %v", err)
 	}
-	var b Bootstrap
-	if err := json.Unmarshal(raw, &b); err != nil {
-		return nil, NewInvalidRequestError("bootstrap customData is not a JSON document: %v", err)
+	script := string(raw)
+	if !strings.HasPrefix(script, "#!/bin/bash\n") {
+		return nil, fmt.Errorf("customData is not a bash script (no #!/bin/bash line): cloud-init would not run it")
 	}
-	if b.Version != BootstrapVersion {
-		return nil, NewInvalidRequestError("bootstrap version %q is not supported (want %q)", b.Version, BootstrapVersion)
+	vars := map[string]string{}
+	for i, line := range strings.Split(script, "\n") {
+		name, value, ok := strings.Cut(line, "=")
+		if !ok || !envNameRE.MatchString(name) {
+			continue
+		}
+		v, err := shellUnquote(value)
+		if err != nil {
+			return nil, fmt.Errorf("customData line %d (%s): %v", i+1, name, err)
+		}
+		vars[name] = v
 	}
-	return &b, nil
+	return vars, nil
+}
+
+var envNameRE = regexp.MustCompile(`^[A-Z_][A-Z0-9_]*$`)
+
+func shellUnquote(v string) (string, error) {
+	if !strings.HasPrefix(v, `"`) {
+		if strings.ContainsAny(v, " \t\"'$`\\") {
+			return "", fmt.Errorf("unquoted value %q would be split or expanded by bash", v)
+		}
+		return v, nil
+	}
+	if len(v) < 2 || !strings.HasSuffix(v, `"`) {
+		return "", fmt.Errorf("unterminated double quote")
+	}
+	in := v[1 : len(v)-1]
+	var out strings.Builder
+	for i := 0; i < len(in); i++ {
+		switch ch := in[i]; ch {
+		case '\\':
+			if i+1 < len(in) && strings.IndexByte("\\\"$`", in[i+1]) >= 0 {
+				out.WriteByte(in[i+1])
+				i++
+				continue
+			}
+			out.WriteByte(ch)
+		case '"', '$', '`':
+			return "", fmt.Errorf("unescaped %q inside double quotes", ch)
+		default:
+			out.WriteByte(ch)
+		}
+	}
+	return out.String(), nil
+}
+
+// ParseKubeletFlags splits KUBELET_FLAGS into flag name -> value; every
+// flag must be --name=value.
+func ParseKubeletFlags(s string) (map[string]string, error) {
+	flags := map[string]string{}
+	for _, f := range strings.Fields(s) {
+		name, value, ok := strings.Cut(f, "=")
+		if !ok || !strings.HasPrefix(name, "--") || len(name) < 3 {
+			return nil, fmt.Errorf("kubelet flag %q is not --name=value", f)
+		}
+		flags[name] = value
+	}
+	return flags, nil
+}
+
+// customData renders req's node bootstrap with a fresh-enough token. It runs
+// before any ARM call, so missing settings fail the launch before anything
+// exists in Azure.
+func (l *Launcher) customData(ctx context.Context, req LaunchRequest) (string, error) {
+	if l.opts.Bootstrap == nil || l.opts.BootstrapTokens == nil {
+		return "", NewInvalidRequestError("launch %q: no node bootstrap configured (cluster endpoint, CA, Kubernetes version and a "+
+			"bootstrap token source): a VM launched without it could never join the cluster", req.Name)
+	}
+	token, err := l.opts.BootstrapTokens.Token(ctx)
+	if err != nil {
+		return "", fmt.Errorf("launch %q: getting a TLS bootstrap token: %w", req.Name, err)
+	}
+	maxPods := req.MaxPods
+	if maxPods == 0 {
+		maxPods = v1beta1.DefaultMaxPods
+	}
+	data, err := NodeBootstrap{
+		Cluster:        *l.opts.Bootstrap,
+		SubscriptionID: l.opts.SubscriptionID, ResourceGroup: l.opts.ResourceGroup, Location: l.opts.Location,
+		SubnetID: req.SubnetID, AdminUsername: adminUsername,
+		Architecture: req.Architecture, ImageFamily: req.ImageFamily,
+		Token: token, MaxPods: maxPods, Labels: req.Labels, Taints: req.Taints, Kubelet: req.Kubelet,
+	}.CustomData()
+	if err != nil {
+		return "", fmt.Errorf("launch %q: %w", req.Name, err)
+	}
+	return data, nil
 }

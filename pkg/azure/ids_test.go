@@ -4,8 +4,6 @@ import (
 	"strings"
 	"testing"
 
-	corev1 "k8s.io/api/core/v1"
-
 	"github.com/karpfunc/karpfunc/pkg/azure"
 )
 
@@ -50,48 +48,6 @@ func TestParseProviderID(t *testing.T) {
 			}
 			if err != nil || got != tc.want {
 				t.Fatalf("ParseProviderID = %q, %v; want %q", got, err, tc.want)
-			}
-		})
-	}
-}
-
-func TestBootstrapRoundTrip(t *testing.T) {
-	in := azure.Bootstrap{
-		ClusterName: "c", NodeName: "n", MaxPods: 42,
-		Labels: map[string]string{"a": "b"},
-		Taints: []corev1.Taint{{Key: "k", Value: "v", Effect: corev1.TaintEffectNoSchedule}},
-	}
-	enc, err := azure.EncodeBootstrap(in)
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := azure.DecodeBootstrap(enc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if out.Version != azure.BootstrapVersion || out.ClusterName != "c" || out.NodeName != "n" || out.MaxPods != 42 ||
-		out.Labels["a"] != "b" || len(out.Taints) != 1 || out.Taints[0] != in.Taints[0] {
-		t.Errorf("round trip = %+v", out)
-	}
-}
-
-func TestBootstrapErrors(t *testing.T) {
-	if _, err := azure.EncodeBootstrap(azure.Bootstrap{}); err == nil || !strings.Contains(err.Error(), "cluster name") {
-		t.Errorf("Encode without cluster: %v", err)
-	}
-	if _, err := azure.EncodeBootstrap(azure.Bootstrap{Version: "v0", ClusterName: "c"}); err == nil || !strings.Contains(err.Error(), `"v0"`) {
-		t.Errorf("Encode with wrong version: %v", err)
-	}
-	tests := []struct{ name, data, want string }{
-		{"not base64", "%%%", "not base64"},
-		{"not json", "bm90IGpzb24=", "not a JSON document"},
-		{"other version", "eyJ2ZXJzaW9uIjoidjAifQ==", `version "v0" is not supported`},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			_, err := azure.DecodeBootstrap(tc.data)
-			if err == nil || !strings.Contains(err.Error(), tc.want) || !azure.IsInvalidRequest(err) {
-				t.Errorf("DecodeBootstrap(%q) = %v, want %q", tc.data, err, tc.want)
 			}
 		})
 	}

@@ -20,6 +20,8 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/compute/armcompute/v8"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/karpfunc/karpfunc/pkg/apis/v1beta1"
 )
 
 // Capacity types, spelled like Karpenter's karpenter.sh/capacity-type values.
@@ -74,9 +76,12 @@ type LaunchRequest struct {
 	MaxPods      int32
 	SubnetID     string // default Options.SubnetID
 
-	// Labels and Taints are delivered to the node via the bootstrap data.
-	Labels map[string]string
-	Taints []corev1.Taint
+	// Labels and Taints are delivered to the node via its kubelet flags
+	// (see NodeBootstrap); so is Kubelet, the AKSNodeClass's kubelet
+	// configuration (nil: AKS's defaults).
+	Labels  map[string]string
+	Taints  []corev1.Taint
+	Kubelet *v1beta1.KubeletConfiguration
 	// Tags are extra Azure tags (AKSNodeClass spec.tags).
 	Tags map[string]string
 }
@@ -228,12 +233,16 @@ func (l *Launcher) Create(ctx context.Context, req LaunchRequest) (*Instance, er
 		return nil, wrapARM(err, "getting VM %q", req.Name)
 	}
 
+	customData, err := l.customData(ctx, req)
+	if err != nil {
+		return nil, err
+	}
 	nicID, err := l.ensureNIC(ctx, req)
 	if err != nil {
 		return nil, err
 	}
 
-	vm, err := l.vmFor(req, nicID)
+	vm, err := l.vmFor(req, nicID, customData)
 	if err != nil {
 		return nil, err
 	}
@@ -303,18 +312,8 @@ func (l *Launcher) ensureNIC(ctx context.Context, req LaunchRequest) (string, er
 	return *res.ID, nil
 }
 
-func (l *Launcher) vmFor(req LaunchRequest, nicID string) (armcompute.VirtualMachine, error) {
+func (l *Launcher) vmFor(req LaunchRequest, nicID, customData string) (armcompute.VirtualMachine, error) {
 	image, err := imageID(req.ImageFamily, req.Architecture)
-	if err != nil {
-		return armcompute.VirtualMachine{}, err
-	}
-	customData, err := EncodeBootstrap(Bootstrap{
-		ClusterName: l.opts.ClusterName,
-		NodeName:    req.Name,
-		MaxPods:     req.MaxPods,
-		Labels:      req.Labels,
-		Taints:      req.Taints,
-	})
 	if err != nil {
 		return armcompute.VirtualMachine{}, err
 	}

@@ -66,6 +66,9 @@ func newLauncher(t *testing.T, emu *armemulator.Server, cluster string, mutate .
 	opts := azure.Options{
 		SubscriptionID: testSub, ResourceGroup: testRG, Location: testLocation, ClusterName: cluster,
 		SubnetID: testSubnet, Endpoint: emu.URL(), CACertPEM: emu.CACertPEM(), Token: emu.Token(),
+		Bootstrap: &azure.ClusterBootstrap{APIServerFQDN: "c.hcp.eastus.azmk8s.io", ClusterCAPEM: testCA(t), KubernetesVersion: "1.33.2",
+			NetworkPlugin: "azure", NetworkPluginMode: "overlay", NetworkDataplane: "cilium", DNSServiceIP: "10.0.0.10"},
+		BootstrapTokens: azure.StaticToken(testToken),
 	}
 	for _, m := range mutate {
 		m(&opts)
@@ -142,12 +145,18 @@ func TestLauncherLifecycle(t *testing.T) {
 	if z := vms[0].Zones; len(z) != 1 || *z[0] != "1" {
 		t.Errorf("VM zones = %v, want [1]", z)
 	}
-	boot, err := azure.DecodeBootstrap(*vms[0].Properties.OSProfile.CustomData)
+	boot, err := azure.ParseCustomData(*vms[0].Properties.OSProfile.CustomData)
 	if err != nil {
-		t.Fatalf("DecodeBootstrap: %v", err)
+		t.Fatalf("ParseCustomData: %v", err)
 	}
-	if boot.ClusterName != "cluster-a" || boot.MaxPods != 30 || boot.Labels["team"] != "a" || len(boot.Taints) != 1 || boot.NodeName != "node-a" {
-		t.Errorf("bootstrap = %+v", boot)
+	flags, err := azure.ParseKubeletFlags(boot["KUBELET_FLAGS"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if boot["TLS_BOOTSTRAP_TOKEN"] != testToken || boot["API_SERVER_NAME"] != "c.hcp.eastus.azmk8s.io" || flags["--max-pods"] != "30" ||
+		!strings.Contains(boot["KUBELET_NODE_LABELS"], "team=a") || flags["--register-with-taints"] != "karpenter.sh/unregistered:NoExecute" ||
+		boot["SUBNET"] != "nodes" {
+		t.Errorf("customData = %v", boot)
 	}
 
 	// Idempotent: a replayed Create does not PUT again.
@@ -528,3 +537,32 @@ func TestClassifiersOnOtherErrors(t *testing.T) {
 		t.Error("wrapped QuotaExceeded not classified as quota")
 	}
 }
+
+func TestCreateRefusesWithoutNodeBootstrap(t *testing.T) {
+	emu := startEmulator(t, armemulator.Options{})
+	for _, tc := range []struct {
+		name   string
+		mutate func(*azure.Options)
+		want   string
+	}{
+		{"no bootstrap settings", func(o *azure.Options) { o.Bootstrap = nil }, "no node bootstrap configured"},
+		{"no token source", func(o *azure.Options) { o.BootstrapTokens = nil }, "no node bootstrap configured"},
+		{"token source fails", func(o *azure.Options) { o.BootstrapTokens = failingTokens{} }, "getting a TLS bootstrap token: forbidden"},
+		{"malformed token", func(o *azure.Options) { o.BootstrapTokens = azure.StaticToken("nope") }, "bootstrap token is not of the form"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l := newLauncher(t, emu, "c", tc.mutate)
+			_, err := l.Create(ctx(t), request("node-x"))
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("Create error = %v, want %q", err, tc.want)
+			}
+			if n := len(emu.VMs()) + len(emu.NICs()); n != 0 {
+				t.Errorf("%d resources created before the bootstrap was known to be complete", n)
+			}
+		})
+	}
+}
+
+type failingTokens struct{}
+
+func (failingTokens) Token(context.Context) (string, error) { return "", errors.New("forbidden") }

@@ -1,6 +1,7 @@
 package azure
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"os"
@@ -37,6 +38,13 @@ type Options struct {
 	Token string
 	// HTTPClient replaces the HTTP client; CACertPEM is ignored when set.
 	HTTPClient *http.Client
+
+	// Bootstrap is the cluster side of every node's customData (API server,
+	// CA, Kubernetes version, network); BootstrapTokens hands out the TLS
+	// bootstrap token a node joins with. Create refuses to launch a VM
+	// without both: it could never join.
+	Bootstrap       *ClusterBootstrap
+	BootstrapTokens TokenSource
 
 	// SSHPublicKey is the admin public key for the node VMs. Azure requires
 	// one for Linux VMs with password authentication disabled.
@@ -99,6 +107,20 @@ func OptionsFromEnv() (Options, error) {
 	return o, nil
 }
 
+// TokenSource hands out a TLS bootstrap token ("<id>.<secret>") that stays
+// valid long enough for a VM launched now to join; *bootstraptoken.Manager
+// implements it.
+type TokenSource interface {
+	Token(ctx context.Context) (string, error)
+}
+
+// StaticToken is a TokenSource that always hands out the same token: one an
+// operator manages, or a test's.
+type StaticToken string
+
+// Token returns the token.
+func (t StaticToken) Token(context.Context) (string, error) { return string(t), nil }
+
 func (o *Options) validate() error {
 	for _, f := range []struct{ name, val string }{
 		{"SubscriptionID", o.SubscriptionID},
@@ -108,6 +130,11 @@ func (o *Options) validate() error {
 	} {
 		if f.val == "" {
 			return fmt.Errorf("azure options: %s is required", f.name)
+		}
+	}
+	if o.Bootstrap != nil {
+		if err := o.Bootstrap.Validate(); err != nil {
+			return fmt.Errorf("azure options: %w", err)
 		}
 	}
 	if o.Endpoint != "" && !strings.HasPrefix(o.Endpoint, "https://") {

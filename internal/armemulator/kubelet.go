@@ -1,0 +1,142 @@
+package armemulator
+
+import (
+	"crypto/x509"
+	"encoding/base64"
+	"encoding/pem"
+	"fmt"
+	"strconv"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/version"
+
+	"github.com/karpfunc/karpfunc/pkg/azure"
+)
+
+// provisioning is what a booted VM's node image makes of its customData:
+// the kubelet's connection to the API server and its registration.
+type provisioning struct {
+	apiServer string // host name, reached on :443
+	caPEM     []byte
+	token     string
+	version   string // v1.33.2
+	maxPods   int32
+	labels    map[string]string
+	taints    []corev1.Taint
+}
+
+// provision reads customData the way the AKS node image's provisioning
+// scripts do, and refuses what they (or the kubelet they start) would choke
+// on; the error is the reason the node never joins.
+func provision(customData string) (*provisioning, error) {
+	if customData == "" {
+		return nil, fmt.Errorf("no customData: the node image has no provisioning environment, so no kubelet starts")
+	}
+	vars, err := azure.ParseCustomData(customData)
+	if err != nil {
+		return nil, err
+	}
+	for _, name := range []string{"API_SERVER_NAME", "KUBE_CA_CRT", "KUBERNETES_VERSION", "KUBELET_FLAGS", "NETWORK_PLUGIN"} {
+		if vars[name] == "" {
+			return nil, fmt.Errorf("provisioning variable %s is not set", name)
+		}
+	}
+	p := &provisioning{apiServer: vars["API_SERVER_NAME"]}
+	if strings.ContainsAny(p.apiServer, "/: ") {
+		return nil, fmt.Errorf("API_SERVER_NAME %q is not a host name", p.apiServer)
+	}
+	if vars["ENABLE_TLS_BOOTSTRAPPING"] != "true" || vars["TLS_BOOTSTRAP_TOKEN"] == "" {
+		return nil, fmt.Errorf("no kubelet credentials: ENABLE_TLS_BOOTSTRAPPING=%q and TLS_BOOTSTRAP_TOKEN empty=%v (the emulated node image only joins by TLS bootstrapping)",
+			vars["ENABLE_TLS_BOOTSTRAPPING"], vars["TLS_BOOTSTRAP_TOKEN"] == "")
+	}
+	p.token = vars["TLS_BOOTSTRAP_TOKEN"]
+	if p.caPEM, err = base64.StdEncoding.DecodeString(vars["KUBE_CA_CRT"]); err != nil {
+		return nil, fmt.Errorf("KUBE_CA_CRT is not base64: %v", err)
+	}
+	if b, _ := pem.Decode(p.caPEM); b == nil || b.Type != "CERTIFICATE" {
+		return nil, fmt.Errorf("KUBE_CA_CRT is not a PEM certificate")
+	} else if _, err := x509.ParseCertificate(b.Bytes); err != nil {
+		return nil, fmt.Errorf("KUBE_CA_CRT: %v", err)
+	}
+	v, err := version.ParseSemantic(vars["KUBERNETES_VERSION"])
+	if err != nil {
+		return nil, fmt.Errorf("KUBERNETES_VERSION %q: %v (no kubelet binary to install)", vars["KUBERNETES_VERSION"], err)
+	}
+	p.version = "v" + v.String()
+	switch vars["NETWORK_PLUGIN"] {
+	case "azure", "none", "kubenet":
+	default:
+		return nil, fmt.Errorf("NETWORK_PLUGIN %q is not azure, none or kubenet", vars["NETWORK_PLUGIN"])
+	}
+	flags, err := azure.ParseKubeletFlags(vars["KUBELET_FLAGS"])
+	if err != nil {
+		return nil, fmt.Errorf("KUBELET_FLAGS: %v", err)
+	}
+	if flags["--kubeconfig"] == "" {
+		return nil, fmt.Errorf("KUBELET_FLAGS has no --kubeconfig: the kubelet would not know where to write its credentials")
+	}
+	if mp, ok := flags["--max-pods"]; ok {
+		n, err := strconv.ParseInt(mp, 10, 32)
+		if err != nil || n <= 0 {
+			return nil, fmt.Errorf("kubelet refuses --max-pods=%q", mp)
+		}
+		p.maxPods = int32(n)
+	} else {
+		p.maxPods = 110 // the kubelet's default
+	}
+	if p.taints, err = parseTaints(flags["--register-with-taints"]); err != nil {
+		return nil, err
+	}
+	if p.labels, err = parseNodeLabels(vars["KUBELET_NODE_LABELS"]); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// parseTaints reads --register-with-taints: key[=value]:Effect, comma separated.
+func parseTaints(s string) ([]corev1.Taint, error) {
+	var out []corev1.Taint
+	if s == "" {
+		return nil, nil
+	}
+	for _, spec := range strings.Split(s, ",") {
+		kv, effect, ok := strings.Cut(spec, ":")
+		key, value, _ := strings.Cut(kv, "=")
+		switch corev1.TaintEffect(effect) {
+		case corev1.TaintEffectNoSchedule, corev1.TaintEffectPreferNoSchedule, corev1.TaintEffectNoExecute:
+		default:
+			ok = false
+		}
+		if !ok || key == "" {
+			return nil, fmt.Errorf("kubelet refuses --register-with-taints entry %q (want key[=value]:NoSchedule|PreferNoSchedule|NoExecute)", spec)
+		}
+		out = append(out, corev1.Taint{Key: key, Value: value, Effect: corev1.TaintEffect(effect)})
+	}
+	return out, nil
+}
+
+// parseNodeLabels reads KUBELET_NODE_LABELS (--node-labels): k=v, comma
+// separated. The kubelet refuses to start with labels under kubernetes.io or
+// k8s.io off NodeRestriction's allowlist.
+func parseNodeLabels(s string) (map[string]string, error) {
+	out := map[string]string{}
+	if s == "" {
+		return out, nil
+	}
+	var refused []string
+	for _, kv := range strings.Split(s, ",") {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			return nil, fmt.Errorf("kubelet refuses --node-labels entry %q (want key=value)", kv)
+		}
+		if !azure.KubeletCanSetLabel(k) {
+			refused = append(refused, k)
+		}
+		out[k] = v
+	}
+	if len(refused) > 0 {
+		return nil, fmt.Errorf("kubelet refuses to start: unknown 'kubernetes.io' or 'k8s.io' labels specified with --node-labels: %v", refused)
+	}
+	return out, nil
+}
