@@ -3,15 +3,19 @@ package main
 import (
 	"fmt"
 	"log/slog"
+	"os"
 	"sync"
 	"time"
 
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/karpfunc/karpfunc/pkg/apis"
 	"github.com/karpfunc/karpfunc/pkg/azure"
+	"github.com/karpfunc/karpfunc/pkg/bootstraptoken"
 	"github.com/karpfunc/karpfunc/pkg/bus"
 	"github.com/karpfunc/karpfunc/pkg/catalog"
 	"github.com/karpfunc/karpfunc/pkg/lifecycle"
@@ -77,6 +81,13 @@ func (d *dependencies) get() (*provisioning.Provisioner, *lifecycle.Controller, 
 	if err != nil {
 		return nil, nil, err
 	}
+	regTTL, err := d.duration(EnvRegistrationTTL, lifecycle.DefaultRegistrationTTL)
+	if err != nil {
+		return nil, nil, err
+	}
+	if azOpts.Bootstrap, azOpts.BootstrapTokens, err = nodeBootstrap(restConfig, kube, d.getenv, regTTL, d.log); err != nil {
+		return nil, nil, err
+	}
 	launcher, err := azure.NewLauncher(azOpts)
 	if err != nil {
 		return nil, nil, err
@@ -89,10 +100,6 @@ func (d *dependencies) get() (*provisioning.Provisioner, *lifecycle.Controller, 
 	}
 	if err != nil {
 		return nil, nil, fmt.Errorf("loading the instance-type catalog: %w", err)
-	}
-	regTTL, err := d.duration(EnvRegistrationTTL, lifecycle.DefaultRegistrationTTL)
-	if err != nil {
-		return nil, nil, err
 	}
 	gcGrace, err := d.duration(EnvGCGracePeriod, lifecycle.DefaultGCGracePeriod)
 	if err != nil {
@@ -128,4 +135,36 @@ func (d *dependencies) duration(name string, def time.Duration) (time.Duration, 
 		return 0, fmt.Errorf("app setting %s=%q is not a positive Go duration (e.g. 15m, 90s)", name, v)
 	}
 	return dur, nil
+}
+
+// nodeBootstrap is what every launched VM needs to join: the cluster side
+// of its customData (app settings, the API server's CA and version) and
+// karpfunc's own TLS bootstrap tokens, valid for longer than a VM may take
+// to register.
+func nodeBootstrap(restConfig *rest.Config, kube client.Client, getenv func(string) string, regTTL time.Duration, log *slog.Logger) (*azure.ClusterBootstrap, azure.TokenSource, error) {
+	ca := restConfig.CAData
+	if len(ca) == 0 && restConfig.CAFile != "" {
+		var err error
+		if ca, err = os.ReadFile(restConfig.CAFile); err != nil {
+			return nil, nil, fmt.Errorf("reading the cluster CA %s: %w", restConfig.CAFile, err)
+		}
+	}
+	disco, err := discovery.NewDiscoveryClientForConfig(restConfig)
+	if err != nil {
+		return nil, nil, fmt.Errorf("building the discovery client: %w", err)
+	}
+	v, err := disco.ServerVersion()
+	if err != nil {
+		return nil, nil, fmt.Errorf("reading the API server's version (nodes run the same kubelet version): %w", err)
+	}
+	cb, err := azure.ClusterBootstrapFromEnv(getenv, ca, v.GitVersion)
+	if err != nil {
+		return nil, nil, err
+	}
+	minValid := max(bootstraptoken.DefaultMinValid, regTTL+15*time.Minute)
+	tokens, err := bootstraptoken.New(bootstraptoken.Options{Kube: kube, MinValidity: minValid, TTL: minValid + time.Hour, Logger: log})
+	if err != nil {
+		return nil, nil, err
+	}
+	return &cb, tokens, nil
 }

@@ -172,7 +172,9 @@ func Start(ctx context.Context, opts Options) (env *Env, err error) {
 	cat := env.Catalog
 	env.ARM, err = armemulator.Start(ctx, armemulator.Options{
 		SubscriptionIDs: []string{SubscriptionID}, OpDelay: opts.OpDelay, BootDelay: opts.BootDelay,
-		Kube:   env.ControlPlane.RESTConfig(),
+		Kube: env.ControlPlane.RESTConfig(),
+		// The VNet resolves the API server's FQDN to the local API server.
+		DNS:    map[string]string{env.ControlPlane.APIServerFQDN(): env.ControlPlane.APIServerAddr()},
 		Logger: slog.New(slog.NewTextHandler(logw, &slog.HandlerOptions{Level: slog.LevelInfo})).With("component", "arm-emulator"),
 		NodeResources: func(sku string, maxPods int32) (corev1.ResourceList, corev1.ResourceList, string, bool) {
 			it, ok := cat.Get(sku)
@@ -205,6 +207,10 @@ func Start(ctx context.Context, opts Options) (env *Env, err error) {
 		azure.EnvEndpoint+"="+env.ARM.URL(),
 		azure.EnvCAFile+"="+caFile,
 		azure.EnvToken+"="+env.ARM.Token(),
+		// Nodes reach the API server by its FQDN, as on AKS; the cluster DNS
+		// service sits at .10 of the service range.
+		azure.EnvClusterEndpoint+"=https://"+env.ControlPlane.APIServerFQDN()+":443",
+		azure.EnvDNSServiceIP+"="+ClusterDNSIP,
 	)
 	env.Host, err = funchost.Start(ctx, funchost.Options{
 		AppRoot: opts.RepoRoot, FunctionsDir: "functions", Executable: filepath.Join(dir, "handler"),
@@ -257,6 +263,9 @@ func (e *Env) KillRelay() error {
 	_ = e.relay.Wait()
 	return e.startRelay()
 }
+
+// ClusterDNSIP is the cluster DNS service address in the local service range.
+const ClusterDNSIP = "10.96.0.10"
 
 // SubnetID is the node subnet the local NodeClaims use.
 func SubnetID() string {

@@ -88,7 +88,13 @@ func ARM(t testing.TB) (*armemulator.Server, *azure.Launcher) {
 	t.Cleanup(func() { _ = arm.Close() })
 	l, err := azure.NewLauncher(azure.Options{SubscriptionID: SubscriptionID, ResourceGroup: ResourceGroup,
 		Location: Location, ClusterName: ClusterName, SubnetID: SubnetID(),
-		Endpoint: arm.URL(), CACertPEM: arm.CACertPEM(), Token: arm.Token(), PollFrequency: time.Second})
+		Endpoint: arm.URL(), CACertPEM: arm.CACertPEM(), Token: arm.Token(), PollFrequency: time.Second,
+		// No cluster joins: the customData is rendered as in production,
+		// with the emulator's certificate standing in for a cluster CA.
+		Bootstrap: &azure.ClusterBootstrap{APIServerFQDN: "test-dns.hcp.eastus.azmk8s.io", ClusterCAPEM: arm.CACertPEM(),
+			KubernetesVersion: "1.33.2", NetworkPlugin: azure.NetworkPluginAzure, NetworkPluginMode: azure.NetworkPluginModeOver,
+			NetworkDataplane: azure.NetworkDataplaneCil, DNSServiceIP: azure.DefaultDNSServiceIP},
+		BootstrapTokens: azure.StaticToken("test00.0000000000000000")})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -191,7 +191,7 @@ func (p *Provisioner) launchRequest(nc *karpv1.NodeClaim, spec v1beta1.AKSNodeCl
 		Name: nc.Name, NodePool: nc.Labels[karpv1.NodePoolLabelKey], NodeClaim: nc.Name,
 		InstanceType: it.Name, Zone: off.Zone, CapacityType: off.CapacityType,
 		ImageFamily: *spec.ImageFamily, OSDiskSizeGB: *spec.OSDiskSizeGB, MaxPods: *spec.MaxPods,
-		Labels: nodeLabels, Taints: taints, Tags: spec.Tags,
+		Labels: nodeLabels, Taints: taints, Kubelet: spec.Kubelet, Tags: spec.Tags,
 	}
 	if spec.VNETSubnetID != nil {
 		req.SubnetID = *spec.VNETSubnetID
