@@ -14,8 +14,10 @@ import (
 
 	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
@@ -168,6 +170,24 @@ rules:
 		}
 		if pods := node.Status.Capacity[corev1.ResourcePods]; pods.Value() != 30 {
 			t.Errorf("pod capacity %s, want --max-pods=30", pods.String())
+		}
+	})
+
+	t.Run("NodeRestriction limits a node to its own Node and allowed labels", func(t *testing.T) {
+		cfg := cp.RESTConfig()
+		cfg.Impersonate = rest.ImpersonationConfig{UserName: "system:node:join-good", Groups: []string{"system:nodes", "system:authenticated"}}
+		asNode := testenv.Client(t, cfg)
+		other := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "someone-else"}}
+		if err := asNode.Create(ctx, other); !apierrors.IsForbidden(err) {
+			t.Errorf("system:node:join-good creating Node someone-else: %v, want Forbidden", err)
+		}
+		own := &corev1.Node{}
+		if err := asNode.Get(ctx, client.ObjectKey{Name: "join-good"}, own); err != nil {
+			t.Fatal(err)
+		}
+		own.Labels["example.kubernetes.io/restricted"] = "x"
+		if err := asNode.Update(ctx, own); !apierrors.IsForbidden(err) {
+			t.Errorf("system:node:join-good setting a kubernetes.io label off the allowlist: %v, want Forbidden", err)
 		}
 	})
 
