@@ -159,7 +159,15 @@ func (m *Manager) Token(ctx context.Context) (string, error) {
 	defer m.mu.Unlock()
 	now := m.opts.Clock.Now()
 	if t := m.cached; t != nil && t.expires.Sub(now) >= m.opts.MinValidity {
-		return t.id + "." + t.secret, nil
+		// One GET: the Secret may have been deleted (revoked) meanwhile.
+		err := m.opts.Kube.Get(ctx, client.ObjectKey{Namespace: Namespace, Name: SecretPrefix + t.id}, &corev1.Secret{})
+		if err == nil {
+			return t.id + "." + t.secret, nil
+		}
+		if !apierrors.IsNotFound(err) {
+			return "", &Error{fmt.Errorf("reading bootstrap token Secret %s/%s: %w", Namespace, SecretPrefix+t.id, err)}
+		}
+		m.opts.Logger.Info("bootstrap token Secret was deleted; replacing it", "tokenID", t.id)
 	}
 	m.cached = nil
 	best, err := m.sweep(ctx, now)

@@ -150,6 +150,24 @@ func TestManager(t *testing.T) {
 		}
 	})
 
+	t.Run("a revoked (deleted) token is replaced", func(t *testing.T) {
+		before, err := m.Token(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: "bootstrap-token-" + bootstraptoken.ID(before)}}
+		if err := kube.Delete(ctx, s); err != nil {
+			t.Fatal(err)
+		}
+		after, err := m.Token(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if after == before {
+			t.Error("the Manager handed out a token whose Secret is gone")
+		}
+	})
+
 	t.Run("no token secret in the logs", func(t *testing.T) {
 		for _, tok := range []string{first, second} {
 			if secret := strings.SplitN(tok, ".", 2)[1]; strings.Contains(logs.String(), secret) {
