@@ -1,0 +1,135 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// managedCluster is the part of an AKS managedClusters resource (ARM JSON)
+// the preprovision check reads.
+type managedCluster struct {
+	ID         string `json:"id"`
+	Location   string `json:"location"`
+	Properties struct {
+		NodeResourceGroup string `json:"nodeResourceGroup"`
+		EnableRBAC        *bool  `json:"enableRBAC"`
+		OIDCIssuerProfile *struct {
+			Enabled   bool   `json:"enabled"`
+			IssuerURL string `json:"issuerURL"`
+		} `json:"oidcIssuerProfile"`
+		SecurityProfile *struct {
+			WorkloadIdentity *struct {
+				Enabled bool `json:"enabled"`
+			} `json:"workloadIdentity"`
+		} `json:"securityProfile"`
+		NodeProvisioningProfile *struct {
+			Mode string `json:"mode"`
+		} `json:"nodeProvisioningProfile"`
+		AADProfile *struct {
+			Managed bool `json:"managed"`
+		} `json:"aadProfile"`
+		AgentPoolProfiles []struct {
+			Name         string `json:"name"`
+			Mode         string `json:"mode"`
+			VnetSubnetID string `json:"vnetSubnetID"`
+		} `json:"agentPoolProfiles"`
+	} `json:"properties"`
+}
+
+// clusterFacts are what the template needs from the cluster; the hook writes
+// them into the azd environment.
+type clusterFacts struct {
+	Location          string
+	NodeResourceGroup string
+	OIDCIssuerURL     string
+	// SubnetID is the node pools' subnet; empty when the cluster uses the
+	// AKS-managed VNet (then it is looked up in the node resource group).
+	SubnetID string
+}
+
+// ClusterError is a cluster that karpfunc cannot run on as it is; the message
+// says what to change.
+type ClusterError struct{ error }
+
+func (e ClusterError) Unwrap() error { return e.error }
+
+// checkCluster decides whether karpfunc can be installed on the cluster
+// described by raw (the managedClusters GET body). It reports every problem
+// at once, each with the command that fixes it. ref names the cluster in
+// messages ("-g <rg> -n <name>").
+func checkCluster(raw []byte, ref string) (clusterFacts, error) {
+	var mc managedCluster
+	if err := json.Unmarshal(raw, &mc); err != nil {
+		return clusterFacts{}, fmt.Errorf("decoding the AKS cluster %s: %w", ref, err)
+	}
+	p := mc.Properties
+	var problems []string
+	if p.OIDCIssuerProfile == nil || !p.OIDCIssuerProfile.Enabled || p.OIDCIssuerProfile.IssuerURL == "" {
+		problems = append(problems, "the OIDC issuer is off; the relay's workload identity needs it: az aks update "+ref+" --enable-oidc-issuer")
+	}
+	if p.SecurityProfile == nil || p.SecurityProfile.WorkloadIdentity == nil || !p.SecurityProfile.WorkloadIdentity.Enabled {
+		problems = append(problems, "workload identity is off; the relay authenticates to Service Bus with it: az aks update "+ref+" --enable-workload-identity")
+	}
+	if p.NodeProvisioningProfile != nil && strings.EqualFold(p.NodeProvisioningProfile.Mode, "Auto") {
+		problems = append(problems, "node auto-provisioning (NAP) is on; NAP and karpfunc would both launch nodes for the same NodePools: az aks update "+ref+" --node-provisioning-mode Manual (after removing NAP's NodePools)")
+	}
+	if p.EnableRBAC != nil && !*p.EnableRBAC {
+		problems = append(problems, "Kubernetes RBAC is off; karpfunc's permissions in the cluster are RBAC rules, and RBAC cannot be enabled on an existing cluster: use a cluster created with RBAC")
+	}
+	if p.AADProfile == nil || !p.AADProfile.Managed {
+		problems = append(problems, "Microsoft Entra ID integration is off; the Functions identity signs in to the API server with it: az aks update "+ref+" --enable-aad")
+	}
+	if p.NodeResourceGroup == "" {
+		problems = append(problems, "the cluster reports no node resource group")
+	}
+	if len(problems) > 0 {
+		return clusterFacts{}, ClusterError{errors.New("AKS cluster " + ref + " is not ready for karpfunc:\n  - " + strings.Join(problems, "\n  - "))}
+	}
+	f := clusterFacts{Location: mc.Location, NodeResourceGroup: p.NodeResourceGroup, OIDCIssuerURL: p.OIDCIssuerProfile.IssuerURL}
+	// karpfunc's nodes join the system pool's subnet, as the first nodes did.
+	for _, pool := range p.AgentPoolProfiles {
+		if pool.VnetSubnetID != "" && (f.SubnetID == "" || strings.EqualFold(pool.Mode, "System")) {
+			f.SubnetID = pool.VnetSubnetID
+			if strings.EqualFold(pool.Mode, "System") {
+				break
+			}
+		}
+	}
+	return f, nil
+}
+
+// virtualNetworkList is an ARM list of virtualNetworks.
+type virtualNetworkList struct {
+	Value []struct {
+		ID         string `json:"id"`
+		Name       string `json:"name"`
+		Properties struct {
+			Subnets []struct {
+				ID   string `json:"id"`
+				Name string `json:"name"`
+			} `json:"subnets"`
+		} `json:"properties"`
+	} `json:"value"`
+}
+
+// managedSubnet finds the AKS-managed VNet's node subnet (aks-vnet-*/aks-subnet)
+// in the node resource group's VNet list.
+func managedSubnet(raw []byte, nodeResourceGroup string) (string, error) {
+	var l virtualNetworkList
+	if err := json.Unmarshal(raw, &l); err != nil {
+		return "", fmt.Errorf("decoding the virtual networks of %s: %w", nodeResourceGroup, err)
+	}
+	for _, v := range l.Value {
+		if !strings.HasPrefix(v.Name, "aks-vnet-") {
+			continue
+		}
+		for _, s := range v.Properties.Subnets {
+			if s.Name == "aks-subnet" {
+				return s.ID, nil
+			}
+		}
+	}
+	return "", ClusterError{fmt.Errorf("the node pools name no subnet and resource group %s holds no AKS-managed VNet (aks-vnet-*/aks-subnet): set the node subnet with azd env set AZURE_AKS_NODE_SUBNET_ID <subnet resource ID>", nodeResourceGroup)}
+}

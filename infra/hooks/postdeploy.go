@@ -1,0 +1,183 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"helm.sh/helm/v3/pkg/action"
+	"helm.sh/helm/v3/pkg/chart/loader"
+	"helm.sh/helm/v3/pkg/storage/driver"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+// Outputs of infra/main.bicep (azd writes them into the environment) and
+// optional settings the postdeploy hook reads.
+const (
+	envServiceBus          = "AZURE_SERVICEBUS_NAMESPACE"
+	envRelayClientID       = "KARPFUNC_RELAY_CLIENT_ID"
+	envFunctionsPrincipal  = "KARPFUNC_FUNCTIONS_PRINCIPAL_ID"
+	envNamespace           = "KARPFUNC_NAMESPACE"
+	envRelayServiceAccount = "KARPFUNC_RELAY_SERVICE_ACCOUNT"
+	// envRelayImage overrides the chart's relay image (repository:tag), for
+	// an image pushed from `make image` to your own registry.
+	envRelayImage = "KARPFUNC_RELAY_IMAGE"
+)
+
+const (
+	releaseName = "karpfunc"
+	chartPath   = "relay/chart"
+	// aksServerScope is the Entra ID application of AKS-managed Entra ID
+	// integration: tokens for it sign in to any such cluster's API server.
+	aksServerScope = "6dae42f8-4368-4678-94ff-3960e28e3630/.default"
+)
+
+// postdeployOutputs lists the values postdeploy needs from the environment.
+var postdeployOutputs = []string{envSubscription, envClusterName, envClusterGroup, envServiceBus,
+	envRelayClientID, envFunctionsPrincipal, envNamespace, envRelayServiceAccount}
+
+// chartValues builds the chart's values from the provisioned outputs.
+func chartValues(env map[string]string, image string) (map[string]any, error) {
+	v := map[string]any{
+		"clusterName": env[envClusterName],
+		"serviceBus": map[string]any{
+			"namespace": env[envServiceBus],
+			"clientId":  env[envRelayClientID],
+		},
+		"serviceAccount": map[string]any{"name": env[envRelayServiceAccount]},
+		"functions":      map[string]any{"principalId": env[envFunctionsPrincipal]},
+	}
+	if image = strings.TrimSpace(image); image != "" {
+		repo, tag, err := splitImage(image)
+		if err != nil {
+			return nil, err
+		}
+		v["image"] = map[string]any{"repository": repo, "tag": tag}
+	}
+	return v, nil
+}
+
+// splitImage splits repository:tag; a registry port is not a tag.
+func splitImage(ref string) (string, string, error) {
+	i := strings.LastIndex(ref, ":")
+	if i < 0 || strings.Contains(ref[i:], "/") || i == len(ref)-1 {
+		return "", "", fmt.Errorf("%s=%q: want <registry>/<repository>:<tag>", envRelayImage, ref)
+	}
+	return ref[:i], ref[i+1:], nil
+}
+
+func postdeploy(ctx context.Context, getenv func(string) string) error {
+	env, err := required(getenv, postdeployOutputs...)
+	if err != nil {
+		return fmt.Errorf("%w\n(these are outputs of infra/main.bicep: run azd provision first)", err)
+	}
+	values, err := chartValues(env, getenv(envRelayImage))
+	if err != nil {
+		return err
+	}
+	arm, err := newARM()
+	if err != nil {
+		return err
+	}
+	getter, cleanup, err := clusterAccess(ctx, arm, env)
+	if err != nil {
+		return err
+	}
+	defer cleanup()
+	chrt, err := loader.Load(chartPath)
+	if err != nil {
+		return fmt.Errorf("loading the chart (run azd from the repository root): %w", err)
+	}
+	cfg := new(action.Configuration)
+	logf := func(format string, v ...any) { fmt.Fprintf(os.Stderr, "helm: "+format+"\n", v...) }
+	if err := cfg.Init(getter, env[envNamespace], "secret", logf); err != nil {
+		return fmt.Errorf("helm: %w", err)
+	}
+	if _, err := action.NewHistory(cfg).Run(releaseName); errors.Is(err, driver.ErrReleaseNotFound) {
+		in := action.NewInstall(cfg)
+		in.ReleaseName, in.Namespace, in.CreateNamespace = releaseName, env[envNamespace], true
+		in.Wait, in.Timeout = true, 5*time.Minute
+		_, err = in.RunWithContext(ctx, chrt, values)
+		if err != nil {
+			return fmt.Errorf("helm install %s: %w", releaseName, err)
+		}
+	} else if err != nil {
+		return fmt.Errorf("helm history %s: %w", releaseName, err)
+	} else {
+		up := action.NewUpgrade(cfg)
+		up.Namespace, up.Wait, up.Timeout = env[envNamespace], true, 5*time.Minute
+		if _, err := up.RunWithContext(ctx, releaseName, chrt, values); err != nil {
+			return fmt.Errorf("helm upgrade %s: %w", releaseName, err)
+		}
+	}
+	fmt.Fprintf(os.Stderr, "karpfunc: relay installed in namespace %s of cluster %s\n", env[envNamespace], env[envClusterName])
+	return nil
+}
+
+// clusterAccess signs in to the cluster's API server as the person running
+// azd: the server address and CA come from the cluster user kubeconfig, the
+// bearer token from Entra ID (no kubelogin needed). Installing CRDs and RBAC
+// needs cluster-admin rights in the cluster.
+func clusterAccess(ctx context.Context, arm *armClient, env map[string]string) (genericclioptions.RESTClientGetter, func(), error) {
+	path := "/subscriptions/" + env[envSubscription] + "/resourceGroups/" + env[envClusterGroup] +
+		"/providers/Microsoft.ContainerService/managedClusters/" + env[envClusterName] +
+		"/listClusterUserCredential?api-version=" + aksAPIVersion
+	body, status, err := arm.do(ctx, http.MethodPost, path)
+	if err != nil {
+		return nil, nil, err
+	}
+	if status != http.StatusOK {
+		return nil, nil, fmt.Errorf("listing the cluster user credential of %s: HTTP %d: %s", env[envClusterName], status, body)
+	}
+	var creds struct {
+		Kubeconfigs []struct {
+			Value []byte `json:"value"`
+		} `json:"kubeconfigs"`
+	}
+	if err := json.Unmarshal(body, &creds); err != nil || len(creds.Kubeconfigs) == 0 {
+		return nil, nil, fmt.Errorf("the cluster user credential of %s holds no kubeconfig (%v)", env[envClusterName], err)
+	}
+	kc, err := clientcmd.Load(creds.Kubeconfigs[0].Value)
+	if err != nil {
+		return nil, nil, fmt.Errorf("decoding the cluster user kubeconfig: %w", err)
+	}
+	ctxName := kc.CurrentContext
+	kctx, ok := kc.Contexts[ctxName]
+	if !ok {
+		return nil, nil, fmt.Errorf("the cluster user kubeconfig has no current context")
+	}
+	cluster, ok := kc.Clusters[kctx.Cluster]
+	if !ok {
+		return nil, nil, fmt.Errorf("the cluster user kubeconfig has no cluster %q", kctx.Cluster)
+	}
+	tok, err := arm.token(ctx, aksServerScope)
+	if err != nil {
+		return nil, nil, err
+	}
+	dir, err := os.MkdirTemp("", "karpfunc-hook-")
+	if err != nil {
+		return nil, nil, err
+	}
+	cleanup := func() { _ = os.RemoveAll(dir) }
+	caFile := filepath.Join(dir, "ca.crt")
+	if err := os.WriteFile(caFile, cluster.CertificateAuthorityData, 0o600); err != nil {
+		cleanup()
+		return nil, nil, err
+	}
+	flags := genericclioptions.NewConfigFlags(false)
+	empty := filepath.Join(dir, "kubeconfig") // ignore the user's own kubeconfig
+	if err := os.WriteFile(empty, []byte("apiVersion: v1\nkind: Config\n"), 0o600); err != nil {
+		cleanup()
+		return nil, nil, err
+	}
+	ns := env[envNamespace]
+	flags.KubeConfig, flags.APIServer, flags.CAFile, flags.BearerToken, flags.Namespace = &empty, &cluster.Server, &caFile, &tok, &ns
+	return flags, cleanup, nil
+}

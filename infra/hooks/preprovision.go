@@ -1,0 +1,117 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/rsa"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"strings"
+
+	"golang.org/x/crypto/ssh"
+)
+
+// Environment values the preprovision hook reads and writes.
+const (
+	envSubscription      = "AZURE_SUBSCRIPTION_ID"
+	envClusterName       = "AZURE_AKS_CLUSTER_NAME"
+	envClusterGroup      = "AZURE_AKS_RESOURCE_GROUP"
+	envNodeResourceGroup = "AZURE_AKS_NODE_RESOURCE_GROUP"
+	envClusterLocation   = "AZURE_AKS_LOCATION"
+	envNodeSubnetID      = "AZURE_AKS_NODE_SUBNET_ID"
+	envOIDCIssuerURL     = "AZURE_AKS_OIDC_ISSUER_URL"
+	envSSHPublicKey      = "KARPFUNC_NODE_SSH_PUBLIC_KEY"
+)
+
+const aksAPIVersion = "2024-09-01"
+
+func preprovision(ctx context.Context, getenv func(string) string) error {
+	env, err := required(getenv, envSubscription, envClusterName, envClusterGroup)
+	if err != nil {
+		return err
+	}
+	arm, err := newARM()
+	if err != nil {
+		return err
+	}
+	ref := "-g " + env[envClusterGroup] + " -n " + env[envClusterName]
+	clusterPath := "/subscriptions/" + env[envSubscription] + "/resourceGroups/" + env[envClusterGroup] +
+		"/providers/Microsoft.ContainerService/managedClusters/" + env[envClusterName]
+	body, status, err := arm.do(ctx, http.MethodGet, clusterPath+"?api-version="+aksAPIVersion)
+	if err != nil {
+		return err
+	}
+	if status == http.StatusNotFound {
+		return fmt.Errorf("AKS cluster %s not found in subscription %s: check %s and %s (azd env set ...), and that %s is the cluster's subscription",
+			env[envClusterName], env[envSubscription], envClusterName, envClusterGroup, envSubscription)
+	}
+	if status != http.StatusOK {
+		return fmt.Errorf("reading AKS cluster %s: HTTP %d: %s", ref, status, body)
+	}
+	facts, err := checkCluster(body, ref)
+	if err != nil {
+		return err
+	}
+	subnet := strings.TrimSpace(getenv(envNodeSubnetID))
+	if subnet == "" {
+		subnet = facts.SubnetID
+	}
+	if subnet == "" {
+		vnets, status, err := arm.do(ctx, http.MethodGet, "/subscriptions/"+env[envSubscription]+"/resourceGroups/"+
+			facts.NodeResourceGroup+"/providers/Microsoft.Network/virtualNetworks?api-version=2024-05-01")
+		if err != nil {
+			return err
+		}
+		if status != http.StatusOK {
+			return fmt.Errorf("listing the virtual networks of %s: HTTP %d: %s", facts.NodeResourceGroup, status, vnets)
+		}
+		if subnet, err = managedSubnet(vnets, facts.NodeResourceGroup); err != nil {
+			return err
+		}
+	}
+	set := [][2]string{
+		{envNodeResourceGroup, facts.NodeResourceGroup},
+		{envClusterLocation, facts.Location},
+		{envNodeSubnetID, subnet},
+		{envOIDCIssuerURL, facts.OIDCIssuerURL},
+	}
+	if strings.TrimSpace(getenv(envSSHPublicKey)) == "" {
+		key, err := newSSHPublicKey()
+		if err != nil {
+			return err
+		}
+		set = append(set, [2]string{envSSHPublicKey, key})
+	}
+	for _, kv := range set {
+		if err := azdEnvSet(ctx, kv[0], kv[1]); err != nil {
+			return err
+		}
+	}
+	fmt.Fprintf(os.Stderr, "karpfunc: AKS cluster %s is ready (node resource group %s, subnet %s)\n", ref, facts.NodeResourceGroup, subnet)
+	return nil
+}
+
+// newSSHPublicKey makes the node VMs' admin key. Azure requires one for
+// Linux VMs; the private half is discarded, so no one can SSH to the nodes
+// with it (use az vm user update to add access when debugging).
+func newSSHPublicKey() (string, error) {
+	k, err := rsa.GenerateKey(rand.Reader, 3072)
+	if err != nil {
+		return "", fmt.Errorf("generating the node SSH key: %w", err)
+	}
+	pub, err := ssh.NewPublicKey(&k.PublicKey)
+	if err != nil {
+		return "", fmt.Errorf("encoding the node SSH key: %w", err)
+	}
+	return strings.TrimSpace(string(ssh.MarshalAuthorizedKey(pub))), nil
+}
+
+func azdEnvSet(ctx context.Context, key, value string) error {
+	out, err := exec.CommandContext(ctx, "azd", "env", "set", key, value).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("azd env set %s: %w: %s", key, err, out)
+	}
+	return nil
+}

@@ -1,0 +1,214 @@
+// karpfunc on an existing AKS cluster: `azd up` provisions this template.
+//
+// Subscription scope, because karpfunc's own resources live in a new resource
+// group while its role assignments land where the cluster's resources are:
+// the node resource group (VMs, NICs), the node subnet (join) and the cluster
+// itself (user credential). The preprovision hook (infra/hooks/azdcheck)
+// checks the cluster and fills the AZURE_AKS_* values this template reads.
+targetScope = 'subscription'
+
+@minLength(1)
+@maxLength(64)
+@description('azd environment name; names the resource group and seeds unique resource names.')
+param environmentName string
+
+@minLength(1)
+@description('Region for karpfunc\'s own resources (Function App, Service Bus, storage, monitoring).')
+param location string
+
+@minLength(1)
+@description('Name of the existing AKS cluster karpfunc scales.')
+param aksClusterName string
+
+@minLength(1)
+@description('Resource group of the existing AKS cluster.')
+param aksResourceGroupName string
+
+@minLength(1)
+@description('The cluster\'s node resource group (MC_...), where karpfunc creates VMs and NICs. Set by the preprovision hook.')
+param aksNodeResourceGroupName string
+
+@minLength(1)
+@description('Region of the AKS cluster; node VMs are created there. Set by the preprovision hook.')
+param aksLocation string
+
+@minLength(1)
+@description('Resource ID of the subnet node NICs join. Set by the preprovision hook.')
+param aksNodeSubnetId string
+
+@minLength(1)
+@description('The cluster\'s OIDC issuer URL, for the relay\'s workload identity federation. Set by the preprovision hook.')
+param aksOidcIssuerUrl string
+
+@minLength(1)
+@description('SSH public key installed on node VMs (Azure requires one for Linux VMs). The preprovision hook generates one when unset.')
+param nodeSshPublicKey string
+
+@minLength(1)
+@maxLength(63)
+@description('Kubernetes namespace of the relay (and of karpfunc\'s state objects).')
+param karpfuncNamespace string = 'karpfunc-system'
+
+@minLength(1)
+@maxLength(253)
+@description('ServiceAccount the relay runs as; the federated credential\'s subject.')
+param relayServiceAccountName string = 'karpfunc-relay'
+
+@description('Upper bound on Function App instances (Flex Consumption).')
+@minValue(1)
+@maxValue(1000)
+param maximumInstanceCount int = 40
+
+var tags = { 'azd-env-name': environmentName, 'app.kubernetes.io/part-of': 'karpfunc' }
+var token = toLower(uniqueString(subscription().id, environmentName, location))
+
+resource rg 'Microsoft.Resources/resourceGroups@2024-03-01' = {
+  name: 'rg-${environmentName}'
+  location: location
+  tags: tags
+}
+
+module identities 'modules/identities.bicep' = {
+  name: 'karpfunc-identities'
+  scope: rg
+  params: {
+    location: location
+    tags: tags
+    token: token
+    oidcIssuerUrl: aksOidcIssuerUrl
+    relaySubject: 'system:serviceaccount:${karpfuncNamespace}:${relayServiceAccountName}'
+  }
+}
+
+module monitoring 'modules/monitoring.bicep' = {
+  name: 'karpfunc-monitoring'
+  scope: rg
+  params: {
+    location: location
+    tags: tags
+    token: token
+    functionsPrincipalId: identities.outputs.functionsPrincipalId
+  }
+}
+
+module storage 'modules/storage.bicep' = {
+  name: 'karpfunc-storage'
+  scope: rg
+  params: {
+    location: location
+    tags: tags
+    token: token
+    functionsPrincipalId: identities.outputs.functionsPrincipalId
+  }
+}
+
+module serviceBus 'modules/servicebus.bicep' = {
+  name: 'karpfunc-servicebus'
+  scope: rg
+  params: {
+    location: location
+    tags: tags
+    token: token
+    functionsPrincipalId: identities.outputs.functionsPrincipalId
+    relayPrincipalId: identities.outputs.relayPrincipalId
+    eventGridPrincipalId: identities.outputs.eventGridPrincipalId
+  }
+}
+
+module events 'modules/eventgrid.bicep' = {
+  name: 'karpfunc-eventgrid'
+  scope: rg
+  params: {
+    tags: tags
+    token: token
+    eventGridIdentityId: identities.outputs.eventGridIdentityId
+    interruptionQueueId: serviceBus.outputs.interruptionQueueId
+    nodeResourceGroupId: '${subscription().id}/resourceGroups/${aksNodeResourceGroupName}'
+  }
+}
+
+module functionApp 'modules/functionapp.bicep' = {
+  name: 'karpfunc-functionapp'
+  scope: rg
+  params: {
+    location: location
+    tags: tags
+    token: token
+    maximumInstanceCount: maximumInstanceCount
+    identityId: identities.outputs.functionsIdentityId
+    identityClientId: identities.outputs.functionsClientId
+    storageAccountName: storage.outputs.accountName
+    deploymentContainerName: storage.outputs.deploymentContainerName
+    applicationInsightsName: monitoring.outputs.applicationInsightsName
+    serviceBusFqdn: serviceBus.outputs.fullyQualifiedNamespace
+    queues: serviceBus.outputs.queueNames
+    clusterName: aksClusterName
+    clusterLocation: aksLocation
+    nodeResourceGroupName: aksNodeResourceGroupName
+    nodeSubnetId: aksNodeSubnetId
+    nodeSshPublicKey: nodeSshPublicKey
+    karpfuncNamespace: karpfuncNamespace
+  }
+}
+
+// What the Functions identity may do where the cluster's resources are.
+module nodeAccess 'modules/node-access.bicep' = {
+  name: 'karpfunc-node-access'
+  scope: resourceGroup(aksNodeResourceGroupName)
+  params: {
+    functionsPrincipalId: identities.outputs.functionsPrincipalId
+  }
+}
+
+module subnetAccess 'modules/subnet-access.bicep' = {
+  name: 'karpfunc-subnet-access'
+  scope: resourceGroup(split(aksNodeSubnetId, '/')[2], split(aksNodeSubnetId, '/')[4])
+  params: {
+    subnetId: aksNodeSubnetId
+    functionsPrincipalId: identities.outputs.functionsPrincipalId
+    roleDefinitionId: subnetJoinRole.id
+  }
+}
+
+// Least privilege for the node subnet: join and read, nothing else.
+resource subnetJoinRole 'Microsoft.Authorization/roleDefinitions@2022-04-01' = {
+  name: guid(subscription().id, 'karpfunc-subnet-join')
+  properties: {
+    roleName: 'karpfunc node subnet join (${subscription().subscriptionId})'
+    description: 'Lets karpfunc attach node NICs to the AKS node subnet.'
+    type: 'CustomRole'
+    assignableScopes: [subscription().id]
+    permissions: [
+      {
+        actions: [
+          'Microsoft.Network/virtualNetworks/subnets/read'
+          'Microsoft.Network/virtualNetworks/subnets/join/action'
+        ]
+        notActions: []
+        dataActions: []
+        notDataActions: []
+      }
+    ]
+  }
+}
+
+module clusterAccess 'modules/cluster-access.bicep' = {
+  name: 'karpfunc-cluster-access'
+  scope: resourceGroup(aksResourceGroupName)
+  params: {
+    clusterName: aksClusterName
+    functionsPrincipalId: identities.outputs.functionsPrincipalId
+  }
+}
+
+// Read by azd (AZURE_*, SERVICE_*) and by infra/hooks (helm install values).
+output AZURE_RESOURCE_GROUP string = rg.name
+output AZURE_FUNCTION_APP_NAME string = functionApp.outputs.name
+output SERVICE_FUNCTIONS_NAME string = functionApp.outputs.name
+output AZURE_SERVICEBUS_NAMESPACE string = serviceBus.outputs.fullyQualifiedNamespace
+output KARPFUNC_RELAY_CLIENT_ID string = identities.outputs.relayClientId
+output KARPFUNC_FUNCTIONS_CLIENT_ID string = identities.outputs.functionsClientId
+output KARPFUNC_FUNCTIONS_PRINCIPAL_ID string = identities.outputs.functionsPrincipalId
+output KARPFUNC_NAMESPACE string = karpfuncNamespace
+output KARPFUNC_RELAY_SERVICE_ACCOUNT string = relayServiceAccountName
+output APPLICATIONINSIGHTS_NAME string = monitoring.outputs.applicationInsightsName

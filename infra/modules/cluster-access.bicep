@@ -1,0 +1,21 @@
+// The Functions identity reaches the cluster's API server as itself: it may
+// fetch the cluster user kubeconfig (API server address and CA), and the
+// Kubernetes RBAC installed by the chart says what it may do inside.
+param clusterName string
+param functionsPrincipalId string
+
+var aksClusterUserRole = '4abbcc35-e782-43d8-92c5-2d3f1bd2253f'
+
+resource cluster 'Microsoft.ContainerService/managedClusters@2024-09-01' existing = {
+  name: clusterName
+}
+
+resource clusterUser 'Microsoft.Authorization/roleAssignments@2022-04-01' = {
+  name: guid(cluster.id, functionsPrincipalId, aksClusterUserRole)
+  scope: cluster
+  properties: {
+    roleDefinitionId: subscriptionResourceId('Microsoft.Authorization/roleDefinitions', aksClusterUserRole)
+    principalId: functionsPrincipalId
+    principalType: 'ServicePrincipal'
+  }
+}

@@ -1,0 +1,115 @@
+// The Function App on Flex Consumption running the Go custom handler
+// (runtime custom 1.0). Every connection is identity-based through the one
+// user-assigned Functions identity; no app setting holds a key.
+param location string
+param tags object
+param token string
+param maximumInstanceCount int
+param identityId string
+param identityClientId string
+param storageAccountName string
+param deploymentContainerName string
+param applicationInsightsName string
+param serviceBusFqdn string
+@description('Queue names by role: provision, lifecycle, interruption.')
+param queues object
+param clusterName string
+param clusterLocation string
+param nodeResourceGroupName string
+param nodeSubnetId string
+param nodeSshPublicKey string
+param karpfuncNamespace string
+
+resource account 'Microsoft.Storage/storageAccounts@2023-05-01' existing = {
+  name: storageAccountName
+}
+
+resource appInsights 'Microsoft.Insights/components@2020-02-02' existing = {
+  name: applicationInsightsName
+}
+
+resource plan 'Microsoft.Web/serverfarms@2024-04-01' = {
+  name: 'plan-karpfunc-${token}'
+  location: location
+  tags: tags
+  kind: 'functionapp'
+  sku: { name: 'FC1', tier: 'FlexConsumption' }
+  properties: { reserved: true }
+}
+
+resource site 'Microsoft.Web/sites@2024-04-01' = {
+  name: 'func-karpfunc-${token}'
+  location: location
+  // azd finds the service's target by this tag (azure.yaml services.functions).
+  tags: union(tags, { 'azd-service-name': 'functions' })
+  kind: 'functionapp,linux'
+  identity: {
+    type: 'UserAssigned'
+    userAssignedIdentities: { '${identityId}': {} }
+  }
+  properties: {
+    serverFarmId: plan.id
+    httpsOnly: true
+    functionAppConfig: {
+      deployment: {
+        storage: {
+          type: 'blobContainer'
+          value: '${account.properties.primaryEndpoints.blob}${deploymentContainerName}'
+          authentication: {
+            type: 'UserAssignedIdentity'
+            userAssignedIdentityResourceId: identityId
+          }
+        }
+      }
+      scaleAndConcurrency: {
+        instanceMemoryMB: 2048
+        maximumInstanceCount: maximumInstanceCount
+      }
+      runtime: { name: 'custom', version: '1.0' }
+    }
+    siteConfig: {
+      minTlsVersion: '1.2'
+    }
+  }
+}
+
+// The app settings, grouped by who reads them. infra/infra_test.go checks
+// that every setting here is read by the handler, the Functions host or the
+// Azure SDK, and that every setting the handler reads is here.
+resource settings 'Microsoft.Web/sites/config@2024-04-01' = {
+  parent: site
+  name: 'appsettings'
+  properties: {
+    // Functions host: storage and telemetry as the Functions identity.
+    AzureWebJobsStorage__accountName: account.name
+    AzureWebJobsStorage__credential: 'managedidentity'
+    AzureWebJobsStorage__clientId: identityClientId
+    APPLICATIONINSIGHTS_CONNECTION_STRING: appInsights.properties.ConnectionString
+    APPLICATIONINSIGHTS_AUTHENTICATION_STRING: 'ClientId=${identityClientId};Authorization=AAD'
+    // Service Bus triggers (function.json "connection": "ServiceBusConnection")
+    // and the handler's own publisher (pkg/bus FromEnv).
+    ServiceBusConnection__fullyQualifiedNamespace: serviceBusFqdn
+    ServiceBusConnection__credential: 'managedidentity'
+    ServiceBusConnection__clientId: identityClientId
+    // Queue names the function.json bindings resolve (%PROVISION_QUEUE%...).
+    PROVISION_QUEUE: queues.provision
+    LIFECYCLE_QUEUE: queues.lifecycle
+    INTERRUPTION_QUEUE: queues.interruption
+    // azidentity's DefaultAzureCredential: which user-assigned identity.
+    AZURE_CLIENT_ID: identityClientId
+    // The cluster and where its nodes go (pkg/azure OptionsFromEnv).
+    AZURE_SUBSCRIPTION_ID: subscription().subscriptionId
+    AZURE_NODE_RESOURCE_GROUP: nodeResourceGroupName
+    AZURE_LOCATION: clusterLocation
+    AZURE_SUBNET_ID: nodeSubnetId
+    AZURE_SSH_PUBLIC_KEY: nodeSshPublicKey
+    KARPFUNC_CLUSTER_NAME: clusterName
+    // The handler's tuning (functions/config.go), at their defaults.
+    KARPFUNC_NAMESPACE: karpfuncNamespace
+    KARPFUNC_LOG_LEVEL: 'INFO'
+    KARPFUNC_REGISTRATION_TTL: '15m'
+    KARPFUNC_GC_GRACE_PERIOD: '2m'
+  }
+}
+
+output name string = site.name
