@@ -5,8 +5,10 @@ BIN := $(CURDIR)/bin
 # Handler binary for the Functions package: Linux amd64 (Flex Consumption).
 PACKAGE_GOOS ?= linux
 PACKAGE_GOARCH ?= amd64
+# The relay image's tag: the chart's appVersion.
+RELAY_VERSION := $(shell sed -n 's/^appVersion: *"\{0,1\}\([^"]*\)"\{0,1\}/\1/p' relay/chart/Chart.yaml)
 
-.PHONY: all tools build demo test unit e2e soak bench package generate vet clean
+.PHONY: all tools build demo test unit e2e soak bench package image generate vet clean
 
 all: build
 
@@ -45,17 +47,25 @@ soak: tools
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./pkg/...
 
-## package: the Functions app zip (host.json, function folders, handler)
+## package: the Functions app as azd deploys it: dist/app (host.json, function folders,
+## Linux handler) and the same tree zipped as dist/karpfunc-functions.zip
 package:
-	@rm -rf dist/app && mkdir -p dist/app
+	@rm -rf dist/app dist/karpfunc-functions.zip && mkdir -p dist/app
 	GOOS=$(PACKAGE_GOOS) GOARCH=$(PACKAGE_GOARCH) CGO_ENABLED=0 $(GO) build -trimpath -o dist/app/handler ./functions
 	cp host.json dist/app/
 	for f in functions/*/function.json; do d=$$(basename $$(dirname $$f)); mkdir -p dist/app/$$d; cp $$f dist/app/$$d/; done
-	cd dist/app && zip -qr ../karpfunc-functions.zip . 2>/dev/null || (cd dist/app && tar czf ../karpfunc-functions.tar.gz .)
-	@ls -la dist
+	$(GO) run ./hack/zipdir dist/app dist/karpfunc-functions.zip
+	@ls -la dist dist/app
 
+## image: the relay's multi-platform container image as an OCI layout tarball, without Docker
+## (IMAGE_PUSH=registry/repo:tag also pushes it with ~/.docker/config.json credentials)
+image:
+	$(GO) run ./hack/image -out dist/relay-image.tar -tag $(RELAY_VERSION) $(if $(IMAGE_PUSH),-push $(IMAGE_PUSH))
+
+## generate: deepcopy and CRDs (controller-gen), and the CRDs copied into the relay chart
 generate:
 	$(GO) generate ./pkg/...
+	$(GO) run ./hack/chartcrds relay/chart/crds
 
 vet:
 	$(GO) vet ./...

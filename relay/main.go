@@ -23,6 +23,10 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
 
+	// The relay image has no base layer and so no CA bundle: use these
+	// roots when the system has none (Service Bus, Entra ID over TLS).
+	_ "golang.org/x/crypto/x509roots/fallback"
+
 	"github.com/karpfunc/karpfunc/pkg/bus"
 	"github.com/karpfunc/karpfunc/relay/internal/watch"
 )

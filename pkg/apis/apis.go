@@ -53,3 +53,13 @@ func CRDs() ([]*apiextensionsv1.CustomResourceDefinition, error) {
 	}
 	return out, nil
 }
+
+// CRDFiles are the same CRDs as YAML exactly as shipped, by file name: what
+// `make generate` copies into the relay chart's crds/ directory.
+func CRDFiles() map[string][]byte {
+	return map[string][]byte{
+		"karpenter.sh_nodepools.yaml":             karpenterapis.NodePoolCRD,
+		"karpenter.sh_nodeclaims.yaml":            karpenterapis.NodeClaimCRD,
+		"karpenter.azure.com_aksnodeclasses.yaml": aksNodeClassCRD,
+	}
+}
