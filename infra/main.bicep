@@ -207,7 +207,6 @@ output AZURE_FUNCTION_APP_NAME string = functionApp.outputs.name
 output SERVICE_FUNCTIONS_NAME string = functionApp.outputs.name
 output AZURE_SERVICEBUS_NAMESPACE string = serviceBus.outputs.fullyQualifiedNamespace
 output KARPFUNC_RELAY_CLIENT_ID string = identities.outputs.relayClientId
-output KARPFUNC_FUNCTIONS_CLIENT_ID string = identities.outputs.functionsClientId
 output KARPFUNC_FUNCTIONS_PRINCIPAL_ID string = identities.outputs.functionsPrincipalId
 output KARPFUNC_NAMESPACE string = karpfuncNamespace
 output KARPFUNC_RELAY_SERVICE_ACCOUNT string = relayServiceAccountName
