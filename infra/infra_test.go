@@ -118,7 +118,7 @@ func topKeys(body string) []string {
 func TestEveryParamIsUsed(t *testing.T) {
 	for _, f := range allFiles(t) {
 		for p := range f.params {
-			uses := regexp.MustCompile(`\b` + p + `\b`).FindAllStringIndex(f.text, -1)
+			uses := regexp.MustCompile(`\b`+p+`\b`).FindAllStringIndex(f.text, -1)
 			if len(uses) < 2 {
 				t.Errorf("%s: param %s is never used", f.path, p)
 			}
