@@ -18,6 +18,8 @@ import (
 	"strings"
 	"testing"
 
+	"sigs.k8s.io/yaml"
+
 	"github.com/karpfunc/karpfunc/pkg/bus"
 )
 
@@ -521,5 +523,66 @@ func TestQueues(t *testing.T) {
 	}
 	if specs[bus.QueueInterruption] {
 		t.Error("the interruption queue has sessions; Event Grid cannot deliver to it")
+	}
+}
+
+// TestAzureYAML: azd deploys the directory `make package` stages, with the
+// custom language (azd builds nothing), and every hook names a hook the
+// hooks program has.
+func TestAzureYAML(t *testing.T) {
+	b, err := os.ReadFile("../azure.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var az struct {
+		Infra struct{ Path, Module string }
+		Hooks map[string]struct {
+			Shell, Run string
+		}
+		Services map[string]struct {
+			Project, Dist, Language, Host string
+		}
+	}
+	if err := yaml.Unmarshal(b, &az); err != nil {
+		t.Fatal(err)
+	}
+	if az.Infra.Path != "infra" || az.Infra.Module != "main" {
+		t.Errorf("infra = %+v, want infra/main", az.Infra)
+	}
+	fn, ok := az.Services["functions"]
+	if !ok {
+		t.Fatal("azure.yaml has no functions service")
+	}
+	makefile, err := os.ReadFile("../Makefile")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fn.Host != "function" || fn.Language != "custom" || fn.Project != "./dist/app" || fn.Dist != fn.Project ||
+		!strings.Contains(string(makefile), "-o dist/app/handler") {
+		t.Errorf("functions service = %+v: want host function, language custom, project and dist ./dist/app (make package's output)", fn)
+	}
+	if !strings.Contains(load(t, "modules/functionapp.bicep").text, "'azd-service-name': 'functions'") {
+		t.Error("the Function App is not tagged azd-service-name: functions")
+	}
+	hooksMain, err := os.ReadFile("hooks/main.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, h := range az.Hooks {
+		switch {
+		case h.Run == "make package":
+		case strings.HasPrefix(h.Run, "go run ./infra/hooks "):
+			arg := strings.TrimPrefix(h.Run, "go run ./infra/hooks ")
+			if arg != name || !strings.Contains(string(hooksMain), `case "`+arg+`":`) {
+				t.Errorf("hook %s runs %q: infra/hooks has no such hook", name, h.Run)
+			}
+		default:
+			t.Errorf("hook %s runs %q: unexpected", name, h.Run)
+		}
+	}
+	for _, want := range []string{"preprovision", "prepackage", "predeploy", "postdeploy", "predown"} {
+		if _, ok := az.Hooks[want]; !ok {
+			t.Errorf("azure.yaml has no %s hook", want)
+		}
 	}
 }

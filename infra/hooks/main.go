@@ -3,7 +3,8 @@
 //	preprovision: check the AKS cluster the azd parameters name and write what
 //	              the template needs from it into the azd environment;
 //	postdeploy:   install the relay chart (CRDs, RBAC, relay) into the cluster
-//	              with values from the provisioned outputs.
+//	              with values from the provisioned outputs;
+//	predown:      uninstall the chart, refusing while NodeClaims (VMs) exist.
 //
 // Both read the azd environment from their own environment, as azd runs hooks.
 // Every failure says what to change; nothing is skipped silently.
@@ -20,7 +21,7 @@ import (
 
 func main() {
 	if len(os.Args) != 2 {
-		fmt.Fprintln(os.Stderr, "usage: go run ./infra/hooks preprovision|postdeploy")
+		fmt.Fprintln(os.Stderr, "usage: go run ./infra/hooks preprovision|postdeploy|predown")
 		os.Exit(2)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
@@ -33,8 +34,10 @@ func main() {
 		err = preprovision(ctx, os.Getenv)
 	case "postdeploy":
 		err = postdeploy(ctx, os.Getenv)
+	case "predown":
+		err = predown(ctx, os.Getenv)
 	default:
-		err = fmt.Errorf("unknown hook %q: want preprovision or postdeploy", os.Args[1])
+		err = fmt.Errorf("unknown hook %q: want preprovision, postdeploy or predown", os.Args[1])
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "karpfunc:", err)
