@@ -13,7 +13,8 @@ targetScope = 'subscription'
 param environmentName string
 
 @minLength(1)
-@description('Region for karpfunc\'s own resources (Function App, Service Bus, storage, monitoring).')
+@description('Region for karpfunc\'s own resources (Function App, Service Bus, storage, monitoring); one where Flex Consumption runs.')
+@metadata({ azd: { type: 'location' } })
 param location string
 
 @minLength(1)
@@ -54,8 +55,8 @@ param karpfuncNamespace string = 'karpfunc-system'
 @description('ServiceAccount the relay runs as; the federated credential\'s subject.')
 param relayServiceAccountName string = 'karpfunc-relay'
 
-@description('Upper bound on Function App instances (Flex Consumption).')
-@minValue(1)
+@description('Upper bound on Function App instances (Flex Consumption allows 40 to 1000).')
+@minValue(40)
 @maxValue(1000)
 param maximumInstanceCount int = 40
 

@@ -41,7 +41,7 @@ resource preempted 'Microsoft.EventGrid/systemTopics/eventSubscriptions@2025-02-
         {
           // Event Grid string filters are case-insensitive, as resource IDs are.
           operatorType: 'StringBeginsWith'
-          key: 'data.resourceInfo.id'
+          key: 'data.resourceInfo.properties.targetResourceId'
           values: ['${nodeResourceGroupId}/providers/Microsoft.Compute/virtualMachines/']
         }
       ]
