@@ -405,9 +405,7 @@ var notInAzure = map[string]string{
 	"AZURE_FEDERATED_TOKEN_FILE":   "set by the workload identity webhook in the relay's pod, never on the Function App",
 	"FUNCTIONS_CUSTOMHANDLER_PORT": "set by the Functions host",
 	"FUNCTIONS_HTTPWORKER_PORT":    "set by the Functions host",
-	// The handler reaches the API server with a kubeconfig today; the
-	// Functions identity (AKS Cluster User role) replaces it.
-	"KUBECONFIG": "replaced by the Functions identity's sign-in to AKS",
+	"KUBECONFIG": "a kubeconfig file (local runs); in Azure the Functions sign in as their identity (KARPFUNC_API_SERVER_URL/CA)",
 }
 
 // readByPlatform are settings the template sets for the Functions host or
@@ -480,8 +478,11 @@ func TestAppSettingsMatchTheCode(t *testing.T) {
 			t.Errorf("a function.json binds %%%s%%; functionapp.bicep does not set it", name)
 		}
 	}
-	// Queues a function that another change adds will bind.
-	pendingBindings := map[string]bool{"INTERRUPTION_QUEUE": true}
+	// Read by changes landing in parallel: the Interruption function's
+	// binding, and the handler's sign-in to AKS (pkg/kubeauth) and NAP guard
+	// (functions/nap.go).
+	pendingBindings := map[string]bool{"INTERRUPTION_QUEUE": true, "KARPFUNC_API_SERVER_URL": true,
+		"KARPFUNC_API_SERVER_CA": true, "KARPFUNC_NODE_PROVISIONING_MODE": true}
 	var unread []string
 	for name := range settings {
 		_, byCode := code[name]

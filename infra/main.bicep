@@ -42,6 +42,18 @@ param aksNodeSubnetId string
 param aksOidcIssuerUrl string
 
 @minLength(1)
+@description('The cluster\'s API server URL (https://<fqdn>:443), which the Functions reach as their identity. Set by the preprovision hook.')
+param aksApiServerUrl string
+
+@minLength(1)
+@description('The cluster\'s CA certificate, base64-encoded PEM (the kubeconfig\'s certificate-authority-data). Set by the preprovision hook.')
+param aksApiServerCa string
+
+@allowed(['Manual'])
+@description('The cluster\'s nodeProvisioningProfile.mode; karpfunc runs only with Manual (NAP off). Set by the preprovision hook.')
+param aksNodeProvisioningMode string
+
+@minLength(1)
 @description('SSH public key installed on node VMs (Azure requires one for Linux VMs). The preprovision hook generates one when unset.')
 param nodeSshPublicKey string
 
@@ -149,6 +161,9 @@ module functionApp 'modules/functionapp.bicep' = {
     nodeSubnetId: aksNodeSubnetId
     nodeSshPublicKey: nodeSshPublicKey
     karpfuncNamespace: karpfuncNamespace
+    apiServerUrl: aksApiServerUrl
+    apiServerCa: aksApiServerCa
+    nodeProvisioningMode: aksNodeProvisioningMode
   }
 }
 

@@ -47,6 +47,9 @@ type clusterFacts struct {
 	// SubnetID is the node pools' subnet; empty when the cluster uses the
 	// AKS-managed VNet (then it is looked up in the node resource group).
 	SubnetID string
+	// NodeProvisioningMode is nodeProvisioningProfile.mode, "Manual" when
+	// unset; checkCluster refuses "Auto".
+	NodeProvisioningMode string
 }
 
 // ClusterError is a cluster that karpfunc cannot run on as it is; the message
@@ -87,7 +90,11 @@ func checkCluster(raw []byte, ref string) (clusterFacts, error) {
 	if len(problems) > 0 {
 		return clusterFacts{}, ClusterError{errors.New("AKS cluster " + ref + " is not ready for karpfunc:\n  - " + strings.Join(problems, "\n  - "))}
 	}
-	f := clusterFacts{Location: mc.Location, NodeResourceGroup: p.NodeResourceGroup, OIDCIssuerURL: p.OIDCIssuerProfile.IssuerURL}
+	f := clusterFacts{Location: mc.Location, NodeResourceGroup: p.NodeResourceGroup, OIDCIssuerURL: p.OIDCIssuerProfile.IssuerURL,
+		NodeProvisioningMode: "Manual"}
+	if p.NodeProvisioningProfile != nil && p.NodeProvisioningProfile.Mode != "" {
+		f.NodeProvisioningMode = p.NodeProvisioningProfile.Mode
+	}
 	// karpfunc's nodes join the system pool's subnet, as the first nodes did.
 	for _, pool := range p.AgentPoolProfiles {
 		if pool.VnetSubnetID != "" && (f.SubnetID == "" || strings.EqualFold(pool.Mode, "System")) {

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
@@ -30,7 +32,8 @@ func TestCheckCluster(t *testing.T) {
 	}
 	want := clusterFacts{Location: "westeurope", NodeResourceGroup: "MC_rg_c_westeurope",
 		OIDCIssuerURL: "https://westeurope.oic.prod-aks.azure.com/t/u/",
-		SubnetID:      "/subscriptions/s/resourceGroups/net/providers/Microsoft.Network/virtualNetworks/v/subnets/nodes"}
+		SubnetID:             "/subscriptions/s/resourceGroups/net/providers/Microsoft.Network/virtualNetworks/v/subnets/nodes",
+		NodeProvisioningMode: "Manual"}
 	if ready != want {
 		t.Fatalf("facts = %+v, want %+v", ready, want)
 	}
@@ -67,6 +70,12 @@ func TestCheckCluster(t *testing.T) {
 		_, err := checkCluster([]byte(`{"properties": {"nodeProvisioningProfile": {"mode": "Auto"}}}`), "-g rg -n c")
 		if err == nil || strings.Count(err.Error(), "\n  - ") != 5 {
 			t.Fatalf("err = %v, want five problems listed", err)
+		}
+	})
+	t.Run("no node provisioning profile means Manual", func(t *testing.T) {
+		f, err := checkCluster([]byte(strings.Replace(readyCluster, `"nodeProvisioningProfile": {"mode": "Manual"},`, "", 1)), "-g rg -n c")
+		if err != nil || f.NodeProvisioningMode != "Manual" {
+			t.Fatalf("mode = %q, %v; want Manual", f.NodeProvisioningMode, err)
 		}
 	})
 	t.Run("not JSON", func(t *testing.T) {
@@ -122,6 +131,37 @@ func TestChartValues(t *testing.T) {
 	for _, bad := range []string{"myreg.azurecr.io:5000/relay", "relay:", "relay"} {
 		if _, err := chartValues(env, bad); err == nil || !strings.Contains(err.Error(), envRelayImage) {
 			t.Errorf("image %q: err = %v, want one naming %s", bad, err, envRelayImage)
+		}
+	}
+}
+
+func TestKubeconfigCluster(t *testing.T) {
+	kubeconfig := `apiVersion: v1
+kind: Config
+clusters:
+- name: c
+  cluster:
+    server: https://c-dns-1234.hcp.westeurope.azmk8s.io:443
+    certificate-authority-data: ` + base64.StdEncoding.EncodeToString([]byte("-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n")) + `
+contexts:
+- name: c
+  context: {cluster: c, user: clusterUser_rg_c}
+current-context: c
+users:
+- name: clusterUser_rg_c
+  user: {}
+`
+	body, _ := json.Marshal(map[string]any{"kubeconfigs": []map[string]any{{"name": "clusterUser", "value": []byte(kubeconfig)}}})
+	c, err := kubeconfigCluster(body, "c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Server != "https://c-dns-1234.hcp.westeurope.azmk8s.io:443" || !strings.Contains(string(c.CertificateAuthorityData), "BEGIN CERTIFICATE") {
+		t.Fatalf("cluster = %s %q", c.Server, c.CertificateAuthorityData)
+	}
+	for _, bad := range []string{`{"kubeconfigs": []}`, `{"kubeconfigs": [{"value": "bm90IHlhbWw6IFs="}]}`, `nope`} {
+		if _, err := kubeconfigCluster([]byte(bad), "c"); err == nil || !strings.Contains(err.Error(), " of c") {
+			t.Errorf("%s: err = %v, want one naming the cluster", bad, err)
 		}
 	}
 }

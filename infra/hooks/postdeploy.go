@@ -16,6 +16,7 @@ import (
 	"helm.sh/helm/v3/pkg/storage/driver"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 )
 
 // Outputs of infra/main.bicep (azd writes them into the environment) and
@@ -126,36 +127,9 @@ func postdeploy(ctx context.Context, getenv func(string) string) error {
 // bearer token from Entra ID (no kubelogin needed). Installing CRDs and RBAC
 // needs cluster-admin rights in the cluster.
 func clusterAccess(ctx context.Context, arm *armClient, env map[string]string) (genericclioptions.RESTClientGetter, func(), error) {
-	path := "/subscriptions/" + env[envSubscription] + "/resourceGroups/" + env[envClusterGroup] +
-		"/providers/Microsoft.ContainerService/managedClusters/" + env[envClusterName] +
-		"/listClusterUserCredential?api-version=" + aksAPIVersion
-	body, status, err := arm.do(ctx, http.MethodPost, path)
+	cluster, err := userKubeconfigCluster(ctx, arm, env[envSubscription], env[envClusterGroup], env[envClusterName])
 	if err != nil {
 		return nil, nil, err
-	}
-	if status != http.StatusOK {
-		return nil, nil, fmt.Errorf("listing the cluster user credential of %s: HTTP %d: %s", env[envClusterName], status, body)
-	}
-	var creds struct {
-		Kubeconfigs []struct {
-			Value []byte `json:"value"`
-		} `json:"kubeconfigs"`
-	}
-	if err := json.Unmarshal(body, &creds); err != nil || len(creds.Kubeconfigs) == 0 {
-		return nil, nil, fmt.Errorf("the cluster user credential of %s holds no kubeconfig (%v)", env[envClusterName], err)
-	}
-	kc, err := clientcmd.Load(creds.Kubeconfigs[0].Value)
-	if err != nil {
-		return nil, nil, fmt.Errorf("decoding the cluster user kubeconfig: %w", err)
-	}
-	ctxName := kc.CurrentContext
-	kctx, ok := kc.Contexts[ctxName]
-	if !ok {
-		return nil, nil, fmt.Errorf("the cluster user kubeconfig has no current context")
-	}
-	cluster, ok := kc.Clusters[kctx.Cluster]
-	if !ok {
-		return nil, nil, fmt.Errorf("the cluster user kubeconfig has no cluster %q", kctx.Cluster)
 	}
 	tok, err := arm.token(ctx, aksServerScope)
 	if err != nil {
@@ -180,4 +154,46 @@ func clusterAccess(ctx context.Context, arm *armClient, env map[string]string) (
 	ns := env[envNamespace]
 	flags.KubeConfig, flags.APIServer, flags.CAFile, flags.BearerToken, flags.Namespace = &empty, &cluster.Server, &caFile, &tok, &ns
 	return flags, cleanup, nil
+}
+
+// userKubeconfigCluster reads the cluster user kubeconfig through ARM and
+// returns its cluster entry: the API server URL and CA.
+func userKubeconfigCluster(ctx context.Context, arm *armClient, sub, group, name string) (*clientcmdapi.Cluster, error) {
+	path := "/subscriptions/" + sub + "/resourceGroups/" + group +
+		"/providers/Microsoft.ContainerService/managedClusters/" + name +
+		"/listClusterUserCredential?api-version=" + aksAPIVersion
+	body, status, err := arm.do(ctx, http.MethodPost, path)
+	if err != nil {
+		return nil, err
+	}
+	if status != http.StatusOK {
+		return nil, fmt.Errorf("listing the cluster user credential of %s: HTTP %d: %s", name, status, body)
+	}
+	return kubeconfigCluster(body, name)
+}
+
+// kubeconfigCluster decodes a listClusterUserCredential response and returns
+// the current context's cluster.
+func kubeconfigCluster(body []byte, name string) (*clientcmdapi.Cluster, error) {
+	var creds struct {
+		Kubeconfigs []struct {
+			Value []byte `json:"value"`
+		} `json:"kubeconfigs"`
+	}
+	if err := json.Unmarshal(body, &creds); err != nil || len(creds.Kubeconfigs) == 0 {
+		return nil, fmt.Errorf("the cluster user credential of %s holds no kubeconfig (%v)", name, err)
+	}
+	kc, err := clientcmd.Load(creds.Kubeconfigs[0].Value)
+	if err != nil {
+		return nil, fmt.Errorf("decoding the cluster user kubeconfig of %s: %w", name, err)
+	}
+	kctx, ok := kc.Contexts[kc.CurrentContext]
+	if !ok {
+		return nil, fmt.Errorf("the cluster user kubeconfig of %s has no current context", name)
+	}
+	cluster, ok := kc.Clusters[kctx.Cluster]
+	if !ok || cluster.Server == "" || len(cluster.CertificateAuthorityData) == 0 {
+		return nil, fmt.Errorf("the cluster user kubeconfig of %s has no server and CA for cluster %q", name, kctx.Cluster)
+	}
+	return cluster, nil
 }

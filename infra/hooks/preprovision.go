@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"crypto/rsa"
+	"encoding/base64"
 	"fmt"
 	"net/http"
 	"os"
@@ -23,6 +24,9 @@ const (
 	envNodeSubnetID      = "AZURE_AKS_NODE_SUBNET_ID"
 	envOIDCIssuerURL     = "AZURE_AKS_OIDC_ISSUER_URL"
 	envSSHPublicKey      = "KARPFUNC_NODE_SSH_PUBLIC_KEY"
+	envAPIServerURL      = "AZURE_AKS_API_SERVER_URL"
+	envAPIServerCA       = "AZURE_AKS_API_SERVER_CA"
+	envProvisioningMode  = "AZURE_AKS_NODE_PROVISIONING_MODE"
 )
 
 const aksAPIVersion = "2024-09-01"
@@ -71,7 +75,14 @@ func preprovision(ctx context.Context, getenv func(string) string) error {
 			return err
 		}
 	}
+	api, err := userKubeconfigCluster(ctx, arm, env[envSubscription], env[envClusterGroup], env[envClusterName])
+	if err != nil {
+		return err
+	}
 	set := [][2]string{
+		{envAPIServerURL, api.Server},
+		{envAPIServerCA, base64.StdEncoding.EncodeToString(api.CertificateAuthorityData)},
+		{envProvisioningMode, facts.NodeProvisioningMode},
 		{envNodeResourceGroup, facts.NodeResourceGroup},
 		{envClusterLocation, facts.Location},
 		{envNodeSubnetID, subnet},

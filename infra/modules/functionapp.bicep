@@ -19,6 +19,11 @@ param nodeResourceGroupName string
 param nodeSubnetId string
 param nodeSshPublicKey string
 param karpfuncNamespace string
+@description('The cluster\'s API server URL.')
+param apiServerUrl string
+@description('The cluster\'s CA certificate, base64-encoded PEM.')
+param apiServerCa string
+param nodeProvisioningMode string
 
 resource account 'Microsoft.Storage/storageAccounts@2023-05-01' existing = {
   name: storageAccountName
@@ -104,6 +109,12 @@ resource settings 'Microsoft.Web/sites/config@2024-04-01' = {
     AZURE_SUBNET_ID: nodeSubnetId
     AZURE_SSH_PUBLIC_KEY: nodeSshPublicKey
     KARPFUNC_CLUSTER_NAME: clusterName
+    // The cluster's API server, reached as the Functions identity
+    // (pkg/kubeauth), and its node provisioning mode (the handler refuses
+    // to act with NAP on).
+    KARPFUNC_API_SERVER_URL: apiServerUrl
+    KARPFUNC_API_SERVER_CA: apiServerCa
+    KARPFUNC_NODE_PROVISIONING_MODE: nodeProvisioningMode
     // The handler's tuning (functions/config.go), at their defaults.
     KARPFUNC_NAMESPACE: karpfuncNamespace
     KARPFUNC_LOG_LEVEL: 'INFO'
