@@ -405,7 +405,7 @@ var notInAzure = map[string]string{
 	"AZURE_FEDERATED_TOKEN_FILE":   "set by the workload identity webhook in the relay's pod, never on the Function App",
 	"FUNCTIONS_CUSTOMHANDLER_PORT": "set by the Functions host",
 	"FUNCTIONS_HTTPWORKER_PORT":    "set by the Functions host",
-	"KUBECONFIG": "a kubeconfig file (local runs); in Azure the Functions sign in as their identity (KARPFUNC_API_SERVER_URL/CA)",
+	"KUBECONFIG":                   "a kubeconfig file (local runs); in Azure the Functions sign in as their identity (KARPFUNC_API_SERVER_URL/CA)",
 }
 
 // readByPlatform are settings the template sets for the Functions host or

@@ -31,7 +31,7 @@ func TestCheckCluster(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := clusterFacts{Location: "westeurope", NodeResourceGroup: "MC_rg_c_westeurope",
-		OIDCIssuerURL: "https://westeurope.oic.prod-aks.azure.com/t/u/",
+		OIDCIssuerURL:        "https://westeurope.oic.prod-aks.azure.com/t/u/",
 		SubnetID:             "/subscriptions/s/resourceGroups/net/providers/Microsoft.Network/virtualNetworks/v/subnets/nodes",
 		NodeProvisioningMode: "Manual"}
 	if ready != want {
