@@ -143,6 +143,7 @@ func TestRenderCustomValues(t *testing.T) {
 		"kubeAPI":           map[string]any{"qps": 5.5, "burst": 10},
 		"podLabels":         map[string]any{"team": "platform"},
 		"tolerations":       []any{},
+		"functions":         map[string]any{"principalId": principalID},
 	}
 	objs, err := render(t, vals)
 	if err != nil {
@@ -179,7 +180,7 @@ func TestBadValues(t *testing.T) {
 		edit func(v map[string]any)
 		want []string
 	}{
-		{"defaults only", func(v map[string]any) { clear(v) }, []string{"clusterName is required"}},
+		{"defaults only", func(v map[string]any) { clear(v) }, []string{"is required"}},
 		{"qps a string", func(v map[string]any) { v["kubeAPI"] = map[string]any{"qps": "fast"} }, []string{"kubeAPI", "qps", "number"}},
 		{"burst a fraction", func(v map[string]any) { v["kubeAPI"] = map[string]any{"burst": 1.5} }, []string{"kubeAPI", "burst", "integer"}},
 		{"duration in words", func(v map[string]any) { v["batchIdleDuration"] = "1 second" }, []string{"batchIdleDuration"}},
