@@ -53,6 +53,27 @@ param aksApiServerCa string
 @description('The cluster\'s nodeProvisioningProfile.mode; karpfunc runs only with Manual (NAP off). Set by the preprovision hook.')
 param aksNodeProvisioningMode string
 
+@description('The cluster\'s networkProfile.networkPlugin (azure, kubenet, none), for node bootstrap; empty means the handler\'s default. Set by the preprovision hook.')
+param aksNetworkPlugin string
+
+@description('The cluster\'s networkProfile.networkPluginMode (overlay or empty), for node bootstrap; empty means the handler\'s default. Set by the preprovision hook.')
+param aksNetworkPluginMode string
+
+@description('The cluster\'s networkProfile.networkPolicy (empty for none), for node bootstrap; empty means the handler\'s default. Set by the preprovision hook.')
+param aksNetworkPolicy string
+
+@description('The cluster\'s networkProfile.networkDataplane (azure, cilium), for node bootstrap; empty means the handler\'s default. Set by the preprovision hook.')
+param aksNetworkDataplane string
+
+@description('The cluster\'s networkProfile.dnsServiceIP, for node bootstrap; empty means the handler\'s default. Set by the preprovision hook.')
+param aksDnsServiceIp string
+
+@description('The cluster\'s resourceGuid of the node subnet\'s VNet, for node bootstrap; empty means the handler\'s default. Set by the preprovision hook.')
+param aksVnetGuid string
+
+@description('The cluster\'s identityProfile.kubeletidentity.clientId, for node bootstrap; empty means the handler\'s default. Set by the preprovision hook.')
+param aksKubeletIdentityClientId string
+
 @minLength(1)
 @description('SSH public key installed on node VMs (Azure requires one for Linux VMs). The preprovision hook generates one when unset.')
 param nodeSshPublicKey string
@@ -164,6 +185,15 @@ module functionApp 'modules/functionapp.bicep' = {
     apiServerUrl: aksApiServerUrl
     apiServerCa: aksApiServerCa
     nodeProvisioningMode: aksNodeProvisioningMode
+    nodeNetwork: {
+      NETWORK_PLUGIN: aksNetworkPlugin
+      NETWORK_PLUGIN_MODE: aksNetworkPluginMode
+      NETWORK_POLICY: aksNetworkPolicy
+      NETWORK_DATAPLANE: aksNetworkDataplane
+      DNS_SERVICE_IP: aksDnsServiceIp
+      VNET_GUID: aksVnetGuid
+      KUBELET_IDENTITY_CLIENT_ID: aksKubeletIdentityClientId
+    }
   }
 }
 

@@ -30,6 +30,16 @@ type managedCluster struct {
 		AADProfile *struct {
 			Managed bool `json:"managed"`
 		} `json:"aadProfile"`
+		NetworkProfile *struct {
+			NetworkPlugin     string `json:"networkPlugin"`
+			NetworkPluginMode string `json:"networkPluginMode"`
+			NetworkPolicy     string `json:"networkPolicy"`
+			NetworkDataplane  string `json:"networkDataplane"`
+			DNSServiceIP      string `json:"dnsServiceIP"`
+		} `json:"networkProfile"`
+		IdentityProfile map[string]struct {
+			ClientID string `json:"clientId"`
+		} `json:"identityProfile"`
 		AgentPoolProfiles []struct {
 			Name         string `json:"name"`
 			Mode         string `json:"mode"`
@@ -50,6 +60,9 @@ type clusterFacts struct {
 	// NodeProvisioningMode is nodeProvisioningProfile.mode, "Manual" when
 	// unset; checkCluster refuses "Auto".
 	NodeProvisioningMode string
+	// Node bootstrap settings by app setting name (pkg/azure bootstrap);
+	// empty values mean the handler's defaults.
+	NodeNetwork map[string]string
 }
 
 // ClusterError is a cluster that karpfunc cannot run on as it is; the message
@@ -94,6 +107,12 @@ func checkCluster(raw []byte, ref string) (clusterFacts, error) {
 		NodeProvisioningMode: "Manual"}
 	if p.NodeProvisioningProfile != nil && p.NodeProvisioningProfile.Mode != "" {
 		f.NodeProvisioningMode = p.NodeProvisioningProfile.Mode
+	}
+	f.NodeNetwork = map[string]string{"KUBELET_IDENTITY_CLIENT_ID": p.IdentityProfile["kubeletidentity"].ClientID}
+	if n := p.NetworkProfile; n != nil {
+		f.NodeNetwork["NETWORK_PLUGIN"], f.NodeNetwork["NETWORK_PLUGIN_MODE"] = n.NetworkPlugin, n.NetworkPluginMode
+		f.NodeNetwork["NETWORK_POLICY"], f.NodeNetwork["NETWORK_DATAPLANE"] = n.NetworkPolicy, n.NetworkDataplane
+		f.NodeNetwork["DNS_SERVICE_IP"] = n.DNSServiceIP
 	}
 	// karpfunc's nodes join the system pool's subnet, as the first nodes did.
 	for _, pool := range p.AgentPoolProfiles {

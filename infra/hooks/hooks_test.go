@@ -4,6 +4,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -18,6 +19,8 @@ const readyCluster = `{
     "securityProfile": {"workloadIdentity": {"enabled": true}},
     "nodeProvisioningProfile": {"mode": "Manual"},
     "aadProfile": {"managed": true, "enableAzureRBAC": false},
+    "networkProfile": {"networkPlugin": "azure", "networkPluginMode": "overlay", "networkDataplane": "cilium", "networkPolicy": "cilium", "dnsServiceIP": "10.0.0.10"},
+    "identityProfile": {"kubeletidentity": {"clientId": "kubelet-client"}},
     "agentPoolProfiles": [
       {"name": "user1", "mode": "User", "vnetSubnetID": "/subscriptions/s/resourceGroups/net/providers/Microsoft.Network/virtualNetworks/v/subnets/user"},
       {"name": "system", "mode": "System", "vnetSubnetID": "/subscriptions/s/resourceGroups/net/providers/Microsoft.Network/virtualNetworks/v/subnets/nodes"}
@@ -33,8 +36,10 @@ func TestCheckCluster(t *testing.T) {
 	want := clusterFacts{Location: "westeurope", NodeResourceGroup: "MC_rg_c_westeurope",
 		OIDCIssuerURL:        "https://westeurope.oic.prod-aks.azure.com/t/u/",
 		SubnetID:             "/subscriptions/s/resourceGroups/net/providers/Microsoft.Network/virtualNetworks/v/subnets/nodes",
-		NodeProvisioningMode: "Manual"}
-	if ready != want {
+		NodeProvisioningMode: "Manual",
+		NodeNetwork: map[string]string{"NETWORK_PLUGIN": "azure", "NETWORK_PLUGIN_MODE": "overlay", "NETWORK_DATAPLANE": "cilium",
+			"NETWORK_POLICY": "cilium", "DNS_SERVICE_IP": "10.0.0.10", "KUBELET_IDENTITY_CLIENT_ID": "kubelet-client"}}
+	if !reflect.DeepEqual(ready, want) {
 		t.Fatalf("facts = %+v, want %+v", ready, want)
 	}
 
@@ -83,6 +88,24 @@ func TestCheckCluster(t *testing.T) {
 			t.Fatal("no error for a body that is not JSON")
 		}
 	})
+}
+
+// TestNodeNetworkEnv: every node bootstrap setting the hook records has an
+// azd environment name.
+func TestNodeNetworkEnv(t *testing.T) {
+	f, err := checkCluster([]byte(readyCluster), "-g rg -n c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.NodeNetwork["VNET_GUID"] = "g"
+	for setting := range f.NodeNetwork {
+		if nodeNetworkEnv[setting] == "" {
+			t.Errorf("node setting %s has no azd environment name", setting)
+		}
+	}
+	if len(nodeNetworkEnv) != len(f.NodeNetwork) {
+		t.Errorf("nodeNetworkEnv has %d names, the hook records %d settings", len(nodeNetworkEnv), len(f.NodeNetwork))
+	}
 }
 
 func TestManagedSubnet(t *testing.T) {

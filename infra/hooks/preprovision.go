@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"crypto/rsa"
 	"encoding/base64"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"os"
@@ -28,6 +29,18 @@ const (
 	envAPIServerCA       = "AZURE_AKS_API_SERVER_CA"
 	envProvisioningMode  = "AZURE_AKS_NODE_PROVISIONING_MODE"
 )
+
+// nodeNetworkEnv maps node bootstrap app settings to the azd environment
+// values main.parameters.json reads.
+var nodeNetworkEnv = map[string]string{
+	"NETWORK_PLUGIN":             "AZURE_AKS_NETWORK_PLUGIN",
+	"NETWORK_PLUGIN_MODE":        "AZURE_AKS_NETWORK_PLUGIN_MODE",
+	"NETWORK_POLICY":             "AZURE_AKS_NETWORK_POLICY",
+	"NETWORK_DATAPLANE":          "AZURE_AKS_NETWORK_DATAPLANE",
+	"DNS_SERVICE_IP":             "AZURE_AKS_DNS_SERVICE_IP",
+	"VNET_GUID":                  "AZURE_AKS_VNET_GUID",
+	"KUBELET_IDENTITY_CLIENT_ID": "AZURE_AKS_KUBELET_IDENTITY_CLIENT_ID",
+}
 
 const aksAPIVersion = "2024-09-01"
 
@@ -75,6 +88,23 @@ func preprovision(ctx context.Context, getenv func(string) string) error {
 			return err
 		}
 	}
+	vnetID := subnet[:strings.LastIndex(strings.ToLower(subnet), "/subnets/")]
+	vnet, status, err := arm.do(ctx, http.MethodGet, vnetID+"?api-version=2024-05-01")
+	if err != nil {
+		return err
+	}
+	if status != http.StatusOK {
+		return fmt.Errorf("reading the node VNet %s: HTTP %d: %s", vnetID, status, vnet)
+	}
+	var vnetProps struct {
+		Properties struct {
+			ResourceGUID string `json:"resourceGuid"`
+		} `json:"properties"`
+	}
+	if err := json.Unmarshal(vnet, &vnetProps); err != nil {
+		return fmt.Errorf("decoding the node VNet %s: %w", vnetID, err)
+	}
+	facts.NodeNetwork["VNET_GUID"] = vnetProps.Properties.ResourceGUID
 	api, err := userKubeconfigCluster(ctx, arm, env[envSubscription], env[envClusterGroup], env[envClusterName])
 	if err != nil {
 		return err
@@ -87,6 +117,9 @@ func preprovision(ctx context.Context, getenv func(string) string) error {
 		{envClusterLocation, facts.Location},
 		{envNodeSubnetID, subnet},
 		{envOIDCIssuerURL, facts.OIDCIssuerURL},
+	}
+	for setting, value := range facts.NodeNetwork {
+		set = append(set, [2]string{nodeNetworkEnv[setting], value})
 	}
 	if strings.TrimSpace(getenv(envSSHPublicKey)) == "" {
 		key, err := newSSHPublicKey()

@@ -24,6 +24,8 @@ param apiServerUrl string
 @description('The cluster\'s CA certificate, base64-encoded PEM.')
 param apiServerCa string
 param nodeProvisioningMode string
+@description('Node bootstrap settings by app setting name (pkg/azure bootstrap): NETWORK_*, DNS_SERVICE_IP, VNET_GUID, KUBELET_IDENTITY_CLIENT_ID.')
+param nodeNetwork object
 
 resource account 'Microsoft.Storage/storageAccounts@2023-05-01' existing = {
   name: storageAccountName
@@ -115,6 +117,19 @@ resource settings 'Microsoft.Web/sites/config@2024-04-01' = {
     KARPFUNC_API_SERVER_URL: apiServerUrl
     KARPFUNC_API_SERVER_CA: apiServerCa
     KARPFUNC_NODE_PROVISIONING_MODE: nodeProvisioningMode
+    // How nodes join (pkg/azure bootstrap): the API server nodes use, and
+    // the cluster's network and kubelet identity. Empty means the handler's
+    // default; KUBERNETES_VERSION empty follows the API server's version.
+    CLUSTER_ENDPOINT: apiServerUrl
+    KUBERNETES_VERSION: ''
+    AZURE_TENANT_ID: tenant().tenantId
+    NETWORK_PLUGIN: nodeNetwork.NETWORK_PLUGIN
+    NETWORK_PLUGIN_MODE: nodeNetwork.NETWORK_PLUGIN_MODE
+    NETWORK_POLICY: nodeNetwork.NETWORK_POLICY
+    NETWORK_DATAPLANE: nodeNetwork.NETWORK_DATAPLANE
+    DNS_SERVICE_IP: nodeNetwork.DNS_SERVICE_IP
+    VNET_GUID: nodeNetwork.VNET_GUID
+    KUBELET_IDENTITY_CLIENT_ID: nodeNetwork.KUBELET_IDENTITY_CLIENT_ID
     // The handler's tuning (functions/config.go), at their defaults.
     KARPFUNC_NAMESPACE: karpfuncNamespace
     KARPFUNC_LOG_LEVEL: 'INFO'
