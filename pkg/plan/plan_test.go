@@ -144,7 +144,10 @@ func TestOutput(t *testing.T) {
 	if err := json.Unmarshal(buf.Bytes(), &got); err != nil {
 		t.Fatal(err)
 	}
-	for _, k := range []string{"nodeClaims", "existingNodes", "unschedulable", "totalPricePerHour", "solveSeconds"} {
+	if out.Pods["new"] != 1 || out.Pods["unschedulable"] != 1 || out.Pods["node"] != 0 {
+		t.Errorf("pods by outcome %v; want 1 new, 1 unschedulable", out.Pods)
+	}
+	for _, k := range []string{"nodeClaims", "existingNodes", "unschedulable", "totalPricePerHour", "solveSeconds", "pods", "summary"} {
 		if _, ok := got[k]; !ok {
 			t.Errorf("JSON lacks %q: %s", k, buf.String())
 		}
@@ -163,7 +166,8 @@ func TestOutput(t *testing.T) {
 	if err := out.WriteTable(&buf); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(buf.String(), "1 new NodeClaims for 1 pods") || !strings.Contains(buf.String(), "default/big") {
+	if !strings.Contains(buf.String(), "2 pending: 0 on nodes, 0 on in-flight NodeClaims [], 1 on new NodeClaims [], 1 unschedulable, 0 deferred; 1 new NodeClaims") ||
+		!strings.Contains(buf.String(), "default/big") {
 		t.Errorf("table:\n%s", buf.String())
 	}
 }
