@@ -59,14 +59,14 @@ func (e *Engine) cheaper(plan *scheduler.NodeClaimPlan, cands []*Candidate, pric
 		allSpot = allSpot && c.CapacityType == karpv1.CapacityTypeSpot
 	}
 	reqs := scheduling.NewRequirements(plan.Requirements.Values()...)
-	spotToSpot := false
-	if allSpot {
+	// As Karpenter: spot nodes whose replacement may be spot are
+	// replaced only with SpotToSpot on, and then only by spot.
+	spotToSpot := allSpot && reqs.Get(karpv1.CapacityTypeLabelKey).Has(karpv1.CapacityTypeSpot)
+	if spotToSpot {
 		if !e.st.Options.SpotToSpot {
-			reqs.Add(scheduling.NewRequirement(karpv1.CapacityTypeLabelKey, corev1.NodeSelectorOpIn, karpv1.CapacityTypeOnDemand))
-		} else {
-			reqs.Add(scheduling.NewRequirement(karpv1.CapacityTypeLabelKey, corev1.NodeSelectorOpIn, karpv1.CapacityTypeSpot))
-			spotToSpot = true
+			return nil, "SpotToSpotConsolidation is disabled: a spot node is not replaced by another spot node"
 		}
+		reqs.Add(scheduling.NewRequirement(karpv1.CapacityTypeLabelKey, corev1.NodeSelectorOpIn, karpv1.CapacityTypeSpot))
 	}
 	type priced struct {
 		it    *catalog.InstanceType
@@ -89,8 +89,6 @@ func (e *Engine) cheaper(plan *scheduler.NodeClaimPlan, cands []*Candidate, pric
 		}
 	}
 	switch {
-	case len(keep) == 0 && allSpot && !e.st.Options.SpotToSpot:
-		return nil, "SpotToSpotConsolidation is disabled: a spot node is only replaced by on-demand, and no on-demand type is cheaper"
 	case len(keep) == 0:
 		return nil, fmt.Sprintf("no replacement is cheaper than $%.4f/h", price)
 	case spotToSpot && len(keep) < MinSpotToSpotTypes:

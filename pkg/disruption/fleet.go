@@ -89,6 +89,8 @@ func (f *fleet) hopeless(e *Engine, c *Candidate) string {
 			break
 		}
 		if spotOnly && !e.st.Options.SpotToSpot && t.capacityType == karpv1.CapacityTypeSpot {
+			// (a spot node whose pool also allows on-demand may still be
+			// replaced by on-demand; the scheduler decides)
 			continue
 		}
 		if need.fitsIn(t.alloc) {
