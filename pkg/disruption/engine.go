@@ -38,7 +38,10 @@ type Engine struct {
 	poolDisr   map[string]float64
 	expired    []*karpv1.NodeClaim
 	fleetCache *fleet
-	pdbs       []pdb
+	// interPod: some pod's required anti-affinity keeps others away, so
+	// simulations must see every node.
+	interPod bool
+	pdbs     []pdb
 }
 
 type pdb struct {
@@ -55,6 +58,7 @@ func NewEngine(st State) *Engine {
 	e.pending = len(e.base.Pods)
 	for _, p := range e.base.BoundPods {
 		e.podsOn[p.Spec.NodeName] = append(e.podsOn[p.Spec.NodeName], p)
+		e.interPod = e.interPod || requiredAntiAffinity(p)
 	}
 	for _, p := range c.PodDisruptionBudgets {
 		sel, err := metav1.LabelSelectorAsSelector(p.Spec.Selector)

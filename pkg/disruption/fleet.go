@@ -2,11 +2,14 @@ package disruption
 
 import (
 	"fmt"
+	"math"
 	"sort"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/util/sets"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
+	"sigs.k8s.io/karpenter/pkg/scheduling"
 )
 
 // fleet is a resource-only view used to skip simulations that cannot
@@ -17,7 +20,7 @@ type fleet struct {
 	free       map[string]res // per usable node: allocatable minus requests
 	freeAll    res
 	largest    res
-	types      []pricedType // every offering, cheapest first
+	byPool     map[string][]pricedType
 	candidates map[*Candidate]res
 }
 
@@ -53,17 +56,12 @@ func (e *Engine) fleet() *fleet {
 		f.free[n.Name] = free
 		f.freeAll = f.freeAll.add(free)
 	}
+	f.byPool = map[string][]pricedType{}
 	if e.st.Catalog != nil {
 		for _, it := range e.st.Catalog.InstanceTypes {
 			a := resOf(it.Allocatable())
 			f.largest = res{max(f.largest.cpu, a.cpu), max(f.largest.mem, a.mem)}
-			for _, o := range it.Offerings {
-				if o.Available {
-					f.types = append(f.types, pricedType{alloc: a, price: o.Price, capacityType: o.CapacityType})
-				}
-			}
 		}
-		sort.Slice(f.types, func(i, j int) bool { return f.types[i].price < f.types[j].price })
 	}
 	for _, c := range e.Candidates {
 		var r res
@@ -80,11 +78,11 @@ func (e *Engine) fleet() *fleet {
 // resources alone ("" when the scheduler should be asked).
 func (f *fleet) hopeless(e *Engine, c *Candidate) string {
 	need := f.candidates[c]
-	if need.fitsIn(f.freeAll.sub(f.free[c.Node.Name])) {
+	if need.fitsIn(f.freeAll.sub(f.free[c.Node.Name])) && f.slotsFor(c) {
 		return ""
 	}
 	spotOnly := c.CapacityType == karpv1.CapacityTypeSpot
-	for _, t := range f.types {
+	for _, t := range f.poolTypes(e, c.NodePool) {
 		if t.price >= c.Price {
 			break
 		}
@@ -126,4 +124,76 @@ func podRequests(p *corev1.Pod) res {
 	}
 	r = res{max(r.cpu, init.cpu), max(r.mem, init.mem)}
 	return r.add(resOf(p.Spec.Overhead))
+}
+
+// slotsFor: every pod of c is at least as large as its smallest, so the
+// rest of the fleet must have that many slots of that size, and some node
+// must have room for its largest.
+func (f *fleet) slotsFor(c *Candidate) bool {
+	if len(c.Pods) == 0 {
+		return true
+	}
+	small := res{math.MaxInt64, math.MaxInt64}
+	var large res
+	for _, p := range c.Pods {
+		r := podRequests(p)
+		small = res{min(small.cpu, r.cpu), min(small.mem, r.mem)}
+		large = res{max(large.cpu, r.cpu), max(large.mem, r.mem)}
+	}
+	slots, roomForLarge := 0, false
+	for node, free := range f.free {
+		if node == c.Node.Name {
+			continue
+		}
+		roomForLarge = roomForLarge || large.fitsIn(free)
+		if free.cpu < 0 || free.mem < 0 {
+			continue
+		}
+		n := math.MaxInt
+		if small.cpu > 0 {
+			n = min(n, int(free.cpu/small.cpu))
+		}
+		if small.mem > 0 {
+			n = min(n, int(free.mem/small.mem))
+		}
+		if n == math.MaxInt {
+			n = len(c.Pods) // pods that request nothing fit anywhere
+		}
+		slots += n
+		if slots >= len(c.Pods) && roomForLarge {
+			return true
+		}
+	}
+	return false
+}
+
+// poolTypes are the offerings np's requirements may allow, cheapest
+// first. Lenient: a requirement on a label the type does not carry is
+// not held against it.
+func (f *fleet) poolTypes(e *Engine, np *karpv1.NodePool) []pricedType {
+	if out, ok := f.byPool[np.Name]; ok {
+		return out
+	}
+	var out []pricedType
+	if e.st.Catalog != nil {
+		reqs := scheduling.NewNodeSelectorRequirementsWithMinValues(np.Spec.Template.Spec.Requirements...)
+		keys := sets.List(reqs.Keys())
+	types:
+		for _, it := range e.st.Catalog.InstanceTypes {
+			for _, k := range keys {
+				if v, ok := it.Labels[k]; ok && !reqs.Get(k).Has(v) {
+					continue types
+				}
+			}
+			a := resOf(it.Allocatable())
+			for _, o := range it.Offerings {
+				if o.Available && reqs.Get(corev1.LabelTopologyZone).Has(o.Zone) && reqs.Get(karpv1.CapacityTypeLabelKey).Has(o.CapacityType) {
+					out = append(out, pricedType{alloc: a, price: o.Price, capacityType: o.CapacityType})
+				}
+			}
+		}
+		sort.Slice(out, func(i, j int) bool { return out[i].price < out[j].price })
+	}
+	f.byPool[np.Name] = out
+	return out
 }
