@@ -30,7 +30,7 @@ func (e *Engine) consolidate(method string, cands []*Candidate) (*Command, strin
 	if sim.Unplaced != "" {
 		return nil, sim.Unplaced
 	}
-	cmd := &Command{Reason: ReasonUnderutilized, Method: method, Candidates: cands}
+	cmd := &Command{Reason: ReasonUnderutilized, Method: method, Candidates: cands, Existing: sim.Result.Existing}
 	total := sumPrice(cands)
 	switch n := len(sim.Result.NewNodeClaims); {
 	case n == 0:

@@ -107,6 +107,9 @@ type Command struct {
 	// Replacements are the NodeClaims to launch (and see Initialized)
 	// before the candidates go; none means delete.
 	Replacements []*scheduler.NodeClaimPlan
+	// Existing is where the simulation put the candidates' pods on nodes
+	// that stay (copies of the pods, without nodeName).
+	Existing []scheduler.Placement
 	// Savings is $/hour saved (price of the candidates minus the
 	// replacements' cheapest offerings).
 	Savings float64

@@ -63,7 +63,7 @@ func (Drift) ComputeCommands(e *Engine, budgets Budgets, cands []*Candidate) ([]
 			refusals = append(refusals, Refusal{NodeClaim: c.Name(), Reason: "drifted (" + c.Drift + ") but " + sim.Unplaced})
 			continue
 		}
-		cmd := &Command{Reason: ReasonDrifted, Method: "drift", Candidates: []*Candidate{c}, Replacements: sim.Result.NewNodeClaims}
+		cmd := &Command{Reason: ReasonDrifted, Method: "drift", Candidates: []*Candidate{c}, Replacements: sim.Result.NewNodeClaims, Existing: sim.Result.Existing}
 		cmd.Savings = c.Price - replacementPrice(cmd.Replacements)
 		return []*Command{cmd}, refusals
 	}
