@@ -63,6 +63,11 @@ type Options struct {
 	// SpotToSpot allows replacing spot nodes with cheaper spot nodes
 	// (Karpenter's SpotToSpotConsolidation feature gate, off by default).
 	SpotToSpot bool
+	// TimeLimit bounds the wall-clock time consolidation spends simulating
+	// (Karpenter: 1 min multi-node, 3 min single-node); candidates not
+	// reached are refused as such and the next pass tries again. Zero: no
+	// limit (offline replays, tests).
+	TimeLimit time.Duration
 }
 
 // State is what a decision is made from.

@@ -156,6 +156,11 @@ func TestDecide(t *testing.T) {
 			f.node("e", "Standard_D8s_v5", "on-demand")
 			f.pods("e", "e", 30, "50m", "256Mi")
 		}, want{method: "single-node consolidation", candidates: []string{"e"}, replace: true}},
+		{"a spent time limit leaves candidates for the next pass", func(f *fixture) {
+			f.opts.TimeLimit = time.Nanosecond
+			f.node("a", "Standard_D16s_v5", "on-demand")
+			f.pods("a", "a", 1, "1", "2Gi")
+		}, want{refusal: map[string]string{"a": "time limit (1ns) ran out"}}},
 		{"pending pods: consolidation waits for provisioning", func(f *fixture) {
 			f.node("a", "Standard_D16s_v5", "on-demand")
 			f.pods("a", "a", 1, "1", "2Gi")

@@ -42,6 +42,12 @@ type Engine struct {
 	// simulations must see every node.
 	interPod bool
 	pdbs     []pdb
+	started  time.Time
+}
+
+// outOfTime: Options.TimeLimit has passed since the engine was made.
+func (e *Engine) outOfTime() bool {
+	return e.st.Options.TimeLimit > 0 && time.Since(e.started) > e.st.Options.TimeLimit
 }
 
 type pdb struct {
@@ -53,7 +59,7 @@ type pdb struct {
 func NewEngine(st State) *Engine {
 	c := st.Cluster
 	e := &Engine{st: st, podsOn: map[string][]*corev1.Pod{}, unusable: map[string]bool{}, blocked: map[string]Refusal{},
-		poolCost: map[string]float64{}, poolDisr: map[string]float64{}}
+		poolCost: map[string]float64{}, poolDisr: map[string]float64{}, started: time.Now()}
 	e.base = c.Input(st.Catalog, snapshot.Live)
 	e.pending = len(e.base.Pods)
 	for _, p := range e.base.BoundPods {

@@ -19,7 +19,7 @@ func (MultiNodeConsolidation) ComputeCommands(e *Engine, budgets Budgets, cands 
 	hi := e.fleet().prefixBound(cands)
 	lo := 2
 	var best *Command
-	for lo <= hi {
+	for lo <= hi && !e.outOfTime() {
 		mid := (lo + hi) / 2
 		if cmd, _ := e.consolidate("multi-node consolidation", cands[:mid]); cmd != nil {
 			best = cmd

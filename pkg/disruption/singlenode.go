@@ -1,5 +1,7 @@
 package disruption
 
+import "fmt"
+
 // SingleNodeConsolidation tries each candidate alone, cheapest to disrupt
 // first, and returns the first that can be deleted or replaced by one
 // cheaper node.
@@ -17,6 +19,10 @@ func (SingleNodeConsolidation) ComputeCommands(e *Engine, budgets Budgets, cands
 	for _, c := range cands {
 		if budgets.Allowed(c.NodePool.Name, ReasonUnderutilized) <= 0 {
 			refusals = append(refusals, Refusal{NodeClaim: c.Name(), Blocked: true, Reason: "the NodePool's budget for Underutilized allows no more disruptions now"})
+			continue
+		}
+		if e.outOfTime() {
+			refusals = append(refusals, Refusal{NodeClaim: c.Name(), Reason: fmt.Sprintf("not simulated: this pass's consolidation time limit (%s) ran out; the next pass tries again", e.st.Options.TimeLimit)})
 			continue
 		}
 		if why := f.hopeless(e, c); why != "" {
