@@ -83,12 +83,17 @@ func apply(c *snapshot.Cluster, cmd *Command, st State, move int) {
 			pods = append(pods, p)
 			continue
 		}
-		if to, ok := dest[p.Namespace+"/"+p.Name]; ok && to != "" {
-			cp := *p
-			cp.Spec.NodeName = to
-			pods = append(pods, &cp)
+		if snapshot.OwnedByDaemonSet(p) {
+			continue // DaemonSet pods go with their node
 		}
-		// DaemonSet pods go with their node.
+		cp := *p
+		cp.Spec.NodeName = dest[p.Namespace+"/"+p.Name]
+		if cp.Spec.NodeName == "" {
+			// Not placed by the simulation (an in-flight NodeClaim took
+			// it): pending, so the next decision waits for provisioning.
+			cp.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable}}
+		}
+		pods = append(pods, &cp)
 	}
 	c.Pods = pods
 	nodes := c.Nodes[:0:0]
