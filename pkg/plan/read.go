@@ -11,7 +11,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"runtime"
 	"strings"
+	"sync"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -67,27 +69,64 @@ func (e *DocumentError) Unwrap() error { return e.Err }
 // fails only when a document cannot be parsed as the kind it declares;
 // unknown kinds become warnings.
 func (o *Objects) Read(name string, r io.Reader) error {
+	// Splitting into documents is cheap; converting YAML to JSON is most
+	// of the cost, so documents are converted in parallel and added in
+	// their order.
+	type document struct {
+		doc int
+		raw []byte
+		js  []byte
+		err error
+	}
+	var docs []*document
 	reader := utilyaml.NewYAMLReader(bufio.NewReader(r))
 	for doc := 1; ; doc++ {
 		raw, err := reader.Read()
 		if errors.Is(err, io.EOF) {
-			return nil
+			break
 		}
 		if err != nil {
-			return &DocumentError{File: name, Document: doc, Err: err}
+			docs = append(docs, &document{doc: doc, err: err})
+			break
 		}
 		if len(bytes.TrimSpace(stripComments(raw))) == 0 {
 			doc-- // a leading "---" or an empty document is not counted
 			continue
 		}
-		js, err := yaml.YAMLToJSON(raw)
-		if err != nil {
-			return &DocumentError{File: name, Document: doc, Err: fmt.Errorf("not valid YAML or JSON: %w", err)}
+		docs = append(docs, &document{doc: doc, raw: raw})
+	}
+	var wg sync.WaitGroup
+	next := make(chan *document)
+	for range min(runtime.GOMAXPROCS(0), max(1, len(docs))) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for d := range next {
+				if d.err != nil {
+					continue
+				}
+				if js, err := yaml.YAMLToJSON(d.raw); err != nil {
+					d.err = fmt.Errorf("not valid YAML or JSON: %w", err)
+				} else {
+					d.js = js
+				}
+			}
+		}()
+	}
+	for _, d := range docs {
+		next <- d
+	}
+	close(next)
+	wg.Wait()
+	for _, d := range docs {
+		if d.err != nil {
+			return &DocumentError{File: name, Document: d.doc, Err: d.err}
 		}
-		if err := o.add(name, doc, 0, js); err != nil {
+		if err := o.add(name, d.doc, 0, d.js); err != nil {
 			return err
 		}
 	}
+	return nil
 }
 
 func stripComments(raw []byte) []byte {
