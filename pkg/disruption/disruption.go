@@ -242,6 +242,8 @@ func (e *Engine) idleReason(c *Candidate) string {
 		return e.notConsolidatableWhy(c)
 	case c.NodePool.Spec.Disruption.ConsolidationPolicy == karpv1.ConsolidationPolicyWhenEmpty && len(c.Pods) > 0 && c.Drift == "":
 		return "consolidationPolicy WhenEmpty and the node has pods"
+	case e.pending > 0:
+		return fmt.Sprintf("%d pods are pending: consolidation and drift wait until provisioning has placed them", e.pending)
 	default:
 		return "no cheaper placement for its pods"
 	}

@@ -167,7 +167,7 @@ func TestDecide(t *testing.T) {
 			f.pod("pending", "", "1", "2Gi", func(p *corev1.Pod) {
 				p.Status = corev1.PodStatus{Phase: corev1.PodPending, Conditions: []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable}}}
 			})
-		}, want{}},
+		}, want{refusal: map[string]string{"a": "1 pods are pending"}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFixture(t)
