@@ -82,6 +82,16 @@ func TestScaleDownConverges(t *testing.T) {
 	}
 	t.Logf("%d nodes at $%.3f/h for 400 pods; after the scale-down to %d pods: %d moves take the fleet from $%.3f/h to $%.3f/h; a fresh plan costs $%.3f/h (%.1f%%); %d nodes left alone",
 		len(res.NewNodeClaims), full, len(kept), len(moves), before, after, want, 100*(after/want-1), len(last.Refusals))
+	if last.Command != nil {
+		t.Errorf("the fleet does not come to rest: %s", last.Command)
+	}
+	prev := before
+	for _, m := range moves {
+		if m.FleetPriceAfter >= prev {
+			t.Errorf("move %s does not lower the fleet price ($%.3f/h -> $%.3f/h)", m.Command, prev, m.FleetPriceAfter)
+		}
+		prev = m.FleetPriceAfter
+	}
 	if after > want*1.10 {
 		for _, r := range last.Refusals {
 			t.Logf("left alone: %s: %s", r.NodeClaim, r.Reason)
