@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/karpfunc/karpfunc/pkg/catalog"
+	"github.com/karpfunc/karpfunc/pkg/disruption"
 	"github.com/karpfunc/karpfunc/pkg/plan"
 	"github.com/karpfunc/karpfunc/pkg/scheduler"
 )
@@ -31,9 +32,12 @@ func runPlan(args []string) error {
 	region := fs.String("region", "", "Azure region of the embedded catalog (default: the Nodes' topology.kubernetes.io/region, else eastus)")
 	catalogFile := fs.String("catalog", "", "a catalog file to use instead of the embedded catalog")
 	output := fs.String("o", "table", "output format: json or table")
+	disrupt := fs.Bool("disruption", false, "print what disruption (expiration, emptiness, drift, consolidation) would do to the nodes in the input, move by move, instead of placing pending pods")
+	maxMoves := fs.Int("max-moves", 100, "with --disruption: stop after this many moves")
+	spotToSpot := fs.Bool("spot-to-spot", false, "with --disruption: allow replacing spot nodes with cheaper spot nodes (Karpenter's SpotToSpotConsolidation)")
 	fs.SetOutput(os.Stderr)
 	fs.Usage = func() {
-		fmt.Fprintln(os.Stderr, "usage: karpfunc plan -f FILE [-f FILE ...] [--region REGION] [--catalog FILE] [-o json|table]")
+		fmt.Fprintln(os.Stderr, "usage: karpfunc plan -f FILE [-f FILE ...] [--region REGION] [--catalog FILE] [-o json|table] [--disruption [--max-moves N] [--spot-to-spot]]")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -83,6 +87,15 @@ func runPlan(args []string) error {
 		return fmt.Errorf("plan: %w", err)
 	}
 
+	if *disrupt {
+		moves, before, last := disruption.Replay(disruption.State{Cluster: &objs.Cluster, Catalog: cat, Now: time.Now(),
+			Options: disruption.Options{SpotToSpot: *spotToSpot}}, *maxMoves)
+		out := plan.NewDisruptionOutput(moves, before, last)
+		if *output == "json" {
+			return out.WriteJSON(os.Stdout)
+		}
+		return out.WriteTable(os.Stdout)
+	}
 	start := time.Now()
 	res := scheduler.Solve(objs.Input(cat))
 	out := plan.NewOutput(res, time.Since(start))

@@ -11,10 +11,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"runtime"
 	"strings"
+	"sync"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
@@ -23,22 +26,13 @@ import (
 	"github.com/karpfunc/karpfunc/pkg/apis/v1beta1"
 	"github.com/karpfunc/karpfunc/pkg/catalog"
 	"github.com/karpfunc/karpfunc/pkg/scheduler"
+	"github.com/karpfunc/karpfunc/pkg/snapshot"
 )
 
-// Objects are the Kubernetes objects the planner understands.
+// Objects are the Kubernetes objects the planner understands: the cluster
+// snapshot (one home: pkg/snapshot) plus what reading it warned about.
 type Objects struct {
-	Pods                   []*corev1.Pod
-	Nodes                  []*corev1.Node
-	DaemonSets             []*appsv1.DaemonSet
-	NodePools              []*karpv1.NodePool
-	NodeClasses            []*v1beta1.AKSNodeClass
-	NodeClaims             []*karpv1.NodeClaim
-	PersistentVolumes      []*corev1.PersistentVolume
-	PersistentVolumeClaims []*corev1.PersistentVolumeClaim
-	StorageClasses         []*storagev1.StorageClass
-	// Namespaces carry the labels pod (anti-)affinity namespaceSelectors
-	// match.
-	Namespaces []*corev1.Namespace
+	snapshot.Cluster
 	// Warnings are things that were read but skipped (unknown kinds,
 	// finished pods), one line each, naming the file and document.
 	Warnings []string
@@ -75,27 +69,64 @@ func (e *DocumentError) Unwrap() error { return e.Err }
 // fails only when a document cannot be parsed as the kind it declares;
 // unknown kinds become warnings.
 func (o *Objects) Read(name string, r io.Reader) error {
+	// Splitting into documents is cheap; converting YAML to JSON is most
+	// of the cost, so documents are converted in parallel and added in
+	// their order.
+	type document struct {
+		doc int
+		raw []byte
+		js  []byte
+		err error
+	}
+	var docs []*document
 	reader := utilyaml.NewYAMLReader(bufio.NewReader(r))
 	for doc := 1; ; doc++ {
 		raw, err := reader.Read()
 		if errors.Is(err, io.EOF) {
-			return nil
+			break
 		}
 		if err != nil {
-			return &DocumentError{File: name, Document: doc, Err: err}
+			docs = append(docs, &document{doc: doc, err: err})
+			break
 		}
 		if len(bytes.TrimSpace(stripComments(raw))) == 0 {
 			doc-- // a leading "---" or an empty document is not counted
 			continue
 		}
-		js, err := yaml.YAMLToJSON(raw)
-		if err != nil {
-			return &DocumentError{File: name, Document: doc, Err: fmt.Errorf("not valid YAML or JSON: %w", err)}
+		docs = append(docs, &document{doc: doc, raw: raw})
+	}
+	var wg sync.WaitGroup
+	next := make(chan *document)
+	for range min(runtime.GOMAXPROCS(0), max(1, len(docs))) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for d := range next {
+				if d.err != nil {
+					continue
+				}
+				if js, err := yaml.YAMLToJSON(d.raw); err != nil {
+					d.err = fmt.Errorf("not valid YAML or JSON: %w", err)
+				} else {
+					d.js = js
+				}
+			}
+		}()
+	}
+	for _, d := range docs {
+		next <- d
+	}
+	close(next)
+	wg.Wait()
+	for _, d := range docs {
+		if d.err != nil {
+			return &DocumentError{File: name, Document: d.doc, Err: d.err}
 		}
-		if err := o.add(name, doc, 0, js); err != nil {
+		if err := o.add(name, d.doc, 0, d.js); err != nil {
 			return err
 		}
 	}
+	return nil
 }
 
 func stripComments(raw []byte) []byte {
@@ -212,6 +243,11 @@ func (o *Objects) add(file string, doc, item int, js []byte) error {
 		if err = decode(ns); err == nil {
 			o.Namespaces = append(o.Namespaces, ns)
 		}
+	case "policy/PodDisruptionBudget":
+		pdb := &policyv1.PodDisruptionBudget{}
+		if err = decode(pdb); err == nil {
+			o.PodDisruptionBudgets = append(o.PodDisruptionBudgets, pdb)
+		}
 	case "storage.k8s.io/StorageClass":
 		sc := &storagev1.StorageClass{}
 		if err = decode(sc); err == nil {
@@ -241,39 +277,11 @@ func unsupportedFields(nc *v1beta1.AKSNodeClass) []string {
 	return out
 }
 
-// Input builds the scheduler's snapshot: pods with a nodeName are bound, the
-// rest are pending. Finished pods, pods being deleted and DaemonSet pods
-// (which the DaemonSet controller places, not the autoscaler) are not
-// pending.
+// Input builds the scheduler's snapshot through the one constructor the
+// live loop uses; in a dump every unbound pod counts as pending (dumps are
+// often written without status).
 func (o *Objects) Input(c *catalog.Catalog) scheduler.Input {
-	in := scheduler.Input{
-		Nodes: o.Nodes, NodeClaims: o.NodeClaims, NodePools: o.NodePools, NodeClasses: o.NodeClasses,
-		DaemonSets: o.DaemonSets, Catalog: c,
-		PersistentVolumes: o.PersistentVolumes, PersistentVolumeClaims: o.PersistentVolumeClaims, StorageClasses: o.StorageClasses,
-		Namespaces: o.Namespaces,
-	}
-	for _, p := range o.Pods {
-		switch {
-		case p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed:
-			continue
-		case p.Spec.NodeName != "":
-			in.BoundPods = append(in.BoundPods, p)
-		case p.DeletionTimestamp != nil || ownedByDaemonSet(p):
-			continue
-		default:
-			in.Pods = append(in.Pods, p)
-		}
-	}
-	return in
-}
-
-func ownedByDaemonSet(p *corev1.Pod) bool {
-	for _, ref := range p.OwnerReferences {
-		if ref.Kind == "DaemonSet" && (ref.Controller == nil || *ref.Controller) {
-			return true
-		}
-	}
-	return false
+	return o.Cluster.Input(c, snapshot.Offline)
 }
 
 // Region guesses the region from the Nodes' topology.kubernetes.io/region

@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/karpenter/pkg/scheduling"
 
 	"github.com/karpfunc/karpfunc/pkg/apis/v1beta1"
+	"github.com/karpfunc/karpfunc/pkg/disruption"
 	"github.com/karpfunc/karpfunc/pkg/events"
 	"github.com/karpfunc/karpfunc/pkg/scheduler"
 )
@@ -95,6 +96,10 @@ func NodeClaimFor(plan *scheduler.NodeClaimPlan) *karpv1.NodeClaim {
 	labels[karpv1.NodePoolLabelKey] = np.Name
 	annotations := map[string]string{}
 	for k, v := range tmpl.Annotations {
+		annotations[k] = v
+	}
+	// Hashes of the NodePool template and AKSNodeClass: drift detection.
+	for k, v := range disruption.HashAnnotations(np, plan.NodeClass) {
 		annotations[k] = v
 	}
 	reqs := scheduling.NewRequirements(plan.Requirements.Values()...)

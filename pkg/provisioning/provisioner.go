@@ -18,20 +18,19 @@ import (
 	"log/slog"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
-	"github.com/karpfunc/karpfunc/pkg/apis/v1beta1"
 	"github.com/karpfunc/karpfunc/pkg/azure"
 	"github.com/karpfunc/karpfunc/pkg/bus"
 	"github.com/karpfunc/karpfunc/pkg/catalog"
 	"github.com/karpfunc/karpfunc/pkg/events"
 	"github.com/karpfunc/karpfunc/pkg/offerings"
 	"github.com/karpfunc/karpfunc/pkg/scheduler"
+	"github.com/karpfunc/karpfunc/pkg/snapshot"
 	"github.com/karpfunc/karpfunc/pkg/triggers"
 )
 
@@ -164,7 +163,7 @@ const retryDelay = 2 * time.Second
 // pending longer than StuckAfter gets a FailedScheduling event that says
 // where karpfunc placed it and what it waits for.
 func (p *Provisioner) Provision(ctx context.Context) (Result, error) {
-	snap, err := p.snapshot(ctx)
+	snap, err := snapshot.List(ctx, p.kube)
 	if err != nil {
 		return Result{}, err
 	}
@@ -172,7 +171,8 @@ func (p *Provisioner) Provision(ctx context.Context) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	res := Result{PendingPods: len(snap.pending)}
+	in := snap.Input(unavailable.Apply(p.catalog), snapshot.Live)
+	res := Result{PendingPods: len(in.Pods)}
 	var errs []error
 	var retryAfter time.Duration
 	wantRetry := func(d time.Duration) {
@@ -180,23 +180,15 @@ func (p *Provisioner) Provision(ctx context.Context) (Result, error) {
 			retryAfter = d
 		}
 	}
-	if len(snap.pending) > 0 {
-		// A NodeClaim being deleted is not capacity: its pods are leaving.
-		live := make([]*karpv1.NodeClaim, 0, len(snap.nodeClaims))
-		held := make(map[string]bool, len(snap.nodeClaims))
-		for _, nc := range snap.nodeClaims {
+	if len(in.Pods) > 0 {
+		// Names held by any NodeClaim, deleting or not: a new claim
+		// must not reuse them.
+		held := make(map[string]bool, len(snap.NodeClaims))
+		for _, nc := range snap.NodeClaims {
 			held[nc.Name] = true
-			if nc.DeletionTimestamp == nil {
-				live = append(live, nc)
-			}
 		}
 		start := p.clock.Now()
-		out := scheduler.Solve(scheduler.Input{
-			Pods: snap.pending, Nodes: snap.nodes, BoundPods: snap.bound, NodeClaims: live,
-			NodePools: snap.nodePools, NodeClasses: snap.nodeClasses, DaemonSets: snap.daemonSets,
-			Namespaces: snap.namespaces,
-			Catalog:    unavailable.Apply(p.catalog),
-		})
+		out := scheduler.Solve(in)
 		res.SolveDuration = p.clock.Since(start)
 		res.Pods = PlacedOutcomes(out)
 		for _, u := range out.Unschedulable {
@@ -234,13 +226,13 @@ func (p *Provisioner) Provision(ctx context.Context) (Result, error) {
 			}
 			if created {
 				res.Created = append(res.Created, nc.Name)
-				snap.nodeClaims = append(snap.nodeClaims, nc)
+				snap.NodeClaims = append(snap.NodeClaims, nc)
 			}
 		}
 	}
 	// Launch everything not launched yet: the claims just created and any an
 	// earlier, interrupted pass left behind.
-	for _, nc := range snap.nodeClaims {
+	for _, nc := range snap.NodeClaims {
 		if nc.DeletionTimestamp != nil || nc.StatusConditions().Get(karpv1.ConditionTypeLaunched).IsTrue() {
 			continue
 		}
@@ -262,7 +254,7 @@ func (p *Provisioner) Provision(ctx context.Context) (Result, error) {
 	if n := res.Pods.Count(Deferred); n > 0 && len(errs) == 0 {
 		wantRetry(retryDelay)
 	}
-	errs = append(errs, p.reportStuck(ctx, res.Pods, snap.pending)...)
+	errs = append(errs, p.reportStuck(ctx, res.Pods, in.Pods)...)
 	if retryAfter > 0 {
 		at, err := p.scheduleProvision(ctx, retryAfter)
 		if err != nil {
@@ -332,84 +324,9 @@ func (p *Provisioner) scheduleProvision(ctx context.Context, d time.Duration) (t
 	return at, nil
 }
 
-type snapshot struct {
-	pending, bound []*corev1.Pod
-	nodes          []*corev1.Node
-	nodeClaims     []*karpv1.NodeClaim
-	nodePools      []*karpv1.NodePool
-	nodeClasses    []*v1beta1.AKSNodeClass
-	daemonSets     []*appsv1.DaemonSet
-	// namespaces: their labels resolve affinity terms' namespaceSelector.
-	namespaces []*corev1.Namespace
-}
-
-func (p *Provisioner) snapshot(ctx context.Context) (*snapshot, error) {
-	var (
-		pods   corev1.PodList
-		nodes  corev1.NodeList
-		ncs    karpv1.NodeClaimList
-		pools  karpv1.NodePoolList
-		class  v1beta1.AKSNodeClassList
-		dsList appsv1.DaemonSetList
-		nsList corev1.NamespaceList
-	)
-	for _, l := range []struct {
-		what string
-		list client.ObjectList
-	}{{"pods", &pods}, {"nodes", &nodes}, {"nodeclaims", &ncs}, {"nodepools", &pools}, {"aksnodeclasses", &class}, {"daemonsets", &dsList}, {"namespaces", &nsList}} {
-		if err := p.kube.List(ctx, l.list); err != nil {
-			return nil, fmt.Errorf("listing %s: %w", l.what, err)
-		}
-	}
-	s := &snapshot{}
-	for i := range pods.Items {
-		pod := &pods.Items[i]
-		switch {
-		case pod.Spec.NodeName != "":
-			if pod.Status.Phase != corev1.PodSucceeded && pod.Status.Phase != corev1.PodFailed {
-				s.bound = append(s.bound, pod)
-			}
-		case IsProvisionable(pod):
-			s.pending = append(s.pending, pod)
-		}
-	}
-	for i := range nodes.Items {
-		s.nodes = append(s.nodes, &nodes.Items[i])
-	}
-	for i := range ncs.Items {
-		s.nodeClaims = append(s.nodeClaims, &ncs.Items[i])
-	}
-	for i := range pools.Items {
-		s.nodePools = append(s.nodePools, &pools.Items[i])
-	}
-	for i := range class.Items {
-		s.nodeClasses = append(s.nodeClasses, &class.Items[i])
-	}
-	for i := range dsList.Items {
-		s.daemonSets = append(s.daemonSets, &dsList.Items[i])
-	}
-	for i := range nsList.Items {
-		s.namespaces = append(s.namespaces, &nsList.Items[i])
-	}
-	return s, nil
-}
-
 // IsProvisionable reports whether a pod is waiting for capacity: not bound,
 // not terminating, not a DaemonSet pod (those follow their nodes), and marked
 // Unschedulable by kube-scheduler — the same test Karpenter applies.
 func IsProvisionable(pod *corev1.Pod) bool {
-	if pod.Spec.NodeName != "" || pod.DeletionTimestamp != nil || pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
-		return false
-	}
-	for _, ref := range pod.OwnerReferences {
-		if ref.Kind == "DaemonSet" {
-			return false
-		}
-	}
-	for _, c := range pod.Status.Conditions {
-		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable {
-			return true
-		}
-	}
-	return false
+	return snapshot.Provisionable(pod, snapshot.Live)
 }

@@ -164,7 +164,7 @@ func (s *solver) newPool(np *karpv1.NodePool, classes map[string]*v1beta1.AKSNod
 		pl.limits = corev1.ResourceList(np.Spec.Limits).DeepCopy()
 		var held []corev1.ResourceList
 		nodes := int64(0)
-		for _, nc := range in.NodeClaims {
+		for _, nc := range slices.Concat(in.NodeClaims, in.HeldNodeClaims) {
 			if nc != nil && nc.Labels[karpv1.NodePoolLabelKey] == np.Name {
 				held = append(held, ChargedCapacity(nc, in.Catalog, pl.maxPods))
 				nodes++

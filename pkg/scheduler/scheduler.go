@@ -36,14 +36,18 @@ import (
 
 // Input is a snapshot of the cluster.
 type Input struct {
-	Pods        []*corev1.Pod // pending pods to place
-	Nodes       []*corev1.Node
-	BoundPods   []*corev1.Pod // pods already bound to Nodes (consume capacity)
-	NodeClaims  []*karpv1.NodeClaim
-	NodePools   []*karpv1.NodePool
-	NodeClasses []*v1beta1.AKSNodeClass
-	DaemonSets  []*appsv1.DaemonSet
-	Catalog     *catalog.Catalog
+	Pods       []*corev1.Pod // pending pods to place
+	Nodes      []*corev1.Node
+	BoundPods  []*corev1.Pod // pods already bound to Nodes (consume capacity)
+	NodeClaims []*karpv1.NodeClaim
+	// HeldNodeClaims count against their NodePools' limits but are never
+	// capacity (a caller that leaves some nodes out of Nodes passes their
+	// NodeClaims here, not in NodeClaims).
+	HeldNodeClaims []*karpv1.NodeClaim
+	NodePools      []*karpv1.NodePool
+	NodeClasses    []*v1beta1.AKSNodeClass
+	DaemonSets     []*appsv1.DaemonSet
+	Catalog        *catalog.Catalog
 	// Volumes: a pending pod's PVCs pin it to where their bound PVs live
 	// (PV node affinity) or where their StorageClass may provision
 	// (allowedTopologies).

@@ -1,0 +1,153 @@
+package disruption
+
+import (
+	"fmt"
+	"sort"
+
+	corev1 "k8s.io/api/core/v1"
+	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
+	"sigs.k8s.io/karpenter/pkg/scheduling"
+
+	"github.com/karpfunc/karpfunc/pkg/catalog"
+	"github.com/karpfunc/karpfunc/pkg/scheduler"
+)
+
+// consolidatable: the node may be consolidated for being underutilized.
+func consolidatable(c *Candidate) bool {
+	return c.Consolidatable && c.NodePool.Spec.Disruption.ConsolidationPolicy != karpv1.ConsolidationPolicyWhenEmpty
+}
+
+// consolidate asks the scheduler about cands: delete them when their pods
+// fit elsewhere, replace them with one cheaper NodeClaim when the pods fit
+// on it. The string explains a refusal.
+func (e *Engine) consolidate(method string, cands []*Candidate) (*Command, string) {
+	for _, c := range cands {
+		if c.Price == 0 {
+			return nil, fmt.Sprintf("the price of %s (%s %s %s) is not in the catalog", c.Name(), c.InstanceType, c.Zone, c.CapacityType)
+		}
+	}
+	sim := e.Simulate(cands)
+	if sim.Unplaced != "" {
+		return nil, sim.Unplaced
+	}
+	cmd := &Command{Reason: ReasonUnderutilized, Method: method, Candidates: cands, Existing: sim.Result.Existing}
+	total := sumPrice(cands)
+	switch n := len(sim.Result.NewNodeClaims); {
+	case n == 0:
+		cmd.Savings = total
+	case n > 1:
+		return nil, fmt.Sprintf("its pods would need %d new nodes", n)
+	default:
+		plan, why := e.cheaper(sim.Result.NewNodeClaims[0], cands, total)
+		if plan == nil {
+			return nil, why
+		}
+		cmd.Replacements = []*scheduler.NodeClaimPlan{plan}
+		cmd.Savings = total - replacementPrice(cmd.Replacements)
+	}
+	if why := e.balanced(cmd); why != "" {
+		return nil, why
+	}
+	return cmd, ""
+}
+
+// cheaper narrows plan to the offerings cheaper than price, with
+// Karpenter's spot-to-spot rules. nil and a reason when none remain.
+func (e *Engine) cheaper(plan *scheduler.NodeClaimPlan, cands []*Candidate, price float64) (*scheduler.NodeClaimPlan, string) {
+	allSpot := true
+	for _, c := range cands {
+		allSpot = allSpot && c.CapacityType == karpv1.CapacityTypeSpot
+	}
+	reqs := scheduling.NewRequirements(plan.Requirements.Values()...)
+	// As Karpenter: spot nodes whose replacement may be spot are
+	// replaced only with SpotToSpot on, and then only by spot.
+	spotToSpot := allSpot && reqs.Get(karpv1.CapacityTypeLabelKey).Has(karpv1.CapacityTypeSpot)
+	if spotToSpot {
+		if !e.st.Options.SpotToSpot {
+			return nil, "SpotToSpotConsolidation is disabled: a spot node is not replaced by another spot node"
+		}
+		reqs.Add(scheduling.NewRequirement(karpv1.CapacityTypeLabelKey, corev1.NodeSelectorOpIn, karpv1.CapacityTypeSpot))
+	}
+	type priced struct {
+		it    *catalog.InstanceType
+		price float64
+	}
+	var keep []priced
+	for _, it := range plan.InstanceTypes {
+		if !reqs.Get(corev1.LabelInstanceTypeStable).Has(it.Name) {
+			continue
+		}
+		best := -1.0
+		for _, o := range it.Offerings {
+			if o.Available && reqs.Get(corev1.LabelTopologyZone).Has(o.Zone) && reqs.Get(karpv1.CapacityTypeLabelKey).Has(o.CapacityType) &&
+				o.Price < price && (best < 0 || o.Price < best) {
+				best = o.Price
+			}
+		}
+		if best >= 0 {
+			keep = append(keep, priced{it, best})
+		}
+	}
+	switch {
+	case len(keep) == 0:
+		return nil, fmt.Sprintf("no replacement is cheaper than $%.4f/h", price)
+	case spotToSpot && len(keep) < MinSpotToSpotTypes:
+		return nil, fmt.Sprintf("SpotToSpotConsolidation requires %d cheaper spot instance types, found %d", MinSpotToSpotTypes, len(keep))
+	}
+	sort.SliceStable(keep, func(i, j int) bool { return keep[i].price < keep[j].price })
+	if spotToSpot {
+		keep = keep[:MinSpotToSpotTypes]
+	}
+	out := *plan
+	out.InstanceTypes = make([]*catalog.InstanceType, len(keep))
+	names := make([]string, len(keep))
+	for i, k := range keep {
+		out.InstanceTypes[i], names[i] = k.it, k.it.Name
+	}
+	reqs.Add(scheduling.NewRequirement(corev1.LabelInstanceTypeStable, corev1.NodeSelectorOpIn, names...))
+	out.Requirements = reqs
+	return &out, ""
+}
+
+// balanced applies the Balanced policy's score: (savings / NodePool cost)
+// over (move disruption cost / NodePool disruption cost), approved at
+// BalancedThreshold. Other policies approve every cheaper move.
+func (e *Engine) balanced(cmd *Command) string {
+	pools := map[string]bool{}
+	var moveCost float64
+	for _, c := range cmd.Candidates {
+		if c.NodePool.Spec.Disruption.ConsolidationPolicy != karpv1.ConsolidationPolicyBalanced {
+			return ""
+		}
+		pools[c.NodePool.Name] = true
+		moveCost += c.DisruptionCost
+	}
+	var poolCost, poolDisr float64
+	for p := range pools {
+		poolCost += e.poolCost[p]
+		poolDisr += e.poolDisr[p]
+	}
+	if poolCost <= 0 || poolDisr <= 0 || moveCost <= 0 {
+		return ""
+	}
+	score := (cmd.Savings / poolCost) / (moveCost / poolDisr)
+	if score < BalancedThreshold {
+		return fmt.Sprintf("Balanced: score %.2f (saves %.0f%% of the NodePool's cost for %.0f%% of its disruption cost) is below %.1f",
+			score, 100*cmd.Savings/poolCost, 100*moveCost/poolDisr, BalancedThreshold)
+	}
+	return ""
+}
+
+// withinBudget keeps the candidates, in order, whose NodePools still have
+// budget for reason.
+func withinBudget(cands []*Candidate, budgets Budgets, r Reason) []*Candidate {
+	b := budgets.clone()
+	var out []*Candidate
+	for _, c := range cands {
+		if b.Allowed(c.NodePool.Name, r) > 0 {
+			out = append(out, c)
+			b.Take(c.NodePool.Name, 1)
+		}
+	}
+	return out
+}

@@ -1,0 +1,250 @@
+// Package disruption decides which nodes karpfunc takes away and why:
+// expiration, emptiness, drift, multi-node and single-node consolidation,
+// in Karpenter's order, within NodePool disruption budgets. It is pure: a
+// cluster snapshot and a clock in, one command (and every refusal with its
+// reason) out. The Disruption function acts on the command; `karpfunc plan`
+// prints it.
+//
+// Invariants:
+//   - One command per decision, from the first method (in order) that has
+//     one; expiration is forceful and reported apart, outside budgets.
+//   - Whether pods fit elsewhere is asked of pkg/scheduler, the same engine
+//     that provisions; there is no second scheduler.
+//   - A candidate never carries a pod that may not be evicted
+//     (do-not-disrupt, a PDB with no disruptions allowed) and never belongs
+//     to a NodeClaim that is deleting, not Initialized, or not Ready.
+//   - No command takes more nodes from a NodePool than its budgets allow
+//     for the command's reason, counting nodes already disrupting.
+//   - A replacement is one NodeClaim, strictly cheaper than what it
+//     replaces (consolidation), or whatever the pods need (drift).
+package disruption
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
+
+	"github.com/karpfunc/karpfunc/pkg/catalog"
+	"github.com/karpfunc/karpfunc/pkg/scheduler"
+	"github.com/karpfunc/karpfunc/pkg/snapshot"
+)
+
+// Reason is why a node is disrupted; the first three are Karpenter's
+// budget reasons.
+type Reason string
+
+const (
+	ReasonEmpty         Reason = Reason(karpv1.DisruptionReasonEmpty)
+	ReasonDrifted       Reason = Reason(karpv1.DisruptionReasonDrifted)
+	ReasonUnderutilized Reason = Reason(karpv1.DisruptionReasonUnderutilized)
+	ReasonExpired       Reason = "Expired"
+)
+
+// Karpenter's constants.
+const (
+	// ValidationDelay is how long a command waits before it is re-checked
+	// and acted on (emptiness and consolidation).
+	ValidationDelay = 15 * time.Second
+	// MinSpotToSpotTypes is how many cheaper spot types a spot node's
+	// replacement needs (MinInstanceTypesForSpotToSpotConsolidation).
+	MinSpotToSpotTypes = 15
+	// BalancedThreshold is the lowest score Balanced approves.
+	BalancedThreshold = 0.5
+	// DefaultBudget applies to a NodePool that lists none.
+	DefaultBudget = "10%"
+)
+
+// Options tune a decision.
+type Options struct {
+	// SpotToSpot allows replacing spot nodes with cheaper spot nodes
+	// (Karpenter's SpotToSpotConsolidation feature gate, off by default).
+	SpotToSpot bool
+	// TimeLimit bounds the wall-clock time consolidation spends simulating
+	// (Karpenter: 1 min multi-node, 3 min single-node); candidates not
+	// reached are refused as such and the next pass tries again. Zero: no
+	// limit (offline replays, tests).
+	TimeLimit time.Duration
+}
+
+// State is what a decision is made from.
+type State struct {
+	Cluster *snapshot.Cluster
+	Catalog *catalog.Catalog
+	Now     time.Time
+	Options Options
+}
+
+// Candidate is a node that may be disrupted.
+type Candidate struct {
+	NodeClaim *karpv1.NodeClaim
+	Node      *corev1.Node
+	NodePool  *karpv1.NodePool
+	// Pods must move elsewhere if the node goes (DaemonSet, mirror and
+	// finished pods are not counted).
+	Pods         []*corev1.Pod
+	InstanceType string
+	Zone         string
+	CapacityType string
+	// Price is the node's $/hour (0 if the catalog does not know it).
+	Price float64
+	// DisruptionCost is 1 plus each pod's eviction cost.
+	DisruptionCost float64
+	// Consolidatable: Initialized and consolidateAfter has passed since the
+	// last pod event.
+	Consolidatable bool
+	// Drift is why the node no longer matches its NodePool or
+	// AKSNodeClass ("" if it does).
+	Drift string
+}
+
+// Name is the NodeClaim's name.
+func (c *Candidate) Name() string { return c.NodeClaim.Name }
+
+// Command is one disruption to carry out.
+type Command struct {
+	Reason     Reason
+	Method     string
+	Candidates []*Candidate
+	// Replacements are the NodeClaims to launch (and see Initialized)
+	// before the candidates go; none means delete.
+	Replacements []*scheduler.NodeClaimPlan
+	// Existing is where the simulation put the candidates' pods on nodes
+	// that stay (copies of the pods, without nodeName).
+	Existing []scheduler.Placement
+	// Savings is $/hour saved (price of the candidates minus the
+	// replacements' cheapest offerings).
+	Savings float64
+}
+
+// Action is "delete" or "replace".
+func (c *Command) Action() string {
+	if len(c.Replacements) == 0 {
+		return "delete"
+	}
+	return "replace"
+}
+
+func (c *Command) String() string {
+	names := make([]string, len(c.Candidates))
+	for i, cand := range c.Candidates {
+		names[i] = cand.Name()
+	}
+	s := fmt.Sprintf("%s %s (%s): %s", c.Method, c.Action(), c.Reason, strings.Join(names, ", "))
+	for _, r := range c.Replacements {
+		it, off := r.Cheapest()
+		if it != nil {
+			s += fmt.Sprintf(" -> %s %s %s", it.Name, off.Zone, off.CapacityType)
+		}
+	}
+	return s + fmt.Sprintf(", saves $%.4f/h", c.Savings)
+}
+
+// Refusal says why a node is left alone.
+type Refusal struct {
+	NodeClaim string
+	// Blocked: a reason on the node itself (DisruptionBlocked);
+	// otherwise consolidation found nothing better (Unconsolidatable).
+	Blocked bool
+	Reason  string
+}
+
+// Decision is the outcome of one decision pass.
+type Decision struct {
+	// Expired NodeClaims are deleted regardless of budgets.
+	Expired []*karpv1.NodeClaim
+	// Command is nil when nothing should be disrupted.
+	Command *Command
+	// Refusals name every managed node not in Command and why.
+	Refusals []Refusal
+	// Next is the earliest future time a NodeClaim becomes
+	// consolidatable or expires (zero: none).
+	Next time.Time
+	// Budgets are what each NodePool allows per reason now.
+	Budgets Budgets
+	// BudgetErrors describe budgets that could not be read; their
+	// NodePools are not disrupted (allowed 0).
+	BudgetErrors []error
+}
+
+// Method is one way of disrupting nodes.
+type Method interface {
+	// Reason is the budget reason the method spends.
+	Reason() Reason
+	// ShouldDisrupt says whether the method applies to c.
+	ShouldDisrupt(c *Candidate) bool
+	// ComputeCommands returns the commands the method would run, best
+	// first, within budgets; refusals for candidates it considered.
+	ComputeCommands(e *Engine, budgets Budgets, candidates []*Candidate) ([]*Command, []Refusal)
+}
+
+// Methods are Karpenter's, in its order.
+func Methods() []Method {
+	return []Method{Emptiness{}, Drift{}, MultiNodeConsolidation{}, SingleNodeConsolidation{}}
+}
+
+// Decide runs every method in order and returns the first command.
+func Decide(st State) Decision {
+	e := NewEngine(st)
+	d := Decision{Expired: e.Expired(), Next: e.next, Budgets: e.budgets, BudgetErrors: e.budgetErrs}
+	refused := map[string]Refusal{}
+	for name, r := range e.blocked {
+		refused[name] = r
+	}
+	for _, m := range Methods() {
+		var eligible []*Candidate
+		for _, c := range e.Candidates {
+			if m.ShouldDisrupt(c) {
+				eligible = append(eligible, c)
+			}
+		}
+		if len(eligible) == 0 {
+			continue
+		}
+		cmds, refusals := m.ComputeCommands(e, e.budgets, eligible)
+		for _, r := range refusals {
+			if _, ok := refused[r.NodeClaim]; !ok {
+				refused[r.NodeClaim] = r
+			}
+		}
+		if len(cmds) > 0 {
+			d.Command = cmds[0]
+			break
+		}
+	}
+	in := map[string]bool{}
+	if d.Command != nil {
+		for _, c := range d.Command.Candidates {
+			in[c.Name()] = true
+		}
+	}
+	for _, c := range e.Candidates {
+		if _, ok := refused[c.Name()]; !ok && !in[c.Name()] {
+			refused[c.Name()] = Refusal{NodeClaim: c.Name(), Reason: e.idleReason(c)}
+		}
+	}
+	for name, r := range refused {
+		if !in[name] {
+			d.Refusals = append(d.Refusals, r)
+		}
+	}
+	sort.Slice(d.Refusals, func(i, j int) bool { return d.Refusals[i].NodeClaim < d.Refusals[j].NodeClaim })
+	return d
+}
+
+// idleReason explains a candidate no method took.
+func (e *Engine) idleReason(c *Candidate) string {
+	switch {
+	case !c.Consolidatable && c.Drift == "":
+		return e.notConsolidatableWhy(c)
+	case c.NodePool.Spec.Disruption.ConsolidationPolicy == karpv1.ConsolidationPolicyWhenEmpty && len(c.Pods) > 0 && c.Drift == "":
+		return "consolidationPolicy WhenEmpty and the node has pods"
+	case e.pending > 0:
+		return fmt.Sprintf("%d pods are pending: consolidation and drift wait until provisioning has placed them", e.pending)
+	default:
+		return "no cheaper placement for its pods"
+	}
+}

@@ -1,0 +1,27 @@
+package disruption
+
+// Emptiness deletes consolidatable nodes that have no pods to move (under
+// every consolidation policy), as many as budgets allow, in one command.
+type Emptiness struct{}
+
+func (Emptiness) Reason() Reason { return ReasonEmpty }
+
+func (Emptiness) ShouldDisrupt(c *Candidate) bool { return c.Consolidatable && len(c.Pods) == 0 }
+
+func (Emptiness) ComputeCommands(e *Engine, budgets Budgets, cands []*Candidate) ([]*Command, []Refusal) {
+	take := withinBudget(cands, budgets, ReasonEmpty)
+	var refusals []Refusal
+	in := map[*Candidate]bool{}
+	for _, c := range take {
+		in[c] = true
+	}
+	for _, c := range cands {
+		if !in[c] {
+			refusals = append(refusals, Refusal{NodeClaim: c.Name(), Blocked: true, Reason: "empty, but the NodePool's budget for Empty allows no more disruptions now"})
+		}
+	}
+	if len(take) == 0 {
+		return nil, refusals
+	}
+	return []*Command{{Reason: ReasonEmpty, Method: "emptiness", Candidates: take, Savings: sumPrice(take)}}, refusals
+}

@@ -1,0 +1,321 @@
+package disruption
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"strconv"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
+
+	"github.com/karpfunc/karpfunc/pkg/scheduler"
+	"github.com/karpfunc/karpfunc/pkg/snapshot"
+)
+
+// DisruptedTaint is put on a node that is about to be disrupted.
+var DisruptedTaint = corev1.Taint{Key: karpv1.DisruptedTaintKey, Effect: corev1.TaintEffectNoSchedule}
+
+// Engine holds what every method shares: candidates, the base scheduler
+// input and the price of every managed node.
+type Engine struct {
+	st         State
+	base       scheduler.Input
+	Candidates []*Candidate
+	// podsOn: pods bound to each node that consume capacity.
+	podsOn     map[string][]*corev1.Pod
+	unusable   map[string]bool // node names that are not capacity (leaving)
+	blocked    map[string]Refusal
+	budgets    Budgets
+	budgetErrs []error
+	next       time.Time
+	pending    int
+	poolCost   map[string]float64
+	poolDisr   map[string]float64
+	expired    []*karpv1.NodeClaim
+	fleetCache *fleet
+	// interPod: some pod's required anti-affinity keeps others away, so
+	// simulations must see every node.
+	interPod bool
+	pdbs     []pdb
+	started  time.Time
+}
+
+// outOfTime: Options.TimeLimit has passed since the engine was made.
+func (e *Engine) outOfTime() bool {
+	return e.st.Options.TimeLimit > 0 && time.Since(e.started) > e.st.Options.TimeLimit
+}
+
+type pdb struct {
+	obj      *policyv1.PodDisruptionBudget
+	selector labels.Selector
+}
+
+// NewEngine prepares a decision over st.
+func NewEngine(st State) *Engine {
+	c := st.Cluster
+	e := &Engine{st: st, podsOn: map[string][]*corev1.Pod{}, unusable: map[string]bool{}, blocked: map[string]Refusal{},
+		poolCost: map[string]float64{}, poolDisr: map[string]float64{}, started: time.Now()}
+	e.base = c.Input(st.Catalog, snapshot.Live)
+	e.pending = len(e.base.Pods)
+	for _, p := range e.base.BoundPods {
+		e.podsOn[p.Spec.NodeName] = append(e.podsOn[p.Spec.NodeName], p)
+		e.interPod = e.interPod || requiredAntiAffinity(p)
+	}
+	for _, p := range c.PodDisruptionBudgets {
+		sel, err := metav1.LabelSelectorAsSelector(p.Spec.Selector)
+		if err != nil {
+			sel = labels.Everything() // an unreadable selector blocks, as the eviction API would fail
+		}
+		e.pdbs = append(e.pdbs, pdb{obj: p, selector: sel})
+	}
+	pools := map[string]*karpv1.NodePool{}
+	for _, np := range c.NodePools {
+		pools[np.Name] = np
+	}
+	nodes := map[string]*corev1.Node{}
+	for _, n := range c.Nodes {
+		nodes[n.Name] = n
+	}
+	classes := classIndex(c)
+	counts := map[string]*poolCount{}
+	for _, nc := range c.NodeClaims {
+		np := pools[nc.Labels[karpv1.NodePoolLabelKey]]
+		if np == nil {
+			continue // not ours to disrupt
+		}
+		node := nodes[nc.Status.NodeName]
+		pc := counts[np.Name]
+		if pc == nil {
+			pc = &poolCount{}
+			counts[np.Name] = pc
+		}
+		if at, ok := expiresAt(nc); ok && nc.DeletionTimestamp == nil {
+			if !at.After(st.Now) {
+				e.expired = append(e.expired, nc)
+				continue
+			}
+			e.noteNext(at)
+		}
+		leaving := nc.DeletionTimestamp != nil || (node != nil && (node.DeletionTimestamp != nil || hasDisruptedTaint(node)))
+		if node != nil {
+			pc.total++
+			if leaving || !nodeReady(node) {
+				pc.disrupting++
+			}
+			if leaving {
+				e.unusable[node.Name] = true
+			}
+		}
+		if leaving {
+			continue
+		}
+		cand, why := e.candidate(nc, node, np, classes)
+		if cand == nil {
+			e.blocked[nc.Name] = Refusal{NodeClaim: nc.Name, Blocked: true, Reason: why}
+			continue
+		}
+		e.poolCost[np.Name] += cand.Price
+		e.poolDisr[np.Name] += cand.DisruptionCost
+		if why != "" {
+			e.blocked[nc.Name] = Refusal{NodeClaim: nc.Name, Blocked: true, Reason: why}
+			continue
+		}
+		e.Candidates = append(e.Candidates, cand)
+	}
+	e.budgets, e.budgetErrs = computeBudgets(c.NodePools, counts, st.Now)
+	sort.SliceStable(e.Candidates, func(i, j int) bool {
+		a, b := e.Candidates[i], e.Candidates[j]
+		if a.DisruptionCost != b.DisruptionCost {
+			return a.DisruptionCost < b.DisruptionCost
+		}
+		return a.Name() < b.Name()
+	})
+	return e
+}
+
+type poolCount struct{ total, disrupting int }
+
+func (e *Engine) noteNext(at time.Time) {
+	if at.After(e.st.Now) && (e.next.IsZero() || at.Before(e.next)) {
+		e.next = at
+	}
+}
+
+// Expired NodeClaims are past their expireAfter.
+func (e *Engine) Expired() []*karpv1.NodeClaim { return e.expired }
+
+func hasDisruptedTaint(n *corev1.Node) bool {
+	for _, t := range n.Spec.Taints {
+		if t.Key == karpv1.DisruptedTaintKey {
+			return true
+		}
+	}
+	return false
+}
+
+func nodeReady(n *corev1.Node) bool {
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// candidate builds the Candidate for nc. A nil Candidate means nc is not
+// a node yet (or not a managed one); a non-empty reason with a Candidate
+// means it is priced and counted but may not be disrupted.
+func (e *Engine) candidate(nc *karpv1.NodeClaim, node *corev1.Node, np *karpv1.NodePool, classes map[string]classInfo) (*Candidate, string) {
+	if node == nil {
+		return nil, "NodeClaim has no Node yet"
+	}
+	if !nc.StatusConditions().Get(karpv1.ConditionTypeInitialized).IsTrue() {
+		return nil, "NodeClaim is not Initialized"
+	}
+	c := &Candidate{NodeClaim: nc, Node: node, NodePool: np,
+		InstanceType: labelOf(nc, node, corev1.LabelInstanceTypeStable),
+		Zone:         labelOf(nc, node, corev1.LabelTopologyZone),
+		CapacityType: labelOf(nc, node, karpv1.CapacityTypeLabelKey)}
+	c.Price = e.price(c.InstanceType, c.Zone, c.CapacityType)
+	c.DisruptionCost = 1
+	why := ""
+	for _, p := range e.podsOn[node.Name] {
+		if !reschedulable(p) {
+			continue
+		}
+		c.Pods = append(c.Pods, p)
+		c.DisruptionCost += podCost(p)
+		if why == "" {
+			why = e.podBlocks(p)
+		}
+	}
+	if at, ok := consolidatableAt(nc, np); ok {
+		c.Consolidatable = !at.After(e.st.Now)
+		e.noteNext(at)
+	}
+	c.Drift = drift(nc, np, classes)
+	if !nodeReady(node) {
+		return c, "Node is not Ready"
+	}
+	for _, v := range []string{node.Annotations[karpv1.DoNotDisruptAnnotationKey], nc.Annotations[karpv1.DoNotDisruptAnnotationKey]} {
+		if v == "true" {
+			return c, "node has the karpenter.sh/do-not-disrupt annotation"
+		}
+	}
+	return c, why
+}
+
+func labelOf(nc *karpv1.NodeClaim, n *corev1.Node, key string) string {
+	if v := nc.Labels[key]; v != "" {
+		return v
+	}
+	return n.Labels[key]
+}
+
+func (e *Engine) price(typ, zone, ct string) float64 {
+	if e.st.Catalog == nil {
+		return 0
+	}
+	it, ok := e.st.Catalog.Get(typ)
+	if !ok {
+		return 0
+	}
+	for _, o := range it.Offerings {
+		if o.Zone == zone && o.CapacityType == ct {
+			return o.Price
+		}
+	}
+	return 0
+}
+
+// reschedulable: a pod that needs a place elsewhere when its node goes.
+func reschedulable(p *corev1.Pod) bool {
+	if snapshot.Finished(p) || snapshot.OwnedByDaemonSet(p) || p.DeletionTimestamp != nil {
+		return false
+	}
+	_, mirror := p.Annotations[corev1.MirrorPodAnnotationKey]
+	return !mirror
+}
+
+// podBlocks says why p may not be evicted now ("" if it may).
+func (e *Engine) podBlocks(p *corev1.Pod) string {
+	if v, ok := p.Annotations[karpv1.DoNotDisruptAnnotationKey]; ok {
+		if v == "true" {
+			return fmt.Sprintf("pod %s/%s has the karpenter.sh/do-not-disrupt annotation", p.Namespace, p.Name)
+		}
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			return fmt.Sprintf("pod %s/%s has karpenter.sh/do-not-disrupt=%q, which is neither \"true\" nor a duration", p.Namespace, p.Name, v)
+		}
+		start := p.CreationTimestamp.Time
+		if p.Status.StartTime != nil {
+			start = p.Status.StartTime.Time
+		}
+		if until := start.Add(d); until.After(e.st.Now) {
+			e.noteNext(until)
+			return fmt.Sprintf("pod %s/%s has karpenter.sh/do-not-disrupt until %s", p.Namespace, p.Name, until.UTC().Format(time.RFC3339))
+		}
+	}
+	var matched []string
+	for _, b := range e.pdbs {
+		if b.obj.Namespace != p.Namespace || !b.selector.Matches(labels.Set(p.Labels)) {
+			continue
+		}
+		matched = append(matched, b.obj.Name)
+		if b.obj.Status.DisruptionsAllowed <= 0 {
+			return fmt.Sprintf("pdb %s/%s prevents pod evictions (pod %s)", b.obj.Namespace, b.obj.Name, p.Name)
+		}
+	}
+	if len(matched) > 1 {
+		return fmt.Sprintf("pod %s/%s is matched by several PDBs (%v); the eviction API refuses such pods", p.Namespace, p.Name, matched)
+	}
+	return ""
+}
+
+// podCost is Karpenter's eviction cost: 1 + deletion cost/2^27 +
+// priority/2^25, clamped to [-10, 10].
+func podCost(p *corev1.Pod) float64 {
+	cost := 1.0
+	if v, ok := p.Annotations[corev1.PodDeletionCost]; ok {
+		if n, err := strconv.ParseFloat(v, 64); err == nil {
+			cost += n / math.Pow(2, 27)
+		}
+	}
+	if p.Spec.Priority != nil {
+		cost += float64(*p.Spec.Priority) / math.Pow(2, 25)
+	}
+	return math.Max(-10, math.Min(10, cost))
+}
+
+// consolidatableAt is when nc becomes Consolidatable: consolidateAfter
+// after its last pod event (or its initialization). false: Never.
+func consolidatableAt(nc *karpv1.NodeClaim, np *karpv1.NodePool) (time.Time, bool) {
+	after := np.Spec.Disruption.ConsolidateAfter.Duration
+	if after == nil {
+		return time.Time{}, false
+	}
+	since := nc.Status.LastPodEventTime.Time
+	if init := nc.StatusConditions().Get(karpv1.ConditionTypeInitialized); init != nil && init.LastTransitionTime.After(since) {
+		since = init.LastTransitionTime.Time
+	}
+	return since.Add(*after), true
+}
+
+// ConsolidatableAt is exported for the Disruption function, which keeps
+// the NodeClaim's Consolidatable condition.
+func ConsolidatableAt(nc *karpv1.NodeClaim, np *karpv1.NodePool) (time.Time, bool) {
+	return consolidatableAt(nc, np)
+}
+
+func (e *Engine) notConsolidatableWhy(c *Candidate) string {
+	at, ok := consolidatableAt(c.NodeClaim, c.NodePool)
+	if !ok {
+		return "consolidateAfter is Never"
+	}
+	return "not consolidatable until " + at.UTC().Format(time.RFC3339) + " (consolidateAfter since the last pod event)"
+}

@@ -1,0 +1,53 @@
+package plan_test
+
+import (
+	"bytes"
+	"fmt"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/yaml"
+
+	"github.com/karpfunc/karpfunc/pkg/plan"
+)
+
+// BenchmarkRead5000Pods: reading a 5,000-pod dump (YAML documents with
+// labels, requests, node affinity and spread), what `karpfunc plan` does
+// before it solves.
+func BenchmarkRead5000Pods(b *testing.B) {
+	var buf bytes.Buffer
+	for i := 0; i < 5000; i++ {
+		p := &corev1.Pod{
+			TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
+			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("p-%d", i), Namespace: "default", Labels: map[string]string{"app": fmt.Sprintf("a%d", i%50), "tier": "web"}},
+			Spec: corev1.PodSpec{
+				Containers: []corev1.Container{{Name: "c", Image: "registry.k8s.io/pause:3.10", Resources: corev1.ResourceRequirements{
+					Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(fmt.Sprintf("%dm", 100+i%1900)), corev1.ResourceMemory: resource.MustParse(fmt.Sprintf("%dMi", 128+i%4000))}}}},
+				Affinity: &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{
+					NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{{Key: corev1.LabelArchStable, Operator: corev1.NodeSelectorOpIn, Values: []string{"amd64"}}}}}}}},
+				TopologySpreadConstraints: []corev1.TopologySpreadConstraint{{MaxSkew: 1, TopologyKey: corev1.LabelTopologyZone, WhenUnsatisfiable: corev1.ScheduleAnyway,
+					LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": fmt.Sprintf("a%d", i%50)}}}},
+			},
+		}
+		y, err := yaml.Marshal(p)
+		if err != nil {
+			b.Fatal(err)
+		}
+		buf.WriteString("---\n")
+		buf.Write(y)
+	}
+	data := buf.Bytes()
+	b.SetBytes(int64(len(data)))
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		o := &plan.Objects{}
+		if err := o.Read("dump.yaml", bytes.NewReader(data)); err != nil {
+			b.Fatal(err)
+		}
+		if len(o.Pods) != 5000 {
+			b.Fatalf("read %d pods, want 5000", len(o.Pods))
+		}
+	}
+}
