@@ -70,10 +70,10 @@ type Env struct {
 	Entra *entra.Server
 	// RelayKubeconfig is the relay's kubeconfig: the chart's ServiceAccount.
 	RelayKubeconfig string
-	Host         *funchost.Host
-	Kube         client.Client
-	Catalog      *catalog.Catalog
-	LogPath      string
+	Host            *funchost.Host
+	Kube            client.Client
+	Catalog         *catalog.Catalog
+	LogPath         string
 
 	relay    *exec.Cmd
 	relayOut io.Writer
