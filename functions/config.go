@@ -65,6 +65,10 @@ func (d *dependencies) get() (*provisioning.Provisioner, *lifecycle.Controller, 
 	if d.built {
 		return d.provisioner, d.lifecycleController, nil
 	}
+	// Refuse before touching anything when NAP runs the nodes.
+	if err := checkNodeProvisioningMode(d.getenv); err != nil {
+		return nil, nil, err
+	}
 	restConfig, err := kubeauth.RESTConfig(d.getenv, nil)
 	if err != nil {
 		return nil, nil, err

@@ -64,7 +64,7 @@ func (e *Env) handlerEnv() []string {
 		switch k {
 		case kubeauth.EnvKubeconfig, kubeauth.EnvAPIServerURL, kubeauth.EnvAPIServerCA, kubeauth.EnvClientID,
 			"IDENTITY_ENDPOINT", "IDENTITY_HEADER", "IDENTITY_SERVER_THUMBPRINT", "MSI_ENDPOINT", "MSI_SECRET", "IMDS_ENDPOINT",
-			"KARPFUNC_NAMESPACE":
+			"KARPFUNC_NAMESPACE", "KARPFUNC_NODE_PROVISIONING_MODE":
 			continue
 		}
 		env = append(env, kv)
@@ -75,6 +75,8 @@ func (e *Env) handlerEnv() []string {
 		kubeauth.EnvAPIServerCA+"="+base64.StdEncoding.EncodeToString(cfg.CAData),
 		kubeauth.EnvClientID+"="+FunctionsClientID,
 		"KARPFUNC_NAMESPACE="+Namespace,
+		// The local cluster has no node auto provisioning.
+		"KARPFUNC_NODE_PROVISIONING_MODE=Manual",
 	)
 	return append(env, e.Entra.Env()...)
 }
