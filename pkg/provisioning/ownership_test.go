@@ -45,6 +45,7 @@ func TestProvisionLeavesOthersNodeClaims(t *testing.T) {
 	ref := &karpv1.NodeClassReference{Group: provisioning.NodeClassGroup, Kind: provisioning.NodeClassKind, Name: "default"}
 	np := &karpv1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: "np"}}
 	np.Spec.Template.Spec.NodeClassRef = ref
+	np.Spec.Template.Spec.Requirements = []karpv1.NodeSelectorRequirementWithMinValues{{Key: karpv1.CapacityTypeLabelKey, Operator: corev1.NodeSelectorOpIn, Values: []string{karpv1.CapacityTypeOnDemand}}}
 	if err := kube.Create(ctx, np); err != nil {
 		t.Fatal(err)
 	}
