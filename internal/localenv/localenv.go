@@ -245,7 +245,6 @@ func Start(ctx context.Context, opts Options) (env *Env, err error) {
 	if err != nil {
 		return env, fmt.Errorf("installing the cluster chart's RBAC: %w", err)
 	}
-	env.RelayKubeconfig = relayKubeconfig
 	step("chart RBAC applied: handler as user %s, relay as ServiceAccount %s/…", FunctionsPrincipalID, Namespace)
 	env.relayOut = logwriter.NewLines(logwriter.NewSynced(logw), "relay | ", 0)
 	if err := env.startRelay(); err != nil {
