@@ -57,10 +57,12 @@ func checkIdentities(t *testing.T, ctx context.Context, env *localenv.Env) {
 				{Verb: "create", Resource: "pods", Subresource: "eviction", Namespace: "default"},
 				{Verb: "update", Resource: "configmaps", Namespace: localenv.Namespace, Name: "karpfunc-unavailable-offerings"},
 				{Verb: "create", Resource: "secrets", Namespace: "kube-system"},
+				{Verb: "update", Group: "coordination.k8s.io", Resource: "leases", Namespace: localenv.Namespace},
 			},
 			forbidden: []authorizationv1.ResourceAttributes{
 				{Verb: "update", Resource: "configmaps", Namespace: localenv.Namespace, Name: "other"},
 				{Verb: "get", Resource: "secrets", Namespace: "default"},
+				{Verb: "update", Group: "coordination.k8s.io", Resource: "leases", Namespace: "kube-system"},
 				{Verb: "create", Resource: "nodes"},
 				{Verb: "update", Group: "karpenter.sh", Resource: "nodepools"},
 				{Verb: "create", Group: "rbac.authorization.k8s.io", Resource: "clusterrolebindings"},
