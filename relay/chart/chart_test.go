@@ -1,8 +1,11 @@
 package chart
 
 import (
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/karpfunc/karpfunc/pkg/offerings"
 )
 
 const principal = "99999999-8888-7777-6666-555555555555"
@@ -69,4 +72,27 @@ func TestRenderRefusesMissingOrMalformedPrincipal(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestFunctionsRoleNamesTheHandlersConfigMap: the namespaced Role grants the
+// ConfigMap the handler really uses, in the release namespace, which is the
+// handler's default KARPFUNC_NAMESPACE for a release installed there.
+func TestFunctionsRoleNamesTheHandlersConfigMap(t *testing.T) {
+	objs, err := Render("karpfunc", offerings.DefaultNamespace, localValues())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range objs {
+		if o.GetKind() != "Role" || o.GetNamespace() != offerings.DefaultNamespace {
+			continue
+		}
+		rules, _, _ := unstructuredSlice(o.Object, "rules")
+		for _, r := range rules {
+			names, _ := r["resourceNames"].([]any)
+			if slices.Contains(names, any(offerings.DefaultName)) {
+				return
+			}
+		}
+	}
+	t.Fatalf("no Role in %s names ConfigMap %s", offerings.DefaultNamespace, offerings.DefaultName)
 }
