@@ -9,7 +9,6 @@ import (
 
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -18,6 +17,7 @@ import (
 	"github.com/karpfunc/karpfunc/pkg/bootstraptoken"
 	"github.com/karpfunc/karpfunc/pkg/bus"
 	"github.com/karpfunc/karpfunc/pkg/catalog"
+	"github.com/karpfunc/karpfunc/pkg/kubeauth"
 	"github.com/karpfunc/karpfunc/pkg/lifecycle"
 	"github.com/karpfunc/karpfunc/pkg/offerings"
 	"github.com/karpfunc/karpfunc/pkg/provisioning"
@@ -25,8 +25,8 @@ import (
 
 // App settings the handler reads, beyond pkg/azure's (AZURE_*, ARM_*).
 const (
-	// EnvKubeconfig is the kubeconfig file for the cluster's API server.
-	EnvKubeconfig = "KUBECONFIG"
+	// The cluster's API server: KUBECONFIG, or KARPFUNC_API_SERVER_URL and
+	// KARPFUNC_API_SERVER_CA with the managed identity (see pkg/kubeauth).
 	// EnvCatalogFile replaces the embedded instance-type catalog.
 	EnvCatalogFile = "KARPFUNC_CATALOG_FILE"
 	// EnvRegistrationTTL is the liveness timeout, a Go duration (default 15m).
@@ -35,7 +35,8 @@ const (
 	// Sweep deletes it, a Go duration (default 2m).
 	EnvGCGracePeriod = "KARPFUNC_GC_GRACE_PERIOD"
 	// EnvNamespace is where karpfunc keeps its state objects (the
-	// unavailable-offerings ConfigMap); default kube-system.
+	// unavailable-offerings ConfigMap): the namespace the karpfunc chart is
+	// installed in, whose Role lets the handler write it. Default karpfunc.
 	EnvNamespace = "KARPFUNC_NAMESPACE"
 )
 
@@ -64,13 +65,13 @@ func (d *dependencies) get() (*provisioning.Provisioner, *lifecycle.Controller, 
 	if d.built {
 		return d.provisioner, d.lifecycleController, nil
 	}
-	kubeconfig := d.getenv(EnvKubeconfig)
-	if kubeconfig == "" {
-		return nil, nil, fmt.Errorf("app setting %s is not set; point it at a kubeconfig for the cluster", EnvKubeconfig)
+	// Refuse before touching anything when NAP runs the nodes.
+	if err := checkNodeProvisioningMode(d.getenv); err != nil {
+		return nil, nil, err
 	}
-	restConfig, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	restConfig, err := kubeauth.RESTConfig(d.getenv, nil)
 	if err != nil {
-		return nil, nil, fmt.Errorf("loading kubeconfig %s (app setting %s): %w", kubeconfig, EnvKubeconfig, err)
+		return nil, nil, err
 	}
 	restConfig.QPS, restConfig.Burst = 50, 100
 	kube, err := client.New(restConfig, client.Options{Scheme: apis.Scheme})

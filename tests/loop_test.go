@@ -52,6 +52,10 @@ func TestLoop(t *testing.T) {
 		checkFleetConsistent(t, ctx, env)
 	})
 
+	t.Run("the handler and the relay act under the chart's roles, not as cluster admins", func(t *testing.T) {
+		checkIdentities(t, ctx, env)
+	})
+
 	t.Run("a re-delivered provision message creates no second NodeClaim or VM", func(t *testing.T) {
 		before := nodeClaimNames(t, ctx, kube)
 		vmPuts := env.ARM.Counters().VMCreates

@@ -21,6 +21,7 @@ import (
 
 	"github.com/karpfunc/karpfunc/internal/armemulator"
 	"github.com/karpfunc/karpfunc/internal/controlplane"
+	"github.com/karpfunc/karpfunc/internal/entra"
 	"github.com/karpfunc/karpfunc/internal/funchost"
 	"github.com/karpfunc/karpfunc/internal/logwriter"
 	"github.com/karpfunc/karpfunc/internal/tools"
@@ -64,10 +65,15 @@ type Env struct {
 	Dir          string
 	ControlPlane *controlplane.ControlPlane
 	ARM          *armemulator.Server
-	Host         *funchost.Host
-	Kube         client.Client
-	Catalog      *catalog.Catalog
-	LogPath      string
+	// Entra stands in for Microsoft Entra ID: the handler's managed
+	// identity endpoint and the token issuer the API server trusts.
+	Entra *entra.Server
+	// RelayKubeconfig is the relay's kubeconfig: the chart's ServiceAccount.
+	RelayKubeconfig string
+	Host            *funchost.Host
+	Kube            client.Client
+	Catalog         *catalog.Catalog
+	LogPath         string
 
 	relay    *exec.Cmd
 	relayOut io.Writer
@@ -151,9 +157,14 @@ func Start(ctx context.Context, opts Options) (env *Env, err error) {
 		return env, err
 	}
 
+	authnFlags, err := env.startEntra()
+	if err != nil {
+		return env, fmt.Errorf("starting the local Entra ID stand-in: %w", err)
+	}
 	start := time.Now()
 	env.ControlPlane, err = controlplane.Start(ctx, controlplane.Options{
 		BinDir: binDir, Log: logw, Kwok: true, ControllerManager: true, Scheduler: true, InstallCRDs: true,
+		ExtraAPIServerFlags: authnFlags,
 	})
 	if err != nil {
 		return env, fmt.Errorf("starting the local control plane: %w", err)
@@ -197,8 +208,9 @@ func Start(ctx context.Context, opts Options) (env *Env, err error) {
 		return env, err
 	}
 
-	handlerEnv := append(os.Environ(),
-		"KUBECONFIG="+env.ControlPlane.KubeconfigPath(),
+	// The handler reaches the API server as it does in AKS: with a token
+	// for its managed identity, under the chart's ClusterRole.
+	handlerEnv := append(env.handlerEnv(),
 		azure.EnvSubscriptionID+"="+SubscriptionID,
 		azure.EnvResourceGroup+"="+ResourceGroup,
 		azure.EnvLocation+"="+opts.Region,
@@ -227,6 +239,13 @@ func Start(ctx context.Context, opts Options) (env *Env, err error) {
 	env.stops = append(env.stops, func() error { env.Host.Stop(); return nil })
 	step("Functions host serving %d functions, bus at %s", len(env.Host.Functions()), env.Host.BusURL())
 
+	// The relay runs as the chart's ServiceAccount, with the chart's
+	// read-only ClusterRole.
+	env.RelayKubeconfig, err = env.installChart(ctx, env.Host.BusURL())
+	if err != nil {
+		return env, fmt.Errorf("installing the cluster chart's RBAC: %w", err)
+	}
+	step("chart RBAC applied: handler as user %s, relay as ServiceAccount %s/…", FunctionsPrincipalID, Namespace)
 	env.relayOut = logwriter.NewLines(logwriter.NewSynced(logw), "relay | ", 0)
 	if err := env.startRelay(); err != nil {
 		return env, err
@@ -239,7 +258,7 @@ func Start(ctx context.Context, opts Options) (env *Env, err error) {
 // startRelay starts the relay process.
 func (e *Env) startRelay() error {
 	e.relay = exec.Command(filepath.Join(e.Dir, "relay"),
-		"--kubeconfig", e.ControlPlane.KubeconfigPath(), "--cluster-name", e.Options.ClusterName,
+		"--kubeconfig", e.RelayKubeconfig, "--cluster-name", e.Options.ClusterName,
 		"--batch-idle-duration", e.Options.BatchIdle.String(), "--batch-max-duration", e.Options.BatchMax.String(),
 		"--health-probe-bind-address", "127.0.0.1:0")
 	e.relay.Env = append(os.Environ(), "KARPFUNC_LOCAL_BUS_URL="+e.Host.BusURL())

@@ -21,6 +21,7 @@ import (
 	"github.com/karpfunc/karpfunc/internal/tools"
 	"github.com/karpfunc/karpfunc/pkg/apis"
 	"github.com/karpfunc/karpfunc/pkg/azure"
+	"github.com/karpfunc/karpfunc/pkg/offerings"
 )
 
 // The Azure identity the emulator serves in package tests.
@@ -51,6 +52,12 @@ func ControlPlane(t testing.TB, opts controlplane.Options) *controlplane.Control
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = cp.Stop() })
+	// karpfunc's own namespace (its state: offerings ConfigMap, limits
+	// Leases) exists wherever the chart is installed.
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: offerings.DefaultNamespace}}
+	if err := Client(t, cp.RESTConfig()).Create(t.Context(), ns); client.IgnoreAlreadyExists(err) != nil {
+		t.Fatal(err)
+	}
 	return cp
 }
 

@@ -22,6 +22,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/karpfunc/karpfunc/pkg/apis/v1beta1"
+	"github.com/karpfunc/karpfunc/pkg/ownership"
 )
 
 // Capacity types, spelled like Karpenter's karpenter.sh/capacity-type values.
@@ -516,7 +517,8 @@ func (l *Launcher) Delete(ctx context.Context, name string) error {
 	return nil
 }
 
-// List returns the VMs in the node resource group tagged for this cluster.
+// List returns the VMs in the node resource group karpfunc made for this
+// cluster (TagCluster and TagManagedBy).
 func (l *Launcher) List(ctx context.Context) ([]*Instance, error) {
 	var out []*Instance
 	pager := l.vms.NewListPager(l.opts.ResourceGroup, nil)
@@ -526,7 +528,7 @@ func (l *Launcher) List(ctx context.Context) ([]*Instance, error) {
 			return nil, wrapARM(err, "listing VMs in %q", l.opts.ResourceGroup)
 		}
 		for _, vm := range page.Value {
-			if vm == nil || deref(vm.Tags[TagCluster]) != l.opts.ClusterName {
+			if vm == nil || !l.ours(vm.Tags) {
 				continue
 			}
 			out = append(out, l.toInstance(vm))
@@ -592,7 +594,8 @@ type NIC struct {
 	CreatedAt time.Time
 }
 
-// ListNICs returns the NICs in the node resource group tagged for this cluster.
+// ListNICs returns the NICs in the node resource group karpfunc made for
+// this cluster (TagCluster and TagManagedBy).
 func (l *Launcher) ListNICs(ctx context.Context) ([]*NIC, error) {
 	var out []*NIC
 	pager := l.nics.NewListPager(l.opts.ResourceGroup, nil)
@@ -602,7 +605,7 @@ func (l *Launcher) ListNICs(ctx context.Context) ([]*NIC, error) {
 			return nil, wrapARM(err, "listing NICs in %q", l.opts.ResourceGroup)
 		}
 		for _, n := range page.Value {
-			if n == nil || deref(n.Tags[TagCluster]) != l.opts.ClusterName {
+			if n == nil || !l.ours(n.Tags) {
 				continue
 			}
 			nic := &NIC{Name: deref(n.Name), Tags: fromTags(n.Tags)}
@@ -617,6 +620,11 @@ func (l *Launcher) ListNICs(ctx context.Context) ([]*NIC, error) {
 		}
 	}
 	return out, nil
+}
+
+// ours reports whether a resource's tags say karpfunc made it for this cluster.
+func (l *Launcher) ours(tags map[string]*string) bool {
+	return deref(tags[TagCluster]) == l.opts.ClusterName && deref(tags[TagManagedBy]) == ownership.Value
 }
 
 // VMNameForNIC is the VM a NIC named by NICName belongs to.

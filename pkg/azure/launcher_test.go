@@ -115,6 +115,7 @@ func TestLauncherLifecycle(t *testing.T) {
 		{"Zone", inst.Zone, "eastus-1"},
 		{"CapacityType", inst.CapacityType, azure.CapacityTypeOnDemand},
 		{"tag cluster", inst.Tags[azure.TagCluster], "cluster-a"},
+		{"tag managed-by", inst.Tags[azure.TagManagedBy], "karpfunc"},
 		{"tag nodepool", inst.Tags[azure.TagNodePool], "default"},
 		{"tag nodeclaim", inst.Tags[azure.TagNodeClaim], "node-a"},
 		{"tag costcenter", inst.Tags["costcenter"], "42"},

@@ -3,6 +3,8 @@ package azure
 import (
 	"strings"
 	"time"
+
+	"github.com/karpfunc/karpfunc/pkg/ownership"
 )
 
 // Tag keys put on every VM and NIC we create. Azure tag names cannot contain
@@ -22,6 +24,11 @@ const (
 	// TagCreated is when karpfunc created the resource (RFC 3339); the
 	// sweep's grace period for NICs, which have no creation time, reads it.
 	TagCreated = "karpfunc.azure.com_created"
+	// TagManagedBy is karpfunc's own mark (value ownership.Value).
+	// TagCluster is shared with the Azure Karpenter provider (NAP): List,
+	// ListNICs and so the Sweep see only resources with both tags, so
+	// karpfunc never deletes a VM or NIC another controller made.
+	TagManagedBy = "karpfunc.azure.com_managed-by"
 )
 
 // TagKey converts a Kubernetes-style key into a valid Azure tag name.
@@ -36,6 +43,7 @@ func buildTags(cluster string, req LaunchRequest) map[string]*string {
 		tags[TagKey(k)] = ptr(v)
 	}
 	tags[TagCluster] = ptr(cluster)
+	tags[TagManagedBy] = ptr(ownership.Value)
 	tags[TagNodePool] = ptr(req.NodePool)
 	tags[TagNodeClaim] = ptr(req.NodeClaim)
 	tags[TagCreated] = ptr(time.Now().UTC().Format(time.RFC3339))

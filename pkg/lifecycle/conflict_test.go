@@ -21,6 +21,7 @@ import (
 
 	"github.com/karpfunc/karpfunc/pkg/apis"
 	"github.com/karpfunc/karpfunc/pkg/lifecycle"
+	"github.com/karpfunc/karpfunc/pkg/ownership"
 )
 
 // interferer is a concurrent writer on the wire: just before the nth PATCH
@@ -89,6 +90,7 @@ func (w *world) joiningNode(t *testing.T, ctx context.Context, name string) {
 			Taints: []corev1.Taint{{Key: "dedicated", Value: "a", Effect: corev1.TaintEffectNoSchedule}},
 			Requirements: []karpv1.NodeSelectorRequirementWithMinValues{{Key: corev1.LabelInstanceTypeStable,
 				Operator: corev1.NodeSelectorOpIn, Values: []string{"Standard_D2s_v5"}}}}}
+	ownership.Mark(nc)
 	if err := w.kube.Create(ctx, nc); err != nil {
 		t.Fatal(err)
 	}

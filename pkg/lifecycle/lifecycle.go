@@ -19,6 +19,7 @@ import (
 
 	"github.com/karpfunc/karpfunc/pkg/bus"
 	"github.com/karpfunc/karpfunc/pkg/events"
+	"github.com/karpfunc/karpfunc/pkg/ownership"
 )
 
 // DefaultRegistrationTTL is Karpenter's registration timeout.
@@ -98,7 +99,7 @@ func (c *Controller) nodeClaimForProviderID(ctx context.Context, providerID stri
 		return nil, fmt.Errorf("listing nodeclaims: %w", err)
 	}
 	for i := range list.Items {
-		if strings.EqualFold(list.Items[i].Status.ProviderID, providerID) {
+		if ownership.Owns(&list.Items[i]) && strings.EqualFold(list.Items[i].Status.ProviderID, providerID) {
 			return &list.Items[i], nil
 		}
 	}

@@ -27,6 +27,7 @@ import (
 	"github.com/karpfunc/karpfunc/internal/testenv"
 	"github.com/karpfunc/karpfunc/pkg/azure"
 	"github.com/karpfunc/karpfunc/pkg/lifecycle"
+	"github.com/karpfunc/karpfunc/pkg/ownership"
 )
 
 const (
@@ -84,6 +85,7 @@ func (w *world) deletingClaim(t *testing.T, ctx context.Context, name string, tg
 			TerminationGracePeriod: tgp,
 			Requirements: []karpv1.NodeSelectorRequirementWithMinValues{{Key: corev1.LabelInstanceTypeStable,
 				Operator: corev1.NodeSelectorOpIn, Values: []string{"Standard_D2s_v5"}}}}}
+	ownership.Mark(nc)
 	if err := w.kube.Create(ctx, nc); err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/karpfunc/karpfunc/pkg/bus"
 	"github.com/karpfunc/karpfunc/pkg/events"
 	"github.com/karpfunc/karpfunc/pkg/messages"
+	"github.com/karpfunc/karpfunc/pkg/ownership"
 	"github.com/karpfunc/karpfunc/pkg/triggers"
 )
 
@@ -43,7 +44,7 @@ func (c *Controller) Liveness(ctx context.Context, name, uid string) (LivenessRe
 		}
 		return LivenessResult{}, fmt.Errorf("reading NodeClaim %s: %w", name, err)
 	}
-	if (uid != "" && string(nc.UID) != uid) || nc.DeletionTimestamp != nil {
+	if (uid != "" && string(nc.UID) != uid) || nc.DeletionTimestamp != nil || !ownership.Owns(nc) {
 		return LivenessResult{}, nil
 	}
 	if nc.StatusConditions().Get(karpv1.ConditionTypeRegistered).IsTrue() {

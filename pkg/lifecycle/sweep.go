@@ -12,6 +12,7 @@ import (
 	"github.com/karpfunc/karpfunc/pkg/azure"
 	"github.com/karpfunc/karpfunc/pkg/events"
 	"github.com/karpfunc/karpfunc/pkg/nodepoolstatus"
+	"github.com/karpfunc/karpfunc/pkg/ownership"
 )
 
 // DefaultGCGracePeriod is how old a VM or NIC without a NodeClaim must be
@@ -114,6 +115,9 @@ func (c *Controller) Sweep(ctx context.Context, lister InstanceLister, grace tim
 	for i := range before.Items {
 		nc := &before.Items[i]
 		pools[nc.Labels[karpv1.NodePoolLabelKey]] = true
+		if !ownership.Owns(nc) {
+			continue // another controller's NodeClaim: its VM is not in our listing, and its deletion is not ours
+		}
 		if nc.DeletionTimestamp != nil {
 			if now.Sub(nc.DeletionTimestamp.Time) > stuckDeletion {
 				if _, err := c.ScheduleTerminate(ctx, nc.Name, string(nc.UID), time.Millisecond); err != nil {

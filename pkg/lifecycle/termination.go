@@ -21,6 +21,7 @@ import (
 	"github.com/karpfunc/karpfunc/pkg/events"
 	"github.com/karpfunc/karpfunc/pkg/messages"
 	"github.com/karpfunc/karpfunc/pkg/nodepoolstatus"
+	"github.com/karpfunc/karpfunc/pkg/ownership"
 	"github.com/karpfunc/karpfunc/pkg/triggers"
 )
 
@@ -96,6 +97,9 @@ func (c *Controller) Terminate(ctx context.Context, name string) (TerminateResul
 	}
 	if nc.DeletionTimestamp == nil || !controllerutil.ContainsFinalizer(nc, karpv1.TerminationFinalizer) {
 		return TerminateResult{}, nil // stale message: not being deleted, or already done
+	}
+	if !ownership.Owns(nc) {
+		return TerminateResult{}, nil // another controller's NodeClaim: its finalizer is theirs to release
 	}
 	var res TerminateResult
 	var expire *time.Time

@@ -35,7 +35,7 @@ import (
 
 // Defaults for where the state lives.
 const (
-	DefaultNamespace = "kube-system"
+	DefaultNamespace = "karpfunc"
 	DefaultName      = "karpfunc-unavailable-offerings"
 )
 

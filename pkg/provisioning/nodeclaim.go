@@ -19,6 +19,7 @@ import (
 	"github.com/karpfunc/karpfunc/pkg/apis/v1beta1"
 	"github.com/karpfunc/karpfunc/pkg/disruption"
 	"github.com/karpfunc/karpfunc/pkg/events"
+	"github.com/karpfunc/karpfunc/pkg/ownership"
 	"github.com/karpfunc/karpfunc/pkg/scheduler"
 )
 
@@ -143,6 +144,7 @@ func NodeClaimFor(plan *scheduler.NodeClaimPlan) *karpv1.NodeClaim {
 			ExpireAfter:            tmpl.Spec.ExpireAfter,
 		},
 	}
+	ownership.Mark(nc)
 	return nc
 }
 

@@ -29,6 +29,7 @@ import (
 	"github.com/karpfunc/karpfunc/pkg/catalog"
 	"github.com/karpfunc/karpfunc/pkg/events"
 	"github.com/karpfunc/karpfunc/pkg/offerings"
+	"github.com/karpfunc/karpfunc/pkg/ownership"
 	"github.com/karpfunc/karpfunc/pkg/scheduler"
 	"github.com/karpfunc/karpfunc/pkg/snapshot"
 	"github.com/karpfunc/karpfunc/pkg/triggers"
@@ -233,8 +234,8 @@ func (p *Provisioner) Provision(ctx context.Context) (Result, error) {
 	// Launch everything not launched yet: the claims just created and any an
 	// earlier, interrupted pass left behind.
 	for _, nc := range snap.NodeClaims {
-		if nc.DeletionTimestamp != nil || nc.StatusConditions().Get(karpv1.ConditionTypeLaunched).IsTrue() {
-			continue
+		if nc.DeletionTimestamp != nil || nc.StatusConditions().Get(karpv1.ConditionTypeLaunched).IsTrue() || !ownership.Owns(nc) {
+			continue // another controller's claims count as capacity, never launched by us
 		}
 		lr, err := p.launch(ctx, nc, unavailable)
 		res.MarkedUnavailable = append(res.MarkedUnavailable, lr.marked...)

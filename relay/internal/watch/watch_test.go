@@ -16,18 +16,19 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
-	"sigs.k8s.io/yaml"
 
 	"github.com/karpfunc/karpfunc/internal/controlplane"
 	"github.com/karpfunc/karpfunc/internal/tools"
 	"github.com/karpfunc/karpfunc/pkg/apis"
 	"github.com/karpfunc/karpfunc/pkg/bus"
 	"github.com/karpfunc/karpfunc/pkg/messages"
+	"github.com/karpfunc/karpfunc/relay/chart"
 	"github.com/karpfunc/karpfunc/relay/internal/watch"
 )
 
@@ -121,25 +122,31 @@ func startControlPlane(t *testing.T) *controlplane.ControlPlane {
 // a config that impersonates that ServiceAccount.
 func relayIdentity(t *testing.T, ctx context.Context, kube kubernetes.Interface, ns string) *rest.Config {
 	t.Helper()
-	raw, err := os.ReadFile("../../chart/templates/clusterrole.yaml")
+	// The ClusterRole exactly as `helm install` renders it.
+	objs, err := chart.Render("karpfunc", "karpfunc", map[string]any{"clusterName": "test-cluster", "localBusURL": "http://127.0.0.1:1",
+		"functions": map[string]any{"principalId": "0000c0de-0000-4000-8000-00000000f0b1"}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	var plain []string
-	for _, line := range strings.Split(string(raw), "\n") {
-		if !strings.Contains(line, "{{") {
-			plain = append(plain, line)
+	role := &rbacv1.ClusterRole{}
+	for _, o := range objs {
+		if o.GetKind() == "ClusterRole" && strings.HasSuffix(o.GetName(), "-relay") {
+			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, role); err != nil {
+				t.Fatal(err)
+			}
 		}
 	}
-	role := &rbacv1.ClusterRole{}
-	if err := yaml.UnmarshalStrict([]byte(strings.Join(plain, "\n")), role); err != nil {
-		t.Fatalf("chart ClusterRole: %v", err)
+	if len(role.Rules) == 0 {
+		t.Fatal("the chart renders no relay ClusterRole")
 	}
 	for _, rule := range role.Rules {
-		if !reflect.DeepEqual(rule.Verbs, []string{"get", "list", "watch"}) {
-			t.Fatalf("chart ClusterRole grants %v on %v; the relay must only read", rule.Verbs, rule.Resources)
+		for _, v := range rule.Verbs {
+			if v != "get" && v != "list" && v != "watch" {
+				t.Fatalf("chart ClusterRole grants %v on %v; the relay must only read", rule.Verbs, rule.Resources)
+			}
 		}
 	}
+	role.ObjectMeta = metav1.ObjectMeta{}
 	role.Name = "karpfunc-relay"
 	if _, err := kube.RbacV1().ClusterRoles().Create(ctx, role, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
