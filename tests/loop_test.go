@@ -22,6 +22,7 @@ import (
 	"github.com/karpfunc/karpfunc/pkg/apis/v1beta1"
 	"github.com/karpfunc/karpfunc/pkg/bus"
 	"github.com/karpfunc/karpfunc/pkg/messages"
+	"github.com/karpfunc/karpfunc/pkg/nodeimage"
 )
 
 // TestLoop runs the whole serverless loop: pending pods -> relay -> bus ->
@@ -332,6 +333,17 @@ func checkFleetConsistent(t *testing.T, ctx context.Context, env *localenv.Env) 
 		}
 		if len(vm.Zones) != 1 || env.Options.Region+"-"+*vm.Zones[0] != nc.Labels[corev1.LabelTopologyZone] {
 			t.Errorf("NodeClaim %s: VM zones %v, NodeClaim zone %s", nc.Name, vm.Zones, nc.Labels[corev1.LabelTopologyZone])
+		}
+		// The node image is the one for the size's architecture and
+		// generation, and status.imageID says which VM image booted.
+		if it, ok := env.Catalog.Get(*(*string)(vm.Properties.HardwareProfile.VMSize)); ok {
+			want, err := nodeimage.Select(nodeimage.FamilyUbuntu2204, it.Architecture, it.HyperVGenerations, nodeimage.DefaultVersion)
+			if got := *vm.Properties.StorageProfile.ImageReference.CommunityGalleryImageID; err != nil || got != want.ID() || nc.Status.ImageID != got {
+				t.Errorf("NodeClaim %s (%s, %s, %v): VM image %s, status.imageID %s; want %s (%v)", nc.Name, it.Name, it.Architecture, it.HyperVGenerations, got, nc.Status.ImageID, want.ID(), err)
+			}
+		}
+		if lc := vm.Properties.OSProfile.LinuxConfiguration; lc == nil || !*lc.DisablePasswordAuthentication || lc.SSH == nil || len(lc.SSH.PublicKeys) != 1 {
+			t.Errorf("NodeClaim %s: VM allows password login or has no SSH key", nc.Name)
 		}
 		if !strings.EqualFold(*vm.ID, strings.TrimPrefix(nc.Status.ProviderID, "azure://")) {
 			t.Errorf("NodeClaim %s: providerID %s does not name VM %s", nc.Name, nc.Status.ProviderID, *vm.ID)
