@@ -104,9 +104,12 @@ type QueueOptions struct {
 	// delivery per session.
 	RequiresSession bool
 	// RequiresDuplicateDetection drops a message whose MessageId the queue
-	// saw within the bus's DuplicateDetectionWindow. Off, as in Service
-	// Bus, every message is enqueued.
+	// saw within its duplicate detection window. Off, as in Service Bus,
+	// every message is enqueued.
 	RequiresDuplicateDetection bool
+	// DuplicateDetectionHistoryTimeWindow is the queue's window; zero
+	// means the bus's DuplicateDetectionWindow.
+	DuplicateDetectionHistoryTimeWindow time.Duration
 }
 
 // Errors.
@@ -291,7 +294,7 @@ func (b *Bus) Publish(ctx context.Context, queueName string, msgs ...bus.Message
 	}
 	now := b.opts.Clock.Now()
 	for id, t := range q.seen {
-		if now.Sub(t) >= b.opts.DuplicateDetectionWindow {
+		if now.Sub(t) >= b.dupWindow(q) {
 			delete(q.seen, id)
 		}
 	}
@@ -332,6 +335,14 @@ func (b *Bus) validate(m bus.Message, requiresSession bool) error {
 		return fmt.Errorf("body is %d bytes; the limit is %d", len(m.Body), b.opts.MaxMessageBytes)
 	}
 	return nil
+}
+
+// dupWindow is how long q remembers a MessageId.
+func (b *Bus) dupWindow(q *queue) time.Duration {
+	if w := q.opts.DuplicateDetectionHistoryTimeWindow; w > 0 {
+		return w
+	}
+	return b.opts.DuplicateDetectionWindow
 }
 
 func (q *queue) enqueue(e *entry, now time.Time) {

@@ -122,6 +122,34 @@ func TestDuplicateDetectionIsPerQueue(t *testing.T) {
 	}
 }
 
+// TestDuplicateDetectionWindowIsPerQueue: each queue remembers IDs for its
+// own window.
+func TestDuplicateDetectionWindowIsPerQueue(t *testing.T) {
+	b, clk := newBus(t, Options{DuplicateDetectionWindow: 10 * time.Minute})
+	if err := b.CreateQueue("short", QueueOptions{RequiresDuplicateDetection: true, DuplicateDetectionHistoryTimeWindow: time.Minute}); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for _, q := range []string{"q", "short"} {
+		if err := b.Publish(ctx, q, msg("a", "")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	clk.Step(2 * time.Minute)
+	for _, q := range []string{"q", "short"} {
+		if err := b.Publish(ctx, q, msg("a", "")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stats := b.Stats()
+	if s := stats["q"]; s.Active != 1 || s.Duplicates != 1 {
+		t.Errorf("queue with the bus's 10m window: %+v; want the repeat dropped", s)
+	}
+	if s := stats["short"]; s.Active != 2 || s.Duplicates != 0 {
+		t.Errorf("queue with a 1m window: %+v; want the repeat after 2m enqueued", s)
+	}
+}
+
 func TestScheduledDelivery(t *testing.T) {
 	b, clk := newBus(t, Options{})
 	ctx := context.Background()
