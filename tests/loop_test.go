@@ -173,7 +173,7 @@ func TestLoop(t *testing.T) {
 			{bus.QueueProvision, "garbage", "e2e", "this is not json", "not a JSON CloudEvent"},
 			{bus.QueueProvision, "wrong-type", "e2e", mustEvent(t, "wrong-type", messages.TypeNode, messages.Node{Cluster: "e2e", Name: "x"}), "handles only " + messages.TypeProvision},
 			{bus.QueueLifecycle, "unknown-type", "", mustEvent(t, "unknown-type", "com.example.unknown", map[string]string{"a": "b"}), "unknown type"},
-			{bus.QueueLifecycle, "bad-data", "", mustEvent(t, "bad-data", messages.TypeNode, map[string]any{"cluster": "e2e", "nodeName": 3}), `required field \"name\"`},
+			{bus.QueueLifecycle, "bad-data", "", mustEvent(t, "bad-data", messages.TypeNode, map[string]any{"cluster": "e2e", "nodeName": 3}), `required field "name"`},
 		}
 		for _, c := range cases {
 			if err := env.Host.Publish(ctx, c.queue, bus.Message{ID: c.id, SessionID: c.session, ContentType: messages.ContentType, Body: []byte(c.body)}); err != nil {
