@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
+	"github.com/karpfunc/karpfunc/internal/armemulator"
 	"github.com/karpfunc/karpfunc/internal/localenv"
 	"github.com/karpfunc/karpfunc/pkg/apis/v1beta1"
 	"github.com/karpfunc/karpfunc/pkg/bus"
@@ -256,11 +257,34 @@ func TestLoop(t *testing.T) {
 		for _, app := range []string{"small", "medium", "large", "xl", "orphaned"} {
 			scale(t, ctx, kube, app, 0)
 		}
-		for _, nc := range nodeClaimList(t, ctx, kube) {
+		ncs := nodeClaimList(t, ctx, kube)
+		if len(ncs) == 0 {
+			t.Fatal("no NodeClaims to delete")
+		}
+		// The first VM delete ARM refuses once: the Lifecycle invocation
+		// fails, and its reason is an event on the NodeClaim (the dead
+		// letter would not carry it); the redelivery then succeeds.
+		failing := ncs[0].Name
+		env.ARM.Faults().Add(armemulator.Rule{Operation: armemulator.OpDeleteVM, Name: failing, Code: "AuthorizationFailed", StatusCode: 403,
+			Message: "The client does not have authorization to perform action 'Microsoft.Compute/virtualMachines/delete'.", Count: 1})
+		for _, nc := range ncs {
 			if err := kube.Delete(ctx, &nc); err != nil {
 				t.Fatal(err)
 			}
 		}
+		eventually(t, time.Minute, "a HandlerFailed event on NodeClaim "+failing, func() (bool, string) {
+			var evs corev1.EventList
+			if err := kube.List(ctx, &evs); err != nil {
+				return false, err.Error()
+			}
+			for _, e := range evs.Items {
+				if e.InvolvedObject.Kind == "NodeClaim" && e.InvolvedObject.Name == failing && e.Reason == "HandlerFailed" &&
+					e.Type == corev1.EventTypeWarning && strings.Contains(e.Message, "karpfunc Lifecycle failed") && strings.Contains(e.Message, "AuthorizationFailed") {
+					return true, ""
+				}
+			}
+			return false, "no HandlerFailed event yet"
+		})
 		eventually(t, 2*time.Minute, "everything collected", func() (bool, string) {
 			ncs, nodes := nodeClaimList(t, ctx, kube), &corev1.NodeList{}
 			if err := kube.List(ctx, nodes); err != nil {
