@@ -17,6 +17,7 @@ import (
 	"github.com/karpfunc/karpfunc/pkg/bootstraptoken"
 	"github.com/karpfunc/karpfunc/pkg/bus"
 	"github.com/karpfunc/karpfunc/pkg/catalog"
+	"github.com/karpfunc/karpfunc/pkg/events"
 	"github.com/karpfunc/karpfunc/pkg/kubeauth"
 	"github.com/karpfunc/karpfunc/pkg/lifecycle"
 	"github.com/karpfunc/karpfunc/pkg/offerings"
@@ -53,6 +54,23 @@ type dependencies struct {
 	lifecycleController *lifecycle.Controller
 	launcher            *azure.Launcher
 	gcGrace             time.Duration
+	kube                client.Client
+	recorder            *events.Recorder
+}
+
+// kubeClient is the Kubernetes client once built (nil before the first
+// successful get).
+func (d *dependencies) kubeClient() client.Client {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.kube
+}
+
+// eventRecorder writes events once the dependencies are built.
+func (d *dependencies) eventRecorder() *events.Recorder {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.recorder
 }
 
 func newDependencies(getenv func(string) string, log *slog.Logger) *dependencies {
@@ -121,6 +139,7 @@ func (d *dependencies) get() (*provisioning.Provisioner, *lifecycle.Controller, 
 	d.lifecycleController = lifecycle.New(lifecycle.Options{Kube: kube, Deleter: launcher, Evictor: evictor, Clock: clk, Logger: d.log,
 		ClusterName: azOpts.ClusterName, Publisher: pub, RegistrationTTL: regTTL})
 	d.launcher, d.gcGrace = launcher, gcGrace
+	d.kube, d.recorder = kube, events.NewRecorder(kube, clk)
 	d.built = true
 	return d.provisioner, d.lifecycleController, nil
 }

@@ -25,11 +25,16 @@ func decodeNodeClaim(ev messages.CloudEvent) (messages.NodeClaim, error) {
 // lifecycle handles node and NodeClaim events: registration and
 // initialization when a Node joins or turns Ready, termination when a
 // NodeClaim is being deleted.
-func (d *dependencies) lifecycleFunc(ctx context.Context, inv *customhandler.Invocation, log *customhandler.Logger) error {
+func (d *dependencies) lifecycleFunc(ctx context.Context, inv *customhandler.Invocation, log *customhandler.Logger) (err error) {
 	ev, err := decodeEvent(inv)
 	if err != nil {
 		return err
 	}
+	defer func() {
+		if err != nil {
+			d.reportFailure(ctx, "Lifecycle", inv, ev, err, log)
+		}
+	}()
 	switch ev.Type {
 	case messages.TypeNode:
 		data, err := messages.DecodeData[messages.Node](ev)

@@ -89,8 +89,12 @@ rules:
 		t.Fatal(err)
 	}
 	launcher := func(tokens azure.TokenSource) *azure.Launcher {
+		sshKey, err := azure.GenerateSSHPublicKey("join-test")
+		if err != nil {
+			t.Fatal(err)
+		}
 		l, err := azure.NewLauncher(azure.Options{SubscriptionID: testenv.SubscriptionID, ResourceGroup: testenv.ResourceGroup,
-			Location: testenv.Location, ClusterName: testenv.ClusterName, SubnetID: testenv.SubnetID(),
+			Location: testenv.Location, ClusterName: testenv.ClusterName, SubnetID: testenv.SubnetID(), SSHPublicKey: sshKey,
 			Endpoint: arm.URL(), CACertPEM: arm.CACertPEM(), Token: arm.Token(), PollFrequency: time.Second,
 			Bootstrap: &cluster, BootstrapTokens: tokens})
 		if err != nil {

@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -16,10 +18,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
+	"github.com/karpfunc/karpfunc/internal/armemulator"
 	"github.com/karpfunc/karpfunc/internal/localenv"
 	"github.com/karpfunc/karpfunc/pkg/apis/v1beta1"
 	"github.com/karpfunc/karpfunc/pkg/bus"
 	"github.com/karpfunc/karpfunc/pkg/messages"
+	"github.com/karpfunc/karpfunc/pkg/nodeimage"
 )
 
 // TestLoop runs the whole serverless loop: pending pods -> relay -> bus ->
@@ -165,7 +169,7 @@ func TestLoop(t *testing.T) {
 		checkFleetConsistent(t, ctx, env)
 	})
 
-	t.Run("malformed and unknown messages are dead-lettered with the reason", func(t *testing.T) {
+	t.Run("malformed and unknown messages are dead-lettered, their reason in the handler's log", func(t *testing.T) {
 		cases := []struct {
 			queue, id, session string
 			body               string
@@ -174,7 +178,7 @@ func TestLoop(t *testing.T) {
 			{bus.QueueProvision, "garbage", "e2e", "this is not json", "not a JSON CloudEvent"},
 			{bus.QueueProvision, "wrong-type", "e2e", mustEvent(t, "wrong-type", messages.TypeNode, messages.Node{Cluster: "e2e", Name: "x"}), "handles only " + messages.TypeProvision},
 			{bus.QueueLifecycle, "unknown-type", "", mustEvent(t, "unknown-type", "com.example.unknown", map[string]string{"a": "b"}), "unknown type"},
-			{bus.QueueLifecycle, "bad-data", "", mustEvent(t, "bad-data", messages.TypeNode, map[string]any{"cluster": "e2e", "nodeName": 3}), "unknown field"},
+			{bus.QueueLifecycle, "bad-data", "", mustEvent(t, "bad-data", messages.TypeNode, map[string]any{"cluster": "e2e", "nodeName": 3}), `required field "name"`},
 		}
 		for _, c := range cases {
 			if err := env.Host.Publish(ctx, c.queue, bus.Message{ID: c.id, SessionID: c.session, ContentType: messages.ContentType, Body: []byte(c.body)}); err != nil {
@@ -193,13 +197,25 @@ func TestLoop(t *testing.T) {
 					continue
 				}
 				found = true
-				if dl.DeadLetterReason != "MaxDeliveryCountExceeded" || !strings.Contains(dl.DeadLetterErrorDescription, c.wantReason) ||
-					!strings.Contains(dl.DeadLetterErrorDescription, "400") {
-					t.Errorf("%s: dead-lettered with %q / %q; want a 400 whose reason mentions %q", c.id, dl.DeadLetterReason, dl.DeadLetterErrorDescription, c.wantReason)
+				// What Service Bus writes, not the handler's error.
+				want := fmt.Sprintf("Message could not be consumed after %d delivery attempts.", dl.DeliveryCount)
+				if dl.DeadLetterReason != "MaxDeliveryCountExceeded" || dl.DeadLetterErrorDescription != want {
+					t.Errorf("%s: dead-lettered with %q / %q; want MaxDeliveryCountExceeded / %q", c.id, dl.DeadLetterReason, dl.DeadLetterErrorDescription, want)
 				}
 			}
 			if !found {
 				t.Errorf("%s: not in the %s dead-letter queue", c.id, c.queue)
+			}
+		}
+		// The reason is where Azure users look: the Functions host's
+		// invocation log (Application Insights in Azure).
+		logged, err := os.ReadFile(env.LogPath)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range cases {
+			if !regexp.MustCompile(`Executed 'Functions\.\w+' \(Failed, [^)]*\): .*400.*` + regexp.QuoteMeta(c.wantReason)).Match(logged) {
+				t.Errorf("%s: the host log has no failed invocation with a 400 mentioning %q", c.id, c.wantReason)
 			}
 		}
 	})
@@ -245,11 +261,34 @@ func TestLoop(t *testing.T) {
 		for _, app := range []string{"small", "medium", "large", "xl", "orphaned"} {
 			scale(t, ctx, kube, app, 0)
 		}
-		for _, nc := range nodeClaimList(t, ctx, kube) {
+		ncs := nodeClaimList(t, ctx, kube)
+		if len(ncs) == 0 {
+			t.Fatal("no NodeClaims to delete")
+		}
+		// The first VM delete ARM refuses once: the Lifecycle invocation
+		// fails, and its reason is an event on the NodeClaim (the dead
+		// letter would not carry it); the redelivery then succeeds.
+		failing := ncs[0].Name
+		env.ARM.Faults().Add(armemulator.Rule{Operation: armemulator.OpDeleteVM, Name: failing, Code: "AuthorizationFailed", StatusCode: 403,
+			Message: "The client does not have authorization to perform action 'Microsoft.Compute/virtualMachines/delete'.", Count: 1})
+		for _, nc := range ncs {
 			if err := kube.Delete(ctx, &nc); err != nil {
 				t.Fatal(err)
 			}
 		}
+		eventually(t, time.Minute, "a HandlerFailed event on NodeClaim "+failing, func() (bool, string) {
+			var evs corev1.EventList
+			if err := kube.List(ctx, &evs); err != nil {
+				return false, err.Error()
+			}
+			for _, e := range evs.Items {
+				if e.InvolvedObject.Kind == "NodeClaim" && e.InvolvedObject.Name == failing && e.Reason == "HandlerFailed" &&
+					e.Type == corev1.EventTypeWarning && strings.Contains(e.Message, "karpfunc Lifecycle failed") && strings.Contains(e.Message, "AuthorizationFailed") {
+					return true, ""
+				}
+			}
+			return false, "no HandlerFailed event yet"
+		})
 		eventually(t, 2*time.Minute, "everything collected", func() (bool, string) {
 			ncs, nodes := nodeClaimList(t, ctx, kube), &corev1.NodeList{}
 			if err := kube.List(ctx, nodes); err != nil {
@@ -322,6 +361,17 @@ func checkFleetConsistent(t *testing.T, ctx context.Context, env *localenv.Env) 
 		}
 		if len(vm.Zones) != 1 || env.Options.Region+"-"+*vm.Zones[0] != nc.Labels[corev1.LabelTopologyZone] {
 			t.Errorf("NodeClaim %s: VM zones %v, NodeClaim zone %s", nc.Name, vm.Zones, nc.Labels[corev1.LabelTopologyZone])
+		}
+		// The node image is the one for the size's architecture and
+		// generation, and status.imageID says which VM image booted.
+		if it, ok := env.Catalog.Get(*(*string)(vm.Properties.HardwareProfile.VMSize)); ok {
+			want, err := nodeimage.Select(nodeimage.FamilyUbuntu2204, it.Architecture, it.HyperVGenerations, nodeimage.DefaultVersion)
+			if got := *vm.Properties.StorageProfile.ImageReference.CommunityGalleryImageID; err != nil || got != want.ID() || nc.Status.ImageID != got {
+				t.Errorf("NodeClaim %s (%s, %s, %v): VM image %s, status.imageID %s; want %s (%v)", nc.Name, it.Name, it.Architecture, it.HyperVGenerations, got, nc.Status.ImageID, want.ID(), err)
+			}
+		}
+		if lc := vm.Properties.OSProfile.LinuxConfiguration; lc == nil || !*lc.DisablePasswordAuthentication || lc.SSH == nil || len(lc.SSH.PublicKeys) != 1 {
+			t.Errorf("NodeClaim %s: VM allows password login or has no SSH key", nc.Name)
 		}
 		if !strings.EqualFold(*vm.ID, strings.TrimPrefix(nc.Status.ProviderID, "azure://")) {
 			t.Errorf("NodeClaim %s: providerID %s does not name VM %s", nc.Name, nc.Status.ProviderID, *vm.ID)

@@ -221,6 +221,8 @@ func skuFacts(s *armcompute.ResourceSKU, region string) (catalog.SKUFacts, bool)
 			f.GPUs, _ = strconv.ParseInt(v, 10, 64)
 		case "CpuArchitectureType":
 			f.Architecture = v
+		case "HyperVGenerations":
+			f.HyperVGenerations = strings.Split(v, ",")
 		case "PremiumIO":
 			b := strings.EqualFold(v, "true")
 			f.PremiumIO = &b

@@ -68,7 +68,11 @@ func resourceSKU(name, arch string, vcpus, memGB, gpus string, zones []string, r
 	caps := []*armcompute.ResourceSKUCapabilities{{Name: s("vCPUs"), Value: s(vcpus)}, {Name: s("MemoryGB"), Value: s(memGB)},
 		{Name: s("PremiumIO"), Value: s("True")}, {Name: s("AcceleratedNetworkingEnabled"), Value: s("True")}}
 	if arch != "" {
-		caps = append(caps, &armcompute.ResourceSKUCapabilities{Name: s("CpuArchitectureType"), Value: s(arch)})
+		// Sizes that state their architecture state their Hyper-V
+		// generations too; the GPU size below states neither.
+		gens := map[string]string{"x64": "V1,V2", "Arm64": "V2"}[arch]
+		caps = append(caps, &armcompute.ResourceSKUCapabilities{Name: s("CpuArchitectureType"), Value: s(arch)},
+			&armcompute.ResourceSKUCapabilities{Name: s("HyperVGenerations"), Value: s(gens)})
 	}
 	if gpus != "" {
 		caps = append(caps, &armcompute.ResourceSKUCapabilities{Name: s("GPUs"), Value: s(gpus)})
@@ -162,23 +166,28 @@ func TestCatalogRefresh(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
 		arch   string
+		gens   []string
 		labels map[string]string
 		offers []offer
 	}{
-		{name: "Standard_D2s_v5", arch: "amd64", labels: map[string]string{catalog.LabelSKUMemory: "8192", catalog.LabelSKUCPU: "2", catalog.LabelSKUFamily: "D"},
+		{name: "Standard_D2s_v5", arch: "amd64", gens: []string{"V1", "V2"}, labels: map[string]string{catalog.LabelSKUMemory: "8192", catalog.LabelSKUCPU: "2", catalog.LabelSKUFamily: "D"},
 			offers: []offer{{"eastus-1", "on-demand", 0.096}, {"eastus-1", "spot", 0.020362}, {"eastus-2", "on-demand", 0.096}, {"eastus-2", "spot", 0.020362}, {"eastus-3", "on-demand", 0.096}, {"eastus-3", "spot", 0.020362}}},
 		// The latest on-demand meter wins; zone 3 is restricted.
-		{name: "Standard_D4s_v5", arch: "amd64", labels: map[string]string{catalog.LabelSKUMemory: "16384", catalog.LabelSKUStoragePremiumCapable: "true"},
+		{name: "Standard_D4s_v5", arch: "amd64", gens: []string{"V1", "V2"}, labels: map[string]string{catalog.LabelSKUMemory: "16384", catalog.LabelSKUStoragePremiumCapable: "true"},
 			offers: []offer{{"eastus-1", "on-demand", 0.192}, {"eastus-1", "spot", 0.040723}, {"eastus-2", "on-demand", 0.192}, {"eastus-2", "spot", 0.040723}}},
-		{name: "Standard_D8ps_v5", arch: "arm64", labels: map[string]string{corev1.LabelArchStable: "arm64"},
+		{name: "Standard_D8ps_v5", arch: "arm64", gens: []string{"V2"}, labels: map[string]string{corev1.LabelArchStable: "arm64"},
 			offers: []offer{{"eastus-1", "on-demand", 0.308}, {"eastus-1", "spot", 0.065111}, {"eastus-2", "on-demand", 0.308}, {"eastus-2", "spot", 0.065111}, {"eastus-3", "on-demand", 0.308}, {"eastus-3", "spot", 0.065111}}},
-		{name: "Standard_NC6s_v3", arch: "amd64", labels: map[string]string{catalog.LabelSKUGPUManufacturer: "nvidia", catalog.LabelSKUGPUName: "V100", catalog.LabelSKUGPUCount: "1"},
+		// No HyperVGenerations capability: Gen1 only, as ARM reads it.
+		{name: "Standard_NC6s_v3", arch: "amd64", gens: []string{"V1"}, labels: map[string]string{catalog.LabelSKUGPUManufacturer: "nvidia", catalog.LabelSKUGPUName: "V100", catalog.LabelSKUGPUCount: "1"},
 			offers: []offer{{"eastus-1", "on-demand", 3.06}, {"eastus-1", "spot", 0.3213}, {"eastus-2", "on-demand", 3.06}, {"eastus-2", "spot", 0.3213}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			it, _ := c.Get(tc.name)
 			if it.Architecture != tc.arch {
 				t.Errorf("architecture = %s, want %s", it.Architecture, tc.arch)
+			}
+			if !slices.Equal(it.HyperVGenerations, tc.gens) {
+				t.Errorf("Hyper-V generations = %v, want %v", it.HyperVGenerations, tc.gens)
 			}
 			for k, v := range tc.labels {
 				if it.Labels[k] != v {

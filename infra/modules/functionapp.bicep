@@ -110,6 +110,9 @@ resource settings 'Microsoft.Web/sites/config@2024-04-01' = {
     AZURE_LOCATION: clusterLocation
     AZURE_SUBNET_ID: nodeSubnetId
     AZURE_SSH_PUBLIC_KEY: nodeSshPublicKey
+    // The AKS node image version nodes boot; empty means the version
+    // pinned in the release (pkg/nodeimage DefaultVersion).
+    KARPFUNC_NODE_IMAGE_VERSION: ''
     KARPFUNC_CLUSTER_NAME: clusterName
     // The cluster's API server, reached as the Functions identity
     // (pkg/kubeauth), and its node provisioning mode (the handler refuses

@@ -1,7 +1,6 @@
 package armemulator
 
 import (
-	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -140,8 +139,8 @@ func (s *Server) putVM(w http.ResponseWriter, r *http.Request, sub, rg, name str
 		return
 	}
 
-	if code, msg, status := s.validateVMLocked(sub, rg, name, &vm, location, sku, armZone); code != "" {
-		writeError(w, status, code, msg)
+	if ref := s.validateVMLocked(sub, rg, name, &vm, location, sku, armZone); !ref.ok() {
+		writeRefusal(w, ref)
 		return
 	}
 
@@ -173,15 +172,17 @@ func (s *Server) putVM(w http.ResponseWriter, r *http.Request, sub, rg, name str
 	writeJSON(w, http.StatusCreated, v.public())
 }
 
-// validateVMLocked checks what ARM would reject synchronously. It returns
-// the ARM error code, message and HTTP status, or "" when the VM is valid.
-func (s *Server) validateVMLocked(sub, rg, name string, vm *armcompute.VirtualMachine, location, sku, zone string) (string, string, int) {
-	bad := func(format string, args ...any) (string, string, int) {
-		return "InvalidParameter", fmt.Sprintf(format, args...), http.StatusBadRequest
+// validateVMLocked checks what ARM would reject synchronously (the list is
+// in validate.go). It returns the refusal, or the zero refusal when the VM
+// is valid.
+func (s *Server) validateVMLocked(sub, rg, name string, vm *armcompute.VirtualMachine, location, sku, zone string) refusal {
+	bad := func(format string, args ...any) refusal { return badParameter("", format, args...) }
+	if ref := checkTags(vm.Tags); !ref.ok() {
+		return ref
 	}
 	switch {
 	case location == "":
-		return "LocationRequired", "The location property is required for this definition.", http.StatusBadRequest
+		return refusal{status: http.StatusBadRequest, code: "LocationRequired", message: "The location property is required for this definition."}
 	case vm.Properties == nil:
 		return bad("The properties of virtual machine '%s' are required.", name)
 	case sku == "":
@@ -191,10 +192,11 @@ func (s *Server) validateVMLocked(sub, rg, name string, vm *armcompute.VirtualMa
 	case vm.Properties.NetworkProfile == nil || len(vm.Properties.NetworkProfile.NetworkInterfaces) == 0:
 		return bad("Virtual machine '%s' must have at least one network interface.", name)
 	}
-	if cd := deref(vm.Properties.OSProfile.CustomData); cd != "" {
-		if _, err := base64.StdEncoding.DecodeString(cd); err != nil {
-			return bad("Custom data in OSProfile must be in Base64 encoding and with a maximum length of 87380 characters.")
-		}
+	if ref := checkOSProfile(vm.Properties.OSProfile); !ref.ok() {
+		return ref
+	}
+	if ref := checkPriority(vm.Properties); !ref.ok() {
+		return ref
 	}
 	for _, ref := range vm.Properties.NetworkProfile.NetworkInterfaces {
 		id := deref(ref.ID)
@@ -206,13 +208,13 @@ func (s *Server) validateVMLocked(sub, rg, name string, vm *armcompute.VirtualMa
 			return bad("Network interface '%s' is in location '%s', the virtual machine in '%s'.", id, deref(n.nic.Location), location)
 		}
 		if n.vmKey != "" && n.vmKey != resourceKey(sub, rg, name) {
-			return "NicInUse", fmt.Sprintf("Network interface '%s' is used by existing virtual machine '%s'.", id, s.vms[n.vmKey].name()), http.StatusBadRequest
+			return refusal{status: http.StatusBadRequest, code: "NicInUse", message: fmt.Sprintf("Network interface '%s' is used by existing virtual machine '%s'.", id, s.vms[n.vmKey].name())}
 		}
 	}
 	if msg := s.skuUnavailableLocked(sku, location, zone); msg != "" {
-		return "SkuNotAvailable", msg, http.StatusConflict
+		return refusal{status: http.StatusConflict, code: "SkuNotAvailable", message: msg}
 	}
-	return "", "", 0
+	return s.checkImageLocked(vm, sku, location)
 }
 
 // skuUnavailableLocked explains why sku cannot be created in location/zone,

@@ -38,6 +38,8 @@ const (
 	sub = "sub-1"
 	rg  = "MC_RG"
 	loc = "eastus"
+
+	testSubnetID = "/subscriptions/" + sub + "/resourceGroups/" + rg + "/providers/Microsoft.Network/virtualNetworks/vnet/subnets/nodes"
 )
 
 func start(t *testing.T, opts Options) *Server {
@@ -96,7 +98,7 @@ func nicBody() armnetwork.Interface {
 		Location: ptr(loc),
 		Properties: &armnetwork.InterfacePropertiesFormat{IPConfigurations: []*armnetwork.InterfaceIPConfiguration{{
 			Name:       ptr("ipconfig1"),
-			Properties: &armnetwork.InterfaceIPConfigurationPropertiesFormat{Subnet: &armnetwork.Subnet{ID: ptr("/subscriptions/x/subnets/y")}},
+			Properties: &armnetwork.InterfaceIPConfigurationPropertiesFormat{Subnet: &armnetwork.Subnet{ID: ptr(testSubnetID)}},
 		}}},
 	}
 }
@@ -132,16 +134,19 @@ func TestProtocolChecks(t *testing.T) {
 		status                  int
 		code                    string
 	}{
-		{"no authorization", "GET", base + "?api-version=2024-07-01", "", 401, "AuthenticationFailed"},
-		{"basic auth", "GET", base + "?api-version=2024-07-01", "Basic abc", 401, "AuthenticationFailed"},
+		{"no authorization", "GET", base + "?api-version=2026-04-01", "", 401, "AuthenticationFailed"},
+		{"basic auth", "GET", base + "?api-version=2026-04-01", "Basic abc", 401, "AuthenticationFailed"},
 		{"no api-version", "GET", base, "Bearer x", 400, "MissingApiVersionParameter"},
 		{"unknown subscription", "GET", strings.Replace(base, sub, "other", 1) + "?api-version=1", "Bearer x", 403, "AuthorizationFailed"},
 		{"unsupported route", "GET", s.URL() + "/subscriptions/" + sub + "/resourceGroups/" + rg + "/providers/Microsoft.Storage/storageAccounts/a?api-version=1", "Bearer x", 400, "InvalidResourceType"},
-		{"unsupported method", "PATCH", base + "?api-version=1", "Bearer x", 400, "InvalidResourceType"},
-		{"missing VM", "GET", base + "?api-version=1", "Bearer x", 404, "ResourceNotFound"},
-		{"delete missing VM", "DELETE", base + "?api-version=1", "Bearer x", 204, ""},
-		{"bad body", "PUT", base + "?api-version=1", "Bearer x", 400, "InvalidRequestContent"},
-		{"bad sku filter", "GET", s.URL() + "/subscriptions/" + sub + "/providers/Microsoft.Compute/skus?api-version=1&$filter=name%20eq%20'x'", "Bearer x", 400, "InvalidFilterInQueryString"},
+		{"unsupported method", "PATCH", base + "?api-version=2026-04-01", "Bearer x", 400, "InvalidResourceType"},
+		{"missing VM", "GET", base + "?api-version=2026-04-01", "Bearer x", 404, "ResourceNotFound"},
+		{"delete missing VM", "DELETE", base + "?api-version=2026-04-01", "Bearer x", 204, ""},
+		{"bad body", "PUT", base + "?api-version=2026-04-01", "Bearer x", 400, "InvalidRequestContent"},
+		{"bad sku filter", "GET", s.URL() + "/subscriptions/" + sub + "/providers/Microsoft.Compute/skus?api-version=2021-07-01&$filter=name%20eq%20'x'", "Bearer x", 400, "InvalidFilterInQueryString"},
+		{"api-version not a date", "GET", base + "?api-version=1", "Bearer x", 400, "InvalidApiVersionParameter"},
+		{"api-version the SDK does not send", "GET", base + "?api-version=2024-07-01", "Bearer x", 400, "NoRegisteredProviderFound"},
+		{"network api-version on a VM", "GET", base + "?api-version=2025-05-01", "Bearer x", 400, "NoRegisteredProviderFound"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -111,6 +111,10 @@ func (s *Server) putNIC(w http.ResponseWriter, r *http.Request, sub, rg, name st
 		writeJSON(w, http.StatusOK, deepCopyNIC(&existing.nic))
 		return
 	}
+	if ref := checkTags(nic.Tags); !ref.ok() {
+		writeRefusal(w, ref)
+		return
+	}
 	switch {
 	case location == "":
 		writeError(w, http.StatusBadRequest, "LocationRequired", "The location property is required for this definition.")
@@ -123,6 +127,10 @@ func (s *Server) putNIC(w http.ResponseWriter, r *http.Request, sub, rg, name st
 	for i, ipc := range nic.Properties.IPConfigurations {
 		if ipc == nil || ipc.Properties == nil || ipc.Properties.Subnet == nil || deref(ipc.Properties.Subnet.ID) == "" {
 			writeError(w, http.StatusBadRequest, "InvalidParameter", fmt.Sprintf("IP configuration %d of network interface '%s' has no subnet.", i, name))
+			return
+		}
+		if ref := s.checkSubnet(deref(ipc.Properties.Subnet.ID), id, i); !ref.ok() {
+			writeRefusal(w, ref)
 			return
 		}
 		if deref(ipc.Name) == "" {

@@ -28,8 +28,8 @@ func (s *Server) operationURL(sub string, op *operation, results bool) string {
 	if results {
 		kind = "operationResults"
 	}
-	return fmt.Sprintf("%s/subscriptions/%s/providers/%s/locations/%s/%s/%s?api-version=2024-07-01",
-		s.url, sub, op.namespace, op.location, kind, op.id)
+	return fmt.Sprintf("%s/subscriptions/%s/providers/%s/locations/%s/%s/%s?api-version=%s",
+		s.url, sub, op.namespace, op.location, kind, op.id, operationsAPIVersion)
 }
 
 // acceptLRO writes the headers of a started long-running operation. PUT

@@ -14,7 +14,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusUnauthorized, "AuthenticationFailed", "Authentication failed. The 'Authorization' header is missing or is not a bearer token.")
 		return
 	}
-	if r.URL.Query().Get("api-version") == "" {
+	apiVersion := r.URL.Query().Get("api-version")
+	if apiVersion == "" {
 		writeError(w, http.StatusBadRequest, "MissingApiVersionParameter", "The api-version query parameter (?api-version=) is required for all requests.")
 		return
 	}
@@ -29,6 +30,12 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusForbidden, "AuthorizationFailed",
 			"The client does not have authorization to perform action over scope '/subscriptions/"+sub+"' or the scope is invalid.")
 		return
+	}
+	if typ := resourceType(seg); typ != "" {
+		if ref := checkAPIVersion(typ, apiVersion, s.location()); !ref.ok() {
+			writeRefusal(w, ref)
+			return
+		}
 	}
 	switch {
 	// /subscriptions/{sub}/providers/Microsoft.Compute/skus
@@ -64,6 +71,33 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	s.unsupported(w, r)
+}
+
+// resourceType is the ARM resource type a path addresses, "" for paths
+// the emulator does not serve.
+func resourceType(seg []string) string {
+	is := func(i int, want string) bool { return i < len(seg) && strings.EqualFold(seg[i], want) }
+	switch {
+	case len(seg) == 5 && is(2, "providers") && is(3, "Microsoft.Compute") && is(4, "skus"):
+		return "skus"
+	case len(seg) == 8 && is(2, "providers") && is(4, "locations") && (is(6, "operations") || is(6, "operationResults")):
+		return "operations"
+	case (len(seg) == 7 || len(seg) == 8) && is(2, "resourceGroups") && is(4, "providers") && is(5, "Microsoft.Compute") && is(6, "virtualMachines"):
+		return "virtualMachines"
+	case (len(seg) == 7 || len(seg) == 8) && is(2, "resourceGroups") && is(4, "providers") && is(5, "Microsoft.Network") && is(6, "networkInterfaces"):
+		return "networkInterfaces"
+	}
+	return ""
+}
+
+// location is the region the emulator's SKU list serves ("" without one).
+func (s *Server) location() string {
+	for _, rs := range s.opts.SKUs {
+		if rs != nil && len(rs.Locations) > 0 {
+			return deref(rs.Locations[0])
+		}
+	}
+	return ""
 }
 
 func (s *Server) routeResource(w http.ResponseWriter, r *http.Request, name string, list, get, put, del func()) bool {

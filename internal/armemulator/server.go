@@ -67,6 +67,10 @@ type Options struct {
 	// SKUs are the resource SKUs served by the SKU API and used to validate
 	// VM sizes and zones. Empty accepts any VM size.
 	SKUs []*armcompute.ResourceSKU
+	// Subnets are the subnet IDs that exist; a NIC on another subnet is
+	// refused with InvalidResourceReference. nil accepts any well-formed
+	// subnet ID.
+	Subnets []string
 	// Clock drives provisioning and boot times; default the real clock.
 	Clock clock.PassiveClock
 	// Logger; default slog.Default().

@@ -172,7 +172,9 @@ func Start(ctx context.Context, opts Options) (*Host, error) {
 	for _, fn := range h.functions {
 		h.stats[fn.Name] = &FunctionStats{}
 		if fn.ServiceBus != nil {
-			if err := h.bus.CreateQueue(fn.ServiceBus.Queue, localbus.QueueOptions{RequiresSession: fn.ServiceBus.Sessions}); err != nil {
+			// Duplicate detection on, as karpfunc's deployment creates
+			// its queues (publishers rely on it for idempotence).
+			if err := h.bus.CreateQueue(fn.ServiceBus.Queue, localbus.QueueOptions{RequiresSession: fn.ServiceBus.Sessions, RequiresDuplicateDetection: true}); err != nil {
 				return nil, fmt.Errorf("%s: %w", fn.File, err)
 			}
 		}

@@ -298,9 +298,15 @@ func TestRetriesThenDeadLetter(t *testing.T) {
 			if d.DeadLetterReason != localbus.ReasonMaxDeliveryCountExceeded || d.DeliveryCount != 3 || string(d.Body) != tt.body {
 				t.Errorf("dead letter = %+v", d)
 			}
+			// Service Bus writes its own description, never the
+			// handler's error; that is in the host's log.
+			if want := fmt.Sprintf("Message could not be consumed after %d delivery attempts.", d.DeliveryCount); d.DeadLetterErrorDescription != want {
+				t.Errorf("description %q; want %q", d.DeadLetterErrorDescription, want)
+			}
+			log := a.log.String()
 			for _, want := range tt.wantDescription {
-				if !strings.Contains(d.DeadLetterErrorDescription, want) {
-					t.Errorf("description %q does not contain %q", d.DeadLetterErrorDescription, want)
+				if !strings.Contains(log, want) {
+					t.Errorf("host log does not contain %q", want)
 				}
 			}
 		})
@@ -510,7 +516,7 @@ func TestHTTPBus(t *testing.T) {
 	status, out := do("GET", "/queues/echo/deadletter", "")
 	var dl []localbus.DeadLetter
 	if err := json.Unmarshal(out, &dl); status != 200 || err != nil || len(dl) != 1 || dl[0].ID != "h2" ||
-		!strings.Contains(dl[0].DeadLetterErrorDescription, "told to fail with 400") {
+		dl[0].DeadLetterErrorDescription != "Message could not be consumed after 1 delivery attempts." {
 		t.Fatalf("GET deadletter = %d %s", status, out)
 	}
 	status, out = do("GET", "/queues", "")

@@ -34,6 +34,14 @@ const (
 	ReasonMaxDeliveryCountExceeded = "MaxDeliveryCountExceeded"
 )
 
+// maxDeliveryDescription is the DeadLetterErrorDescription Service Bus
+// writes with ReasonMaxDeliveryCountExceeded. It never carries the
+// handler's error: that is in the handler's logs (and, for messages about
+// an object, in a Kubernetes event on it), where Azure users look.
+func maxDeliveryDescription(n int) string {
+	return fmt.Sprintf("Message could not be consumed after %d delivery attempts.", n)
+}
+
 // Service Bus limits checked at publish time.
 const (
 	maxIDLength        = 128
@@ -89,11 +97,19 @@ func (o Options) withDefaults() Options {
 	return o
 }
 
-// QueueOptions are a queue's creation-time properties.
+// QueueOptions are a queue's creation-time properties, named as in the
+// Service Bus queue resource.
 type QueueOptions struct {
 	// RequiresSession makes every message need a SessionID and serializes
 	// delivery per session.
 	RequiresSession bool
+	// RequiresDuplicateDetection drops a message whose MessageId the queue
+	// saw within its duplicate detection window. Off, as in Service Bus,
+	// every message is enqueued.
+	RequiresDuplicateDetection bool
+	// DuplicateDetectionHistoryTimeWindow is the queue's window; zero
+	// means the bus's DuplicateDetectionWindow.
+	DuplicateDetectionHistoryTimeWindow time.Duration
 }
 
 // Errors.
@@ -105,10 +121,19 @@ var (
 	ErrLockLost = errors.New("localbus: message lock lost")
 )
 
-// QueueNotFoundError is returned for operations on a queue nothing created.
+// CodeMessagingEntityNotFound is Service Bus's error for an entity that
+// does not exist.
+const CodeMessagingEntityNotFound = "MessagingEntityNotFound"
+
+// QueueNotFoundError is returned for operations on a queue nothing created:
+// Service Bus's MessagingEntityNotFound. Queues are created by deployment
+// (the local host creates its functions' queues), never by a publish.
 type QueueNotFoundError struct{ Queue string }
 
-func (e *QueueNotFoundError) Error() string { return fmt.Sprintf("queue %q does not exist", e.Queue) }
+func (e *QueueNotFoundError) Error() string {
+	return fmt.Sprintf("%s: queue %q does not exist: the messaging entity '%s' could not be found; create the queue or fix the queue name setting",
+		CodeMessagingEntityNotFound, e.Queue, e.Queue)
+}
 
 // InvalidMessageError is a publish the real service would reject.
 type InvalidMessageError struct {
@@ -233,10 +258,11 @@ func newQueue(name string, opts QueueOptions) *queue {
 	return &queue{name: name, opts: opts, seen: map[string]time.Time{}, stats: QueueStats{RequiresSession: opts.RequiresSession}}
 }
 
-// Publish sends msgs to queue, creating it (without sessions) if needed. All
-// messages are validated before any is enqueued. A message whose ID was seen
-// within the duplicate detection window is accepted and dropped, as Service
-// Bus does.
+// Publish sends msgs to queue, which must exist (CreateQueue): as in Service
+// Bus, a publish to an unknown queue fails with MessagingEntityNotFound. All
+// messages are validated before any is enqueued. On a queue with duplicate
+// detection, a message whose ID was seen within the window is accepted and
+// dropped, as Service Bus does.
 func (b *Bus) Publish(ctx context.Context, queueName string, msgs ...bus.Message) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -250,7 +276,10 @@ func (b *Bus) Publish(ctx context.Context, queueName string, msgs ...bus.Message
 		return ErrClosed
 	}
 	q := b.queues[queueName]
-	requiresSession := q != nil && q.opts.RequiresSession
+	if q == nil {
+		return &QueueNotFoundError{Queue: queueName}
+	}
+	requiresSession := q.opts.RequiresSession
 	copies := make([]bus.Message, len(msgs))
 	for i, m := range msgs {
 		if err := b.validate(m, requiresSession); err != nil {
@@ -263,22 +292,20 @@ func (b *Bus) Publish(ctx context.Context, queueName string, msgs ...bus.Message
 		}
 		copies[i] = m
 	}
-	if q == nil {
-		q = newQueue(queueName, QueueOptions{})
-		b.queues[queueName] = q
-	}
 	now := b.opts.Clock.Now()
 	for id, t := range q.seen {
-		if now.Sub(t) >= b.opts.DuplicateDetectionWindow {
+		if now.Sub(t) >= b.dupWindow(q) {
 			delete(q.seen, id)
 		}
 	}
 	for _, m := range copies {
-		if _, dup := q.seen[m.ID]; dup {
-			q.stats.Duplicates++
-			continue
+		if q.opts.RequiresDuplicateDetection {
+			if _, dup := q.seen[m.ID]; dup {
+				q.stats.Duplicates++
+				continue
+			}
+			q.seen[m.ID] = now
 		}
-		q.seen[m.ID] = now
 		e := &entry{msg: m}
 		if m.ScheduledEnqueueTime.After(now) {
 			i, _ := slices.BinarySearchFunc(q.scheduled, m.ScheduledEnqueueTime, func(e *entry, t time.Time) int {
@@ -308,6 +335,14 @@ func (b *Bus) validate(m bus.Message, requiresSession bool) error {
 		return fmt.Errorf("body is %d bytes; the limit is %d", len(m.Body), b.opts.MaxMessageBytes)
 	}
 	return nil
+}
+
+// dupWindow is how long q remembers a MessageId.
+func (b *Bus) dupWindow(q *queue) time.Duration {
+	if w := q.opts.DuplicateDetectionHistoryTimeWindow; w > 0 {
+		return w
+	}
+	return b.opts.DuplicateDetectionWindow
 }
 
 func (q *queue) enqueue(e *entry, now time.Time) {
@@ -365,7 +400,7 @@ func (b *Bus) release(q *queue, e *entry, now time.Time, description string) {
 	if e.deliveryCount >= b.opts.MaxDeliveryCount {
 		q.active = slices.DeleteFunc(q.active, func(x *entry) bool { return x == e })
 		q.dead = append(q.dead, DeadLetter{Message: e.msg, DeadLetterReason: ReasonMaxDeliveryCountExceeded,
-			DeadLetterErrorDescription: description, DeliveryCount: e.deliveryCount, SequenceNumber: e.seq,
+			DeadLetterErrorDescription: maxDeliveryDescription(e.deliveryCount), DeliveryCount: e.deliveryCount, SequenceNumber: e.seq,
 			EnqueuedTime: e.enqueued, DeadLetteredTime: now})
 		return
 	}
@@ -511,9 +546,12 @@ func (b *Bus) Complete(d *Delivery) error {
 }
 
 // Abandon releases a delivered message after a failed delivery: it is
-// delivered again after RetryDelay, or dead-lettered with reason
-// MaxDeliveryCountExceeded and description when it has had MaxDeliveryCount
-// deliveries.
+// delivered again after RetryDelay, or dead-lettered with Service Bus's
+// reason and description (MaxDeliveryCountExceeded, "Message could not be
+// consumed after N delivery attempts.") when it has had MaxDeliveryCount
+// deliveries. description, the failure, is not written into the dead
+// letter, as Service Bus would not: the caller logs it where Azure users
+// look (the handler's logs).
 func (b *Bus) Abandon(d *Delivery, description string) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()

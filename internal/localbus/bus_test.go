@@ -19,7 +19,19 @@ import (
 
 var t0 = time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)
 
+// newBus returns a bus with queue "q" (duplicate detection on, as
+// karpfunc's queues are deployed); tests create other queues themselves.
 func newBus(t *testing.T, opts Options) (*Bus, *clocktesting.FakeClock) {
+	t.Helper()
+	b, clk := newBareBus(t, opts)
+	if err := b.CreateQueue("q", QueueOptions{RequiresDuplicateDetection: true}); err != nil {
+		t.Fatal(err)
+	}
+	return b, clk
+}
+
+// newBareBus returns a bus without queues.
+func newBareBus(t *testing.T, opts Options) (*Bus, *clocktesting.FakeClock) {
 	t.Helper()
 	clk := clocktesting.NewFakeClock(t0)
 	opts.Clock = clk
@@ -85,6 +97,56 @@ func TestDuplicateDetection(t *testing.T) {
 	}
 	if d := receive(t, b, "q"); d.Message.ID != "a" {
 		t.Fatalf("got %q after the window; want a", d.Message.ID)
+	}
+}
+
+// TestDuplicateDetectionIsPerQueue: a queue created without duplicate
+// detection enqueues every message, as Service Bus does.
+func TestDuplicateDetectionIsPerQueue(t *testing.T) {
+	b, _ := newBus(t, Options{})
+	if err := b.CreateQueue("plain", QueueOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for _, q := range []string{"q", "plain"} {
+		if err := b.Publish(ctx, q, msg("a", ""), msg("a", "")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stats := b.Stats()
+	if s := stats["q"]; s.Active != 1 || s.Duplicates != 1 {
+		t.Errorf("queue with duplicate detection: %+v; want 1 active, 1 duplicate", s)
+	}
+	if s := stats["plain"]; s.Active != 2 || s.Duplicates != 0 {
+		t.Errorf("queue without duplicate detection: %+v; want 2 active, 0 duplicates", s)
+	}
+}
+
+// TestDuplicateDetectionWindowIsPerQueue: each queue remembers IDs for its
+// own window.
+func TestDuplicateDetectionWindowIsPerQueue(t *testing.T) {
+	b, clk := newBus(t, Options{DuplicateDetectionWindow: 10 * time.Minute})
+	if err := b.CreateQueue("short", QueueOptions{RequiresDuplicateDetection: true, DuplicateDetectionHistoryTimeWindow: time.Minute}); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for _, q := range []string{"q", "short"} {
+		if err := b.Publish(ctx, q, msg("a", "")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	clk.Step(2 * time.Minute)
+	for _, q := range []string{"q", "short"} {
+		if err := b.Publish(ctx, q, msg("a", "")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stats := b.Stats()
+	if s := stats["q"]; s.Active != 1 || s.Duplicates != 1 {
+		t.Errorf("queue with the bus's 10m window: %+v; want the repeat dropped", s)
+	}
+	if s := stats["short"]; s.Active != 2 || s.Duplicates != 0 {
+		t.Errorf("queue with a 1m window: %+v; want the repeat after 2m enqueued", s)
 	}
 }
 
@@ -208,7 +270,7 @@ func TestRetryAndDeadLetter(t *testing.T) {
 		t.Fatal(err)
 	}
 	if len(dl) != 1 || dl[0].ID != "m" || dl[0].DeadLetterReason != ReasonMaxDeliveryCountExceeded ||
-		dl[0].DeadLetterErrorDescription != "500: attempt 3 failed" || dl[0].DeliveryCount != 3 {
+		dl[0].DeadLetterErrorDescription != "Message could not be consumed after 3 delivery attempts." || dl[0].DeliveryCount != 3 {
 		t.Fatalf("dead letters = %+v", dl)
 	}
 	s := b.Stats()["q"]
@@ -271,6 +333,8 @@ func TestInvalid(t *testing.T) {
 			wantErr: `invalid queue name "a b"`},
 		{name: "receive from an unknown queue", run: func() error { _, err := b.Receive(ctx, "nope"); return err },
 			wantErr: `queue "nope" does not exist`},
+		{name: "publish to an unknown queue", run: func() error { return b.Publish(ctx, "nope", bus.Message{ID: "x"}) },
+			wantErr: `MessagingEntityNotFound: queue "nope" does not exist`},
 		{name: "dead letters of an unknown queue", run: func() error { _, err := b.DeadLetters("nope"); return err },
 			wantErr: `queue "nope" does not exist`},
 		{name: "session mode conflict", run: func() error { return b.CreateQueue("s", QueueOptions{}) },
@@ -357,6 +421,8 @@ func TestHTTP(t *testing.T) {
 			wantBody: "exactly one JSON array"},
 		{name: "invalid message", method: "POST", path: "/queues/q/messages", body: `[{"id":"` + strings.Repeat("x", 200) + `"}]`,
 			wantStatus: 400, wantBody: "id is 200 characters"},
+		{name: "publish to an unknown queue", method: "POST", path: "/queues/nope/messages", body: string(body), wantStatus: 404,
+			wantBody: `MessagingEntityNotFound`},
 		{name: "dead letters of an unknown queue", method: "GET", path: "/queues/nope/deadletter", wantStatus: 404,
 			wantBody: `queue \"nope\" does not exist`},
 		{name: "empty dead letters", method: "GET", path: "/queues/q/deadletter", wantStatus: 200, wantBody: `[]`},
@@ -382,7 +448,7 @@ func TestHTTP(t *testing.T) {
 	var dl []DeadLetter
 	if err := json.Unmarshal([]byte(got), &dl); status != 200 || err != nil || len(dl) != 1 ||
 		dl[0].ID != "m1" || string(dl[0].Body) != `{"a":1}` || dl[0].DeadLetterReason != ReasonMaxDeliveryCountExceeded ||
-		dl[0].DeadLetterErrorDescription != "400 Bad Request: invalid message" {
+		dl[0].DeadLetterErrorDescription != "Message could not be consumed after 1 delivery attempts." {
 		t.Fatalf("GET deadletter = %d %s (%v)", status, got, err)
 	}
 	if !strings.Contains(got, `"deadLetterReason":"MaxDeliveryCountExceeded"`) {

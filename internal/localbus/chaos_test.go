@@ -44,9 +44,9 @@ func TestChaosReorder(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			const n = 12
 			run := func(seed int64) []delivered {
-				b, _ := newBus(t, Options{})
+				b, _ := newBareBus(t, Options{})
 				sessionQueue := c.sessions[0] != ""
-				if err := b.CreateQueue("q", QueueOptions{RequiresSession: sessionQueue}); err != nil {
+				if err := b.CreateQueue("q", QueueOptions{RequiresSession: sessionQueue, RequiresDuplicateDetection: true}); err != nil {
 					t.Fatal(err)
 				}
 				b.SetChaos(&ChaosOptions{Seed: seed, ReorderRate: c.rate})
@@ -95,9 +95,9 @@ func TestChaosReorder(t *testing.T) {
 // TestChaosSessionLock: with reordering on, a session whose message is
 // locked by a receiver delivers nothing else until it is settled.
 func TestChaosSessionLock(t *testing.T) {
-	b, _ := newBus(t, Options{})
+	b, _ := newBareBus(t, Options{})
 	ctx := context.Background()
-	if err := b.CreateQueue("q", QueueOptions{RequiresSession: true}); err != nil {
+	if err := b.CreateQueue("q", QueueOptions{RequiresSession: true, RequiresDuplicateDetection: true}); err != nil {
 		t.Fatal(err)
 	}
 	b.SetChaos(&ChaosOptions{Seed: 1, ReorderRate: 1})
@@ -131,8 +131,8 @@ func TestChaosDuplicates(t *testing.T) {
 		{name: "no duplicates without chaos", rate: 0},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			b, clk := newBus(t, Options{RetryDelay: 5 * time.Second})
-			if err := b.CreateQueue("q", QueueOptions{RequiresSession: c.session != ""}); err != nil {
+			b, clk := newBareBus(t, Options{RetryDelay: 5 * time.Second})
+			if err := b.CreateQueue("q", QueueOptions{RequiresSession: c.session != "", RequiresDuplicateDetection: true}); err != nil {
 				t.Fatal(err)
 			}
 			b.SetChaos(&ChaosOptions{Seed: 3, DuplicateRate: c.rate})

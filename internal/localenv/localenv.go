@@ -183,6 +183,7 @@ func Start(ctx context.Context, opts Options) (env *Env, err error) {
 	cat := env.Catalog
 	env.ARM, err = armemulator.Start(ctx, armemulator.Options{
 		SubscriptionIDs: []string{SubscriptionID}, OpDelay: opts.OpDelay, BootDelay: opts.BootDelay,
+		SKUs: ResourceSKUs(cat), Subnets: []string{SubnetID()},
 		Kube: env.ControlPlane.RESTConfig(),
 		// The VNet resolves the API server's FQDN to the local API server.
 		DNS:    map[string]string{env.ControlPlane.APIServerFQDN(): env.ControlPlane.APIServerAddr()},
@@ -208,9 +209,16 @@ func Start(ctx context.Context, opts Options) (env *Env, err error) {
 		return env, err
 	}
 
+	// One SSH key per environment, as AKS has one per cluster; nobody
+	// keeps its private half, so no one can log in to the local "VMs".
+	sshKey, err := azure.GenerateSSHPublicKey("karpfunc-local")
+	if err != nil {
+		return env, err
+	}
 	// The handler reaches the API server as it does in AKS: with a token
 	// for its managed identity, under the chart's ClusterRole.
 	handlerEnv := append(env.handlerEnv(),
+		azure.EnvSSHPublicKey+"="+sshKey,
 		azure.EnvSubscriptionID+"="+SubscriptionID,
 		azure.EnvResourceGroup+"="+ResourceGroup,
 		azure.EnvLocation+"="+opts.Region,
@@ -228,8 +236,8 @@ func Start(ctx context.Context, opts Options) (env *Env, err error) {
 		AppRoot: opts.RepoRoot, FunctionsDir: "functions", Executable: filepath.Join(dir, "handler"),
 		Env: handlerEnv,
 		Settings: map[string]string{
-			"PROVISION_QUEUE": bus.QueueProvision, "LIFECYCLE_QUEUE": bus.QueueLifecycle,
-			"INTERRUPTION_QUEUE": bus.QueueInterruption,
+			bus.EnvProvisionQueue: bus.QueueProvision, bus.EnvLifecycleQueue: bus.QueueLifecycle,
+			bus.EnvInterruptionQueue: bus.QueueInterruption,
 		},
 		MaxDeliveryCount: opts.MaxDeliveryCount, RetryDelay: opts.RetryDelay, Log: logw,
 	})
@@ -261,7 +269,11 @@ func (e *Env) startRelay() error {
 		"--kubeconfig", e.RelayKubeconfig, "--cluster-name", e.Options.ClusterName,
 		"--batch-idle-duration", e.Options.BatchIdle.String(), "--batch-max-duration", e.Options.BatchMax.String(),
 		"--health-probe-bind-address", "127.0.0.1:0")
-	e.relay.Env = append(os.Environ(), "KARPFUNC_LOCAL_BUS_URL="+e.Host.BusURL())
+	// The relay names its queues through the same settings as the
+	// handler and the triggers, as in Azure.
+	e.relay.Env = append(os.Environ(), "KARPFUNC_LOCAL_BUS_URL="+e.Host.BusURL(),
+		bus.EnvProvisionQueue+"="+bus.QueueProvision, bus.EnvLifecycleQueue+"="+bus.QueueLifecycle,
+		bus.EnvInterruptionQueue+"="+bus.QueueInterruption)
 	e.relay.Stdout, e.relay.Stderr = e.relayOut, e.relayOut
 	setPdeathsig(e.relay)
 	if err := e.relay.Start(); err != nil {

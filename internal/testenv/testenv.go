@@ -93,8 +93,12 @@ func ARM(t testing.TB) (*armemulator.Server, *azure.Launcher) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = arm.Close() })
+	key, err := azure.GenerateSSHPublicKey("testenv")
+	if err != nil {
+		t.Fatal(err)
+	}
 	l, err := azure.NewLauncher(azure.Options{SubscriptionID: SubscriptionID, ResourceGroup: ResourceGroup,
-		Location: Location, ClusterName: ClusterName, SubnetID: SubnetID(),
+		Location: Location, ClusterName: ClusterName, SubnetID: SubnetID(), SSHPublicKey: key,
 		Endpoint: arm.URL(), CACertPEM: arm.CACertPEM(), Token: arm.Token(), PollFrequency: time.Second,
 		// No cluster joins: the customData is rendered as in production,
 		// with the emulator's certificate standing in for a cluster CA.

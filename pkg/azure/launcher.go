@@ -22,6 +22,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/karpfunc/karpfunc/pkg/apis/v1beta1"
+	"github.com/karpfunc/karpfunc/pkg/nodeimage"
 	"github.com/karpfunc/karpfunc/pkg/ownership"
 )
 
@@ -41,10 +42,10 @@ const (
 
 // Image families, the AKSNodeClass spec.imageFamily values.
 const (
-	ImageFamilyUbuntu     = "Ubuntu"
-	ImageFamilyUbuntu2204 = "Ubuntu2204"
-	ImageFamilyUbuntu2404 = "Ubuntu2404"
-	ImageFamilyAzureLinux = "AzureLinux"
+	ImageFamilyUbuntu     = nodeimage.FamilyUbuntu
+	ImageFamilyUbuntu2204 = nodeimage.FamilyUbuntu2204
+	ImageFamilyUbuntu2404 = nodeimage.FamilyUbuntu2404
+	ImageFamilyAzureLinux = nodeimage.FamilyAzureLinux
 )
 
 const (
@@ -69,8 +70,12 @@ type LaunchRequest struct {
 	Zone string
 	// CapacityType is "spot" or "on-demand" (empty means on-demand).
 	CapacityType string
-	// Architecture is "amd64" (default) or "arm64"; it picks the image.
+	// Architecture is "amd64" (default) or "arm64"; with
+	// HyperVGenerations it picks the node image (package nodeimage).
 	Architecture string
+	// HyperVGenerations are the size's VM generations ("V1", "V2"), from
+	// the catalog; empty means ["V2"].
+	HyperVGenerations []string
 
 	ImageFamily  string // default Ubuntu2204
 	OSDiskSizeGB int32  // default 128
@@ -96,8 +101,11 @@ type Instance struct {
 	Zone         string // "<location>-<n>", empty if regional
 	CapacityType string
 	State        string // ARM provisioningState: Creating, Succeeded, Failed, Deleting
-	Tags         map[string]string
-	CreatedAt    time.Time
+	// ImageID is the image the VM boots (its community gallery image
+	// version ID), as ARM reports it.
+	ImageID   string
+	Tags      map[string]string
+	CreatedAt time.Time
 }
 
 // Launcher creates, reads and deletes node VMs and their NICs in the
@@ -314,16 +322,18 @@ func (l *Launcher) ensureNIC(ctx context.Context, req LaunchRequest) (string, er
 }
 
 func (l *Launcher) vmFor(req LaunchRequest, nicID, customData string) (armcompute.VirtualMachine, error) {
-	image, err := imageID(req.ImageFamily, req.Architecture)
+	image, err := l.Image(req)
 	if err != nil {
 		return armcompute.VirtualMachine{}, err
 	}
-	linux := &armcompute.LinuxConfiguration{DisablePasswordAuthentication: ptr(true)}
-	if l.opts.SSHPublicKey != "" {
-		linux.SSH = &armcompute.SSHConfiguration{PublicKeys: []*armcompute.SSHPublicKey{{
+	// Password login is off; the deployment's SSH key (normalise checked
+	// there is one) is the only way in, as on AKS's own nodes.
+	linux := &armcompute.LinuxConfiguration{
+		DisablePasswordAuthentication: ptr(true),
+		SSH: &armcompute.SSHConfiguration{PublicKeys: []*armcompute.SSHPublicKey{{
 			Path:    ptr("/home/" + adminUsername + "/.ssh/authorized_keys"),
 			KeyData: ptr(l.opts.SSHPublicKey),
-		}}}
+		}}},
 	}
 	vm := armcompute.VirtualMachine{
 		Location: ptr(l.opts.Location),
@@ -331,7 +341,7 @@ func (l *Launcher) vmFor(req LaunchRequest, nicID, customData string) (armcomput
 		Properties: &armcompute.VirtualMachineProperties{
 			HardwareProfile: &armcompute.HardwareProfile{VMSize: ptr(armcompute.VirtualMachineSizeTypes(req.InstanceType))},
 			StorageProfile: &armcompute.StorageProfile{
-				ImageReference: &armcompute.ImageReference{CommunityGalleryImageID: ptr(image)},
+				ImageReference: &armcompute.ImageReference{CommunityGalleryImageID: ptr(image.ID())},
 				OSDisk: &armcompute.OSDisk{
 					Name:         ptr(req.Name + "-osdisk"),
 					CreateOption: ptr(armcompute.DiskCreateOptionTypesFromImage),
@@ -380,6 +390,9 @@ func (l *Launcher) normalise(req *LaunchRequest) error {
 	if req.NodeClaim == "" {
 		req.NodeClaim = req.Name
 	}
+	if l.opts.SSHPublicKey == "" {
+		return NewInvalidRequestError("launch %q: no SSH public key configured (Options.SSHPublicKey, app setting %s); Azure refuses a Linux VM with password login disabled and no key", req.Name, EnvSSHPublicKey)
+	}
 	if req.NodePool == "" {
 		return NewInvalidRequestError("launch %q: NodePool is required (it is tagged on the VM)", req.Name)
 	}
@@ -414,8 +427,11 @@ func (l *Launcher) normalise(req *LaunchRequest) error {
 	if req.MaxPods < 0 {
 		return NewInvalidRequestError("launch %q: MaxPods %d is negative", req.Name, req.MaxPods)
 	}
-	if _, err := imageID(req.ImageFamily, req.Architecture); err != nil {
-		return NewInvalidRequestError("launch %q: %s", req.Name, err.(*InvalidRequestError).msg)
+	if req.Architecture != "" && req.Architecture != "amd64" && req.Architecture != "arm64" {
+		return NewInvalidRequestError("launch %q: architecture %q is not amd64 or arm64", req.Name, req.Architecture)
+	}
+	if _, err := l.Image(*req); err != nil {
+		return NewInvalidRequestError("launch %q as %s: %v", req.Name, req.InstanceType, err)
 	}
 	return nil
 }
@@ -437,43 +453,15 @@ func armZone(zone, location string) string {
 	return n
 }
 
-// The AKS node images are published in community galleries; "latest" lets
-// the platform pick the current version. (The Azure Karpenter provider
-// resolves and pins the version; we leave that to the AKSNodeClass status.)
-const (
-	aksUbuntuGallery     = "/CommunityGalleries/AKSUbuntu-38d80f77-467a-481f-a8d4-09b6d4220bd2/images/"
-	aksAzureLinuxGallery = "/CommunityGalleries/AKSAzureLinux-f7c7cda5-1c9a-4bdc-a222-9614c968580b/images/"
-)
-
-func imageID(family, arch string) (string, error) {
-	if arch == "" {
-		arch = "amd64"
+// Image is the node image req's VM boots: its image family, architecture
+// and Hyper-V generations pick the image (package nodeimage), the
+// launcher's NodeImageVersion pins its version.
+func (l *Launcher) Image(req LaunchRequest) (nodeimage.Image, error) {
+	gens := req.HyperVGenerations
+	if len(gens) == 0 {
+		gens = []string{nodeimage.GenerationV2}
 	}
-	if arch != "amd64" && arch != "arm64" {
-		return "", NewInvalidRequestError("architecture %q is not amd64 or arm64", arch)
-	}
-	arm := arch == "arm64"
-	var def string
-	switch family {
-	case "", ImageFamilyUbuntu, ImageFamilyUbuntu2204:
-		def = aksUbuntuGallery + "2204gen2containerd"
-		if arm {
-			def = aksUbuntuGallery + "2204gen2arm64containerd"
-		}
-	case ImageFamilyUbuntu2404:
-		def = aksUbuntuGallery + "2404gen2containerd"
-		if arm {
-			def = aksUbuntuGallery + "2404gen2arm64containerd"
-		}
-	case ImageFamilyAzureLinux:
-		def = aksAzureLinuxGallery + "V2gen2"
-		if arm {
-			def = aksAzureLinuxGallery + "V2gen2arm64"
-		}
-	default:
-		return "", NewInvalidRequestError("image family %q is not one of %s, %s, %s, %s", family, ImageFamilyUbuntu, ImageFamilyUbuntu2204, ImageFamilyUbuntu2404, ImageFamilyAzureLinux)
-	}
-	return def + "/versions/latest", nil
+	return nodeimage.Select(req.ImageFamily, req.Architecture, gens, l.opts.NodeImageVersion)
 }
 
 // Get returns the VM called name; IsNotFound(err) when there is none.
@@ -578,6 +566,9 @@ func (l *Launcher) toInstance(vm *armcompute.VirtualMachine) *Instance {
 			in.CapacityType = CapacityTypeSpot
 		}
 		in.State = deref(p.ProvisioningState)
+		if sp := p.StorageProfile; sp != nil && sp.ImageReference != nil {
+			in.ImageID = deref(sp.ImageReference.CommunityGalleryImageID)
+		}
 		in.CreatedAt = deref(p.TimeCreated)
 	}
 	return in

@@ -25,6 +25,12 @@ const (
 )
 
 func sku(name string, zones ...string) *armcompute.ResourceSKU {
+	return skuOf(name, "V1,V2", "x64", zones...)
+}
+
+// skuOf is a size with its Hyper-V generations and CPU architecture, as
+// the Resource SKUs API lists them.
+func skuOf(name, generations, arch string, zones ...string) *armcompute.ResourceSKU {
 	zs := make([]*string, len(zones))
 	for i := range zones {
 		zs[i] = &zones[i]
@@ -37,7 +43,8 @@ func sku(name string, zones ...string) *armcompute.ResourceSKU {
 		ResourceType: ptr("virtualMachines"),
 		Locations:    []*string{ptr(testLocation)},
 		LocationInfo: []*armcompute.ResourceSKULocationInfo{{Location: ptr(testLocation), Zones: zs}},
-		Capabilities: []*armcompute.ResourceSKUCapabilities{cap("vCPUs", "2"), cap("MemoryGB", "8")},
+		Capabilities: []*armcompute.ResourceSKUCapabilities{cap("vCPUs", "2"), cap("MemoryGB", "8"),
+			cap("HyperVGenerations", generations), cap("CpuArchitectureType", arch)},
 	}
 }
 
@@ -69,6 +76,7 @@ func newLauncher(t *testing.T, emu *armemulator.Server, cluster string, mutate .
 		Bootstrap: &azure.ClusterBootstrap{APIServerFQDN: "c.hcp.eastus.azmk8s.io", ClusterCAPEM: testCA(t), KubernetesVersion: "1.33.2",
 			NetworkPlugin: "azure", NetworkPluginMode: "overlay", NetworkDataplane: "cilium", DNSServiceIP: "10.0.0.10"},
 		BootstrapTokens: azure.StaticToken(testToken),
+		SSHPublicKey:    testSSHKey(t),
 	}
 	for _, m := range mutate {
 		m(&opts)
@@ -78,6 +86,15 @@ func newLauncher(t *testing.T, emu *armemulator.Server, cluster string, mutate .
 		t.Fatalf("NewLauncher: %v", err)
 	}
 	return l
+}
+
+func testSSHKey(t *testing.T) string {
+	t.Helper()
+	key, err := azure.GenerateSSHPublicKey("launcher-test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return key
 }
 
 func request(name string) azure.LaunchRequest {
@@ -416,6 +433,9 @@ func TestInvalidLaunchRequests(t *testing.T) {
 		{"unknown image family", func(r *azure.LaunchRequest) { r.ImageFamily = "Windows" }, `image family "Windows"`},
 		{"unknown architecture", func(r *azure.LaunchRequest) { r.Architecture = "s390x" }, `architecture "s390x"`},
 		{"negative disk", func(r *azure.LaunchRequest) { r.OSDiskSizeGB = -1 }, "OSDiskSizeGB -1"},
+		{"arm64 size that boots only Gen1", func(r *azure.LaunchRequest) {
+			r.Architecture, r.HyperVGenerations = "arm64", []string{"V1"}
+		}, "no arm64 node image for Hyper-V generation V1"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -473,6 +493,10 @@ func TestNewLauncherRejectsBadOptions(t *testing.T) {
 		{"no cluster", func(o *azure.Options) { o.ClusterName = "" }, "ClusterName is required"},
 		{"plain http", func(o *azure.Options) { o.Endpoint = "http://127.0.0.1:1" }, "must be an https:// URL"},
 		{"garbage CA", func(o *azure.Options) { o.CACertPEM = []byte("not pem") }, "no PEM certificate"},
+		{"SSH key of a type Azure refuses", func(o *azure.Options) { o.SSHPublicKey = "ecdsa-sha2-nistp256 AAAA" }, `key type "ecdsa-sha2-nistp256"`},
+		{"SSH key that is not base64", func(o *azure.Options) { o.SSHPublicKey = "ssh-rsa !!!" }, "not base64"},
+		{"SSH key path instead of key", func(o *azure.Options) { o.SSHPublicKey = "~/.ssh/id_rsa.pub" }, "not an OpenSSH public key"},
+		{"node image version latest", func(o *azure.Options) { o.NodeImageVersion = "latest" }, "not an AKS node image version"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -490,9 +514,9 @@ func TestOptionsFromEnv(t *testing.T) {
 	all := map[string]string{
 		azure.EnvSubscriptionID: testSub, azure.EnvResourceGroup: testRG, azure.EnvLocation: testLocation,
 		azure.EnvClusterName: "c", azure.EnvSubnetID: testSubnet, azure.EnvEndpoint: "https://127.0.0.1:9",
-		azure.EnvToken: "tok", azure.EnvCAFile: "",
+		azure.EnvToken: "tok", azure.EnvCAFile: "", azure.EnvSSHPublicKey: testSSHKey(t),
 	}
-	for _, missing := range []string{azure.EnvSubscriptionID, azure.EnvResourceGroup, azure.EnvLocation, azure.EnvClusterName, azure.EnvSubnetID} {
+	for _, missing := range []string{azure.EnvSubscriptionID, azure.EnvResourceGroup, azure.EnvLocation, azure.EnvClusterName, azure.EnvSubnetID, azure.EnvSSHPublicKey} {
 		t.Run("missing "+missing, func(t *testing.T) {
 			for k, v := range all {
 				t.Setenv(k, v)
@@ -516,6 +540,15 @@ func TestOptionsFromEnv(t *testing.T) {
 			t.Errorf("options = %+v", o)
 		}
 	})
+	t.Run("malformed node image version", func(t *testing.T) {
+		for k, v := range all {
+			t.Setenv(k, v)
+		}
+		t.Setenv(azure.EnvNodeImageVersion, "2025-11-07")
+		if _, err := azure.OptionsFromEnv(); err == nil || !strings.Contains(err.Error(), azure.EnvNodeImageVersion) {
+			t.Errorf("error = %v, want one naming %s", err, azure.EnvNodeImageVersion)
+		}
+	})
 	t.Run("unreadable CA file", func(t *testing.T) {
 		for k, v := range all {
 			t.Setenv(k, v)
@@ -525,6 +558,63 @@ func TestOptionsFromEnv(t *testing.T) {
 			t.Errorf("error = %v, want one naming %s", err, azure.EnvCAFile)
 		}
 	})
+}
+
+// TestImageAndSSHProfile checks what the VM is created with: the node
+// image for the size's generation and architecture at the pinned version
+// (and the same ID read back as the Instance's ImageID), password login
+// off, and the configured SSH key.
+func TestImageAndSSHProfile(t *testing.T) {
+	emu := startEmulator(t, armemulator.Options{SKUs: []*armcompute.ResourceSKU{
+		skuOf("Standard_D2_v3", "V1", "x64", "1", "2", "3"), skuOf("Standard_D2s_v5", "V1,V2", "x64", "1", "2", "3"),
+		skuOf("Standard_D2ps_v5", "V2", "Arm64", "1", "2", "3")}})
+	key := testSSHKey(t)
+	l := newLauncher(t, emu, "c", func(o *azure.Options) { o.SSHPublicKey, o.NodeImageVersion = key, "202510.03.1" })
+	for _, tc := range []struct {
+		name, size, family, arch string
+		gens                     []string
+		wantImage                string
+	}{
+		{"gen1-only size", "Standard_D2_v3", "Ubuntu2204", "amd64", []string{"V1"}, "/images/2204containerd/versions/202510.03.1"},
+		{"gen1 and gen2 size", "Standard_D2s_v5", "Ubuntu2404", "amd64", []string{"V1", "V2"}, "/images/2404gen2containerd/versions/202510.03.1"},
+		{"arm64", "Standard_D2ps_v5", "AzureLinux", "arm64", []string{"V2"}, "/images/V2gen2arm64/versions/202510.03.1"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			req := request("img-" + strings.ToLower(strings.ReplaceAll(tc.name, " ", "-")))
+			req.InstanceType, req.ImageFamily, req.Architecture, req.HyperVGenerations = tc.size, tc.family, tc.arch, tc.gens
+			inst, err := l.Create(ctx(t), req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.HasSuffix(inst.ImageID, tc.wantImage) {
+				t.Errorf("ImageID = %s, want …%s", inst.ImageID, tc.wantImage)
+			}
+			var vm *armcompute.VirtualMachine
+			for _, v := range emu.VMs() {
+				if *v.Name == req.Name {
+					vm = v
+				}
+			}
+			if vm == nil {
+				t.Fatal("emulator has no VM")
+			}
+			linux := vm.Properties.OSProfile.LinuxConfiguration
+			if linux == nil || linux.DisablePasswordAuthentication == nil || !*linux.DisablePasswordAuthentication {
+				t.Fatal("password login is not disabled")
+			}
+			if linux.SSH == nil || len(linux.SSH.PublicKeys) != 1 || *linux.SSH.PublicKeys[0].KeyData != key ||
+				*linux.SSH.PublicKeys[0].Path != "/home/azureuser/.ssh/authorized_keys" {
+				t.Fatalf("SSH configuration = %+v", linux.SSH)
+			}
+			if got := *vm.Properties.StorageProfile.ImageReference.CommunityGalleryImageID; got != inst.ImageID {
+				t.Errorf("VM image %s, Instance.ImageID %s", got, inst.ImageID)
+			}
+		})
+	}
+	noKey := newLauncher(t, emu, "c", func(o *azure.Options) { o.SSHPublicKey = "" })
+	if _, err := noKey.Create(ctx(t), request("no-key")); !azure.IsInvalidRequest(err) || !strings.Contains(err.Error(), azure.EnvSSHPublicKey) {
+		t.Fatalf("launch without SSH key: %v, want an invalid request naming %s", err, azure.EnvSSHPublicKey)
+	}
 }
 
 func TestClassifiersOnOtherErrors(t *testing.T) {

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
+
+	"github.com/karpfunc/karpfunc/pkg/nodeimage"
 )
 
 // DefaultEndpoint is the public-cloud ARM endpoint.
@@ -46,9 +48,16 @@ type Options struct {
 	Bootstrap       *ClusterBootstrap
 	BootstrapTokens TokenSource
 
-	// SSHPublicKey is the admin public key for the node VMs. Azure requires
-	// one for Linux VMs with password authentication disabled.
+	// SSHPublicKey is the admin public key of the node VMs, in OpenSSH
+	// authorized_keys form ("ssh-rsa AAAA…" or "ssh-ed25519 AAAA…"). It is
+	// required: node VMs have password login disabled, and Azure refuses a
+	// Linux VM with neither. Use the cluster's own key (az aks show
+	// --query linuxProfile.ssh.publicKeys[0].keyData), as NAP does, so
+	// karpfunc's nodes open to the same key as the cluster's other nodes.
 	SSHPublicKey string
+	// NodeImageVersion pins the AKS node image version every VM boots
+	// (YYYYMM.DD.patch); empty means nodeimage.DefaultVersion.
+	NodeImageVersion string
 	// PollFrequency is how often a long-running operation is polled when
 	// ARM gives no Retry-After hint. Zero means 5s (the SDK's default of
 	// 30s is too slow for node launches).
@@ -69,6 +78,9 @@ const (
 	EnvCAFile         = "ARM_CA_FILE"
 	EnvToken          = "ARM_TOKEN"
 	EnvSSHPublicKey   = "AZURE_SSH_PUBLIC_KEY"
+	// EnvNodeImageVersion pins the AKS node image version (default
+	// nodeimage.DefaultVersion).
+	EnvNodeImageVersion = "KARPFUNC_NODE_IMAGE_VERSION"
 )
 
 // OptionsFromEnv reads Options from the environment. The subscription,
@@ -77,14 +89,15 @@ const (
 func OptionsFromEnv() (Options, error) {
 	get := func(k string) string { return strings.TrimSpace(os.Getenv(k)) }
 	o := Options{
-		SubscriptionID: get(EnvSubscriptionID),
-		ResourceGroup:  get(EnvResourceGroup),
-		Location:       get(EnvLocation),
-		ClusterName:    get(EnvClusterName),
-		SubnetID:       get(EnvSubnetID),
-		Endpoint:       get(EnvEndpoint),
-		Token:          get(EnvToken),
-		SSHPublicKey:   get(EnvSSHPublicKey),
+		SubscriptionID:   get(EnvSubscriptionID),
+		ResourceGroup:    get(EnvResourceGroup),
+		Location:         get(EnvLocation),
+		ClusterName:      get(EnvClusterName),
+		SubnetID:         get(EnvSubnetID),
+		Endpoint:         get(EnvEndpoint),
+		Token:            get(EnvToken),
+		SSHPublicKey:     get(EnvSSHPublicKey),
+		NodeImageVersion: get(EnvNodeImageVersion),
 	}
 	for _, req := range []struct{ env, val string }{
 		{EnvSubscriptionID, o.SubscriptionID},
@@ -92,9 +105,18 @@ func OptionsFromEnv() (Options, error) {
 		{EnvLocation, o.Location},
 		{EnvClusterName, o.ClusterName},
 		{EnvSubnetID, o.SubnetID},
+		{EnvSSHPublicKey, o.SSHPublicKey},
 	} {
 		if req.val == "" {
-			return Options{}, fmt.Errorf("environment variable %s is not set", req.env)
+			return Options{}, fmt.Errorf("environment variable %s is not set%s", req.env, settingHint[req.env])
+		}
+	}
+	if err := ValidateSSHPublicKey(o.SSHPublicKey); err != nil {
+		return Options{}, fmt.Errorf("app setting %s: %w", EnvSSHPublicKey, err)
+	}
+	if o.NodeImageVersion != "" {
+		if err := nodeimage.ValidateVersion(o.NodeImageVersion); err != nil {
+			return Options{}, fmt.Errorf("app setting %s: %w", EnvNodeImageVersion, err)
 		}
 	}
 	if f := get(EnvCAFile); f != "" {
@@ -121,6 +143,12 @@ type StaticToken string
 // Token returns the token.
 func (t StaticToken) Token(context.Context) (string, error) { return string(t), nil }
 
+// settingHint says where to find a required setting's value.
+var settingHint = map[string]string{
+	EnvSSHPublicKey: "; node VMs have password login disabled, so Azure needs an SSH public key: use the cluster's own " +
+		"(az aks show -g <rg> -n <cluster> --query 'linuxProfile.ssh.publicKeys[0].keyData' -o tsv), as NAP does",
+}
+
 func (o *Options) validate() error {
 	for _, f := range []struct{ name, val string }{
 		{"SubscriptionID", o.SubscriptionID},
@@ -136,6 +164,17 @@ func (o *Options) validate() error {
 		if err := o.Bootstrap.Validate(); err != nil {
 			return fmt.Errorf("azure options: %w", err)
 		}
+	}
+	if o.SSHPublicKey != "" {
+		if err := ValidateSSHPublicKey(o.SSHPublicKey); err != nil {
+			return fmt.Errorf("azure options: SSHPublicKey: %w", err)
+		}
+	}
+	if o.NodeImageVersion == "" {
+		o.NodeImageVersion = nodeimage.DefaultVersion
+	}
+	if err := nodeimage.ValidateVersion(o.NodeImageVersion); err != nil {
+		return fmt.Errorf("azure options: NodeImageVersion: %w", err)
 	}
 	if o.Endpoint != "" && !strings.HasPrefix(o.Endpoint, "https://") {
 		// azcore refuses to send bearer tokens over plain HTTP; fail here

@@ -25,10 +25,24 @@ const localBusTimeout = 30 * time.Second
 // FromEnv picks the publisher the environment configures, in this order:
 // KARPFUNC_LOCAL_BUS_URL (the local Functions host), ServiceBusConnection (a
 // connection string), ServiceBusConnection__fullyQualifiedNamespace (with an
-// Azure identity, ServiceBusConnection__clientId optional).
+// Azure identity, ServiceBusConnection__clientId optional). Queue names
+// come from PROVISION_QUEUE, LIFECYCLE_QUEUE and INTERRUPTION_QUEUE, the
+// settings the Functions' triggers bind to.
 func FromEnv() (Publisher, error) { return fromEnv(os.Getenv) }
 
 func fromEnv(getenv func(string) string) (Publisher, error) {
+	names, err := QueueNamesFromEnv(getenv)
+	if err != nil {
+		return nil, err
+	}
+	pub, err := transportFromEnv(getenv)
+	if err != nil {
+		return nil, err
+	}
+	return WithQueueNames(pub, names), nil
+}
+
+func transportFromEnv(getenv func(string) string) (Publisher, error) {
 	if u := getenv(EnvLocalBusURL); u != "" {
 		return NewHTTPPublisher(u, &http.Client{Timeout: localBusTimeout}), nil
 	}

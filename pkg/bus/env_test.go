@@ -24,6 +24,8 @@ func TestFromEnv(t *testing.T) {
 		{name: "nothing configured", env: map[string]string{},
 			wantErr: []string{EnvLocalBusURL, EnvServiceBusConnection + " ", EnvServiceBusNamespace, EnvServiceBusClientID}},
 		{name: "client id alone is not enough", env: map[string]string{EnvServiceBusClientID: "x"}, wantErr: []string{"no message bus configured"}},
+		{name: "malformed queue name", env: map[string]string{EnvLocalBusURL: "http://127.0.0.1:7072", EnvLifecycleQueue: "life cycle"},
+			wantErr: []string{EnvLifecycleQueue, `"life cycle"`, "not a Service Bus queue name"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -45,7 +47,11 @@ func TestFromEnv(t *testing.T) {
 			}
 			defer p.Close(context.Background())
 			got := ""
-			switch p.(type) {
+			r, ok := p.(renaming)
+			if !ok {
+				t.Fatalf("fromEnv() = %T; want the queue-name mapping around the transport", p)
+			}
+			switch r.Publisher.(type) {
 			case *httpPublisher:
 				got = "http"
 			case *serviceBusPublisher:
@@ -55,5 +61,39 @@ func TestFromEnv(t *testing.T) {
 				t.Fatalf("fromEnv() = %T; want %s publisher", p, tt.want)
 			}
 		})
+	}
+}
+
+type recordingPublisher struct{ queues []string }
+
+func (r *recordingPublisher) Publish(_ context.Context, queue string, _ ...Message) error {
+	r.queues = append(r.queues, queue)
+	return nil
+}
+func (r *recordingPublisher) Close(context.Context) error { return nil }
+
+// TestQueueNamesFromSettings: publishers name logical queues; the settings
+// the Functions' triggers bind to decide the entities.
+func TestQueueNamesFromSettings(t *testing.T) {
+	env := map[string]string{EnvProvisionQueue: "karpfunc-provision", EnvInterruptionQueue: "prod/interruption"}
+	names, err := QueueNamesFromEnv(func(k string) string { return env[k] })
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := &recordingPublisher{}
+	p := WithQueueNames(rec, names)
+	for _, q := range []string{QueueProvision, QueueLifecycle, QueueInterruption, "echo"} {
+		if err := p.Publish(context.Background(), q, Message{ID: "m"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := []string{"karpfunc-provision", "lifecycle", "prod/interruption", "echo"}
+	if strings.Join(rec.queues, ",") != strings.Join(want, ",") {
+		t.Fatalf("published to %v; want %v", rec.queues, want)
+	}
+	for _, bad := range []string{"-leading", "trailing-", "a b", strings.Repeat("q", 261)} {
+		if _, err := QueueNamesFromEnv(func(k string) string { return map[string]string{EnvProvisionQueue: bad}[k] }); err == nil {
+			t.Errorf("queue name %q accepted", bad)
+		}
 	}
 }

@@ -38,6 +38,10 @@ type Catalog struct {
 type InstanceType struct {
 	Name         string
 	Architecture string // "amd64" | "arm64"
+	// HyperVGenerations are the VM generations the size boots, as Azure
+	// writes them: "V1", "V2" or both, sorted. They decide which node
+	// image the size can boot (package nodeimage).
+	HyperVGenerations []string
 	// Capacity is what the node reports: cpu, memory (after VM overhead),
 	// pods (maxPods), ephemeral-storage (OS disk) and GPUs.
 	Capacity corev1.ResourceList
@@ -214,10 +218,11 @@ func newInstanceType(s compact.SKU, region string, offerings []Offering) *Instan
 		capacity[ResourceAMDGPU] = *resource.NewQuantity(s.GPUCount, resource.DecimalSI)
 	}
 	return &InstanceType{
-		Name:         s.Name,
-		Architecture: s.Architecture,
-		Capacity:     capacity,
-		Overhead:     Overhead(s.VCPUs, s.MemoryMiB, v1beta1.DefaultMaxPods),
+		Name:              s.Name,
+		Architecture:      s.Architecture,
+		HyperVGenerations: slices.Clone(s.HyperVGenerations),
+		Capacity:          capacity,
+		Overhead:          Overhead(s.VCPUs, s.MemoryMiB, v1beta1.DefaultMaxPods),
 		Labels: deriveLabels(skuFacts{
 			name: s.Name, architecture: s.Architecture, vcpus: s.VCPUs, memoryMiB: s.MemoryMiB,
 			gpuCount: s.GPUCount, gpuName: s.GPUName, gpuManufacturer: s.GPUManufacturer,

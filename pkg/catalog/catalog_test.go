@@ -378,6 +378,8 @@ func TestParseBadFiles(t *testing.T) {
 		{"negative price", it(`{"name":"x","architecture":"amd64","capacity":{"cpu":"2","memory":"8Gi"},"offerings":[{"zone":"eastus-1","capacityType":"spot","price":-1}]}`), []string{"(x).offerings[0].price"}},
 		{"duplicate", it(`{"name":"ok","architecture":"amd64","capacity":{"cpu":"2","memory":"8Gi"},"offerings":[]}`), []string{"instanceTypes[1] (ok).name", "instanceTypes[0]"}},
 		{"missing name", it(`{"architecture":"amd64"}`), []string{"instanceTypes[1].name", "required"}},
+		{"empty generations", it(`{"name":"x","architecture":"amd64","hyperVGenerations":[],"capacity":{"cpu":"2","memory":"8Gi"},"offerings":[{"zone":"eastus-1","capacityType":"spot","price":1}]}`), []string{"(x).hyperVGenerations", "is empty"}},
+		{"unknown generation", it(`{"name":"x","architecture":"amd64","hyperVGenerations":["V2","Gen3"],"capacity":{"cpu":"2","memory":"8Gi"},"offerings":[{"zone":"eastus-1","capacityType":"spot","price":1}]}`), []string{"(x).hyperVGenerations[1]", `"Gen3"`}},
 		{"conflicting label", it(`{"name":"x","architecture":"amd64","capacity":{"cpu":"2","memory":"8Gi"},"labels":{"kubernetes.io/arch":"arm64"},"offerings":[{"zone":"eastus-1","capacityType":"spot","price":1}]}`), []string{"(x).labels.kubernetes.io/arch"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -391,5 +393,43 @@ func TestParseBadFiles(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestHyperVGenerations: the embedded catalog carries each size's
+// generations from the public facts; a catalog file may state them and
+// otherwise means Gen2.
+func TestHyperVGenerations(t *testing.T) {
+	c, err := catalog.Default("eastus")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string]string{
+		"Standard_D2_v3": "V1", "Standard_F2": "V1", "Standard_D4s_v5": "V1,V2", "Standard_D2ps_v5": "V2",
+	} {
+		it, ok := c.Get(name)
+		if !ok {
+			t.Fatalf("%s not in the eastus catalog", name)
+		}
+		if got := strings.Join(it.HyperVGenerations, ","); got != want {
+			t.Errorf("%s generations = %s, want %s", name, got, want)
+		}
+	}
+	for _, it := range c.InstanceTypes {
+		if len(it.HyperVGenerations) == 0 {
+			t.Fatalf("%s has no Hyper-V generation", it.Name)
+		}
+	}
+	f, err := catalog.Parse([]byte(`{"region":"eastus","zones":["eastus-1"],"instanceTypes":[
+	 {"name":"old","architecture":"amd64","hyperVGenerations":["V2","V1","V1"],"capacity":{"cpu":"2","memory":"8Gi"},"offerings":[{"zone":"eastus-1","capacityType":"spot","price":1}]},
+	 {"name":"unsaid","architecture":"amd64","capacity":{"cpu":"2","memory":"8Gi"},"offerings":[{"zone":"eastus-1","capacityType":"spot","price":1}]}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(f.InstanceTypes[0].HyperVGenerations, ","); got != "V1,V2" {
+		t.Errorf("stated generations = %s, want V1,V2 (sorted, once each)", got)
+	}
+	if got := strings.Join(f.InstanceTypes[1].HyperVGenerations, ","); got != "V2" {
+		t.Errorf("default generations = %s, want V2", got)
 	}
 }

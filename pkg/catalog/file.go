@@ -29,7 +29,11 @@ import (
 // defaults to 250). An absent overhead means "compute AKS's reservations from
 // capacity"; a present one, even {}, is used as given. Labels are derived from
 // the name and capacity as for the embedded catalog; labels in the file are
-// added on top. available defaults to true.
+// added on top. available defaults to true. hyperVGenerations lists the VM
+// generations the size boots, as Azure writes them ("V1", "V2"); absent
+// means ["V2"], the generation every Arm64 size and every current x64 size
+// boots (list "V1" for older sizes such as Standard_D2_v3, which boot only
+// Gen1). `karpfunc catalog refresh` always writes it.
 type file struct {
 	Region        string             `json:"region"`
 	Zones         []string           `json:"zones"`
@@ -37,12 +41,14 @@ type file struct {
 }
 
 type fileInstanceType struct {
-	Name         string             `json:"name"`
-	Architecture string             `json:"architecture"`
-	Capacity     map[string]string  `json:"capacity"`
-	Overhead     *map[string]string `json:"overhead"`
-	Labels       map[string]string  `json:"labels"`
-	Offerings    []fileOffering     `json:"offerings"`
+	Name         string `json:"name"`
+	Architecture string `json:"architecture"`
+	// HyperVGenerations is omitted when nil.
+	HyperVGenerations []string           `json:"hyperVGenerations,omitempty"`
+	Capacity          map[string]string  `json:"capacity"`
+	Overhead          *map[string]string `json:"overhead"`
+	Labels            map[string]string  `json:"labels"`
+	Offerings         []fileOffering     `json:"offerings"`
 }
 
 type fileOffering struct {
@@ -110,6 +116,18 @@ func parseInstanceType(region string, zones map[string]bool, f fileInstanceType,
 	if f.Architecture != "amd64" && f.Architecture != "arm64" {
 		return nil, invalid("architecture", "is %q; use \"amd64\" or \"arm64\"", f.Architecture)
 	}
+	gens := []string{"V2"}
+	if f.HyperVGenerations != nil {
+		if len(f.HyperVGenerations) == 0 {
+			return nil, invalid("hyperVGenerations", "is empty; list the VM generations the size boots, e.g. [\"V1\", \"V2\"], or leave the field out for [\"V2\"]")
+		}
+		for j, g := range f.HyperVGenerations {
+			if g != "V1" && g != "V2" {
+				return nil, invalid(fmt.Sprintf("hyperVGenerations[%d]", j), "is %q; use \"V1\" or \"V2\" as Azure writes them", g)
+			}
+		}
+		gens = slices.Compact(slices.Sorted(slices.Values(f.HyperVGenerations)))
+	}
 	capacity, err := parseResources(f.Capacity, "capacity", invalid)
 	if err != nil {
 		return nil, err
@@ -131,11 +149,12 @@ func parseInstanceType(region string, zones map[string]bool, f fileInstanceType,
 		return nil, invalid("capacity.pods", "is %s; it must be a positive whole number", pods.String())
 	}
 	it := &InstanceType{
-		Name:         f.Name,
-		Architecture: f.Architecture,
-		Capacity:     capacity,
-		vcpus:        (cpu.MilliValue() + 999) / 1000,
-		memoryMiB:    memory.Value() >> 20,
+		Name:              f.Name,
+		Architecture:      f.Architecture,
+		HyperVGenerations: gens,
+		Capacity:          capacity,
+		vcpus:             (cpu.MilliValue() + 999) / 1000,
+		memoryMiB:         memory.Value() >> 20,
 	}
 	if f.Overhead != nil {
 		if it.Overhead, err = parseResources(*f.Overhead, "overhead", invalid); err != nil {

@@ -108,7 +108,11 @@ type SKUFacts struct {
 	VCPUs        int64
 	MemoryGiB    float64
 	Architecture string // as the API writes it: x64 or Arm64
-	GPUs         int64
+	// HyperVGenerations is the HyperVGenerations capability split on
+	// commas ("V1", "V2"); empty when the API omits it, which means Gen1
+	// only, as the Azure provider reads it.
+	HyperVGenerations []string
+	GPUs              int64
 	// PremiumIO and AcceleratedNetworking are nil when the API omits them.
 	PremiumIO, AcceleratedNetworking *bool
 	// Zones are the zone numbers ("1", "2", "3") the size is offered in
@@ -210,10 +214,25 @@ func BuildFile(region string, skus []SKUFacts, prices map[string]Price) ([]byte,
 		memMiB := int64(math.Round(s.MemoryGiB * 1024))
 		nodeMemory := NodeMemory(memMiB)
 		arch, _ := exclude.KubeArch(s.Architecture) // Unusable accepted it
+		gens := []string{"V1"}
+		if len(s.HyperVGenerations) > 0 {
+			gens = nil
+			for _, g := range s.HyperVGenerations {
+				if g = strings.TrimSpace(g); g == "V1" || g == "V2" {
+					gens = append(gens, g)
+				}
+			}
+			if len(gens) == 0 {
+				report.Dropped["unknown hyper-v generations"]++
+				continue
+			}
+			gens = slices.Compact(slices.Sorted(slices.Values(gens)))
+		}
 		it := fileInstanceType{
-			Name:         s.Name,
-			Architecture: arch,
-			Capacity:     map[string]string{"cpu": strconv.FormatInt(s.VCPUs, 10), "memory": nodeMemory.String()},
+			Name:              s.Name,
+			Architecture:      arch,
+			HyperVGenerations: gens,
+			Capacity:          map[string]string{"cpu": strconv.FormatInt(s.VCPUs, 10), "memory": nodeMemory.String()},
 			// The SKU's memory, not the node's: the label NAP writes.
 			Labels: map[string]string{LabelSKUMemory: strconv.FormatInt(memMiB, 10)},
 		}

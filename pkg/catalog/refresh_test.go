@@ -105,3 +105,33 @@ func TestUnusable(t *testing.T) {
 		})
 	}
 }
+
+// TestBuildFileWritesGenerations: refresh writes each size's Hyper-V
+// generations from the SKU API; a size that does not list the capability
+// boots Gen1 only, as ARM reads it.
+func TestBuildFileWritesGenerations(t *testing.T) {
+	d4 := catalog.SKUFacts{Name: "Standard_D4s_v5", Tier: "Standard", VCPUs: 4, MemoryGiB: 16, Architecture: "x64", HyperVGenerations: []string{"V2", "V1"}}
+	d2 := catalog.SKUFacts{Name: "Standard_D2_v3", Tier: "Standard", VCPUs: 2, MemoryGiB: 8, Architecture: "x64"}
+	bad := catalog.SKUFacts{Name: "Standard_X4", Tier: "Standard", VCPUs: 4, MemoryGiB: 16, Architecture: "x64", HyperVGenerations: []string{"V9"}}
+	raw, report, err := catalog.BuildFile("westus", []catalog.SKUFacts{d4, d2, bad}, map[string]catalog.Price{
+		"Standard_D4s_v5": {OnDemand: 0.2}, "Standard_D2_v3": {OnDemand: 0.1}, "Standard_X4": {OnDemand: 0.3}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if report.Dropped["unknown hyper-v generations"] != 1 {
+		t.Errorf("dropped = %v, want Standard_X4 for its unknown generation", report.Dropped)
+	}
+	c, err := catalog.Parse(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string]string{"Standard_D4s_v5": "V1,V2", "Standard_D2_v3": "V1"} {
+		it, ok := c.Get(name)
+		if !ok {
+			t.Fatalf("%s missing from %s", name, raw)
+		}
+		if got := strings.Join(it.HyperVGenerations, ","); got != want {
+			t.Errorf("%s generations = %s, want %s", name, got, want)
+		}
+	}
+}

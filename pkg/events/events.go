@@ -44,6 +44,12 @@ const (
 	// ReasonGarbageCollected is on a NodeClaim the Sweep deleted because
 	// its VM is gone.
 	ReasonGarbageCollected = "GarbageCollected"
+	// ReasonNoNodeImage is on a NodePool none of whose allowed instance
+	// types has a node image in its AKSNodeClass's image family.
+	ReasonNoNodeImage = "NoNodeImage"
+	// ReasonHandlerFailed is on the object a message names when a
+	// Function failed on it (the dead letter does not carry the error).
+	ReasonHandlerFailed = "HandlerFailed"
 )
 
 // Component is the event source written on every event.

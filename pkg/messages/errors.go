@@ -1,10 +1,8 @@
 package messages
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
-	"io"
 )
 
 // InvalidError means a message can never be processed, however often it is
@@ -24,5 +22,3 @@ func IsInvalid(err error) bool {
 	var e *InvalidError
 	return errors.As(err, &e)
 }
-
-func bytesReader(b []byte) io.Reader { return bytes.NewReader(b) }

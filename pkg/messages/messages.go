@@ -101,17 +101,54 @@ func Decode(body []byte) (CloudEvent, error) {
 	return ev, nil
 }
 
-// DecodeData unmarshals ev.Data into a T, strictly: unknown fields are errors
-// so a producer/consumer mismatch is caught at the first message.
+// DecodeData unmarshals ev.Data into a T and checks its required fields.
+// Fields it does not know are ignored, so a relay and a handler one version
+// apart keep working through a rolling upgrade (a newer producer may add
+// fields); a missing required field or a value of the wrong JSON type is an
+// InvalidError. Unknown event types are the consumer's to refuse (it
+// switches on ev.Type).
 func DecodeData[T any](ev CloudEvent) (T, error) {
 	var out T
 	if len(ev.Data) == 0 {
 		return out, NewInvalidError("CloudEvent %s (%s) has no data", ev.ID, ev.Type)
 	}
-	dec := json.NewDecoder(bytesReader(ev.Data))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&out); err != nil {
+	if err := json.Unmarshal(ev.Data, &out); err != nil {
 		return out, NewInvalidError("CloudEvent %s (%s) data: %v", ev.ID, ev.Type, err)
 	}
+	if v, ok := any(&out).(interface{ validate() error }); ok {
+		if err := v.validate(); err != nil {
+			return out, NewInvalidError("CloudEvent %s (%s) data: %v", ev.ID, ev.Type, err)
+		}
+	}
 	return out, nil
+}
+
+// required names the first empty required field.
+func required(fields ...[2]string) error {
+	for _, f := range fields {
+		if f[1] == "" {
+			return fmt.Errorf("required field %q is missing or empty", f[0])
+		}
+	}
+	return nil
+}
+
+func (p *Provision) validate() error {
+	if err := required([2]string{"cluster", p.Cluster}); err != nil {
+		return err
+	}
+	for i, pod := range p.Pods {
+		if pod.Name == "" {
+			return fmt.Errorf("pods[%d]: required field \"name\" is missing or empty", i)
+		}
+	}
+	return nil
+}
+
+func (n *Node) validate() error {
+	return required([2]string{"cluster", n.Cluster}, [2]string{"name", n.Name})
+}
+
+func (n *NodeClaim) validate() error {
+	return required([2]string{"cluster", n.Cluster}, [2]string{"name", n.Name})
 }

@@ -13,6 +13,7 @@ func TestDecode(t *testing.T) {
 		wantErr string
 	}{
 		{"valid", `{"specversion":"1.0","id":"a","source":"s","type":"t","data":{}}`, ""},
+		{"extension attribute from a newer producer", `{"specversion":"1.0","id":"a","source":"s","type":"t","traceparent":"00-x","data":{}}`, ""},
 		{"not json", `hello`, "not a JSON CloudEvent"},
 		{"wrong spec version", `{"specversion":"0.3","id":"a","type":"t"}`, `specversion is "0.3"`},
 		{"no id", `{"specversion":"1.0","type":"t"}`, "has no id"},
@@ -43,8 +44,16 @@ func TestDecodeData(t *testing.T) {
 	}{
 		{"pods", `{"cluster":"c1","pods":[{"namespace":"default","name":"p","uid":"u"}]}`,
 			Provision{Cluster: "c1", Pods: []ObjectRef{{Namespace: "default", Name: "p", UID: "u"}}}, ""},
-		{"unknown field", `{"cluster":"c1","podz":[]}`, Provision{}, `unknown field "podz"`},
+		{"no pods (a resync)", `{"cluster":"c1"}`, Provision{Cluster: "c1"}, ""},
+		// A newer relay may add fields: an older handler ignores them.
+		{"unknown top-level field", `{"cluster":"c1","podz":[],"priority":7}`, Provision{Cluster: "c1"}, ""},
+		{"unknown nested field", `{"cluster":"c1","pods":[{"namespace":"default","name":"p","node":"n1"}]}`,
+			Provision{Cluster: "c1", Pods: []ObjectRef{{Namespace: "default", Name: "p"}}}, ""},
+		{"missing cluster", `{"pods":[]}`, Provision{}, `required field "cluster" is missing`},
+		{"empty cluster", `{"cluster":""}`, Provision{}, `required field "cluster" is missing`},
+		{"pod without a name", `{"cluster":"c1","pods":[{"namespace":"default"}]}`, Provision{}, `pods[0]: required field "name"`},
 		{"wrong type", `{"cluster":3}`, Provision{}, "cannot unmarshal number"},
+		{"not an object", `[1,2]`, Provision{}, "cannot unmarshal array"},
 		{"no data", ``, Provision{}, "has no data"},
 	}
 	for _, tt := range tests {
@@ -62,6 +71,42 @@ func TestDecodeData(t *testing.T) {
 			}
 			if got.Cluster != tt.want.Cluster || len(got.Pods) != len(tt.want.Pods) || (len(got.Pods) > 0 && got.Pods[0] != tt.want.Pods[0]) {
 				t.Fatalf("got %+v, want %+v", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestDecodeDataRequiredFields(t *testing.T) {
+	node := func(data string) error {
+		_, err := DecodeData[Node](CloudEvent{SpecVersion: SpecVersion, ID: "x", Type: TypeNode, Data: []byte(data)})
+		return err
+	}
+	claim := func(data string) error {
+		_, err := DecodeData[NodeClaim](CloudEvent{SpecVersion: SpecVersion, ID: "x", Type: TypeNodeClaimLiveness, Data: []byte(data)})
+		return err
+	}
+	for _, tc := range []struct {
+		name    string
+		decode  func(string) error
+		data    string
+		wantErr string
+	}{
+		{"node", node, `{"cluster":"c","name":"n","ready":true}`, ""},
+		{"node from a newer relay", node, `{"cluster":"c","name":"n","ready":true,"zone":"eastus-1"}`, ""},
+		{"node without a name", node, `{"cluster":"c","nodeName":"n"}`, `required field "name"`},
+		{"node without a cluster", node, `{"name":"n"}`, `required field "cluster"`},
+		{"node with ready as a string", node, `{"cluster":"c","name":"n","ready":"yes"}`, "cannot unmarshal string"},
+		{"nodeclaim", claim, `{"cluster":"c","name":"nc","uid":"u"}`, ""},
+		{"nodeclaim from a newer handler", claim, `{"cluster":"c","name":"nc","uid":"u","attempt":2}`, ""},
+		{"nodeclaim without a name", claim, `{"cluster":"c","uid":"u"}`, `required field "name"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := tc.decode(tc.data)
+			switch {
+			case tc.wantErr == "" && err != nil:
+				t.Fatal(err)
+			case tc.wantErr != "" && (err == nil || !IsInvalid(err) || !strings.Contains(err.Error(), tc.wantErr)):
+				t.Fatalf("error %v; want an InvalidError containing %q", err, tc.wantErr)
 			}
 		})
 	}

@@ -154,7 +154,7 @@ func (p *Provisioner) launch(ctx context.Context, nc *karpv1.NodeClaim, set *off
 	}
 	stored := nc.DeepCopy()
 	nc.Status.ProviderID = inst.ProviderID
-	nc.Status.ImageID = imageID(*spec.ImageFamily)
+	nc.Status.ImageID = inst.ImageID
 	nc.Status.Capacity = it.Capacity.DeepCopy()
 	nc.Status.Allocatable = it.Allocatable()
 	nc.StatusConditions().SetTrue(karpv1.ConditionTypeLaunched)
@@ -190,6 +190,7 @@ func (p *Provisioner) launchRequest(nc *karpv1.NodeClaim, spec v1beta1.AKSNodeCl
 	req := azure.LaunchRequest{
 		Name: nc.Name, NodePool: nc.Labels[karpv1.NodePoolLabelKey], NodeClaim: nc.Name,
 		InstanceType: it.Name, Zone: off.Zone, CapacityType: off.CapacityType,
+		Architecture: it.Architecture, HyperVGenerations: it.HyperVGenerations,
 		ImageFamily: *spec.ImageFamily, OSDiskSizeGB: *spec.OSDiskSizeGB, MaxPods: *spec.MaxPods,
 		Labels: nodeLabels, Taints: taints, Kubelet: spec.Kubelet, Tags: spec.Tags,
 	}
@@ -266,8 +267,3 @@ func (p *Provisioner) nodeClass(ctx context.Context, nc *karpv1.NodeClaim) (*v1b
 	}
 	return class, nil
 }
-
-// imageID records the image family the VM booted from. The launcher picks
-// the family's current AKS node image; recording the family (not a version)
-// keeps drift detection for a later issue honest about what we know.
-func imageID(family string) string { return "aks-node-image/" + family }

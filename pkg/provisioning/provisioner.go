@@ -192,6 +192,13 @@ func (p *Provisioner) Provision(ctx context.Context) (Result, error) {
 		out := scheduler.Solve(in)
 		res.SolveDuration = p.clock.Since(start)
 		res.Pods = PlacedOutcomes(out)
+		for _, inv := range out.InvalidNodePools {
+			p.log.Error("nodepool can launch nothing", "nodepool", inv.NodePool.Name, "reason", inv.Reason)
+			if err := p.recorder.Publish(ctx, events.Event{Object: inv.NodePool, Type: corev1.EventTypeWarning,
+				Reason: events.ReasonNoNodeImage, Message: inv.Reason}); err != nil {
+				errs = append(errs, err)
+			}
+		}
 		for _, u := range out.Unschedulable {
 			if err := p.recorder.Publish(ctx, events.Event{Object: u.Pod, Type: corev1.EventTypeWarning,
 				Reason: events.ReasonFailedScheduling, Message: "karpfunc: " + u.Reason}); err != nil {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/karpfunc/karpfunc/pkg/apis/v1beta1"
 	"github.com/karpfunc/karpfunc/pkg/catalog"
+	"github.com/karpfunc/karpfunc/pkg/nodeimage"
 )
 
 var allowWellKnown = scheduling.AllowUndefinedWellKnownLabels
@@ -28,8 +29,14 @@ type pool struct {
 	maxPods int32
 	// invalid says why the pool can take no pod at all (e.g. missing class).
 	invalid string
-	reqs    scheduling.Requirements
-	taints  scheduling.Taints
+	// noImage are the instance types the pool's requirements allow but
+	// the AKSNodeClass's image family has no node image for.
+	noImage []noImageType
+	// invalidNodePool is true when invalid is about the NodePool's own
+	// configuration, which Result.InvalidNodePools reports.
+	invalidNodePool bool
+	reqs            scheduling.Requirements
+	taints          scheduling.Taints
 	// types are the instance types the pool can launch, largest room first
 	// so that a fit test usually succeeds on the first one.
 	types []*ptype
@@ -66,6 +73,13 @@ type ptype struct {
 	offers   uint64
 	prices   []offerPrice
 	limitCap []int64
+}
+
+// noImageType is an instance type left out because no node image boots it.
+type noImageType struct {
+	it   *catalog.InstanceType
+	reqs scheduling.Requirements
+	err  error
 }
 
 type offerPrice struct {
@@ -183,6 +197,7 @@ func (s *solver) newPool(np *karpv1.NodePool, classes map[string]*v1beta1.AKSNod
 		}
 	}
 
+	family := *pl.class.DefaultedSpec().ImageFamily
 	daemons := s.daemonsFor(pl, in)
 	for _, it := range in.Catalog.InstanceTypes {
 		if it == nil {
@@ -191,6 +206,10 @@ func (s *solver) newPool(np *karpv1.NodePool, classes map[string]*v1beta1.AKSNod
 		it = it.WithMaxPods(pl.maxPods)
 		reqs := it.Requirements()
 		if reqs.Intersects(pl.reqs) != nil {
+			continue
+		}
+		if err := nodeimage.Supports(family, it.Architecture, it.HyperVGenerations); err != nil {
+			pl.noImage = append(pl.noImage, noImageType{it: it, reqs: reqs, err: err})
 			continue
 		}
 		t := &ptype{it: it, reqs: reqs}
@@ -230,6 +249,10 @@ func (s *solver) newPool(np *karpv1.NodePool, classes map[string]*v1beta1.AKSNod
 		}
 		pl.types = append(pl.types, t)
 	}
+	if len(pl.types) == 0 && len(pl.noImage) > 0 {
+		pl.invalid = noImageReason(pl, pl.noImage)
+		pl.invalidNodePool = true
+	}
 	slices.SortStableFunc(pl.types, func(a, b *ptype) int {
 		return cmp.Or(-cmp.Compare(a.room[rCPU], b.room[rCPU]), -cmp.Compare(a.room[rMemory], b.room[rMemory]), cmp.Compare(a.it.Name, b.it.Name))
 	})
@@ -237,6 +260,23 @@ func (s *solver) newPool(np *karpv1.NodePool, classes map[string]*v1beta1.AKSNod
 		t.idx = i
 	}
 	return pl
+}
+
+// noImageReason says which allowed instance types have no node image in
+// the pool's image family, and what to change.
+func noImageReason(pl *pool, types []noImageType) string {
+	var names []string
+	for i, t := range types {
+		if i == 5 {
+			names = append(names, fmt.Sprintf("and %d more", len(types)-i))
+			break
+		}
+		names = append(names, fmt.Sprintf("%s (%s, Hyper-V %s)", t.it.Name, t.it.Architecture, strings.Join(t.it.HyperVGenerations, "/")))
+	}
+	family := *pl.class.DefaultedSpec().ImageFamily
+	return fmt.Sprintf("NodePool %s: AKSNodeClass %s (imageFamily %s) has no AKS node image for the instance types its requirements allow: %s; "+
+		"allow sizes of another architecture or Hyper-V generation in the NodePool's requirements, or pick another imageFamily",
+		pl.np.Name, pl.class.Name, family, strings.Join(names, ", "))
 }
 
 type daemon struct {

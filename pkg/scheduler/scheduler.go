@@ -67,6 +67,16 @@ type Result struct {
 	Existing      []Placement
 	NewNodeClaims []*NodeClaimPlan
 	Unschedulable []Unschedulable
+	// InvalidNodePools are NodePools that can launch nothing because of
+	// their own configuration (today: no instance type they allow has a
+	// node image), with a reason for an event on the NodePool.
+	InvalidNodePools []InvalidNodePool
+}
+
+// InvalidNodePool is a NodePool that can launch nothing, and why.
+type InvalidNodePool struct {
+	NodePool *karpv1.NodePool
+	Reason   string
 }
 
 // Placement puts pods on an existing Node or an in-flight NodeClaim. Node is
@@ -130,6 +140,11 @@ func Solve(in Input) Result {
 		}
 	}
 	s.repair()
+	for _, pl := range s.pools {
+		if pl.invalidNodePool {
+			res.InvalidNodePools = append(res.InvalidNodePools, InvalidNodePool{NodePool: pl.np, Reason: pl.invalid})
+		}
+	}
 	for _, b := range s.bins {
 		if b.claim {
 			if len(b.pods) == 0 {

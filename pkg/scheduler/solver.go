@@ -715,6 +715,15 @@ func (s *solver) explainPool(pl *pool, i int, v *variant) (reason string, taint 
 		}
 	}
 	if len(allowed) == 0 {
+		var noImage []noImageType
+		for _, t := range pl.noImage {
+			if t.reqs.Intersects(vp.reqs) == nil {
+				noImage = append(noImage, t)
+			}
+		}
+		if len(noImage) > 0 {
+			return noImageReason(pl, noImage), false
+		}
 		return fmt.Sprintf("NodePool %s: no instance type in the catalog matches both the NodePool's and the pod's requirements (%s)", pl.np.Name, vp.reqs), false
 	}
 	fitting := slices.DeleteFunc(slices.Clone(allowed), func(t *ptype) bool { return !v.g.req.fitsIn(t.room) })

@@ -29,6 +29,9 @@ type SKU struct {
 	// AcceleratedNetworking and PremiumIO are nil when no source gives them.
 	AcceleratedNetworking *bool `json:"an,omitempty"`
 	PremiumIO             *bool `json:"pio,omitempty"`
+	// HyperVGenerations are the VM generations the size boots, as Azure
+	// writes them ("V1", "V2"), sorted; they pick the node image.
+	HyperVGenerations []string `json:"hv"`
 }
 
 // Region holds what varies by region.

@@ -37,6 +37,7 @@ type sku struct {
 	Architecture    *string           `json:"architecture"`
 	PremiumIO       *bool             `json:"premiumIO"`
 	AccelNet        *bool             `json:"acceleratedNetworking"`
+	HyperVGens      []string          `json:"hyperVGenerations"`
 	Source          map[string]string `json:"source"`
 }
 
@@ -122,6 +123,11 @@ func Build(src string) ([]byte, Stats, error) {
 	for _, s := range skus {
 		if why := exclude.Reason(facts(s)); why != "" {
 			stats.Dropped[why]++
+			continue
+		}
+		if _, err := HyperVGenerations(s.HyperVGens); err != nil {
+			// Without its generations no node image can be picked.
+			stats.Dropped["unknown hyper-v generations"]++
 			continue
 		}
 		kept[s.Name] = true
@@ -210,10 +216,27 @@ func toCompact(s sku) compact.SKU {
 		MemoryMiB:             int64(math.Round(*s.MemoryGiB * 1024)),
 		AcceleratedNetworking: s.AccelNet, PremiumIO: s.PremiumIO,
 	}
+	c.HyperVGenerations, _ = HyperVGenerations(s.HyperVGens) // Build checked them
 	if gpuOf(s) == exclude.SupportedGPU {
 		c.GPUCount, c.GPUName, c.GPUManufacturer = *s.GPUCount, deref(s.GPUName), deref(s.GPUManufacturer)
 	}
 	return c
+}
+
+// HyperVGenerations checks and sorts a size's Hyper-V generations as Azure
+// writes them ("V1", "V2"); an empty or unknown list is an error.
+func HyperVGenerations(in []string) ([]string, error) {
+	if len(in) == 0 {
+		return nil, errors.New("no Hyper-V generation listed")
+	}
+	out := slices.Clone(in)
+	for _, g := range out {
+		if g != "V1" && g != "V2" {
+			return nil, fmt.Errorf("unknown Hyper-V generation %q (want V1 or V2)", g)
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out), nil
 }
 
 func round(v float64) float64 { return math.Round(v*1e6) / 1e6 }

@@ -1,0 +1,53 @@
+package localenv
+
+import (
+	"strconv"
+	"strings"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/compute/armcompute/v8"
+
+	"github.com/karpfunc/karpfunc/pkg/catalog"
+)
+
+// ResourceSKUs turns a catalog into the Resource SKU records ARM would list
+// for its region, so the emulator offers exactly the catalog's sizes, in
+// their zones, with the capabilities ARM checks a VM against (vCPUs,
+// memory, Hyper-V generations, CPU architecture).
+func ResourceSKUs(cat *catalog.Catalog) []*armcompute.ResourceSKU {
+	out := make([]*armcompute.ResourceSKU, 0, len(cat.InstanceTypes))
+	for _, it := range cat.InstanceTypes {
+		zones := map[string]bool{}
+		for _, o := range it.Offerings {
+			if n := strings.TrimPrefix(o.Zone, cat.Region+"-"); o.Zone != "" && n != o.Zone {
+				zones[n] = true
+			}
+		}
+		info := &armcompute.ResourceSKULocationInfo{Location: to(cat.Region)}
+		for _, z := range []string{"1", "2", "3", "4", "5"} {
+			if zones[z] {
+				info.Zones = append(info.Zones, to(z))
+			}
+		}
+		arch := "x64"
+		if it.Architecture == "arm64" {
+			arch = "Arm64"
+		}
+		mem := it.Capacity.Memory()
+		capability := func(name, value string) *armcompute.ResourceSKUCapabilities {
+			return &armcompute.ResourceSKUCapabilities{Name: to(name), Value: to(value)}
+		}
+		out = append(out, &armcompute.ResourceSKU{
+			Name: to(it.Name), ResourceType: to("virtualMachines"), Tier: to("Standard"),
+			Locations: []*string{to(cat.Region)}, LocationInfo: []*armcompute.ResourceSKULocationInfo{info},
+			Capabilities: []*armcompute.ResourceSKUCapabilities{
+				capability("vCPUs", strconv.FormatInt(it.Capacity.Cpu().Value(), 10)),
+				capability("MemoryGB", strconv.FormatFloat(float64(mem.Value())/(1<<30), 'f', -1, 64)),
+				capability("HyperVGenerations", strings.Join(it.HyperVGenerations, ",")),
+				capability("CpuArchitectureType", arch),
+			},
+		})
+	}
+	return out
+}
+
+func to[T any](v T) *T { return &v }
