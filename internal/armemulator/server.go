@@ -75,9 +75,16 @@ type Options struct {
 	Faults []Rule
 	// Injector, when set, is consulted before the Rules.
 	Injector Injector
-	// OnEviction is called after Evict removed a spot VM, with the VM's
-	// resource ID, so a test harness can emit the Event Grid event.
+	// OnEviction is called after a spot eviction removed a VM and its
+	// Node, with the VM's resource ID.
 	OnEviction func(vmResourceID string)
+	// EvictionNotice is the time between a spot eviction's node condition
+	// and the VM's removal (default DefaultEvictionNotice, 30 s; negative:
+	// none).
+	EvictionNotice time.Duration
+	// EventGrid delivers VirtualMachinePreempted annotations (see
+	// eviction.go); also settable with SetEventGrid.
+	EventGrid EventGrid
 }
 
 // Counters count what the emulator did, for tests.
@@ -115,6 +122,7 @@ type Server struct {
 	// bootErrors says why a booted VM's node image could not start a
 	// kubelet, by VM name.
 	bootErrors map[string]string
+	eventGrid  EventGrid
 
 	nodes  *nodeWorker
 	cancel context.CancelFunc
@@ -146,6 +154,7 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 		bootErrors: map[string]string{},
 		token:      "emulator-" + randHex(8),
 		nextIP:     4, // Azure reserves .0-.3 of every subnet
+		eventGrid:  opts.EventGrid,
 	}
 	s.counters.Requests = map[Operation]int{}
 
