@@ -540,7 +540,7 @@ func TestEvict(t *testing.T) {
 			var evicted []string
 			eg := &capture{}
 			s := start(t, Options{OpDelay: time.Millisecond, Clock: clk, EvictionNotice: 15 * time.Second,
-				EventGrid: EventGrid{Publisher: eg, Queue: "interruption", Schema: schema},
+				EventGrid:  EventGrid{Publisher: eg, Queue: "interruption", Schema: schema},
 				OnEviction: func(id string) { mu.Lock(); evicted = append(evicted, id); mu.Unlock() }})
 			vms, nics := clients(t, s)
 			ctx := context.Background()
