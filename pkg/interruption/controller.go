@@ -143,6 +143,10 @@ func (c *Controller) Interrupt(ctx context.Context, sig Signal) (Result, error) 
 		}
 	}
 	nc, first, err := c.lc.MarkInterrupted(ctx, nc, deadline, sig.Detail)
+	if apierrors.IsNotFound(err) {
+		res.NotOurs = fmt.Sprintf("NodeClaim %s finished terminating meanwhile", res.NodeClaim)
+		return res, nil
+	}
 	if err != nil {
 		return res, err
 	}
