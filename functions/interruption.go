@@ -51,9 +51,9 @@ func (d *dependencies) interruptionFunc(ctx context.Context, inv *customhandler.
 		log.Printf("interruption %s (%s, %s): %s", sig.EventID, sig.Source, sig.Schema, res.NotOurs)
 		return err
 	}
-	log.Printf("interruption %s (%s %s, delivery %d) of %s: nodeclaim %s node %s first=%t deadline %s; marked %q; replacements %v, %d pods on capacity in flight; evicted %d, deleted %d, blocked %d, finished=%t, next drain pass %v",
+	log.Printf("interruption %s (%s %s, delivery %d) of %s: nodeclaim %s node %s first=%t deadline %s; marked %q; replacements %v, %d pods on capacity in flight; termination requested",
 		sig.EventID, sig.Source, sig.Schema, inv.Metadata.DeliveryCount, sig.Target(), res.NodeClaim, res.Node, res.First, res.Deadline.Format(time.RFC3339),
-		res.Marked, res.Replacements, res.Placed, res.Terminate.Evicted, res.Terminate.Deleted, res.Terminate.Blocked, res.Terminate.Finished, res.RetryAt)
+		res.Marked, res.Replacements, res.Placed)
 	if err != nil {
 		return fmt.Errorf("interruption of %s: %w", sig.Target(), err)
 	}

@@ -56,7 +56,7 @@ func TestInterruption(t *testing.T) {
 		t.Fatal(err)
 	}
 	const replicas = 4
-	web := deployment("web", replicas, "800m", "1Gi")
+	web := deployment("web", replicas, "800m", "256Mi")
 	web.Spec.Template.Spec.TerminationGracePeriodSeconds = ptrTo(int64(10))
 	if err := kube.Create(ctx, web); err != nil {
 		t.Fatal(err)

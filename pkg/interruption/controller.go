@@ -12,7 +12,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
-	"github.com/karpfunc/karpfunc/pkg/azure"
 	"github.com/karpfunc/karpfunc/pkg/events"
 	"github.com/karpfunc/karpfunc/pkg/lifecycle"
 	"github.com/karpfunc/karpfunc/pkg/offerings"
@@ -85,18 +84,16 @@ type Result struct {
 	// its way.
 	Replacements []string
 	Placed       int
-	Terminate    lifecycle.TerminateResult
-	// RetryAt is when the drain is looked at again (zero: finished).
-	RetryAt time.Time
 }
 
 // Interrupt acts on one signal: mark the spot offering unavailable, taint
 // the node, provision the replacement for its pods, record the deadline on
-// the NodeClaim, delete the NodeClaim and run the first drain pass, whose
-// retries are scheduled messages on the lifecycle queue. Every step is
-// idempotent; the first signal does them all, a duplicate finds the
-// NodeClaim interrupted and only brings the deadline closer (a VM that is
-// already gone ends the drain at once) and drives the termination.
+// the NodeClaim, delete the NodeClaim and have the Lifecycle function drain
+// it against the deadline at once. Every step is idempotent; the first
+// signal does them all, a duplicate finds the NodeClaim interrupted and
+// only brings the deadline closer (a VM that is already gone ends the drain
+// at once) and asks for the termination again (collapsed by duplicate
+// detection while the first request is remembered).
 func (c *Controller) Interrupt(ctx context.Context, sig Signal) (Result, error) {
 	var res Result
 	nc, err := c.nodeClaimFor(ctx, sig)
@@ -167,23 +164,10 @@ func (c *Controller) Interrupt(ctx context.Context, sig Signal) (Result, error) 
 			return res, fmt.Errorf("deleting interrupted NodeClaim %s: %w", nc.Name, err)
 		}
 	}
-	tr, err := c.lc.Terminate(ctx, nc.Name)
-	res.Terminate = tr
-	var retry time.Duration
-	switch {
-	case lifecycle.IsDrainPending(err):
-		retry = lifecycle.DrainRetryDelay(err, c.lc.DrainRetry())
-	case azure.IsThrottled(err):
-		retry = max(azure.RetryAfter(err), c.lc.DrainRetry())
-	case err != nil:
-		return res, fmt.Errorf("terminating interrupted NodeClaim %s: %w", nc.Name, err)
-	}
-	if retry > 0 {
-		at, err := c.lc.ScheduleTerminate(ctx, nc.Name, string(nc.UID), retry)
-		if err != nil {
-			return res, fmt.Errorf("scheduling the next drain pass of NodeClaim %s: %w", nc.Name, err)
-		}
-		res.RetryAt = at
+	// The drain runs in the Lifecycle function, at once: one Terminate
+	// chain however many signals arrive (see RequestTerminate).
+	if err := c.lc.RequestTerminate(ctx, nc); err != nil {
+		return res, fmt.Errorf("requesting the termination of interrupted NodeClaim %s: %w", nc.Name, err)
 	}
 	return res, nil
 }

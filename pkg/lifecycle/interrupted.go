@@ -8,6 +8,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
+
+	"github.com/karpfunc/karpfunc/pkg/messages"
+	"github.com/karpfunc/karpfunc/pkg/triggers"
 )
 
 // An interrupted NodeClaim is one whose VM Azure is taking back (spot
@@ -52,11 +55,11 @@ func InterruptionDeadline(nc *karpv1.NodeClaim) (time.Time, bool) {
 // MarkInterrupted records that nc's VM goes away at deadline: the
 // termination-timestamp annotation (kept at the earlier deadline when one is
 // already there: a later signal can only bring the end closer) and the
-// DisruptionReason condition. first is true when this call made the
-// NodeClaim interrupted (no earlier signal had).
+// DisruptionReason condition. first is true when this call's write made the
+// NodeClaim interrupted: the write carries the resourceVersion it read, so
+// of concurrent duplicates exactly one is first.
 func (c *Controller) MarkInterrupted(ctx context.Context, nc *karpv1.NodeClaim, deadline time.Time, why string) (out *karpv1.NodeClaim, first bool, err error) {
 	deadline = deadline.UTC().Truncate(time.Second)
-	_, was := InterruptionDeadline(nc)
 	nc, _, err = converge(ctx, c.kube, nc, newNodeClaim, writeObject, func(cur *karpv1.NodeClaim) bool {
 		if prev, err := time.Parse(time.RFC3339, cur.Annotations[karpv1.NodeClaimTerminationTimestampAnnotationKey]); err == nil && !deadline.Before(prev) {
 			return false
@@ -72,9 +75,12 @@ func (c *Controller) MarkInterrupted(ctx context.Context, nc *karpv1.NodeClaim, 
 	}
 	final, _ := time.Parse(time.RFC3339, nc.Annotations[karpv1.NodeClaimTerminationTimestampAnnotationKey])
 	msg := fmt.Sprintf("%s; the node must be gone by %s", why, final.UTC().Format(time.RFC3339))
-	nc, _, err = converge(ctx, c.kube, nc, newNodeClaim, writeStatus, func(cur *karpv1.NodeClaim) bool {
+	transition := false
+	nc, wrote, err := converge(ctx, c.kube, nc, newNodeClaim, writeStatus, func(cur *karpv1.NodeClaim) bool {
 		cond := cur.StatusConditions().Get(karpv1.ConditionTypeDisruptionReason)
-		if cond != nil && cond.IsTrue() && cond.Reason == ReasonSpotInterrupted && cond.Message == msg {
+		interrupted := cond != nil && cond.IsTrue() && cond.Reason == ReasonSpotInterrupted
+		transition = !interrupted
+		if interrupted && cond.Message == msg {
 			return false
 		}
 		return cur.StatusConditions().SetTrueWithReason(karpv1.ConditionTypeDisruptionReason, ReasonSpotInterrupted, msg)
@@ -82,7 +88,23 @@ func (c *Controller) MarkInterrupted(ctx context.Context, nc *karpv1.NodeClaim, 
 	if err != nil {
 		return nc, false, fmt.Errorf("setting DisruptionReason=%s on NodeClaim %s: %w", ReasonSpotInterrupted, nc.Name, err)
 	}
-	return nc, !was, nil
+	return nc, wrote && transition, nil
+}
+
+// RequestTerminate asks the Lifecycle function to terminate nc now, under
+// the same MessageId the relay uses for the NodeClaim's deletion
+// (triggers.DeletingID), so duplicate detection keeps one of the two: one
+// drain, driven by one chain of scheduled retries. Without a publisher it
+// runs Terminate in place.
+func (c *Controller) RequestTerminate(ctx context.Context, nc *karpv1.NodeClaim) error {
+	if c.pub == nil {
+		_, err := c.Terminate(ctx, nc.Name)
+		if IsDrainPending(err) {
+			return nil // the caller's redelivery or the Sweep comes back
+		}
+		return err
+	}
+	return c.schedule(ctx, messages.TypeNodeClaimDeleting, nc, triggers.DeletingID(string(nc.UID)), c.clock.Now())
 }
 
 // TaintDisrupted adds karpenter.sh/disrupted:NoSchedule to node, so no new

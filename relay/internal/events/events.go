@@ -19,6 +19,7 @@ import (
 
 	"github.com/karpfunc/karpfunc/pkg/bus"
 	"github.com/karpfunc/karpfunc/pkg/messages"
+	"github.com/karpfunc/karpfunc/pkg/triggers"
 )
 
 // MaxPodsPerMessage bounds a provision event: an ObjectRef is ~150 bytes of
@@ -148,7 +149,7 @@ func (b Builder) NodeClaimDeleting(nc metav1.Object, now time.Time) (bus.Message
 	if nc.GetDeletionTimestamp() == nil {
 		return bus.Message{}, fmt.Errorf("events: nodeclaim %s is not being deleted", nc.GetName())
 	}
-	return b.message(bus.QueueLifecycle, "nodeclaim/"+string(nc.GetUID())+"/deleting", "", messages.TypeNodeClaimDeleting,
+	return b.message(bus.QueueLifecycle, triggers.DeletingID(string(nc.GetUID())), "", messages.TypeNodeClaimDeleting,
 		nc.GetName(), now, messages.NodeClaim{Cluster: b.Cluster, Name: nc.GetName(), UID: string(nc.GetUID())})
 }
 
