@@ -134,7 +134,7 @@ func (c *Controller) Interrupt(ctx context.Context, sig Signal) (Result, error) 
 			nodes = append(nodes, nodeName)
 		}
 		pr, err := c.evac.Evacuate(ctx, nodes...)
-		res.Replacements, res.Placed = pr.Created, pr.OnExisting
+		res.Replacements, res.Placed = pr.Created, pr.Pods.Count(provisioning.OnNode)+pr.Pods.Count(provisioning.OnInFlight)
 		if err != nil {
 			return res, fmt.Errorf("provisioning the replacement for NodeClaim %s: %w", nc.Name, err)
 		}

@@ -3,8 +3,10 @@ package provisioning
 import (
 	"context"
 	"slices"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 )
 
@@ -28,7 +30,7 @@ func (p *Provisioner) Evacuate(ctx context.Context, nodes ...string) (Result, er
 // NodeClaims from the snapshot. Pods already terminating are left out: their
 // replacements are new pods, pending on their own, and counting both would
 // ask for twice the capacity.
-func (s *snapshot) evacuate(ctx context.Context) {
+func (s *snapshot) evacuate(ctx context.Context, now time.Time) {
 	nodes, _ := ctx.Value(evacuatingKey{}).([]string)
 	if len(nodes) == 0 {
 		return
@@ -45,6 +47,11 @@ func (s *snapshot) evacuate(ctx context.Context) {
 		}
 		cp := pod.DeepCopy()
 		cp.Spec.NodeName = ""
+		// Pending from now on, for the pass's accounting (a pod that ran
+		// for hours is not stuck the moment its node is preempted).
+		cp.Status.Conditions = slices.DeleteFunc(cp.Status.Conditions, func(c corev1.PodCondition) bool { return c.Type == corev1.PodScheduled })
+		cp.Status.Conditions = append(cp.Status.Conditions, corev1.PodCondition{Type: corev1.PodScheduled, Status: corev1.ConditionFalse,
+			Reason: "NodeInterrupted", Message: "its node's VM is being preempted", LastTransitionTime: metav1.NewTime(now)})
 		s.pending = append(s.pending, cp)
 	}
 	s.bound = bound

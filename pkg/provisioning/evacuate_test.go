@@ -55,14 +55,14 @@ func TestEvacuateSnapshot(t *testing.T) {
 	}
 
 	plain := snap()
-	plain.evacuate(context.Background())
+	plain.evacuate(context.Background(), now.Time)
 	if got := names(plain.pending); !slices.Equal(got, []string{"waiting"}) {
 		t.Errorf("an ordinary pass changed pending: %v", got)
 	}
 
 	s := snap()
 	original := s.bound[0]
-	s.evacuate(context.WithValue(context.Background(), evacuatingKey{}, []string{"leaving"}))
+	s.evacuate(context.WithValue(context.Background(), evacuatingKey{}, []string{"leaving"}), now.Time)
 	if got := names(s.pending); !slices.Equal(got, []string{"waiting", "a", "b"}) {
 		t.Errorf("pending = %v; want the waiting pod and the leaving node's reschedulable pods", got)
 	}
@@ -78,6 +78,9 @@ func TestEvacuateSnapshot(t *testing.T) {
 	}
 	if !slices.Equal(ncs, []string{"nc-staying", "nc-in-flight"}) {
 		t.Errorf("nodeclaims = %v", ncs)
+	}
+	if got := pendingSince(s.pending[1]); !got.Equal(now.Time) {
+		t.Errorf("an evacuated pod is pending since %s; want the pass's time %s", got, now.Time)
 	}
 	if original.Spec.NodeName != "leaving" {
 		t.Error("evacuate changed the listed pod instead of a copy")
