@@ -617,7 +617,7 @@ func TestEvict(t *testing.T) {
 			}
 			mu.Lock()
 			defer mu.Unlock()
-			if len(evicted) != 1 || evicted[0] != vmID || s.Counters().Evictions != 1 {
+			if len(evicted) != 1 || evicted[0] != vmID || s.Counters().Evictions != 1 || s.Counters().Preempted != 1 {
 				t.Errorf("evictions reported: %v", evicted)
 			}
 			if err := s.Evict("vm-1"); err == nil {

@@ -120,6 +120,7 @@ func (s *Server) EvictWith(name string, opts EvictOptions) error {
 	now := s.clock.Now()
 	ev := &eviction{at: now.Add(notice), eventID: newUUID(), schema: opts.Schema}
 	v.eviction = ev
+	s.counters.Evictions++
 	node := nodeName(v)
 	booted := v.booted
 	s.mu.Unlock()
@@ -146,7 +147,7 @@ func (s *Server) evictLocked(key string, v *vmState) {
 	id := deref(v.vm.ID)
 	node := nodeName(v)
 	s.removeVMLocked(key, v)
-	s.counters.Evictions++
+	s.counters.Preempted++
 	eg := s.eventGrid
 	if ev.schema != "" {
 		eg.Schema = ev.schema

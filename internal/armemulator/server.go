@@ -93,7 +93,10 @@ type Counters struct {
 	NICCreates, NICDeletes int
 	NodesCreated           int
 	NodesDeleted           int
-	Evictions              int
+	// Evictions counts spot evictions started (notices given); Preempted
+	// the VMs still there when their notice ran out, which the platform
+	// removed (karpfunc deletes an interrupted VM itself once drained).
+	Evictions, Preempted int
 	// Requests counts every request by operation, faulted ones included.
 	Requests map[Operation]int
 }
