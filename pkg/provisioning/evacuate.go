@@ -8,6 +8,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
+
+	"github.com/karpfunc/karpfunc/pkg/snapshot"
 )
 
 type evacuatingKey struct{}
@@ -25,21 +27,21 @@ func (p *Provisioner) Evacuate(ctx context.Context, nodes ...string) (Result, er
 	return p.Provision(context.WithValue(ctx, evacuatingKey{}, nodes))
 }
 
-// evacuate moves the reschedulable pods bound to the evacuating nodes (from
-// ctx, see Evacuate) into pending and drops those nodes and their
-// NodeClaims from the snapshot. Pods already terminating are left out: their
-// replacements are new pods, pending on their own, and counting both would
-// ask for twice the capacity.
-func (s *snapshot) evacuate(ctx context.Context, now time.Time) {
+// evacuate turns the reschedulable pods bound to the evacuating nodes (from
+// ctx, see Evacuate) into pending ones and drops those nodes and their
+// NodeClaims from the snapshot. Pods already terminating are left out:
+// their replacements are new pods, pending on their own, and counting both
+// would ask for twice the capacity.
+func evacuate(ctx context.Context, c *snapshot.Cluster, now time.Time) {
 	nodes, _ := ctx.Value(evacuatingKey{}).([]string)
 	if len(nodes) == 0 {
 		return
 	}
 	leaving := func(name string) bool { return name != "" && slices.Contains(nodes, name) }
-	bound := s.bound[:0:0]
-	for _, pod := range s.bound {
+	pods := make([]*corev1.Pod, 0, len(c.Pods))
+	for _, pod := range c.Pods {
 		if !leaving(pod.Spec.NodeName) {
-			bound = append(bound, pod)
+			pods = append(pods, pod)
 			continue
 		}
 		if !Reschedulable(pod) {
@@ -47,16 +49,18 @@ func (s *snapshot) evacuate(ctx context.Context, now time.Time) {
 		}
 		cp := pod.DeepCopy()
 		cp.Spec.NodeName = ""
-		// Pending from now on, for the pass's accounting (a pod that ran
-		// for hours is not stuck the moment its node is preempted).
+		// Pending from now on, as kube-scheduler would mark it, for the
+		// pass's accounting (a pod that ran for hours is not stuck the
+		// moment its node is preempted).
+		cp.Status.Phase = corev1.PodPending
 		cp.Status.Conditions = slices.DeleteFunc(cp.Status.Conditions, func(c corev1.PodCondition) bool { return c.Type == corev1.PodScheduled })
 		cp.Status.Conditions = append(cp.Status.Conditions, corev1.PodCondition{Type: corev1.PodScheduled, Status: corev1.ConditionFalse,
-			Reason: "NodeInterrupted", Message: "its node's VM is being preempted", LastTransitionTime: metav1.NewTime(now)})
-		s.pending = append(s.pending, cp)
+			Reason: corev1.PodReasonUnschedulable, Message: "its node's VM is being preempted", LastTransitionTime: metav1.NewTime(now)})
+		pods = append(pods, cp)
 	}
-	s.bound = bound
-	s.nodes = slices.DeleteFunc(s.nodes, func(n *corev1.Node) bool { return leaving(n.Name) })
-	s.nodeClaims = slices.DeleteFunc(s.nodeClaims, func(nc *karpv1.NodeClaim) bool { return leaving(nc.Status.NodeName) })
+	c.Pods = pods
+	c.Nodes = slices.DeleteFunc(c.Nodes, func(n *corev1.Node) bool { return leaving(n.Name) })
+	c.NodeClaims = slices.DeleteFunc(c.NodeClaims, func(nc *karpv1.NodeClaim) bool { return leaving(nc.Status.NodeName) })
 }
 
 // Reschedulable reports whether a pod on a node that goes away needs a place

@@ -9,6 +9,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
+
+	"github.com/karpfunc/karpfunc/pkg/snapshot"
 )
 
 func TestEvacuateSnapshot(t *testing.T) {
@@ -21,10 +23,10 @@ func TestEvacuateSnapshot(t *testing.T) {
 		}
 		return p
 	}
-	snap := func() *snapshot {
-		return &snapshot{
-			pending: []*corev1.Pod{pod("waiting", "", nil)},
-			bound: []*corev1.Pod{
+	snap := func() *snapshot.Cluster {
+		return &snapshot.Cluster{
+			Pods: []*corev1.Pod{
+				pod("waiting", "", nil),
 				pod("a", "leaving", nil),
 				pod("b", "leaving", nil),
 				pod("ds", "leaving", func(p *corev1.Pod) {
@@ -35,8 +37,8 @@ func TestEvacuateSnapshot(t *testing.T) {
 				pod("mirror", "leaving", func(p *corev1.Pod) { p.Annotations = map[string]string{corev1.MirrorPodAnnotationKey: "x"} }),
 				pod("elsewhere", "staying", nil),
 			},
-			nodes: []*corev1.Node{{ObjectMeta: metav1.ObjectMeta{Name: "leaving"}}, {ObjectMeta: metav1.ObjectMeta{Name: "staying"}}},
-			nodeClaims: []*karpv1.NodeClaim{
+			Nodes: []*corev1.Node{{ObjectMeta: metav1.ObjectMeta{Name: "leaving"}}, {ObjectMeta: metav1.ObjectMeta{Name: "staying"}}},
+			NodeClaims: []*karpv1.NodeClaim{
 				{ObjectMeta: metav1.ObjectMeta{Name: "nc-leaving"}, Status: karpv1.NodeClaimStatus{NodeName: "leaving"}},
 				{ObjectMeta: metav1.ObjectMeta{Name: "nc-staying"}, Status: karpv1.NodeClaimStatus{NodeName: "staying"}},
 				{ObjectMeta: metav1.ObjectMeta{Name: "nc-in-flight"}},
@@ -47,40 +49,36 @@ func TestEvacuateSnapshot(t *testing.T) {
 		var out []string
 		for _, p := range pods {
 			out = append(out, p.Name)
-			if p.Name == "a" && p.Spec.NodeName != "" {
-				t.Errorf("evacuated pod a still bound to %s", p.Spec.NodeName)
-			}
 		}
 		return out
 	}
 
 	plain := snap()
-	plain.evacuate(context.Background(), now.Time)
-	if got := names(plain.pending); !slices.Equal(got, []string{"waiting"}) {
-		t.Errorf("an ordinary pass changed pending: %v", got)
+	evacuate(context.Background(), plain, now.Time)
+	if got := names(plain.Pods); len(got) != 8 {
+		t.Errorf("an ordinary pass changed the pods: %v", got)
 	}
 
 	s := snap()
-	original := s.bound[0]
-	s.evacuate(context.WithValue(context.Background(), evacuatingKey{}, []string{"leaving"}), now.Time)
-	if got := names(s.pending); !slices.Equal(got, []string{"waiting", "a", "b"}) {
-		t.Errorf("pending = %v; want the waiting pod and the leaving node's reschedulable pods", got)
+	original := s.Pods[1]
+	evacuate(context.WithValue(context.Background(), evacuatingKey{}, []string{"leaving"}), s, now.Time)
+	if got := names(s.Pods); !slices.Equal(got, []string{"waiting", "a", "b", "elsewhere"}) {
+		t.Errorf("pods = %v; want the leaving node's reschedulable pods kept (as pending) and the rest dropped", got)
 	}
-	if got := names(s.bound); !slices.Equal(got, []string{"elsewhere"}) {
-		t.Errorf("bound = %v", got)
+	for _, p := range s.Pods[1:3] {
+		if p.Spec.NodeName != "" || pendingSince(p) != now.Time {
+			t.Errorf("evacuated pod %s: node %q, pending since %s; want unbound and pending since %s", p.Name, p.Spec.NodeName, pendingSince(p), now.Time)
+		}
 	}
-	if len(s.nodes) != 1 || s.nodes[0].Name != "staying" {
-		t.Errorf("nodes = %v", s.nodes)
+	if len(s.Nodes) != 1 || s.Nodes[0].Name != "staying" {
+		t.Errorf("nodes = %v", s.Nodes)
 	}
 	var ncs []string
-	for _, nc := range s.nodeClaims {
+	for _, nc := range s.NodeClaims {
 		ncs = append(ncs, nc.Name)
 	}
 	if !slices.Equal(ncs, []string{"nc-staying", "nc-in-flight"}) {
 		t.Errorf("nodeclaims = %v", ncs)
-	}
-	if got := pendingSince(s.pending[1]); !got.Equal(now.Time) {
-		t.Errorf("an evacuated pod is pending since %s; want the pass's time %s", got, now.Time)
 	}
 	if original.Spec.NodeName != "leaving" {
 		t.Error("evacuate changed the listed pod instead of a copy")
