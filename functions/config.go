@@ -18,6 +18,7 @@ import (
 	"github.com/karpfunc/karpfunc/pkg/bus"
 	"github.com/karpfunc/karpfunc/pkg/catalog"
 	"github.com/karpfunc/karpfunc/pkg/events"
+	"github.com/karpfunc/karpfunc/pkg/interruption"
 	"github.com/karpfunc/karpfunc/pkg/kubeauth"
 	"github.com/karpfunc/karpfunc/pkg/lifecycle"
 	"github.com/karpfunc/karpfunc/pkg/offerings"
@@ -39,6 +40,9 @@ const (
 	// unavailable-offerings ConfigMap): the namespace the karpfunc chart is
 	// installed in, whose Role lets the handler write it. Default karpfunc.
 	EnvNamespace = "KARPFUNC_NAMESPACE"
+	// EnvSpotNotice is the notice assumed when a PreemptionScheduled
+	// condition carries no readable deadline, a Go duration (default 30s).
+	EnvSpotNotice = "KARPFUNC_SPOT_NOTICE"
 )
 
 // dependencies are built on first use and kept for the life of the process
@@ -56,6 +60,8 @@ type dependencies struct {
 	gcGrace             time.Duration
 	kube                client.Client
 	recorder            *events.Recorder
+	interruptionCtrl    *interruption.Controller
+	notice              time.Duration
 }
 
 // kubeClient is the Kubernetes client once built (nil before the first
@@ -139,7 +145,12 @@ func (d *dependencies) get() (*provisioning.Provisioner, *lifecycle.Controller, 
 	d.lifecycleController = lifecycle.New(lifecycle.Options{Kube: kube, Deleter: launcher, Evictor: evictor, Clock: clk, Logger: d.log,
 		ClusterName: azOpts.ClusterName, Publisher: pub, RegistrationTTL: regTTL})
 	d.launcher, d.gcGrace = launcher, gcGrace
+	if d.notice, err = d.duration(EnvSpotNotice, interruption.DefaultNotice); err != nil {
+		return nil, nil, err
+	}
 	d.kube, d.recorder = kube, events.NewRecorder(kube, clk)
+	d.interruptionCtrl = interruption.New(interruption.Options{Kube: kube, Lifecycle: d.lifecycleController, Evacuator: d.provisioner,
+		Offerings: offerings.NewStore(kube, d.getenv(EnvNamespace), "", clk), Clock: clk, Logger: d.log})
 	d.built = true
 	return d.provisioner, d.lifecycleController, nil
 }
@@ -188,3 +199,21 @@ func nodeBootstrap(restConfig *rest.Config, kube client.Client, getenv func(stri
 	}
 	return &cb, tokens, nil
 }
+
+// interruption returns the interruption controller.
+func (d *dependencies) interruption() (*interruption.Controller, error) {
+	if _, _, err := d.get(); err != nil {
+		return nil, err
+	}
+	return d.interruptionCtrl, nil
+}
+
+// kube returns the Kubernetes client.
+func (d *dependencies) readyKube() (client.Client, error) {
+	if _, _, err := d.get(); err != nil {
+		return nil, err
+	}
+	return d.kubeClient(), nil
+}
+
+func (d *dependencies) now() time.Time { return time.Now() }

@@ -24,6 +24,7 @@ func main() {
 	srv.Register("Provision", customhandler.Handle(deps.provisionFunc))
 	srv.Register("Lifecycle", customhandler.Handle(deps.lifecycleFunc))
 	srv.Register("Sweep", customhandler.Handle(deps.sweepFunc))
+	srv.Register("Interruption", customhandler.Handle(deps.interruptionFunc))
 	if err := srv.Run(context.Background()); err != nil {
 		fmt.Fprintln(os.Stderr, "handler:", err)
 		os.Exit(1)

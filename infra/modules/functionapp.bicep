@@ -138,6 +138,8 @@ resource settings 'Microsoft.Web/sites/config@2024-04-01' = {
     KARPFUNC_LOG_LEVEL: 'INFO'
     KARPFUNC_REGISTRATION_TTL: '15m'
     KARPFUNC_GC_GRACE_PERIOD: '2m'
+    // Spot notice assumed when a PreemptionScheduled message has no readable deadline.
+    KARPFUNC_SPOT_NOTICE: '30s'
   }
 }
 

@@ -29,6 +29,7 @@ type vmState struct {
 	deleteOp *operation
 	booted   bool
 	nicKeys  []string
+	eviction *eviction // a spot eviction under way
 }
 
 func (v *vmState) name() string { return deref(v.vm.Name) }

@@ -17,6 +17,7 @@ import (
 	"math/big"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -32,6 +33,8 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/karpfunc/karpfunc/pkg/azure"
+	"github.com/karpfunc/karpfunc/pkg/bus"
+	"github.com/karpfunc/karpfunc/pkg/interruption"
 )
 
 const (
@@ -510,40 +513,121 @@ func TestProvisionRefusesWhatTheKubeletWould(t *testing.T) {
 	}
 }
 
+// capture is a bus.Publisher that keeps what it is given.
+type capture struct {
+	mu   sync.Mutex
+	msgs map[string][]bus.Message
+}
+
+func (c *capture) Publish(_ context.Context, queue string, msgs ...bus.Message) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.msgs == nil {
+		c.msgs = map[string][]bus.Message{}
+	}
+	c.msgs[queue] = append(c.msgs[queue], msgs...)
+	return nil
+}
+
+func (c *capture) Close(context.Context) error { return nil }
+
+func (c *capture) get(queue string) []bus.Message {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]bus.Message(nil), c.msgs[queue]...)
+}
+
 func TestEvict(t *testing.T) {
-	var evicted []string
-	s := start(t, Options{OpDelay: time.Millisecond, OnEviction: func(id string) { evicted = append(evicted, id) }})
-	vms, nics := clients(t, s)
-	ctx := context.Background()
-	np, _ := nics.BeginCreateOrUpdate(ctx, rg, "n", nicBody(), nil)
-	if _, err := np.PollUntilDone(ctx, nil); err != nil {
-		t.Fatal(err)
-	}
-	body := vmBody(azure.NICResourceID(sub, rg, "n"), "")
-	body.Properties.NetworkProfile.NetworkInterfaces[0].Properties = &armcompute.NetworkInterfaceReferenceProperties{DeleteOption: ptr(armcompute.DeleteOptionsDelete)}
-	vp, err := vms.BeginCreateOrUpdate(ctx, rg, "vm-1", body, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := vp.PollUntilDone(ctx, nil); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Evict("vm-1"); err == nil || !strings.Contains(err.Error(), "not a spot VM") {
-		t.Fatalf("evicting on-demand VM: %v", err)
-	}
-	s.mu.Lock()
-	s.vms[resourceKey(sub, rg, "vm-1")].vm.Properties.Priority = ptr(armcompute.VirtualMachinePriorityTypesSpot)
-	s.mu.Unlock()
-	if err := s.Evict("vm-1"); err != nil {
-		t.Fatal(err)
-	}
-	if len(s.VMs()) != 0 || len(s.NICs()) != 0 {
-		t.Errorf("after eviction: %d VMs, %d NICs (NIC has deleteOption Delete)", len(s.VMs()), len(s.NICs()))
-	}
-	if len(evicted) != 1 || evicted[0] != azure.VMResourceID(sub, rg, "vm-1") || s.Counters().Evictions != 1 {
-		t.Errorf("evictions reported: %v", evicted)
-	}
-	if err := s.Evict("vm-1"); err == nil {
-		t.Error("evicting a missing VM succeeded")
+	for _, schema := range []string{SchemaEventGrid, SchemaCloudEvents} {
+		t.Run(schema, func(t *testing.T) {
+			clk := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+			var mu sync.Mutex
+			var evicted []string
+			eg := &capture{}
+			s := start(t, Options{OpDelay: time.Millisecond, Clock: clk, EvictionNotice: 15 * time.Second,
+				EventGrid:  EventGrid{Publisher: eg, Queue: "interruption", Schema: schema},
+				OnEviction: func(id string) { mu.Lock(); evicted = append(evicted, id); mu.Unlock() }})
+			vms, nics := clients(t, s)
+			ctx := context.Background()
+			np, _ := nics.BeginCreateOrUpdate(ctx, rg, "n", nicBody(), nil)
+			clk.Step(time.Second)
+			if _, err := np.PollUntilDone(ctx, nil); err != nil {
+				t.Fatal(err)
+			}
+			body := vmBody(azure.NICResourceID(sub, rg, "n"), "")
+			body.Properties.NetworkProfile.NetworkInterfaces[0].Properties = &armcompute.NetworkInterfaceReferenceProperties{DeleteOption: ptr(armcompute.DeleteOptionsDelete)}
+			vp, err := vms.BeginCreateOrUpdate(ctx, rg, "vm-1", body, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			clk.Step(time.Second)
+			if _, err := vp.PollUntilDone(ctx, nil); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Evict("vm-1"); err == nil || !strings.Contains(err.Error(), "not a spot VM") {
+				t.Fatalf("evicting on-demand VM: %v", err)
+			}
+			s.mu.Lock()
+			s.vms[resourceKey(sub, rg, "vm-1")].vm.Properties.Priority = ptr(armcompute.VirtualMachinePriorityTypesSpot)
+			s.mu.Unlock()
+			if err := s.Evict("vm-1"); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Evict("vm-1"); err == nil || !strings.Contains(err.Error(), "already being evicted") {
+				t.Errorf("second eviction of the same VM: %v", err)
+			}
+			clk.Step(14 * time.Second)
+			if len(s.VMs()) != 1 {
+				t.Fatal("the VM went before its notice ran out")
+			}
+			clk.Step(time.Second)
+			if len(s.VMs()) != 0 || len(s.NICs()) != 0 {
+				t.Errorf("after eviction: %d VMs, %d NICs (NIC has deleteOption Delete)", len(s.VMs()), len(s.NICs()))
+			}
+			var msgs []bus.Message
+			for deadline := time.Now().Add(5 * time.Second); len(msgs) == 0 && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+				msgs = eg.get("interruption")
+			}
+			if len(msgs) != 1 {
+				t.Fatalf("Event Grid delivered %d messages; want 1", len(msgs))
+			}
+			m := msgs[0]
+			vmID := azure.VMResourceID(sub, rg, "vm-1")
+			if m.ApplicationProperties["aeg-event-type"] != "Notification" || m.ApplicationProperties["aeg-output-event-id"] != m.ID ||
+				m.ApplicationProperties["aeg-subscription-name"] != "KARPFUNC-INTERRUPTION" || m.ApplicationProperties["aeg-delivery-count"] != "0" {
+				t.Errorf("application properties = %v", m.ApplicationProperties)
+			}
+			var doc map[string]any
+			if err := json.Unmarshal(m.Body, &doc); err != nil {
+				t.Fatal(err)
+			}
+			typeKey := "eventType"
+			if schema == SchemaCloudEvents {
+				typeKey = "type"
+				if doc["specversion"] != "1.0" {
+					t.Errorf("CloudEvent specversion = %v", doc["specversion"])
+				}
+			}
+			if doc[typeKey] != "Microsoft.ResourceNotifications.HealthResources.ResourceAnnotated" || doc["subject"] != vmID {
+				t.Errorf("body = %s", m.Body)
+			}
+			props := doc["data"].(map[string]any)["resourceInfo"].(map[string]any)["properties"].(map[string]any)
+			if props["annotationName"] != "VirtualMachinePreempted" || props["targetResourceId"] != vmID {
+				t.Errorf("annotation = %v", props)
+			}
+			// What Azure's stand-in sends, karpfunc's parser reads.
+			sig, err := interruption.ParseEventGrid(m.Body, m.ApplicationProperties)
+			if err != nil || sig.ProviderID != "azure://"+vmID || sig.Schema != schema || !sig.Gone {
+				t.Errorf("parsed = %+v, %v", sig, err)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if len(evicted) != 1 || evicted[0] != vmID || s.Counters().Evictions != 1 || s.Counters().Preempted != 1 {
+				t.Errorf("evictions reported: %v", evicted)
+			}
+			if err := s.Evict("vm-1"); err == nil {
+				t.Error("evicting a missing VM succeeded")
+			}
+		})
 	}
 }

@@ -79,9 +79,16 @@ type Options struct {
 	Faults []Rule
 	// Injector, when set, is consulted before the Rules.
 	Injector Injector
-	// OnEviction is called after Evict removed a spot VM, with the VM's
-	// resource ID, so a test harness can emit the Event Grid event.
+	// OnEviction is called after a spot eviction removed a VM and its
+	// Node, with the VM's resource ID.
 	OnEviction func(vmResourceID string)
+	// EvictionNotice is the time between a spot eviction's node condition
+	// and the VM's removal (default DefaultEvictionNotice, 30 s; negative:
+	// none).
+	EvictionNotice time.Duration
+	// EventGrid delivers VirtualMachinePreempted annotations (see
+	// eviction.go); also settable with SetEventGrid.
+	EventGrid EventGrid
 }
 
 // Counters count what the emulator did, for tests.
@@ -90,7 +97,10 @@ type Counters struct {
 	NICCreates, NICDeletes int
 	NodesCreated           int
 	NodesDeleted           int
-	Evictions              int
+	// Evictions counts spot evictions started (notices given); Preempted
+	// the VMs still there when their notice ran out, which the platform
+	// removed (karpfunc deletes an interrupted VM itself once drained).
+	Evictions, Preempted int
 	// Requests counts every request by operation, faulted ones included.
 	Requests map[Operation]int
 }
@@ -119,6 +129,7 @@ type Server struct {
 	// bootErrors says why a booted VM's node image could not start a
 	// kubelet, by VM name.
 	bootErrors map[string]string
+	eventGrid  EventGrid
 
 	nodes  *nodeWorker
 	cancel context.CancelFunc
@@ -150,6 +161,7 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 		bootErrors: map[string]string{},
 		token:      "emulator-" + randHex(8),
 		nextIP:     4, // Azure reserves .0-.3 of every subnet
+		eventGrid:  opts.EventGrid,
 	}
 	s.counters.Requests = map[Operation]int{}
 

@@ -41,6 +41,10 @@ func (s *Server) settleLocked() {
 			}
 			continue
 		}
+		if v.eviction != nil && !now.Before(v.eviction.at) {
+			s.evictLocked(key, v)
+			continue
+		}
 		state := "Creating"
 		if !now.Before(v.readyAt) {
 			state = "Succeeded"
@@ -249,37 +253,6 @@ func (s *Server) nodeResources(sku string, maxPods int32) (corev1.ResourceList, 
 		return list, list.DeepCopy(), a, nil
 	}
 	return nil, nil, "", fmt.Errorf("no resources known for VM size %q (no NodeResources answer, no SKU capabilities)", sku)
-}
-
-// Evict removes a spot VM at once, as Azure does with eviction policy
-// Delete, and reports it through Options.OnEviction.
-func (s *Server) Evict(name string) error {
-	s.mu.Lock()
-	s.settleLocked()
-	var key string
-	var v *vmState
-	for k, cand := range s.vms {
-		if strings.EqualFold(cand.name(), name) {
-			key, v = k, cand
-			break
-		}
-	}
-	if v == nil {
-		s.mu.Unlock()
-		return fmt.Errorf("armemulator: no VM %q", name)
-	}
-	if deref(v.vm.Properties.Priority) != armcompute.VirtualMachinePriorityTypesSpot {
-		s.mu.Unlock()
-		return fmt.Errorf("armemulator: VM %q is not a spot VM", name)
-	}
-	id := deref(v.vm.ID)
-	s.removeVMLocked(key, v)
-	s.counters.Evictions++
-	s.mu.Unlock()
-	if s.opts.OnEviction != nil {
-		s.opts.OnEviction(id)
-	}
-	return nil
 }
 
 // VMs returns a snapshot of the VMs, sorted by name, as stored (including

@@ -53,6 +53,11 @@ type Options struct {
 	RetryDelay       time.Duration
 	// BatchIdle and BatchMax are the relay's batch windows (defaults 1s, 10s).
 	BatchIdle, BatchMax time.Duration
+	// EvictionNotice is the ARM emulator's spot-eviction notice (default
+	// 30 s, Azure's); EventGridSchema the schema its Event Grid deliveries
+	// to the interruption queue use (default EventGridSchema).
+	EvictionNotice  time.Duration
+	EventGridSchema string
 	// Log receives every process's output (default: a file in the work dir).
 	Log io.Writer
 	// Progress receives one line per start step (nil: none).
@@ -182,7 +187,7 @@ func Start(ctx context.Context, opts Options) (env *Env, err error) {
 	}
 	cat := env.Catalog
 	env.ARM, err = armemulator.Start(ctx, armemulator.Options{
-		SubscriptionIDs: []string{SubscriptionID}, OpDelay: opts.OpDelay, BootDelay: opts.BootDelay,
+		SubscriptionIDs: []string{SubscriptionID}, OpDelay: opts.OpDelay, BootDelay: opts.BootDelay, EvictionNotice: opts.EvictionNotice,
 		SKUs: ResourceSKUs(cat), Subnets: []string{SubnetID()},
 		Kube: env.ControlPlane.RESTConfig(),
 		// The VNet resolves the API server's FQDN to the local API server.
@@ -245,6 +250,10 @@ func Start(ctx context.Context, opts Options) (env *Env, err error) {
 		return env, fmt.Errorf("starting the local Functions host: %w", err)
 	}
 	env.stops = append(env.stops, func() error { env.Host.Stop(); return nil })
+	// Event Grid's system topic subscription: preemption annotations go to
+	// the interruption queue, as infra/ deploys it.
+	env.ARM.SetEventGrid(armemulator.EventGrid{Publisher: env.Host.Bus(), Queue: bus.QueueInterruption,
+		Schema: opts.EventGridSchema, Subscription: "karpfunc-interruption"})
 	step("Functions host serving %d functions, bus at %s", len(env.Host.Functions()), env.Host.BusURL())
 
 	// The relay runs as the chart's ServiceAccount, with the chart's

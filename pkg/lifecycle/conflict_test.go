@@ -307,6 +307,9 @@ func TestDrainRetryDelay(t *testing.T) {
 		{name: "Retry-After above the ceiling", err: &lifecycle.DrainPendingError{Node: "n", Remaining: 1, Blocked: 1, RetryAfter: time.Hour}, want: lifecycle.MaxDrainRetry},
 		{name: "wrapped DrainPendingError", err: fmt.Errorf("terminating: %w", &lifecycle.DrainPendingError{Node: "n", Remaining: 1, Blocked: 1, RetryAfter: 30 * time.Second}), want: 30 * time.Second},
 		{name: "an EvictionBlockedError on its own", err: lifecycle.NewEvictionBlockedError("default", "p", "budget", 5*time.Second), want: 5 * time.Second},
+		{name: "interrupted: the deadline's force window comes first", err: &lifecycle.DrainPendingError{Node: "n", Remaining: 1, Blocked: 1, RetryAfter: 10 * time.Second, Interrupted: true, ForceIn: 3 * time.Second}, want: 3 * time.Second},
+		{name: "interrupted: force window far off, Retry-After first", err: &lifecycle.DrainPendingError{Node: "n", Remaining: 1, Blocked: 1, RetryAfter: 4 * time.Second, Interrupted: true, ForceIn: 20 * time.Second}, want: 4 * time.Second},
+		{name: "interrupted: past the force window, the floor", err: &lifecycle.DrainPendingError{Node: "n", Remaining: 1, Interrupted: true}, want: lifecycle.MinDrainRetry},
 		{name: "an unrelated error", err: errors.New("boom"), want: fallback},
 		{name: "no error", err: nil, want: fallback},
 	} {

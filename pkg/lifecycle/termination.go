@@ -36,6 +36,12 @@ type DrainPendingError struct {
 	// RetryAfter is the shortest Retry-After the API server suggested for
 	// those refusals (EvictionBlockedError.RetryAfter); 0 if it gave none.
 	RetryAfter time.Duration
+	// ForceIn, for an interrupted NodeClaim, is the time left until the
+	// deadline overrides PodDisruptionBudgets (InterruptionForceWindow
+	// before it); the next pass must not come later.
+	ForceIn time.Duration
+	// Interrupted: the NodeClaim drains against a spot interruption deadline.
+	Interrupted bool
 }
 
 func (e *DrainPendingError) Error() string {
@@ -107,9 +113,24 @@ func (c *Controller) Terminate(ctx context.Context, name string) (TerminateResul
 		t := nc.DeletionTimestamp.Add(nc.Spec.TerminationGracePeriod.Duration)
 		expire = &t
 	}
+	// A spot interruption's deadline is harder than any grace period: the
+	// VM goes then whatever is still on it.
+	deadline, interrupted := InterruptionDeadline(nc)
+	if interrupted && (expire == nil || deadline.Before(*expire)) {
+		expire = &deadline
+	}
 	node, err := c.nodeFor(ctx, nc)
 	if err != nil {
 		return res, err
+	}
+	if node == nil && interrupted && nc.Status.NodeName != "" {
+		// The VM and its Node are gone already: nothing drains; the pods
+		// bound to it go now so they are recreated elsewhere.
+		n, err := c.forceDeleteOrphans(ctx, nc.Status.NodeName)
+		res.Deleted += n
+		if err != nil {
+			return res, err
+		}
 	}
 	if node != nil {
 		if node, err = c.taintDisrupted(ctx, node); err != nil {
@@ -119,13 +140,18 @@ func (c *Controller) Terminate(ctx context.Context, name string) (TerminateResul
 			res.GracePeriodExpired = true
 			c.log.Warn("terminationGracePeriod ran out; deleting the instance with pods still on it", "nodeclaim", nc.Name, "node", node.Name)
 		} else {
-			d, err := c.drain(ctx, node, expire)
+			d, err := c.drain(ctx, node, expire, interrupted)
 			res.Evicted, res.Deleted, res.Blocked = d.evicted, d.deleted, d.blocked
 			if err != nil {
 				return res, err
 			}
 			if d.remaining > 0 {
-				return res, &DrainPendingError{Node: node.Name, Remaining: d.remaining, Blocked: d.blocked, RetryAfter: d.retryAfter}
+				pending := &DrainPendingError{Node: node.Name, Remaining: d.remaining, Blocked: d.blocked, RetryAfter: d.retryAfter}
+				if interrupted {
+					pending.Interrupted = true
+					pending.ForceIn = max(expire.Add(-InterruptionForceWindow).Sub(c.clock.Now()), 0)
+				}
+				return res, pending
 			}
 		}
 	}
@@ -135,6 +161,13 @@ func (c *Controller) Terminate(ctx context.Context, name string) (TerminateResul
 	if node != nil {
 		if err := c.kube.Delete(ctx, node); client.IgnoreNotFound(err) != nil {
 			return res, fmt.Errorf("deleting node %s: %w", node.Name, err)
+		}
+		if interrupted && res.GracePeriodExpired {
+			n, err := c.forceDeleteOrphans(ctx, node.Name)
+			res.Deleted += n
+			if err != nil {
+				return res, err
+			}
 		}
 	}
 	// The finalizer goes with an optimistic lock, so a finalizer another
@@ -206,19 +239,23 @@ const (
 // MaxDrainRetry]; fallback (the controller's DrainRetry) when err carries
 // no suggestion, e.g. pods that are only still terminating.
 func DrainRetryDelay(err error, fallback time.Duration) time.Duration {
-	var suggested time.Duration
+	var suggested, forceIn time.Duration
 	var pending *DrainPendingError
 	var blocked *EvictionBlockedError
 	switch {
 	case errors.As(err, &pending):
-		suggested = pending.RetryAfter
+		suggested, forceIn = pending.RetryAfter, pending.ForceIn
 	case errors.As(err, &blocked):
 		suggested = blocked.RetryAfter
 	}
-	if suggested <= 0 {
-		return fallback
+	d := fallback
+	if suggested > 0 {
+		d = min(max(suggested, MinDrainRetry), MaxDrainRetry)
 	}
-	return min(max(suggested, MinDrainRetry), MaxDrainRetry)
+	if pending != nil && pending.Interrupted {
+		d = min(d, max(forceIn, MinDrainRetry))
+	}
+	return d
 }
 
 func (c *Controller) nodeFor(ctx context.Context, nc *karpv1.NodeClaim) (*corev1.Node, error) {
@@ -280,7 +317,15 @@ type drainResult struct {
 // priority group is evicted. remaining counts every pod still waiting to
 // leave; a 429 from the Eviction API (a PodDisruptionBudget said no) leaves
 // the pod remaining and counts it blocked.
-func (c *Controller) drain(ctx context.Context, node *corev1.Node, expire *time.Time) (drainResult, error) {
+//
+// interrupted (a spot interruption's deadline is expire) changes three
+// things: every pod is evicted at once, all priority groups together (the
+// notice is too short for one group after another); each eviction carries
+// the pod's grace period capped to the time left (DeleteOptions on the
+// Eviction); and PodDisruptionBudgets are honoured until
+// InterruptionForceWindow before the deadline, then the pods still there
+// are deleted.
+func (c *Controller) drain(ctx context.Context, node *corev1.Node, expire *time.Time, interrupted bool) (drainResult, error) {
 	var d drainResult
 	if c.evict == nil {
 		return d, errors.New("draining node " + node.Name + ": the lifecycle controller has no Evictor (lifecycle.Options.Evictor, built by lifecycle.NewEvictor)")
@@ -300,10 +345,15 @@ func (c *Controller) drain(ctx context.Context, node *corev1.Node, expire *time.
 	d.remaining = len(waiting)
 	if expire != nil {
 		for _, pod := range waiting {
-			if pod.DeletionTimestamp != nil || pod.Spec.TerminationGracePeriodSeconds == nil {
+			if pod.DeletionTimestamp != nil || (pod.Spec.TerminationGracePeriodSeconds == nil && !interrupted) {
 				continue
 			}
-			deleteAt := expire.Add(-time.Duration(*pod.Spec.TerminationGracePeriodSeconds) * time.Second)
+			var deleteAt time.Time
+			if interrupted {
+				deleteAt = expire.Add(-InterruptionForceWindow)
+			} else {
+				deleteAt = expire.Add(-time.Duration(*pod.Spec.TerminationGracePeriodSeconds) * time.Second)
+			}
 			if now.Before(deleteAt) {
 				continue
 			}
@@ -313,12 +363,20 @@ func (c *Controller) drain(ctx context.Context, node *corev1.Node, expire *time.
 			}
 			d.deleted++
 			pod.DeletionTimestamp = &metav1.Time{Time: now}
-			c.podEvent(ctx, pod, corev1.EventTypeWarning, events.ReasonDisrupted,
-				fmt.Sprintf("Deleting the pod to accommodate the terminationTime %s of the node; the pod was granted %ds of grace-period of its %ds terminationGracePeriodSeconds. This bypasses the PDB of the pod and the do-not-disrupt annotation.",
-					expire.UTC().Format(time.RFC3339), grace, *pod.Spec.TerminationGracePeriodSeconds))
+			msg := fmt.Sprintf("Deleting the pod to accommodate the terminationTime %s of the node; the pod was granted %ds of grace-period. This bypasses the PDB of the pod and the do-not-disrupt annotation.",
+				expire.UTC().Format(time.RFC3339), grace)
+			if interrupted {
+				msg = fmt.Sprintf("Deleting the pod: the spot VM under node %s is preempted at %s; the pod was granted %ds of grace-period. This bypasses the PDB of the pod and the do-not-disrupt annotation.",
+					node.Name, expire.UTC().Format(time.RFC3339), grace)
+			}
+			c.podEvent(ctx, pod, corev1.EventTypeWarning, events.ReasonDisrupted, msg)
 		}
 	}
-	for _, group := range groupByPriority(waiting) {
+	groups := groupByPriority(waiting)
+	if interrupted {
+		groups = [][]*corev1.Pod{waiting}
+	}
+	for _, group := range groups {
 		if len(group) == 0 {
 			continue
 		}
@@ -327,6 +385,10 @@ func (c *Controller) drain(ctx context.Context, node *corev1.Node, expire *time.
 				continue // already leaving
 			}
 			ev := &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Name: pod.Name, Namespace: pod.Namespace}}
+			if interrupted {
+				g := interruptionEviction(pod, expire.Sub(now))
+				ev.DeleteOptions = &metav1.DeleteOptions{GracePeriodSeconds: &g}
+			}
 			var blocked *EvictionBlockedError
 			switch err := c.evict(ctx, ev); {
 			case err == nil:

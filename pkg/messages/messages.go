@@ -27,6 +27,9 @@ const (
 	// TypeNodeClaimLiveness is a scheduled check that a launched NodeClaim
 	// registered in time.
 	TypeNodeClaimLiveness = "com.karpfunc.nodeclaim.liveness.v1"
+	// TypeInterruption reports a node whose VM Azure is about to preempt
+	// (its PreemptionScheduled condition turned True).
+	TypeInterruption = "com.karpfunc.interruption.v1"
 )
 
 // CloudEvent is a CloudEvents 1.0 event in structured JSON mode.
@@ -70,6 +73,19 @@ type NodeClaim struct {
 	Cluster string `json:"cluster"`
 	Name    string `json:"name"`
 	UID     string `json:"uid,omitempty"`
+}
+
+// Interruption is the data of TypeInterruption: the node and its
+// PreemptionScheduled condition as the relay saw it. The Interruption
+// function re-reads the Node when it still exists.
+type Interruption struct {
+	Cluster    string    `json:"cluster"`
+	Node       string    `json:"node"`
+	UID        string    `json:"uid,omitempty"`
+	ProviderID string    `json:"providerID,omitempty"`
+	Reason     string    `json:"reason,omitempty"`
+	Message    string    `json:"message,omitempty"`
+	Since      time.Time `json:"since,omitzero"`
 }
 
 // New builds a CloudEvent of type typ carrying data.

@@ -168,6 +168,7 @@ func (p *Provisioner) Provision(ctx context.Context) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
+	evacuate(ctx, snap, p.clock.Now()) // Evacuate's nodes; a no-op for an ordinary pass
 	unavailable, err := p.loadUnavailable(ctx)
 	if err != nil {
 		return Result{}, err

@@ -34,6 +34,11 @@ func NodeClaim(typ, cluster, name, uid, id string, at time.Time) (bus.Message, e
 // (duplicate detection).
 func LivenessID(uid string) string { return "nodeclaim/" + uid + "/liveness" }
 
+// DeletingID is the MessageId of the "NodeClaim is being deleted" trigger
+// for the NodeClaim with uid: the relay and the Functions use the same one,
+// so the two copies collapse into one Terminate chain.
+func DeletingID(uid string) string { return "nodeclaim/" + uid + "/deleting" }
+
 // RetryID is a MessageId for a retry that must not be deduplicated against
 // the original message: the original id plus the time the retry is due.
 func RetryID(base string, at time.Time) string {

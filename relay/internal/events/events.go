@@ -19,6 +19,7 @@ import (
 
 	"github.com/karpfunc/karpfunc/pkg/bus"
 	"github.com/karpfunc/karpfunc/pkg/messages"
+	"github.com/karpfunc/karpfunc/pkg/triggers"
 )
 
 // MaxPodsPerMessage bounds a provision event: an ObjectRef is ~150 bytes of
@@ -148,8 +149,44 @@ func (b Builder) NodeClaimDeleting(nc metav1.Object, now time.Time) (bus.Message
 	if nc.GetDeletionTimestamp() == nil {
 		return bus.Message{}, fmt.Errorf("events: nodeclaim %s is not being deleted", nc.GetName())
 	}
-	return b.message(bus.QueueLifecycle, "nodeclaim/"+string(nc.GetUID())+"/deleting", "", messages.TypeNodeClaimDeleting,
+	return b.message(bus.QueueLifecycle, triggers.DeletingID(string(nc.GetUID())), "", messages.TypeNodeClaimDeleting,
 		nc.GetName(), now, messages.NodeClaim{Cluster: b.Cluster, Name: nc.GetName(), UID: string(nc.GetUID())})
+}
+
+// PreemptionScheduled is the node condition AKS's node-problem-detector sets
+// when the VM's Scheduled Events announce a spot preemption.
+const PreemptionScheduled corev1.NodeConditionType = "PreemptionScheduled"
+
+// Preemption returns the node's PreemptionScheduled condition when it is
+// True.
+func Preemption(n *corev1.Node) (corev1.NodeCondition, bool) {
+	for _, c := range n.Status.Conditions {
+		if c.Type == PreemptionScheduled {
+			return c, c.Status == corev1.ConditionTrue
+		}
+	}
+	return corev1.NodeCondition{}, false
+}
+
+// Interruption builds the event for a node whose PreemptionScheduled
+// condition is True, for the interruption queue. Its ID is
+// node/<uid>/preemption/<transition time>/<message hash>: one message per
+// notice however often the relay sees it (re-lists, heartbeats), a new one
+// for a later or changed notice on the same node.
+func (b Builder) Interruption(n *corev1.Node, now time.Time) (bus.Message, error) {
+	if n.UID == "" || n.Name == "" {
+		return bus.Message{}, fmt.Errorf("events: node %q (uid %q) lacks a name or UID", n.Name, n.UID)
+	}
+	c, ok := Preemption(n)
+	if !ok {
+		return bus.Message{}, fmt.Errorf("events: node %s has no PreemptionScheduled=True condition", n.Name)
+	}
+	sum := sha256.Sum256([]byte(c.Message))
+	id := fmt.Sprintf("node/%s/preemption/%d/%s", n.UID, c.LastTransitionTime.Unix(), hex.EncodeToString(sum[:])[:8])
+	return b.message(bus.QueueInterruption, id, "", messages.TypeInterruption, n.Name, now, messages.Interruption{
+		Cluster: b.Cluster, Node: n.Name, UID: string(n.UID), ProviderID: n.Spec.ProviderID,
+		Reason: c.Reason, Message: c.Message, Since: c.LastTransitionTime.UTC(),
+	})
 }
 
 func (b Builder) message(queue, id, session, typ, subject string, now time.Time, data any) (bus.Message, error) {

@@ -192,6 +192,38 @@ func TestNode(t *testing.T) {
 	}
 }
 
+func TestInterruption(t *testing.T) {
+	b := Builder{Cluster: "c1"}
+	at := metav1.NewTime(now)
+	withCond := func(status corev1.ConditionStatus, msg string) *corev1.Node {
+		n := node(nil, time.Time{})
+		n.Status.Conditions = append(n.Status.Conditions, corev1.NodeCondition{Type: PreemptionScheduled, Status: status,
+			Reason: "SpotEvictionIncoming", Message: msg, LastTransitionTime: at})
+		return n
+	}
+	const msg = "Preempt Scheduled: Tue, 01 Dec 2026 10:00:30 GMT."
+	m, err := b.Interruption(withCond(corev1.ConditionTrue, msg), now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(m.ID, fmt.Sprintf("node/u1/preemption/%d/", now.Unix())) || m.SessionID != "" {
+		t.Errorf("id %q session %q", m.ID, m.SessionID)
+	}
+	again, _ := b.Interruption(withCond(corev1.ConditionTrue, msg), now.Add(time.Minute))
+	other, _ := b.Interruption(withCond(corev1.ConditionTrue, "Preempt Started."), now)
+	if again.ID != m.ID || other.ID == m.ID {
+		t.Errorf("ids: same notice %q vs %q, changed notice %q", m.ID, again.ID, other.ID)
+	}
+	got := decode[messages.Interruption](t, m, messages.TypeInterruption)
+	want := messages.Interruption{Cluster: "c1", Node: "n1", UID: "u1", ProviderID: "azure:///x", Reason: "SpotEvictionIncoming", Message: msg, Since: now.UTC()}
+	if got != want {
+		t.Errorf("data %+v; want %+v", got, want)
+	}
+	if _, err := b.Interruption(withCond(corev1.ConditionFalse, ""), now); err == nil {
+		t.Error("an event for PreemptionScheduled=False")
+	}
+}
+
 func TestNodeClaimDeleting(t *testing.T) {
 	b := Builder{Cluster: "c1"}
 	ts := metav1.NewTime(now)

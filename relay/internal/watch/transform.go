@@ -3,6 +3,8 @@ package watch
 import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/karpfunc/karpfunc/relay/internal/events"
 )
 
 // The transforms shrink what the informers keep in memory to what the relay
@@ -32,7 +34,8 @@ func TransformPod(obj any) (any, error) {
 	return out, nil
 }
 
-// TransformNode keeps a node's identity, providerID and Ready condition.
+// TransformNode keeps a node's identity, providerID, and its Ready and
+// PreemptionScheduled conditions.
 func TransformNode(obj any) (any, error) {
 	node, ok := obj.(*corev1.Node)
 	if !ok {
@@ -44,7 +47,7 @@ func TransformNode(obj any) (any, error) {
 		Spec:       corev1.NodeSpec{ProviderID: node.Spec.ProviderID},
 	}
 	for _, c := range node.Status.Conditions {
-		if c.Type == corev1.NodeReady {
+		if c.Type == corev1.NodeReady || c.Type == events.PreemptionScheduled {
 			out.Status.Conditions = append(out.Status.Conditions, c)
 		}
 	}

@@ -47,6 +47,8 @@ func TestTransforms(t *testing.T) {
 	slim := metav1.ObjectMeta{Name: "x", Namespace: "ns", UID: "u", ResourceVersion: "7", Generation: 2, CreationTimestamp: ts, DeletionTimestamp: &ts}
 	sched := corev1.PodCondition{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable, Message: "0/3 nodes"}
 	ready := corev1.NodeCondition{Type: corev1.NodeReady, Status: corev1.ConditionTrue, LastTransitionTime: ts}
+	preempt := corev1.NodeCondition{Type: "PreemptionScheduled", Status: corev1.ConditionTrue, Reason: "SpotEvictionIncoming",
+		Message: "Preempt Scheduled: Tue, 01 Dec 2026 10:00:30 GMT.", LastTransitionTime: ts}
 	tombstone := cache.DeletedFinalStateUnknown{Key: "ns/x", Obj: &corev1.Pod{}}
 
 	tests := []struct {
@@ -63,9 +65,9 @@ func TestTransforms(t *testing.T) {
 				Status: corev1.PodStatus{Phase: corev1.PodPending, Conditions: []corev1.PodCondition{sched}}}},
 		{name: "node", tf: TransformNode,
 			in: &corev1.Node{ObjectMeta: fullMeta, Spec: corev1.NodeSpec{ProviderID: "azure:///vm", PodCIDR: "10.0.0.0/24"},
-				Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{{Type: corev1.NodeDiskPressure}, ready}, Images: []corev1.ContainerImage{{Names: []string{"i"}}}}},
+				Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{{Type: corev1.NodeDiskPressure}, ready, preempt}, Images: []corev1.ContainerImage{{Names: []string{"i"}}}}},
 			want: &corev1.Node{ObjectMeta: slim, Spec: corev1.NodeSpec{ProviderID: "azure:///vm"},
-				Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{ready}}}},
+				Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{ready, preempt}}}},
 		{name: "metadata", tf: TransformMetadata,
 			in: &metav1.PartialObjectMetadata{ObjectMeta: fullMeta},
 			want: &metav1.PartialObjectMetadata{ObjectMeta: func() metav1.ObjectMeta {

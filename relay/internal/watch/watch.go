@@ -294,11 +294,27 @@ func (r *relay) resync() {
 func (r *relay) onNodeAdd(obj any) {
 	if n, ok := obj.(*corev1.Node); ok {
 		r.emitNode(n)
+		if _, preempt := events.Preemption(n); preempt {
+			r.emitInterruption(n)
+		}
 	}
 }
 
-// onNodeUpdate reports Ready transitions only: a status heartbeat that
-// changes nothing the Functions act on is not an event.
+// emitInterruption publishes a spot preemption notice at once, not batched:
+// the node has seconds left.
+func (r *relay) emitInterruption(n *corev1.Node) {
+	m, err := r.events.Interruption(n, r.opts.Clock.Now())
+	if err != nil {
+		r.log.Error("interruption event not built", "node", n.Name, "error", err)
+		return
+	}
+	r.log.Info("spot preemption scheduled", "node", n.Name, "id", m.ID)
+	r.send.Send(bus.QueueInterruption, m)
+}
+
+// onNodeUpdate reports Ready transitions and new spot preemption notices
+// only: a status heartbeat that changes nothing the Functions act on is not
+// an event.
 func (r *relay) onNodeUpdate(oldObj, newObj any) {
 	o, ok1 := oldObj.(*corev1.Node)
 	n, ok2 := newObj.(*corev1.Node)
@@ -309,6 +325,11 @@ func (r *relay) onNodeUpdate(oldObj, newObj any) {
 	newReady, newSince := events.NodeReady(n)
 	if oldReady != newReady || !oldSince.Equal(&newSince) {
 		r.emitNode(n)
+	}
+	oldCond, wasPreempt := events.Preemption(o)
+	newCond, preempt := events.Preemption(n)
+	if preempt && (!wasPreempt || !oldCond.LastTransitionTime.Equal(&newCond.LastTransitionTime) || oldCond.Message != newCond.Message) {
+		r.emitInterruption(n)
 	}
 }
 

@@ -1,0 +1,204 @@
+package interruption
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/messaging"
+	"github.com/Azure/azure-sdk-for-go/sdk/messaging/eventgrid/azsystemevents"
+
+	"github.com/karpfunc/karpfunc/pkg/messages"
+)
+
+// Application properties Event Grid sets on every message it delivers to a
+// Service Bus queue.
+const (
+	PropEventType        = "aeg-event-type" // "Notification" for events
+	PropSubscriptionName = "aeg-subscription-name"
+	PropDeliveryCount    = "aeg-delivery-count"
+	PropMetadataVersion  = "aeg-metadata-version"
+	PropDataVersion      = "aeg-data-version"
+	PropOutputEventID    = "aeg-output-event-id"
+)
+
+// AEGNotification is the aeg-event-type of an event (as opposed to a
+// subscription validation handshake, which only webhooks receive).
+const AEGNotification = "Notification"
+
+// Health-resources annotations (ResourceAnnotated, resourceInfo.properties
+// .annotationName; Azure Resource Health's VM annotations).
+const (
+	// AnnotationPreempted: a spot VM was taken back (capacity recall or
+	// price above its max). The only documented annotation that means the
+	// VM itself is gone; the others are reboots, freezes, live migrations,
+	// redeploys and user operations on a VM that stays.
+	AnnotationPreempted = "VirtualMachinePreempted"
+)
+
+// resourceTypeVM is the targetResourceType of a standalone VM; scale-set
+// VMs are not karpfunc's.
+const resourceTypeVM = "Microsoft.Compute/virtualMachines"
+
+// IsEventGrid reports whether body looks like an Event Grid delivery (an
+// Event Grid schema event or a CloudEvent from Azure), as opposed to
+// karpfunc's own relay event, or carries Event Grid's aeg-* properties.
+func IsEventGrid(body []byte, props map[string]any) bool {
+	for k := range props {
+		if strings.HasPrefix(strings.ToLower(k), "aeg-") {
+			return true
+		}
+	}
+	var probe struct {
+		EventType string `json:"eventType"`
+		Type      string `json:"type"`
+	}
+	b := bytes.TrimSpace(body)
+	if len(b) > 0 && b[0] == '[' {
+		return true
+	}
+	if json.Unmarshal(b, &probe) != nil {
+		return false
+	}
+	return probe.EventType != "" || strings.HasPrefix(probe.Type, "Microsoft.")
+}
+
+// ParseEventGrid reads one message Event Grid delivered to the interruption
+// queue, in either delivery schema, with its application properties. It
+// returns a Signal for a VirtualMachinePreempted annotation, an
+// IgnoredError for any other well-formed event, and a messages.InvalidError
+// for a body that cannot be read (dead-lettered with the reason).
+func ParseEventGrid(body []byte, props map[string]any) (Signal, error) {
+	sig := Signal{Source: SourceEventGrid}
+	if t, ok := stringProp(props, PropEventType); ok && t != AEGNotification {
+		return sig, NewIgnoredError("%s is %q, not %q", PropEventType, t, AEGNotification)
+	}
+	if n, ok := stringProp(props, PropDeliveryCount); ok {
+		sig.DeliveryCount, _ = strconv.Atoi(n)
+	}
+	b := bytes.TrimSpace(body)
+	if len(b) > 0 && b[0] == '[' {
+		// Event Grid sends one event per Service Bus message; an array
+		// (the webhook batch form) is read when it holds exactly one.
+		var arr []json.RawMessage
+		if err := json.Unmarshal(b, &arr); err != nil {
+			return sig, messages.NewInvalidError("Event Grid message is not JSON: %v", err)
+		}
+		if len(arr) != 1 {
+			return sig, messages.NewInvalidError("Event Grid message holds %d events; Service Bus deliveries carry exactly one", len(arr))
+		}
+		b = arr[0]
+	}
+	var keys map[string]json.RawMessage
+	if err := json.Unmarshal(b, &keys); err != nil {
+		return sig, messages.NewInvalidError("Event Grid message is not a JSON object: %v", err)
+	}
+	var typ string
+	var data []byte
+	switch {
+	case keys["specversion"] != nil:
+		sig.Schema = SchemaCloudEvents
+		var ce messaging.CloudEvent
+		if err := ce.UnmarshalJSON(b); err != nil {
+			return sig, messages.NewInvalidError("CloudEvent from Event Grid: %v", err)
+		}
+		typ, sig.EventID = ce.Type, ce.ID
+		data, _ = ce.Data.([]byte)
+	case keys["eventType"] != nil:
+		sig.Schema = SchemaEventGrid
+		var ev azsystemevents.EventGridEvent
+		if err := ev.UnmarshalJSON(b); err != nil {
+			return sig, messages.NewInvalidError("Event Grid schema event: %v", err)
+		}
+		typ, sig.EventID = deref(ev.EventType), deref(ev.ID)
+		data, _ = ev.Data.([]byte)
+		if data == nil && keys["data"] != nil {
+			data = keys["data"]
+		}
+	default:
+		return sig, messages.NewInvalidError("message has neither \"specversion\" (CloudEvents 1.0) nor \"eventType\" (Event Grid schema)")
+	}
+	if typ != azsystemevents.TypeResourceNotificationsHealthResourcesAnnotated {
+		return sig, NewIgnoredError("event %s is of type %q; the interruption queue's subscription should deliver only %s",
+			sig.EventID, typ, azsystemevents.TypeResourceNotificationsHealthResourcesAnnotated)
+	}
+	if len(data) == 0 {
+		return sig, messages.NewInvalidError("%s event %s has no data", typ, sig.EventID)
+	}
+	var ann azsystemevents.ResourceNotificationsHealthResourcesAnnotatedEventData
+	if err := ann.UnmarshalJSON(data); err != nil {
+		return sig, messages.NewInvalidError("%s event %s data: %v", typ, sig.EventID, err)
+	}
+	if ann.ResourceDetails == nil || ann.ResourceDetails.Properties == nil {
+		return sig, messages.NewInvalidError("%s event %s has no resourceInfo.properties", typ, sig.EventID)
+	}
+	p := ann.ResourceDetails.Properties
+	name, _ := p["annotationName"].(string)
+	target, _ := p["targetResourceId"].(string)
+	targetType, _ := p["targetResourceType"].(string)
+	if name == "" || target == "" {
+		return sig, messages.NewInvalidError("%s event %s lacks resourceInfo.properties.annotationName or targetResourceId", typ, sig.EventID)
+	}
+	if targetType != "" && !strings.EqualFold(targetType, resourceTypeVM) {
+		return sig, NewIgnoredError("annotation %s is on a %s, not a standalone VM", name, targetType)
+	}
+	if name != AnnotationPreempted {
+		return sig, NewIgnoredError("annotation %s on %s does not mean the VM is going away", name, target)
+	}
+	sig.ProviderID = "azure://" + target
+	sig.Gone = true
+	// After the fact: the deadline is when it happened (the VM is gone).
+	sig.Deadline = parseTime(p["occurredTime"])
+	if sig.Deadline.IsZero() && ann.OperationalDetails != nil && ann.OperationalDetails.ResourceEventTime != nil {
+		sig.Deadline = ann.OperationalDetails.ResourceEventTime.UTC()
+	}
+	if sig.Deadline.IsZero() {
+		sig.DeadlineAssumed = true
+	}
+	reason, _ := p["reason"].(string)
+	sig.Detail = fmt.Sprintf("Azure preempted the spot VM (Event Grid %s, %s)", name, strings.TrimSpace(reason))
+	return sig, nil
+}
+
+func parseTime(v any) time.Time {
+	s, _ := v.(string)
+	if s == "" {
+		return time.Time{}
+	}
+	for _, layout := range []string{time.RFC3339Nano, "2006-01-02T15:04:05.9999999"} {
+		if t, err := time.Parse(layout, s); err == nil {
+			return t.UTC()
+		}
+	}
+	return time.Time{}
+}
+
+// stringProp reads an application property case-insensitively; values
+// may arrive as strings or numbers.
+func stringProp(props map[string]any, key string) (string, bool) {
+	for k, v := range props {
+		if !strings.EqualFold(k, key) {
+			continue
+		}
+		switch x := v.(type) {
+		case string:
+			return x, true
+		case nil:
+			return "", false
+		default:
+			return fmt.Sprint(x), true
+		}
+	}
+	return "", false
+}
+
+func deref[T any](p *T) T {
+	var zero T
+	if p == nil {
+		return zero
+	}
+	return *p
+}
