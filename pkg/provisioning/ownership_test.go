@@ -79,7 +79,7 @@ func TestProvisionLeavesOthersNodeClaims(t *testing.T) {
 	}
 	// A pod that does not fit gets a claim of karpfunc's own, launched and
 	// marked; the foreign one is still not launched.
-	pod("big", "3")
+	pod("big", "3800m") // with small, more than the foreign claim holds
 	if res, err = p.Provision(ctx); err != nil {
 		t.Fatal(err)
 	}
