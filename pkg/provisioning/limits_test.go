@@ -17,10 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
-	"github.com/karpfunc/karpfunc/internal/controlplane"
 	"github.com/karpfunc/karpfunc/internal/testenv"
-	"github.com/karpfunc/karpfunc/pkg/apis/v1beta1"
-	"github.com/karpfunc/karpfunc/pkg/catalog"
 	"github.com/karpfunc/karpfunc/pkg/provisioning"
 )
 
@@ -61,18 +58,9 @@ func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { retu
 // and B acts only after A has finished. B's snapshot is stale; the NodePool's
 // cpu limit must hold anyway.
 func TestLimitsUnderRacingPasses(t *testing.T) {
-	cp := testenv.ControlPlane(t, controlplane.Options{InstallCRDs: true})
-	kube := testenv.Client(t, cp.RESTConfig())
-	testenv.DefaultServiceAccounts(t, kube, "default")
-	_, launcher := testenv.ARM(t)
-	cat, err := catalog.Parse([]byte(limitsCatalog))
-	if err != nil {
-		t.Fatal(err)
-	}
+	w := newWorld(t, limitsCatalog)
+	cp, kube, launcher, cat := w.cp, w.kube, w.launcher, w.cat
 	ctx := context.Background()
-	if err := kube.Create(ctx, &v1beta1.AKSNodeClass{ObjectMeta: metav1.ObjectMeta{Name: "default"}}); err != nil {
-		t.Fatal(err)
-	}
 
 	for i, c := range []struct {
 		name   string
@@ -199,18 +187,9 @@ func listHook(base *rest.Config, hook func(n int)) *rest.Config {
 // limit of 8; with it, the second re-check runs only after the first pass
 // created its claim, sees it, and refuses.
 func TestLimitsReCheckedUnderLease(t *testing.T) {
-	cp := testenv.ControlPlane(t, controlplane.Options{InstallCRDs: true})
-	kube := testenv.Client(t, cp.RESTConfig())
-	testenv.DefaultServiceAccounts(t, kube, "default")
-	_, launcher := testenv.ARM(t)
-	cat, err := catalog.Parse([]byte(limitsCatalog))
-	if err != nil {
-		t.Fatal(err)
-	}
+	w := newWorld(t, limitsCatalog)
+	cp, kube, launcher, cat := w.cp, w.kube, w.launcher, w.cat
 	ctx := context.Background()
-	if err := kube.Create(ctx, &v1beta1.AKSNodeClass{ObjectMeta: metav1.ObjectMeta{Name: "default"}}); err != nil {
-		t.Fatal(err)
-	}
 	np := &karpv1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: "leased"}}
 	np.Spec.Template.Spec.NodeClassRef = &karpv1.NodeClassReference{Group: provisioning.NodeClassGroup, Kind: provisioning.NodeClassKind, Name: "default"}
 	np.Spec.Template.Spec.Requirements = []karpv1.NodeSelectorRequirementWithMinValues{{Key: "pool", Operator: corev1.NodeSelectorOpIn, Values: []string{"leased"}}}

@@ -12,11 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
-	"github.com/karpfunc/karpfunc/internal/controlplane"
-	"github.com/karpfunc/karpfunc/internal/testenv"
-	"github.com/karpfunc/karpfunc/pkg/apis/v1beta1"
 	"github.com/karpfunc/karpfunc/pkg/azure"
-	"github.com/karpfunc/karpfunc/pkg/catalog"
 	"github.com/karpfunc/karpfunc/pkg/ownership"
 	"github.com/karpfunc/karpfunc/pkg/provisioning"
 )
@@ -30,18 +26,9 @@ const ownershipCatalog = `{"region":"eastus","zones":["eastus-1"],"instanceTypes
 // pending pod, but karpfunc never launches it; karpfunc's own claims carry
 // the mark.
 func TestProvisionLeavesOthersNodeClaims(t *testing.T) {
-	cp := testenv.ControlPlane(t, controlplane.Options{InstallCRDs: true})
-	kube := testenv.Client(t, cp.RESTConfig())
-	testenv.DefaultServiceAccounts(t, kube, "default")
-	_, launcher := testenv.ARM(t)
-	cat, err := catalog.Parse([]byte(ownershipCatalog))
-	if err != nil {
-		t.Fatal(err)
-	}
+	w := newWorld(t, ownershipCatalog)
+	kube, launcher, cat := w.kube, w.launcher, w.cat
 	ctx := context.Background()
-	if err := kube.Create(ctx, &v1beta1.AKSNodeClass{ObjectMeta: metav1.ObjectMeta{Name: "default"}}); err != nil {
-		t.Fatal(err)
-	}
 	ref := &karpv1.NodeClassReference{Group: provisioning.NodeClassGroup, Kind: provisioning.NodeClassKind, Name: "default"}
 	np := &karpv1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: "np"}}
 	np.Spec.Template.Spec.NodeClassRef = ref

@@ -12,10 +12,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
-	"github.com/karpfunc/karpfunc/internal/controlplane"
-	"github.com/karpfunc/karpfunc/internal/testenv"
-	"github.com/karpfunc/karpfunc/pkg/apis/v1beta1"
-	"github.com/karpfunc/karpfunc/pkg/catalog"
 	"github.com/karpfunc/karpfunc/pkg/provisioning"
 )
 
@@ -28,18 +24,9 @@ import (
 // pending with "0 on existing capacity, created [], 0 unschedulable" on
 // every pass.
 func TestNoPodStrandedBehindItsOwnClaim(t *testing.T) {
-	cp := testenv.ControlPlane(t, controlplane.Options{InstallCRDs: true})
-	kube := testenv.Client(t, cp.RESTConfig())
-	testenv.DefaultServiceAccounts(t, kube, "default")
-	_, launcher := testenv.ARM(t)
-	cat, err := catalog.Parse([]byte(limitsCatalog))
-	if err != nil {
-		t.Fatal(err)
-	}
+	w := newWorld(t, limitsCatalog)
+	kube, launcher, cat := w.kube, w.launcher, w.cat
 	ctx := context.Background()
-	if err := kube.Create(ctx, &v1beta1.AKSNodeClass{ObjectMeta: metav1.ObjectMeta{Name: "default"}}); err != nil {
-		t.Fatal(err)
-	}
 	prov := provisioning.New(provisioning.Options{Kube: kube, Launcher: launcher, Catalog: cat, ClusterName: "test",
 		Logger: slog.New(slog.DiscardHandler)})
 
