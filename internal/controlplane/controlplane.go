@@ -360,6 +360,14 @@ func Start(ctx context.Context, opts Options) (_ *ControlPlane, err error) {
 			"--manage-nodes-with-annotation-selector="+KwokNodeAnnotation+"="+KwokNodeAnnotationValue,
 			"--cidr="+PodCIDR,
 			"--node-ip=10.240.0.1",
+			// Renew each node's Lease every 10 s, as a kubelet does. Without
+			// this flag kwok holds no Lease and only heartbeats node status
+			// about once a minute, past kube-controller-manager's 50 s
+			// node-monitor-grace-period: every node turns Unknown for a few
+			// seconds each minute, the node lifecycle controller marks its
+			// pods NotReady, and kwok never marks them Ready again — so PDBs
+			// refuse every eviction for good.
+			"--node-lease-duration-seconds=40",
 			"--server-address="+kwokURL,
 		); err != nil {
 			return nil, err

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -217,6 +218,31 @@ func TestControlPlane(t *testing.T) {
 		if nodeReady(n) {
 			t.Fatalf("kwok made node %s Ready without the %s annotation", n.Name, KwokNodeAnnotation)
 		}
+	})
+
+	// A kubelet renews its node's Lease every 10 s; the node lifecycle
+	// controller marks a node Unknown (and its pods NotReady, which PDBs
+	// then count as unhealthy) once neither Lease nor status moved for
+	// its 50 s grace period. kwok must keep up the same heartbeat.
+	t.Run("kwok renews the node's Lease like a kubelet", func(t *testing.T) {
+		var first *metav1.MicroTime
+		eventually(t, cp, 30*time.Second, "node Lease renewed", func(ctx context.Context) error {
+			lease := &coordinationv1.Lease{}
+			if err := kc.Get(ctx, client.ObjectKey{Namespace: corev1.NamespaceNodeLease, Name: node.Name}, lease); err != nil {
+				return fmt.Errorf("node %s has no Lease in %s: %w", node.Name, corev1.NamespaceNodeLease, err)
+			}
+			if lease.Spec.RenewTime == nil || lease.Spec.HolderIdentity == nil {
+				return fmt.Errorf("node Lease %s has no holder or renew time: %+v", lease.Name, lease.Spec)
+			}
+			if first == nil {
+				first = lease.Spec.RenewTime
+				return fmt.Errorf("node Lease %s renewed at %s; waiting for the next renewal", lease.Name, first.Format(time.RFC3339))
+			}
+			if !lease.Spec.RenewTime.After(first.Time) {
+				return fmt.Errorf("node Lease %s not renewed since %s", lease.Name, first.Format(time.RFC3339))
+			}
+			return nil
+		})
 	})
 
 	labels := map[string]string{"app": "web"}

@@ -39,6 +39,21 @@ func LivenessID(uid string) string { return "nodeclaim/" + uid + "/liveness" }
 // so the two copies collapse into one Terminate chain.
 func DeletingID(uid string) string { return "nodeclaim/" + uid + "/deleting" }
 
+// Due is when a retry asked for d after now runs: now+d rounded down to a
+// multiple of d, so never later than asked. Every retry chain of the same
+// period then lands on the same instants, and chains an event started
+// beside an existing one (a Node update during a drain, a second
+// termination) get the same RetryID from their second hop on: duplicate
+// detection collapses them into one, and an idle drain costs one
+// invocation per period, not one per event that ever touched it. A
+// chain's first hop may come early (at most d sooner). d <= 0 means now.
+func Due(now time.Time, d time.Duration) time.Time {
+	if d <= 0 {
+		return now
+	}
+	return now.Add(d).Truncate(d)
+}
+
 // RetryID is a MessageId for a retry that must not be deduplicated against
 // the original message: the original id plus the time the retry is due.
 func RetryID(base string, at time.Time) string {
