@@ -198,7 +198,7 @@ func (c *Controller) scheduleProvision(ctx context.Context, d time.Duration) err
 	if c.pub == nil {
 		return nil
 	}
-	at := c.clock.Now().Add(d)
+	at := triggers.Due(c.clock.Now(), d)
 	m, err := triggers.Provision(c.cluster, triggers.RetryID("provision/"+c.cluster+"/after-termination", at), at)
 	if err != nil {
 		return err
@@ -214,7 +214,7 @@ func (c *Controller) ScheduleTerminate(ctx context.Context, name, uid string, d 
 	if d <= 0 {
 		d = c.drainRetry
 	}
-	at := c.clock.Now().Add(d)
+	at := triggers.Due(c.clock.Now(), d)
 	nc := &karpv1.NodeClaim{}
 	nc.Name, nc.UID = name, types.UID(uid)
 	return at, c.schedule(ctx, messages.TypeNodeClaimDeleting, nc, triggers.RetryID("nodeclaim/"+uid+"/deleting", at), at)

@@ -322,7 +322,7 @@ func (p *Provisioner) scheduleProvision(ctx context.Context, d time.Duration) (t
 	if p.publisher == nil {
 		return time.Time{}, nil
 	}
-	at := p.clock.Now().Add(d)
+	at := triggers.Due(p.clock.Now(), d)
 	m, err := triggers.Provision(p.clusterName, triggers.RetryID("provision/"+p.clusterName, at), at)
 	if err != nil {
 		return time.Time{}, err
