@@ -27,6 +27,9 @@ const (
 	// TypeNodeClaimLiveness is a scheduled check that a launched NodeClaim
 	// registered in time.
 	TypeNodeClaimLiveness = "com.karpfunc.nodeclaim.liveness.v1"
+	// TypeNodeClaimLaunch is a scheduled look at a NodeClaim whose VM is
+	// being created: did the create finish, fail, or is it still running?
+	TypeNodeClaimLaunch = "com.karpfunc.nodeclaim.launch.v1"
 )
 
 // CloudEvent is a CloudEvents 1.0 event in structured JSON mode.
@@ -65,7 +68,8 @@ type Node struct {
 	Ready      bool   `json:"ready"`
 }
 
-// NodeClaim is the data of TypeNodeClaimDeleting and TypeNodeClaimLiveness.
+// NodeClaim is the data of TypeNodeClaimDeleting, TypeNodeClaimLiveness and
+// TypeNodeClaimLaunch.
 type NodeClaim struct {
 	Cluster string `json:"cluster"`
 	Name    string `json:"name"`
