@@ -24,13 +24,13 @@ import (
 // timing out and no message delivered twice.
 func TestLongLaunch(t *testing.T) {
 	const (
-		vmCreate        = 25 * time.Second
-		functionTimeout = 10 * time.Second
+		vmCreate        = 20 * time.Second
+		functionTimeout = 8 * time.Second
 	)
 	env := startEnv(t, localenv.Options{ClusterName: "long", VMCreateDelay: vmCreate, BootDelay: time.Second,
 		MaxDeliveryCount: 3, RetryDelay: 200 * time.Millisecond,
 		HostSettings: map[string]string{
-			funchost.FunctionTimeoutSetting:  "00:00:10",
+			funchost.FunctionTimeoutSetting:  "00:00:08",
 			"KARPFUNC_LAUNCH_CHECK_INTERVAL": "2s",
 		}})
 	ctx := context.Background()

@@ -353,6 +353,29 @@ func (l *launch) mark(ctx context.Context, entries ...offerings.Entry) error {
 // instance type, zone and capacity type, then status providerID, image,
 // capacity, allocatable and Launched=True.
 func (l *launch) launched(ctx context.Context, inst *azure.Instance) (LaunchResult, error) {
+	res, err := l.recordLaunched(ctx, inst)
+	if !apierrors.IsConflict(err) {
+		return res, err
+	}
+	// Another invocation (a launch check and a Node event race) wrote the
+	// NodeClaim first: if it recorded the launch, so be it; else try
+	// again on what it wrote.
+	fresh := &karpv1.NodeClaim{}
+	if gerr := l.p.kube.Get(ctx, client.ObjectKeyFromObject(l.nc), fresh); gerr != nil {
+		return res, err
+	}
+	*l.nc = *fresh
+	if fresh.StatusConditions().Get(karpv1.ConditionTypeLaunched).IsTrue() {
+		l.res.Launched = true
+		return l.res, nil
+	}
+	if fresh.DeletionTimestamp != nil {
+		return l.res, nil
+	}
+	return l.recordLaunched(ctx, inst)
+}
+
+func (l *launch) recordLaunched(ctx context.Context, inst *azure.Instance) (LaunchResult, error) {
 	p, nc := l.p, l.nc
 	c, err := p.choice(l.st, *l.spec.MaxPods)
 	if err != nil {
