@@ -75,6 +75,11 @@ const (
 	stalledLaunch = time.Minute
 )
 
+// LaunchTimeout bounds a whole launch, every offering tried included: a
+// NodeClaim whose VM is still not created then is given up (ARM's own
+// create timeouts are far longer than a pending pod should wait).
+const LaunchTimeout = 15 * time.Minute
+
 // DefaultMaxLaunchFailures is how many times one offering's launch may
 // fail for a reason other than capacity before the offering is excluded
 // and the NodeClaim given up.
@@ -169,9 +174,9 @@ func (p *Provisioner) reconcileLaunch(ctx context.Context, nc *karpv1.NodeClaim,
 		return LaunchResult{}, err
 	}
 	l.spec = class.DefaultedSpec()
-	if l.st != nil && l.now.Sub(l.st.Begun) > p.regTTL {
-		return l.giveUp(ctx, NewLaunchFailedError(nc.Name, "Timeout",
-			fmt.Sprintf("VM %s did not finish creating within %s of its first create", l.st, p.regTTL)))
+	if l.st != nil && l.now.Sub(l.st.Begun) > LaunchTimeout {
+		return l.giveUp(ctx, NewLaunchFailedError(nc.Name, "LaunchTimeout",
+			fmt.Sprintf("VM %s did not finish creating within %s of the launch's first create", l.st, LaunchTimeout)))
 	}
 	inst, err := p.launcher.Status(ctx, nc.Name)
 	switch {
