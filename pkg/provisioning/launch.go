@@ -234,16 +234,15 @@ func (l *launch) begin(ctx context.Context) (LaunchResult, error) {
 	if l.st == nil {
 		l.st = &launchState{Begun: l.now}
 	}
-	var lastErr error
 	for {
 		if !l.st.hasOffering() {
 			if l.st.Attempt >= p.maxAttempts {
-				return l.giveUp(ctx, NewInsufficientCapacityError(nc.Name, "%d offerings failed in a row; the last with: %v", l.st.Attempt, lastErr))
+				return l.giveUp(ctx, NewInsufficientCapacityError(nc.Name, "%d offerings failed in a row; the last with: %s", l.st.Attempt, l.st.LastError))
 			}
 			c, err := Choose(l.set.Apply(p.catalog), nc, *l.spec.MaxPods)
 			if err != nil {
-				if lastErr != nil {
-					err = fmt.Errorf("%w; the last launch failed with: %v", err, lastErr)
+				if l.st.LastError != "" {
+					err = fmt.Errorf("%w; the last launch failed with: %s", err, l.st.LastError)
 				}
 				return l.giveUp(ctx, NewInsufficientCapacityError(nc.Name, "%v", err))
 			}
@@ -277,7 +276,6 @@ func (l *launch) begin(ctx context.Context) (LaunchResult, error) {
 		if retryIn > 0 {
 			return l.requeue(ctx, retryIn)
 		}
-		lastErr = err
 	}
 }
 
@@ -310,6 +308,7 @@ func (l *launch) failed(ctx context.Context, cause error) (retryIn time.Duration
 		return 0, true, err
 	}
 	it, off := c.InstanceType, c.Offering
+	st.LastError = truncate(cause.Error(), 512)
 	if entries, capacity := offerings.ForLaunchError(cause, it, off, l.now); capacity {
 		p.warn(ctx, nc, events.ReasonLaunchFailed, fmt.Sprintf("launching %s (%s, %s): %v", it.Name, off.Zone, off.CapacityType, cause))
 		if err := l.mark(ctx, entries...); err != nil {

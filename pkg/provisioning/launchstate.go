@@ -39,6 +39,9 @@ type launchState struct {
 	// Failures counts the current offering's launch errors that are not
 	// about capacity (InvalidParameter, ImageNotFound, ...).
 	Failures int `json:"failures,omitempty"`
+	// LastError is the last launch error, for the message when the
+	// NodeClaim is given up.
+	LastError string `json:"lastError,omitempty"`
 	// Begun is when the first create began; a launch still not done after
 	// the registration TTL is given up.
 	Begun time.Time `json:"begun"`
