@@ -358,25 +358,28 @@ func (l *launch) mark(ctx context.Context, entries ...offerings.Entry) error {
 // capacity, allocatable and Launched=True.
 func (l *launch) launched(ctx context.Context, inst *azure.Instance) (LaunchResult, error) {
 	res, err := l.recordLaunched(ctx, inst)
-	if !apierrors.IsConflict(err) {
-		return res, err
-	}
-	// Another invocation (a launch check and a Node event race) wrote the
-	// NodeClaim first: if it recorded the launch, so be it; else try
+	// Another invocation (a launch check and Node events race) may write
+	// the NodeClaim first: if it recorded the launch, so be it; else try
 	// again on what it wrote.
-	fresh := &karpv1.NodeClaim{}
-	if gerr := l.p.kube.Get(ctx, client.ObjectKeyFromObject(l.nc), fresh); gerr != nil {
-		return res, err
+	for range 5 {
+		if !apierrors.IsConflict(err) {
+			return res, err
+		}
+		fresh := &karpv1.NodeClaim{}
+		if gerr := l.p.kube.Get(ctx, client.ObjectKeyFromObject(l.nc), fresh); gerr != nil {
+			return res, err
+		}
+		*l.nc = *fresh
+		if fresh.StatusConditions().Get(karpv1.ConditionTypeLaunched).IsTrue() {
+			l.res.Launched = true
+			return l.res, nil
+		}
+		if fresh.DeletionTimestamp != nil {
+			return l.res, nil
+		}
+		res, err = l.recordLaunched(ctx, inst)
 	}
-	*l.nc = *fresh
-	if fresh.StatusConditions().Get(karpv1.ConditionTypeLaunched).IsTrue() {
-		l.res.Launched = true
-		return l.res, nil
-	}
-	if fresh.DeletionTimestamp != nil {
-		return l.res, nil
-	}
-	return l.recordLaunched(ctx, inst)
+	return res, err
 }
 
 func (l *launch) recordLaunched(ctx context.Context, inst *azure.Instance) (LaunchResult, error) {

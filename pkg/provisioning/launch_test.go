@@ -109,7 +109,14 @@ func (w *launchWorld) run(t *testing.T, name string, each func(*karpv1.NodeClaim
 			each(nc)
 		}
 		if at.IsZero() {
-			return nc
+			stored := &karpv1.NodeClaim{}
+			if err := w.kube.Get(t.Context(), client.ObjectKey{Name: name}, stored); err != nil {
+				if client.IgnoreNotFound(err) == nil {
+					return nil
+				}
+				t.Fatal(err)
+			}
+			return stored
 		}
 		w.clock.SetTime(at)
 		time.Sleep(30 * time.Millisecond)
