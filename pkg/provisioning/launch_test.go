@@ -34,10 +34,21 @@ type launchWorld struct {
 	store *offerings.Store
 }
 
-func newLaunchWorld(t *testing.T, vmCreate time.Duration) *launchWorld {
-	t.Helper()
+// TestLaunch runs the launch reconciler against one API server; each case
+// has its own emulator and unavailable-offerings ConfigMap.
+func TestLaunch(t *testing.T) {
 	cp := testenv.ControlPlane(t, controlplane.Options{InstallCRDs: true})
 	kube := testenv.Client(t, cp.RESTConfig())
+	if err := kube.Create(t.Context(), &v1beta1.AKSNodeClass{ObjectMeta: metav1.ObjectMeta{Name: "default"}}); err != nil {
+		t.Fatal(err)
+	}
+	t.Run("a capacity failure moves to the next offering", func(t *testing.T) { launchCapacityFailure(t, kube) })
+	t.Run("a non-capacity error never loops", func(t *testing.T) { launchNonCapacityError(t, kube) })
+	t.Run("a throttled or failed poll deletes nothing", func(t *testing.T) { launchThrottledPoll(t, kube) })
+}
+
+func newLaunchWorld(t *testing.T, kube client.Client, vmCreate time.Duration) *launchWorld {
+	t.Helper()
 	arm, err := armemulator.Start(t.Context(), armemulator.Options{SubscriptionIDs: []string{testenv.SubscriptionID},
 		OpDelay: 10 * time.Millisecond, VMCreateDelay: vmCreate, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
@@ -55,11 +66,8 @@ func newLaunchWorld(t *testing.T, vmCreate time.Duration) *launchWorld {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := kube.Create(t.Context(), &v1beta1.AKSNodeClass{ObjectMeta: metav1.ObjectMeta{Name: "default"}}); err != nil {
-		t.Fatal(err)
-	}
 	clk := clocktesting.NewFakeClock(time.Now())
-	store := offerings.NewStore(kube, "", "", clk)
+	store := offerings.NewStore(kube, "", "unavailable-"+strings.ReplaceAll(strings.ToLower(t.Name()[strings.LastIndex(t.Name(), "/")+1:]), "_", "-"), clk)
 	p := New(Options{Kube: kube, Launcher: l, Catalog: cat, ClusterName: testenv.ClusterName, Clock: clk,
 		Logger: slog.New(slog.DiscardHandler), Offerings: store})
 	return &launchWorld{kube: kube, arm: arm, p: p, clock: clk, store: store}
@@ -125,8 +133,8 @@ func (w *launchWorld) run(t *testing.T, name string, each func(*karpv1.NodeClaim
 	return nil
 }
 
-func TestLaunchCapacityFailureMovesToNextOffering(t *testing.T) {
-	w := newLaunchWorld(t, 50*time.Millisecond)
+func launchCapacityFailure(t *testing.T, kube client.Client) {
+	w := newLaunchWorld(t, kube, 50*time.Millisecond)
 	// The cheapest offering (small, eastus-1, spot) fails in the async
 	// create, as allocation failures do.
 	w.arm.Faults().Add(armemulator.Rule{Operation: armemulator.OpPutVM, Zone: "eastus-1", Code: azure.CodeZonalAllocationFailed, Async: true, Count: 1})
@@ -153,8 +161,8 @@ func TestLaunchCapacityFailureMovesToNextOffering(t *testing.T) {
 	}
 }
 
-func TestLaunchNonCapacityErrorNeverLoops(t *testing.T) {
-	w := newLaunchWorld(t, 50*time.Millisecond)
+func launchNonCapacityError(t *testing.T, kube client.Client) {
+	w := newLaunchWorld(t, kube, 50*time.Millisecond)
 	const msg = "The value of parameter imageReference is invalid."
 	w.arm.Faults().Add(armemulator.Rule{Operation: armemulator.OpPutVM, Code: "InvalidParameter", Message: msg})
 	w.claim(t, "bad")
@@ -198,8 +206,8 @@ func TestLaunchNonCapacityErrorNeverLoops(t *testing.T) {
 	}
 }
 
-func TestLaunchThrottledPollDeletesNothing(t *testing.T) {
-	w := newLaunchWorld(t, time.Hour) // the create never finishes in this test
+func launchThrottledPoll(t *testing.T, kube client.Client) {
+	w := newLaunchWorld(t, kube, time.Hour) // the create never finishes in this test
 	w.claim(t, "slow")
 	at, _ := w.look(t, "slow") // NIC
 	w.clock.SetTime(at)
