@@ -58,7 +58,11 @@ func newLaunchWorld(t *testing.T, kube client.Client, vmCreate time.Duration) *l
 	l, err := azure.NewLauncher(azure.Options{SubscriptionID: testenv.SubscriptionID, ResourceGroup: testenv.ResourceGroup,
 		Location: testenv.Location, ClusterName: testenv.ClusterName, SubnetID: testenv.SubnetID(),
 		Endpoint: arm.URL(), CACertPEM: arm.CACertPEM(), Token: arm.Token(),
-		Retry: policy.RetryOptions{MaxRetries: -1}}) // every 429 and 5xx reaches the reconciler
+		Retry: policy.RetryOptions{MaxRetries: -1}, // every 429 and 5xx reaches the reconciler
+		Bootstrap: &azure.ClusterBootstrap{APIServerFQDN: "test-dns.hcp.eastus.azmk8s.io", ClusterCAPEM: arm.CACertPEM(),
+			KubernetesVersion: "1.33.2", NetworkPlugin: azure.NetworkPluginAzure, NetworkPluginMode: azure.NetworkPluginModeOver,
+			NetworkDataplane: azure.NetworkDataplaneCil, DNSServiceIP: azure.DefaultDNSServiceIP},
+		BootstrapTokens: azure.StaticToken("test00.0000000000000000")})
 	if err != nil {
 		t.Fatal(err)
 	}
