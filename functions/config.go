@@ -36,6 +36,9 @@ const (
 	// EnvGCGracePeriod is how old an orphaned VM or NIC must be before the
 	// Sweep deletes it, a Go duration (default 2m).
 	EnvGCGracePeriod = "KARPFUNC_GC_GRACE_PERIOD"
+	// EnvLaunchCheckInterval is the first wait before a VM create is
+	// looked at again, a Go duration (default 5s; doubling up to 4x).
+	EnvLaunchCheckInterval = "KARPFUNC_LAUNCH_CHECK_INTERVAL"
 	// EnvNamespace is where karpfunc keeps its state objects (the
 	// unavailable-offerings ConfigMap): the namespace the karpfunc chart is
 	// installed in, whose Role lets the handler write it. Default karpfunc.
@@ -130,6 +133,10 @@ func (d *dependencies) get() (*provisioning.Provisioner, *lifecycle.Controller, 
 	if err != nil {
 		return nil, nil, err
 	}
+	checkInterval, err := d.duration(EnvLaunchCheckInterval, provisioning.DefaultLaunchCheckInterval)
+	if err != nil {
+		return nil, nil, err
+	}
 	pub, err := bus.FromEnv()
 	if err != nil {
 		return nil, nil, fmt.Errorf("the Functions send themselves scheduled messages (liveness checks, drain retries): %w", err)
@@ -137,13 +144,14 @@ func (d *dependencies) get() (*provisioning.Provisioner, *lifecycle.Controller, 
 	clk := clock.RealClock{}
 	d.provisioner = provisioning.New(provisioning.Options{Kube: kube, Launcher: launcher, Catalog: cat,
 		ClusterName: azOpts.ClusterName, Clock: clk, Logger: d.log, Publisher: pub, RegistrationTTL: regTTL,
-		Offerings: offerings.NewStore(kube, d.getenv(EnvNamespace), "", clk), Namespace: d.getenv(EnvNamespace)})
+		LaunchCheckInterval: checkInterval,
+		Offerings:           offerings.NewStore(kube, d.getenv(EnvNamespace), "", clk), Namespace: d.getenv(EnvNamespace)})
 	evictor, err := lifecycle.NewEvictor(restConfig)
 	if err != nil {
 		return nil, nil, err
 	}
 	d.lifecycleController = lifecycle.New(lifecycle.Options{Kube: kube, Deleter: launcher, Evictor: evictor, Clock: clk, Logger: d.log,
-		ClusterName: azOpts.ClusterName, Publisher: pub, RegistrationTTL: regTTL})
+		ClusterName: azOpts.ClusterName, Publisher: pub, RegistrationTTL: regTTL, Launch: d.provisioner})
 	d.launcher, d.gcGrace = launcher, gcGrace
 	if d.notice, err = d.duration(EnvSpotNotice, interruption.DefaultNotice); err != nil {
 		return nil, nil, err

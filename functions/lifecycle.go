@@ -24,7 +24,8 @@ func decodeNodeClaim(ev messages.CloudEvent) (messages.NodeClaim, error) {
 
 // lifecycle handles node and NodeClaim events: registration and
 // initialization when a Node joins or turns Ready, termination when a
-// NodeClaim is being deleted.
+// NodeClaim is being deleted, liveness at the end of the registration
+// timeout, and launch checks while a VM is being created.
 func (d *dependencies) lifecycleFunc(ctx context.Context, inv *customhandler.Invocation, log *customhandler.Logger) (err error) {
 	ev, err := decodeEvent(inv)
 	if err != nil {
@@ -52,7 +53,7 @@ func (d *dependencies) lifecycleFunc(ctx context.Context, inv *customhandler.Inv
 		if err != nil {
 			return fmt.Errorf("node %s: %w", data.Name, err)
 		}
-		log.Printf("node %s: nodeclaim %q registered=%t initialized=%t", data.Name, res.NodeClaim, res.Registered, res.Initialized)
+		log.Printf("node %s: nodeclaim %q launched=%t registered=%t initialized=%t", data.Name, res.NodeClaim, res.Launched, res.Registered, res.Initialized)
 	case messages.TypeNodeClaimDeleting:
 		data, err := decodeNodeClaim(ev)
 		if err != nil {
@@ -100,9 +101,24 @@ func (d *dependencies) lifecycleFunc(ctx context.Context, inv *customhandler.Inv
 			return fmt.Errorf("liveness of NodeClaim %s: %w", data.Name, err)
 		}
 		log.Printf("nodeclaim %s liveness: registered=%t deleted=%t recheck=%v", data.Name, res.Registered, res.Deleted, res.RecheckAt)
+	case messages.TypeNodeClaimLaunch:
+		data, err := decodeNodeClaim(ev)
+		if err != nil {
+			return err
+		}
+		_, lc, err := d.get()
+		if err != nil {
+			return err
+		}
+		res, err := lc.Check(ctx, data.Name, data.UID)
+		if err != nil {
+			return fmt.Errorf("launch check of NodeClaim %s: %w", data.Name, err)
+		}
+		log.Printf("nodeclaim %s launch check: launched=%t registered=%t initialized=%t next check %v",
+			data.Name, res.Launched, res.Registered, res.Initialized, res.RequeueAt)
 	default:
-		return messages.NewInvalidError("Lifecycle got CloudEvent %s of unknown type %q; it handles %s, %s and %s",
-			ev.ID, ev.Type, messages.TypeNode, messages.TypeNodeClaimDeleting, messages.TypeNodeClaimLiveness)
+		return messages.NewInvalidError("Lifecycle got CloudEvent %s of unknown type %q; it handles %s, %s, %s and %s",
+			ev.ID, ev.Type, messages.TypeNode, messages.TypeNodeClaimDeleting, messages.TypeNodeClaimLiveness, messages.TypeNodeClaimLaunch)
 	}
 	return nil
 }

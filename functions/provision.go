@@ -31,8 +31,8 @@ func (d *dependencies) provisionFunc(ctx context.Context, inv *customhandler.Inv
 		return err
 	}
 	res, err := p.Provision(ctx)
-	log.Printf("provision %s (cluster %s, %d pods in event, delivery %d): %s; created %v, launched %v, solved in %s",
-		ev.ID, data.Cluster, len(data.Pods), inv.Metadata.DeliveryCount, res.Pods, res.Created, res.Launched, res.SolveDuration)
+	log.Printf("provision %s (cluster %s, %d pods in event, delivery %d): %s; created %v, launching %v, launched %v, solved in %s",
+		ev.ID, data.Cluster, len(data.Pods), inv.Metadata.DeliveryCount, res.Pods, res.Created, res.Launching, res.Launched, res.SolveDuration)
 	if len(res.Pods) > 0 {
 		// One line per pass with every pod's outcome: a pod's history
 		// across passes is a grep for its name.

@@ -140,6 +140,8 @@ resource settings 'Microsoft.Web/sites/config@2024-04-01' = {
     KARPFUNC_GC_GRACE_PERIOD: '2m'
     // Spot notice assumed when a PreemptionScheduled message has no readable deadline.
     KARPFUNC_SPOT_NOTICE: '30s'
+    // First wait before looking at a VM create (then 10s, then every 20s).
+    KARPFUNC_LAUNCH_CHECK_INTERVAL: '5s'
   }
 }
 

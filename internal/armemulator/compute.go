@@ -68,6 +68,9 @@ func (s *Server) getVM(w http.ResponseWriter, r *http.Request, sub, rg, name str
 	var out *armcompute.VirtualMachine
 	if ok {
 		out = v.public()
+		if strings.EqualFold(r.URL.Query().Get("$expand"), "instanceView") {
+			out.Properties.InstanceView = v.instanceView()
+		}
 	}
 	s.mu.Unlock()
 	if !ok {
@@ -147,7 +150,7 @@ func (s *Server) putVM(w http.ResponseWriter, r *http.Request, sub, rg, name str
 
 	now := s.clock.Now()
 	id := s.vmID(sub, rg, name)
-	v := &vmState{sub: sub, rg: rg, location: location, zone: zone, readyAt: now.Add(s.opts.OpDelay)}
+	v := &vmState{sub: sub, rg: rg, location: location, zone: zone, readyAt: now.Add(s.opts.VMCreateDelay)}
 	vm.ID = ptr(id)
 	vm.Name = ptr(name)
 	vm.Type = ptr("Microsoft.Compute/virtualMachines")
@@ -204,6 +207,9 @@ func (s *Server) validateVMLocked(sub, rg, name string, vm *armcompute.VirtualMa
 		n, ok := s.nics[nicKeyFromID(id)]
 		if !ok || n.deleting {
 			return bad("Network interface '%s' referenced by virtual machine '%s' was not found.", id, name)
+		}
+		if code, msg, status := nicNotProvisioned(n, id, s.vmID(sub, rg, name)); code != "" {
+			return refusal{status: status, code: code, message: msg}
 		}
 		if !strings.EqualFold(deref(n.nic.Location), location) {
 			return bad("Network interface '%s' is in location '%s', the virtual machine in '%s'.", id, deref(n.nic.Location), location)

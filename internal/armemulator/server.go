@@ -47,6 +47,10 @@ type Options struct {
 	// OpDelay is how long a PUT or DELETE takes (Creating -> Succeeded,
 	// Deleting -> gone).
 	OpDelay time.Duration
+	// VMCreateDelay is how long a VM create takes (Creating -> Succeeded);
+	// default OpDelay. Real creates take minutes: tests about launches set
+	// tens of seconds here while NICs and deletes stay fast.
+	VMCreateDelay time.Duration
 	// BootDelay is how long after a VM succeeded its Node appears.
 	BootDelay time.Duration
 	// Kube is the cluster booted VMs join (nil: VMs never become Nodes).
@@ -141,8 +145,11 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 	if opts.Addr == "" {
 		opts.Addr = "127.0.0.1:0"
 	}
-	if opts.OpDelay < 0 || opts.BootDelay < 0 {
-		return nil, errors.New("armemulator: OpDelay and BootDelay must not be negative")
+	if opts.OpDelay < 0 || opts.BootDelay < 0 || opts.VMCreateDelay < 0 {
+		return nil, errors.New("armemulator: OpDelay, VMCreateDelay and BootDelay must not be negative")
+	}
+	if opts.VMCreateDelay == 0 {
+		opts.VMCreateDelay = opts.OpDelay
 	}
 	if opts.Clock == nil {
 		opts.Clock = clock.RealClock{}

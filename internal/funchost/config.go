@@ -38,6 +38,10 @@ type HostConfig struct {
 	} `json:"extensions"`
 }
 
+// FunctionTimeoutSetting is the app setting that overrides host.json's
+// functionTimeout, as Azure's AzureFunctionsJobHost__<path> settings do.
+const FunctionTimeoutSetting = "AzureFunctionsJobHost__functionTimeout"
+
 // hostSettings is host.json resolved to what the host acts on.
 type hostSettings struct {
 	executable            string // as written (or overridden), unresolved
@@ -119,13 +123,18 @@ func loadHostJSON(appRoot string, lookup func(string) (string, bool)) (hostSetti
 			return fail("extensions.serviceBus.maxAutoLockRenewalDuration: %v", err)
 		}
 	}
-	switch v := hc.FunctionTimeout; v {
+	timeout, where := hc.FunctionTimeout, "functionTimeout"
+	if v, ok := lookup(FunctionTimeoutSetting); ok && v != "" {
+		// App settings override host.json, as in Azure.
+		timeout, where = v, "app setting "+FunctionTimeoutSetting
+	}
+	switch v := timeout; v {
 	case "":
 	case "-1":
 		s.functionTimeout = 0
 	default:
 		if s.functionTimeout, err = parseTimeSpan(v); err != nil {
-			return fail("functionTimeout: %v", err)
+			return fail("%s: %v", where, err)
 		}
 	}
 	return s, nil

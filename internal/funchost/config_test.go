@@ -1,6 +1,8 @@
 package funchost
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -25,6 +27,42 @@ func TestParseTimeSpan(t *testing.T) {
 		got, err := parseTimeSpan(tt.in)
 		if (err != nil) != tt.wantErr || got != tt.want {
 			t.Errorf("parseTimeSpan(%q) = %v, %v; want %v, error %t", tt.in, got, err, tt.want, tt.wantErr)
+		}
+	}
+}
+
+func TestFunctionTimeoutSetting(t *testing.T) {
+	dir := t.TempDir()
+	hostJSON := `{"version":"2.0","functionTimeout":"00:10:00","customHandler":{"description":{"defaultExecutablePath":"handler"}}}`
+	if err := os.WriteFile(filepath.Join(dir, "host.json"), []byte(hostJSON), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		setting string
+		want    time.Duration
+		wantErr string
+	}{
+		{setting: "", want: 10 * time.Minute},
+		{setting: "00:00:15", want: 15 * time.Second},
+		{setting: "-1", want: 0},
+		{setting: "15s", wantErr: "app setting " + FunctionTimeoutSetting},
+	}
+	for _, tt := range tests {
+		lookup := func(k string) (string, bool) {
+			if k == FunctionTimeoutSetting && tt.setting != "" {
+				return tt.setting, true
+			}
+			return "", false
+		}
+		s, err := loadHostJSON(dir, lookup)
+		if tt.wantErr != "" {
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Errorf("setting %q: error %v; want one naming %q", tt.setting, err, tt.wantErr)
+			}
+			continue
+		}
+		if err != nil || s.functionTimeout != tt.want {
+			t.Errorf("setting %q: functionTimeout %v, %v; want %v", tt.setting, s.functionTimeout, err, tt.want)
 		}
 	}
 }

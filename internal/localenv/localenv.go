@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -48,6 +49,12 @@ type Options struct {
 	// OpDelay and BootDelay are the ARM emulator's operation time and the
 	// time from VM Succeeded to Node (defaults 200ms and 2s).
 	OpDelay, BootDelay time.Duration
+	// VMCreateDelay is how long the emulator takes to create a VM
+	// (default OpDelay); NICs and deletes take OpDelay.
+	VMCreateDelay time.Duration
+	// HostSettings are extra app settings for the Functions host, e.g.
+	// funchost.FunctionTimeoutSetting.
+	HostSettings map[string]string
 	// MaxDeliveryCount and RetryDelay configure the local queues (defaults 10, 1s).
 	MaxDeliveryCount int
 	RetryDelay       time.Duration
@@ -188,7 +195,8 @@ func Start(ctx context.Context, opts Options) (env *Env, err error) {
 	cat := env.Catalog
 	env.ARM, err = armemulator.Start(ctx, armemulator.Options{
 		SubscriptionIDs: []string{SubscriptionID}, OpDelay: opts.OpDelay, BootDelay: opts.BootDelay, EvictionNotice: opts.EvictionNotice,
-		SKUs: ResourceSKUs(cat), Subnets: []string{SubnetID()},
+		VMCreateDelay: opts.VMCreateDelay,
+		SKUs:          ResourceSKUs(cat), Subnets: []string{SubnetID()},
 		Kube: env.ControlPlane.RESTConfig(),
 		// The VNet resolves the API server's FQDN to the local API server.
 		DNS:    map[string]string{env.ControlPlane.APIServerFQDN(): env.ControlPlane.APIServerAddr()},
@@ -237,13 +245,15 @@ func Start(ctx context.Context, opts Options) (env *Env, err error) {
 		azure.EnvClusterEndpoint+"=https://"+env.ControlPlane.APIServerFQDN()+":443",
 		azure.EnvDNSServiceIP+"="+ClusterDNSIP,
 	)
+	settings := map[string]string{
+		bus.EnvProvisionQueue: bus.QueueProvision, bus.EnvLifecycleQueue: bus.QueueLifecycle,
+		bus.EnvInterruptionQueue: bus.QueueInterruption,
+	}
+	maps.Copy(settings, opts.HostSettings)
 	env.Host, err = funchost.Start(ctx, funchost.Options{
 		AppRoot: opts.RepoRoot, FunctionsDir: "functions", Executable: filepath.Join(dir, "handler"),
-		Env: handlerEnv,
-		Settings: map[string]string{
-			bus.EnvProvisionQueue: bus.QueueProvision, bus.EnvLifecycleQueue: bus.QueueLifecycle,
-			bus.EnvInterruptionQueue: bus.QueueInterruption,
-		},
+		Env:              handlerEnv,
+		Settings:         settings,
 		MaxDeliveryCount: opts.MaxDeliveryCount, RetryDelay: opts.RetryDelay, Log: logw,
 	})
 	if err != nil {

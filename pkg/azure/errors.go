@@ -29,6 +29,9 @@ const (
 	CodeSubscriptionRequestsThrottled         = "SubscriptionRequestsThrottled"
 	CodeInvalidParameter                      = "InvalidParameter"
 	CodeNicInUse                              = "NicInUse"
+	// CodeProvisioningFailed stands for a VM in state Failed whose instance
+	// view names no error.
+	CodeProvisioningFailed = "ProvisioningFailed"
 )
 
 // ARMError is an error answered by Azure Resource Manager, reduced to what

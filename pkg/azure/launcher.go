@@ -38,6 +38,8 @@ const (
 	StateSucceeded = "Succeeded"
 	StateFailed    = "Failed"
 	StateDeleting  = "Deleting"
+	// StateUpdating is a NIC's state while it is being created or changed.
+	StateUpdating = "Updating"
 )
 
 // Image families, the AKSNodeClass spec.imageFamily values.
@@ -106,6 +108,9 @@ type Instance struct {
 	ImageID   string
 	Tags      map[string]string
 	CreatedAt time.Time
+	// Failure is the error ARM recorded for a create that ended Failed
+	// (set by Status only).
+	Failure *ARMError
 }
 
 // Launcher creates, reads and deletes node VMs and their NICs in the
@@ -217,108 +222,93 @@ func (t staticToken) GetToken(context.Context, policy.TokenRequestOptions) (azco
 // NICName is the name of the NIC that belongs to VM vmName.
 func NICName(vmName string) string { return vmName + nicSuffix }
 
-// Create launches the VM described by req (NIC first, then the VM) and waits
-// for both long-running operations to finish.
+// Create launches the VM described by req and waits until its create
+// finished. It is for tools and tests; the handler never calls it (it uses
+// BeginNIC, BeginVM and Status, which never wait).
 //
 // It is idempotent: an existing VM is returned as is (in whatever state it
 // is), an existing NIC is reused. A VM that ARM left in the Failed state is
-// deleted first so the launch starts clean. When ARM rejects or fails the VM
-// creation, the NIC created for it is deleted again (best effort) so failed
-// launches do not leak NICs; the returned error classifies with IsCapacityError,
-// IsQuotaError, IsThrottled.
+// deleted first so the launch starts clean. When ARM refuses the VM or its
+// create ends Failed, the VM and NIC are deleted again (best effort); an
+// error reading the VM's state (throttling, 5xx) is returned as is and
+// leaves everything in place: the create may still be running. Errors
+// classify with IsCapacityError, IsQuotaError, IsThrottled.
 func (l *Launcher) Create(ctx context.Context, req LaunchRequest) (*Instance, error) {
 	if err := l.normalise(&req); err != nil {
 		return nil, err
 	}
-	existing, err := l.vms.Get(ctx, l.opts.ResourceGroup, req.Name, nil)
+	existing, err := l.Status(ctx, req.Name)
 	switch {
-	case err == nil && strings.EqualFold(deref(existing.Properties.ProvisioningState), StateFailed):
+	case err == nil && strings.EqualFold(existing.State, StateFailed):
 		if err := l.Delete(ctx, req.Name); err != nil {
 			return nil, fmt.Errorf("deleting failed VM %q before relaunch: %w", req.Name, err)
 		}
 	case err == nil:
-		return l.toInstance(&existing.VirtualMachine), nil
+		return existing, nil
 	case !IsNotFound(err):
-		return nil, wrapARM(err, "getting VM %q", req.Name)
-	}
-
-	customData, err := l.customData(ctx, req)
-	if err != nil {
 		return nil, err
 	}
-	nicID, err := l.ensureNIC(ctx, req)
-	if err != nil {
+	var nic NICStatus
+	for wait := l.waiter(); ; {
+		if nic, err = l.BeginNIC(ctx, req); err != nil {
+			return nil, err
+		}
+		if strings.EqualFold(nic.State, StateSucceeded) {
+			break
+		}
+		if err := wait(ctx); err != nil {
+			return nil, fmt.Errorf("waiting for NIC %q: %w", NICName(req.Name), err)
+		}
+	}
+	if err := l.BeginVM(ctx, req, nic.ID); err != nil {
+		if _, refused := AsARMError(err); refused {
+			l.cleanupFailedLaunch(ctx, req.Name)
+		}
 		return nil, err
 	}
-
-	vm, err := l.vmFor(req, nicID, customData)
-	if err != nil {
-		return nil, err
+	for wait := l.waiter(); ; {
+		inst, err := l.Status(ctx, req.Name)
+		switch {
+		case err != nil:
+			return nil, err
+		case strings.EqualFold(inst.State, StateFailed):
+			l.cleanupFailedLaunch(ctx, req.Name)
+			return nil, fmt.Errorf("creating VM %q: %w", req.Name, inst.Failure)
+		case !strings.EqualFold(inst.State, StateCreating) && inst.State != "":
+			return inst, nil
+		}
+		if err := wait(ctx); err != nil {
+			return nil, fmt.Errorf("waiting for VM %q: %w", req.Name, err)
+		}
 	}
-	poller, err := l.vms.BeginCreateOrUpdate(ctx, l.opts.ResourceGroup, req.Name, vm, nil)
-	if err != nil {
-		err = wrapARM(err, "creating VM %q", req.Name)
-		l.cleanupFailedLaunch(ctx, req.Name, err)
-		return nil, err
-	}
-	res, err := poller.PollUntilDone(ctx, l.pollOpts)
-	if err != nil {
-		err = wrapARM(err, "creating VM %q", req.Name)
-		l.cleanupFailedLaunch(ctx, req.Name, err)
-		return nil, err
-	}
-	return l.toInstance(&res.VirtualMachine), nil
 }
 
-// cleanupFailedLaunch removes what a launch left behind when ARM definitively
-// said no. A transport error or a cancelled context tells us nothing about
-// the VM (it may still be creating), so then we leave everything for the
-// next attempt or the garbage collector.
-func (l *Launcher) cleanupFailedLaunch(ctx context.Context, name string, cause error) {
-	if _, ok := AsARMError(cause); !ok || ctx.Err() != nil {
+// waiter sleeps between Create's reads: 20ms doubling up to PollFrequency.
+func (l *Launcher) waiter() func(context.Context) error {
+	d := 20 * time.Millisecond
+	return func(ctx context.Context) error {
+		t := time.NewTimer(d)
+		defer t.Stop()
+		d = min(2*d, l.opts.PollFrequency)
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-t.C:
+			return nil
+		}
+	}
+}
+
+// cleanupFailedLaunch removes what a launch left behind once ARM said no
+// for certain (a refused PUT, a create that ended Failed).
+func (l *Launcher) cleanupFailedLaunch(ctx context.Context, name string) {
+	if ctx.Err() != nil {
 		return
 	}
 	// The cleanup must outlive a caller that gives up right after the error.
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Minute)
 	defer cancel()
 	_ = l.Delete(ctx, name)
-}
-
-func (l *Launcher) ensureNIC(ctx context.Context, req LaunchRequest) (string, error) {
-	name := NICName(req.Name)
-	got, err := l.nics.Get(ctx, l.opts.ResourceGroup, name, nil)
-	if err == nil {
-		return deref(got.ID), nil
-	}
-	if !IsNotFound(err) {
-		return "", wrapARM(err, "getting NIC %q", name)
-	}
-	nic := armnetwork.Interface{
-		Location: ptr(l.opts.Location),
-		Tags:     buildTags(l.opts.ClusterName, req),
-		Properties: &armnetwork.InterfacePropertiesFormat{
-			IPConfigurations: []*armnetwork.InterfaceIPConfiguration{{
-				Name: ptr("ipconfig1"),
-				Properties: &armnetwork.InterfaceIPConfigurationPropertiesFormat{
-					Primary:                   ptr(true),
-					PrivateIPAllocationMethod: ptr(armnetwork.IPAllocationMethodDynamic),
-					Subnet:                    &armnetwork.Subnet{ID: ptr(req.SubnetID)},
-				},
-			}},
-		},
-	}
-	poller, err := l.nics.BeginCreateOrUpdate(ctx, l.opts.ResourceGroup, name, nic, nil)
-	if err != nil {
-		return "", wrapARM(err, "creating NIC %q", name)
-	}
-	res, err := poller.PollUntilDone(ctx, l.pollOpts)
-	if err != nil {
-		return "", wrapARM(err, "creating NIC %q", name)
-	}
-	if res.ID == nil {
-		return NICResourceID(l.opts.SubscriptionID, l.opts.ResourceGroup, name), nil
-	}
-	return *res.ID, nil
 }
 
 func (l *Launcher) vmFor(req LaunchRequest, nicID, customData string) (armcompute.VirtualMachine, error) {

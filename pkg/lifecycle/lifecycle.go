@@ -52,6 +52,10 @@ type Options struct {
 	RegistrationTTL time.Duration
 	// DrainRetry (default DefaultDrainRetry).
 	DrainRetry time.Duration
+	// Launch reconciles launches (launch checks, and a Node that joined
+	// before its launch was recorded); nil: only Launched NodeClaims are
+	// registered.
+	Launch LaunchReconciler
 }
 
 // Controller runs registration, initialization and termination.
@@ -66,6 +70,7 @@ type Controller struct {
 	pub        bus.Publisher
 	regTTL     time.Duration
 	drainRetry time.Duration
+	launch     LaunchReconciler
 }
 
 // New returns a Controller.
@@ -84,7 +89,7 @@ func New(opts Options) *Controller {
 	}
 	return &Controller{kube: opts.Kube, deleter: opts.Deleter, evict: opts.Evictor, clock: opts.Clock, log: opts.Logger,
 		recorder: events.NewRecorder(opts.Kube, opts.Clock), cluster: opts.ClusterName, pub: opts.Publisher,
-		regTTL: opts.RegistrationTTL, drainRetry: opts.DrainRetry}
+		regTTL: opts.RegistrationTTL, drainRetry: opts.DrainRetry, launch: opts.Launch}
 }
 
 // nodeClaimForProviderID finds the NodeClaim launched as providerID. AKS

@@ -15,14 +15,12 @@ import (
 )
 
 // NodeResult says what NodeChanged did.
-type NodeResult struct {
-	NodeClaim   string
-	Registered  bool // registered by this call
-	Initialized bool // initialized by this call
-}
+type NodeResult = Result
 
-// NodeChanged registers and initializes the NodeClaim behind a Node. A Node
-// that no NodeClaim launched (not ours) is left alone.
+// NodeChanged reconciles the NodeClaim behind a Node that joined or
+// changed: its launch (a Node joining completes a launch whose check is not
+// due yet), registration and initialization. A Node that no NodeClaim
+// launched (not ours) is left alone.
 func (c *Controller) NodeChanged(ctx context.Context, nodeName string) (NodeResult, error) {
 	node := &corev1.Node{}
 	if err := c.kube.Get(ctx, client.ObjectKey{Name: nodeName}, node); err != nil {
@@ -32,27 +30,38 @@ func (c *Controller) NodeChanged(ctx context.Context, nodeName string) (NodeResu
 		return NodeResult{}, fmt.Errorf("reading node %s: %w", nodeName, err)
 	}
 	nc, err := c.nodeClaimForProviderID(ctx, node.Spec.ProviderID)
-	if err != nil || nc == nil {
+	if err != nil {
 		return NodeResult{}, err
 	}
-	res := NodeResult{NodeClaim: nc.Name}
+	if nc == nil {
+		if nc, err = c.launchingNodeClaim(ctx, node); err != nil || nc == nil {
+			return NodeResult{}, err
+		}
+	}
 	if nc.DeletionTimestamp != nil {
-		return res, nil
+		return NodeResult{NodeClaim: nc.Name}, nil
 	}
-	if !nc.StatusConditions().Get(karpv1.ConditionTypeRegistered).IsTrue() {
-		nc, node, res.Registered, err = c.register(ctx, nc, node)
-		if err != nil {
-			return res, err
+	return c.reconcile(ctx, &claim{nc: nc, node: node, res: Result{NodeClaim: nc.Name}})
+}
+
+// launchingNodeClaim is the NodeClaim a Node joined for before its launch
+// was recorded: named like the Node (the VM's computer name) and not
+// Launched yet. The launch reconciler then confirms it from the VM.
+func (c *Controller) launchingNodeClaim(ctx context.Context, node *corev1.Node) (*karpv1.NodeClaim, error) {
+	if node.Spec.ProviderID == "" || c.launch == nil {
+		return nil, nil
+	}
+	nc := &karpv1.NodeClaim{}
+	if err := c.kube.Get(ctx, client.ObjectKey{Name: node.Name}, nc); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, nil
 		}
+		return nil, fmt.Errorf("reading NodeClaim %s: %w", node.Name, err)
 	}
-	if !nc.StatusConditions().Get(karpv1.ConditionTypeInitialized).IsTrue() {
-		ok, err := c.initialize(ctx, nc, node)
-		if err != nil {
-			return res, err
-		}
-		res.Initialized = ok
+	if nc.Status.ProviderID != "" || nc.StatusConditions().Get(karpv1.ConditionTypeLaunched).IsTrue() {
+		return nil, nil // launched as another VM: not this Node's
 	}
-	return res, nil
+	return nc, nil
 }
 
 // register syncs the NodeClaim's labels and taints onto the Node, removes the

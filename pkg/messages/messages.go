@@ -30,6 +30,9 @@ const (
 	// TypeInterruption reports a node whose VM Azure is about to preempt
 	// (its PreemptionScheduled condition turned True).
 	TypeInterruption = "com.karpfunc.interruption.v1"
+	// TypeNodeClaimLaunch is a scheduled look at a NodeClaim whose VM is
+	// being created: did the create finish, fail, or is it still running?
+	TypeNodeClaimLaunch = "com.karpfunc.nodeclaim.launch.v1"
 )
 
 // CloudEvent is a CloudEvents 1.0 event in structured JSON mode.
@@ -68,7 +71,8 @@ type Node struct {
 	Ready      bool   `json:"ready"`
 }
 
-// NodeClaim is the data of TypeNodeClaimDeleting and TypeNodeClaimLiveness.
+// NodeClaim is the data of TypeNodeClaimDeleting, TypeNodeClaimLiveness and
+// TypeNodeClaimLaunch.
 type NodeClaim struct {
 	Cluster string `json:"cluster"`
 	Name    string `json:"name"`

@@ -52,3 +52,20 @@ func IsLimitExceeded(err error) bool {
 	var e *LimitExceededError
 	return errors.As(err, &e)
 }
+
+// LaunchFailedError means a NodeClaim's launch failed for a reason other
+// than capacity (ARM's code in Reason) often enough that it is given up.
+type LaunchFailedError struct {
+	NodeClaim string
+	Reason    string
+	Message   string
+}
+
+func (e *LaunchFailedError) Error() string {
+	return fmt.Sprintf("NodeClaim %s: launch failed (%s): %s", e.NodeClaim, e.Reason, e.Message)
+}
+
+// NewLaunchFailedError returns a LaunchFailedError.
+func NewLaunchFailedError(nodeClaim, reason, message string) error {
+	return &LaunchFailedError{NodeClaim: nodeClaim, Reason: reason, Message: message}
+}

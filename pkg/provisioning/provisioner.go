@@ -16,6 +16,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -43,10 +44,17 @@ const DefaultRegistrationTTL = 15 * time.Minute
 // order, before it gives the NodeClaim up as InsufficientCapacity.
 const DefaultMaxLaunchAttempts = 3
 
-// InstanceLauncher creates VMs; *azure.Launcher implements it.
+// InstanceLauncher begins VM creates and reads their state, never waiting
+// for a long-running operation; *azure.Launcher implements it.
 type InstanceLauncher interface {
-	Create(ctx context.Context, req azure.LaunchRequest) (*azure.Instance, error)
+	BeginNIC(ctx context.Context, req azure.LaunchRequest) (azure.NICStatus, error)
+	BeginVM(ctx context.Context, req azure.LaunchRequest, nicID string) error
+	Status(ctx context.Context, name string) (*azure.Instance, error)
+	BeginDelete(ctx context.Context, name string) error
 }
+
+// DefaultLaunchConcurrency bounds the launches one pass begins at a time.
+const DefaultLaunchConcurrency = 8
 
 // Options configure a Provisioner.
 type Options struct {
@@ -76,6 +84,13 @@ type Options struct {
 	// writes a FailedScheduling event saying what it waits for (default
 	// DefaultStuckAfter).
 	StuckAfter time.Duration
+	// MaxLaunchFailures (default DefaultMaxLaunchFailures).
+	MaxLaunchFailures int
+	// LaunchCheckInterval is the first wait before a running VM create is
+	// looked at again (default DefaultLaunchCheckInterval).
+	LaunchCheckInterval time.Duration
+	// LaunchConcurrency (default DefaultLaunchConcurrency).
+	LaunchConcurrency int
 }
 
 // DefaultStuckAfter is longer than a launch and registration take on Azure.
@@ -96,6 +111,10 @@ type Provisioner struct {
 	maxAttempts int
 	stuckAfter  time.Duration
 	limits      limitGuard
+
+	maxFailures       int
+	checkInterval     time.Duration
+	launchConcurrency int
 }
 
 // New returns a Provisioner.
@@ -121,11 +140,21 @@ func New(opts Options) *Provisioner {
 	if opts.StuckAfter <= 0 {
 		opts.StuckAfter = DefaultStuckAfter
 	}
+	if opts.MaxLaunchFailures <= 0 {
+		opts.MaxLaunchFailures = DefaultMaxLaunchFailures
+	}
+	if opts.LaunchCheckInterval <= 0 {
+		opts.LaunchCheckInterval = DefaultLaunchCheckInterval
+	}
+	if opts.LaunchConcurrency <= 0 {
+		opts.LaunchConcurrency = DefaultLaunchConcurrency
+	}
 	return &Provisioner{kube: opts.Kube, launcher: opts.Launcher, catalog: opts.Catalog, clusterName: opts.ClusterName,
 		clock: opts.Clock, log: opts.Logger, recorder: events.NewRecorder(opts.Kube, opts.Clock),
 		offerings: opts.Offerings, publisher: opts.Publisher, regTTL: opts.RegistrationTTL, maxAttempts: opts.MaxLaunchAttempts,
-		stuckAfter: opts.StuckAfter,
-		limits:     limitGuard{kube: opts.Kube, namespace: opts.Namespace, clock: opts.Clock, duration: opts.LimitsLeaseDuration}}
+		stuckAfter:  opts.StuckAfter,
+		limits:      limitGuard{kube: opts.Kube, namespace: opts.Namespace, clock: opts.Clock, duration: opts.LimitsLeaseDuration},
+		maxFailures: opts.MaxLaunchFailures, checkInterval: opts.LaunchCheckInterval, launchConcurrency: opts.LaunchConcurrency}
 }
 
 // Result summarises one provisioning pass.
@@ -148,6 +177,9 @@ type Result struct {
 	// OverLimit describes NodeClaims not created because a fresh count
 	// showed their NodePool's limits taken by a concurrent pass.
 	OverLimit []string
+	// Launching are NodeClaims whose VM create this pass began (or took up
+	// again); scheduled launch checks see them to Launched.
+	Launching []string
 }
 
 // retryDelay is how soon a pass runs again after giving a NodeClaim up or
@@ -239,25 +271,34 @@ func (p *Provisioner) Provision(ctx context.Context) (Result, error) {
 			}
 		}
 	}
-	// Launch everything not launched yet: the claims just created and any an
-	// earlier, interrupted pass left behind.
+	// Launch everything not launched yet: the claims just created and any
+	// whose launch stalled. A launch only begins the VM create; scheduled
+	// launch checks (Lifecycle) see it through, so the pass never waits.
+	// Another controller's claims count as capacity, never launched by us.
+	now := p.clock.Now()
+	var todo []*karpv1.NodeClaim
 	for _, nc := range snap.NodeClaims {
-		if nc.DeletionTimestamp != nil || nc.StatusConditions().Get(karpv1.ConditionTypeLaunched).IsTrue() || !ownership.Owns(nc) {
-			continue // another controller's claims count as capacity, never launched by us
+		if nc.DeletionTimestamp == nil && !nc.StatusConditions().Get(karpv1.ConditionTypeLaunched).IsTrue() && ownership.Owns(nc) && launchStalled(nc, now) {
+			todo = append(todo, nc)
 		}
-		lr, err := p.launch(ctx, nc, unavailable)
-		res.MarkedUnavailable = append(res.MarkedUnavailable, lr.marked...)
+	}
+	for _, o := range p.launchAll(ctx, todo, unavailable) {
+		res.MarkedUnavailable = append(res.MarkedUnavailable, o.res.Marked...)
 		switch {
-		case err == nil:
-			res.Launched = append(res.Launched, nc.Name)
-		case IsInsufficientCapacity(err):
-			res.GaveUp = append(res.GaveUp, nc.Name)
+		case o.err != nil:
+			errs = append(errs, o.err)
+		case o.res.Launched:
+			res.Launched = append(res.Launched, o.nc.Name)
+		case o.res.GaveUp:
+			res.GaveUp = append(res.GaveUp, o.nc.Name)
 			wantRetry(retryDelay)
-		case azure.IsThrottled(err):
-			p.log.Warn("ARM throttled the launch; provisioning again later", "nodeclaim", nc.Name, "retryAfter", azure.RetryAfter(err), "error", err)
-			wantRetry(max(azure.RetryAfter(err), retryDelay))
 		default:
-			errs = append(errs, err)
+			res.Launching = append(res.Launching, o.nc.Name)
+		}
+		if !o.res.RequeueAt.IsZero() {
+			if err := p.scheduleLaunchCheck(ctx, o.nc, o.res.RequeueAt); err != nil {
+				errs = append(errs, err)
+			}
 		}
 	}
 	if n := res.Pods.Count(Deferred); n > 0 && len(errs) == 0 {
@@ -307,6 +348,30 @@ func (p *Provisioner) reportStuck(ctx context.Context, outcomes Accounting, pend
 		}
 	}
 	return errs
+}
+
+type launchOutcome struct {
+	nc  *karpv1.NodeClaim
+	res LaunchResult
+	err error
+}
+
+// launchAll reconciles the launches of ncs, LaunchConcurrency at a time.
+func (p *Provisioner) launchAll(ctx context.Context, ncs []*karpv1.NodeClaim, set *offerings.Set) []launchOutcome {
+	out := make([]launchOutcome, len(ncs))
+	sem := make(chan struct{}, p.launchConcurrency)
+	var wg sync.WaitGroup
+	for i, nc := range ncs {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			res, err := p.reconcileLaunch(ctx, nc, set, false)
+			out[i] = launchOutcome{nc: nc, res: res, err: err}
+		}()
+	}
+	wg.Wait()
+	return out
 }
 
 func (p *Provisioner) loadUnavailable(ctx context.Context) (*offerings.Set, error) {

@@ -6,6 +6,7 @@
 package triggers
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"time"
@@ -52,6 +53,35 @@ func Due(now time.Time, d time.Duration) time.Time {
 		return now
 	}
 	return now.Add(d).Truncate(d)
+
+// LaunchCheck is the look at NodeClaim name's VM create due at time at.
+// Its MessageId is the NodeClaim's UID and that time, which the launch
+// records on the NodeClaim: however often a check is re-sent (a redelivered
+// message, a Provision pass reviving a stalled launch), one message per
+// due time survives duplicate detection.
+func LaunchCheck(cluster, name, uid string, at time.Time) (bus.Message, error) {
+	return NodeClaim(messages.TypeNodeClaimLaunch, cluster, name, uid, LaunchCheckID(uid, at), at)
+}
+
+// LaunchCheckID is the MessageId of LaunchCheck.
+func LaunchCheckID(uid string, at time.Time) string {
+	return fmt.Sprintf("nodeclaim/%s/launch/%d", uid, at.UnixMilli())
+}
+
+// ScheduleLaunchCheck publishes LaunchCheck on the lifecycle queue; with a
+// nil publisher it does nothing.
+func ScheduleLaunchCheck(ctx context.Context, pub bus.Publisher, cluster, name, uid string, at time.Time) error {
+	if pub == nil {
+		return nil
+	}
+	m, err := LaunchCheck(cluster, name, uid, at)
+	if err != nil {
+		return err
+	}
+	if err := pub.Publish(ctx, bus.QueueLifecycle, m); err != nil {
+		return fmt.Errorf("scheduling the launch check of NodeClaim %s at %s: %w", name, at.Format(time.RFC3339), err)
+	}
+	return nil
 }
 
 // RetryID is a MessageId for a retry that must not be deduplicated against

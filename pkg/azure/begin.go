@@ -1,0 +1,157 @@
+package azure
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/compute/armcompute/v8"
+	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
+)
+
+// The launch primitives below never wait for a long-running operation: each
+// sends at most one write and returns, and the caller observes completion
+// later with Status. A Functions invocation therefore lasts as long as a few
+// ARM round trips, however long Azure takes to create the VM.
+
+// NICStatus is where a node VM's network interface stands.
+type NICStatus struct {
+	ID    string
+	State string // ARM provisioningState: Updating, Succeeded, Failed, Deleting
+}
+
+// BeginNIC makes sure the NIC for req exists: it GETs it and, when there is
+// none, sends the create and returns without waiting. The VM PUT must wait
+// for State Succeeded: ARM refuses a VM that references a NIC still being
+// provisioned (RetryableError, ReferencedResourceNotProvisioned).
+func (l *Launcher) BeginNIC(ctx context.Context, req LaunchRequest) (NICStatus, error) {
+	if err := l.normalise(&req); err != nil {
+		return NICStatus{}, err
+	}
+	// The node bootstrap is checked first, so that missing settings fail
+	// the launch before anything exists in Azure.
+	if _, err := l.customData(ctx, req); err != nil {
+		return NICStatus{}, err
+	}
+	name := NICName(req.Name)
+	got, err := l.nics.Get(ctx, l.opts.ResourceGroup, name, nil)
+	switch {
+	case err == nil && !strings.EqualFold(nicStatus(&got.Interface, l.opts, name).State, StateFailed):
+		return nicStatus(&got.Interface, l.opts, name), nil
+	case err == nil:
+		// A NIC left Failed is put again: ARM's documented way back to
+		// Succeeded (the resource itself is usually fine).
+	case !IsNotFound(err):
+		return NICStatus{}, wrapARM(err, "getting NIC %q", name)
+	}
+	if _, err := l.nics.BeginCreateOrUpdate(ctx, l.opts.ResourceGroup, name, l.nicFor(req), nil); err != nil {
+		return NICStatus{}, wrapARM(err, "creating NIC %q", name)
+	}
+	// One GET instead of a poll: NICs usually finish within the PUT, and
+	// then the VM can be sent in the same invocation.
+	got, err = l.nics.Get(ctx, l.opts.ResourceGroup, name, nil)
+	if err != nil {
+		// The create was accepted; its state is simply not known yet.
+		return NICStatus{ID: NICResourceID(l.opts.SubscriptionID, l.opts.ResourceGroup, name), State: StateUpdating}, nil
+	}
+	return nicStatus(&got.Interface, l.opts, name), nil
+}
+
+func nicStatus(n *armnetwork.Interface, opts Options, name string) NICStatus {
+	st := NICStatus{ID: deref(n.ID)}
+	if st.ID == "" {
+		st.ID = NICResourceID(opts.SubscriptionID, opts.ResourceGroup, name)
+	}
+	if n.Properties != nil && n.Properties.ProvisioningState != nil {
+		st.State = string(*n.Properties.ProvisioningState)
+	}
+	return st
+}
+
+func (l *Launcher) nicFor(req LaunchRequest) armnetwork.Interface {
+	return armnetwork.Interface{
+		Location: ptr(l.opts.Location),
+		Tags:     buildTags(l.opts.ClusterName, req),
+		Properties: &armnetwork.InterfacePropertiesFormat{
+			IPConfigurations: []*armnetwork.InterfaceIPConfiguration{{
+				Name: ptr("ipconfig1"),
+				Properties: &armnetwork.InterfaceIPConfigurationPropertiesFormat{
+					Primary:                   ptr(true),
+					PrivateIPAllocationMethod: ptr(armnetwork.IPAllocationMethodDynamic),
+					Subnet:                    &armnetwork.Subnet{ID: ptr(req.SubnetID)},
+				},
+			}},
+		},
+	}
+}
+
+// BeginVM sends the VM create for req, attached to NIC nicID, and returns
+// once ARM accepted it (the VM is then Creating). A synchronous refusal
+// (SkuNotAvailable, quota, InvalidParameter, throttling) is returned as an
+// error that classifies with IsCapacityError, IsQuotaError, IsThrottled.
+func (l *Launcher) BeginVM(ctx context.Context, req LaunchRequest, nicID string) error {
+	if err := l.normalise(&req); err != nil {
+		return err
+	}
+	customData, err := l.customData(ctx, req)
+	if err != nil {
+		return err
+	}
+	vm, err := l.vmFor(req, nicID, customData)
+	if err != nil {
+		return err
+	}
+	if _, err := l.vms.BeginCreateOrUpdate(ctx, l.opts.ResourceGroup, req.Name, vm, nil); err != nil {
+		return wrapARM(err, "creating VM %q", req.Name)
+	}
+	return nil
+}
+
+// Status GETs the VM called name with its instance view. For a VM whose
+// create failed, Instance.Failure is the error ARM recorded (the instance
+// view's ProvisioningState/failed/<code> status). IsNotFound(err) when there
+// is no such VM. Any other error (throttling, 5xx, transport) says nothing
+// about the VM: it may well still be creating.
+func (l *Launcher) Status(ctx context.Context, name string) (*Instance, error) {
+	if err := validateVMName(name); err != nil {
+		return nil, err
+	}
+	res, err := l.vms.Get(ctx, l.opts.ResourceGroup, name, &armcompute.VirtualMachinesClientGetOptions{
+		Expand: ptr(armcompute.InstanceViewTypesInstanceView)})
+	if err != nil {
+		return nil, wrapARM(err, "getting VM %q", name)
+	}
+	in := l.toInstance(&res.VirtualMachine)
+	if strings.EqualFold(in.State, StateFailed) {
+		in.Failure = provisioningFailure(&res.VirtualMachine)
+	}
+	return in, nil
+}
+
+// provisioningFailure reads the failed create's error from the instance
+// view; a VM in state Failed without one gets code ProvisioningFailed.
+func provisioningFailure(vm *armcompute.VirtualMachine) *ARMError {
+	const prefix = "ProvisioningState/failed/"
+	if p := vm.Properties; p != nil && p.InstanceView != nil {
+		for _, s := range p.InstanceView.Statuses {
+			code := deref(s.Code)
+			if len(code) > len(prefix) && strings.EqualFold(code[:len(prefix)], prefix) {
+				return &ARMError{Code: code[len(prefix):], Message: deref(s.Message)}
+			}
+		}
+	}
+	return &ARMError{Code: CodeProvisioningFailed, Message: fmt.Sprintf("VM %q is in provisioning state Failed", deref(vm.Name))}
+}
+
+// BeginDelete starts deleting the VM called name and returns without
+// waiting; its NIC goes with it (deleteOption Delete). What is already gone
+// counts as deleted.
+func (l *Launcher) BeginDelete(ctx context.Context, name string) error {
+	if err := validateVMName(name); err != nil {
+		return err
+	}
+	if _, err := l.vms.BeginDelete(ctx, l.opts.ResourceGroup, name, nil); err != nil && !IsNotFound(err) {
+		return wrapARM(err, "deleting VM %q", name)
+	}
+	return nil
+}

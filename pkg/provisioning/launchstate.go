@@ -1,0 +1,118 @@
+package provisioning
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
+
+	"github.com/karpfunc/karpfunc/pkg/azure"
+	"github.com/karpfunc/karpfunc/pkg/catalog"
+)
+
+// AnnotationLaunch records on a NodeClaim the launch in progress: the
+// offering whose VM is being created, how far it got, how many offerings
+// were tried, and when it is next looked at. The NodeClaim, not a Function
+// instance's memory, is the launch's source of truth: any invocation picks
+// it up where the last one left it.
+const AnnotationLaunch = "karpfunc.azure.com/launch"
+
+// Launch phases.
+const (
+	phaseNIC       = "NIC"       // the NIC is being created; the VM PUT waits for it
+	phaseVM        = "VM"        // the VM create was accepted and is running
+	phaseReplacing = "Replacing" // a failed VM is being deleted before the next create
+)
+
+// launchState is the value of AnnotationLaunch.
+type launchState struct {
+	InstanceType string `json:"instanceType,omitempty"`
+	Zone         string `json:"zone,omitempty"`
+	CapacityType string `json:"capacityType,omitempty"`
+	Phase        string `json:"phase"`
+	// Attempt counts the offerings tried, the current one included.
+	Attempt int `json:"attempt"`
+	// Failures counts the current offering's launch errors that are not
+	// about capacity (InvalidParameter, ImageNotFound, ...).
+	Failures int `json:"failures,omitempty"`
+	// LastError is the last launch error, for the message when the
+	// NodeClaim is given up.
+	LastError string `json:"lastError,omitempty"`
+	// Begun is when the first create began; a launch still not done after
+	// the registration TTL is given up.
+	Begun time.Time `json:"begun"`
+	// Checks counts the looks at the current create, for the backoff.
+	Checks    int       `json:"checks,omitempty"`
+	NextCheck time.Time `json:"nextCheck,omitzero"`
+}
+
+func launchStateOf(nc *karpv1.NodeClaim) *launchState {
+	raw, ok := nc.Annotations[AnnotationLaunch]
+	if !ok {
+		return nil
+	}
+	st := &launchState{}
+	if err := json.Unmarshal([]byte(raw), st); err != nil || st.Attempt < 0 {
+		// Unreadable (edited by hand?): the VM in Azure is the truth, and
+		// the reconciler rebuilds the state from it.
+		return nil
+	}
+	return st
+}
+
+func (st *launchState) hasOffering() bool { return st.InstanceType != "" }
+
+func (st *launchState) setOffering(c Choice) {
+	st.InstanceType, st.Zone, st.CapacityType = c.InstanceType.Name, c.Offering.Zone, c.Offering.CapacityType
+	st.Attempt++
+	st.Failures, st.Checks = 0, 0
+}
+
+func (st *launchState) clearOffering() { st.InstanceType, st.Zone, st.CapacityType = "", "", "" }
+
+// describes reports whether inst is the VM of st's offering.
+func (st *launchState) describes(inst *azure.Instance) bool {
+	return strings.EqualFold(st.InstanceType, inst.InstanceType) && st.Zone == inst.Zone && st.CapacityType == inst.CapacityType
+}
+
+func (st *launchState) String() string {
+	return fmt.Sprintf("%s in %s (%s)", st.InstanceType, st.Zone, st.CapacityType)
+}
+
+// choice is st's offering as the catalog describes it (its pods capacity
+// from maxPods). A VM size the catalog does not know any more is reported.
+func (p *Provisioner) choice(st *launchState, maxPods int32) (Choice, error) {
+	it, ok := p.catalog.Get(st.InstanceType)
+	if !ok {
+		return Choice{}, fmt.Errorf("VM size %s is not in the instance-type catalog", st.InstanceType)
+	}
+	it = it.WithMaxPods(maxPods)
+	for _, o := range it.Offerings {
+		if o.Zone == st.Zone && o.CapacityType == st.CapacityType {
+			return Choice{InstanceType: it, Offering: o}, nil
+		}
+	}
+	return Choice{InstanceType: it, Offering: catalog.Offering{Zone: st.Zone, CapacityType: st.CapacityType, Available: true}}, nil
+}
+
+// writeLaunchState stores st on nc, guarded by resourceVersion; nc is
+// updated in place.
+func (p *Provisioner) writeLaunchState(ctx context.Context, nc *karpv1.NodeClaim, st *launchState) error {
+	raw, err := json.Marshal(st)
+	if err != nil {
+		return err
+	}
+	patch := client.MergeFromWithOptions(nc.DeepCopy(), client.MergeFromWithOptimisticLock{})
+	if nc.Annotations == nil {
+		nc.Annotations = map[string]string{}
+	}
+	nc.Annotations[AnnotationLaunch] = string(raw)
+	if err := p.kube.Patch(ctx, nc, patch); err != nil {
+		return fmt.Errorf("recording the launch of NodeClaim %s: %w", nc.Name, err)
+	}
+	return nil
+}

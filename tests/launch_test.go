@@ -1,0 +1,120 @@
+package tests
+
+import (
+	"context"
+	"encoding/json"
+	"path/filepath"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
+
+	"github.com/karpfunc/karpfunc/internal/armemulator"
+	"github.com/karpfunc/karpfunc/internal/funchost"
+	"github.com/karpfunc/karpfunc/internal/localenv"
+	"github.com/karpfunc/karpfunc/pkg/bus"
+	"github.com/karpfunc/karpfunc/pkg/provisioning"
+)
+
+// TestLongLaunch: VM creates take longer than the Functions host's
+// functionTimeout. A Provision pass only begins them and returns; scheduled
+// launch checks see them through. Everything converges with no invocation
+// timing out and no message delivered twice.
+func TestLongLaunch(t *testing.T) {
+	const (
+		vmCreate        = 20 * time.Second
+		functionTimeout = 8 * time.Second
+	)
+	env := startEnv(t, localenv.Options{ClusterName: "long", VMCreateDelay: vmCreate, BootDelay: time.Second,
+		MaxDeliveryCount: 3, RetryDelay: 200 * time.Millisecond,
+		HostSettings: map[string]string{
+			funchost.FunctionTimeoutSetting:  "00:00:08",
+			"KARPFUNC_LAUNCH_CHECK_INTERVAL": "2s",
+		}})
+	ctx := context.Background()
+	kube := env.Kube
+	if _, err := env.ApplyFile(ctx, filepath.Join(env.Options.RepoRoot, "examples", "nodepool.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	// Nodes of at most 4 vCPUs: three 3-vCPU pods need three VMs.
+	np := &karpv1.NodePool{}
+	if err := kube.Get(ctx, client.ObjectKey{Name: "general"}, np); err != nil {
+		t.Fatal(err)
+	}
+	for i, r := range np.Spec.Template.Spec.Requirements {
+		if r.Key == "karpenter.azure.com/sku-cpu" {
+			np.Spec.Template.Spec.Requirements[i].Values = []string{"5"}
+		}
+	}
+	if err := kube.Update(ctx, np); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	if err := kube.Create(ctx, deployment("slow", 3, "3", "4Gi")); err != nil {
+		t.Fatal(err)
+	}
+
+	// While the creates run, no Provision invocation is: the pass began
+	// them and returned.
+	sawBegunIdle := ""
+	eventually(t, 85*time.Second, "slow running", func() (bool, string) {
+		if sawBegunIdle == "" && env.Host.Stats()[bus.QueueProvision].InFlight == 0 {
+			for _, vm := range env.ARM.VMs() {
+				if vm.Properties != nil && vm.Properties.ProvisioningState != nil && *vm.Properties.ProvisioningState == "Creating" {
+					sawBegunIdle = *vm.Name
+				}
+			}
+		}
+		return allRunning(ctx, kube, "slow", 3)
+	})
+	converged := time.Since(start)
+	waitIdle(t, env)
+
+	if sawBegunIdle == "" {
+		t.Error("never saw a VM creating while no Provision invocation ran: the pass waited for the creates")
+	}
+	claims := nodeClaimList(t, ctx, kube)
+	if len(claims) < 3 {
+		t.Fatalf("%d NodeClaims for three pods that each need their own VM", len(claims))
+	}
+	for _, nc := range claims {
+		launched := nc.StatusConditions().Get(karpv1.ConditionTypeLaunched)
+		if launched == nil || !launched.IsTrue() {
+			t.Errorf("NodeClaim %s: Launched is %v", nc.Name, launched)
+			continue
+		}
+		// The create outlasted the timeout an invocation waiting for it
+		// would have hit.
+		if took := launched.LastTransitionTime.Sub(nc.CreationTimestamp.Time); took < functionTimeout {
+			t.Errorf("NodeClaim %s launched %s after it was created; the emulator's creates take %s", nc.Name, took, vmCreate)
+		}
+		var st struct {
+			InstanceType string `json:"instanceType"`
+			Attempt      int    `json:"attempt"`
+		}
+		if err := json.Unmarshal([]byte(nc.Annotations[provisioning.AnnotationLaunch]), &st); err != nil || st.InstanceType != nc.Labels[corev1.LabelInstanceTypeStable] || st.Attempt != 1 {
+			t.Errorf("NodeClaim %s: launch record %q (%v) does not name its instance type %s as the first attempt", nc.Name,
+				nc.Annotations[provisioning.AnnotationLaunch], err, nc.Labels[corev1.LabelInstanceTypeStable])
+		}
+	}
+	if puts, n := env.ARM.Counters().Requests[armemulator.OpPutVM], len(claims); puts != n {
+		t.Errorf("%d VM PUTs for %d NodeClaims: a create was sent twice", puts, n)
+	}
+	for _, q := range []string{bus.QueueProvision, bus.QueueLifecycle} {
+		s := env.Host.Stats()[q]
+		if s.Abandoned != 0 || s.DeadLettered != 0 || s.Delivered != s.Completed {
+			t.Errorf("queue %s: %d delivered, %d completed, %d abandoned, %d dead-lettered; want every delivery completed the first time",
+				q, s.Delivered, s.Completed, s.Abandoned, s.DeadLettered)
+		}
+	}
+	for name, fs := range env.Host.FunctionStats() {
+		if fs.Failed != 0 {
+			t.Errorf("function %s failed %d of %d invocations", name, fs.Failed, fs.Invocations)
+		}
+	}
+	lc := env.Host.Stats()[bus.QueueLifecycle]
+	t.Logf("VM creates of %s (functionTimeout %s): %d NodeClaims, all pods running %s after the Deployment; provision deliveries %d, lifecycle deliveries %d (launch checks, nodes)",
+		vmCreate, functionTimeout, len(claims), converged.Round(100*time.Millisecond), env.Host.Stats()[bus.QueueProvision].Delivered, lc.Delivered)
+}
