@@ -55,8 +55,12 @@ func newLaunchWorld(t *testing.T, kube client.Client, vmCreate time.Duration) *l
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = arm.Close() })
+	key, err := azure.GenerateSSHPublicKey("launch-test")
+	if err != nil {
+		t.Fatal(err)
+	}
 	l, err := azure.NewLauncher(azure.Options{SubscriptionID: testenv.SubscriptionID, ResourceGroup: testenv.ResourceGroup,
-		Location: testenv.Location, ClusterName: testenv.ClusterName, SubnetID: testenv.SubnetID(),
+		Location: testenv.Location, ClusterName: testenv.ClusterName, SubnetID: testenv.SubnetID(), SSHPublicKey: key,
 		Endpoint: arm.URL(), CACertPEM: arm.CACertPEM(), Token: arm.Token(),
 		Retry: policy.RetryOptions{MaxRetries: -1}, // every 429 and 5xx reaches the reconciler
 		Bootstrap: &azure.ClusterBootstrap{APIServerFQDN: "test-dns.hcp.eastus.azmk8s.io", ClusterCAPEM: arm.CACertPEM(),

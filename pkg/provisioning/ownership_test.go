@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"slices"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -53,7 +54,8 @@ func TestProvisionLeavesOthersNodeClaims(t *testing.T) {
 		}
 		unschedulable(t, ctx, kube, p)
 	}
-	p := provisioning.New(provisioning.Options{Kube: kube, Launcher: launcher, Catalog: cat, ClusterName: "test", Logger: slog.New(slog.DiscardHandler)})
+	p := provisioning.New(provisioning.Options{Kube: kube, Launcher: launcher, Catalog: cat, ClusterName: "test", Logger: slog.New(slog.DiscardHandler),
+		LaunchCheckInterval: 100 * time.Millisecond})
 
 	// A small pod fits on the foreign in-flight claim.
 	pod("small", "500m")
@@ -61,8 +63,8 @@ func TestProvisionLeavesOthersNodeClaims(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := res.Pods.Targets(provisioning.OnInFlight); len(res.Created) != 0 || !slices.Equal(got, []string{"nap-claim"}) || slices.Contains(res.Launched, "nap-claim") {
-		t.Errorf("Provision = created %v, in flight on %v, launched %v; want the pod counted on nap-claim, nothing created or launched", res.Created, got, res.Launched)
+	if got := res.Pods.Targets(provisioning.OnInFlight); len(res.Created) != 0 || !slices.Equal(got, []string{"nap-claim"}) || slices.Contains(res.Launched, "nap-claim") || len(res.Launching) != 0 {
+		t.Errorf("Provision = created %v, in flight on %v, launched %v, launching %v; want the pod counted on nap-claim, nothing created or launched", res.Created, got, res.Launched, res.Launching)
 	}
 	// A pod that does not fit gets a claim of karpfunc's own, launched and
 	// marked; the foreign one is still not launched.
@@ -70,8 +72,12 @@ func TestProvisionLeavesOthersNodeClaims(t *testing.T) {
 	if res, err = p.Provision(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if len(res.Created) != 1 || !slices.Equal(res.Launched, res.Created) {
-		t.Fatalf("Provision = created %v, launched %v; want one claim of our own, launched", res.Created, res.Launched)
+	// The pass only begins the create; the launch checks see it launched.
+	if len(res.Created) != 1 || !slices.Equal(res.Launching, res.Created) || slices.Contains(res.Launching, "nap-claim") {
+		t.Fatalf("Provision = created %v, launching %v; want one claim of our own, its create begun", res.Created, res.Launching)
+	}
+	if nc, looks := launchChecks(t, p, kube, res.Created[0]); nc == nil || !nc.StatusConditions().Get(karpv1.ConditionTypeLaunched).IsTrue() {
+		t.Fatalf("NodeClaim %s after %d launch checks: %+v; want Launched", res.Created[0], looks, nc)
 	}
 	own := &karpv1.NodeClaim{}
 	if err := kube.Get(ctx, client.ObjectKey{Name: res.Created[0]}, own); err != nil || !ownership.Owns(own) {

@@ -53,6 +53,7 @@ func Due(now time.Time, d time.Duration) time.Time {
 		return now
 	}
 	return now.Add(d).Truncate(d)
+}
 
 // LaunchCheck is the look at NodeClaim name's VM create due at time at.
 // Its MessageId is the NodeClaim's UID and that time, which the launch
