@@ -12,6 +12,9 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
@@ -245,6 +248,40 @@ func reportFailure(t *testing.T, env *localenv.Env, schedule []string) {
 			}
 		}
 		t.Log(strings.Join(h, "\n"))
+	}
+	reportDisruptionBudgets(t, env, pods.Items)
+}
+
+// reportDisruptionBudgets prints each PDB's status and the pods it counts
+// as unhealthy (Running but not Ready, and why): a drain that waits on a
+// budget says which pod holds it.
+func reportDisruptionBudgets(t *testing.T, env *localenv.Env, pods []corev1.Pod) {
+	var pdbs policyv1.PodDisruptionBudgetList
+	if err := env.Kube.List(context.Background(), &pdbs); err != nil {
+		t.Logf("listing PodDisruptionBudgets for the report: %v", err)
+		return
+	}
+	for _, pdb := range pdbs.Items {
+		sel, err := metav1.LabelSelectorAsSelector(pdb.Spec.Selector)
+		if err != nil {
+			continue
+		}
+		lines := []string{fmt.Sprintf("PDB %s/%s: %d of %d pods healthy (want %d), %d disruptions allowed, observed generation %d of %d, disrupted pods %v",
+			pdb.Namespace, pdb.Name, pdb.Status.CurrentHealthy, pdb.Status.ExpectedPods, pdb.Status.DesiredHealthy,
+			pdb.Status.DisruptionsAllowed, pdb.Status.ObservedGeneration, pdb.Generation, pdb.Status.DisruptedPods)}
+		for _, p := range pods {
+			if p.Namespace != pdb.Namespace || !sel.Matches(labels.Set(p.Labels)) {
+				continue
+			}
+			ready := "no Ready condition"
+			for _, c := range p.Status.Conditions {
+				if c.Type == corev1.PodReady {
+					ready = fmt.Sprintf("Ready=%s since %s (%s %s)", c.Status, c.LastTransitionTime.UTC().Format(time.RFC3339), c.Reason, c.Message)
+				}
+			}
+			lines = append(lines, fmt.Sprintf("  pod %s on %q: %s, %s, deleting=%t", p.Name, p.Spec.NodeName, p.Status.Phase, ready, p.DeletionTimestamp != nil))
+		}
+		t.Log(strings.Join(lines, "\n"))
 	}
 }
 
