@@ -3,11 +3,14 @@ package tests
 import (
 	"context"
 	"encoding/json"
+	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
@@ -24,14 +27,15 @@ import (
 // timing out and no message delivered twice.
 func TestLongLaunch(t *testing.T) {
 	const (
-		vmCreate        = 20 * time.Second
-		functionTimeout = 8 * time.Second
+		vmCreate            = 20 * time.Second
+		functionTimeout     = 8 * time.Second
+		launchCheckInterval = 2 * time.Second
 	)
 	env := startEnv(t, localenv.Options{ClusterName: "long", VMCreateDelay: vmCreate, BootDelay: time.Second,
 		MaxDeliveryCount: 3, RetryDelay: 200 * time.Millisecond,
 		HostSettings: map[string]string{
 			funchost.FunctionTimeoutSetting:  "00:00:08",
-			"KARPFUNC_LAUNCH_CHECK_INTERVAL": "2s",
+			"KARPFUNC_LAUNCH_CHECK_INTERVAL": launchCheckInterval.String(),
 		}})
 	ctx := context.Background()
 	kube := env.Kube
@@ -58,15 +62,20 @@ func TestLongLaunch(t *testing.T) {
 
 	// While the creates run, no Provision invocation is: the pass began
 	// them and returned.
-	sawBegunIdle := ""
+	// The creates run side by side: at some instant all three VMs are
+	// Creating (launches one after another never have two).
+	sawBegunIdle, mostCreating := "", 0
 	eventually(t, 85*time.Second, "slow running", func() (bool, string) {
-		if sawBegunIdle == "" && env.Host.Stats()[bus.QueueProvision].InFlight == 0 {
-			for _, vm := range env.ARM.VMs() {
-				if vm.Properties != nil && vm.Properties.ProvisioningState != nil && *vm.Properties.ProvisioningState == "Creating" {
+		creating := 0
+		for _, vm := range env.ARM.VMs() {
+			if vm.Properties != nil && vm.Properties.ProvisioningState != nil && *vm.Properties.ProvisioningState == "Creating" {
+				creating++
+				if sawBegunIdle == "" && env.Host.Stats()[bus.QueueProvision].InFlight == 0 {
 					sawBegunIdle = *vm.Name
 				}
 			}
 		}
+		mostCreating = max(mostCreating, creating)
 		return allRunning(ctx, kube, "slow", 3)
 	})
 	converged := time.Since(start)
@@ -79,6 +88,10 @@ func TestLongLaunch(t *testing.T) {
 	if len(claims) < 3 {
 		t.Fatalf("%d NodeClaims for three pods that each need their own VM", len(claims))
 	}
+	if mostCreating < 3 {
+		t.Errorf("at most %d VMs were creating at once; want the three creates side by side", mostCreating)
+	}
+	var firstCreated, lastLaunched time.Time
 	for _, nc := range claims {
 		launched := nc.StatusConditions().Get(karpv1.ConditionTypeLaunched)
 		if launched == nil || !launched.IsTrue() {
@@ -89,6 +102,12 @@ func TestLongLaunch(t *testing.T) {
 		// would have hit.
 		if took := launched.LastTransitionTime.Sub(nc.CreationTimestamp.Time); took < functionTimeout {
 			t.Errorf("NodeClaim %s launched %s after it was created; the emulator's creates take %s", nc.Name, took, vmCreate)
+		}
+		if firstCreated.IsZero() || nc.CreationTimestamp.Before(&metav1.Time{Time: firstCreated}) {
+			firstCreated = nc.CreationTimestamp.Time
+		}
+		if launched.LastTransitionTime.After(lastLaunched) {
+			lastLaunched = launched.LastTransitionTime.Time
 		}
 		var st struct {
 			InstanceType string `json:"instanceType"`
@@ -114,7 +133,45 @@ func TestLongLaunch(t *testing.T) {
 			t.Errorf("function %s failed %d of %d invocations", name, fs.Failed, fs.Invocations)
 		}
 	}
+	// A launch costs the launch checks of its backoff, no more: one for the
+	// NIC, then one at 1, 3, 7, 11, ... check intervals after the VM create
+	// began until the create is done (and one spare for scheduling drift).
+	checks := launchChecksLogged(t, env.LogPath)
+	vmChecks := 0
+	for at := time.Duration(0); at < vmCreate; vmChecks++ {
+		at += launchCheckInterval << min(vmChecks, 2)
+	}
+	want := 1 + vmChecks + 1
+	total := 0
+	for _, nc := range claims {
+		total += checks[nc.Name]
+		if checks[nc.Name] == 0 || checks[nc.Name] > want {
+			t.Errorf("NodeClaim %s: %d launch checks; want 1 to %d for a %s create with a %s check interval", nc.Name, checks[nc.Name], want, vmCreate, launchCheckInterval)
+		}
+	}
 	lc := env.Host.Stats()[bus.QueueLifecycle]
-	t.Logf("VM creates of %s (functionTimeout %s): %d NodeClaims, all pods running %s after the Deployment; provision deliveries %d, lifecycle deliveries %d (launch checks, nodes)",
-		vmCreate, functionTimeout, len(claims), converged.Round(100*time.Millisecond), env.Host.Stats()[bus.QueueProvision].Delivered, lc.Delivered)
+	t.Logf("VM creates of %s (functionTimeout %s): %d NodeClaims, at most %d creating at once, first created to last Launched %s (1 s resolution), all pods running %s after the Deployment; launch checks %d (%v); provision deliveries %d, lifecycle deliveries %d (launch checks, nodes)",
+		vmCreate, functionTimeout, len(claims), mostCreating, lastLaunched.Sub(firstCreated), converged.Round(100*time.Millisecond),
+		total, checks, env.Host.Stats()[bus.QueueProvision].Delivered, lc.Delivered)
+}
+
+// launchChecksLogged counts the Lifecycle launch checks per NodeClaim in
+// the process log.
+func launchChecksLogged(t *testing.T, path string) map[string]int {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := map[string]int{}
+	for _, line := range strings.Split(string(data), "\n") {
+		_, rest, ok := strings.Cut(line, "nodeclaim ")
+		if !ok {
+			continue
+		}
+		if name, tail, ok := strings.Cut(rest, " launch check: "); ok && strings.HasPrefix(tail, "launched=") {
+			n[name]++
+		}
+	}
+	return n
 }
