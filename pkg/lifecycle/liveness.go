@@ -50,11 +50,18 @@ func (c *Controller) Liveness(ctx context.Context, name, uid string) (LivenessRe
 	if nc.StatusConditions().Get(karpv1.ConditionTypeRegistered).IsTrue() {
 		return LivenessResult{Registered: true}, nil
 	}
-	launched := nc.StatusConditions().Get(karpv1.ConditionTypeLaunched)
-	if launched == nil || !launched.IsTrue() {
-		return LivenessResult{}, nil // the launch path owns it until it launched
+	// The check is scheduled when the VM exists, just before Launched is
+	// written. If that write failed, the launch's retry schedules the check
+	// again under the same MessageId, which duplicate detection drops: so a
+	// check that finds the NodeClaim not launched yet must look again
+	// itself, or a VM that never joins would hold its pods forever.
+	var left time.Duration
+	if launched := nc.StatusConditions().Get(karpv1.ConditionTypeLaunched); launched == nil || !launched.IsTrue() {
+		left = c.regTTL
+	} else {
+		left = c.regTTL - c.clock.Since(launched.LastTransitionTime.Time)
 	}
-	if left := c.regTTL - c.clock.Since(launched.LastTransitionTime.Time); left > 0 {
+	if left > 0 {
 		at := c.clock.Now().Add(left)
 		if err := c.schedule(ctx, messages.TypeNodeClaimLiveness, nc, triggers.RetryID(triggers.LivenessID(string(nc.UID)), at), at); err != nil {
 			return LivenessResult{}, err
