@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -65,7 +66,11 @@ func (d *dependencies) lifecycleFunc(ctx context.Context, inv *customhandler.Inv
 		}
 		res, err := lc.Terminate(ctx, data.Name)
 		var retryAfter time.Duration
+		var deleting *lifecycle.InstanceDeletePendingError
 		switch {
+		case errors.As(err, &deleting):
+			// The VM's delete is under way: look again, never wait on it.
+			retryAfter = deleting.RetryAfter
 		case lifecycle.IsDrainPending(err):
 			// A PDB's refusal says when to come back (Retry-After);
 			// use it, bounded, rather than a fixed delay that either

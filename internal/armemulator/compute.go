@@ -285,7 +285,7 @@ func (s *Server) deleteVM(w http.ResponseWriter, r *http.Request, sub, rg, name 
 		return
 	}
 	now := s.clock.Now()
-	doneAt := now.Add(s.opts.OpDelay)
+	doneAt := now.Add(s.opts.VMDeleteDelay)
 	op := s.newOperationLocked("Microsoft.Compute", v.location, doneAt, fault)
 	if fault == nil {
 		v.deleting, v.deleteAt, v.deleteOp = true, doneAt, op

@@ -51,6 +51,9 @@ type Options struct {
 	// default OpDelay. Real creates take minutes: tests about launches set
 	// tens of seconds here while NICs and deletes stay fast.
 	VMCreateDelay time.Duration
+	// VMDeleteDelay is how long a VM delete takes (Deleting -> gone);
+	// default OpDelay. Real deletes take tens of seconds.
+	VMDeleteDelay time.Duration
 	// BootDelay is how long after a VM succeeded its Node appears.
 	BootDelay time.Duration
 	// Kube is the cluster booted VMs join (nil: VMs never become Nodes).
@@ -145,8 +148,11 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 	if opts.Addr == "" {
 		opts.Addr = "127.0.0.1:0"
 	}
-	if opts.OpDelay < 0 || opts.BootDelay < 0 || opts.VMCreateDelay < 0 {
-		return nil, errors.New("armemulator: OpDelay, VMCreateDelay and BootDelay must not be negative")
+	if opts.OpDelay < 0 || opts.BootDelay < 0 || opts.VMCreateDelay < 0 || opts.VMDeleteDelay < 0 {
+		return nil, errors.New("armemulator: OpDelay, VMCreateDelay, VMDeleteDelay and BootDelay must not be negative")
+	}
+	if opts.VMDeleteDelay == 0 {
+		opts.VMDeleteDelay = opts.OpDelay
 	}
 	if opts.VMCreateDelay == 0 {
 		opts.VMCreateDelay = opts.OpDelay
@@ -255,6 +261,13 @@ func (s *Server) SetInjector(inj Injector) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.opts.Injector = inj
+}
+
+// SetVMDeleteDelay changes how long VM deletes sent from now on take.
+func (s *Server) SetVMDeleteDelay(d time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.opts.VMDeleteDelay = max(d, 0)
 }
 
 // SetNeverJoins makes VMs for which f returns true boot without ever

@@ -155,3 +155,41 @@ func (l *Launcher) BeginDelete(ctx context.Context, name string) error {
 	}
 	return nil
 }
+
+// DeleteStep moves the deletion of the VM called name and its NIC one step
+// on without waiting, and reports whether both are gone: a VM that exists
+// and is not already Deleting gets its delete sent; once the VM is gone, a
+// NIC left behind (the VM never got it, or predates deleteOption Delete)
+// gets its delete sent. The caller looks again later until gone is true.
+// What is already gone counts as deleted.
+func (l *Launcher) DeleteStep(ctx context.Context, name string) (gone bool, err error) {
+	if err := validateVMName(name); err != nil {
+		return false, err
+	}
+	vm, err := l.vms.Get(ctx, l.opts.ResourceGroup, name, nil)
+	switch {
+	case err == nil:
+		if in := l.toInstance(&vm.VirtualMachine); !strings.EqualFold(in.State, StateDeleting) {
+			if _, err := l.vms.BeginDelete(ctx, l.opts.ResourceGroup, name, nil); err != nil && !IsNotFound(err) {
+				return false, wrapARM(err, "deleting VM %q", name)
+			}
+		}
+		return false, nil
+	case !IsNotFound(err):
+		return false, wrapARM(err, "getting VM %q", name)
+	}
+	nicName := NICName(name)
+	nic, err := l.nics.Get(ctx, l.opts.ResourceGroup, nicName, nil)
+	switch {
+	case IsNotFound(err):
+		return true, nil
+	case err != nil:
+		return false, wrapARM(err, "getting NIC %q", nicName)
+	}
+	if !strings.EqualFold(nicStatus(&nic.Interface, l.opts, nicName).State, StateDeleting) {
+		if _, err := l.nics.BeginDelete(ctx, l.opts.ResourceGroup, nicName, nil); err != nil && !IsNotFound(err) {
+			return false, wrapARM(err, "deleting NIC %q", nicName)
+		}
+	}
+	return false, nil
+}

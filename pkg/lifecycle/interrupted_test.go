@@ -95,7 +95,7 @@ func TestTerminateInterrupted(t *testing.T) {
 		t.Fatalf("terminating: %v", got)
 	}
 	w.finish(t, ctx, node.Name)
-	if res, err = lc.Terminate(ctx, name); err != nil || !res.Finished {
+	if res, err = w.terminateAcrossDelete(t, ctx, lc, name); err != nil || !res.Finished {
 		t.Fatalf("Terminate = %+v, %v; want finished", res, err)
 	}
 }
@@ -120,7 +120,7 @@ func TestTerminateInterruptedNodeGone(t *testing.T) {
 	if _, _, err := lc.MarkInterrupted(ctx, nc, time.Now(), "VM gone"); err != nil {
 		t.Fatal(err)
 	}
-	res, err := lc.Terminate(ctx, name)
+	res, err := w.terminateAcrossDelete(t, ctx, lc, name)
 	if err != nil || !res.Finished || res.Deleted != 1 {
 		t.Fatalf("Terminate = %+v, %v; want finished with the orphan deleted", res, err)
 	}

@@ -290,7 +290,7 @@ func TestTerminate(t *testing.T) {
 				}
 				return
 			}
-			res, err = lc.Terminate(ctx, name)
+			res, err = w.terminateAcrossDelete(t, ctx, lc, name)
 			if err != nil || !res.Finished || res.GracePeriodExpired != c.expired {
 				t.Fatalf("Terminate = %+v, %v; want finished, gracePeriodExpired=%t", res, err, c.expired)
 			}
@@ -358,3 +358,59 @@ func TestTerminateBlockedEviction(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// terminateAcrossDelete calls Terminate the way the scheduled retries do
+// while the VM's delete is under way. A call that reaches the delete must
+// return at once with an InstanceDeletePendingError, the VM then Deleting
+// (or gone, its NIC going): nothing waits on ARM. It returns the counts of
+// all the calls and the last call's error.
+func (w *world) terminateAcrossDelete(t *testing.T, ctx context.Context, lc *lifecycle.Controller, name string) (lifecycle.TerminateResult, error) {
+	t.Helper()
+	var total lifecycle.TerminateResult
+	for i := 0; ; i++ {
+		res, err := lc.Terminate(ctx, name)
+		total.Evicted += res.Evicted
+		total.Deleted += res.Deleted
+		total.Blocked += res.Blocked
+		total.Finished = res.Finished
+		total.GracePeriodExpired = total.GracePeriodExpired || res.GracePeriodExpired
+		if !lifecycle.IsInstanceDeletePending(err) {
+			return total, err
+		}
+		if vm, gerr := w.launcher.Get(ctx, name); gerr == nil && !strings.EqualFold(vm.State, azure.StateDeleting) {
+			t.Fatalf("Terminate returned %v while VM %s is %s, not Deleting: its delete was never sent", err, name, vm.State)
+		}
+		if i == 100 {
+			t.Fatalf("Terminate of %s: the VM's delete did not finish after %d checks: %v", name, i, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// Terminate never waits for the VM's delete: the call that sends it
+// returns at once, and the finalizer stays until the VM and NIC are gone.
+func TestTerminateDoesNotWaitForTheDelete(t *testing.T) {
+	w := start(t)
+	ctx := context.Background()
+	name := fmt.Sprintf("nowait-%d", time.Now().UnixNano()%1e9)
+	w.deletingClaim(t, ctx, name, nil)
+	w.arm.SetVMDeleteDelay(2 * time.Second)
+	lc := lifecycle.New(lifecycle.Options{Kube: w.kube, Deleter: w.launcher, Evictor: w.evictor, Logger: slog.New(slog.DiscardHandler)})
+	began := time.Now()
+	res, err := lc.Terminate(ctx, name)
+	if !lifecycle.IsInstanceDeletePending(err) || res.Finished {
+		t.Fatalf("Terminate while the VM takes 2 s to delete = %+v, %v; want an InstanceDeletePendingError", res, err)
+	}
+	if took := time.Since(began); took >= 2*time.Second {
+		t.Fatalf("Terminate took %s: it waited for the VM's delete", took)
+	}
+	if err := w.kube.Get(ctx, client.ObjectKey{Name: name}, &karpv1.NodeClaim{}); err != nil {
+		t.Fatalf("NodeClaim gone while its VM is still being deleted: %v", err)
+	}
+	if res, err := w.terminateAcrossDelete(t, ctx, lc, name); err != nil || !res.Finished {
+		t.Fatalf("Terminate once the delete finished = %+v, %v; want finished", res, err)
+	}
+	if _, err := w.launcher.Get(ctx, name); !azure.IsNotFound(err) {
+		t.Fatalf("VM still there after termination: %v", err)
+	}
+}

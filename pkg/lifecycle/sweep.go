@@ -87,7 +87,7 @@ func (c *Controller) Sweep(ctx context.Context, lister InstanceLister, grace tim
 		if claims[owner] || claims[vm.Name] || vm.State == azure.StateDeleting || now.Sub(vm.CreatedAt) < grace {
 			continue
 		}
-		if err := c.deleter.Delete(ctx, vm.Name); err != nil {
+		if _, err := c.deleter.DeleteStep(ctx, vm.Name); err != nil {
 			errs = append(errs, fmt.Errorf("garbage-collecting VM %s: %w", vm.Name, err))
 			continue
 		}
@@ -103,7 +103,7 @@ func (c *Controller) Sweep(ctx context.Context, lister InstanceLister, grace tim
 		if claims[owner] || claims[vm] || nic.VMName != "" || vmNames[vm] || (!nic.CreatedAt.IsZero() && now.Sub(nic.CreatedAt) < grace) {
 			continue
 		}
-		if err := c.deleter.Delete(ctx, vm); err != nil {
+		if _, err := c.deleter.DeleteStep(ctx, vm); err != nil {
 			errs = append(errs, fmt.Errorf("garbage-collecting NIC %s: %w", nic.Name, err))
 			continue
 		}

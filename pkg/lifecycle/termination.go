@@ -56,6 +56,25 @@ func (e *DrainPendingError) Error() string {
 	return msg
 }
 
+// InstanceDeletePendingError means the NodeClaim's VM (or its NIC) is
+// being deleted: the termination looks again after RetryAfter rather than
+// wait inside the invocation, and the finalizer stays until both are gone.
+type InstanceDeletePendingError struct {
+	NodeClaim  string
+	RetryAfter time.Duration
+}
+
+func (e *InstanceDeletePendingError) Error() string {
+	return fmt.Sprintf("the VM of NodeClaim %s is being deleted; its finalizer stays until the VM and NIC are gone", e.NodeClaim)
+}
+
+// IsInstanceDeletePending reports whether err is, or wraps, an
+// InstanceDeletePendingError.
+func IsInstanceDeletePending(err error) bool {
+	var e *InstanceDeletePendingError
+	return errors.As(err, &e)
+}
+
 // NewDrainPendingError returns a DrainPendingError.
 func NewDrainPendingError(node string, remaining int) error {
 	return &DrainPendingError{Node: node, Remaining: remaining}
@@ -155,8 +174,12 @@ func (c *Controller) Terminate(ctx context.Context, name string) (TerminateResul
 			}
 		}
 	}
-	if err := c.deleter.Delete(ctx, nc.Name); err != nil {
+	gone, err := c.deleter.DeleteStep(ctx, nc.Name)
+	if err != nil {
 		return res, fmt.Errorf("deleting VM of NodeClaim %s: %w", nc.Name, err)
+	}
+	if !gone {
+		return res, &InstanceDeletePendingError{NodeClaim: nc.Name, RetryAfter: c.deleteChk}
 	}
 	if node != nil {
 		if err := c.kube.Delete(ctx, node); client.IgnoreNotFound(err) != nil {
