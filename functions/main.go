@@ -10,8 +10,10 @@ package main
 import (
 	"context"
 	"fmt"
+	"github.com/go-logr/logr"
 	"log/slog"
 	"os"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/karpfunc/karpfunc/functions/internal/customhandler"
 )
@@ -19,6 +21,9 @@ import (
 func main() {
 	log := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: logLevel()}))
 	slog.SetDefault(log)
+	// controller-runtime's clients log through logr: send it to the same
+	// handler, instead of its "SetLogger was never called" stack trace.
+	ctrllog.SetLogger(logr.FromSlogHandler(log.Handler()))
 	deps := newDependencies(os.Getenv, log)
 	srv := customhandler.NewServer(customhandler.ServerOptions{})
 	srv.Register("Provision", customhandler.Handle(deps.provisionFunc))

@@ -9,10 +9,12 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/go-logr/logr"
 	"log/slog"
 	"net/http"
 	"os"
 	"os/signal"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -83,6 +85,9 @@ func main() {
 	}
 	log := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: f.logLevel}))
 	slog.SetDefault(log)
+	// controller-runtime's clients log through logr: send it to the same
+	// handler, instead of its "SetLogger was never called" stack trace.
+	ctrllog.SetLogger(logr.FromSlogHandler(log.Handler()))
 	klog.SetSlogLogger(log.With("component", "client-go"))
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)

@@ -6,10 +6,17 @@ package main
 
 import (
 	"fmt"
+	"log/slog"
 	"os"
+
+	"github.com/go-logr/logr"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 )
 
 func main() {
+	// controller-runtime's clients log through logr; the CLI prints what it
+	// has to say itself, so their logs go to slog's default (warnings up).
+	ctrllog.SetLogger(logr.FromSlogHandler(slog.Default().Handler()))
 	if len(os.Args) < 2 {
 		usage()
 		os.Exit(2)
