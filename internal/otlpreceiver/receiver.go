@@ -1,0 +1,217 @@
+// Package otlpreceiver is a small OTLP/HTTP receiver (protobuf, as the Go
+// SDK's otlptracehttp and otlpmetrichttp exporters send) for tests: it keeps
+// every span and metric data point it is sent, flattened for assertions.
+// It answers what a collector answers: 200 with an empty Export*ServiceResponse,
+// 415 for a content type it cannot read, 400 for a body that is not one.
+package otlpreceiver
+
+import (
+	"compress/gzip"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+
+	colmetricpb "go.opentelemetry.io/proto/otlp/collector/metrics/v1"
+	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
+	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
+	metricpb "go.opentelemetry.io/proto/otlp/metrics/v1"
+	"google.golang.org/protobuf/proto"
+)
+
+// Span is one received span.
+type Span struct {
+	Service                       string
+	TraceID, SpanID, ParentSpanID string
+	Name                          string
+	Kind                          string
+	Attributes                    map[string]string
+	Error                         bool
+}
+
+// Point is one received data point: Value for sums and gauges; Count and
+// Sum for histograms.
+type Point struct {
+	Service    string
+	Attributes map[string]string
+	Value      float64
+	Count      uint64
+	Sum        float64
+	Histogram  bool
+}
+
+// Receiver is a running receiver.
+type Receiver struct {
+	srv *httptest.Server
+
+	mu       sync.Mutex
+	spans    []Span
+	points   map[string][]Point // by metric name, in arrival order
+	requests int
+}
+
+// Start starts a receiver on loopback.
+func Start() *Receiver {
+	r := &Receiver{points: map[string][]Point{}}
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /v1/traces", r.traces)
+	mux.HandleFunc("POST /v1/metrics", r.metrics)
+	r.srv = httptest.NewServer(mux)
+	return r
+}
+
+// URL is the base URL, the value of OTEL_EXPORTER_OTLP_ENDPOINT.
+func (r *Receiver) URL() string { return r.srv.URL }
+
+// Close stops the receiver.
+func (r *Receiver) Close() { r.srv.Close() }
+
+// Spans returns every span received so far.
+func (r *Receiver) Spans() []Span {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]Span(nil), r.spans...)
+}
+
+// Points returns every data point of metric name received so far. Exports
+// are cumulative, so the last point of a series is its current value.
+func (r *Receiver) Points(name string) []Point {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]Point(nil), r.points[name]...)
+}
+
+// MetricNames are the metrics received so far.
+func (r *Receiver) MetricNames() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make([]string, 0, len(r.points))
+	for n := range r.points {
+		out = append(out, n)
+	}
+	return out
+}
+
+func read(w http.ResponseWriter, req *http.Request, m proto.Message) bool {
+	if ct := req.Header.Get("Content-Type"); ct != "application/x-protobuf" {
+		http.Error(w, fmt.Sprintf("content type %q: this receiver reads application/x-protobuf", ct), http.StatusUnsupportedMediaType)
+		return false
+	}
+	var body io.Reader = req.Body
+	if req.Header.Get("Content-Encoding") == "gzip" {
+		zr, err := gzip.NewReader(req.Body)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return false
+		}
+		body = zr
+	}
+	b, err := io.ReadAll(body)
+	if err == nil {
+		err = proto.Unmarshal(b, m)
+	}
+	if err != nil {
+		http.Error(w, "not an OTLP export request: "+err.Error(), http.StatusBadRequest)
+		return false
+	}
+	return true
+}
+
+func respond(w http.ResponseWriter, m proto.Message) {
+	b, _ := proto.Marshal(m)
+	w.Header().Set("Content-Type", "application/x-protobuf")
+	_, _ = w.Write(b)
+}
+
+func (r *Receiver) traces(w http.ResponseWriter, req *http.Request) {
+	var in coltracepb.ExportTraceServiceRequest
+	if !read(w, req, &in) {
+		return
+	}
+	var spans []Span
+	for _, rs := range in.ResourceSpans {
+		svc := attrs(rs.GetResource().GetAttributes())["service.name"]
+		for _, ss := range rs.ScopeSpans {
+			for _, s := range ss.Spans {
+				spans = append(spans, Span{Service: svc, TraceID: hex.EncodeToString(s.TraceId), SpanID: hex.EncodeToString(s.SpanId),
+					ParentSpanID: hex.EncodeToString(s.ParentSpanId), Name: s.Name, Kind: s.Kind.String(),
+					Attributes: attrs(s.Attributes), Error: s.GetStatus().GetCode() == 2})
+			}
+		}
+	}
+	r.mu.Lock()
+	r.spans = append(r.spans, spans...)
+	r.requests++
+	r.mu.Unlock()
+	respond(w, &coltracepb.ExportTraceServiceResponse{})
+}
+
+func (r *Receiver) metrics(w http.ResponseWriter, req *http.Request) {
+	var in colmetricpb.ExportMetricsServiceRequest
+	if !read(w, req, &in) {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.requests++
+	for _, rm := range in.ResourceMetrics {
+		svc := attrs(rm.GetResource().GetAttributes())["service.name"]
+		for _, sm := range rm.ScopeMetrics {
+			for _, m := range sm.Metrics {
+				for _, p := range flatten(m) {
+					p.Service = svc
+					r.points[m.Name] = append(r.points[m.Name], p)
+				}
+			}
+		}
+	}
+	respond(w, &colmetricpb.ExportMetricsServiceResponse{})
+}
+
+func flatten(m *metricpb.Metric) []Point {
+	var out []Point
+	number := func(dp *metricpb.NumberDataPoint) Point {
+		v := dp.GetAsDouble()
+		if _, ok := dp.Value.(*metricpb.NumberDataPoint_AsInt); ok {
+			v = float64(dp.GetAsInt())
+		}
+		return Point{Attributes: attrs(dp.Attributes), Value: v}
+	}
+	switch d := m.Data.(type) {
+	case *metricpb.Metric_Sum:
+		for _, dp := range d.Sum.DataPoints {
+			out = append(out, number(dp))
+		}
+	case *metricpb.Metric_Gauge:
+		for _, dp := range d.Gauge.DataPoints {
+			out = append(out, number(dp))
+		}
+	case *metricpb.Metric_Histogram:
+		for _, dp := range d.Histogram.DataPoints {
+			out = append(out, Point{Attributes: attrs(dp.Attributes), Count: dp.Count, Sum: dp.GetSum(), Histogram: true})
+		}
+	}
+	return out
+}
+
+func attrs(kvs []*commonpb.KeyValue) map[string]string {
+	out := make(map[string]string, len(kvs))
+	for _, kv := range kvs {
+		v := kv.GetValue()
+		switch x := v.GetValue().(type) {
+		case *commonpb.AnyValue_StringValue:
+			out[kv.Key] = x.StringValue
+		case *commonpb.AnyValue_IntValue:
+			out[kv.Key] = fmt.Sprint(x.IntValue)
+		case *commonpb.AnyValue_BoolValue:
+			out[kv.Key] = fmt.Sprint(x.BoolValue)
+		case *commonpb.AnyValue_DoubleValue:
+			out[kv.Key] = fmt.Sprint(x.DoubleValue)
+		default:
+			out[kv.Key] = v.String()
+		}
+	}
+	return out
+}

@@ -1,0 +1,221 @@
+// Package telemetry sets up OpenTelemetry for karpfunc's processes: metrics
+// and traces exported over OTLP/HTTP when the standard OTEL_EXPORTER_OTLP_*
+// settings are present, metrics served for Prometheus where a process asks
+// for it (the relay), and W3C trace context carried in a message's
+// application properties.
+//
+// Invariants:
+//   - Telemetry never fails the work it observes. A setting that cannot be
+//     used, an endpoint that is down or slow, an export that is refused: each
+//     is one log line, and the process goes on (without that signal).
+//   - Nothing is exported unless configured: with no OTLP endpoint the
+//     providers are OpenTelemetry's no-ops and instruments cost nothing.
+//   - Flush is bounded (FlushTimeout), so a Function that flushes before
+//     returning (an instance may be frozen right after) never waits long on
+//     a collector that does not answer.
+//
+// Instruments are declared per package (metrics.go) against the global
+// providers; OpenTelemetry's globals delegate instruments created before
+// Setup to the providers Setup installs.
+package telemetry
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetrichttp"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
+	otelprom "go.opentelemetry.io/otel/exporters/prometheus"
+	"go.opentelemetry.io/otel/propagation"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/resource"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+)
+
+// The standard OpenTelemetry settings Setup reads (the exporters read the
+// rest of OTEL_EXPORTER_OTLP_*: headers, timeout, compression).
+const (
+	EnvEndpoint        = "OTEL_EXPORTER_OTLP_ENDPOINT"
+	EnvTracesEndpoint  = "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"
+	EnvMetricsEndpoint = "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT"
+	EnvProtocol        = "OTEL_EXPORTER_OTLP_PROTOCOL"
+	EnvTracesProtocol  = "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL"
+	EnvMetricsProtocol = "OTEL_EXPORTER_OTLP_METRICS_PROTOCOL"
+	EnvSDKDisabled     = "OTEL_SDK_DISABLED"
+	EnvServiceName     = "OTEL_SERVICE_NAME"
+)
+
+// FlushTimeout bounds one Flush.
+const FlushTimeout = 5 * time.Second
+
+// Options configure Setup.
+type Options struct {
+	// ServiceName is service.name unless OTEL_SERVICE_NAME says otherwise.
+	ServiceName string
+	// Getenv reads settings (default: none set).
+	Getenv func(string) string
+	// Prometheus adds a Prometheus reader; Telemetry.MetricsHandler serves it.
+	Prometheus bool
+	// Logger receives the lines telemetry failures become (default slog.Default()).
+	Logger *slog.Logger
+}
+
+// Telemetry is what Setup installed.
+type Telemetry struct {
+	log     *slog.Logger
+	meters  *sdkmetric.MeterProvider // nil: no metrics SDK installed
+	tracers *sdktrace.TracerProvider // nil: no traces exported
+	metrics http.Handler
+	// OTLP says whether anything is exported over OTLP.
+	OTLP bool
+}
+
+// Setup installs the global meter and tracer providers and the W3C trace
+// context propagator. A setting it cannot use is returned as an error
+// naming it, together with a usable Telemetry (with that signal off): the
+// caller logs the error and goes on.
+func Setup(ctx context.Context, opts Options) (*Telemetry, error) {
+	if opts.Getenv == nil {
+		opts.Getenv = func(string) string { return "" }
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	t := &Telemetry{log: opts.Logger}
+	otel.SetTextMapPropagator(propagation.TraceContext{})
+	otel.SetErrorHandler(otel.ErrorHandlerFunc(func(err error) {
+		t.log.Warn("telemetry: export failed; the work goes on without it", "error", err)
+	}))
+	if strings.EqualFold(strings.TrimSpace(opts.Getenv(EnvSDKDisabled)), "true") {
+		return t, nil
+	}
+	res, err := resource.New(ctx,
+		resource.WithAttributes(attribute.String("service.name", opts.ServiceName)),
+		resource.WithFromEnv(), resource.WithTelemetrySDK())
+	if err != nil {
+		// A malformed OTEL_RESOURCE_ATTRIBUTES still yields the rest.
+		opts.Logger.Warn("telemetry: reading resource attributes", "error", err)
+	}
+	var errs []error
+	var readers []sdkmetric.Option
+	if opts.Prometheus {
+		reg := prometheus.NewRegistry()
+		exp, err := otelprom.New(otelprom.WithRegisterer(reg), otelprom.WithoutUnits(),
+			otelprom.WithoutCounterSuffixes(), otelprom.WithoutScopeInfo())
+		if err != nil {
+			errs = append(errs, fmt.Errorf("telemetry: Prometheus exporter: %w", err))
+		} else {
+			readers = append(readers, sdkmetric.WithReader(exp))
+			t.metrics = promhttp.HandlerFor(reg, promhttp.HandlerOpts{})
+		}
+	}
+	if on, err := signalOn(opts.Getenv, EnvMetricsEndpoint, EnvMetricsProtocol); err != nil {
+		errs = append(errs, err)
+	} else if on {
+		exp, err := otlpmetrichttp.New(ctx)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("telemetry: OTLP metric exporter: %w", err))
+		} else {
+			readers = append(readers, sdkmetric.WithReader(sdkmetric.NewPeriodicReader(exp)))
+			t.OTLP = true
+		}
+	}
+	if len(readers) > 0 {
+		t.meters = sdkmetric.NewMeterProvider(append(readers, sdkmetric.WithResource(res))...)
+		otel.SetMeterProvider(t.meters)
+	}
+	if on, err := signalOn(opts.Getenv, EnvTracesEndpoint, EnvTracesProtocol); err != nil {
+		errs = append(errs, err)
+	} else if on {
+		exp, err := otlptracehttp.New(ctx)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("telemetry: OTLP trace exporter: %w", err))
+		} else {
+			t.tracers = sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(res))
+			otel.SetTracerProvider(t.tracers)
+			t.OTLP = true
+		}
+	}
+	return t, errors.Join(errs...)
+}
+
+// signalOn reports whether a signal is exported over OTLP: its own endpoint
+// or the common one is set. Only OTLP/HTTP with protobuf is built in; any
+// other protocol is refused by name rather than ignored.
+func signalOn(getenv func(string) string, endpointVar, protocolVar string) (bool, error) {
+	name, endpoint := endpointVar, strings.TrimSpace(getenv(endpointVar))
+	if endpoint == "" {
+		name, endpoint = EnvEndpoint, strings.TrimSpace(getenv(EnvEndpoint))
+	}
+	if endpoint == "" {
+		return false, nil
+	}
+	if u, err := url.Parse(endpoint); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return false, fmt.Errorf("telemetry: %s=%q is not an http(s) URL such as http://collector:4318; this signal is not exported", name, endpoint)
+	}
+	for _, p := range []string{protocolVar, EnvProtocol} {
+		if v := strings.TrimSpace(getenv(p)); v != "" {
+			if v != "http/protobuf" {
+				return false, fmt.Errorf("telemetry: %s=%q: karpfunc exports OTLP over HTTP only; set it to http/protobuf (or unset it); this signal is not exported", p, v)
+			}
+			break
+		}
+	}
+	return true, nil
+}
+
+// MetricsHandler serves the Prometheus exposition (nil without Options.Prometheus).
+func (t *Telemetry) MetricsHandler() http.Handler { return t.metrics }
+
+// Flush exports what is buffered, within FlushTimeout. A failure is logged,
+// never returned: a Function flushes before answering the host, and its
+// work is done whether or not the collector took the telemetry.
+func (t *Telemetry) Flush(ctx context.Context) {
+	if t == nil || !t.OTLP {
+		return
+	}
+	// Each signal gets half: a collector that is down must not starve the
+	// other signal's exporter of its whole budget.
+	flush := func(what string, f func(context.Context) error) {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), FlushTimeout/2)
+		defer cancel()
+		if err := f(ctx); err != nil {
+			t.log.Warn("telemetry: flushing "+what+" failed; the work goes on without them", "error", err)
+		}
+	}
+	if t.tracers != nil {
+		flush("traces", t.tracers.ForceFlush)
+	}
+	if t.meters != nil {
+		flush("metrics", t.meters.ForceFlush)
+	}
+}
+
+// Shutdown flushes and stops the providers (at process exit).
+func (t *Telemetry) Shutdown(ctx context.Context) {
+	if t == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), FlushTimeout)
+	defer cancel()
+	if t.tracers != nil {
+		if err := t.tracers.Shutdown(ctx); err != nil {
+			t.log.Warn("telemetry: stopping traces", "error", err)
+		}
+	}
+	if t.meters != nil {
+		if err := t.meters.Shutdown(ctx); err != nil {
+			t.log.Warn("telemetry: stopping metrics", "error", err)
+		}
+	}
+}
