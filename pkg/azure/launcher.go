@@ -175,6 +175,7 @@ func NewLauncher(opts Options) (*Launcher, error) {
 		// that our least-privilege identity does not (and should not) have.
 		DisableRPRegistration: true,
 	}
+	armOpts.PerCallPolicies = append(armOpts.PerCallPolicies, telemetryPolicy{}) // spans and metrics, see telemetry.go
 	vms, err := armcompute.NewVirtualMachinesClient(opts.SubscriptionID, cred, armOpts)
 	if err != nil {
 		return nil, fmt.Errorf("creating VM client: %w", err)

@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
+	"github.com/karpfunc/karpfunc/pkg/decisions"
 	"github.com/karpfunc/karpfunc/pkg/events"
 	"github.com/karpfunc/karpfunc/pkg/lifecycle"
 	"github.com/karpfunc/karpfunc/pkg/offerings"
@@ -37,6 +38,10 @@ type Options struct {
 	UnavailableTTL time.Duration
 	Clock          clock.Clock
 	Logger         *slog.Logger
+	// ClusterName and Decisions record each interruption (default: logged
+	// with Logger, published nowhere).
+	ClusterName string
+	Decisions   *decisions.Recorder
 }
 
 // Controller handles interruption signals.
@@ -49,6 +54,9 @@ type Controller struct {
 	clock    clock.Clock
 	log      *slog.Logger
 	recorder *events.Recorder
+
+	cluster   string
+	decisions *decisions.Recorder
 }
 
 // New returns a Controller.
@@ -62,7 +70,10 @@ func New(opts Options) *Controller {
 	if opts.UnavailableTTL <= 0 {
 		opts.UnavailableTTL = offerings.DefaultTTL
 	}
-	return &Controller{kube: opts.Kube, lc: opts.Lifecycle, evac: opts.Evacuator, offer: opts.Offerings,
+	if opts.Decisions == nil {
+		opts.Decisions = decisions.NewRecorder(opts.Logger)
+	}
+	return &Controller{cluster: opts.ClusterName, decisions: opts.Decisions, kube: opts.Kube, lc: opts.Lifecycle, evac: opts.Evacuator, offer: opts.Offerings,
 		ttl: opts.UnavailableTTL, clock: opts.Clock, log: opts.Logger, recorder: events.NewRecorder(opts.Kube, opts.Clock)}
 }
 
@@ -148,6 +159,7 @@ func (c *Controller) Interrupt(ctx context.Context, sig Signal) (Result, error) 
 		return res, err
 	}
 	res.First = first
+	c.recordNotice(ctx, sig, nc, res)
 	res.Deadline, _ = lifecycle.InterruptionDeadline(nc)
 	if first {
 		msg := fmt.Sprintf("%s; node must be gone by %s", sig.Detail, res.Deadline.Format(time.RFC3339))

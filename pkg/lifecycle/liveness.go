@@ -76,6 +76,7 @@ func (c *Controller) Liveness(ctx context.Context, name, uid string) (LivenessRe
 		return LivenessResult{}, fmt.Errorf("deleting NodeClaim %s after its registration timeout: %w", nc.Name, err)
 	}
 	c.log.Warn("nodeclaim did not register in time; deleted", "nodeclaim", nc.Name, "ttl", c.regTTL)
+	RecordDisrupted(ctx, nc, DisruptedLiveness)
 	return LivenessResult{Deleted: true}, nil
 }
 

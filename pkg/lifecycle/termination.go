@@ -202,6 +202,7 @@ func (c *Controller) Terminate(ctx context.Context, name string) (TerminateResul
 		return res, fmt.Errorf("removing finalizer from NodeClaim %s: %w", nc.Name, err)
 	}
 	c.log.Info("terminated nodeclaim", "nodeclaim", nc.Name, "evicted", res.Evicted)
+	recordTerminated(ctx, nc)
 	if err := nodepoolstatus.Update(ctx, c.kube, nc.Labels[karpv1.NodePoolLabelKey]); err != nil {
 		c.log.Warn("updating nodepool resources", "error", err)
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/karpfunc/karpfunc/pkg/azure"
 	"github.com/karpfunc/karpfunc/pkg/bus"
 	"github.com/karpfunc/karpfunc/pkg/catalog"
+	"github.com/karpfunc/karpfunc/pkg/decisions"
 	"github.com/karpfunc/karpfunc/pkg/events"
 	"github.com/karpfunc/karpfunc/pkg/messages"
 	"github.com/karpfunc/karpfunc/pkg/nodepoolstatus"
@@ -309,6 +310,7 @@ func (l *launch) failed(ctx context.Context, cause error) (retryIn time.Duration
 	}
 	it, off := c.InstanceType, c.Offering
 	st.LastError = truncate(cause.Error(), 512)
+	recordCreateError(ctx, cause)
 	if entries, capacity := offerings.ForLaunchError(cause, it, off, l.now); capacity {
 		p.warn(ctx, nc, events.ReasonLaunchFailed, fmt.Sprintf("launching %s (%s, %s): %v", it.Name, off.Zone, off.CapacityType, cause))
 		if err := l.mark(ctx, entries...); err != nil {
@@ -420,6 +422,7 @@ func (l *launch) recordLaunched(ctx context.Context, inst *azure.Instance) (Laun
 	}
 	p.log.Info("launched nodeclaim", "nodeclaim", nc.Name, "instanceType", it.Name, "zone", off.Zone,
 		"capacityType", off.CapacityType, "price", off.Price, "providerID", inst.ProviderID, "sinceBegun", l.now.Sub(l.st.Begun))
+	p.decide(ctx, decisions.Launch, nc, "provisioning", nil)
 	if err := p.recorder.Publish(ctx, events.Event{Object: nc, Type: corev1.EventTypeNormal, Reason: events.ReasonLaunched,
 		Message: fmt.Sprintf("Launched %s in %s (%s) at $%.4f/h", it.Name, off.Zone, off.CapacityType, off.Price)}); err != nil {
 		p.log.Warn("writing event", "error", err)
@@ -446,6 +449,7 @@ func (l *launch) giveUp(ctx context.Context, cause error) (LaunchResult, error) 
 		return l.res, fmt.Errorf("%v; then deleting the NodeClaim: %w", cause, err)
 	}
 	p.log.Warn("gave up nodeclaim", "nodeclaim", nc.Name, "reason", cause)
+	p.decide(ctx, decisions.GiveUp, nc, cause.Error(), nil)
 	l.res.GaveUp, l.res.RequeueAt = true, time.Time{}
 	return l.res, nil
 }

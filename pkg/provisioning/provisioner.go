@@ -28,6 +28,7 @@ import (
 	"github.com/karpfunc/karpfunc/pkg/azure"
 	"github.com/karpfunc/karpfunc/pkg/bus"
 	"github.com/karpfunc/karpfunc/pkg/catalog"
+	"github.com/karpfunc/karpfunc/pkg/decisions"
 	"github.com/karpfunc/karpfunc/pkg/events"
 	"github.com/karpfunc/karpfunc/pkg/offerings"
 	"github.com/karpfunc/karpfunc/pkg/ownership"
@@ -91,6 +92,9 @@ type Options struct {
 	LaunchCheckInterval time.Duration
 	// LaunchConcurrency (default DefaultLaunchConcurrency).
 	LaunchConcurrency int
+	// Decisions records launches and give-ups (default: logged with
+	// Logger, published nowhere).
+	Decisions *decisions.Recorder
 }
 
 // DefaultStuckAfter is longer than a launch and registration take on Azure.
@@ -115,6 +119,7 @@ type Provisioner struct {
 	maxFailures       int
 	checkInterval     time.Duration
 	launchConcurrency int
+	decisions         *decisions.Recorder
 }
 
 // New returns a Provisioner.
@@ -149,7 +154,10 @@ func New(opts Options) *Provisioner {
 	if opts.LaunchConcurrency <= 0 {
 		opts.LaunchConcurrency = DefaultLaunchConcurrency
 	}
-	return &Provisioner{kube: opts.Kube, launcher: opts.Launcher, catalog: opts.Catalog, clusterName: opts.ClusterName,
+	if opts.Decisions == nil {
+		opts.Decisions = decisions.NewRecorder(opts.Logger)
+	}
+	return &Provisioner{decisions: opts.Decisions, kube: opts.Kube, launcher: opts.Launcher, catalog: opts.Catalog, clusterName: opts.ClusterName,
 		clock: opts.Clock, log: opts.Logger, recorder: events.NewRecorder(opts.Kube, opts.Clock),
 		offerings: opts.Offerings, publisher: opts.Publisher, regTTL: opts.RegistrationTTL, maxAttempts: opts.MaxLaunchAttempts,
 		stuckAfter:  opts.StuckAfter,
@@ -224,6 +232,7 @@ func (p *Provisioner) Provision(ctx context.Context) (Result, error) {
 		start := p.clock.Now()
 		out := scheduler.Solve(in)
 		res.SolveDuration = p.clock.Since(start)
+		recordPass(ctx, len(in.Pods), res.SolveDuration)
 		res.Pods = PlacedOutcomes(out)
 		for _, inv := range out.InvalidNodePools {
 			p.log.Error("nodepool can launch nothing", "nodepool", inv.NodePool.Name, "reason", inv.Reason)
@@ -267,6 +276,7 @@ func (p *Provisioner) Provision(ctx context.Context) (Result, error) {
 			}
 			if created {
 				res.Created = append(res.Created, nc.Name)
+				recordCreated(ctx, nc, plan.Pods, p.clock.Now())
 				snap.NodeClaims = append(snap.NodeClaims, nc)
 			}
 		}

@@ -1,0 +1,97 @@
+package provisioning
+
+import (
+	"context"
+	"time"
+
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+	corev1 "k8s.io/api/core/v1"
+	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
+
+	"github.com/karpfunc/karpfunc/pkg/azure"
+	"github.com/karpfunc/karpfunc/pkg/decisions"
+	"github.com/karpfunc/karpfunc/pkg/telemetry"
+)
+
+var meter = otel.Meter("github.com/karpfunc/karpfunc/pkg/provisioning")
+
+// durationBuckets are Karpenter's (metrics.DurationBuckets).
+var durationBuckets = []float64{0.005, 0.01, 0.025, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0,
+	1.25, 1.5, 1.75, 2.0, 2.5, 3.0, 3.5, 4.0, 4.5, 5, 6, 7, 8, 9, 10, 15, 20, 25, 30, 40, 50, 60, 120, 150, 300, 450, 600}
+
+var (
+	// Karpenter's names and labels.
+	nodeClaimsCreated, _ = meter.Int64Counter("karpenter_nodeclaims_created_total",
+		metric.WithDescription("Number of nodeclaims created in total by Karpenter. Labeled by reason the nodeclaim was created, the owning nodepool, and if min values was relaxed for this nodeclaim."))
+	schedulingDuration, _ = meter.Float64Histogram("karpenter_scheduler_scheduling_duration_seconds",
+		metric.WithDescription("Duration of scheduling simulations used for deprovisioning and provisioning in seconds."),
+		metric.WithUnit("s"), metric.WithExplicitBucketBoundaries(durationBuckets...))
+	queueDepth, _ = meter.Int64Gauge("karpenter_scheduler_queue_depth",
+		metric.WithDescription("The number of pods currently waiting to be scheduled."))
+	cloudProviderErrors, _ = meter.Int64Counter("karpenter_cloudprovider_errors_total",
+		metric.WithDescription("Total number of errors returned from CloudProvider calls."))
+
+	// karpfunc's own.
+	pendingToNodeClaim, _ = meter.Float64Histogram("karpfunc_pods_pending_to_nodeclaim_seconds",
+		metric.WithDescription("Time from kube-scheduler marking a pod Unschedulable to the NodeClaim karpfunc created for it."),
+		metric.WithUnit("s"), metric.WithExplicitBucketBoundaries(durationBuckets...))
+)
+
+// controllerLabel is the Function a pass runs in ("provisioner" outside one).
+func controllerLabel(ctx context.Context) string {
+	if c := telemetry.Controller(ctx); c != "" {
+		return c
+	}
+	return "provisioner"
+}
+
+func recordPass(ctx context.Context, pending int, solve time.Duration) {
+	c := attribute.String("controller", controllerLabel(ctx))
+	queueDepth.Record(ctx, int64(pending), metric.WithAttributes(c))
+	if pending > 0 {
+		schedulingDuration.Record(ctx, solve.Seconds(), metric.WithAttributes(c))
+	}
+}
+
+// recordCreated counts a NodeClaim this pass created and how long its pods
+// waited for it.
+func recordCreated(ctx context.Context, nc *karpv1.NodeClaim, pods []*corev1.Pod, now time.Time) {
+	nodeClaimsCreated.Add(ctx, 1, metric.WithAttributes(attribute.String("reason", "provisioning"),
+		attribute.String("nodepool", nc.Labels[karpv1.NodePoolLabelKey]), attribute.String("min_values_relaxed", "false")))
+	for _, pod := range pods {
+		if since := pendingSince(pod); !since.IsZero() && !now.Before(since) {
+			pendingToNodeClaim.Record(ctx, now.Sub(since).Seconds(),
+				metric.WithAttributes(attribute.String("nodepool", nc.Labels[karpv1.NodePoolLabelKey])))
+		}
+	}
+}
+
+// recordCreateError counts a failed VM creation by its ARM error code, as
+// Karpenter counts CloudProvider.Create errors.
+func recordCreateError(ctx context.Context, err error) {
+	code := azure.ErrorCode(err)
+	if code == "" && IsInsufficientCapacity(err) {
+		code = "InsufficientCapacityError"
+	}
+	cloudProviderErrors.Add(ctx, 1, metric.WithAttributes(attribute.String("controller", controllerLabel(ctx)),
+		attribute.String("method", "Create"), attribute.String("provider", "azure"), attribute.String("error", code)))
+}
+
+// decide records a launch or give-up of nc, described by the labels the
+// launch wrote (instance type, zone, capacity type) and the catalog's price.
+func (p *Provisioner) decide(ctx context.Context, kind decisions.Kind, nc *karpv1.NodeClaim, reason string, pods []string) {
+	r := decisions.Record{Decision: kind, Time: p.clock.Now().UTC(), Cluster: p.clusterName,
+		NodePool: nc.Labels[karpv1.NodePoolLabelKey], NodeClaim: nc.Name, Reason: reason, Pods: pods,
+		Size: nc.Labels[corev1.LabelInstanceTypeStable], Zone: nc.Labels[corev1.LabelTopologyZone],
+		CapacityType: nc.Labels[karpv1.CapacityTypeLabelKey]}
+	if it, ok := p.catalog.Get(r.Size); ok {
+		for _, o := range it.Offerings {
+			if o.Zone == r.Zone && o.CapacityType == r.CapacityType {
+				r.PricePerHour = o.Price
+			}
+		}
+	}
+	p.decisions.Record(ctx, r)
+}
