@@ -23,6 +23,7 @@ import (
 	"github.com/karpfunc/karpfunc/pkg/lifecycle"
 	"github.com/karpfunc/karpfunc/pkg/offerings"
 	"github.com/karpfunc/karpfunc/pkg/provisioning"
+	"github.com/karpfunc/karpfunc/pkg/telemetry"
 )
 
 // App settings the handler reads, beyond pkg/azure's (AZURE_*, ARM_*).
@@ -101,6 +102,7 @@ func (d *dependencies) get() (*provisioning.Provisioner, *lifecycle.Controller, 
 		return nil, nil, err
 	}
 	restConfig.QPS, restConfig.Burst = 50, 100
+	restConfig.Wrap(telemetry.WrapKubeTransport) // a span per API call
 	kube, err := client.New(restConfig, client.Options{Scheme: apis.Scheme})
 	if err != nil {
 		return nil, nil, fmt.Errorf("building the Kubernetes client: %w", err)
@@ -142,10 +144,11 @@ func (d *dependencies) get() (*provisioning.Provisioner, *lifecycle.Controller, 
 		return nil, nil, fmt.Errorf("the Functions send themselves scheduled messages (liveness checks, drain retries): %w", err)
 	}
 	clk := clock.RealClock{}
+	rec := decisionRecorder(d.getenv, d.log)
 	d.provisioner = provisioning.New(provisioning.Options{Kube: kube, Launcher: launcher, Catalog: cat,
 		ClusterName: azOpts.ClusterName, Clock: clk, Logger: d.log, Publisher: pub, RegistrationTTL: regTTL,
 		LaunchCheckInterval: checkInterval,
-		Offerings:           offerings.NewStore(kube, d.getenv(EnvNamespace), "", clk), Namespace: d.getenv(EnvNamespace)})
+		Offerings:           offerings.NewStore(kube, d.getenv(EnvNamespace), "", clk), Namespace: d.getenv(EnvNamespace), Decisions: rec})
 	evictor, err := lifecycle.NewEvictor(restConfig)
 	if err != nil {
 		return nil, nil, err
@@ -158,7 +161,8 @@ func (d *dependencies) get() (*provisioning.Provisioner, *lifecycle.Controller, 
 	}
 	d.kube, d.recorder = kube, events.NewRecorder(kube, clk)
 	d.interruptionCtrl = interruption.New(interruption.Options{Kube: kube, Lifecycle: d.lifecycleController, Evacuator: d.provisioner,
-		Offerings: offerings.NewStore(kube, d.getenv(EnvNamespace), "", clk), Clock: clk, Logger: d.log})
+		Offerings: offerings.NewStore(kube, d.getenv(EnvNamespace), "", clk), Clock: clk, Logger: d.log,
+		ClusterName: azOpts.ClusterName, Decisions: rec})
 	d.built = true
 	return d.provisioner, d.lifecycleController, nil
 }

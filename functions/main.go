@@ -25,11 +25,12 @@ func main() {
 	// handler, instead of its "SetLogger was never called" stack trace.
 	ctrllog.SetLogger(logr.FromSlogHandler(log.Handler()))
 	deps := newDependencies(os.Getenv, log)
+	obs := setupTelemetry(os.Getenv, log)
 	srv := customhandler.NewServer(customhandler.ServerOptions{})
-	srv.Register("Provision", customhandler.Handle(deps.provisionFunc))
-	srv.Register("Lifecycle", customhandler.Handle(deps.lifecycleFunc))
-	srv.Register("Sweep", customhandler.Handle(deps.sweepFunc))
-	srv.Register("Interruption", customhandler.Handle(deps.interruptionFunc))
+	srv.Register("Provision", customhandler.Handle(obs.instrument("Provision", deps.provisionFunc)))
+	srv.Register("Lifecycle", customhandler.Handle(obs.instrument("Lifecycle", deps.lifecycleFunc)))
+	srv.Register("Sweep", customhandler.Handle(obs.instrument("Sweep", deps.sweepFunc)))
+	srv.Register("Interruption", customhandler.Handle(obs.instrument("Interruption", deps.interruptionFunc)))
 	if err := srv.Run(context.Background()); err != nil {
 		fmt.Fprintln(os.Stderr, "handler:", err)
 		os.Exit(1)
