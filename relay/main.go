@@ -30,6 +30,7 @@ import (
 	_ "golang.org/x/crypto/x509roots/fallback"
 
 	"github.com/karpfunc/karpfunc/pkg/bus"
+	"github.com/karpfunc/karpfunc/pkg/telemetry"
 	"github.com/karpfunc/karpfunc/relay/internal/watch"
 )
 
@@ -125,9 +126,17 @@ func run(ctx context.Context, f flags, log *slog.Logger) error {
 		}
 	}()
 
+	// Metrics for Prometheus on the health address (/metrics); traces,
+	// and metrics too, over OTLP when OTEL_EXPORTER_OTLP_* say where.
+	tel, err := telemetry.Setup(ctx, telemetry.Options{ServiceName: "karpfunc-relay", Getenv: os.Getenv, Prometheus: true, Logger: log})
+	if err != nil {
+		log.Error("telemetry settings not usable; the relay runs without that telemetry", "error", err)
+	}
+	defer tel.Shutdown(context.Background())
+
 	var ready atomic.Bool
 	if f.healthAddr != "" {
-		srv := healthServer(f.healthAddr, &ready)
+		srv := healthServer(f.healthAddr, &ready, tel.MetricsHandler())
 		go func() {
 			if err := srv.ListenAndServe(); err != nil && !errors.Is(err, http.ErrServerClosed) {
 				log.Error("health server stopped", "error", err)
@@ -158,9 +167,13 @@ func restConfig(kubeconfig string) (*rest.Config, error) {
 }
 
 // healthServer answers /healthz while the process runs and /readyz once the
-// informers have synced, so a rollout waits for a relay that actually watches.
-func healthServer(addr string, ready *atomic.Bool) *http.Server {
+// informers have synced, so a rollout waits for a relay that actually watches;
+// /metrics serves the Prometheus exposition.
+func healthServer(addr string, ready *atomic.Bool, metrics http.Handler) *http.Server {
 	mux := http.NewServeMux()
+	if metrics != nil {
+		mux.Handle("GET /metrics", metrics)
+	}
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
 		if !ready.Load() {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"log/slog"
+	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync/atomic"
@@ -51,7 +52,8 @@ func TestParseFlags(t *testing.T) {
 
 func TestHealthServer(t *testing.T) {
 	var ready atomic.Bool
-	srv := httptest.NewServer(healthServer("", &ready).Handler)
+	metrics := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusTeapot) })
+	srv := httptest.NewServer(healthServer("", &ready, metrics).Handler)
 	defer srv.Close()
 	get := func(path string) int {
 		resp, err := srv.Client().Get(srv.URL + path)
@@ -66,7 +68,7 @@ func TestHealthServer(t *testing.T) {
 		path       string
 		wantStatus int
 	}{
-		{false, "/healthz", 200}, {false, "/readyz", 503}, {true, "/readyz", 200}, {true, "/metrics", 404},
+		{false, "/healthz", 200}, {false, "/readyz", 503}, {true, "/readyz", 200}, {true, "/metrics", http.StatusTeapot}, {true, "/other", 404},
 	} {
 		ready.Store(tt.ready)
 		if got := get(tt.path); got != tt.wantStatus {

@@ -13,13 +13,20 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"sort"
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
 	"k8s.io/client-go/util/workqueue"
 
 	"github.com/karpfunc/karpfunc/pkg/bus"
+	"github.com/karpfunc/karpfunc/pkg/telemetry"
 )
 
 // Options configure a Sender.
@@ -151,7 +158,7 @@ func (s *Sender) next(ctx context.Context) bool {
 	}
 
 	attemptCtx, cancel := context.WithTimeout(ctx, s.timeout)
-	err := s.pub.Publish(attemptCtx, k.queue, *msg)
+	err := s.publish(attemptCtx, k.queue, *msg)
 	cancel()
 	if err != nil {
 		if ctx.Err() != nil {
@@ -170,4 +177,24 @@ func (s *Sender) next(ctx context.Context) bool {
 	s.mu.Unlock()
 	s.log.Debug("published", "queue", k.queue, "id", k.id)
 	return true
+}
+
+// publish sends msg in a producer span whose W3C trace context the message
+// carries in its application properties (traceparent, Diagnostic-Id), so
+// the Function that handles it continues the same trace.
+func (s *Sender) publish(ctx context.Context, queue string, msg bus.Message) error {
+	ctx, span := otel.Tracer(scope).Start(ctx, queue+" publish", trace.WithSpanKind(trace.SpanKindProducer),
+		trace.WithAttributes(attribute.String("messaging.system", "servicebus"), attribute.String("messaging.destination.name", queue),
+			attribute.String("messaging.message.id", msg.ID)))
+	defer span.End()
+	msg.ApplicationProperties = telemetry.Inject(ctx, maps.Clone(msg.ApplicationProperties))
+	err := s.pub.Publish(ctx, queue, msg)
+	outcome := "success"
+	if err != nil {
+		outcome = "retry"
+		span.RecordError(err)
+		span.SetStatus(codes.Error, err.Error())
+	}
+	publishedTotal.Add(ctx, 1, metric.WithAttributes(attribute.String("queue", queue), attribute.String("outcome", outcome)))
+	return err
 }

@@ -104,6 +104,10 @@ type relay struct {
 	pods   cache.SharedIndexInformer
 	nodes  cache.SharedIndexInformer
 	claims cache.SharedIndexInformer
+
+	// unschedulableSince is when each pod the relay saw Unschedulable was
+	// first marked so (UID -> time.Time), until it leaves (metrics.go).
+	unschedulableSince sync.Map
 }
 
 // Run starts the informers and publishes until ctx is done. It returns an
@@ -147,6 +151,9 @@ func Run(ctx context.Context, opts Options) error {
 	r.pods = podFactory.Core().V1().Pods().Informer()
 	r.nodes = nodeFactory.Core().V1().Nodes().Informer()
 	r.claims = metaFactory.ForResource(NodeClaims).Informer()
+	if err := r.registerGauges(); err != nil {
+		return fmt.Errorf("watch: registering gauges: %w", err)
+	}
 
 	for _, set := range []struct {
 		inf cache.SharedIndexInformer
@@ -244,6 +251,7 @@ func (r *relay) onPod(obj any) {
 		r.batch.Remove(string(pod.UID))
 		return
 	}
+	r.unschedulableSince.LoadOrStore(pod.UID, pendingSince(pod, r.opts.Clock.Now()))
 	if err := r.batch.Add(podRef(pod)); err != nil {
 		r.log.Error("pod not batched", "pod", pod.Namespace+"/"+pod.Name, "error", err)
 	}
@@ -255,6 +263,7 @@ func (r *relay) onPodDelete(obj any) {
 	}
 	if pod, ok := obj.(*corev1.Pod); ok {
 		r.batch.Remove(string(pod.UID))
+		r.observeBound(pod)
 	}
 }
 
