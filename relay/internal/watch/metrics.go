@@ -7,6 +7,7 @@ import (
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/metric"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/tools/cache"
 )
 
 var meter = otel.Meter("github.com/karpfunc/karpfunc/relay/internal/watch")
@@ -16,6 +17,11 @@ var (
 	// sees bound.
 	podsBoundDuration, _ = meter.Float64Histogram("karpenter_pods_bound_duration_seconds",
 		metric.WithDescription("The time from pod creation until the pod is bound."), metric.WithUnit("s"),
+		metric.WithExplicitBucketBoundaries(podBuckets...))
+	// Karpenter's name: pod creation until it runs (here: leaves phase
+	// Pending, as the relay sees it).
+	podsStartupDuration, _ = meter.Float64Histogram("karpenter_pods_startup_duration_seconds",
+		metric.WithDescription("The time from pod creation until the pod is running."), metric.WithUnit("s"),
 		metric.WithExplicitBucketBoundaries(podBuckets...))
 	// karpfunc's own: from kube-scheduler marking a pod Unschedulable to
 	// its binding, the time karpfunc took to give it capacity.
@@ -44,31 +50,67 @@ func (r *relay) registerGauges() error {
 	return err
 }
 
-// observeBound records a pod that left the relay's unbound selection
-// because it was bound: the watch delivers its bound state, whose
-// PodScheduled=True transition is the binding time.
-func (r *relay) observeBound(pod *corev1.Pod) {
-	since, seen := r.unschedulableSince.LoadAndDelete(pod.UID)
-	if pod.Spec.NodeName == "" {
-		return // deleted while pending, not bound
+// The relay's pod informer holds unbound pods only, and a pod leaving that
+// selection arrives as a delete carrying its last unbound state: binding
+// and deletion look alike there. A second informer holds the pods in phase
+// Pending, bound or not, and tells them apart: a pod bound but still
+// Pending is in it with its node; a bound pod that leaves it (and was not
+// being deleted) has started.
+
+// podProgress is what the relay remembers of a Pending pod.
+type podProgress struct {
+	bound    bool
+	deleting bool
+}
+
+// onPendingPod records a pod's binding the first time the relay sees it
+// bound.
+func (r *relay) onPendingPod(obj any) {
+	pod, ok := obj.(*corev1.Pod)
+	if !ok {
+		return
 	}
-	bound := time.Time{}
+	v, _ := r.progress.LoadOrStore(pod.UID, &podProgress{})
+	p := v.(*podProgress)
+	if pod.DeletionTimestamp != nil {
+		p.deleting = true
+	}
+	if pod.Spec.NodeName == "" || p.bound {
+		return
+	}
+	p.bound = true
+	bound := r.opts.Clock.Now()
 	for _, c := range pod.Status.Conditions {
-		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionTrue {
+		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionTrue && !c.LastTransitionTime.IsZero() {
 			bound = c.LastTransitionTime.Time
 		}
-	}
-	if bound.IsZero() {
-		bound = r.opts.Clock.Now()
 	}
 	ctx := context.Background()
 	if !pod.CreationTimestamp.IsZero() && !bound.Before(pod.CreationTimestamp.Time) {
 		podsBoundDuration.Record(ctx, bound.Sub(pod.CreationTimestamp.Time).Seconds())
 	}
-	if seen {
-		if t := since.(time.Time); !bound.Before(t) {
-			podsTimeToCapacity.Record(ctx, bound.Sub(t).Seconds())
-		}
+	if since, seen := r.unschedulableSince.LoadAndDelete(pod.UID); seen && !bound.Before(since.(time.Time)) {
+		podsTimeToCapacity.Record(ctx, bound.Sub(since.(time.Time)).Seconds())
+	}
+}
+
+// onPendingPodGone records the startup of a bound pod that left phase
+// Pending without being deleted.
+func (r *relay) onPendingPodGone(obj any) {
+	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = d.Obj
+	}
+	pod, ok := obj.(*corev1.Pod)
+	if !ok {
+		return
+	}
+	r.unschedulableSince.Delete(pod.UID)
+	v, ok := r.progress.LoadAndDelete(pod.UID)
+	if !ok {
+		return
+	}
+	if p := v.(*podProgress); p.bound && !p.deleting && pod.DeletionTimestamp == nil && !pod.CreationTimestamp.IsZero() {
+		podsStartupDuration.Record(context.Background(), r.opts.Clock.Since(pod.CreationTimestamp.Time).Seconds())
 	}
 }
 

@@ -105,9 +105,12 @@ type relay struct {
 	nodes  cache.SharedIndexInformer
 	claims cache.SharedIndexInformer
 
-	// unschedulableSince is when each pod the relay saw Unschedulable was
-	// first marked so (UID -> time.Time), until it leaves (metrics.go).
+	// For the pod metrics (metrics.go): the Pending pods' informer, when
+	// each pod the relay saw Unschedulable was first marked so (UID ->
+	// time.Time), and what it saw of each Pending pod (UID -> *podProgress).
+	pending            cache.SharedIndexInformer
 	unschedulableSince sync.Map
+	progress           sync.Map
 }
 
 // Run starts the informers and publishes until ctx is done. It returns an
@@ -145,12 +148,17 @@ func Run(ctx context.Context, opts Options) error {
 		informers.WithTweakListOptions(func(lo *metav1.ListOptions) {
 			lo.FieldSelector = fields.OneTermEqualSelector("spec.nodeName", "").String()
 		}))
+	pendingFactory := informers.NewSharedInformerFactoryWithOptions(opts.Kube, 0,
+		informers.WithTweakListOptions(func(lo *metav1.ListOptions) {
+			lo.FieldSelector = fields.OneTermEqualSelector("status.phase", string(corev1.PodPending)).String()
+		}))
 	nodeFactory := informers.NewSharedInformerFactory(opts.Kube, 0)
 	metaFactory := metadatainformer.NewSharedInformerFactory(opts.Metadata, 0)
 
 	r.pods = podFactory.Core().V1().Pods().Informer()
 	r.nodes = nodeFactory.Core().V1().Nodes().Informer()
 	r.claims = metaFactory.ForResource(NodeClaims).Informer()
+	r.pending = pendingFactory.Core().V1().Pods().Informer()
 	if err := r.registerGauges(); err != nil {
 		return fmt.Errorf("watch: registering gauges: %w", err)
 	}
@@ -163,6 +171,7 @@ func Run(ctx context.Context, opts Options) error {
 		{r.pods, TransformPod, cache.ResourceEventHandlerFuncs{AddFunc: r.onPod, UpdateFunc: func(_, n any) { r.onPod(n) }, DeleteFunc: r.onPodDelete}},
 		{r.nodes, TransformNode, cache.ResourceEventHandlerFuncs{AddFunc: r.onNodeAdd, UpdateFunc: r.onNodeUpdate}},
 		{r.claims, TransformMetadata, cache.ResourceEventHandlerFuncs{AddFunc: r.onClaimAdd, UpdateFunc: r.onClaimUpdate}},
+		{r.pending, TransformPod, cache.ResourceEventHandlerFuncs{AddFunc: r.onPendingPod, UpdateFunc: func(_, n any) { r.onPendingPod(n) }, DeleteFunc: r.onPendingPodGone}},
 	} {
 		if err := set.inf.SetTransform(set.tf); err != nil {
 			return fmt.Errorf("watch: setting informer transform: %w", err)
@@ -184,11 +193,13 @@ func Run(ctx context.Context, opts Options) error {
 	podFactory.Start(ctx.Done())
 	nodeFactory.Start(ctx.Done())
 	metaFactory.Start(ctx.Done())
+	pendingFactory.Start(ctx.Done())
 	defer func() {
 		cancel()
 		podFactory.Shutdown()
 		nodeFactory.Shutdown()
 		metaFactory.Shutdown()
+		pendingFactory.Shutdown()
 		wg.Wait()
 	}()
 
@@ -263,7 +274,6 @@ func (r *relay) onPodDelete(obj any) {
 	}
 	if pod, ok := obj.(*corev1.Pod); ok {
 		r.batch.Remove(string(pod.UID))
-		r.observeBound(pod)
 	}
 }
 
