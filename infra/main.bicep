@@ -88,6 +88,12 @@ param karpfuncNamespace string = 'karpfunc-system'
 @description('ServiceAccount the relay runs as; the federated credential\'s subject.')
 param relayServiceAccountName string = 'karpfunc-relay'
 
+@description('OTLP/HTTP endpoint (an OpenTelemetry Collector) the Functions export metrics and traces to; empty: no OTLP export. Decision records and function logs reach Application Insights either way.')
+param otlpEndpoint string = ''
+
+@description('Endpoint of an Event Grid topic (CloudEvents v1.0 input schema) karpfunc publishes its decisions to; empty: decisions are only logged. Grant the Functions identity "EventGrid Data Sender" on the topic.')
+param decisionEventsEndpoint string = ''
+
 @description('Upper bound on Function App instances (Flex Consumption allows 40 to 1000).')
 @minValue(40)
 @maxValue(1000)
@@ -122,6 +128,7 @@ module monitoring 'modules/monitoring.bicep' = {
     tags: tags
     token: token
     functionsPrincipalId: identities.outputs.functionsPrincipalId
+    serviceBusNamespaceId: serviceBus.outputs.namespaceId
   }
 }
 
@@ -169,6 +176,8 @@ module functionApp 'modules/functionapp.bicep' = {
     tags: tags
     token: token
     maximumInstanceCount: maximumInstanceCount
+    otlpEndpoint: otlpEndpoint
+    decisionEventsEndpoint: decisionEventsEndpoint
     identityId: identities.outputs.functionsIdentityId
     identityClientId: identities.outputs.functionsClientId
     storageAccountName: storage.outputs.accountName

@@ -5,6 +5,8 @@ param location string
 param tags object
 param token string
 param maximumInstanceCount int
+param otlpEndpoint string
+param decisionEventsEndpoint string
 param identityId string
 param identityClientId string
 param storageAccountName string
@@ -142,6 +144,18 @@ resource settings 'Microsoft.Web/sites/config@2024-04-01' = {
     KARPFUNC_SPOT_NOTICE: '30s'
     // First wait before looking at a VM create (then 10s, then every 20s).
     KARPFUNC_LAUNCH_CHECK_INTERVAL: '5s'
+    // Decisions as CloudEvents to an Event Grid topic (pkg/decisions); empty: logged only.
+    KARPFUNC_DECISION_EVENTS_ENDPOINT: decisionEventsEndpoint
+    // OpenTelemetry (pkg/telemetry): OTLP/HTTP to a collector; empty: no export.
+    // The per-signal endpoints and protocols override the common ones.
+    OTEL_SERVICE_NAME: 'karpfunc-functions'
+    OTEL_EXPORTER_OTLP_ENDPOINT: otlpEndpoint
+    OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: ''
+    OTEL_EXPORTER_OTLP_METRICS_ENDPOINT: ''
+    OTEL_EXPORTER_OTLP_PROTOCOL: 'http/protobuf'
+    OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: ''
+    OTEL_EXPORTER_OTLP_METRICS_PROTOCOL: ''
+    OTEL_SDK_DISABLED: 'false'
   }
 }
 

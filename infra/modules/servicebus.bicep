@@ -75,6 +75,7 @@ resource grant 'Microsoft.Authorization/roleAssignments@2022-04-01' = [for g in 
   }
 }]
 
+output namespaceId string = namespace.id
 output fullyQualifiedNamespace string = '${namespace.name}.servicebus.windows.net'
 output queueNames object = {
   provision: queue[provision].name

@@ -1,0 +1,167 @@
+package infra
+
+import (
+	"encoding/json"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/karpfunc/karpfunc/pkg/decisions"
+)
+
+// emitted are the metric names and attribute keys karpfunc's code emits:
+// the first argument of every OpenTelemetry instrument constructor, and
+// every literal attribute key, in the module's non-test Go files.
+func emitted(t *testing.T) (metrics, attrs map[string]bool) {
+	t.Helper()
+	metrics, attrs = map[string]bool{}, map[string]bool{}
+	instrument := regexp.MustCompile(`^(Int64|Float64)(Counter|UpDownCounter|Histogram|Gauge|ObservableCounter|ObservableGauge|ObservableUpDownCounter)$`)
+	err := filepath.WalkDir("..", func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && path != ".." && (d.Name() == "bin" || d.Name() == "tests" || d.Name() == "testdata" || strings.HasPrefix(d.Name(), ".")) {
+			return filepath.SkipDir
+		}
+		if d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return nil
+		}
+		f, err := parser.ParseFile(token.NewFileSet(), path, nil, 0)
+		if err != nil {
+			return err
+		}
+		ast.Inspect(f, func(n ast.Node) bool {
+			call, ok := n.(*ast.CallExpr)
+			if !ok || len(call.Args) == 0 {
+				return true
+			}
+			sel, ok := call.Fun.(*ast.SelectorExpr)
+			if !ok {
+				return true
+			}
+			lit, ok := call.Args[0].(*ast.BasicLit)
+			if !ok || lit.Kind != token.STRING {
+				return true
+			}
+			s, _ := strconv.Unquote(lit.Value)
+			switch {
+			case instrument.MatchString(sel.Sel.Name):
+				metrics[s] = true
+			case slices.Contains([]string{"String", "Bool", "Int", "Int64", "Float64"}, sel.Sel.Name):
+				if x, ok := sel.X.(*ast.Ident); ok && x.Name == "attribute" {
+					attrs[s] = true
+				}
+			}
+			return true
+		})
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return metrics, attrs
+}
+
+// workbookQueries are the KQL queries of infra/workbook.json.
+func workbookQueries(t *testing.T) []string {
+	t.Helper()
+	b, err := os.ReadFile("workbook.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wb struct {
+		Items []struct {
+			Type    int `json:"type"`
+			Content struct {
+				Query string `json:"query"`
+			} `json:"content"`
+		} `json:"items"`
+	}
+	if err := json.Unmarshal(b, &wb); err != nil {
+		t.Fatalf("workbook.json: %v", err)
+	}
+	var out []string
+	for _, it := range wb.Items {
+		if it.Type == 3 {
+			out = append(out, it.Content.Query)
+		}
+	}
+	return out
+}
+
+// TestWorkbookUsesWhatTheCodeEmits: every metric a workbook query reads is
+// one an instrument declares, every dimension one the code sets, and every
+// decision field one a decision record carries; and the panels the issue
+// asks for are there.
+func TestWorkbookUsesWhatTheCodeEmits(t *testing.T) {
+	metrics, attrs := emitted(t)
+	if len(metrics) < 10 {
+		t.Fatalf("found only %d instruments in the code: the parser no longer matches", len(metrics))
+	}
+	queries := workbookQueries(t)
+	nameRE := regexp.MustCompile(`name\s*(?:==\s*"([^"]+)"|in\s*\(([^)]*)\))`)
+	quoted := regexp.MustCompile(`"([^"]+)"`)
+	dimRE := regexp.MustCompile(`customDimensions\.(\w+)`)
+	fieldRE := regexp.MustCompile(`\bd\.(\w+)`)
+	used := map[string]bool{}
+	for _, q := range queries {
+		for _, m := range nameRE.FindAllStringSubmatch(q, -1) {
+			names := []string{m[1]}
+			if m[2] != "" {
+				names = nil
+				for _, n := range quoted.FindAllStringSubmatch(m[2], -1) {
+					names = append(names, n[1])
+				}
+			}
+			for _, n := range names {
+				used[n] = true
+				if !metrics[n] && !strings.HasPrefix(q, "requests") {
+					t.Errorf("workbook reads metric %q, which no instrument in the code declares", n)
+				}
+			}
+		}
+		for _, m := range dimRE.FindAllStringSubmatch(q, -1) {
+			if !attrs[m[1]] {
+				t.Errorf("workbook reads dimension %q, which the code never sets", m[1])
+			}
+		}
+		for _, m := range fieldRE.FindAllStringSubmatch(q, -1) {
+			if m[1] != "msg" && !slices.Contains(decisions.Fields, m[1]) {
+				t.Errorf("workbook reads decision field %q, which decisions.Fields does not list", m[1])
+			}
+		}
+	}
+	// The issue's panels, by what they read.
+	for _, want := range []string{"karpenter_scheduler_queue_depth", "karpfunc_pods_time_to_capacity_seconds",
+		"karpenter_cloudprovider_errors_total", "karpfunc_interruption_notices_total", "karpfunc_messages_total",
+		"karpfunc_function_duration_seconds"} {
+		if !used[want] {
+			t.Errorf("no workbook panel reads %s", want)
+		}
+	}
+	all := strings.Join(queries, "\n")
+	for _, want := range []string{`"launch"`, `"interruption"`, `"consolidation"`, "d.pricePerHour", "d.savingsPerHour", "d.capacityType", "d.zone", "d.size"} {
+		if !strings.Contains(all, want) {
+			t.Errorf("no workbook panel uses %s of the decision records", want)
+		}
+	}
+	// The template fills in what the workbook refers to.
+	bicep, err := os.ReadFile("modules/monitoring.bicep")
+	if err != nil {
+		t.Fatal(err)
+	}
+	wb, _ := os.ReadFile("workbook.json")
+	for _, m := range regexp.MustCompile(`\$\{(\w+)\}`).FindAllStringSubmatch(string(wb), -1) {
+		if !strings.Contains(string(bicep), `'\${`+m[1]+`}'`) {
+			t.Errorf("workbook.json refers to ${%s}, which monitoring.bicep does not replace", m[1])
+		}
+	}
+}
