@@ -20,6 +20,7 @@ import (
 
 	"github.com/karpfunc/karpfunc/internal/armemulator"
 	"github.com/karpfunc/karpfunc/internal/localenv"
+	"github.com/karpfunc/karpfunc/internal/otlpreceiver"
 	"github.com/karpfunc/karpfunc/pkg/apis/v1beta1"
 	"github.com/karpfunc/karpfunc/pkg/bus"
 	"github.com/karpfunc/karpfunc/pkg/messages"
@@ -31,8 +32,12 @@ import (
 // Registered/Initialized -> kube-scheduler binds -> pods Running; then
 // checks redelivery, bad input and termination on the same environment.
 func TestLoop(t *testing.T) {
+	// The handler and the relay export their telemetry to a receiver in
+	// the test, as they would to an OpenTelemetry Collector.
+	otlp := otlpreceiver.Start()
+	t.Cleanup(otlp.Close)
 	env := startEnv(t, localenv.Options{ClusterName: "e2e", BootDelay: 3 * time.Second,
-		MaxDeliveryCount: 3, RetryDelay: 200 * time.Millisecond})
+		MaxDeliveryCount: 3, RetryDelay: 200 * time.Millisecond, OTLPEndpoint: otlp.URL()})
 	ctx := context.Background()
 	kube := env.Kube
 	if _, err := env.ApplyFile(ctx, filepath.Join(env.Options.RepoRoot, "examples", "nodepool.yaml")); err != nil {
@@ -54,6 +59,10 @@ func TestLoop(t *testing.T) {
 
 	t.Run("every pod runs on a node karpfunc created, and NodeClaim status matches VM and Node", func(t *testing.T) {
 		checkFleetConsistent(t, ctx, env)
+	})
+
+	t.Run("telemetry: one trace from the relay's publish to the ARM VM create, the metric series and the decisions", func(t *testing.T) {
+		checkTelemetry(t, ctx, env, otlp)
 	})
 
 	t.Run("the handler and the relay act under the chart's roles, not as cluster admins", func(t *testing.T) {

@@ -69,6 +69,19 @@ type Options struct {
 	Log io.Writer
 	// Progress receives one line per start step (nil: none).
 	Progress io.Writer
+	// OTLPEndpoint, when set, is the OTEL_EXPORTER_OTLP_ENDPOINT of the
+	// handler and the relay (see OTLPEnv).
+	OTLPEndpoint string
+}
+
+// OTLPEnv are the settings a process exports its telemetry to endpoint
+// with: the standard OpenTelemetry settings, with short export intervals
+// for the relay's batches (the Functions flush on every invocation).
+func OTLPEnv(endpoint string) []string {
+	if endpoint == "" {
+		return nil
+	}
+	return []string{"OTEL_EXPORTER_OTLP_ENDPOINT=" + endpoint, "OTEL_BSP_SCHEDULE_DELAY=500", "OTEL_METRIC_EXPORT_INTERVAL=2000"}
 }
 
 // Env is a running local environment. Stop it when done.
@@ -250,6 +263,7 @@ func Start(ctx context.Context, opts Options) (env *Env, err error) {
 		bus.EnvInterruptionQueue: bus.QueueInterruption,
 	}
 	maps.Copy(settings, opts.HostSettings)
+	handlerEnv = append(handlerEnv, OTLPEnv(opts.OTLPEndpoint)...)
 	env.Host, err = funchost.Start(ctx, funchost.Options{
 		AppRoot: opts.RepoRoot, FunctionsDir: "functions", Executable: filepath.Join(dir, "handler"),
 		Env:              handlerEnv,
@@ -293,6 +307,7 @@ func (e *Env) startRelay() error {
 	e.relay.Env = append(os.Environ(), "KARPFUNC_LOCAL_BUS_URL="+e.Host.BusURL(),
 		bus.EnvProvisionQueue+"="+bus.QueueProvision, bus.EnvLifecycleQueue+"="+bus.QueueLifecycle,
 		bus.EnvInterruptionQueue+"="+bus.QueueInterruption)
+	e.relay.Env = append(e.relay.Env, OTLPEnv(e.Options.OTLPEndpoint)...)
 	e.relay.Stdout, e.relay.Stderr = e.relayOut, e.relayOut
 	setPdeathsig(e.relay)
 	if err := e.relay.Start(); err != nil {
