@@ -49,7 +49,9 @@ func TestInstrument(t *testing.T) {
 		status int
 	}{
 		{func(context.Context, *customhandler.Invocation, *customhandler.Logger) error { return nil }, 200},
-		{func(context.Context, *customhandler.Invocation, *customhandler.Logger) error { return errors.New("ARM busy") }, 500},
+		{func(context.Context, *customhandler.Invocation, *customhandler.Logger) error {
+			return errors.New("ARM busy")
+		}, 500},
 		{func(context.Context, *customhandler.Invocation, *customhandler.Logger) error {
 			return customhandler.NewPermanentError("bad message")
 		}, 400},
