@@ -42,12 +42,19 @@ func checkTelemetry(t *testing.T, ctx context.Context, env *localenv.Env, rcv *o
 		t.Errorf("trace %s has no Kubernetes API spans", chain[0].TraceID)
 	}
 
-	eventually(t, 30*time.Second, "the relay's time-to-capacity histogram", func() (bool, string) {
-		return histogramCount(rcv, "karpfunc_pods_time_to_capacity_seconds", nil) > 0, "not exported yet"
+	eventually(t, 30*time.Second, "the relay's pod histograms", func() (bool, string) {
+		return histogramCount(rcv, "karpfunc_pods_time_to_capacity_seconds", nil) > 0 &&
+			histogramCount(rcv, "karpenter_pods_startup_duration_seconds", nil) > 0, "not exported yet"
 	})
-	created := counter(rcv, "karpenter_nodeclaims_created_total", map[string]string{"nodepool": "default", "reason": "provisioning"})
+	created := counter(rcv, "karpenter_nodeclaims_created_total", map[string]string{"reason": "provisioning"})
 	if created < float64(len(claims)) || created == 0 {
-		t.Errorf("karpenter_nodeclaims_created_total{nodepool=default} = %v; want at least the %d NodeClaims that exist", created, len(claims))
+		t.Errorf("karpenter_nodeclaims_created_total{reason=provisioning} = %v; want at least the %d NodeClaims that exist", created, len(claims))
+	}
+	for _, nc := range claims {
+		pool := nc.Labels["karpenter.sh/nodepool"]
+		if counter(rcv, "karpenter_nodeclaims_created_total", map[string]string{"nodepool": pool}) == 0 {
+			t.Errorf("karpenter_nodeclaims_created_total has no series for NodePool %s", pool)
+		}
 	}
 	if n := counter(rcv, "karpfunc_messages_total", map[string]string{"function": "Provision", "outcome": "success"}); n < 1 {
 		t.Errorf("karpfunc_messages_total{function=Provision,outcome=success} = %v; want ≥ 1", n)
@@ -65,6 +72,7 @@ func checkTelemetry(t *testing.T, ctx context.Context, env *localenv.Env, rcv *o
 		{"karpfunc_function_duration_seconds", 0, 120},
 		{"karpfunc_pods_time_to_capacity_seconds", 1, 180}, // a VM boots in 3 s here
 		{"karpenter_pods_bound_duration_seconds", 1, 300},
+		{"karpenter_pods_startup_duration_seconds", 1, 300},
 	} {
 		count, sum := histogram(rcv, h.name, nil)
 		if count == 0 {
