@@ -30,6 +30,9 @@ const (
 	// envRelayImage overrides the chart's relay image (repository:tag), for
 	// an image pushed from `make image` to your own registry.
 	envRelayImage = "KARPFUNC_RELAY_IMAGE"
+	// envOTLPEndpoint is where the relay exports traces and metrics (an
+	// OpenTelemetry Collector), as the Functions do; empty: nowhere.
+	envOTLPEndpoint = "KARPFUNC_OTLP_ENDPOINT"
 )
 
 const (
@@ -80,6 +83,9 @@ func postdeploy(ctx context.Context, getenv func(string) string) error {
 		return fmt.Errorf("%w\n(these are outputs of infra/main.bicep: run azd provision first)", err)
 	}
 	values, err := chartValues(env, getenv(envRelayImage))
+	if ep := strings.TrimSpace(getenv(envOTLPEndpoint)); err == nil && ep != "" {
+		values["otlpEndpoint"] = ep
+	}
 	if err != nil {
 		return err
 	}

@@ -144,6 +144,7 @@ func TestRenderCustomValues(t *testing.T) {
 		"podLabels":         map[string]any{"team": "platform"},
 		"tolerations":       []any{},
 		"functions":         map[string]any{"principalId": principalID},
+		"otlpEndpoint":      "http://otel-collector.monitoring:4318",
 	}
 	objs, err := render(t, vals)
 	if err != nil {
@@ -161,8 +162,13 @@ func TestRenderCustomValues(t *testing.T) {
 			t.Errorf("args %v lack %s", c.Args, a)
 		}
 	}
-	if len(c.Env) != 1 || c.Env[0].Name != "KARPFUNC_LOCAL_BUS_URL" {
-		t.Errorf("env = %v, want only KARPFUNC_LOCAL_BUS_URL", c.Env)
+	env := map[string]string{}
+	for _, e := range c.Env {
+		env[e.Name] = e.Value
+	}
+	if want := map[string]string{"KARPFUNC_LOCAL_BUS_URL": "http://127.0.0.1:7071", "OTEL_EXPORTER_OTLP_ENDPOINT": "http://otel-collector.monitoring:4318",
+		"OTEL_SERVICE_NAME": "karpfunc-relay"}; !reflect.DeepEqual(env, want) {
+		t.Errorf("env = %v, want %v", env, want)
 	}
 	if _, ok := pod.Labels["azure.workload.identity/use"]; ok || pod.Labels["team"] != "platform" {
 		t.Errorf("pod labels = %v: want team=platform and no workload identity on the local bus", pod.Labels)
@@ -190,6 +196,7 @@ func TestBadValues(t *testing.T) {
 		}, []string{"serviceBus", "clientId"}},
 		{"unknown value", func(v map[string]any) { v["replicas"] = 2 }, []string{"replicas"}},
 		{"misspelt nested value", func(v map[string]any) { v["serviceAccount"] = map[string]any{"nmae": "x"} }, []string{"serviceAccount", "nmae"}},
+		{"OTLP endpoint not a URL", func(v map[string]any) { v["otlpEndpoint"] = "collector:4318" }, []string{"otlpEndpoint"}},
 		{"cluster name too long", func(v map[string]any) { v["clusterName"] = strings.Repeat("c", 129) }, []string{"clusterName"}},
 		{"no client ID", func(v map[string]any) {
 			v["serviceBus"] = map[string]any{"namespace": "x.servicebus.windows.net"}
