@@ -47,12 +47,13 @@ func controllerLabel(ctx context.Context) string {
 	return "provisioner"
 }
 
-func recordPass(ctx context.Context, pending int, solve time.Duration) {
-	c := attribute.String("controller", controllerLabel(ctx))
-	queueDepth.Record(ctx, int64(pending), metric.WithAttributes(c))
-	if pending > 0 {
-		schedulingDuration.Record(ctx, solve.Seconds(), metric.WithAttributes(c))
-	}
+// recordPending sets the queue depth every pass, zero included.
+func recordPending(ctx context.Context, pending int) {
+	queueDepth.Record(ctx, int64(pending), metric.WithAttributes(attribute.String("controller", controllerLabel(ctx))))
+}
+
+func recordSolve(ctx context.Context, solve time.Duration) {
+	schedulingDuration.Record(ctx, solve.Seconds(), metric.WithAttributes(attribute.String("controller", controllerLabel(ctx))))
 }
 
 // recordCreated counts a NodeClaim this pass created and how long its pods

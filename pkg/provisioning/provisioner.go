@@ -215,6 +215,7 @@ func (p *Provisioner) Provision(ctx context.Context) (Result, error) {
 	}
 	in := snap.Input(unavailable.Apply(p.catalog), snapshot.Live)
 	res := Result{PendingPods: len(in.Pods)}
+	recordPending(ctx, len(in.Pods))
 	var errs []error
 	var retryAfter time.Duration
 	wantRetry := func(d time.Duration) {
@@ -232,7 +233,7 @@ func (p *Provisioner) Provision(ctx context.Context) (Result, error) {
 		start := p.clock.Now()
 		out := scheduler.Solve(in)
 		res.SolveDuration = p.clock.Since(start)
-		recordPass(ctx, len(in.Pods), res.SolveDuration)
+		recordSolve(ctx, res.SolveDuration)
 		res.Pods = PlacedOutcomes(out)
 		for _, inv := range out.InvalidNodePools {
 			p.log.Error("nodepool can launch nothing", "nodepool", inv.NodePool.Name, "reason", inv.Reason)
