@@ -143,6 +143,7 @@ func (d *dependencies) get() (*provisioning.Provisioner, *lifecycle.Controller, 
 	if err != nil {
 		return nil, nil, fmt.Errorf("the Functions send themselves scheduled messages (liveness checks, drain retries): %w", err)
 	}
+	pub = telemetry.TracingPublisher(pub) // scheduled messages continue the trace
 	clk := clock.RealClock{}
 	rec := decisionRecorder(d.getenv, d.log)
 	d.provisioner = provisioning.New(provisioning.Options{Kube: kube, Launcher: launcher, Catalog: cat,

@@ -18,6 +18,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/karpfunc/karpfunc/internal/otlpreceiver"
+	"github.com/karpfunc/karpfunc/pkg/bus"
 )
 
 type syncBuffer struct {
@@ -204,5 +205,35 @@ func TestKubeResource(t *testing.T) {
 		if got := KubeResource(path); got != want {
 			t.Errorf("KubeResource(%s) = %q; want %q", path, got, want)
 		}
+	}
+}
+
+type recordingPublisher struct{ msgs []bus.Message }
+
+func (r *recordingPublisher) Publish(_ context.Context, _ string, msgs ...bus.Message) error {
+	r.msgs = append(r.msgs, msgs...)
+	return nil
+}
+func (r *recordingPublisher) Close(context.Context) error { return nil }
+
+func TestTracingPublisher(t *testing.T) {
+	if _, err := Setup(context.Background(), Options{}); err != nil {
+		t.Fatal(err)
+	}
+	tid, _ := trace.TraceIDFromHex("4bf92f3577b34da6a3ce929d0e0e4736")
+	sid, _ := trace.SpanIDFromHex("00f067aa0ba902b7")
+	ctx := trace.ContextWithSpanContext(context.Background(), trace.NewSpanContext(trace.SpanContextConfig{TraceID: tid, SpanID: sid, TraceFlags: trace.FlagsSampled}))
+	rec := &recordingPublisher{}
+	mine := map[string]any{"type": "t"}
+	if err := TracingPublisher(rec).Publish(ctx, "lifecycle", bus.Message{ID: "a", ApplicationProperties: mine}, bus.Message{ID: "b"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range rec.msgs {
+		if m.ApplicationProperties["traceparent"] != "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01" {
+			t.Errorf("message %s properties %v; want the publisher's trace context", m.ID, m.ApplicationProperties)
+		}
+	}
+	if rec.msgs[0].ApplicationProperties["type"] != "t" || len(mine) != 1 {
+		t.Errorf("properties %v (caller's %v): want the message's own kept and the caller's map untouched", rec.msgs[0].ApplicationProperties, mine)
 	}
 }
