@@ -30,6 +30,7 @@ func main() {
 	srv.Register("Lifecycle", customhandler.Handle(deps.lifecycleFunc))
 	srv.Register("Sweep", customhandler.Handle(deps.sweepFunc))
 	srv.Register("Interruption", customhandler.Handle(deps.interruptionFunc))
+	srv.Register("Disruption", customhandler.Handle(deps.disruptionFunc))
 	if err := srv.Run(context.Background()); err != nil {
 		fmt.Fprintln(os.Stderr, "handler:", err)
 		os.Exit(1)

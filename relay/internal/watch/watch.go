@@ -32,6 +32,15 @@ import (
 // NodeClaims is the resource the relay watches for deletions.
 var NodeClaims = schema.GroupVersionResource{Group: "karpenter.sh", Version: "v1", Resource: "nodeclaims"}
 
+// NodePools and AKSNodeClasses are watched for spec changes (drift).
+var (
+	NodePools       = schema.GroupVersionResource{Group: "karpenter.sh", Version: "v1", Resource: "nodepools"}
+	AKSNodeClasses  = schema.GroupVersionResource{Group: "karpenter.azure.com", Version: "v1beta1", Resource: "aksnodeclasses"}
+	disruptionSlot  = 5 * time.Second
+	causePodsGone   = "pods-gone"
+	causeSpecChange = "spec-changed"
+)
+
 // Options configure the relay.
 type Options struct {
 	// Cluster names the cluster in every event; required.
@@ -104,6 +113,14 @@ type relay struct {
 	pods   cache.SharedIndexInformer
 	nodes  cache.SharedIndexInformer
 	claims cache.SharedIndexInformer
+	// bound pods (spec.nodeName set): their deletion or completion can
+	// make a node empty or underutilized.
+	bound cache.SharedIndexInformer
+	// specs are NodePools and AKSNodeClasses.
+	specs []cache.SharedIndexInformer
+
+	mu       sync.Mutex
+	lastSent map[string]string // cause -> ID of the last Disruption event sent
 }
 
 // Run starts the informers and publishes until ctx is done. It returns an
@@ -131,7 +148,7 @@ func Run(ctx context.Context, opts Options) error {
 		return fmt.Errorf("watch: listing %s (are the Karpenter CRDs installed and may the relay list them?): %w", NodeClaims.GroupResource(), err)
 	}
 
-	r := &relay{opts: opts, log: opts.Logger, events: builder, batch: b, send: s}
+	r := &relay{opts: opts, log: opts.Logger, events: builder, batch: b, send: s, lastSent: map[string]string{}}
 
 	// Only pods that are not bound matter, so the pod informer lists and
 	// watches spec.nodeName="" alone: in a big cluster that is a tiny
@@ -143,10 +160,16 @@ func Run(ctx context.Context, opts Options) error {
 		}))
 	nodeFactory := informers.NewSharedInformerFactory(opts.Kube, 0)
 	metaFactory := metadatainformer.NewSharedInformerFactory(opts.Metadata, 0)
+	boundFactory := informers.NewSharedInformerFactoryWithOptions(opts.Kube, 0,
+		informers.WithTweakListOptions(func(lo *metav1.ListOptions) {
+			lo.FieldSelector = fields.OneTermNotEqualSelector("spec.nodeName", "").String()
+		}))
 
 	r.pods = podFactory.Core().V1().Pods().Informer()
 	r.nodes = nodeFactory.Core().V1().Nodes().Informer()
 	r.claims = metaFactory.ForResource(NodeClaims).Informer()
+	r.bound = boundFactory.Core().V1().Pods().Informer()
+	r.specs = []cache.SharedIndexInformer{metaFactory.ForResource(NodePools).Informer(), metaFactory.ForResource(AKSNodeClasses).Informer()}
 
 	for _, set := range []struct {
 		inf cache.SharedIndexInformer
@@ -156,6 +179,9 @@ func Run(ctx context.Context, opts Options) error {
 		{r.pods, TransformPod, cache.ResourceEventHandlerFuncs{AddFunc: r.onPod, UpdateFunc: func(_, n any) { r.onPod(n) }, DeleteFunc: r.onPodDelete}},
 		{r.nodes, TransformNode, cache.ResourceEventHandlerFuncs{AddFunc: r.onNodeAdd, UpdateFunc: r.onNodeUpdate}},
 		{r.claims, TransformMetadata, cache.ResourceEventHandlerFuncs{AddFunc: r.onClaimAdd, UpdateFunc: r.onClaimUpdate}},
+		{r.bound, TransformPod, cache.ResourceEventHandlerFuncs{UpdateFunc: r.onBoundPodUpdate, DeleteFunc: r.onBoundPodDelete}},
+		{r.specs[0], TransformMetadata, cache.ResourceEventHandlerFuncs{UpdateFunc: r.onSpecUpdate}},
+		{r.specs[1], TransformMetadata, cache.ResourceEventHandlerFuncs{UpdateFunc: r.onSpecUpdate}},
 	} {
 		if err := set.inf.SetTransform(set.tf); err != nil {
 			return fmt.Errorf("watch: setting informer transform: %w", err)
@@ -177,17 +203,20 @@ func Run(ctx context.Context, opts Options) error {
 	podFactory.Start(ctx.Done())
 	nodeFactory.Start(ctx.Done())
 	metaFactory.Start(ctx.Done())
+	boundFactory.Start(ctx.Done())
 	defer func() {
 		cancel()
 		podFactory.Shutdown()
 		nodeFactory.Shutdown()
 		metaFactory.Shutdown()
+		boundFactory.Shutdown()
 		wg.Wait()
 	}()
 
 	syncCtx, syncCancel := context.WithTimeout(ctx, opts.SyncTimeout)
 	defer syncCancel()
-	for name, inf := range map[string]cache.SharedIndexInformer{"pods": r.pods, "nodes": r.nodes, NodeClaims.GroupResource().String(): r.claims} {
+	for name, inf := range map[string]cache.SharedIndexInformer{"pods": r.pods, "nodes": r.nodes, NodeClaims.GroupResource().String(): r.claims,
+		"bound pods": r.bound, NodePools.GroupResource().String(): r.specs[0], AKSNodeClasses.GroupResource().String(): r.specs[1]} {
 		if !cache.WaitForCacheSync(syncCtx.Done(), inf.HasSynced) {
 			if ctx.Err() != nil {
 				return nil
@@ -364,4 +393,50 @@ func (r *relay) emitClaimDeleting(nc *metav1.PartialObjectMetadata) {
 	}
 	r.log.Info("nodeclaim deleting", "nodeclaim", nc.Name)
 	r.send.Send(bus.QueueLifecycle, m)
+}
+
+// onBoundPodUpdate: a bound pod that finished frees its node's capacity.
+func (r *relay) onBoundPodUpdate(oldObj, newObj any) {
+	o, ok1 := oldObj.(*corev1.Pod)
+	n, ok2 := newObj.(*corev1.Pod)
+	if ok1 && ok2 && !finished(o) && finished(n) {
+		r.askDisruption(causePodsGone)
+	}
+}
+
+// onBoundPodDelete: a bound pod deleted (or moved out of the selection)
+// may leave its node empty or underutilized.
+func (r *relay) onBoundPodDelete(any) { r.askDisruption(causePodsGone) }
+
+// onSpecUpdate: a NodePool or AKSNodeClass whose spec changed (its
+// generation moved) may have drifted nodes.
+func (r *relay) onSpecUpdate(oldObj, newObj any) {
+	o, ok1 := oldObj.(*metav1.PartialObjectMetadata)
+	n, ok2 := newObj.(*metav1.PartialObjectMetadata)
+	if ok1 && ok2 && o.Generation != n.Generation {
+		r.askDisruption(causeSpecChange)
+	}
+}
+
+func finished(p *corev1.Pod) bool {
+	return p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed
+}
+
+// askDisruption sends one Disruption event per cause and slot: the first
+// event of a slot is sent, the rest would carry the same ID and are not.
+func (r *relay) askDisruption(cause string) {
+	m, err := r.events.Disruption(cause, r.opts.Clock.Now(), disruptionSlot)
+	if err != nil {
+		r.log.Error("disruption event not built", "cause", cause, "error", err)
+		return
+	}
+	r.mu.Lock()
+	dup := r.lastSent[cause] == m.ID
+	r.lastSent[cause] = m.ID
+	r.mu.Unlock()
+	if dup {
+		return
+	}
+	r.log.Info("disruption pass asked", "cause", cause, "id", m.ID, "at", m.ScheduledEnqueueTime)
+	r.send.Send(bus.QueueDisruption, m)
 }
