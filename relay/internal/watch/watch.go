@@ -39,6 +39,7 @@ var (
 	disruptionSlot  = 5 * time.Second
 	causePodsGone   = "pods-gone"
 	causeSpecChange = "spec-changed"
+	causePodsPlaced = "pods-placed"
 )
 
 // Options configure the relay.
@@ -284,6 +285,9 @@ func (r *relay) onPodDelete(obj any) {
 	}
 	if pod, ok := obj.(*corev1.Pod); ok {
 		r.batch.Remove(string(pod.UID))
+		// A pending pod was bound (or went away): disruption waits while
+		// pods are pending, so this can let it act.
+		r.askDisruption(causePodsPlaced)
 	}
 }
 
