@@ -270,9 +270,11 @@ func (c *Controller) Validate(ctx context.Context, msg messages.DisruptionComman
 	var verr *disruption.ValidationError
 	if errors.As(err, &verr) {
 		res.Invalid = verr.Reason
+		// No pass is scheduled for it: what changed the answer was an
+		// event, which asks for its own pass (a re-decision here could
+		// loop at idle between two views of the same cluster).
 		c.log.Info("disruption command abandoned after validation", "method", msg.Method, "reason", msg.Reason, "why", verr.Reason)
-		// Decide again on what changed: maybe another command holds.
-		return res, c.schedulePass(ctx, "revalidate", triggers.Due(now, TriggerSlot))
+		return res, nil
 	}
 	if err != nil {
 		return res, err
