@@ -53,6 +53,12 @@ func TestDisruption(t *testing.T) {
 	if err := kube.Create(ctx, short); err != nil {
 		t.Fatal(err)
 	}
+	// A third, whose template the drift case changes.
+	drifty := &karpv1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: "drifty"}, Spec: *short.Spec.DeepCopy()}
+	drifty.Spec.Template.Spec.ExpireAfter = karpv1.MustParseNillableDuration("720h")
+	if err := kube.Create(ctx, drifty); err != nil {
+		t.Fatal(err)
+	}
 
 	web := deployment("web", 20, "1", "2Gi")
 	web.Spec.Template.Spec.NodeSelector = map[string]string{karpv1.NodePoolLabelKey: "general"}
@@ -61,7 +67,9 @@ func TestDisruption(t *testing.T) {
 	pinned.Spec.Template.Annotations = map[string]string{karpv1.DoNotDisruptAnnotationKey: "true"}
 	ephemeral := deployment("ephemeral", 1, "100m", "128Mi")
 	ephemeral.Spec.Template.Spec.NodeSelector = map[string]string{karpv1.NodePoolLabelKey: "short"}
-	for _, d := range []client.Object{web, pinned, ephemeral} {
+	steady := deployment("steady", 2, "500m", "512Mi")
+	steady.Spec.Template.Spec.NodeSelector = map[string]string{karpv1.NodePoolLabelKey: "drifty"}
+	for _, d := range []client.Object{web, pinned, ephemeral, steady} {
 		if err := kube.Create(ctx, d); err != nil {
 			t.Fatal(err)
 		}
@@ -71,7 +79,7 @@ func TestDisruption(t *testing.T) {
 		Spec: policyv1.PodDisruptionBudgetSpec{MinAvailable: &minAvailable, Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}}}); err != nil {
 		t.Fatal(err)
 	}
-	for app, n := range map[string]int{"web": 20, "pinned": 1, "ephemeral": 1} {
+	for app, n := range map[string]int{"web": 20, "pinned": 1, "ephemeral": 1, "steady": 2} {
 		eventually(t, 3*time.Minute, app+" running", func() (bool, string) { return allRunning(ctx, kube, app, n) })
 	}
 	pinnedPod := onlyPod(t, ctx, kube, "pinned")
@@ -188,6 +196,28 @@ func TestDisruption(t *testing.T) {
 		now := claimOfPod(t, ctx, kube, onlyPod(t, ctx, kube, "ephemeral"))
 		if now.Name == ephemeralClaim.Name || now.Labels[karpv1.NodePoolLabelKey] != "short" {
 			t.Errorf("the ephemeral pod runs on %s (pool %s); want a new NodeClaim of pool short", now.Name, now.Labels[karpv1.NodePoolLabelKey])
+		}
+	})
+
+	t.Run("a NodePool change drifts its node, replaced first", func(t *testing.T) {
+		before := poolClaims(t, ctx, kube, "drifty")
+		if len(before) != 1 {
+			t.Fatalf("drifty has %d NodeClaims; want 1", len(before))
+		}
+		patchPool(t, ctx, kube, "drifty", `{"spec":{"template":{"metadata":{"labels":{"tier":"two"}}}}}`)
+		eventually(t, 2*time.Minute, "the drifted node replaced", func() (bool, string) {
+			now := poolClaims(t, ctx, kube, "drifty")
+			ok, why := allRunning(ctx, kube, "steady", 2)
+			if len(now) != 1 || now[0].Name == before[0].Name || !ok {
+				return false, fmt.Sprintf("%d NodeClaims (%s); %s", len(now), strings.Join(claimNames(now), ", "), why)
+			}
+			return now[0].Labels["tier"] == "two", "the replacement lacks the new label"
+		})
+		if n := eventCount(t, ctx, kube, events.ReasonDisruptionLaunching, "Launching NodeClaim: Drifted"); n == 0 {
+			t.Error("no DisruptionLaunching event for the drift replacement")
+		}
+		if n := eventCount(t, ctx, kube, events.ReasonDisruptionTerminating, "Disrupting NodeClaim: Drifted"); n == 0 {
+			t.Error("no DisruptionTerminating event for the drifted NodeClaim")
 		}
 	})
 }
