@@ -129,21 +129,6 @@ func TestDisruption(t *testing.T) {
 		}
 	})
 
-	t.Run("a fleet at rest is left alone", func(t *testing.T) {
-		before := strings.Join(claimNames(poolClaims(t, ctx, kube, "general")), ",")
-		terminating := eventCount(t, ctx, kube, events.ReasonDisruptionTerminating, "Disrupting NodeClaim: Underutilized")
-		time.Sleep(40 * time.Second)
-		if after := strings.Join(claimNames(poolClaims(t, ctx, kube, "general")), ","); after != before {
-			t.Errorf("NodeClaims changed at rest: %s -> %s", before, after)
-		}
-		if n := eventCount(t, ctx, kube, events.ReasonDisruptionTerminating, "Disrupting NodeClaim: Underutilized"); n != terminating {
-			t.Errorf("%d consolidations at rest", n-terminating)
-		}
-		if n := eventCount(t, ctx, kube, events.ReasonUnconsolidatable, ""); n == 0 {
-			t.Error("no Unconsolidatable event says why the remaining nodes stay")
-		}
-	})
-
 	t.Run("budgets the CRD or the function refuses disrupt nothing", func(t *testing.T) {
 		for _, bad := range []struct{ patch, want string }{
 			{`{"spec":{"disruption":{"budgets":[{"nodes":"150%"}]}}}`, "spec.disruption.budgets[0].nodes"},
@@ -197,6 +182,13 @@ func TestDisruption(t *testing.T) {
 		if now.Name == ephemeralClaim.Name || now.Labels[karpv1.NodePoolLabelKey] != "short" {
 			t.Errorf("the ephemeral pod runs on %s (pool %s); want a new NodeClaim of pool short", now.Name, now.Labels[karpv1.NodePoolLabelKey])
 		}
+		// No more churn: the pool and its nodes go.
+		if err := kube.Delete(ctx, ephemeral); err != nil {
+			t.Fatal(err)
+		}
+		if err := kube.Delete(ctx, &karpv1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: "short"}}); err != nil {
+			t.Fatal(err)
+		}
 	})
 
 	t.Run("a NodePool change drifts its node, replaced first", func(t *testing.T) {
@@ -218,6 +210,46 @@ func TestDisruption(t *testing.T) {
 		}
 		if n := eventCount(t, ctx, kube, events.ReasonDisruptionTerminating, "Disrupting NodeClaim: Drifted"); n == 0 {
 			t.Error("no DisruptionTerminating event for the drifted NodeClaim")
+		}
+	})
+	t.Run("a fleet at rest is left alone", func(t *testing.T) {
+		// Settled first: nothing deleting, the emptied nodes gone.
+		eventually(t, time.Minute, "no NodeClaim deleting", func() (bool, string) {
+			for _, nc := range nodeClaimList(t, ctx, kube) {
+				if nc.DeletionTimestamp != nil {
+					return false, nc.Name + " deleting"
+				}
+			}
+			return true, ""
+		})
+		waitIdle(t, env)
+		before := strings.Join(claimNames(nodeClaimList(t, ctx, kube)), ",")
+		terminating := eventCount(t, ctx, kube, events.ReasonDisruptionTerminating, "")
+		stats := env.Host.FunctionStats()
+		const quiet = 40 * time.Second
+		time.Sleep(quiet)
+		if after := strings.Join(claimNames(nodeClaimList(t, ctx, kube)), ","); after != before {
+			t.Errorf("NodeClaims changed at rest: %s -> %s", before, after)
+		}
+		if n := eventCount(t, ctx, kube, events.ReasonDisruptionTerminating, ""); n != terminating {
+			t.Errorf("%d disruptions at rest", n-terminating)
+		}
+		if n := eventCount(t, ctx, kube, events.ReasonUnconsolidatable, ""); n == 0 {
+			t.Error("no Unconsolidatable event says why a node stays")
+		}
+		now := env.Host.FunctionStats()
+		var parts []string
+		var total int64
+		for _, fn := range []string{"Provision", "Lifecycle", "Disruption", "Sweep", "Interruption"} {
+			d := now[fn].Invocations - stats[fn].Invocations
+			total += d
+			parts = append(parts, fmt.Sprintf("%s %d", fn, d))
+		}
+		t.Logf("invocations in %s at rest (%d NodeClaims): %s", quiet, len(nodeClaimList(t, ctx, kube)), strings.Join(parts, ", "))
+		// At rest only the Sweep timer (every 5 minutes) and the pass it
+		// asks for may run.
+		if total > 2 {
+			t.Errorf("%d invocations in %s at rest; want at most the Sweep and its disruption pass", total, quiet)
 		}
 	})
 }
