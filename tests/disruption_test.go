@@ -19,6 +19,7 @@ import (
 
 	"github.com/karpfunc/karpfunc/internal/localenv"
 	"github.com/karpfunc/karpfunc/pkg/catalog"
+	"github.com/karpfunc/karpfunc/pkg/disruption"
 	"github.com/karpfunc/karpfunc/pkg/events"
 )
 
@@ -151,7 +152,7 @@ func TestDisruption(t *testing.T) {
 			n := eventCount(t, ctx, kube, events.ReasonDisruptionBlocked, `spec.disruption.budgets[0]: schedule "61 * * * *" is not a cron expression`)
 			return n > 0, "none yet"
 		})
-		time.Sleep(20 * time.Second) // a validation delay and more
+		time.Sleep(disruption.ValidationDelay + 3*time.Second) // a validation delay and more
 		if after := poolClaims(t, ctx, kube, "general"); len(after) != len(before) {
 			t.Fatalf("NodeClaims went from %v to %v under an unreadable budget", claimNames(before), claimNames(after))
 		}
@@ -226,7 +227,7 @@ func TestDisruption(t *testing.T) {
 		before := strings.Join(claimNames(nodeClaimList(t, ctx, kube)), ",")
 		terminating := eventCount(t, ctx, kube, events.ReasonDisruptionTerminating, "")
 		stats := env.Host.FunctionStats()
-		const quiet = 40 * time.Second
+		const quiet = 30 * time.Second
 		time.Sleep(quiet)
 		if after := strings.Join(claimNames(nodeClaimList(t, ctx, kube)), ","); after != before {
 			t.Errorf("NodeClaims changed at rest: %s -> %s", before, after)
