@@ -7,6 +7,7 @@ import (
 
 	"github.com/karpfunc/karpfunc/functions/internal/customhandler"
 	"github.com/karpfunc/karpfunc/pkg/bus"
+	"github.com/karpfunc/karpfunc/pkg/disruption/live"
 	"github.com/karpfunc/karpfunc/pkg/messages"
 	"github.com/karpfunc/karpfunc/pkg/triggers"
 )
@@ -31,9 +32,9 @@ func (d *dependencies) disruptionFunc(ctx context.Context, inv *customhandler.In
 		if err != nil {
 			return err
 		}
-		res, err := ctrl.Pass(ctx)
-		log.Printf("disruption pass %s (%s, delivery %d): decided %q, validate at %s, in flight %q, replacing %v, disrupted %v, expired %v, refused %v, budget errors %v, next pass %s",
-			ev.ID, data.Cause, inv.Metadata.DeliveryCount, res.Decided, stamp(res.ValidateAt), res.InFlight, res.Replacing, res.Disrupted,
+		res, err := ctrl.Pass(ctx, live.PodEvents{Nodes: data.Nodes, At: data.PodEventTime})
+		log.Printf("disruption pass %s (%s, %d nodes with pod events, delivery %d): decided %q, validate at %s, in flight %q, replacing %v, disrupted %v, expired %v, refused %v, budget errors %v, next pass %s",
+			ev.ID, data.Cause, len(data.Nodes), inv.Metadata.DeliveryCount, res.Decided, stamp(res.ValidateAt), res.InFlight, res.Replacing, res.Disrupted,
 			res.Expired, res.Refused, res.BudgetErrors, stamp(res.Next))
 		if err != nil {
 			return fmt.Errorf("disruption pass %s: %w", ev.ID, err)

@@ -103,6 +103,11 @@ type Interruption struct {
 type Disruption struct {
 	Cluster string `json:"cluster"`
 	Cause   string `json:"cause,omitempty"`
+	// Nodes had pod events (a pod bound, deleted or finished) up to
+	// PodEventTime: their NodeClaims' status.lastPodEventTime moves there,
+	// which restarts consolidateAfter.
+	Nodes        []string  `json:"nodes,omitempty"`
+	PodEventTime time.Time `json:"podEventTime,omitzero"`
 }
 
 // DisruptionCommand is the data of TypeDisruptionValidate: a command as it

@@ -39,6 +39,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -155,8 +156,17 @@ type Result struct {
 	Next time.Time
 }
 
-// Pass runs one disruption pass.
-func (c *Controller) Pass(ctx context.Context) (Result, error) {
+// PodEvents are pod events the relay saw on nodes (a pod bound, deleted,
+// finished), up to At.
+type PodEvents struct {
+	Nodes []string
+	At    time.Time
+}
+
+// Pass runs one disruption pass; ev moves the named nodes' NodeClaims'
+// status.lastPodEventTime first (Karpenter's pod events: consolidateAfter
+// restarts).
+func (c *Controller) Pass(ctx context.Context, ev PodEvents) (Result, error) {
 	res := Result{Refused: map[string]int{}}
 	snap, err := snapshot.List(ctx, c.kube)
 	if err != nil {
@@ -164,6 +174,7 @@ func (c *Controller) Pass(ctx context.Context) (Result, error) {
 	}
 	now := c.clock.Now()
 	var errs []error
+	errs = append(errs, c.notePodEvents(ctx, snap, ev)...)
 	inFlight, finished, err := c.resume(ctx, snap, now)
 	res.Disrupted = append(res.Disrupted, finished...)
 	if err != nil {
@@ -407,6 +418,30 @@ func (c *Controller) inFlight(snap *snapshot.Cluster) string {
 		}
 	}
 	return ""
+}
+
+// notePodEvents moves lastPodEventTime forward on the NodeClaims of the
+// nodes named (never backward: events arrive out of order).
+func (c *Controller) notePodEvents(ctx context.Context, snap *snapshot.Cluster, ev PodEvents) []error {
+	if len(ev.Nodes) == 0 || ev.At.IsZero() {
+		return nil
+	}
+	named := make(map[string]bool, len(ev.Nodes))
+	for _, n := range ev.Nodes {
+		named[n] = true
+	}
+	var errs []error
+	for _, nc := range snap.NodeClaims {
+		if !named[nc.Status.NodeName] || nc.DeletionTimestamp != nil || !ownership.Owns(nc) || !nc.Status.LastPodEventTime.Time.Before(ev.At) {
+			continue
+		}
+		stored := nc.DeepCopy()
+		nc.Status.LastPodEventTime = metav1.NewTime(ev.At)
+		if err := c.kube.Status().Patch(ctx, nc, client.MergeFrom(stored)); client.IgnoreNotFound(err) != nil {
+			errs = append(errs, fmt.Errorf("writing lastPodEventTime of NodeClaim %s: %w", nc.Name, err))
+		}
+	}
+	return errs
 }
 
 // draining names a NodeClaim being deleted whose node still has pods that

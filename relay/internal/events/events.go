@@ -167,6 +167,16 @@ func (b Builder) Disruption(cause string, now time.Time, slot time.Duration) (bu
 	return m, nil
 }
 
+// PodEvents builds the Disruption event for pod events on nodes (sorted)
+// up to at, flushed at now (the relay flushes once per slot, so the events
+// of a slot are one message).
+func (b Builder) PodEvents(nodes []string, at, now time.Time) (bus.Message, error) {
+	const cause = "pod-events"
+	id := fmt.Sprintf("disruption/%s/%s/%d", b.Cluster, cause, now.UnixMilli())
+	return b.message(bus.QueueDisruption, id, b.Cluster, messages.TypeDisruption,
+		cause, now, messages.Disruption{Cluster: b.Cluster, Cause: cause, Nodes: nodes, PodEventTime: at.UTC()})
+}
+
 // PreemptionScheduled is the node condition AKS's node-problem-detector sets
 // when the VM's Scheduled Events announce a spot preemption.
 const PreemptionScheduled corev1.NodeConditionType = "PreemptionScheduled"

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sort"
 	"sync"
 	"time"
 
@@ -37,9 +38,7 @@ var (
 	NodePools       = schema.GroupVersionResource{Group: "karpenter.sh", Version: "v1", Resource: "nodepools"}
 	AKSNodeClasses  = schema.GroupVersionResource{Group: "karpenter.azure.com", Version: "v1beta1", Resource: "aksnodeclasses"}
 	disruptionSlot  = 5 * time.Second
-	causePodsGone   = "pods-gone"
 	causeSpecChange = "spec-changed"
-	causePodsPlaced = "pods-placed"
 )
 
 // Options configure the relay.
@@ -122,6 +121,10 @@ type relay struct {
 
 	mu       sync.Mutex
 	lastSent map[string]string // cause -> ID of the last Disruption event sent
+	// podEvents are nodes with pod events since the last flush, and the
+	// latest event's time.
+	podEvents   map[string]bool
+	podEventsAt time.Time
 }
 
 // Run starts the informers and publishes until ctx is done. It returns an
@@ -149,7 +152,7 @@ func Run(ctx context.Context, opts Options) error {
 		return fmt.Errorf("watch: listing %s (are the Karpenter CRDs installed and may the relay list them?): %w", NodeClaims.GroupResource(), err)
 	}
 
-	r := &relay{opts: opts, log: opts.Logger, events: builder, batch: b, send: s, lastSent: map[string]string{}}
+	r := &relay{opts: opts, log: opts.Logger, events: builder, batch: b, send: s, lastSent: map[string]string{}, podEvents: map[string]bool{}}
 
 	// Only pods that are not bound matter, so the pod informer lists and
 	// watches spec.nodeName="" alone: in a big cluster that is a tiny
@@ -180,7 +183,6 @@ func Run(ctx context.Context, opts Options) error {
 		{r.pods, TransformPod, cache.ResourceEventHandlerFuncs{AddFunc: r.onPod, UpdateFunc: func(_, n any) { r.onPod(n) }, DeleteFunc: r.onPodDelete}},
 		{r.nodes, TransformNode, cache.ResourceEventHandlerFuncs{AddFunc: r.onNodeAdd, UpdateFunc: r.onNodeUpdate}},
 		{r.claims, TransformMetadata, cache.ResourceEventHandlerFuncs{AddFunc: r.onClaimAdd, UpdateFunc: r.onClaimUpdate}},
-		{r.bound, TransformPod, cache.ResourceEventHandlerFuncs{UpdateFunc: r.onBoundPodUpdate, DeleteFunc: r.onBoundPodDelete}},
 		{r.specs[0], TransformMetadata, cache.ResourceEventHandlerFuncs{UpdateFunc: r.onSpecUpdate}},
 		{r.specs[1], TransformMetadata, cache.ResourceEventHandlerFuncs{UpdateFunc: r.onSpecUpdate}},
 	} {
@@ -190,6 +192,22 @@ func Run(ctx context.Context, opts Options) error {
 		if _, err := set.inf.AddEventHandler(set.h); err != nil {
 			return fmt.Errorf("watch: adding informer handler: %w", err)
 		}
+	}
+
+	if err := r.bound.SetTransform(TransformPod); err != nil {
+		return fmt.Errorf("watch: setting informer transform: %w", err)
+	}
+	// Bound pods: the initial list is not a pod event (the relay
+	// restarted, nothing happened on the nodes).
+	if _, err := r.bound.AddEventHandler(cache.ResourceEventHandlerDetailedFuncs{
+		AddFunc: func(obj any, initial bool) {
+			if !initial {
+				r.onPodEvent(obj)
+			}
+		},
+		UpdateFunc: r.onBoundPodUpdate, DeleteFunc: r.onPodEvent,
+	}); err != nil {
+		return fmt.Errorf("watch: adding informer handler: %w", err)
 	}
 
 	ctx, cancel := context.WithCancel(ctx)
@@ -233,12 +251,16 @@ func Run(ctx context.Context, opts Options) error {
 
 	ticker := opts.Clock.NewTicker(opts.Resync)
 	defer ticker.Stop()
+	flush := opts.Clock.NewTicker(disruptionSlot)
+	defer flush.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-ticker.C():
 			r.resync()
+		case <-flush.C():
+			r.flushPodEvents()
 		}
 	}
 }
@@ -285,9 +307,6 @@ func (r *relay) onPodDelete(obj any) {
 	}
 	if pod, ok := obj.(*corev1.Pod); ok {
 		r.batch.Remove(string(pod.UID))
-		// A pending pod was bound (or went away): disruption waits while
-		// pods are pending, so this can let it act.
-		r.askDisruption(causePodsPlaced)
 	}
 }
 
@@ -404,13 +423,58 @@ func (r *relay) onBoundPodUpdate(oldObj, newObj any) {
 	o, ok1 := oldObj.(*corev1.Pod)
 	n, ok2 := newObj.(*corev1.Pod)
 	if ok1 && ok2 && !finished(o) && finished(n) {
-		r.askDisruption(causePodsGone)
+		r.onPodEvent(n)
 	}
 }
 
-// onBoundPodDelete: a bound pod deleted (or moved out of the selection)
-// may leave its node empty or underutilized.
-func (r *relay) onBoundPodDelete(any) { r.askDisruption(causePodsGone) }
+// onPodEvent notes a pod event on a node (a pod bound there, deleted or
+// finished): it may leave the node empty or underutilized, or restart its
+// consolidateAfter. Events are flushed as one Disruption event per slot.
+func (r *relay) onPodEvent(obj any) {
+	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = d.Obj
+	}
+	pod, ok := obj.(*corev1.Pod)
+	if !ok || pod.Spec.NodeName == "" {
+		return
+	}
+	r.mu.Lock()
+	r.podEvents[pod.Spec.NodeName] = true
+	r.podEventsAt = r.opts.Clock.Now()
+	r.mu.Unlock()
+}
+
+// maxPodEventNodes keeps a Disruption event well under Service Bus's
+// 256 KiB; beyond it the pass still runs, without moving lastPodEventTime
+// for the rest (the next slot's events carry them).
+const maxPodEventNodes = 2000
+
+// flushPodEvents sends the nodes with pod events since the last flush.
+func (r *relay) flushPodEvents() {
+	r.mu.Lock()
+	if len(r.podEvents) == 0 {
+		r.mu.Unlock()
+		return
+	}
+	nodes := make([]string, 0, len(r.podEvents))
+	for n := range r.podEvents {
+		nodes = append(nodes, n)
+	}
+	at := r.podEventsAt
+	r.podEvents = map[string]bool{}
+	r.mu.Unlock()
+	sort.Strings(nodes)
+	if len(nodes) > maxPodEventNodes {
+		nodes = nodes[:maxPodEventNodes]
+	}
+	m, err := r.events.PodEvents(nodes, at, r.opts.Clock.Now())
+	if err != nil {
+		r.log.Error("disruption event not built", "nodes", len(nodes), "error", err)
+		return
+	}
+	r.log.Info("disruption pass asked", "cause", "pod-events", "nodes", len(nodes), "id", m.ID)
+	r.send.Send(bus.QueueDisruption, m)
+}
 
 // onSpecUpdate: a NodePool or AKSNodeClass whose spec changed (its
 // generation moved) may have drifted nodes.
