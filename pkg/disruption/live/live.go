@@ -35,6 +35,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -112,7 +113,17 @@ type Controller struct {
 	clock    clock.Clock
 	log      *slog.Logger
 	recorder *events.Recorder
+
+	// explained: when each explanation (object UID, reason, message) was
+	// last written, so a fleet at rest is not re-explained on every pass
+	// (Karpenter dedupes these events for 15 minutes). Per instance, best
+	// effort: a cold instance writes them once more (a count bump).
+	mu        sync.Mutex
+	explained map[string]time.Time
 }
+
+// ExplainEvery is how often an unchanged explanation is written again.
+const ExplainEvery = 15 * time.Minute
 
 // New returns a Controller.
 func New(opts Options) *Controller {
@@ -128,7 +139,8 @@ func New(opts Options) *Controller {
 	if opts.ReplacementCheck <= 0 {
 		opts.ReplacementCheck = DefaultReplacementCheck
 	}
-	return &Controller{opts: opts, kube: opts.Kube, clock: opts.Clock, log: opts.Logger, recorder: events.NewRecorder(opts.Kube, opts.Clock)}
+	return &Controller{opts: opts, kube: opts.Kube, clock: opts.Clock, log: opts.Logger, recorder: events.NewRecorder(opts.Kube, opts.Clock),
+		explained: map[string]time.Time{}}
 }
 
 // Result says what a pass or a validation did.
@@ -683,12 +695,30 @@ func (c *Controller) explain(ctx context.Context, snap *snapshot.Cluster, refusa
 			reason = events.ReasonDisruptionBlocked
 		}
 		counts[reason]++
-		if node := nodeOf(snap, nc); node != nil {
+		if node := nodeOf(snap, nc); node != nil && c.fresh(node.UID, reason, r.Reason) {
 			c.event(ctx, node, corev1.EventTypeNormal, reason, r.Reason)
 		}
-		c.event(ctx, nc, corev1.EventTypeNormal, reason, r.Reason)
+		if c.fresh(nc.UID, reason, r.Reason) {
+			c.event(ctx, nc, corev1.EventTypeNormal, reason, r.Reason)
+		}
 	}
 	return nil
+}
+
+// fresh reports whether an explanation is new or due again, and notes it.
+func (c *Controller) fresh(uid types.UID, reason, msg string) bool {
+	key := string(uid) + "\x00" + reason + "\x00" + msg
+	now := c.clock.Now()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if at, ok := c.explained[key]; ok && now.Sub(at) < ExplainEvery {
+		return false
+	}
+	if len(c.explained) > 100000 {
+		c.explained = map[string]time.Time{} // bounded: forget rather than grow
+	}
+	c.explained[key] = now
+	return true
 }
 
 // budgetErrors reports budgets that cannot be read: a Warning event on the
