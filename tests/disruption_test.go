@@ -105,8 +105,8 @@ func TestDisruption(t *testing.T) {
 		armed, minimum, samples := watch.result()
 		after := poolClaims(t, ctx, kube, "general")
 		priceAfter := fleetPrice(env.Catalog, after)
-		t.Logf("fleet: %d NodeClaims at $%.4f/h before, %d at $%.4f/h after; web available min %d over %d samples",
-			len(before), priceBefore, len(after), priceAfter, minimum, samples)
+		t.Logf("fleet: %d NodeClaims at $%.4f/h before, %d at $%.4f/h after; %d pods evicted; web available min %d over %d samples",
+			len(before), priceBefore, len(after), priceAfter, eventCount(t, ctx, kube, events.ReasonEvicted, ""), minimum, samples)
 		if !armed || minimum < int(minAvailable.IntVal) {
 			t.Errorf("web's PDB (minAvailable %d) was violated: %d pods available at the lowest (armed %t)", minAvailable.IntVal, minimum, armed)
 		}
