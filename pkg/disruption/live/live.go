@@ -210,7 +210,12 @@ func (c *Controller) Pass(ctx context.Context, ev PodEvents) (Result, error) {
 	}
 	errs = append(errs, c.budgetErrors(ctx, snap, d.BudgetErrors, &res)...)
 	errs = append(errs, c.explain(ctx, snap, d.Refusals, res.Refused)...)
+	// Deadlines land on slot boundaries (at most TriggerSlot late): nodes
+	// that become consolidatable within one slot share one pass.
 	next := d.Next
+	if !next.IsZero() {
+		next = triggers.Due(next, TriggerSlot)
+	}
 	if inFlight == "" {
 		inFlight = draining(snap)
 	}
