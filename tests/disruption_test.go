@@ -223,7 +223,24 @@ func TestDisruption(t *testing.T) {
 			}
 			return true, ""
 		})
-		waitIdle(t, env)
+		// The last subtest's tail (its pod events, a deadline pass, the
+		// provisioning pass a termination asks for) is over when 10 s go by
+		// without an invocation.
+		invocations := func() int64 {
+			var n int64
+			for _, s := range env.Host.FunctionStats() {
+				n += s.Invocations
+			}
+			return n
+		}
+		last := invocations()
+		eventually(t, 90*time.Second, "10 s without an invocation", func() (bool, string) {
+			time.Sleep(10 * time.Second)
+			now := invocations()
+			quiet := now == last
+			last = now
+			return quiet, fmt.Sprintf("%d invocations so far", now)
+		})
 		before := strings.Join(claimNames(nodeClaimList(t, ctx, kube)), ",")
 		terminating := eventCount(t, ctx, kube, events.ReasonDisruptionTerminating, "")
 		stats := env.Host.FunctionStats()
