@@ -3,7 +3,9 @@ package tests
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
+	"strconv"
 	"sort"
 	"strings"
 	"testing"
@@ -360,4 +362,67 @@ func eventCount(t *testing.T, ctx context.Context, kube client.Client, reason, s
 		}
 	}
 	return n
+}
+
+// TestIdleCost measures what a fleet at rest costs in invocations: 20
+// nodes, then KARPFUNC_IDLE_MINUTES minutes without a pod coming or going
+// (skipped when unset: it is a measurement, not a check `make test` runs).
+// It fails if anything but the Sweep timer and the disruption pass it asks
+// for ran.
+func TestIdleCost(t *testing.T) {
+	minutes, _ := strconv.Atoi(os.Getenv("KARPFUNC_IDLE_MINUTES"))
+	if minutes <= 0 {
+		t.Skip("set KARPFUNC_IDLE_MINUTES to measure")
+	}
+	env := startEnv(t, localenv.Options{ClusterName: "idle", BootDelay: time.Second})
+	ctx := context.Background()
+	kube := env.Kube
+	if _, err := env.ApplyFile(ctx, filepath.Join(env.Options.RepoRoot, "examples", "nodepool.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	// One pod per node: 5 of 8 vCPUs.
+	patchPool(t, ctx, kube, "general", `{"spec":{"disruption":{"consolidateAfter":"10s"},"template":{"spec":{"requirements":[
+		{"key":"karpenter.sh/capacity-type","operator":"In","values":["on-demand"]},
+		{"key":"karpenter.azure.com/sku-family","operator":"In","values":["D"]},
+		{"key":"karpenter.azure.com/sku-cpu","operator":"In","values":["8"]}]}}}}`)
+	if err := kube.Create(ctx, deployment("idle", 20, "5", "4Gi")); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 4*time.Minute, "idle running", func() (bool, string) { return allRunning(ctx, kube, "idle", 20) })
+	total := func() int64 {
+		var n int64
+		for _, s := range env.Host.FunctionStats() {
+			n += s.Invocations
+		}
+		return n
+	}
+	last := total()
+	eventually(t, 3*time.Minute, "20 s without an invocation", func() (bool, string) {
+		time.Sleep(20 * time.Second)
+		now := total()
+		quiet := now == last
+		last = now
+		return quiet, fmt.Sprintf("%d invocations so far", now)
+	})
+	nodes := len(nodeClaimList(t, ctx, kube))
+	before := env.Host.FunctionStats()
+	window := time.Duration(minutes) * time.Minute
+	time.Sleep(window)
+	after := env.Host.FunctionStats()
+	var parts []string
+	var sum int64
+	for _, fn := range []string{"Provision", "Lifecycle", "Disruption", "Sweep", "Interruption"} {
+		d := after[fn].Invocations - before[fn].Invocations
+		sum += d
+		parts = append(parts, fmt.Sprintf("%s %d", fn, d))
+	}
+	perHour := float64(sum) * float64(time.Hour) / float64(window)
+	t.Logf("idle cost: %d NodeClaims, %s at rest: %s; %.0f invocations an hour", nodes, window, strings.Join(parts, ", "), perHour)
+	sweeps := after["Sweep"].Invocations - before["Sweep"].Invocations
+	if others := sum - sweeps - (after["Disruption"].Invocations - before["Disruption"].Invocations); others > 0 {
+		t.Errorf("%d invocations at rest besides Sweep and Disruption", others)
+	}
+	if d := after["Disruption"].Invocations - before["Disruption"].Invocations; d > sweeps+1 {
+		t.Errorf("%d disruption passes at rest for %d sweeps", d, sweeps)
+	}
 }
