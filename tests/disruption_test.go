@@ -56,6 +56,13 @@ func TestDisruption(t *testing.T) {
 	if err := kube.Create(ctx, short); err != nil {
 		t.Fatal(err)
 	}
+	// One for replace-with-cheaper consolidation.
+	shrink := &karpv1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: "shrink"}, Spec: *short.Spec.DeepCopy()}
+	shrink.Spec.Template.Spec.ExpireAfter = karpv1.MustParseNillableDuration("720h")
+	shrink.Spec.Disruption.ConsolidateAfter = karpv1.MustParseNillableDuration("10s")
+	if err := kube.Create(ctx, shrink); err != nil {
+		t.Fatal(err)
+	}
 	// A third, whose template the drift case changes.
 	drifty := &karpv1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: "drifty"}, Spec: *short.Spec.DeepCopy()}
 	drifty.Spec.Template.Spec.ExpireAfter = karpv1.MustParseNillableDuration("720h")
@@ -72,7 +79,9 @@ func TestDisruption(t *testing.T) {
 	ephemeral.Spec.Template.Spec.NodeSelector = map[string]string{karpv1.NodePoolLabelKey: "short"}
 	steady := deployment("steady", 2, "500m", "512Mi")
 	steady.Spec.Template.Spec.NodeSelector = map[string]string{karpv1.NodePoolLabelKey: "drifty"}
-	for _, d := range []client.Object{web, pinned, ephemeral, steady} {
+	big := deployment("big", 1, "6", "8Gi")
+	big.Spec.Template.Spec.NodeSelector = map[string]string{karpv1.NodePoolLabelKey: "shrink"}
+	for _, d := range []client.Object{web, pinned, ephemeral, steady, big} {
 		if err := kube.Create(ctx, d); err != nil {
 			t.Fatal(err)
 		}
@@ -82,7 +91,7 @@ func TestDisruption(t *testing.T) {
 		Spec: policyv1.PodDisruptionBudgetSpec{MinAvailable: &minAvailable, Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}}}); err != nil {
 		t.Fatal(err)
 	}
-	for app, n := range map[string]int{"web": 20, "pinned": 1, "ephemeral": 1, "steady": 2} {
+	for app, n := range map[string]int{"web": 20, "pinned": 1, "ephemeral": 1, "steady": 2, "big": 1} {
 		eventually(t, 3*time.Minute, app+" running", func() (bool, string) { return allRunning(ctx, kube, app, n) })
 	}
 	pinnedPod := onlyPod(t, ctx, kube, "pinned")
@@ -215,6 +224,38 @@ func TestDisruption(t *testing.T) {
 			t.Error("no DisruptionTerminating event for the drifted NodeClaim")
 		}
 	})
+	t.Run("a node much bigger than its pods is replaced by a cheaper one, replacement first", func(t *testing.T) {
+		before := poolClaims(t, ctx, kube, "shrink")
+		if len(before) != 1 {
+			t.Fatalf("shrink has %d NodeClaims; want 1", len(before))
+		}
+		priceBefore := fleetPrice(env.Catalog, before)
+		// The big pod goes, a small one takes its place on the same node.
+		scale(t, ctx, kube, "big", 0)
+		small := deployment("small", 1, "500m", "512Mi")
+		small.Spec.Template.Spec.NodeSelector = map[string]string{karpv1.NodePoolLabelKey: "shrink"}
+		if err := kube.Create(ctx, small); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, 2*time.Minute, "the node replaced by a cheaper one", func() (bool, string) {
+			now := poolClaims(t, ctx, kube, "shrink")
+			ok, why := allRunning(ctx, kube, "small", 1)
+			if len(now) != 1 || now[0].Name == before[0].Name || !ok {
+				return false, fmt.Sprintf("%d NodeClaims (%s); %s", len(now), strings.Join(claimNames(now), ", "), why)
+			}
+			return true, ""
+		})
+		after := poolClaims(t, ctx, kube, "shrink")
+		t.Logf("shrink: %s at $%.4f/h -> %s at $%.4f/h", strings.Join(claimNames(before), ","), priceBefore,
+			strings.Join(claimNames(after), ","), fleetPrice(env.Catalog, after))
+		if fleetPrice(env.Catalog, after) >= priceBefore {
+			t.Errorf("the replacement costs $%.4f/h, the node it replaced $%.4f/h", fleetPrice(env.Catalog, after), priceBefore)
+		}
+		if n := eventCount(t, ctx, kube, events.ReasonDisruptionLaunching, "Launching NodeClaim: Underutilized"); n == 0 {
+			t.Error("no DisruptionLaunching event for the consolidation replacement")
+		}
+	})
+
 	t.Run("a fleet at rest is left alone", func(t *testing.T) {
 		// Settled first: nothing deleting, the emptied nodes gone.
 		eventually(t, time.Minute, "no NodeClaim deleting", func() (bool, string) {
