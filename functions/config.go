@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"strconv"
 	"sync"
 	"time"
 
@@ -17,6 +18,8 @@ import (
 	"github.com/karpfunc/karpfunc/pkg/bootstraptoken"
 	"github.com/karpfunc/karpfunc/pkg/bus"
 	"github.com/karpfunc/karpfunc/pkg/catalog"
+	"github.com/karpfunc/karpfunc/pkg/disruption"
+	"github.com/karpfunc/karpfunc/pkg/disruption/live"
 	"github.com/karpfunc/karpfunc/pkg/events"
 	"github.com/karpfunc/karpfunc/pkg/interruption"
 	"github.com/karpfunc/karpfunc/pkg/kubeauth"
@@ -47,6 +50,10 @@ const (
 	// EnvSpotNotice is the notice assumed when a PreemptionScheduled
 	// condition carries no readable deadline, a Go duration (default 30s).
 	EnvSpotNotice = "KARPFUNC_SPOT_NOTICE"
+	// EnvSpotToSpot allows consolidation to replace spot nodes with
+	// cheaper spot nodes ("true"/"false", default false), Karpenter's
+	// SpotToSpotConsolidation feature gate.
+	EnvSpotToSpot = "KARPFUNC_SPOT_TO_SPOT_CONSOLIDATION"
 )
 
 // dependencies are built on first use and kept for the life of the process
@@ -66,6 +73,9 @@ type dependencies struct {
 	recorder            *events.Recorder
 	interruptionCtrl    *interruption.Controller
 	notice              time.Duration
+	disruptionCtrl      *live.Controller
+	pub                 bus.Publisher
+	cluster             string
 }
 
 // kubeClient is the Kubernetes client once built (nil before the first
@@ -164,6 +174,16 @@ func (d *dependencies) get() (*provisioning.Provisioner, *lifecycle.Controller, 
 	d.interruptionCtrl = interruption.New(interruption.Options{Kube: kube, Lifecycle: d.lifecycleController, Evacuator: d.provisioner,
 		Offerings: offerings.NewStore(kube, d.getenv(EnvNamespace), "", clk), Clock: clk, Logger: d.log,
 		ClusterName: azOpts.ClusterName, Decisions: rec})
+	spotToSpot := false
+	if v := d.getenv(EnvSpotToSpot); v != "" {
+		if spotToSpot, err = strconv.ParseBool(v); err != nil {
+			return nil, nil, fmt.Errorf("app setting %s=%q is not true or false", EnvSpotToSpot, v)
+		}
+	}
+	d.disruptionCtrl = live.New(live.Options{Kube: kube, Catalog: cat, Replacer: d.provisioner, Publisher: pub,
+		ClusterName: azOpts.ClusterName, Clock: clk, Logger: d.log,
+		Engine: disruption.Options{SpotToSpot: spotToSpot, TimeLimit: time.Minute}})
+	d.pub, d.cluster = pub, azOpts.ClusterName
 	d.built = true
 	return d.provisioner, d.lifecycleController, nil
 }
@@ -219,6 +239,14 @@ func (d *dependencies) interruption() (*interruption.Controller, error) {
 		return nil, err
 	}
 	return d.interruptionCtrl, nil
+}
+
+// disruption returns the disruption controller.
+func (d *dependencies) disruption() (*live.Controller, error) {
+	if _, _, err := d.get(); err != nil {
+		return nil, err
+	}
+	return d.disruptionCtrl, nil
 }
 
 // kube returns the Kubernetes client.

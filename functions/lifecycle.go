@@ -55,6 +55,13 @@ func (d *dependencies) lifecycleFunc(ctx context.Context, inv *customhandler.Inv
 			return fmt.Errorf("node %s: %w", data.Name, err)
 		}
 		log.Printf("node %s: nodeclaim %q launched=%t registered=%t initialized=%t", data.Name, res.NodeClaim, res.Launched, res.Registered, res.Initialized)
+		if res.Initialized {
+			// New capacity can change disruption's answer (a replacement
+			// is ready; pods may now fit elsewhere).
+			if err := d.askDisruption(ctx, "initialized", time.Second); err != nil {
+				return fmt.Errorf("node %s initialized; asking for a disruption pass: %w", data.Name, err)
+			}
+		}
 	case messages.TypeNodeClaimDeleting:
 		data, err := decodeNodeClaim(ev)
 		if err != nil {

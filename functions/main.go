@@ -31,6 +31,7 @@ func main() {
 	srv.Register("Lifecycle", customhandler.Handle(obs.instrument("Lifecycle", deps.lifecycleFunc)))
 	srv.Register("Sweep", customhandler.Handle(obs.instrument("Sweep", deps.sweepFunc)))
 	srv.Register("Interruption", customhandler.Handle(obs.instrument("Interruption", deps.interruptionFunc)))
+	srv.Register("Disruption", customhandler.Handle(obs.instrument("Disruption", deps.disruptionFunc)))
 	if err := srv.Run(context.Background()); err != nil {
 		fmt.Fprintln(os.Stderr, "handler:", err)
 		os.Exit(1)

@@ -423,9 +423,15 @@ var readByPlatform = map[string]string{
 	"AZURE_CLIENT_ID":                           "azidentity: which user-assigned identity",
 }
 
-// functionBindings are the %SETTING% references of the function.json files,
-// with the trigger's session setting.
-func functionBindings(t *testing.T) map[string]bool {
+// functionBindings are the %SETTING% queue names of the function.json
+// files, with the trigger's session setting.
+func functionBindings(t *testing.T) map[string]bool { return bindingSettings(t, true) }
+
+// scheduleBindings are the %SETTING% timer schedules of the function.json
+// files.
+func scheduleBindings(t *testing.T) map[string]bool { return bindingSettings(t, false) }
+
+func bindingSettings(t *testing.T, queues bool) map[string]bool {
 	t.Helper()
 	files, err := filepath.Glob("../functions/*/function.json")
 	if err != nil || len(files) == 0 {
@@ -442,13 +448,18 @@ func functionBindings(t *testing.T) map[string]bool {
 				Type      string `json:"type"`
 				QueueName string `json:"queueName"`
 				Sessions  bool   `json:"isSessionsEnabled"`
+				Schedule  string `json:"schedule"`
 			} `json:"bindings"`
 		}
 		if err := json.Unmarshal(b, &fj); err != nil {
 			t.Fatalf("%s: %v", f, err)
 		}
 		for _, bd := range fj.Bindings {
-			if m := regexp.MustCompile(`^%(\w+)%$`).FindStringSubmatch(bd.QueueName); m != nil {
+			v := bd.QueueName
+			if !queues {
+				v = bd.Schedule
+			}
+			if m := regexp.MustCompile(`^%(\w+)%$`).FindStringSubmatch(v); m != nil {
 				out[m[1]] = bd.Sessions
 			}
 		}
@@ -460,6 +471,9 @@ func TestAppSettingsMatchTheCode(t *testing.T) {
 	settings := appSettings(t)
 	code := codeSettings(t)
 	bindings := functionBindings(t)
+	for name := range scheduleBindings(t) {
+		bindings[name] = false
+	}
 	for name, where := range code {
 		if _, set := settings[name]; set {
 			if reason, ok := notInAzure[name]; ok {
@@ -509,7 +523,7 @@ func TestQueues(t *testing.T) {
 	for _, m := range regexp.MustCompile(`\{ name: '(\w+)', sessions: (true|false) \}`).FindAllStringSubmatch(sb.text, -1) {
 		specs[m[1]] = m[2] == "true"
 	}
-	for _, q := range []string{bus.QueueProvision, bus.QueueLifecycle, bus.QueueInterruption} {
+	for _, q := range []string{bus.QueueProvision, bus.QueueLifecycle, bus.QueueInterruption, bus.QueueDisruption} {
 		if _, ok := specs[q]; !ok {
 			t.Errorf("servicebus.bicep has no queue %s", q)
 		}

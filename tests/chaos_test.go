@@ -69,7 +69,7 @@ func TestChaos(t *testing.T) {
 const guardedMinAvailable = 3
 
 func runChaos(t *testing.T, seed int64, rounds int) {
-	env := startEnv(t, localenv.Options{ClusterName: "chaos", BootDelay: time.Second,
+	env := startEnv(t, localenv.Options{ClusterName: "chaos", BootDelay: time.Second, SweepSchedule: "*/20 * * * * *",
 		MaxDeliveryCount: 10, RetryDelay: 300 * time.Millisecond, BatchIdle: 500 * time.Millisecond, BatchMax: 3 * time.Second})
 	ctx := context.Background()
 	kube := env.Kube

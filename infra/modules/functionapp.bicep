@@ -13,7 +13,7 @@ param storageAccountName string
 param deploymentContainerName string
 param applicationInsightsName string
 param serviceBusFqdn string
-@description('Queue names by role: provision, lifecycle, interruption.')
+@description('Queue names by role: provision, lifecycle, interruption, disruption.')
 param queues object
 param clusterName string
 param clusterLocation string
@@ -104,6 +104,14 @@ resource settings 'Microsoft.Web/sites/config@2024-04-01' = {
     PROVISION_QUEUE: queues.provision
     LIFECYCLE_QUEUE: queues.lifecycle
     INTERRUPTION_QUEUE: queues.interruption
+    DISRUPTION_QUEUE: queues.disruption
+    // The Sweep timer (NCRONTAB, seconds first): garbage collection and
+    // the safety net under disruption's events; slow, so an idle app
+    // scales to zero between runs.
+    SWEEP_SCHEDULE: '0 */5 * * * *'
+    // Consolidation may replace spot nodes with cheaper spot nodes
+    // (Karpenter's SpotToSpotConsolidation gate, off by default).
+    KARPFUNC_SPOT_TO_SPOT_CONSOLIDATION: 'false'
     // azidentity's DefaultAzureCredential: which user-assigned identity.
     AZURE_CLIENT_ID: identityClientId
     // The cluster and where its nodes go (pkg/azure OptionsFromEnv).

@@ -17,6 +17,9 @@ var dataReceiver = '4f6d3b9b-027b-4f4c-9142-0e5a2a2247e0'
 //   lifecycle:    per-NodeClaim triggers and scheduled self-checks;
 //   interruption: Event Grid VM-preemption notices. Event Grid cannot set a
 //                 session ID, so this queue has no sessions.
+//   disruption:   "look again" triggers (relay events, the Functions' own
+//                 deadlines and validations); sessions keyed by cluster
+//                 serialize disruption passes.
 // Duplicate detection drops repeats of a message ID (the relay re-announces
 // the same trigger with the same ID). A message that fails maxDeliveryCount
 // times is dead-lettered, where it stays for inspection.
@@ -24,10 +27,12 @@ var queueSpecs = [
   { name: 'provision', sessions: true }
   { name: 'lifecycle', sessions: false }
   { name: 'interruption', sessions: false }
+  { name: 'disruption', sessions: true }
 ]
 var provision = 0
 var lifecycle = 1
 var interruption = 2
+var disruption = 3
 
 // Who may do what on which queue.
 var grants = [
@@ -35,6 +40,9 @@ var grants = [
   { queue: lifecycle, principalId: functionsPrincipalId, role: dataReceiver }
   { queue: interruption, principalId: functionsPrincipalId, role: dataReceiver }
   { queue: lifecycle, principalId: functionsPrincipalId, role: dataSender }
+  { queue: disruption, principalId: functionsPrincipalId, role: dataReceiver }
+  { queue: disruption, principalId: functionsPrincipalId, role: dataSender }
+  { queue: disruption, principalId: relayPrincipalId, role: dataSender }
   { queue: provision, principalId: relayPrincipalId, role: dataSender }
   { queue: lifecycle, principalId: relayPrincipalId, role: dataSender }
   { queue: interruption, principalId: eventGridPrincipalId, role: dataSender }
@@ -81,5 +89,6 @@ output queueNames object = {
   provision: queue[provision].name
   lifecycle: queue[lifecycle].name
   interruption: queue[interruption].name
+  disruption: queue[disruption].name
 }
 output interruptionQueueId string = queue[interruption].id

@@ -32,6 +32,9 @@ import (
 	"github.com/karpfunc/karpfunc/pkg/catalog"
 )
 
+// DefaultSweepSchedule is the Sweep timer as infra/ deploys it.
+const DefaultSweepSchedule = "0 */5 * * * *"
+
 // Fixed identities of the local "Azure" the emulator serves.
 const (
 	SubscriptionID = "00000000-0000-0000-0000-00000000c0de"
@@ -65,6 +68,9 @@ type Options struct {
 	// to the interruption queue use (default EventGridSchema).
 	EvictionNotice  time.Duration
 	EventGridSchema string
+	// SweepSchedule is the Sweep timer's NCRONTAB schedule (default
+	// DefaultSweepSchedule, Azure's).
+	SweepSchedule string
 	// Log receives every process's output (default: a file in the work dir).
 	Log io.Writer
 	// Progress receives one line per start step (nil: none).
@@ -140,6 +146,9 @@ func (o *Options) defaults() error {
 	}
 	if o.Progress == nil {
 		o.Progress = io.Discard
+	}
+	if o.SweepSchedule == "" {
+		o.SweepSchedule = DefaultSweepSchedule
 	}
 	return nil
 }
@@ -260,7 +269,8 @@ func Start(ctx context.Context, opts Options) (env *Env, err error) {
 	)
 	settings := map[string]string{
 		bus.EnvProvisionQueue: bus.QueueProvision, bus.EnvLifecycleQueue: bus.QueueLifecycle,
-		bus.EnvInterruptionQueue: bus.QueueInterruption,
+		bus.EnvInterruptionQueue: bus.QueueInterruption, bus.EnvDisruptionQueue: bus.QueueDisruption,
+		"SWEEP_SCHEDULE": opts.SweepSchedule,
 	}
 	maps.Copy(settings, opts.HostSettings)
 	handlerEnv = append(handlerEnv, OTLPEnv(opts.OTLPEndpoint)...)
@@ -306,7 +316,7 @@ func (e *Env) startRelay() error {
 	// handler and the triggers, as in Azure.
 	e.relay.Env = append(os.Environ(), "KARPFUNC_LOCAL_BUS_URL="+e.Host.BusURL(),
 		bus.EnvProvisionQueue+"="+bus.QueueProvision, bus.EnvLifecycleQueue+"="+bus.QueueLifecycle,
-		bus.EnvInterruptionQueue+"="+bus.QueueInterruption)
+		bus.EnvInterruptionQueue+"="+bus.QueueInterruption, bus.EnvDisruptionQueue+"="+bus.QueueDisruption)
 	e.relay.Env = append(e.relay.Env, OTLPEnv(e.Options.OTLPEndpoint)...)
 	e.relay.Stdout, e.relay.Stderr = e.relayOut, e.relayOut
 	setPdeathsig(e.relay)

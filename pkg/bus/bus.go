@@ -16,6 +16,10 @@ const (
 	QueueProvision    = "provision"
 	QueueLifecycle    = "lifecycle"
 	QueueInterruption = "interruption"
+	// QueueDisruption carries "look again" triggers and scheduled
+	// validations for the Disruption function; sessions keyed by cluster
+	// serialize its passes (one command at a time per cluster).
+	QueueDisruption = "disruption"
 )
 
 // Message is one Service Bus message, with the properties karpfunc relies on.

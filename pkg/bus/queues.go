@@ -14,6 +14,7 @@ const (
 	EnvProvisionQueue    = "PROVISION_QUEUE"
 	EnvLifecycleQueue    = "LIFECYCLE_QUEUE"
 	EnvInterruptionQueue = "INTERRUPTION_QUEUE"
+	EnvDisruptionQueue   = "DISRUPTION_QUEUE"
 )
 
 // QueueNames maps the logical queues publishers name (QueueProvision,
@@ -24,6 +25,7 @@ var queueSettings = []struct{ logical, env string }{
 	{QueueProvision, EnvProvisionQueue},
 	{QueueLifecycle, EnvLifecycleQueue},
 	{QueueInterruption, EnvInterruptionQueue},
+	{QueueDisruption, EnvDisruptionQueue},
 }
 
 // Service Bus queue names: letters, digits, '.', '-', '_', '/', starting

@@ -50,6 +50,13 @@ const (
 	// ReasonHandlerFailed is on the object a message names when a
 	// Function failed on it (the dead letter does not carry the error).
 	ReasonHandlerFailed = "HandlerFailed"
+	// Disruption (Karpenter's reasons): a replacement launched for a
+	// command, a node disrupted, a node or NodePool that may not be
+	// disrupted and why, a node consolidation would not take and why.
+	ReasonDisruptionLaunching   = "DisruptionLaunching"
+	ReasonDisruptionTerminating = "DisruptionTerminating"
+	ReasonDisruptionBlocked     = "DisruptionBlocked"
+	ReasonUnconsolidatable      = "Unconsolidatable"
 )
 
 // Component is the event source written on every event.

@@ -33,6 +33,13 @@ const (
 	// TypeNodeClaimLaunch is a scheduled look at a NodeClaim whose VM is
 	// being created: did the create finish, fail, or is it still running?
 	TypeNodeClaimLaunch = "com.karpfunc.nodeclaim.launch.v1"
+	// TypeDisruption asks the Disruption function for a pass: something
+	// that can change its answer happened (pods left a node, a NodeClaim
+	// initialized, a NodePool or AKSNodeClass changed, a deadline came).
+	TypeDisruption = "com.karpfunc.disruption.v1"
+	// TypeDisruptionValidate is the re-check of a decided command after
+	// the validation delay (Karpenter's 15 s).
+	TypeDisruptionValidate = "com.karpfunc.disruption.validate.v1"
 )
 
 // CloudEvent is a CloudEvents 1.0 event in structured JSON mode.
@@ -90,6 +97,31 @@ type Interruption struct {
 	Reason     string    `json:"reason,omitempty"`
 	Message    string    `json:"message,omitempty"`
 	Since      time.Time `json:"since,omitzero"`
+}
+
+// Disruption is the data of TypeDisruption; Cause is for the log.
+type Disruption struct {
+	Cluster string `json:"cluster"`
+	Cause   string `json:"cause,omitempty"`
+	// Nodes had pod events (a pod bound, deleted or finished) up to
+	// PodEventTime: their NodeClaims' status.lastPodEventTime moves there,
+	// which restarts consolidateAfter.
+	Nodes        []string  `json:"nodes,omitempty"`
+	PodEventTime time.Time `json:"podEventTime,omitzero"`
+}
+
+// DisruptionCommand is the data of TypeDisruptionValidate: a command as it
+// was decided, to be re-checked on a fresh snapshot.
+type DisruptionCommand struct {
+	Cluster string `json:"cluster"`
+	Method  string `json:"method"`
+	Reason  string `json:"reason"`
+	// Candidates are the NodeClaims to disrupt, with their UIDs.
+	Candidates []ObjectRef `json:"candidates"`
+	// Replacements are the instance-type options of each replacement (none:
+	// delete).
+	Replacements [][]string `json:"replacements,omitempty"`
+	DecidedAt    time.Time  `json:"decidedAt,omitzero"`
 }
 
 // New builds a CloudEvent of type typ carrying data.
@@ -167,6 +199,23 @@ func (p *Provision) validate() error {
 
 func (n *Node) validate() error {
 	return required([2]string{"cluster", n.Cluster}, [2]string{"name", n.Name})
+}
+
+func (d *Disruption) validate() error { return required([2]string{"cluster", d.Cluster}) }
+
+func (d *DisruptionCommand) validate() error {
+	if err := required([2]string{"cluster", d.Cluster}, [2]string{"method", d.Method}, [2]string{"reason", d.Reason}); err != nil {
+		return err
+	}
+	if len(d.Candidates) == 0 {
+		return fmt.Errorf("required field %q is empty", "candidates")
+	}
+	for i, c := range d.Candidates {
+		if c.Name == "" || c.UID == "" {
+			return fmt.Errorf("candidates[%d]: name and uid are required", i)
+		}
+	}
+	return nil
 }
 
 func (n *NodeClaim) validate() error {

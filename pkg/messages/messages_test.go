@@ -126,3 +126,20 @@ func TestNewRoundTrip(t *testing.T) {
 		t.Fatalf("round trip: %+v, %v", n, err)
 	}
 }
+
+func TestDecodeDisruptionCommand(t *testing.T) {
+	for _, tc := range []struct{ data, wantErr string }{
+		{`{"cluster":"c","method":"emptiness","reason":"Empty","candidates":[{"name":"a","uid":"u"}]}`, ""},
+		{`{"cluster":"c","method":"emptiness","reason":"Empty","candidates":[]}`, `"candidates" is empty`},
+		{`{"cluster":"c","method":"emptiness","reason":"Empty","candidates":[{"name":"a"}]}`, "candidates[0]: name and uid are required"},
+		{`{"cluster":"c","reason":"Empty","candidates":[{"name":"a","uid":"u"}]}`, `required field "method"`},
+	} {
+		_, err := DecodeData[DisruptionCommand](CloudEvent{SpecVersion: SpecVersion, ID: "x", Type: TypeDisruptionValidate, Data: []byte(tc.data)})
+		switch {
+		case tc.wantErr == "" && err != nil:
+			t.Errorf("%s: %v", tc.data, err)
+		case tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr) || !IsInvalid(err)):
+			t.Errorf("%s: error %v; want an InvalidError containing %q", tc.data, err, tc.wantErr)
+		}
+	}
+}

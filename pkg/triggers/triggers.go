@@ -24,6 +24,27 @@ func Provision(cluster, id string, at time.Time) (bus.Message, error) {
 	return build(id, cluster, messages.TypeProvision, "retry", at, messages.Provision{Cluster: cluster, Pods: []messages.ObjectRef{}})
 }
 
+// Disruption is a Disruption pass for cluster at time at; cause says why
+// (for the log). The disruption queue is session-enabled like the
+// provision queue: the session is the cluster.
+func Disruption(cluster, id, cause string, at time.Time) (bus.Message, error) {
+	return build(id, cluster, messages.TypeDisruption, cause, at, messages.Disruption{Cluster: cluster, Cause: cause})
+}
+
+// DisruptionValidate is the re-check of cmd at time at.
+func DisruptionValidate(id string, cmd messages.DisruptionCommand, at time.Time) (bus.Message, error) {
+	return build(id, cmd.Cluster, messages.TypeDisruptionValidate, cmd.Method, at, cmd)
+}
+
+// DisruptionSlotID is the MessageId of a Disruption pass asked for cause in
+// the slot of length period that holds now: every trigger of one slot
+// collapses into one message (duplicate detection), so a burst of pod
+// deletions costs one pass. It goes with ScheduledEnqueueTime Due(now,
+// period).
+func DisruptionSlotID(cluster, cause string, now time.Time, period time.Duration) string {
+	return fmt.Sprintf("disruption/%s/%s/%d", cluster, cause, Due(now, period).UnixMilli())
+}
+
 // NodeClaim is a lifecycle trigger of type typ (TypeNodeClaimDeleting or
 // TypeNodeClaimLiveness) for one NodeClaim, delivered at time at.
 func NodeClaim(typ, cluster, name, uid, id string, at time.Time) (bus.Message, error) {

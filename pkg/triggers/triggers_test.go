@@ -55,3 +55,28 @@ func TestRetryChainsConverge(t *testing.T) {
 		}
 	}
 }
+
+// Every ask of one slot is one message; the next slot is another.
+func TestDisruptionSlotID(t *testing.T) {
+	const slot = 5 * time.Second
+	base := time.Date(2026, 12, 1, 13, 0, 0, 0, time.UTC)
+	first := DisruptionSlotID("c", "pods-gone", base.Add(100*time.Millisecond), slot)
+	for _, off := range []time.Duration{0, time.Second, 4900 * time.Millisecond} {
+		if got := DisruptionSlotID("c", "pods-gone", base.Add(off), slot); got != first {
+			t.Errorf("ask at +%s: id %s; want the slot's %s", off, got, first)
+		}
+	}
+	if got := DisruptionSlotID("c", "pods-gone", base.Add(slot), slot); got == first {
+		t.Errorf("ask in the next slot reused id %s", got)
+	}
+	if got := DisruptionSlotID("c", "spec-changed", base, slot); got == first {
+		t.Errorf("another cause reused id %s", got)
+	}
+	m, err := Disruption("c", first, "pods-gone", Due(base, slot))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.SessionID != "c" || !m.ScheduledEnqueueTime.Equal(base.Add(slot)) {
+		t.Errorf("message session %q at %s; want session c at %s", m.SessionID, m.ScheduledEnqueueTime, base.Add(slot))
+	}
+}

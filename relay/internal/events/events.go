@@ -153,6 +153,30 @@ func (b Builder) NodeClaimDeleting(nc metav1.Object, now time.Time) (bus.Message
 		nc.GetName(), now, messages.NodeClaim{Cluster: b.Cluster, Name: nc.GetName(), UID: string(nc.GetUID())})
 }
 
+// Disruption builds the "look again" event for the Disruption function:
+// cause says what happened (pods left nodes, a NodePool changed). Every
+// event of one cause in one slot of length slot has the same ID and is
+// delivered at the slot's end, so a burst of pod deletions is one pass.
+func (b Builder) Disruption(cause string, now time.Time, slot time.Duration) (bus.Message, error) {
+	m, err := b.message(bus.QueueDisruption, triggers.DisruptionSlotID(b.Cluster, cause, now, slot), b.Cluster, messages.TypeDisruption,
+		cause, now, messages.Disruption{Cluster: b.Cluster, Cause: cause})
+	if err != nil {
+		return m, err
+	}
+	m.ScheduledEnqueueTime = triggers.Due(now, slot).UTC()
+	return m, nil
+}
+
+// PodEvents builds the Disruption event for pod events on nodes (sorted)
+// up to at, flushed at now (the relay flushes once per slot, so the events
+// of a slot are one message).
+func (b Builder) PodEvents(nodes []string, at, now time.Time) (bus.Message, error) {
+	const cause = "pod-events"
+	id := fmt.Sprintf("disruption/%s/%s/%d", b.Cluster, cause, now.UnixMilli())
+	return b.message(bus.QueueDisruption, id, b.Cluster, messages.TypeDisruption,
+		cause, now, messages.Disruption{Cluster: b.Cluster, Cause: cause, Nodes: nodes, PodEventTime: at.UTC()})
+}
+
 // PreemptionScheduled is the node condition AKS's node-problem-detector sets
 // when the VM's Scheduled Events announce a spot preemption.
 const PreemptionScheduled corev1.NodeConditionType = "PreemptionScheduled"

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sort"
 	"sync"
 	"time"
 
@@ -31,6 +32,14 @@ import (
 
 // NodeClaims is the resource the relay watches for deletions.
 var NodeClaims = schema.GroupVersionResource{Group: "karpenter.sh", Version: "v1", Resource: "nodeclaims"}
+
+// NodePools and AKSNodeClasses are watched for spec changes (drift).
+var (
+	NodePools       = schema.GroupVersionResource{Group: "karpenter.sh", Version: "v1", Resource: "nodepools"}
+	AKSNodeClasses  = schema.GroupVersionResource{Group: "karpenter.azure.com", Version: "v1beta1", Resource: "aksnodeclasses"}
+	disruptionSlot  = 5 * time.Second
+	causeSpecChange = "spec-changed"
+)
 
 // Options configure the relay.
 type Options struct {
@@ -111,6 +120,18 @@ type relay struct {
 	pending            cache.SharedIndexInformer
 	unschedulableSince sync.Map
 	progress           sync.Map
+	// bound pods (spec.nodeName set): their deletion or completion can
+	// make a node empty or underutilized.
+	bound cache.SharedIndexInformer
+	// specs are NodePools and AKSNodeClasses.
+	specs []cache.SharedIndexInformer
+
+	mu       sync.Mutex
+	lastSent map[string]string // cause -> ID of the last Disruption event sent
+	// podEvents are nodes with pod events since the last flush, and the
+	// latest event's time.
+	podEvents   map[string]bool
+	podEventsAt time.Time
 }
 
 // Run starts the informers and publishes until ctx is done. It returns an
@@ -138,7 +159,7 @@ func Run(ctx context.Context, opts Options) error {
 		return fmt.Errorf("watch: listing %s (are the Karpenter CRDs installed and may the relay list them?): %w", NodeClaims.GroupResource(), err)
 	}
 
-	r := &relay{opts: opts, log: opts.Logger, events: builder, batch: b, send: s}
+	r := &relay{opts: opts, log: opts.Logger, events: builder, batch: b, send: s, lastSent: map[string]string{}, podEvents: map[string]bool{}}
 
 	// Only pods that are not bound matter, so the pod informer lists and
 	// watches spec.nodeName="" alone: in a big cluster that is a tiny
@@ -154,6 +175,10 @@ func Run(ctx context.Context, opts Options) error {
 		}))
 	nodeFactory := informers.NewSharedInformerFactory(opts.Kube, 0)
 	metaFactory := metadatainformer.NewSharedInformerFactory(opts.Metadata, 0)
+	boundFactory := informers.NewSharedInformerFactoryWithOptions(opts.Kube, 0,
+		informers.WithTweakListOptions(func(lo *metav1.ListOptions) {
+			lo.FieldSelector = fields.OneTermNotEqualSelector("spec.nodeName", "").String()
+		}))
 
 	r.pods = podFactory.Core().V1().Pods().Informer()
 	r.nodes = nodeFactory.Core().V1().Nodes().Informer()
@@ -162,6 +187,8 @@ func Run(ctx context.Context, opts Options) error {
 	if err := r.registerGauges(); err != nil {
 		return fmt.Errorf("watch: registering gauges: %w", err)
 	}
+	r.bound = boundFactory.Core().V1().Pods().Informer()
+	r.specs = []cache.SharedIndexInformer{metaFactory.ForResource(NodePools).Informer(), metaFactory.ForResource(AKSNodeClasses).Informer()}
 
 	for _, set := range []struct {
 		inf cache.SharedIndexInformer
@@ -172,6 +199,8 @@ func Run(ctx context.Context, opts Options) error {
 		{r.nodes, TransformNode, cache.ResourceEventHandlerFuncs{AddFunc: r.onNodeAdd, UpdateFunc: r.onNodeUpdate}},
 		{r.claims, TransformMetadata, cache.ResourceEventHandlerFuncs{AddFunc: r.onClaimAdd, UpdateFunc: r.onClaimUpdate}},
 		{r.pending, TransformPod, cache.ResourceEventHandlerFuncs{AddFunc: r.onPendingPod, UpdateFunc: func(_, n any) { r.onPendingPod(n) }, DeleteFunc: r.onPendingPodGone}},
+		{r.specs[0], TransformMetadata, cache.ResourceEventHandlerFuncs{UpdateFunc: r.onSpecUpdate}},
+		{r.specs[1], TransformMetadata, cache.ResourceEventHandlerFuncs{UpdateFunc: r.onSpecUpdate}},
 	} {
 		if err := set.inf.SetTransform(set.tf); err != nil {
 			return fmt.Errorf("watch: setting informer transform: %w", err)
@@ -179,6 +208,22 @@ func Run(ctx context.Context, opts Options) error {
 		if _, err := set.inf.AddEventHandler(set.h); err != nil {
 			return fmt.Errorf("watch: adding informer handler: %w", err)
 		}
+	}
+
+	if err := r.bound.SetTransform(TransformPod); err != nil {
+		return fmt.Errorf("watch: setting informer transform: %w", err)
+	}
+	// Bound pods: the initial list is not a pod event (the relay
+	// restarted, nothing happened on the nodes).
+	if _, err := r.bound.AddEventHandler(cache.ResourceEventHandlerDetailedFuncs{
+		AddFunc: func(obj any, initial bool) {
+			if !initial {
+				r.onPodEvent(obj)
+			}
+		},
+		UpdateFunc: r.onBoundPodUpdate, DeleteFunc: r.onPodEvent,
+	}); err != nil {
+		return fmt.Errorf("watch: adding informer handler: %w", err)
 	}
 
 	ctx, cancel := context.WithCancel(ctx)
@@ -194,18 +239,21 @@ func Run(ctx context.Context, opts Options) error {
 	nodeFactory.Start(ctx.Done())
 	metaFactory.Start(ctx.Done())
 	pendingFactory.Start(ctx.Done())
+	boundFactory.Start(ctx.Done())
 	defer func() {
 		cancel()
 		podFactory.Shutdown()
 		nodeFactory.Shutdown()
 		metaFactory.Shutdown()
 		pendingFactory.Shutdown()
+		boundFactory.Shutdown()
 		wg.Wait()
 	}()
 
 	syncCtx, syncCancel := context.WithTimeout(ctx, opts.SyncTimeout)
 	defer syncCancel()
-	for name, inf := range map[string]cache.SharedIndexInformer{"pods": r.pods, "nodes": r.nodes, NodeClaims.GroupResource().String(): r.claims} {
+	for name, inf := range map[string]cache.SharedIndexInformer{"pods": r.pods, "nodes": r.nodes, NodeClaims.GroupResource().String(): r.claims,
+		"bound pods": r.bound, NodePools.GroupResource().String(): r.specs[0], AKSNodeClasses.GroupResource().String(): r.specs[1]} {
 		if !cache.WaitForCacheSync(syncCtx.Done(), inf.HasSynced) {
 			if ctx.Err() != nil {
 				return nil
@@ -221,12 +269,16 @@ func Run(ctx context.Context, opts Options) error {
 
 	ticker := opts.Clock.NewTicker(opts.Resync)
 	defer ticker.Stop()
+	flush := opts.Clock.NewTicker(disruptionSlot)
+	defer flush.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-ticker.C():
 			r.resync()
+		case <-flush.C():
+			r.flushPodEvents()
 		}
 	}
 }
@@ -383,4 +435,95 @@ func (r *relay) emitClaimDeleting(nc *metav1.PartialObjectMetadata) {
 	}
 	r.log.Info("nodeclaim deleting", "nodeclaim", nc.Name)
 	r.send.Send(bus.QueueLifecycle, m)
+}
+
+// onBoundPodUpdate: a bound pod that finished frees its node's capacity.
+func (r *relay) onBoundPodUpdate(oldObj, newObj any) {
+	o, ok1 := oldObj.(*corev1.Pod)
+	n, ok2 := newObj.(*corev1.Pod)
+	if ok1 && ok2 && !finished(o) && finished(n) {
+		r.onPodEvent(n)
+	}
+}
+
+// onPodEvent notes a pod event on a node (a pod bound there, deleted or
+// finished): it may leave the node empty or underutilized, or restart its
+// consolidateAfter. Events are flushed as one Disruption event per slot.
+func (r *relay) onPodEvent(obj any) {
+	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = d.Obj
+	}
+	pod, ok := obj.(*corev1.Pod)
+	if !ok || pod.Spec.NodeName == "" {
+		return
+	}
+	r.mu.Lock()
+	r.podEvents[pod.Spec.NodeName] = true
+	r.podEventsAt = r.opts.Clock.Now()
+	r.mu.Unlock()
+}
+
+// maxPodEventNodes keeps a Disruption event well under Service Bus's
+// 256 KiB; beyond it the pass still runs, without moving lastPodEventTime
+// for the rest (the next slot's events carry them).
+const maxPodEventNodes = 2000
+
+// flushPodEvents sends the nodes with pod events since the last flush.
+func (r *relay) flushPodEvents() {
+	r.mu.Lock()
+	if len(r.podEvents) == 0 {
+		r.mu.Unlock()
+		return
+	}
+	nodes := make([]string, 0, len(r.podEvents))
+	for n := range r.podEvents {
+		nodes = append(nodes, n)
+	}
+	at := r.podEventsAt
+	r.podEvents = map[string]bool{}
+	r.mu.Unlock()
+	sort.Strings(nodes)
+	if len(nodes) > maxPodEventNodes {
+		nodes = nodes[:maxPodEventNodes]
+	}
+	m, err := r.events.PodEvents(nodes, at, r.opts.Clock.Now())
+	if err != nil {
+		r.log.Error("disruption event not built", "nodes", len(nodes), "error", err)
+		return
+	}
+	r.log.Info("disruption pass asked", "cause", "pod-events", "nodes", len(nodes), "id", m.ID)
+	r.send.Send(bus.QueueDisruption, m)
+}
+
+// onSpecUpdate: a NodePool or AKSNodeClass whose spec changed (its
+// generation moved) may have drifted nodes.
+func (r *relay) onSpecUpdate(oldObj, newObj any) {
+	o, ok1 := oldObj.(*metav1.PartialObjectMetadata)
+	n, ok2 := newObj.(*metav1.PartialObjectMetadata)
+	if ok1 && ok2 && o.Generation != n.Generation {
+		r.askDisruption(causeSpecChange)
+	}
+}
+
+func finished(p *corev1.Pod) bool {
+	return p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed
+}
+
+// askDisruption sends one Disruption event per cause and slot: the first
+// event of a slot is sent, the rest would carry the same ID and are not.
+func (r *relay) askDisruption(cause string) {
+	m, err := r.events.Disruption(cause, r.opts.Clock.Now(), disruptionSlot)
+	if err != nil {
+		r.log.Error("disruption event not built", "cause", cause, "error", err)
+		return
+	}
+	r.mu.Lock()
+	dup := r.lastSent[cause] == m.ID
+	r.lastSent[cause] = m.ID
+	r.mu.Unlock()
+	if dup {
+		return
+	}
+	r.log.Info("disruption pass asked", "cause", cause, "id", m.ID, "at", m.ScheduledEnqueueTime)
+	r.send.Send(bus.QueueDisruption, m)
 }

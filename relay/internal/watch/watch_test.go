@@ -319,6 +319,53 @@ func TestRelay(t *testing.T) {
 		}
 	})
 
+	t.Run("pod events on nodes and NodePool changes ask for a disruption pass", func(t *testing.T) {
+		p, err := kube.CoreV1().Pods(ns).Create(ctx, &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: "bound"},
+			Spec:       corev1.PodSpec{NodeName: "node-busy", Containers: []corev1.Container{{Name: "c", Image: "registry.k8s.io/pause:3.10"}}},
+		}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := rec.waitFor(t, "pod-events disruption event for node-busy", func(s sent) bool {
+			return s.queue == bus.QueueDisruption && strings.Contains(s.msg.ID, "/pod-events/")
+		})
+		data, err := messages.DecodeData[messages.Disruption](s.ev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(data.Nodes, []string{"node-busy"}) || data.PodEventTime.IsZero() || s.msg.SessionID != "test-cluster" {
+			t.Fatalf("disruption event nodes %v at %s session %q; want [node-busy], a time, session test-cluster", data.Nodes, data.PodEventTime, s.msg.SessionID)
+		}
+		first := s.msg.ID
+		if err := kube.CoreV1().Pods(ns).Delete(ctx, p.Name, metav1.DeleteOptions{GracePeriodSeconds: new(int64)}); err != nil {
+			t.Fatal(err)
+		}
+		rec.waitFor(t, "a second pod-events event for the deletion", func(s sent) bool {
+			return s.queue == bus.QueueDisruption && strings.Contains(s.msg.ID, "/pod-events/") && s.msg.ID != first
+		})
+
+		np := &karpv1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: "changing"}, Spec: karpv1.NodePoolSpec{Template: karpv1.NodeClaimTemplate{
+			Spec: karpv1.NodeClaimTemplateSpec{NodeClassRef: &karpv1.NodeClassReference{Group: "karpenter.azure.com", Kind: "AKSNodeClass", Name: "default"},
+				Requirements: []karpv1.NodeSelectorRequirementWithMinValues{{Key: corev1.LabelOSStable, Operator: corev1.NodeSelectorOpIn, Values: []string{"linux"}}}}}}}
+		if err := c.Create(ctx, np); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(500 * time.Millisecond)
+		for _, s := range rec.all() {
+			if strings.Contains(s.msg.ID, "/spec-changed/") {
+				t.Fatalf("a new NodePool asked for a drift pass (%s)", s.msg.ID)
+			}
+		}
+		np.Spec.Template.Labels = map[string]string{"tier": "two"}
+		if err := c.Update(ctx, np); err != nil {
+			t.Fatal(err)
+		}
+		rec.waitFor(t, "spec-changed disruption event", func(s sent) bool {
+			return s.queue == bus.QueueDisruption && strings.Contains(s.msg.ID, "/spec-changed/") && !s.msg.ScheduledEnqueueTime.IsZero()
+		})
+	})
+
 	t.Run("node join and ready transition", func(t *testing.T) {
 		n, err := kube.CoreV1().Nodes().Create(ctx, &corev1.Node{
 			ObjectMeta: metav1.ObjectMeta{Name: "node-1"}, Spec: corev1.NodeSpec{ProviderID: "azure:///subscriptions/s/resourceGroups/rg/providers/Microsoft.Compute/virtualMachines/vm1"},

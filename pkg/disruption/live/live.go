@@ -1,0 +1,753 @@
+// Package live carries pkg/disruption's decisions out on a running cluster:
+// the Disruption function's controller.
+//
+// A pass reads the one cluster snapshot, finishes a command in flight,
+// writes every NodeClaim's disruption conditions, deletes expired
+// NodeClaims, explains every node it leaves alone (events), and starts at
+// most one command; it schedules the next pass for the earliest deadline
+// (consolidateAfter, expireAfter, do-not-disrupt) as a Service Bus message.
+//
+// Invariants:
+//   - One command at a time per cluster: no command starts while a
+//     replacement of an earlier one is on its way (the Disruption queue's
+//     sessions serialize the passes themselves).
+//   - Emptiness and consolidation act only after a validation message,
+//     ValidationDelay later, re-checks the command on a fresh snapshot; drift
+//     acts at once, as in Karpenter.
+//   - Replacement first: a candidate is tainted and deleted only once every
+//     replacement of its command is Initialized. Until then the candidates
+//     are untouched, so a replacement that fails leaves the cluster as it was.
+//   - Nodes leave through the termination path (pkg/lifecycle Terminate,
+//     via the NodeClaim's deletion), which evicts through the Eviction API:
+//     PodDisruptionBudgets hold.
+//   - State lives in the cluster (annotations on the replacements), never
+//     in the process: any pass, on any instance, can finish a command.
+package live
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
+
+	"github.com/karpfunc/karpfunc/pkg/bus"
+	"github.com/karpfunc/karpfunc/pkg/catalog"
+	"github.com/karpfunc/karpfunc/pkg/disruption"
+	"github.com/karpfunc/karpfunc/pkg/events"
+	"github.com/karpfunc/karpfunc/pkg/messages"
+	"github.com/karpfunc/karpfunc/pkg/ownership"
+	"github.com/karpfunc/karpfunc/pkg/scheduler"
+	"github.com/karpfunc/karpfunc/pkg/snapshot"
+	"github.com/karpfunc/karpfunc/pkg/triggers"
+)
+
+// Annotations on a replacement NodeClaim tie it to its command.
+const (
+	// AnnotationCommand is the command's id (a hash of its method and
+	// candidates' UIDs).
+	AnnotationCommand = "karpfunc.azure.com/disruption-command"
+	// AnnotationCandidates lists the candidates, "name=uid,...".
+	AnnotationCandidates = "karpfunc.azure.com/disruption-candidates"
+	// AnnotationReplacements is how many replacements the command has.
+	AnnotationReplacements = "karpfunc.azure.com/disruption-replacements"
+	// AnnotationReason is the command's disruption reason.
+	AnnotationReason = "karpfunc.azure.com/disruption-reason"
+)
+
+// Defaults.
+const (
+	// DefaultReplacementCheck is how often a command waiting for its
+	// replacements looks again when no event (the replacement's
+	// initialization) came first.
+	DefaultReplacementCheck = 30 * time.Second
+	// TriggerSlot groups triggers: every "look again" of one slot is one
+	// message.
+	TriggerSlot = 5 * time.Second
+)
+
+// Replacer creates and launches a replacement NodeClaim;
+// *provisioning.Provisioner implements it.
+type Replacer interface {
+	Replace(ctx context.Context, plan *scheduler.NodeClaimPlan, annotations map[string]string) (*karpv1.NodeClaim, error)
+}
+
+// Options configure a Controller.
+type Options struct {
+	Kube     client.Client
+	Catalog  *catalog.Catalog
+	Replacer Replacer
+	// Publisher sends the scheduled messages (validation, deadlines,
+	// replacement checks); required.
+	Publisher   bus.Publisher
+	ClusterName string
+	Clock       clock.Clock
+	Logger      *slog.Logger
+	// Engine tunes decisions (SpotToSpot, TimeLimit).
+	Engine disruption.Options
+	// ValidationDelay (default disruption.ValidationDelay).
+	ValidationDelay time.Duration
+	// ReplacementCheck (default DefaultReplacementCheck).
+	ReplacementCheck time.Duration
+}
+
+// Controller runs disruption passes.
+type Controller struct {
+	opts     Options
+	kube     client.Client
+	clock    clock.Clock
+	log      *slog.Logger
+	recorder *events.Recorder
+
+	// explained: when each explanation (object UID, reason, message) was
+	// last written, so a fleet at rest is not re-explained on every pass
+	// (Karpenter dedupes these events for 15 minutes). Per instance, best
+	// effort: a cold instance writes them once more (a count bump).
+	mu        sync.Mutex
+	explained map[string]time.Time
+}
+
+// ExplainEvery is how often an unchanged explanation is written again.
+const ExplainEvery = 15 * time.Minute
+
+// New returns a Controller.
+func New(opts Options) *Controller {
+	if opts.Clock == nil {
+		opts.Clock = clock.RealClock{}
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	if opts.ValidationDelay <= 0 {
+		opts.ValidationDelay = disruption.ValidationDelay
+	}
+	if opts.ReplacementCheck <= 0 {
+		opts.ReplacementCheck = DefaultReplacementCheck
+	}
+	return &Controller{opts: opts, kube: opts.Kube, clock: opts.Clock, log: opts.Logger, recorder: events.NewRecorder(opts.Kube, opts.Clock),
+		explained: map[string]time.Time{}}
+}
+
+// Result says what a pass or a validation did.
+type Result struct {
+	// Decided is the command the engine chose ("" none).
+	Decided string
+	// Validating: the command waits for its validation message, at this time.
+	ValidateAt time.Time
+	// Invalid is why a validated command was dropped.
+	Invalid string
+	// Replacing are replacement NodeClaims launched by this call.
+	Replacing []string
+	// Disrupted are candidates deleted by this call (their command's reason
+	// in Reasons).
+	Disrupted []string
+	// Expired are NodeClaims deleted past expireAfter.
+	Expired []string
+	// InFlight names a command waiting for its replacements.
+	InFlight string
+	// Refused counts nodes left alone, by event reason.
+	Refused map[string]int
+	// BudgetErrors are budgets that could not be read.
+	BudgetErrors []string
+	// Next is when the next pass is scheduled (zero: none).
+	Next time.Time
+}
+
+// PodEvents are pod events the relay saw on nodes (a pod bound, deleted,
+// finished), up to At.
+type PodEvents struct {
+	Nodes []string
+	At    time.Time
+}
+
+// Pass runs one disruption pass; ev moves the named nodes' NodeClaims'
+// status.lastPodEventTime first (Karpenter's pod events: consolidateAfter
+// restarts).
+func (c *Controller) Pass(ctx context.Context, ev PodEvents) (Result, error) {
+	res := Result{Refused: map[string]int{}}
+	snap, err := snapshot.List(ctx, c.kube)
+	if err != nil {
+		return res, err
+	}
+	now := c.clock.Now()
+	var errs []error
+	errs = append(errs, c.notePodEvents(ctx, snap, ev)...)
+	inFlight, finished, err := c.resume(ctx, snap, now)
+	res.Disrupted = append(res.Disrupted, finished...)
+	if err != nil {
+		errs = append(errs, err)
+	}
+	if len(finished) > 0 {
+		// The candidates just went: decide on what the cluster is now.
+		if snap, err = snapshot.List(ctx, c.kube); err != nil {
+			return res, errors.Join(append(errs, err)...)
+		}
+	}
+	st := disruption.State{Cluster: snap, Catalog: c.opts.Catalog, Now: now, Options: c.opts.Engine}
+	d := disruption.Decide(st)
+	errs = append(errs, c.writeConditions(ctx, snap, now)...)
+	for _, nc := range d.Expired {
+		if err := c.disrupt(ctx, snap, nc, string(disruption.ReasonExpired)); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		res.Expired = append(res.Expired, nc.Name)
+	}
+	errs = append(errs, c.budgetErrors(ctx, snap, d.BudgetErrors, &res)...)
+	errs = append(errs, c.explain(ctx, snap, d.Refusals, res.Refused)...)
+	// Deadlines land on slot boundaries (at most TriggerSlot late): nodes
+	// that become consolidatable within one slot share one pass.
+	next := d.Next
+	if !next.IsZero() {
+		next = triggers.Due(next, TriggerSlot)
+	}
+	if inFlight == "" {
+		inFlight = draining(snap)
+	}
+	switch {
+	case inFlight != "":
+		res.InFlight = inFlight
+		next = earliest(next, triggers.Due(now, c.opts.ReplacementCheck))
+	case d.Command != nil:
+		res.Decided = d.Command.String()
+		if d.Command.Reason == disruption.ReasonDrifted {
+			// Drift does not wait for validation (Karpenter's order).
+			r, err := c.execute(ctx, snap, d.Command, now)
+			res.Replacing, res.Disrupted = append(res.Replacing, r.Replacing...), append(res.Disrupted, r.Disrupted...)
+			if err != nil {
+				errs = append(errs, err)
+			}
+			if len(r.Replacing) > 0 {
+				next = earliest(next, triggers.Due(now, c.opts.ReplacementCheck))
+			} else {
+				next = earliest(next, triggers.Due(now, TriggerSlot))
+			}
+			break
+		}
+		at, err := c.scheduleValidation(ctx, d.Command, now)
+		if err != nil {
+			errs = append(errs, err)
+		}
+		res.ValidateAt = at
+	}
+	if len(res.Expired) > 0 {
+		next = earliest(next, triggers.Due(now, TriggerSlot))
+	}
+	if !next.IsZero() {
+		if err := c.schedulePass(ctx, "deadline", next); err != nil {
+			errs = append(errs, err)
+		} else {
+			res.Next = next
+		}
+	}
+	return res, errors.Join(errs...)
+}
+
+func earliest(a, b time.Time) time.Time {
+	if a.IsZero() || (!b.IsZero() && b.Before(a)) {
+		return b
+	}
+	return a
+}
+
+// Validate re-checks a command decided ValidationDelay ago and carries it
+// out if it still holds.
+func (c *Controller) Validate(ctx context.Context, msg messages.DisruptionCommand) (Result, error) {
+	res := Result{Refused: map[string]int{}}
+	snap, err := snapshot.List(ctx, c.kube)
+	if err != nil {
+		return res, err
+	}
+	now := c.clock.Now()
+	if inFlight := c.inFlight(snap); inFlight != "" {
+		res.Invalid, res.InFlight = "command "+inFlight+" is still waiting for its replacements", inFlight
+		return res, nil
+	}
+	cmd := &disruption.Command{Method: msg.Method, Reason: disruption.Reason(msg.Reason)}
+	for _, ref := range msg.Candidates {
+		cmd.Candidates = append(cmd.Candidates, &disruption.Candidate{NodeClaim: &karpv1.NodeClaim{}})
+		last := cmd.Candidates[len(cmd.Candidates)-1].NodeClaim
+		last.Name, last.UID = ref.Name, types.UID(ref.UID)
+	}
+	for _, names := range msg.Replacements {
+		plan := &scheduler.NodeClaimPlan{}
+		for _, n := range names {
+			if it, ok := c.opts.Catalog.Get(n); ok {
+				plan.InstanceTypes = append(plan.InstanceTypes, it)
+			}
+		}
+		cmd.Replacements = append(cmd.Replacements, plan)
+	}
+	st := disruption.State{Cluster: snap, Catalog: c.opts.Catalog, Now: now, Options: c.opts.Engine}
+	fresh, err := disruption.Validate(st, cmd)
+	var verr *disruption.ValidationError
+	if errors.As(err, &verr) {
+		res.Invalid = verr.Reason
+		// No pass is scheduled for it: what changed the answer was an
+		// event, which asks for its own pass (a re-decision here could
+		// loop at idle between two views of the same cluster).
+		c.log.Info("disruption command abandoned after validation", "method", msg.Method, "reason", msg.Reason, "why", verr.Reason)
+		return res, nil
+	}
+	if err != nil {
+		return res, err
+	}
+	res.Decided = fresh.String()
+	r, err := c.execute(ctx, snap, fresh, now)
+	res.Replacing, res.Disrupted = r.Replacing, r.Disrupted
+	if err != nil {
+		return res, err
+	}
+	next := triggers.Due(now, TriggerSlot)
+	if len(r.Replacing) > 0 {
+		next = triggers.Due(now, c.opts.ReplacementCheck)
+	}
+	return res, c.schedulePass(ctx, "executed", next)
+}
+
+// CommandID identifies a command by its method and candidates.
+func CommandID(method string, candidates []types.UID) string {
+	ids := make([]string, len(candidates))
+	for i, u := range candidates {
+		ids[i] = string(u)
+	}
+	sort.Strings(ids)
+	sum := sha256.Sum256([]byte(method + "\x00" + strings.Join(ids, ",")))
+	return hex.EncodeToString(sum[:])[:16]
+}
+
+func commandID(cmd *disruption.Command) string {
+	uids := make([]types.UID, len(cmd.Candidates))
+	for i, cand := range cmd.Candidates {
+		uids[i] = cand.NodeClaim.UID
+	}
+	return CommandID(cmd.Method, uids)
+}
+
+func (c *Controller) scheduleValidation(ctx context.Context, cmd *disruption.Command, now time.Time) (time.Time, error) {
+	msg := messages.DisruptionCommand{Cluster: c.opts.ClusterName, Method: cmd.Method, Reason: string(cmd.Reason), DecidedAt: now.UTC()}
+	for _, cand := range cmd.Candidates {
+		msg.Candidates = append(msg.Candidates, messages.ObjectRef{Name: cand.Name(), UID: string(cand.NodeClaim.UID)})
+	}
+	for _, r := range cmd.Replacements {
+		names := make([]string, 0, len(r.InstanceTypes))
+		for _, it := range r.InstanceTypes {
+			names = append(names, it.Name)
+		}
+		msg.Replacements = append(msg.Replacements, names)
+	}
+	at := now.Add(c.opts.ValidationDelay)
+	// One validation per command per slot: two passes that decide the
+	// same command collapse into one.
+	id := fmt.Sprintf("disruption/%s/validate/%s/%d", c.opts.ClusterName, commandID(cmd), triggers.Due(now, c.opts.ValidationDelay).UnixMilli())
+	m, err := triggers.DisruptionValidate(id, msg, at)
+	if err != nil {
+		return time.Time{}, err
+	}
+	if err := c.opts.Publisher.Publish(ctx, bus.QueueDisruption, m); err != nil {
+		return time.Time{}, fmt.Errorf("scheduling the validation of %s: %w", cmd, err)
+	}
+	return at, nil
+}
+
+func (c *Controller) schedulePass(ctx context.Context, cause string, at time.Time) error {
+	id := fmt.Sprintf("disruption/%s/%s/%d", c.opts.ClusterName, cause, at.UnixMilli())
+	m, err := triggers.Disruption(c.opts.ClusterName, id, cause, at)
+	if err != nil {
+		return err
+	}
+	if err := c.opts.Publisher.Publish(ctx, bus.QueueDisruption, m); err != nil {
+		return fmt.Errorf("scheduling a disruption pass at %s: %w", at.Format(time.RFC3339), err)
+	}
+	return nil
+}
+
+// execute carries out a command: a delete at once, a replace by launching
+// its replacements (the candidates go when they are Initialized, see
+// resume).
+func (c *Controller) execute(ctx context.Context, snap *snapshot.Cluster, cmd *disruption.Command, now time.Time) (Result, error) {
+	var res Result
+	if len(cmd.Replacements) == 0 {
+		var errs []error
+		for _, cand := range cmd.Candidates {
+			if err := c.disrupt(ctx, snap, cand.NodeClaim, string(cmd.Reason)); err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			res.Disrupted = append(res.Disrupted, cand.Name())
+		}
+		return res, errors.Join(errs...)
+	}
+	id := commandID(cmd)
+	refs := make([]string, len(cmd.Candidates))
+	for i, cand := range cmd.Candidates {
+		refs[i] = cand.Name() + "=" + string(cand.NodeClaim.UID)
+	}
+	ann := map[string]string{
+		AnnotationCommand: id, AnnotationCandidates: strings.Join(refs, ","),
+		AnnotationReplacements: strconv.Itoa(len(cmd.Replacements)), AnnotationReason: string(cmd.Reason),
+	}
+	existing := 0
+	for _, nc := range snap.NodeClaims {
+		if nc.Annotations[AnnotationCommand] == id && nc.DeletionTimestamp == nil {
+			existing++
+		}
+	}
+	var errs []error
+	for _, plan := range cmd.Replacements[min(existing, len(cmd.Replacements)):] {
+		nc, err := c.opts.Replacer.Replace(ctx, plan, ann)
+		if nc != nil {
+			res.Replacing = append(res.Replacing, nc.Name)
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("launching a replacement for %s: %w", cmd, err))
+			continue
+		}
+		c.log.Info("disruption replacement launched", "command", cmd.String(), "replacement", nc.Name)
+	}
+	for _, cand := range cmd.Candidates {
+		c.event(ctx, cand.NodeClaim, corev1.EventTypeNormal, events.ReasonDisruptionLaunching,
+			fmt.Sprintf("Launching NodeClaim: %s (replacing it: %s)", cmd.Reason, strings.Join(res.Replacing, ", ")))
+	}
+	return res, errors.Join(errs...)
+}
+
+// inFlight names a command whose replacements are on their way.
+func (c *Controller) inFlight(snap *snapshot.Cluster) string {
+	for _, nc := range snap.NodeClaims {
+		if id := nc.Annotations[AnnotationCommand]; id != "" && nc.DeletionTimestamp == nil {
+			return id
+		}
+	}
+	return ""
+}
+
+// notePodEvents moves lastPodEventTime forward on the NodeClaims of the
+// nodes named (never backward: events arrive out of order).
+func (c *Controller) notePodEvents(ctx context.Context, snap *snapshot.Cluster, ev PodEvents) []error {
+	if len(ev.Nodes) == 0 || ev.At.IsZero() {
+		return nil
+	}
+	named := make(map[string]bool, len(ev.Nodes))
+	for _, n := range ev.Nodes {
+		named[n] = true
+	}
+	var errs []error
+	for _, nc := range snap.NodeClaims {
+		if !named[nc.Status.NodeName] || nc.DeletionTimestamp != nil || !ownership.Owns(nc) || !nc.Status.LastPodEventTime.Time.Before(ev.At) {
+			continue
+		}
+		stored := nc.DeepCopy()
+		nc.Status.LastPodEventTime = metav1.NewTime(ev.At)
+		if err := c.kube.Status().Patch(ctx, nc, client.MergeFrom(stored)); client.IgnoreNotFound(err) != nil {
+			errs = append(errs, fmt.Errorf("writing lastPodEventTime of NodeClaim %s: %w", nc.Name, err))
+		}
+	}
+	return errs
+}
+
+// draining names a NodeClaim being deleted whose node still has pods that
+// must go elsewhere: until they have, capacity is in motion (an empty
+// replacement is not empty for long) and no new command starts.
+func draining(snap *snapshot.Cluster) string {
+	leaving := map[string]string{}
+	for _, nc := range snap.NodeClaims {
+		if nc.DeletionTimestamp != nil && nc.Status.NodeName != "" {
+			leaving[nc.Status.NodeName] = nc.Name
+		}
+	}
+	if len(leaving) == 0 {
+		return ""
+	}
+	for _, p := range snap.Pods {
+		name, ok := leaving[p.Spec.NodeName]
+		if !ok || p.DeletionTimestamp != nil || snapshot.Finished(p) || snapshot.OwnedByDaemonSet(p) {
+			continue
+		}
+		if _, mirror := p.Annotations[corev1.MirrorPodAnnotationKey]; mirror {
+			continue
+		}
+		return "drain of " + name
+	}
+	return ""
+}
+
+// resume finishes commands whose replacements are all Initialized:
+// taint and delete the candidates, then drop the annotations. A command
+// with a replacement gone (launch failed, liveness deleted it) is
+// abandoned, its candidates untouched. It returns a command still waiting.
+func (c *Controller) resume(ctx context.Context, snap *snapshot.Cluster, now time.Time) (string, []string, error) {
+	byCmd := map[string][]*karpv1.NodeClaim{}
+	for _, nc := range snap.NodeClaims {
+		if id := nc.Annotations[AnnotationCommand]; id != "" {
+			byCmd[id] = append(byCmd[id], nc)
+		}
+	}
+	waiting := ""
+	var disrupted []string
+	var errs []error
+	for _, id := range slices.Sorted(func(yield func(string) bool) {
+		for k := range byCmd {
+			if !yield(k) {
+				return
+			}
+		}
+	}) {
+		reps := byCmd[id]
+		want, _ := strconv.Atoi(reps[0].Annotations[AnnotationReplacements])
+		live, ready := 0, 0
+		for _, r := range reps {
+			if r.DeletionTimestamp != nil {
+				continue
+			}
+			live++
+			if r.StatusConditions().Get(karpv1.ConditionTypeInitialized).IsTrue() {
+				ready++
+			}
+		}
+		switch {
+		case live < max(want, 1):
+			// A replacement failed: the command is abandoned, the
+			// candidates stay; the next decision starts afresh.
+			c.log.Info("disruption command abandoned: a replacement is gone", "command", id, "want", want, "live", live)
+			for _, r := range reps {
+				errs = append(errs, c.unmark(ctx, r))
+			}
+			continue
+		case ready < live:
+			waiting = id
+			continue
+		}
+		reason := reps[0].Annotations[AnnotationReason]
+		var names []string
+		for _, ref := range strings.Split(reps[0].Annotations[AnnotationCandidates], ",") {
+			name, uid, _ := strings.Cut(ref, "=")
+			nc := findClaim(snap, name)
+			if nc == nil || string(nc.UID) != uid || nc.DeletionTimestamp != nil {
+				continue // gone already (another pass, expiry, a user)
+			}
+			if err := c.disrupt(ctx, snap, nc, reason); err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			names = append(names, name)
+		}
+		disrupted = append(disrupted, names...)
+		for _, r := range reps {
+			errs = append(errs, c.unmark(ctx, r))
+		}
+	}
+	return waiting, disrupted, errors.Join(errs...)
+}
+
+func findClaim(snap *snapshot.Cluster, name string) *karpv1.NodeClaim {
+	for _, nc := range snap.NodeClaims {
+		if nc.Name == name {
+			return nc
+		}
+	}
+	return nil
+}
+
+func nodeOf(snap *snapshot.Cluster, nc *karpv1.NodeClaim) *corev1.Node {
+	if nc.Status.NodeName == "" {
+		return nil
+	}
+	for _, n := range snap.Nodes {
+		if n.Name == nc.Status.NodeName {
+			return n
+		}
+	}
+	return nil
+}
+
+// unmark drops a replacement's command annotations: it is an ordinary
+// node from now on.
+func (c *Controller) unmark(ctx context.Context, nc *karpv1.NodeClaim) error {
+	patch := client.MergeFrom(nc.DeepCopy())
+	for _, k := range []string{AnnotationCommand, AnnotationCandidates, AnnotationReplacements, AnnotationReason} {
+		delete(nc.Annotations, k)
+	}
+	if err := c.kube.Patch(ctx, nc, patch); client.IgnoreNotFound(err) != nil {
+		return fmt.Errorf("clearing the disruption annotations of NodeClaim %s: %w", nc.Name, err)
+	}
+	return nil
+}
+
+// disrupt takes one NodeClaim away for reason: the disrupted taint on its
+// Node, the DisruptionReason condition, DisruptionTerminating events, and
+// the deletion (UID-guarded), which the termination path drains.
+func (c *Controller) disrupt(ctx context.Context, snap *snapshot.Cluster, nc *karpv1.NodeClaim, reason string) error {
+	if !ownership.Owns(nc) {
+		return nil
+	}
+	node := nodeOf(snap, nc)
+	if node != nil && !slices.ContainsFunc(node.Spec.Taints, func(t corev1.Taint) bool { return t.Key == karpv1.DisruptedTaintKey }) {
+		patch := client.MergeFromWithOptions(node.DeepCopy(), client.MergeFromWithOptimisticLock{})
+		node.Spec.Taints = append(node.Spec.Taints, disruption.DisruptedTaint)
+		if err := c.kube.Patch(ctx, node, patch); client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("tainting node %s for disruption: %w", node.Name, err)
+		}
+	}
+	stored := nc.DeepCopy()
+	nc.StatusConditions().SetTrueWithReason(karpv1.ConditionTypeDisruptionReason, reason, "Disrupted: "+reason)
+	if err := c.kube.Status().Patch(ctx, nc, client.MergeFrom(stored)); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return fmt.Errorf("writing the DisruptionReason of NodeClaim %s: %w", nc.Name, err)
+	}
+	if node != nil {
+		c.event(ctx, node, corev1.EventTypeNormal, events.ReasonDisruptionTerminating, "Disrupting Node: "+reason)
+	}
+	c.event(ctx, nc, corev1.EventTypeNormal, events.ReasonDisruptionTerminating, "Disrupting NodeClaim: "+reason)
+	uid := nc.UID
+	if err := c.kube.Delete(ctx, nc, client.Preconditions{UID: &uid}); client.IgnoreNotFound(err) != nil {
+		return fmt.Errorf("deleting NodeClaim %s (%s): %w", nc.Name, reason, err)
+	}
+	// The relay announces the deletion too, under the same MessageId:
+	// whichever arrives first starts the drain, the other is dropped.
+	m, err := triggers.NodeClaim(messages.TypeNodeClaimDeleting, c.opts.ClusterName, nc.Name, string(uid), triggers.DeletingID(string(uid)), c.clock.Now())
+	if err != nil {
+		return err
+	}
+	if err := c.opts.Publisher.Publish(ctx, bus.QueueLifecycle, m); err != nil {
+		c.log.Warn("announcing the deletion to Lifecycle (the relay will)", "nodeclaim", nc.Name, "error", err)
+	}
+	c.log.Info("disrupted nodeclaim", "nodeclaim", nc.Name, "reason", reason)
+	return nil
+}
+
+// writeConditions keeps every NodeClaim's Consolidatable and Drifted
+// conditions true to the engine's view; it writes only what changed.
+func (c *Controller) writeConditions(ctx context.Context, snap *snapshot.Cluster, now time.Time) []error {
+	pools := map[string]*karpv1.NodePool{}
+	for _, np := range snap.NodePools {
+		pools[np.Name] = np
+	}
+	hashes := map[string]string{}
+	for _, class := range snap.NodeClasses {
+		hashes[class.Name] = disruption.NodeClassHash(class)
+	}
+	var errs []error
+	for _, nc := range snap.NodeClaims {
+		np := pools[nc.Labels[karpv1.NodePoolLabelKey]]
+		if np == nil || nc.DeletionTimestamp != nil || !ownership.Owns(nc) {
+			continue
+		}
+		want := disruption.Conditions(nc, np, hashes, now)
+		stored := nc.DeepCopy()
+		conds := nc.StatusConditions()
+		changed := false
+		if nc.StatusConditions().Get(karpv1.ConditionTypeInitialized).IsTrue() {
+			cur := conds.Get(karpv1.ConditionTypeConsolidatable)
+			if want.Consolidatable && (cur == nil || !cur.IsTrue()) {
+				changed = conds.SetTrue(karpv1.ConditionTypeConsolidatable) || changed
+			}
+			if !want.Consolidatable && (cur == nil || cur.IsTrue()) {
+				msg := "consolidateAfter is Never"
+				if !want.ConsolidatableAt.IsZero() {
+					msg = "consolidatable at " + want.ConsolidatableAt.UTC().Format(time.RFC3339)
+				}
+				changed = conds.SetFalse(karpv1.ConditionTypeConsolidatable, "NotConsolidatable", msg) || changed
+			}
+		}
+		cur := conds.Get(karpv1.ConditionTypeDrifted)
+		switch {
+		case want.Drifted != "" && (cur == nil || !cur.IsTrue() || cur.Message != want.Drifted):
+			reason, _, _ := strings.Cut(want.Drifted, ":")
+			changed = conds.SetTrueWithReason(karpv1.ConditionTypeDrifted, reason, want.Drifted) || changed
+		case want.Drifted == "" && cur != nil:
+			changed = conds.Clear(karpv1.ConditionTypeDrifted) == nil || changed
+		}
+		if !changed {
+			continue
+		}
+		if err := c.kube.Status().Patch(ctx, nc, client.MergeFrom(stored)); client.IgnoreNotFound(err) != nil {
+			errs = append(errs, fmt.Errorf("writing the disruption conditions of NodeClaim %s: %w", nc.Name, err))
+		}
+	}
+	return errs
+}
+
+// explain writes one event per node left alone, on its Node and NodeClaim:
+// DisruptionBlocked for a reason on the node itself, Unconsolidatable when
+// consolidation found nothing better. The recorder folds repeats into a
+// count, so a fleet at rest costs updates, not new events.
+func (c *Controller) explain(ctx context.Context, snap *snapshot.Cluster, refusals []disruption.Refusal, counts map[string]int) []error {
+	for _, r := range refusals {
+		nc := findClaim(snap, r.NodeClaim)
+		if nc == nil || !ownership.Owns(nc) {
+			continue
+		}
+		reason := events.ReasonUnconsolidatable
+		if r.Blocked {
+			reason = events.ReasonDisruptionBlocked
+		}
+		counts[reason]++
+		if node := nodeOf(snap, nc); node != nil && c.fresh(node.UID, reason, r.Reason) {
+			c.event(ctx, node, corev1.EventTypeNormal, reason, r.Reason)
+		}
+		if c.fresh(nc.UID, reason, r.Reason) {
+			c.event(ctx, nc, corev1.EventTypeNormal, reason, r.Reason)
+		}
+	}
+	return nil
+}
+
+// fresh reports whether an explanation is new or due again, and notes it.
+func (c *Controller) fresh(uid types.UID, reason, msg string) bool {
+	key := string(uid) + "\x00" + reason + "\x00" + msg
+	now := c.clock.Now()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if at, ok := c.explained[key]; ok && now.Sub(at) < ExplainEvery {
+		return false
+	}
+	if len(c.explained) > 100000 {
+		c.explained = map[string]time.Time{} // bounded: forget rather than grow
+	}
+	c.explained[key] = now
+	return true
+}
+
+// budgetErrors reports budgets that cannot be read: a Warning event on the
+// NodePool naming the budget and what is wrong; the NodePool is not
+// disrupted on their account (the engine allows it nothing).
+func (c *Controller) budgetErrors(ctx context.Context, snap *snapshot.Cluster, errs []error, res *Result) []error {
+	for _, err := range errs {
+		res.BudgetErrors = append(res.BudgetErrors, err.Error())
+		var be *disruption.BudgetError
+		if !errors.As(err, &be) {
+			continue
+		}
+		for _, np := range snap.NodePools {
+			if np.Name == be.NodePool {
+				c.event(ctx, np, corev1.EventTypeWarning, events.ReasonDisruptionBlocked,
+					"No disruptions for NodePool "+np.Name+" until its budgets are fixed: "+err.Error())
+			}
+		}
+	}
+	return nil
+}
+
+func (c *Controller) event(ctx context.Context, obj client.Object, typ, reason, msg string) {
+	if err := c.recorder.Publish(ctx, events.Event{Object: obj, Type: typ, Reason: reason, Message: msg}); err != nil {
+		c.log.Warn("writing event", "reason", reason, "object", obj.GetName(), "error", err)
+	}
+}

@@ -1,0 +1,75 @@
+package live
+
+import (
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
+
+	"github.com/karpfunc/karpfunc/pkg/snapshot"
+)
+
+func TestCommandID(t *testing.T) {
+	a := CommandID("multi-node consolidation", []types.UID{"u1", "u2"})
+	if b := CommandID("multi-node consolidation", []types.UID{"u2", "u1"}); a != b {
+		t.Errorf("the candidates' order changed the id: %s vs %s", a, b)
+	}
+	for _, other := range []string{
+		CommandID("single-node consolidation", []types.UID{"u1", "u2"}),
+		CommandID("multi-node consolidation", []types.UID{"u1"}),
+		CommandID("multi-node consolidation", []types.UID{"u1", "u3"}),
+	} {
+		if other == a {
+			t.Errorf("another command has id %s", a)
+		}
+	}
+}
+
+// A node whose NodeClaim is deleting blocks new commands while a pod on it
+// still needs a place; DaemonSet, finished, terminating and mirror pods do
+// not.
+func TestDraining(t *testing.T) {
+	deleting := metav1.NewTime(time.Now())
+	claim := func(name string, del bool) *karpv1.NodeClaim {
+		nc := &karpv1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: name}, Status: karpv1.NodeClaimStatus{NodeName: "node-" + name}}
+		if del {
+			nc.DeletionTimestamp = &deleting
+		}
+		return nc
+	}
+	pod := func(node string, mutate func(*corev1.Pod)) *corev1.Pod {
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "default"}, Spec: corev1.PodSpec{NodeName: node},
+			Status: corev1.PodStatus{Phase: corev1.PodRunning}}
+		if mutate != nil {
+			mutate(p)
+		}
+		return p
+	}
+	yes := true
+	for _, tc := range []struct {
+		name string
+		pod  *corev1.Pod
+		want string
+	}{
+		{"a running pod on the deleting node", pod("node-gone", nil), "drain of gone"},
+		{"a running pod on a node that stays", pod("node-stays", nil), ""},
+		{"a DaemonSet pod", pod("node-gone", func(p *corev1.Pod) {
+			p.OwnerReferences = []metav1.OwnerReference{{Kind: "DaemonSet", Name: "ds", Controller: &yes}}
+		}), ""},
+		{"a finished pod", pod("node-gone", func(p *corev1.Pod) { p.Status.Phase = corev1.PodSucceeded }), ""},
+		{"a terminating pod", pod("node-gone", func(p *corev1.Pod) { p.DeletionTimestamp = &deleting }), ""},
+		{"a mirror pod", pod("node-gone", func(p *corev1.Pod) {
+			p.Annotations = map[string]string{corev1.MirrorPodAnnotationKey: "x"}
+		}), ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			snap := &snapshot.Cluster{NodeClaims: []*karpv1.NodeClaim{claim("gone", true), claim("stays", false)}, Pods: []*corev1.Pod{tc.pod}}
+			if got := draining(snap); got != tc.want {
+				t.Errorf("draining() = %q; want %q", got, tc.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,48 @@
+package provisioning
+
+import (
+	"context"
+	"fmt"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
+
+	"github.com/karpfunc/karpfunc/pkg/scheduler"
+)
+
+// Replace creates and launches the NodeClaim a disruption command's plan
+// asks for (the command's replacement, launched before its candidates
+// go), with annotations that tie it to the command. The plan's instance
+// types are the ones the disruption engine found cheaper; the NodePool's
+// limits apply as to any NodeClaim.
+//
+// It is not idempotent on its own (a second call makes a second claim):
+// the caller finds an earlier replacement by its annotations first.
+func (p *Provisioner) Replace(ctx context.Context, plan *scheduler.NodeClaimPlan, annotations map[string]string) (*karpv1.NodeClaim, error) {
+	var list karpv1.NodeClaimList
+	if err := p.kube.List(ctx, &list); err != nil {
+		return nil, fmt.Errorf("listing NodeClaims: %w", err)
+	}
+	held := make(map[string]bool, len(list.Items))
+	for _, nc := range list.Items {
+		held[nc.Name] = true
+	}
+	nc, _, err := p.create(ctx, plan, func(name string) bool { return held[name] })
+	if err != nil {
+		return nil, err
+	}
+	patch := client.MergeFrom(nc.DeepCopy())
+	if nc.Annotations == nil {
+		nc.Annotations = map[string]string{}
+	}
+	for k, v := range annotations {
+		nc.Annotations[k] = v
+	}
+	if err := p.kube.Patch(ctx, nc, patch); err != nil {
+		return nc, fmt.Errorf("annotating replacement NodeClaim %s: %w", nc.Name, err)
+	}
+	if err := p.Launch(ctx, nc); err != nil {
+		return nc, err
+	}
+	return nc, nil
+}
