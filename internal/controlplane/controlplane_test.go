@@ -452,6 +452,10 @@ func children(t *testing.T) []string {
 // nothing is left behind.
 func TestStartReportsEarlyExit(t *testing.T) {
 	bins := binDir(t)
+	// A temp dir of its own: other packages' tests start control planes
+	// in parallel (go test runs packages side by side), and their dirs
+	// must not count as left behind by this Start.
+	t.Setenv("TMPDIR", t.TempDir())
 	before := tempDirs(t)
 	_, err := Start(t.Context(), Options{BinDir: bins, ExtraAPIServerFlags: []string{"--no-such-flag=1"}})
 	if err == nil {
