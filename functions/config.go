@@ -181,7 +181,7 @@ func (d *dependencies) get() (*provisioning.Provisioner, *lifecycle.Controller, 
 		}
 	}
 	d.disruptionCtrl = live.New(live.Options{Kube: kube, Catalog: cat, Replacer: d.provisioner, Publisher: pub,
-		ClusterName: azOpts.ClusterName, Clock: clk, Logger: d.log,
+		ClusterName: azOpts.ClusterName, Clock: clk, Logger: d.log, Decisions: rec,
 		Engine: disruption.Options{SpotToSpot: spotToSpot, TimeLimit: time.Minute}})
 	d.pub, d.cluster = pub, azOpts.ClusterName
 	d.built = true

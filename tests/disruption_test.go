@@ -2,9 +2,11 @@ package tests
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -21,6 +23,7 @@ import (
 
 	"github.com/karpfunc/karpfunc/internal/localenv"
 	"github.com/karpfunc/karpfunc/pkg/catalog"
+	"github.com/karpfunc/karpfunc/pkg/decisions"
 	"github.com/karpfunc/karpfunc/pkg/disruption"
 	"github.com/karpfunc/karpfunc/pkg/events"
 )
@@ -137,6 +140,22 @@ func TestDisruption(t *testing.T) {
 		for _, nc := range after {
 			if c := nc.StatusConditions().Get(karpv1.ConditionTypeConsolidatable); c == nil {
 				t.Errorf("NodeClaim %s has no Consolidatable condition", nc.Name)
+			}
+		}
+		// Every NodeClaim consolidated away has its decision record, with
+		// what it cost.
+		recs := decisionRecords(t, env.LogPath, decisions.Consolidation)
+		for _, nc := range before {
+			if slices.ContainsFunc(after, func(a karpv1.NodeClaim) bool { return a.Name == nc.Name }) {
+				continue
+			}
+			rec, ok := recs[nc.Name]
+			if !ok {
+				t.Errorf("NodeClaim %s was consolidated away without a %q decision record", nc.Name, decisions.Consolidation)
+				continue
+			}
+			if price, _ := rec["pricePerHour"].(float64); rec["size"] == "" || rec["zone"] == "" || rec["reason"] == "" || price <= 0 {
+				t.Errorf("consolidation decision lacks a field: %v", rec)
 			}
 		}
 	})
@@ -466,4 +485,29 @@ func TestIdleCost(t *testing.T) {
 	if d := after["Disruption"].Invocations - before["Disruption"].Invocations; d > sweeps+1 {
 		t.Errorf("%d disruption passes at rest for %d sweeps", d, sweeps)
 	}
+}
+
+// decisionRecords reads the decision records of kind from the process log,
+// by NodeClaim.
+func decisionRecords(t *testing.T, logPath string, kind decisions.Kind) map[string]map[string]any {
+	t.Helper()
+	data, err := os.ReadFile(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]map[string]any{}
+	for _, line := range strings.Split(string(data), "\n") {
+		i := strings.Index(line, "{")
+		if i < 0 || !strings.Contains(line, decisions.Message) {
+			continue
+		}
+		var rec map[string]any
+		if err := json.Unmarshal([]byte(line[i:]), &rec); err != nil || rec["msg"] != decisions.Message || rec["decision"] != string(kind) {
+			continue
+		}
+		if name, ok := rec["nodeClaim"].(string); ok {
+			out[name] = rec
+		}
+	}
+	return out
 }

@@ -38,6 +38,9 @@ const (
 	// Consolidation: a NodeClaim is removed (or replaced by a cheaper one)
 	// because the fleet costs less without it.
 	Consolidation Kind = "consolidation"
+	// Disruption: a NodeClaim is replaced or removed because it drifted from
+	// its NodePool or reached expireAfter.
+	Disruption Kind = "disruption"
 )
 
 // Message is the log line's message: what a query filters on.

@@ -28,6 +28,7 @@ var eventTypes = map[Kind]string{
 	GiveUp:        "com.karpfunc.nodeclaim.gaveup.v1",
 	Interruption:  "com.karpfunc.nodeclaim.interrupted.v1",
 	Consolidation: "com.karpfunc.nodeclaim.consolidated.v1",
+	Disruption:    "com.karpfunc.nodeclaim.disrupted.v1",
 }
 
 // EventType is the CloudEvent type a decision is published as.

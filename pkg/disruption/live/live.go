@@ -48,8 +48,10 @@ import (
 
 	"github.com/karpfunc/karpfunc/pkg/bus"
 	"github.com/karpfunc/karpfunc/pkg/catalog"
+	"github.com/karpfunc/karpfunc/pkg/decisions"
 	"github.com/karpfunc/karpfunc/pkg/disruption"
 	"github.com/karpfunc/karpfunc/pkg/events"
+	"github.com/karpfunc/karpfunc/pkg/lifecycle"
 	"github.com/karpfunc/karpfunc/pkg/messages"
 	"github.com/karpfunc/karpfunc/pkg/ownership"
 	"github.com/karpfunc/karpfunc/pkg/scheduler"
@@ -104,6 +106,9 @@ type Options struct {
 	ValidationDelay time.Duration
 	// ReplacementCheck (default DefaultReplacementCheck).
 	ReplacementCheck time.Duration
+	// Decisions records each NodeClaim taken away (default: logged with
+	// Logger).
+	Decisions *decisions.Recorder
 }
 
 // Controller runs disruption passes.
@@ -138,6 +143,9 @@ func New(opts Options) *Controller {
 	}
 	if opts.ReplacementCheck <= 0 {
 		opts.ReplacementCheck = DefaultReplacementCheck
+	}
+	if opts.Decisions == nil {
+		opts.Decisions = decisions.NewRecorder(opts.Logger)
 	}
 	return &Controller{opts: opts, kube: opts.Kube, clock: opts.Clock, log: opts.Logger, recorder: events.NewRecorder(opts.Kube, opts.Clock),
 		explained: map[string]time.Time{}}
@@ -202,7 +210,7 @@ func (c *Controller) Pass(ctx context.Context, ev PodEvents) (Result, error) {
 	d := disruption.Decide(st)
 	errs = append(errs, c.writeConditions(ctx, snap, now)...)
 	for _, nc := range d.Expired {
-		if err := c.disrupt(ctx, snap, nc, string(disruption.ReasonExpired)); err != nil {
+		if err := c.disrupt(ctx, snap, nc, string(disruption.ReasonExpired), nil, 0); err != nil {
 			errs = append(errs, err)
 			continue
 		}
@@ -385,7 +393,7 @@ func (c *Controller) execute(ctx context.Context, snap *snapshot.Cluster, cmd *d
 	if len(cmd.Replacements) == 0 {
 		var errs []error
 		for _, cand := range cmd.Candidates {
-			if err := c.disrupt(ctx, snap, cand.NodeClaim, string(cmd.Reason)); err != nil {
+			if err := c.disrupt(ctx, snap, cand.NodeClaim, string(cmd.Reason), nil, cmd.Savings/float64(len(cmd.Candidates))); err != nil {
 				errs = append(errs, err)
 				continue
 			}
@@ -541,7 +549,11 @@ func (c *Controller) resume(ctx context.Context, snap *snapshot.Cluster, now tim
 			if nc == nil || string(nc.UID) != uid || nc.DeletionTimestamp != nil {
 				continue // gone already (another pass, expiry, a user)
 			}
-			if err := c.disrupt(ctx, snap, nc, reason); err != nil {
+			replacing := make([]string, len(reps))
+			for i, r := range reps {
+				replacing[i] = r.Name
+			}
+			if err := c.disrupt(ctx, snap, nc, reason, replacing, 0); err != nil {
 				errs = append(errs, err)
 				continue
 			}
@@ -592,7 +604,7 @@ func (c *Controller) unmark(ctx context.Context, nc *karpv1.NodeClaim) error {
 // disrupt takes one NodeClaim away for reason: the disrupted taint on its
 // Node, the DisruptionReason condition, DisruptionTerminating events, and
 // the deletion (UID-guarded), which the termination path drains.
-func (c *Controller) disrupt(ctx context.Context, snap *snapshot.Cluster, nc *karpv1.NodeClaim, reason string) error {
+func (c *Controller) disrupt(ctx context.Context, snap *snapshot.Cluster, nc *karpv1.NodeClaim, reason string, replacements []string, savings float64) error {
 	if !ownership.Owns(nc) {
 		return nil
 	}
@@ -630,7 +642,44 @@ func (c *Controller) disrupt(ctx context.Context, snap *snapshot.Cluster, nc *ka
 		c.log.Warn("announcing the deletion to Lifecycle (the relay will)", "nodeclaim", nc.Name, "error", err)
 	}
 	c.log.Info("disrupted nodeclaim", "nodeclaim", nc.Name, "reason", reason)
+	c.recordDisrupted(ctx, snap, nc, node, reason, replacements, savings)
 	return nil
+}
+
+func (c *Controller) catalogType(name string) (*catalog.InstanceType, bool) {
+	if c.opts.Catalog == nil {
+		return nil, false
+	}
+	return c.opts.Catalog.Get(name)
+}
+
+// recordDisrupted counts the disruption (karpenter_nodeclaims_disrupted_total)
+// and writes its decision record: what went, at what price, with which pods.
+func (c *Controller) recordDisrupted(ctx context.Context, snap *snapshot.Cluster, nc *karpv1.NodeClaim, node *corev1.Node, reason string, replacements []string, savings float64) {
+	lifecycle.RecordDisrupted(ctx, nc, reason)
+	r := decisions.Record{Decision: decisions.Consolidation, Cluster: c.opts.ClusterName,
+		NodePool: nc.Labels[karpv1.NodePoolLabelKey], NodeClaim: nc.Name,
+		Size: nc.Labels[corev1.LabelInstanceTypeStable], Zone: nc.Labels[corev1.LabelTopologyZone],
+		CapacityType: nc.Labels[karpv1.CapacityTypeLabelKey], Reason: reason,
+		Replacements: replacements, SavingsPerHour: savings, Pods: []string{}}
+	if reason == string(disruption.ReasonExpired) || reason == string(disruption.ReasonDrifted) {
+		r.Decision = decisions.Disruption
+	}
+	if it, ok := c.catalogType(r.Size); ok {
+		for _, o := range it.Offerings {
+			if o.Zone == r.Zone && o.CapacityType == r.CapacityType {
+				r.PricePerHour = o.Price
+			}
+		}
+	}
+	if node != nil {
+		for _, p := range snap.Pods {
+			if p.Spec.NodeName == node.Name {
+				r.Pods = append(r.Pods, p.Namespace+"/"+p.Name)
+			}
+		}
+	}
+	c.opts.Decisions.Record(ctx, r)
 }
 
 // writeConditions keeps every NodeClaim's Consolidatable and Drifted
