@@ -106,6 +106,7 @@ func TestDisruption(t *testing.T) {
 		if len(before) < 3 {
 			t.Fatalf("20 one-vCPU pods on nodes of at most 8 vCPU took %d NodeClaims; want at least 3", len(before))
 		}
+		fleet := watchFleet(ctx, kube, "general")
 		scale(t, ctx, kube, "web", 4)
 		eventually(t, time.Minute, "web scaled down", func() (bool, string) { return allRunning(ctx, kube, "web", 4) })
 		watch := watchAvailable(ctx, kube, "web", 4)
@@ -117,8 +118,37 @@ func TestDisruption(t *testing.T) {
 			return ok && len(now) == 1, fmt.Sprintf("%d NodeClaims (%s); %s", len(now), strings.Join(claimNames(now), ", "), why)
 		})
 		armed, minimum, samples := watch.result()
+		sampled := fleet.result()
 		after := poolClaims(t, ctx, kube, "general")
 		priceAfter := fleetPrice(env.Catalog, after)
+		// At rest, the fleet costs about what `plan` would pick for the
+		// pods that are left.
+		planned, how := planPrice(t, ctx, kube, env.Catalog, "general")
+		t.Logf("at rest $%.4f/h; plan for the remaining pods $%.4f/h (%s)", priceAfter, planned, how)
+		if priceAfter > 1.10*planned {
+			t.Errorf("at rest the fleet costs $%.4f/h, more than 10 %% above the $%.4f/h plan picks for its pods (%s)", priceAfter, planned, how)
+		}
+		// Sampled throughout: no budget exceeded, and no pod pending
+		// longer than a NodeClaim takes to launch.
+		launches := launchTimes(append(slices.Clone(before), after...))
+		slowest := slices.Max(append(launches, 0))
+		t.Logf("%d samples: at most %d NodeClaims disrupting at once; %d pods created and bound meanwhile, longest pending %s (%s); slowest launch %s",
+			sampled.samples, sampled.mostDisrupting, sampled.bound, sampled.longestPendingPod, sampled.longestPending.Round(time.Millisecond), slowest.Round(time.Second))
+		for _, over := range sampled.overBudget {
+			t.Errorf("budget exceeded: %s", over)
+		}
+		if sampled.samples == 0 {
+			t.Error("the fleet watch took no sample")
+		}
+		if len(launches) == 0 {
+			t.Error("no NodeClaim of the pool reports when it was Initialized")
+		}
+		if evicted := podEventCount(t, ctx, kube, events.ReasonEvicted, "web-"); evicted > 0 && sampled.bound == 0 {
+			t.Errorf("%d web pods were evicted, but the watch measured no pod created and bound after it began", evicted)
+		}
+		if sampled.longestPending > slowest {
+			t.Errorf("pod %s stayed pending %s, longer than the slowest launch (%s)", sampled.longestPendingPod, sampled.longestPending.Round(time.Millisecond), slowest.Round(time.Second))
+		}
 		t.Logf("fleet: %d NodeClaims at $%.4f/h before, %d at $%.4f/h after; %d pods evicted; web available min %d over %d samples",
 			len(before), priceBefore, len(after), priceAfter, eventCount(t, ctx, kube, events.ReasonEvicted, ""), minimum, samples)
 		if !armed || minimum < int(minAvailable.IntVal) {
@@ -418,6 +448,23 @@ func eventCount(t *testing.T, ctx context.Context, kube client.Client, reason, s
 	n := 0
 	for _, ev := range list.Items {
 		if ev.Reason == reason && strings.Contains(ev.Message, substr) {
+			n += int(ev.Count)
+		}
+	}
+	return n
+}
+
+// podEventCount sums the counts of events with reason about pods whose
+// name starts with prefix.
+func podEventCount(t *testing.T, ctx context.Context, kube client.Client, reason, prefix string) int {
+	t.Helper()
+	var list corev1.EventList
+	if err := kube.List(ctx, &list, client.InNamespace("default")); err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, ev := range list.Items {
+		if ev.Reason == reason && ev.InvolvedObject.Kind == "Pod" && strings.HasPrefix(ev.InvolvedObject.Name, prefix) {
 			n += int(ev.Count)
 		}
 	}

@@ -14,8 +14,15 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/go-logr/logr"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+
 	"github.com/karpfunc/karpfunc/internal/localenv"
 )
+
+// The tests' own clients log nothing through controller-runtime (whose
+// unset logger would print a stack trace); the loop's logs are in env.LogPath.
+func init() { ctrllog.SetLogger(logr.Discard()) }
 
 // startEnv starts the local loop for one test and stops it at cleanup.
 func startEnv(t *testing.T, opts localenv.Options) *localenv.Env {
