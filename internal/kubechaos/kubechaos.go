@@ -14,18 +14,11 @@ package kubechaos
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/sha256"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/binary"
 	"encoding/json"
-	"encoding/pem"
 	"fmt"
-	"math/big"
 	"net"
 	"net/http"
 	"sync"
@@ -36,6 +29,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/karpfunc/karpfunc/internal/testcert"
 )
 
 // Rule fails a fraction Rate of the writes that match it.
@@ -91,7 +86,7 @@ type Injector struct {
 // Start serves the webhook on loopback and registers it with the API server
 // behind kube (a ValidatingWebhookConfiguration named "karpfunc-kubechaos").
 func Start(ctx context.Context, kube client.Client, opts Options) (*Injector, error) {
-	cert, caPEM, err := selfSigned()
+	cert, caPEM, err := testcert.SelfSigned("karpfunc-kubechaos")
 	if err != nil {
 		return nil, err
 	}
@@ -276,29 +271,4 @@ func (in *Injector) Schedule() []Injection {
 	in.mu.Lock()
 	defer in.mu.Unlock()
 	return append([]Injection(nil), in.schedule...)
-}
-
-// selfSigned returns a serving certificate for 127.0.0.1 and its PEM (the
-// webhook's caBundle).
-func selfSigned() (tls.Certificate, []byte, error) {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return tls.Certificate{}, nil, err
-	}
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "karpfunc-kubechaos"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
-		KeyUsage: x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		BasicConstraintsValid: true, IsCA: true, IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		return tls.Certificate{}, nil, err
-	}
-	keyDER, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		return tls.Certificate{}, nil, err
-	}
-	certPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
-	keyPEM := pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER})
-	cert, err := tls.X509KeyPair(certPEM, keyPEM)
-	return cert, certPEM, err
 }
