@@ -60,7 +60,7 @@ func newSolver(in Input) *solver {
 		if pod == nil {
 			continue
 		}
-		rl := resources.RequestsForPods(pod)
+		rl := in.Memo.podRequests(pod)
 		for n := range rl {
 			s.res.add(n)
 		}
@@ -360,7 +360,7 @@ func (s *solver) newExisting(in Input, bound map[string][]*corev1.Pod) {
 		if n.Spec.Unschedulable || n.DeletionTimestamp != nil {
 			continue
 		}
-		b := &bin{id: len(s.bins), node: n.Name, labels: labels.Set(n.Labels), reqs: scheduling.NewLabelRequirements(n.Labels), compat: map[string]bool{}}
+		b := &bin{id: len(s.bins), node: n.Name, labels: labels.Set(n.Labels), reqs: in.Memo.nodeRequirements(n), compat: map[string]bool{}}
 		var startup []corev1.Taint
 		if nc := claimOfNode[n.Name]; nc != nil {
 			b.claimName = nc.Name
@@ -380,7 +380,7 @@ func (s *solver) newExisting(in Input, bound map[string][]*corev1.Pod) {
 		if ct, ok := n.Labels[karpv1.CapacityTypeLabelKey]; ok {
 			b.cts = 1 << ctIndex(ct)
 		}
-		b.maxRoom = s.res.vec(resources.Subtract(n.Status.Allocatable, resources.RequestsForPods(bound[n.Name]...)))
+		b.maxRoom = s.roomLeft(n.Status.Allocatable, bound[n.Name], in.Memo)
 		b.used = make(resVec, len(s.res.names))
 		s.addBin(b)
 		for _, pod := range bound[n.Name] {
@@ -411,7 +411,7 @@ func (s *solver) newExisting(in Input, bound map[string][]*corev1.Pod) {
 				b.cts |= 1 << i
 			}
 		}
-		b.maxRoom = s.res.vec(resources.Subtract(available, resources.RequestsForPods(bound[nc.Status.NodeName]...)))
+		b.maxRoom = s.roomLeft(available, bound[nc.Status.NodeName], in.Memo)
 		b.used = make(resVec, len(s.res.names))
 		s.addBin(b)
 	}
