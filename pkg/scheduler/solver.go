@@ -598,12 +598,20 @@ func (s *solver) byEfficiency(pl *pool) []*ptype {
 // hold the largest pending pod (CPU and memory, separately), or all if none
 // does. A type too small for much of the workload (a 2-vCPU burstable, say)
 // can make the fractional cover look cheap in a way no packing reaches,
-// and its dual prices would then rank the usable types wrongly.
+// and its dual prices would then rank the usable types wrongly. So can a
+// type too large for it: when the LP over all pending pods buys less than
+// one node of a type (a fraction of a 400-vCPU, 7-TiB machine, say), that
+// type is left out and the LP solved again, as no fleet can buy a fraction
+// of a node.
 func (s *solver) lpTypes(pl *pool) []*ptype {
 	if pl.lpTypes != nil {
 		return pl.lpTypes
 	}
 	var big [2]int64
+	total := make(resVec, len(s.res.names))
+	for _, p := range s.order {
+		total.addInPlace(p.req)
+	}
 	for _, g := range s.groups {
 		big[0], big[1] = max(big[0], g.req[rCPU]), max(big[1], g.req[rMemory])
 	}
@@ -615,6 +623,19 @@ func (s *solver) lpTypes(pl *pool) []*ptype {
 	if len(pl.lpTypes) == 0 {
 		pl.lpTypes = pl.types
 	}
+	for range len(pl.lpTypes) {
+		_, _, basis := lpSolve(pl.lpTypes, float64(total[rCPU]), float64(total[rMemory]))
+		var partial []*ptype
+		for _, u := range basis {
+			if u.t != nil && u.x < 1 {
+				partial = append(partial, u.t)
+			}
+		}
+		if len(partial) == 0 || len(partial) == len(pl.lpTypes) {
+			break
+		}
+		pl.lpTypes = slices.DeleteFunc(slices.Clone(pl.lpTypes), func(t *ptype) bool { return slices.Contains(partial, t) })
+	}
 	return pl.lpTypes
 }
 
@@ -622,20 +643,37 @@ func (s *solver) lpTypes(pl *pool) []*ptype {
 // (an optimum uses one type or two) and returns the dual prices of CPU and
 // memory at the optimum.
 func lpDuals(types []*ptype, cpu, mem float64) (yCPU, yMem float64) {
-	type col struct{ c, m, p float64 }
+	yCPU, yMem, _ = lpSolve(types, cpu, mem)
+	return yCPU, yMem
+}
+
+// lpUse is a type in the LP's optimum and how many nodes of it (x) the
+// optimum buys.
+type lpUse struct {
+	t *ptype
+	x float64
+}
+
+// lpSolve is lpDuals with the optimum's basis (one or two types).
+func lpSolve(types []*ptype, cpu, mem float64) (yCPU, yMem float64, basis [2]lpUse) {
+	type col struct {
+		t       *ptype
+		c, m, p float64
+	}
 	var cols []col
 	for _, t := range types {
 		if price, ok := t.cheapest(^uint64(0)); ok && price > 0 && t.room[rCPU] > 0 && t.room[rMemory] > 0 {
-			cols = append(cols, col{float64(t.room[rCPU]), float64(t.room[rMemory]), price})
+			cols = append(cols, col{t, float64(t.room[rCPU]), float64(t.room[rMemory]), price})
 		}
 	}
 	if len(cols) == 0 || (cpu <= 0 && mem <= 0) {
-		return 0, 0
+		return 0, 0, basis
 	}
 	best := math.Inf(1)
 	for _, a := range cols {
 		if cost := a.p * math.Max(cpu/a.c, mem/a.m); cost < best {
 			best = cost
+			basis = [2]lpUse{{a.t, math.Max(cpu/a.c, mem/a.m)}}
 			if cpu/a.c >= mem/a.m {
 				yCPU, yMem = a.p/a.c, 0
 			} else {
@@ -655,12 +693,13 @@ func lpDuals(types []*ptype, cpu, mem float64) (yCPU, yMem float64) {
 			}
 			if cost := xa*a.p + xd*d.p; cost < best {
 				best = cost
+				basis = [2]lpUse{{a.t, xa}, {d.t, xd}}
 				// a·y = price for both columns.
 				yCPU, yMem = (a.p*d.m-d.p*a.m)/det, (a.c*d.p-d.c*a.p)/det
 			}
 		}
 	}
-	return yCPU, yMem
+	return yCPU, yMem, basis
 }
 
 func withinLimits(pl *pool, t *ptype) bool {
