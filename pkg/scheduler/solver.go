@@ -36,6 +36,8 @@ type solver struct {
 	closed  int
 	minReq  resVec
 	current *corev1.Pod
+	// slack is the mean pending pod's CPU and memory (see usable).
+	slack [2]float64
 	// lastWhy is, per pool, why the last new claim could not take a pod
 	// for topology reasons.
 	lastWhy []string
@@ -177,9 +179,12 @@ func (s *solver) orderPods() {
 	for _, p := range s.order {
 		total.addInPlace(p.req)
 	}
+	if n := float64(len(s.order)); n > 0 {
+		s.slack = [2]float64{float64(total[rCPU]) / n, float64(total[rMemory]) / n}
+	}
 	for _, pl := range s.pools {
 		if pl.invalid == "" && len(pl.types) > 0 {
-			yCPU, yMem = lpDuals(s.lpTypes(pl), float64(total[rCPU]), float64(total[rMemory]))
+			yCPU, yMem = lpDuals(s.lpTypes(pl), float64(total[rCPU]), float64(total[rMemory]), s.slack)
 			break
 		}
 	}
@@ -580,11 +585,12 @@ func (s *solver) byEfficiency(pl *pool) []*ptype {
 	for _, p := range s.order {
 		total.addInPlace(p.req)
 	}
-	yCPU, yMem := lpDuals(s.lpTypes(pl), float64(total[rCPU]), float64(total[rMemory]))
+	yCPU, yMem := lpDuals(s.lpTypes(pl), float64(total[rCPU]), float64(total[rMemory]), s.slack)
 	eff := make(map[*ptype]float64, len(pl.types))
 	for _, t := range pl.types {
 		if price, ok := t.cheapest(^uint64(0)); ok && price > 0 {
-			eff[t] = (yCPU*float64(t.room[rCPU]) + yMem*float64(t.room[rMemory])) / price
+			c, m := usable(t, s.slack)
+			eff[t] = (yCPU*c + yMem*m) / price
 		}
 	}
 	pl.byEfficiency = slices.Clone(pl.types)
@@ -624,7 +630,7 @@ func (s *solver) lpTypes(pl *pool) []*ptype {
 		pl.lpTypes = pl.types
 	}
 	for range len(pl.lpTypes) {
-		_, _, basis := lpSolve(pl.lpTypes, float64(total[rCPU]), float64(total[rMemory]))
+		_, _, basis := lpSolve(pl.lpTypes, float64(total[rCPU]), float64(total[rMemory]), s.slack)
 		var partial []*ptype
 		for _, u := range basis {
 			if u.t != nil && u.x < 1 {
@@ -639,12 +645,20 @@ func (s *solver) lpTypes(pl *pool) []*ptype {
 	return pl.lpTypes
 }
 
-// lpDuals solves min Σ price·x s.t. Σ room_cpu·x ≥ cpu, Σ room_mem·x ≥ mem
-// (an optimum uses one type or two) and returns the dual prices of CPU and
-// memory at the optimum.
-func lpDuals(types []*ptype, cpu, mem float64) (yCPU, yMem float64) {
-	yCPU, yMem, _ = lpSolve(types, cpu, mem)
+// lpDuals solves min Σ price·x s.t. Σ usable_cpu·x ≥ cpu, Σ usable_mem·x ≥
+// mem (an optimum uses one type or two), usable being each type's room
+// less slack, and returns the dual prices of CPU and memory at the
+// optimum.
+func lpDuals(types []*ptype, cpu, mem float64, slack [2]float64) (yCPU, yMem float64) {
+	yCPU, yMem, _ = lpSolve(types, cpu, mem, slack)
 	return yCPU, yMem
+}
+
+// usable is the CPU and memory of t's room that packing can expect to
+// fill: the room less slack, the mean pending pod (first fit leaves about
+// one pod's worth unused per node, which matters on small types only).
+func usable(t *ptype, slack [2]float64) (cpu, mem float64) {
+	return max(float64(t.room[rCPU])-slack[0], 0), max(float64(t.room[rMemory])-slack[1], 0)
 }
 
 // lpUse is a type in the LP's optimum and how many nodes of it (x) the
@@ -655,15 +669,16 @@ type lpUse struct {
 }
 
 // lpSolve is lpDuals with the optimum's basis (one or two types).
-func lpSolve(types []*ptype, cpu, mem float64) (yCPU, yMem float64, basis [2]lpUse) {
+func lpSolve(types []*ptype, cpu, mem float64, slack [2]float64) (yCPU, yMem float64, basis [2]lpUse) {
 	type col struct {
 		t       *ptype
 		c, m, p float64
 	}
 	var cols []col
 	for _, t := range types {
-		if price, ok := t.cheapest(^uint64(0)); ok && price > 0 && t.room[rCPU] > 0 && t.room[rMemory] > 0 {
-			cols = append(cols, col{t, float64(t.room[rCPU]), float64(t.room[rMemory]), price})
+		c, m := usable(t, slack)
+		if price, ok := t.cheapest(^uint64(0)); ok && price > 0 && c > 0 && m > 0 {
+			cols = append(cols, col{t, c, m, price})
 		}
 	}
 	if len(cols) == 0 || (cpu <= 0 && mem <= 0) {
