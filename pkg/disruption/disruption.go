@@ -99,6 +99,8 @@ type Candidate struct {
 	// Drift is why the node no longer matches its NodePool or
 	// AKSNodeClass ("" if it does).
 	Drift string
+
+	moved []*corev1.Pod // see unbound
 }
 
 // Name is the NodeClaim's name.

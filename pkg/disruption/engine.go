@@ -61,6 +61,9 @@ func NewEngine(st State) *Engine {
 	e := &Engine{st: st, podsOn: map[string][]*corev1.Pod{}, unusable: map[string]bool{}, blocked: map[string]Refusal{},
 		poolCost: map[string]float64{}, poolDisr: map[string]float64{}, started: time.Now()}
 	e.base = c.Input(st.Catalog, snapshot.Live)
+	// Every simulation solves against the same nodes, bound pods and
+	// catalog: derive from them once.
+	e.base.Memo = scheduler.NewMemo()
 	e.pending = len(e.base.Pods)
 	for _, p := range e.base.BoundPods {
 		e.podsOn[p.Spec.NodeName] = append(e.podsOn[p.Spec.NodeName], p)

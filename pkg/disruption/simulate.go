@@ -28,11 +28,7 @@ func (e *Engine) Simulate(cands []*Candidate) Simulation {
 	for _, c := range cands {
 		gone[c.Node.Name] = true
 		goneClaims[c.NodeClaim.Name] = true
-		for _, p := range c.Pods {
-			cp := *p
-			cp.Spec.NodeName = ""
-			moved = append(moved, &cp)
-		}
+		moved = append(moved, c.unbound()...)
 	}
 	in := e.base
 	in.Pods = moved
@@ -82,6 +78,21 @@ func (e *Engine) Simulate(cands []*Candidate) Simulation {
 		sim.Unplaced = fmt.Sprintf("pod %s/%s could not go anywhere else: %s", u.Pod.Namespace, u.Pod.Name, u.Reason)
 	}
 	return sim
+}
+
+// unbound are copies of the candidate's pods without nodeName, made once
+// so that every simulation passes the scheduler the same pods (its Memo
+// then computes their requests once).
+func (c *Candidate) unbound() []*corev1.Pod {
+	if c.moved == nil {
+		c.moved = make([]*corev1.Pod, len(c.Pods))
+		for i, p := range c.Pods {
+			cp := *p
+			cp.Spec.NodeName = ""
+			c.moved[i] = &cp
+		}
+	}
+	return c.moved
 }
 
 func sumPrice(cs []*Candidate) float64 {

@@ -203,8 +203,8 @@ func (s *solver) newPool(np *karpv1.NodePool, classes map[string]*v1beta1.AKSNod
 		if it == nil {
 			continue
 		}
-		it = it.WithMaxPods(pl.maxPods)
-		reqs := it.Requirements()
+		mt := in.Memo.instanceType(it, pl.maxPods)
+		it, reqs := mt.it, mt.reqs
 		if reqs.Intersects(pl.reqs) != nil {
 			continue
 		}
@@ -239,7 +239,7 @@ func (s *solver) newPool(np *karpv1.NodePool, classes map[string]*v1beta1.AKSNod
 		if len(dsPods) > 0 {
 			t.daemon = resources.RequestsForPods(dsPods...)
 		}
-		t.room = s.res.vec(resources.Subtract(it.Allocatable(), t.daemon))
+		t.room = s.res.vec(resources.Subtract(mt.alloc, t.daemon))
 		for _, name := range pl.limitNames {
 			if name == resourceNodes {
 				t.limitCap = append(t.limitCap, 1)

@@ -192,7 +192,7 @@ func (r *repairer) run(pl *pool) {
 	for _, c := range r.claims {
 		total.addInPlace(c.b.used)
 	}
-	yCPU, yMem := lpDuals(r.s.lpTypes(pl), float64(total[rCPU]), float64(total[rMemory]))
+	yCPU, yMem := lpDuals(r.s.lpTypes(pl), float64(total[rCPU]), float64(total[rMemory]), r.s.slack)
 	waste := func(c *repairClaim) float64 {
 		return c.price - yCPU*float64(c.b.used[rCPU]) - yMem*float64(c.b.used[rMemory])
 	}

@@ -59,6 +59,9 @@ type Input struct {
 	// listed still matches on kubernetes.io/metadata.name, the label the
 	// API server puts on every namespace.
 	Namespaces []*corev1.Namespace
+	// Memo, when set, is reused across solves over the same snapshot (see
+	// Memo); nil computes everything afresh.
+	Memo *Memo
 }
 
 // Result is the plan: every input pod appears exactly once across Existing,

@@ -36,6 +36,8 @@ type solver struct {
 	closed  int
 	minReq  resVec
 	current *corev1.Pod
+	// slack is the mean pending pod's CPU and memory (see usable).
+	slack [2]float64
 	// lastWhy is, per pool, why the last new claim could not take a pod
 	// for topology reasons.
 	lastWhy []string
@@ -60,7 +62,7 @@ func newSolver(in Input) *solver {
 		if pod == nil {
 			continue
 		}
-		rl := resources.RequestsForPods(pod)
+		rl := in.Memo.podRequests(pod)
 		for n := range rl {
 			s.res.add(n)
 		}
@@ -177,9 +179,12 @@ func (s *solver) orderPods() {
 	for _, p := range s.order {
 		total.addInPlace(p.req)
 	}
+	if n := float64(len(s.order)); n > 0 {
+		s.slack = [2]float64{float64(total[rCPU]) / n, float64(total[rMemory]) / n}
+	}
 	for _, pl := range s.pools {
 		if pl.invalid == "" && len(pl.types) > 0 {
-			yCPU, yMem = lpDuals(s.lpTypes(pl), float64(total[rCPU]), float64(total[rMemory]))
+			yCPU, yMem = lpDuals(s.lpTypes(pl), float64(total[rCPU]), float64(total[rMemory]), s.slack)
 			break
 		}
 	}
@@ -360,7 +365,7 @@ func (s *solver) newExisting(in Input, bound map[string][]*corev1.Pod) {
 		if n.Spec.Unschedulable || n.DeletionTimestamp != nil {
 			continue
 		}
-		b := &bin{id: len(s.bins), node: n.Name, labels: labels.Set(n.Labels), reqs: scheduling.NewLabelRequirements(n.Labels), compat: map[string]bool{}}
+		b := &bin{id: len(s.bins), node: n.Name, labels: labels.Set(n.Labels), reqs: in.Memo.nodeRequirements(n), compat: map[string]bool{}}
 		var startup []corev1.Taint
 		if nc := claimOfNode[n.Name]; nc != nil {
 			b.claimName = nc.Name
@@ -380,7 +385,7 @@ func (s *solver) newExisting(in Input, bound map[string][]*corev1.Pod) {
 		if ct, ok := n.Labels[karpv1.CapacityTypeLabelKey]; ok {
 			b.cts = 1 << ctIndex(ct)
 		}
-		b.maxRoom = s.res.vec(resources.Subtract(n.Status.Allocatable, resources.RequestsForPods(bound[n.Name]...)))
+		b.maxRoom = s.roomLeft(n.Status.Allocatable, bound[n.Name], in.Memo)
 		b.used = make(resVec, len(s.res.names))
 		s.addBin(b)
 		for _, pod := range bound[n.Name] {
@@ -411,7 +416,7 @@ func (s *solver) newExisting(in Input, bound map[string][]*corev1.Pod) {
 				b.cts |= 1 << i
 			}
 		}
-		b.maxRoom = s.res.vec(resources.Subtract(available, resources.RequestsForPods(bound[nc.Status.NodeName]...)))
+		b.maxRoom = s.roomLeft(available, bound[nc.Status.NodeName], in.Memo)
 		b.used = make(resVec, len(s.res.names))
 		s.addBin(b)
 	}
@@ -580,11 +585,12 @@ func (s *solver) byEfficiency(pl *pool) []*ptype {
 	for _, p := range s.order {
 		total.addInPlace(p.req)
 	}
-	yCPU, yMem := lpDuals(s.lpTypes(pl), float64(total[rCPU]), float64(total[rMemory]))
+	yCPU, yMem := lpDuals(s.lpTypes(pl), float64(total[rCPU]), float64(total[rMemory]), s.slack)
 	eff := make(map[*ptype]float64, len(pl.types))
 	for _, t := range pl.types {
 		if price, ok := t.cheapest(^uint64(0)); ok && price > 0 {
-			eff[t] = (yCPU*float64(t.room[rCPU]) + yMem*float64(t.room[rMemory])) / price
+			c, m := usable(t, s.slack)
+			eff[t] = (yCPU*c + yMem*m) / price
 		}
 	}
 	pl.byEfficiency = slices.Clone(pl.types)
@@ -598,12 +604,20 @@ func (s *solver) byEfficiency(pl *pool) []*ptype {
 // hold the largest pending pod (CPU and memory, separately), or all if none
 // does. A type too small for much of the workload (a 2-vCPU burstable, say)
 // can make the fractional cover look cheap in a way no packing reaches,
-// and its dual prices would then rank the usable types wrongly.
+// and its dual prices would then rank the usable types wrongly. So can a
+// type too large for it: when the LP over all pending pods buys less than
+// one node of a type (a fraction of a 400-vCPU, 7-TiB machine, say), that
+// type is left out and the LP solved again, as no fleet can buy a fraction
+// of a node.
 func (s *solver) lpTypes(pl *pool) []*ptype {
 	if pl.lpTypes != nil {
 		return pl.lpTypes
 	}
 	var big [2]int64
+	total := make(resVec, len(s.res.names))
+	for _, p := range s.order {
+		total.addInPlace(p.req)
+	}
 	for _, g := range s.groups {
 		big[0], big[1] = max(big[0], g.req[rCPU]), max(big[1], g.req[rMemory])
 	}
@@ -615,27 +629,66 @@ func (s *solver) lpTypes(pl *pool) []*ptype {
 	if len(pl.lpTypes) == 0 {
 		pl.lpTypes = pl.types
 	}
+	for range len(pl.lpTypes) {
+		_, _, basis := lpSolve(pl.lpTypes, float64(total[rCPU]), float64(total[rMemory]), s.slack)
+		var partial []*ptype
+		for _, u := range basis {
+			if u.t != nil && u.x < 1 {
+				partial = append(partial, u.t)
+			}
+		}
+		if len(partial) == 0 || len(partial) == len(pl.lpTypes) {
+			break
+		}
+		pl.lpTypes = slices.DeleteFunc(slices.Clone(pl.lpTypes), func(t *ptype) bool { return slices.Contains(partial, t) })
+	}
 	return pl.lpTypes
 }
 
-// lpDuals solves min Σ price·x s.t. Σ room_cpu·x ≥ cpu, Σ room_mem·x ≥ mem
-// (an optimum uses one type or two) and returns the dual prices of CPU and
-// memory at the optimum.
-func lpDuals(types []*ptype, cpu, mem float64) (yCPU, yMem float64) {
-	type col struct{ c, m, p float64 }
+// lpDuals solves min Σ price·x s.t. Σ usable_cpu·x ≥ cpu, Σ usable_mem·x ≥
+// mem (an optimum uses one type or two), usable being each type's room
+// less slack, and returns the dual prices of CPU and memory at the
+// optimum.
+func lpDuals(types []*ptype, cpu, mem float64, slack [2]float64) (yCPU, yMem float64) {
+	yCPU, yMem, _ = lpSolve(types, cpu, mem, slack)
+	return yCPU, yMem
+}
+
+// usable is the CPU and memory of t's room that packing can expect to
+// fill: the room less slack, the mean pending pod (first fit leaves about
+// one pod's worth unused per node, which matters on small types only).
+func usable(t *ptype, slack [2]float64) (cpu, mem float64) {
+	return max(float64(t.room[rCPU])-slack[0], 0), max(float64(t.room[rMemory])-slack[1], 0)
+}
+
+// lpUse is a type in the LP's optimum and how many nodes of it (x) the
+// optimum buys.
+type lpUse struct {
+	t *ptype
+	x float64
+}
+
+// lpSolve is lpDuals with the optimum's basis (one or two types).
+func lpSolve(types []*ptype, cpu, mem float64, slack [2]float64) (yCPU, yMem float64, basis [2]lpUse) {
+	type col struct {
+		t       *ptype
+		c, m, p float64
+	}
 	var cols []col
 	for _, t := range types {
-		if price, ok := t.cheapest(^uint64(0)); ok && price > 0 && t.room[rCPU] > 0 && t.room[rMemory] > 0 {
-			cols = append(cols, col{float64(t.room[rCPU]), float64(t.room[rMemory]), price})
+		c, m := usable(t, slack)
+		if price, ok := t.cheapest(^uint64(0)); ok && price > 0 && c > 0 && m > 0 {
+			cols = append(cols, col{t, c, m, price})
 		}
 	}
 	if len(cols) == 0 || (cpu <= 0 && mem <= 0) {
-		return 0, 0
+		return 0, 0, basis
 	}
 	best := math.Inf(1)
 	for _, a := range cols {
 		if cost := a.p * math.Max(cpu/a.c, mem/a.m); cost < best {
 			best = cost
+			basis = [2]lpUse{{a.t, math.Max(cpu/a.c, mem/a.m)}}
 			if cpu/a.c >= mem/a.m {
 				yCPU, yMem = a.p/a.c, 0
 			} else {
@@ -655,12 +708,13 @@ func lpDuals(types []*ptype, cpu, mem float64) (yCPU, yMem float64) {
 			}
 			if cost := xa*a.p + xd*d.p; cost < best {
 				best = cost
+				basis = [2]lpUse{{a.t, xa}, {d.t, xd}}
 				// a·y = price for both columns.
 				yCPU, yMem = (a.p*d.m-d.p*a.m)/det, (a.c*d.p-d.c*a.p)/det
 			}
 		}
 	}
-	return yCPU, yMem
+	return yCPU, yMem, basis
 }
 
 func withinLimits(pl *pool, t *ptype) bool {

@@ -1,0 +1,128 @@
+package disruption
+
+import (
+	"fmt"
+	"math"
+	"math/rand"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// firstFitFleet is a running fleet that is not well packed: n generic pods
+// (CPU from {100m, 250m, 500m, 1, 1.5}, memory from {100Mi, 256Mi, 512Mi,
+// 1Gi, 2Gi, 4Gi}, drawn from seed) placed first fit, in arrival order, on
+// on-demand nodes of one mid-size type, as a fleet grown by a
+// fixed-size node group would be.
+func firstFitFleet(b *testing.B, typ string, seed int64, n int) (*fixture, []*corev1.Pod) {
+	f := newFixture(b)
+	f.np.Spec.Disruption.Budgets = nil // Karpenter's default: 10% of the nodes
+	it, ok := f.cat.Get(typ)
+	if !ok {
+		b.Fatalf("no instance type %s", typ)
+	}
+	room := resOf(it.Allocatable())
+	r := rand.New(rand.NewSource(seed)) //nolint:gosec // deterministic workload
+	var free []res
+	var pods []*corev1.Pod
+	for i := range n {
+		cpu := fmt.Sprintf("%dm", []int{100, 250, 500, 1000, 1500}[r.Intn(5)])
+		mem := fmt.Sprintf("%dMi", []int{100, 256, 512, 1024, 2048, 4096}[r.Intn(6)])
+		p := f.pod(fmt.Sprintf("g%04d", i), "", cpu, mem)
+		need := podRequests(p)
+		j := 0
+		for j < len(free) && !need.fitsIn(free[j]) {
+			j++
+		}
+		if j == len(free) {
+			f.node(fmt.Sprintf("ff-%03d", j), typ, "on-demand")
+			free = append(free, room)
+		}
+		free[j] = free[j].sub(need)
+		p.Spec.NodeName = fmt.Sprintf("ff-%03d", j)
+		pods = append(pods, p)
+	}
+	return f, pods
+}
+
+// lpBound is the cheapest fractional cover of need by the offerings in
+// types: min Σ price·x s.t. Σ alloc·x ≥ need (CPU and memory), x ≥ 0.
+// An optimum uses one type or two.
+func lpBound(types []pricedType, need res) float64 {
+	cpu, mem := float64(need.cpu), float64(need.mem)
+	best := math.Inf(1)
+	for _, a := range types {
+		if a.alloc.cpu > 0 && a.alloc.mem > 0 {
+			best = math.Min(best, a.price*math.Max(cpu/float64(a.alloc.cpu), mem/float64(a.alloc.mem)))
+		}
+	}
+	for i, a := range types {
+		for _, d := range types[i+1:] {
+			ac, am, dc, dm := float64(a.alloc.cpu), float64(a.alloc.mem), float64(d.alloc.cpu), float64(d.alloc.mem)
+			det := ac*dm - dc*am
+			if det == 0 {
+				continue
+			}
+			xa, xd := (cpu*dm-dc*mem)/det, (ac*mem-cpu*am)/det
+			if xa >= 0 && xd >= 0 {
+				best = math.Min(best, xa*a.price+xd*d.price)
+			}
+		}
+	}
+	return best
+}
+
+// BenchmarkReplayToRest: 2,000 generic pods run on Standard_D8as_v5 nodes
+// packed first fit; Replay (what `karpfunc plan --disruption` runs) applies
+// consolidation until nothing is left to do. It reports the fleet's price
+// before and after, the LP bound for the pods over the offerings the
+// NodePool allows (D family, amd64, on-demand), after/bound, what a fresh
+// plan for the same pods costs (plan/bound) and the number of moves.
+func BenchmarkReplayToRest(b *testing.B) {
+	f, pods := firstFitFleet(b, "Standard_D8as_v5", 7, 2000)
+	st := State{Cluster: f.c, Catalog: f.cat, Now: now}
+	e := NewEngine(st)
+	var need res
+	for _, p := range pods {
+		need = need.add(podRequests(p))
+	}
+	bound := lpBound(e.fleet().poolTypes(e, f.np), need)
+	plan, _ := planPrice(f, pods)
+	var moves []Move
+	var before float64
+	var last Decision
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		moves, before, last = Replay(st, 10000)
+	}
+	b.StopTimer()
+	after := before
+	if len(moves) > 0 {
+		after = moves[len(moves)-1].FleetPriceAfter
+	}
+	nodes := 0
+	for _, r := range last.Refusals {
+		if r.NodeClaim != "" {
+			nodes++
+		}
+	}
+	replaced, deleted := 0, 0
+	for _, m := range moves {
+		if m.Command.Action() == "replace" {
+			replaced++
+		} else {
+			deleted++
+		}
+	}
+	b.Logf("before $%.3f/h on %d nodes; after %d moves (%d replace, %d delete) $%.3f/h on %d nodes; LP bound $%.3f/h; fresh plan $%.3f/h",
+		before, len(f.c.Nodes), len(moves), replaced, deleted, after, nodes, bound, plan)
+	if len(last.Refusals) > 0 {
+		b.Logf("at rest, e.g. %s: %s", last.Refusals[0].NodeClaim, last.Refusals[0].Reason)
+	}
+	b.ReportMetric(before, "before$/h")
+	b.ReportMetric(after, "after$/h")
+	b.ReportMetric(bound, "lp$/h")
+	b.ReportMetric(after/bound, "after/bound")
+	b.ReportMetric(plan/bound, "plan/bound")
+	b.ReportMetric(float64(len(moves)), "moves")
+}

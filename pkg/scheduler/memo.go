@@ -1,0 +1,118 @@
+package scheduler
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"sigs.k8s.io/karpenter/pkg/scheduling"
+	"sigs.k8s.io/karpenter/pkg/utils/resources"
+
+	"github.com/karpfunc/karpfunc/pkg/catalog"
+)
+
+// Memo keeps what a solve derives from objects that do not change between
+// solves over one snapshot: the requests of pods (bound or pending), the
+// requirements of nodes' labels, and each instance type as a pool would
+// launch it. A caller that solves many times over the same cluster (the
+// disruption engine simulates each set of candidates against it) passes
+// one Memo in every Input and so pays for these once.
+//
+// Entries are keyed by pointer: the pods, nodes and instance types must
+// not be changed while the Memo is in use. A Memo is not safe for
+// concurrent solves. A nil Memo computes everything afresh.
+type Memo struct {
+	requests map[*corev1.Pod]corev1.ResourceList
+	nodeReqs map[*corev1.Node]scheduling.Requirements
+	types    map[memoTypeKey]*memoType
+}
+
+// NewMemo returns an empty Memo.
+func NewMemo() *Memo {
+	return &Memo{requests: map[*corev1.Pod]corev1.ResourceList{}, nodeReqs: map[*corev1.Node]scheduling.Requirements{},
+		types: map[memoTypeKey]*memoType{}}
+}
+
+type memoTypeKey struct {
+	it      *catalog.InstanceType
+	maxPods int32
+}
+
+// memoType is an instance type with a pool's maxPods, its requirements and
+// allocatable.
+type memoType struct {
+	it    *catalog.InstanceType
+	reqs  scheduling.Requirements
+	alloc corev1.ResourceList
+}
+
+// podRequests are the pod's effective requests (Karpenter's Ceiling:
+// containers, sidecars, init containers, overhead, resized resources) and
+// one pod slot, as resources.RequestsForPods(p) gives them. Callers must
+// not change the list.
+func (m *Memo) podRequests(p *corev1.Pod) corev1.ResourceList {
+	if m == nil {
+		return resources.RequestsForPods(p)
+	}
+	r, ok := m.requests[p]
+	if !ok {
+		r = resources.RequestsForPods(p)
+		m.requests[p] = r
+	}
+	return r
+}
+
+// nodeRequirements are the requirements of n's labels. Callers must not
+// change them (scheduling.Requirements.Add replaces, it does not mutate,
+// so a copy made with copyRequirements is safe to narrow).
+func (m *Memo) nodeRequirements(n *corev1.Node) scheduling.Requirements {
+	if m == nil {
+		return scheduling.NewLabelRequirements(n.Labels)
+	}
+	r, ok := m.nodeReqs[n]
+	if !ok {
+		r = scheduling.NewLabelRequirements(n.Labels)
+		m.nodeReqs[n] = r
+	}
+	return r
+}
+
+// instanceType is it with maxPods, its requirements and allocatable.
+func (m *Memo) instanceType(it *catalog.InstanceType, maxPods int32) *memoType {
+	key := memoTypeKey{it, maxPods}
+	if m != nil {
+		if t, ok := m.types[key]; ok {
+			return t
+		}
+	}
+	withPods := it.WithMaxPods(maxPods)
+	t := &memoType{it: withPods, reqs: withPods.Requirements(), alloc: withPods.Allocatable()}
+	if m != nil {
+		m.types[key] = t
+	}
+	return t
+}
+
+// roomLeft is allocatable less the requests of the pods bound there (one
+// pod slot each), as a vector: what resources.Subtract(allocatable,
+// resources.RequestsForPods(pods...)) gives, without building the sum.
+// A resource the node does not report has no room.
+func (s *solver) roomLeft(allocatable corev1.ResourceList, pods []*corev1.Pod, memo *Memo) resVec {
+	v := make(resVec, len(s.res.names))
+	for i, name := range s.res.names {
+		q, ok := allocatable[name]
+		if !ok {
+			continue
+		}
+		left := q.DeepCopy()
+		if name == corev1.ResourcePods {
+			left.Sub(*resource.NewQuantity(int64(len(pods)), resource.DecimalSI))
+		} else {
+			for _, p := range pods {
+				if r, ok := memo.podRequests(p)[name]; ok {
+					left.Sub(r)
+				}
+			}
+		}
+		v[i] = quantityValue(name, left)
+	}
+	return v
+}
