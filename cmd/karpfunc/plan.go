@@ -25,7 +25,10 @@ func (f *fileList) Set(v string) error { *f = append(*f, v); return nil }
 // [--catalog FILE] [-o json|table]`: it reads Kubernetes objects, solves,
 // and prints what would be launched. It fails only when input cannot be
 // read; pods that cannot be placed are part of the plan.
-func runPlan(args []string) error {
+func runPlan(args []string) error { return runPlanTo(os.Stdout, args) }
+
+// runPlanTo is runPlan printing the plan to stdout.
+func runPlanTo(stdout io.Writer, args []string) error {
 	fs := flag.NewFlagSet("plan", flag.ContinueOnError)
 	var files fileList
 	fs.Var(&files, "f", "a YAML or JSON file of Kubernetes objects (repeatable; - for stdin)")
@@ -92,17 +95,17 @@ func runPlan(args []string) error {
 			Options: disruption.Options{SpotToSpot: *spotToSpot}}, *maxMoves)
 		out := plan.NewDisruptionOutput(moves, before, last)
 		if *output == "json" {
-			return out.WriteJSON(os.Stdout)
+			return out.WriteJSON(stdout)
 		}
-		return out.WriteTable(os.Stdout)
+		return out.WriteTable(stdout)
 	}
 	start := time.Now()
 	res := scheduler.Solve(objs.Input(cat))
 	out := plan.NewOutput(res, time.Since(start))
 	if *output == "json" {
-		return out.WriteJSON(os.Stdout)
+		return out.WriteJSON(stdout)
 	}
-	return out.WriteTable(os.Stdout)
+	return out.WriteTable(stdout)
 }
 
 func readFile(objs *plan.Objects, name string) error {

@@ -170,6 +170,9 @@ func FuzzConvert(f *testing.F) {
 	}
 	var c yamljson.Converter
 	f.Fuzz(func(t *testing.T, in []byte) {
+		if len(in) > 4096 {
+			return // go.yaml.in/yaml/v2 is slow on some long inputs; nothing new to learn there
+		}
 		check(t, &c, in)
 	})
 }
