@@ -59,6 +59,26 @@ func runPlanTo(stdout io.Writer, args []string) error {
 		return fmt.Errorf("plan: -o %q is not a format; use json or table", *output)
 	}
 
+	// The embedded catalog loads while the input is read. The region may
+	// come from the input's Nodes, known only after reading: the guess
+	// loaded early is used only if it is the region chosen.
+	type loaded struct {
+		cat *catalog.Catalog
+		err error
+	}
+	guess := *region
+	if guess == "" {
+		guess = "eastus"
+	}
+	var early chan loaded
+	if *catalogFile == "" {
+		early = make(chan loaded, 1)
+		go func() {
+			c, err := catalog.Default(guess)
+			early <- loaded{c, err}
+		}()
+	}
+
 	objs := &plan.Objects{}
 	for _, name := range files {
 		if err := readFile(objs, name); err != nil {
@@ -84,7 +104,12 @@ func runPlanTo(stdout io.Writer, args []string) error {
 		if r == "" {
 			r = "eastus"
 		}
-		cat, err = catalog.Default(r)
+		if r == guess {
+			l := <-early
+			cat, err = l.cat, l.err
+		} else {
+			cat, err = catalog.Default(r)
+		}
 	}
 	if err != nil {
 		return fmt.Errorf("plan: %w", err)

@@ -90,7 +90,7 @@ func (o *Objects) Read(name string, r io.Reader) error {
 			docs = append(docs, &document{doc: doc, err: &DocumentError{File: name, Document: doc, Err: err}})
 			break
 		}
-		if len(bytes.TrimSpace(stripComments(raw))) == 0 {
+		if !hasContent(raw) {
 			doc-- // a leading "---" or an empty document is not counted
 			continue
 		}
@@ -135,14 +135,21 @@ func (o *Objects) Read(name string, r io.Reader) error {
 	return nil
 }
 
-func stripComments(raw []byte) []byte {
-	var out []byte
-	for _, line := range bytes.Split(raw, []byte("\n")) {
+// hasContent reports whether raw has a line that is neither blank nor a
+// comment.
+func hasContent(raw []byte) bool {
+	for len(raw) > 0 {
+		line := raw
+		if i := bytes.IndexByte(raw, '\n'); i >= 0 {
+			line, raw = raw[:i], raw[i+1:]
+		} else {
+			raw = nil
+		}
 		if t := bytes.TrimSpace(line); len(t) > 0 && t[0] != '#' {
-			out = append(out, t...)
+			return true
 		}
 	}
-	return out
+	return false
 }
 
 type typeMeta struct {
@@ -170,9 +177,11 @@ func decode(out []decoded, file string, doc, item int, js []byte) ([]decoded, er
 	if bytes.Equal(bytes.TrimSpace(js), []byte("null")) {
 		return out, nil
 	}
-	var tm typeMeta
-	if err := json.Unmarshal(js, &tm); err != nil {
-		return out, fail("not a Kubernetes object: %v", err)
+	tm, ok := quickTypeMeta(js)
+	if !ok {
+		if err := json.Unmarshal(js, &tm); err != nil {
+			return out, fail("not a Kubernetes object: %v", err)
+		}
 	}
 	if tm.Kind == "" {
 		return out, fail("has no kind; every object needs apiVersion and kind")
