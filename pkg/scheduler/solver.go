@@ -795,7 +795,10 @@ func (s *solver) explainPool(pl *pool, i int, v *variant) (reason string, taint 
 		}
 	}
 	if nFitting > 0 && !inLimits {
-		return fmt.Sprintf("NodePool %s: launching another node would exceed its limits (%s)", pl.np.Name, resources.String(pl.limits)), false
+		if pl.overLimits == "" {
+			pl.overLimits = fmt.Sprintf("NodePool %s: launching another node would exceed its limits (%s)", pl.np.Name, resources.String(pl.limits))
+		}
+		return pl.overLimits, false
 	}
 	allowed := make([]*ptype, 0, nAllowed)
 	for _, t := range pl.types {
@@ -818,9 +821,6 @@ func (s *solver) explainPool(pl *pool, i int, v *variant) (reason string, taint 
 	fitting := slices.DeleteFunc(slices.Clone(allowed), func(t *ptype) bool { return !v.g.req.fitsIn(t.room) })
 	if len(fitting) == 0 {
 		return s.tooBig(pl, v.g, allowed), false
-	}
-	if !slices.ContainsFunc(fitting, func(t *ptype) bool { return withinLimits(pl, t) }) {
-		return fmt.Sprintf("NodePool %s: launching another node would exceed its limits (%s)", pl.np.Name, resources.String(pl.limits)), false
 	}
 	if s.lastWhy[i] != "" {
 		return fmt.Sprintf("NodePool %s: %s", pl.np.Name, s.lastWhy[i]), false
