@@ -80,6 +80,28 @@ func (o *Objects) Read(name string, r io.Reader) error {
 		err     error
 	}
 	var docs []*document
+	var wg sync.WaitGroup
+	next := make(chan *document, 64)
+	for range runtime.GOMAXPROCS(0) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var fast yamljson.Converter
+			for d := range next {
+				raw := d.raw
+				d.raw = nil
+				js, ok := fast.Convert(raw)
+				if !ok {
+					var err error
+					if js, err = yaml.YAMLToJSON(raw); err != nil {
+						d.err = &DocumentError{File: name, Document: d.doc, Err: fmt.Errorf("not valid YAML or JSON: %w", err)}
+						continue
+					}
+				}
+				d.decoded, d.err = decode(d.decoded, name, d.doc, 0, js)
+			}
+		}()
+	}
 	reader := utilyaml.NewYAMLReader(bufio.NewReader(r))
 	for doc := 1; ; doc++ {
 		raw, err := reader.Read()
@@ -94,35 +116,11 @@ func (o *Objects) Read(name string, r io.Reader) error {
 			doc-- // a leading "---" or an empty document is not counted
 			continue
 		}
-		docs = append(docs, &document{doc: doc, raw: raw})
-	}
-	var wg sync.WaitGroup
-	next := make(chan *document, len(docs))
-	for _, d := range docs {
-		next <- d
+		d := &document{doc: doc, raw: raw}
+		docs = append(docs, d)
+		next <- d // workers convert while the rest is split
 	}
 	close(next)
-	for range min(runtime.GOMAXPROCS(0), max(1, len(docs))) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			var fast yamljson.Converter
-			for d := range next {
-				if d.err != nil {
-					continue
-				}
-				js, ok := fast.Convert(d.raw)
-				if !ok {
-					var err error
-					if js, err = yaml.YAMLToJSON(d.raw); err != nil {
-						d.err = &DocumentError{File: name, Document: d.doc, Err: fmt.Errorf("not valid YAML or JSON: %w", err)}
-						continue
-					}
-				}
-				d.decoded, d.err = decode(d.decoded, name, d.doc, 0, js)
-			}
-		}()
-	}
 	wg.Wait()
 	for _, d := range docs {
 		for _, dec := range d.decoded {

@@ -54,13 +54,19 @@ func folds(key []byte, names ...string) bool {
 	return false
 }
 
-// plainString is a JSON string without escapes, or null ("").
+// plainString is a JSON string of printable ASCII without escapes, or
+// null ("").
 func plainString(val []byte) (string, bool) {
 	if string(val) == "null" {
 		return "", true
 	}
-	if len(val) < 2 || val[0] != '"' || val[len(val)-1] != '"' || bytes.IndexByte(val, '\\') >= 0 {
+	if len(val) < 2 || val[0] != '"' || val[len(val)-1] != '"' {
 		return "", false
+	}
+	for _, b := range val[1 : len(val)-1] {
+		if b < 0x20 || b > 0x7e || b == '\\' || b == '"' {
+			return "", false
+		}
 	}
 	return string(val[1 : len(val)-1]), true
 }
