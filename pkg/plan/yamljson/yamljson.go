@@ -543,6 +543,9 @@ func (c *Converter) quoted(p, end int) (node, int, bool) {
 	s := c.src
 	q := s[p]
 	start := p + 1
+	if nl := bytes.IndexByte(s[start:end], '\n'); nl >= 0 {
+		end = start + nl // a quoted scalar must end on its line
+	}
 	if q == '\'' {
 		for i := start; i < end; i++ {
 			if s[i] != '\'' {
