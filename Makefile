@@ -45,7 +45,7 @@ soak: tools
 
 ## bench: Go benchmarks with allocations
 bench:
-	$(GO) test -run '^$$' -bench . -benchmem ./pkg/...
+	$(GO) test -run '^$$' -bench . -benchmem ./pkg/... ./cmd/karpfunc/
 
 ## package: the Functions app as azd deploys it: dist/app (host.json, function folders,
 ## Linux handler) and the same tree zipped as dist/karpfunc-functions.zip

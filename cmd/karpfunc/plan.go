@@ -25,7 +25,10 @@ func (f *fileList) Set(v string) error { *f = append(*f, v); return nil }
 // [--catalog FILE] [-o json|table]`: it reads Kubernetes objects, solves,
 // and prints what would be launched. It fails only when input cannot be
 // read; pods that cannot be placed are part of the plan.
-func runPlan(args []string) error {
+func runPlan(args []string) error { return runPlanTo(os.Stdout, args) }
+
+// runPlanTo is runPlan printing the plan to stdout.
+func runPlanTo(stdout io.Writer, args []string) error {
 	fs := flag.NewFlagSet("plan", flag.ContinueOnError)
 	var files fileList
 	fs.Var(&files, "f", "a YAML or JSON file of Kubernetes objects (repeatable; - for stdin)")
@@ -56,6 +59,26 @@ func runPlan(args []string) error {
 		return fmt.Errorf("plan: -o %q is not a format; use json or table", *output)
 	}
 
+	// The embedded catalog loads while the input is read. The region may
+	// come from the input's Nodes, known only after reading: the guess
+	// loaded early is used only if it is the region chosen.
+	type loaded struct {
+		cat *catalog.Catalog
+		err error
+	}
+	guess := *region
+	if guess == "" {
+		guess = "eastus"
+	}
+	var early chan loaded
+	if *catalogFile == "" {
+		early = make(chan loaded, 1)
+		go func() {
+			c, err := catalog.Default(guess)
+			early <- loaded{c, err}
+		}()
+	}
+
 	objs := &plan.Objects{}
 	for _, name := range files {
 		if err := readFile(objs, name); err != nil {
@@ -81,7 +104,12 @@ func runPlan(args []string) error {
 		if r == "" {
 			r = "eastus"
 		}
-		cat, err = catalog.Default(r)
+		if r == guess {
+			l := <-early
+			cat, err = l.cat, l.err
+		} else {
+			cat, err = catalog.Default(r)
+		}
 	}
 	if err != nil {
 		return fmt.Errorf("plan: %w", err)
@@ -92,17 +120,17 @@ func runPlan(args []string) error {
 			Options: disruption.Options{SpotToSpot: *spotToSpot}}, *maxMoves)
 		out := plan.NewDisruptionOutput(moves, before, last)
 		if *output == "json" {
-			return out.WriteJSON(os.Stdout)
+			return out.WriteJSON(stdout)
 		}
-		return out.WriteTable(os.Stdout)
+		return out.WriteTable(stdout)
 	}
 	start := time.Now()
 	res := scheduler.Solve(objs.Input(cat))
 	out := plan.NewOutput(res, time.Since(start))
 	if *output == "json" {
-		return out.WriteJSON(os.Stdout)
+		return out.WriteJSON(stdout)
 	}
-	return out.WriteTable(os.Stdout)
+	return out.WriteTable(stdout)
 }
 
 func readFile(objs *plan.Objects, name string) error {

@@ -25,6 +25,7 @@ import (
 
 	"github.com/karpfunc/karpfunc/pkg/apis/v1beta1"
 	"github.com/karpfunc/karpfunc/pkg/catalog"
+	"github.com/karpfunc/karpfunc/pkg/plan/yamljson"
 	"github.com/karpfunc/karpfunc/pkg/scheduler"
 	"github.com/karpfunc/karpfunc/pkg/snapshot"
 )
@@ -69,16 +70,38 @@ func (e *DocumentError) Unwrap() error { return e.Err }
 // fails only when a document cannot be parsed as the kind it declares;
 // unknown kinds become warnings.
 func (o *Objects) Read(name string, r io.Reader) error {
-	// Splitting into documents is cheap; converting YAML to JSON is most
-	// of the cost, so documents are converted in parallel and added in
-	// their order.
+	// Splitting into documents is cheap; converting YAML to JSON and
+	// decoding are the cost, so documents are converted and decoded in
+	// parallel and added in their order, stopping at the first error.
 	type document struct {
-		doc int
-		raw []byte
-		js  []byte
-		err error
+		doc     int
+		raw     []byte
+		decoded []decoded
+		err     error
 	}
 	var docs []*document
+	var wg sync.WaitGroup
+	next := make(chan *document, 64)
+	for range runtime.GOMAXPROCS(0) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var fast yamljson.Converter
+			for d := range next {
+				raw := d.raw
+				d.raw = nil
+				js, ok := fast.Convert(raw)
+				if !ok {
+					var err error
+					if js, err = yaml.YAMLToJSON(raw); err != nil {
+						d.err = &DocumentError{File: name, Document: d.doc, Err: fmt.Errorf("not valid YAML or JSON: %w", err)}
+						continue
+					}
+				}
+				d.decoded, d.err = decode(d.decoded, name, d.doc, 0, js)
+			}
+		}()
+	}
 	reader := utilyaml.NewYAMLReader(bufio.NewReader(r))
 	for doc := 1; ; doc++ {
 		raw, err := reader.Read()
@@ -86,57 +109,45 @@ func (o *Objects) Read(name string, r io.Reader) error {
 			break
 		}
 		if err != nil {
-			docs = append(docs, &document{doc: doc, err: err})
+			docs = append(docs, &document{doc: doc, err: &DocumentError{File: name, Document: doc, Err: err}})
 			break
 		}
-		if len(bytes.TrimSpace(stripComments(raw))) == 0 {
+		if !hasContent(raw) {
 			doc-- // a leading "---" or an empty document is not counted
 			continue
 		}
-		docs = append(docs, &document{doc: doc, raw: raw})
-	}
-	var wg sync.WaitGroup
-	next := make(chan *document)
-	for range min(runtime.GOMAXPROCS(0), max(1, len(docs))) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for d := range next {
-				if d.err != nil {
-					continue
-				}
-				if js, err := yaml.YAMLToJSON(d.raw); err != nil {
-					d.err = fmt.Errorf("not valid YAML or JSON: %w", err)
-				} else {
-					d.js = js
-				}
-			}
-		}()
-	}
-	for _, d := range docs {
-		next <- d
+		d := &document{doc: doc, raw: raw}
+		docs = append(docs, d)
+		next <- d // workers convert while the rest is split
 	}
 	close(next)
 	wg.Wait()
 	for _, d := range docs {
-		if d.err != nil {
-			return &DocumentError{File: name, Document: d.doc, Err: d.err}
+		for _, dec := range d.decoded {
+			o.addDecoded(dec)
 		}
-		if err := o.add(name, d.doc, 0, d.js); err != nil {
-			return err
+		if d.err != nil {
+			return d.err
 		}
 	}
 	return nil
 }
 
-func stripComments(raw []byte) []byte {
-	var out []byte
-	for _, line := range bytes.Split(raw, []byte("\n")) {
+// hasContent reports whether raw has a line that is neither blank nor a
+// comment.
+func hasContent(raw []byte) bool {
+	for len(raw) > 0 {
+		line := raw
+		if i := bytes.IndexByte(raw, '\n'); i >= 0 {
+			line, raw = raw[:i], raw[i+1:]
+		} else {
+			raw = nil
+		}
 		if t := bytes.TrimSpace(line); len(t) > 0 && t[0] != '#' {
-			out = append(out, t...)
+			return true
 		}
 	}
-	return out
+	return false
 }
 
 type typeMeta struct {
@@ -149,19 +160,29 @@ type typeMeta struct {
 	} `json:"metadata"`
 }
 
-func (o *Objects) add(file string, doc, item int, js []byte) error {
+// decoded is one object read, or one warning.
+type decoded struct {
+	obj     any
+	warning string
+}
+
+// decode appends the objects in one document (or List item) to out; it
+// touches nothing shared, so documents decode in parallel.
+func decode(out []decoded, file string, doc, item int, js []byte) ([]decoded, error) {
 	fail := func(format string, args ...any) error {
 		return &DocumentError{File: file, Document: doc, Item: item, Err: fmt.Errorf(format, args...)}
 	}
 	if bytes.Equal(bytes.TrimSpace(js), []byte("null")) {
-		return nil
+		return out, nil
 	}
-	var tm typeMeta
-	if err := json.Unmarshal(js, &tm); err != nil {
-		return fail("not a Kubernetes object: %v", err)
+	tm, ok := quickTypeMeta(js)
+	if !ok {
+		if err := json.Unmarshal(js, &tm); err != nil {
+			return out, fail("not a Kubernetes object: %v", err)
+		}
 	}
 	if tm.Kind == "" {
-		return fail("has no kind; every object needs apiVersion and kind")
+		return out, fail("has no kind; every object needs apiVersion and kind")
 	}
 	group, _, _ := strings.Cut(tm.APIVersion, "/")
 	if !strings.Contains(tm.APIVersion, "/") {
@@ -169,14 +190,15 @@ func (o *Objects) add(file string, doc, item int, js []byte) error {
 	}
 	if tm.Kind == "List" || strings.HasSuffix(tm.Kind, "List") && tm.Items != nil {
 		if item > 0 {
-			return fail("a List inside a List is not supported")
+			return out, fail("a List inside a List is not supported")
 		}
 		for i, it := range tm.Items {
-			if err := o.add(file, doc, i+1, it); err != nil {
-				return err
+			var err error
+			if out, err = decode(out, file, doc, i+1, it); err != nil {
+				return out, err
 			}
 		}
-		return nil
+		return out, nil
 	}
 	where := fmt.Sprintf("%s: document %d", file, doc)
 	if item > 0 {
@@ -186,78 +208,75 @@ func (o *Objects) add(file string, doc, item int, js []byte) error {
 	if tm.Metadata.Namespace != "" {
 		objName = tm.Metadata.Namespace + "/" + objName
 	}
-	decode := func(into any) error {
-		if err := json.Unmarshal(js, into); err != nil {
-			return fail("%s %s: %v", tm.Kind, objName, err)
-		}
-		return nil
-	}
-	var err error
+	var obj any
 	switch gk := group + "/" + tm.Kind; gk {
 	case "/Pod":
-		p := &corev1.Pod{}
-		if err = decode(p); err == nil {
-			o.Pods = append(o.Pods, p)
-		}
+		obj = &corev1.Pod{}
 	case "/Node":
-		n := &corev1.Node{}
-		if err = decode(n); err == nil {
-			o.Nodes = append(o.Nodes, n)
-		}
+		obj = &corev1.Node{}
 	case "apps/DaemonSet":
-		ds := &appsv1.DaemonSet{}
-		if err = decode(ds); err == nil {
-			o.DaemonSets = append(o.DaemonSets, ds)
-		}
+		obj = &appsv1.DaemonSet{}
 	case "karpenter.sh/NodePool":
-		np := &karpv1.NodePool{}
-		if err = decode(np); err == nil {
-			o.NodePools = append(o.NodePools, np)
-		}
+		obj = &karpv1.NodePool{}
 	case "karpenter.sh/NodeClaim":
-		nc := &karpv1.NodeClaim{}
-		if err = decode(nc); err == nil {
-			o.NodeClaims = append(o.NodeClaims, nc)
-		}
+		obj = &karpv1.NodeClaim{}
 	case v1beta1.SchemeGroupVersion.Group + "/AKSNodeClass":
-		nc := &v1beta1.AKSNodeClass{}
-		if err = decode(nc); err == nil {
-			o.NodeClasses = append(o.NodeClasses, nc)
-			if unsupported := unsupportedFields(nc); len(unsupported) > 0 {
-				o.Warnings = append(o.Warnings, fmt.Sprintf("%s: AKSNodeClass %s sets %s, which karpfunc does not support yet; the API server would reject it",
-					where, nc.Name, strings.Join(unsupported, ", ")))
-			}
-		}
+		obj = &v1beta1.AKSNodeClass{}
 	case "/PersistentVolume":
-		pv := &corev1.PersistentVolume{}
-		if err = decode(pv); err == nil {
-			o.PersistentVolumes = append(o.PersistentVolumes, pv)
-		}
+		obj = &corev1.PersistentVolume{}
 	case "/PersistentVolumeClaim":
-		pvc := &corev1.PersistentVolumeClaim{}
-		if err = decode(pvc); err == nil {
-			o.PersistentVolumeClaims = append(o.PersistentVolumeClaims, pvc)
-		}
+		obj = &corev1.PersistentVolumeClaim{}
 	case "/Namespace":
-		ns := &corev1.Namespace{}
-		if err = decode(ns); err == nil {
-			o.Namespaces = append(o.Namespaces, ns)
-		}
+		obj = &corev1.Namespace{}
 	case "policy/PodDisruptionBudget":
-		pdb := &policyv1.PodDisruptionBudget{}
-		if err = decode(pdb); err == nil {
-			o.PodDisruptionBudgets = append(o.PodDisruptionBudgets, pdb)
-		}
+		obj = &policyv1.PodDisruptionBudget{}
 	case "storage.k8s.io/StorageClass":
-		sc := &storagev1.StorageClass{}
-		if err = decode(sc); err == nil {
-			o.StorageClasses = append(o.StorageClasses, sc)
-		}
+		obj = &storagev1.StorageClass{}
 	default:
-		o.Warnings = append(o.Warnings, fmt.Sprintf("%s: ignoring %s %s (kind %s, apiVersion %s is not used by the planner)",
-			where, tm.Kind, objName, tm.Kind, tm.APIVersion))
+		return append(out, decoded{warning: fmt.Sprintf("%s: ignoring %s %s (kind %s, apiVersion %s is not used by the planner)",
+			where, tm.Kind, objName, tm.Kind, tm.APIVersion)}), nil
 	}
-	return err
+	if err := json.Unmarshal(js, obj); err != nil {
+		return out, fail("%s %s: %v", tm.Kind, objName, err)
+	}
+	out = append(out, decoded{obj: obj})
+	if nc, ok := obj.(*v1beta1.AKSNodeClass); ok {
+		if unsupported := unsupportedFields(nc); len(unsupported) > 0 {
+			out = append(out, decoded{warning: fmt.Sprintf("%s: AKSNodeClass %s sets %s, which karpfunc does not support yet; the API server would reject it",
+				where, nc.Name, strings.Join(unsupported, ", "))})
+		}
+	}
+	return out, nil
+}
+
+// addDecoded files one decoded object (or warning) in o.
+func (o *Objects) addDecoded(d decoded) {
+	switch obj := d.obj.(type) {
+	case nil:
+		o.Warnings = append(o.Warnings, d.warning)
+	case *corev1.Pod:
+		o.Pods = append(o.Pods, obj)
+	case *corev1.Node:
+		o.Nodes = append(o.Nodes, obj)
+	case *appsv1.DaemonSet:
+		o.DaemonSets = append(o.DaemonSets, obj)
+	case *karpv1.NodePool:
+		o.NodePools = append(o.NodePools, obj)
+	case *karpv1.NodeClaim:
+		o.NodeClaims = append(o.NodeClaims, obj)
+	case *v1beta1.AKSNodeClass:
+		o.NodeClasses = append(o.NodeClasses, obj)
+	case *corev1.PersistentVolume:
+		o.PersistentVolumes = append(o.PersistentVolumes, obj)
+	case *corev1.PersistentVolumeClaim:
+		o.PersistentVolumeClaims = append(o.PersistentVolumeClaims, obj)
+	case *corev1.Namespace:
+		o.Namespaces = append(o.Namespaces, obj)
+	case *policyv1.PodDisruptionBudget:
+		o.PodDisruptionBudgets = append(o.PodDisruptionBudgets, obj)
+	case *storagev1.StorageClass:
+		o.StorageClasses = append(o.StorageClasses, obj)
+	}
 }
 
 func unsupportedFields(nc *v1beta1.AKSNodeClass) []string {

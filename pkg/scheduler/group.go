@@ -93,6 +93,19 @@ func podHostPorts(pod *corev1.Pod) []hostPort {
 	return out
 }
 
+// isNil: part is a nil pointer or slice, which json.Marshal writes as null.
+func isNil(part any) bool {
+	switch p := part.(type) {
+	case *corev1.Affinity:
+		return p == nil
+	case []corev1.Toleration:
+		return p == nil
+	case []corev1.TopologySpreadConstraint:
+		return p == nil
+	}
+	return false
+}
+
 // groupKey is the identity of a pod for scheduling: everything the solver
 // reads from a pending pod.
 func groupKey(pod *corev1.Pod, req resVec) string {
@@ -122,6 +135,9 @@ func groupKey(pod *corev1.Pod, req resVec) string {
 	spec := pod.Spec
 	for _, part := range []any{spec.Affinity, spec.Tolerations, spec.TopologySpreadConstraints} {
 		b.WriteByte('|')
+		if isNil(part) {
+			continue // what json.Marshal writes as null, without marshalling
+		}
 		if raw, err := json.Marshal(part); err == nil && string(raw) != "null" {
 			b.Write(raw)
 		}

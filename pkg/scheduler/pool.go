@@ -56,6 +56,7 @@ type pool struct {
 	limits     corev1.ResourceList
 	held       corev1.ResourceList
 	limitLeft  []int64
+	overLimits string // explain's reason when no type fits the limits left; limits do not change
 
 	variants map[string]*poolVariant
 }

@@ -62,7 +62,12 @@ func newSolver(in Input) *solver {
 		if pod == nil {
 			continue
 		}
-		rl := in.Memo.podRequests(pod)
+		var rl corev1.ResourceList
+		if in.Memo != nil {
+			rl = in.Memo.podRequests(pod) // computed once across solves
+		} else {
+			rl = requestsForPod(pod)
+		}
 		for n := range rl {
 			s.res.add(n)
 		}
@@ -106,6 +111,7 @@ func newSolver(in Input) *solver {
 	volumes := newVolumes(in)
 	for i, pod := range pods {
 		req := s.res.vec(rls[i])
+		req[rPods] = 1 // as resources.RequestsForPods counts it
 		key := groupKey(pod, req)
 		g := byKey[key]
 		if g == nil {
@@ -164,6 +170,20 @@ func newSolver(in Input) *solver {
 	}
 	s.newExisting(in, bound)
 	return s
+}
+
+// requestsForPod is resources.RequestsForPods(pod) less its "pods" entry
+// (the caller counts the pod): for the common pod, one container and
+// nothing else that changes requests, it is the container's requests,
+// read without the maps RequestsForPods allocates for requests, limits
+// and their merge.
+func requestsForPod(pod *corev1.Pod) corev1.ResourceList {
+	if len(pod.Spec.Containers) == 1 && len(pod.Spec.InitContainers) == 0 && pod.Spec.Overhead == nil && pod.Spec.Resources == nil &&
+		len(pod.Status.ContainerStatuses) == 0 && len(pod.Status.InitContainerStatuses) == 0 && len(pod.Status.Conditions) == 0 &&
+		pod.Status.Resources == nil && pod.Status.AllocatedResources == nil && len(pod.Status.NodeAllocatableResourceClaimStatuses) == 0 {
+		return pod.Spec.Containers[0].Resources.Requests
+	}
+	return resources.RequestsForPods(pod)
 }
 
 // orderPods sorts pods biggest first, size being CPU and memory at the
@@ -762,7 +782,25 @@ func (s *solver) explainPool(pl *pool, i int, v *variant) (reason string, taint 
 	if !vp.ok {
 		return vp.why, false
 	}
-	var allowed []*ptype
+	// Count first: this runs for every pod that does not fit, and the
+	// slices are needed only for the rarer reasons.
+	nAllowed, nFitting, inLimits := 0, 0, false
+	for _, t := range pl.types {
+		if vp.types.has(t.idx) {
+			nAllowed++
+			if v.g.req.fitsIn(t.room) {
+				nFitting++
+				inLimits = inLimits || withinLimits(pl, t)
+			}
+		}
+	}
+	if nFitting > 0 && !inLimits {
+		if pl.overLimits == "" {
+			pl.overLimits = fmt.Sprintf("NodePool %s: launching another node would exceed its limits (%s)", pl.np.Name, resources.String(pl.limits))
+		}
+		return pl.overLimits, false
+	}
+	allowed := make([]*ptype, 0, nAllowed)
 	for _, t := range pl.types {
 		if vp.types.has(t.idx) {
 			allowed = append(allowed, t)
@@ -783,9 +821,6 @@ func (s *solver) explainPool(pl *pool, i int, v *variant) (reason string, taint 
 	fitting := slices.DeleteFunc(slices.Clone(allowed), func(t *ptype) bool { return !v.g.req.fitsIn(t.room) })
 	if len(fitting) == 0 {
 		return s.tooBig(pl, v.g, allowed), false
-	}
-	if !slices.ContainsFunc(fitting, func(t *ptype) bool { return withinLimits(pl, t) }) {
-		return fmt.Sprintf("NodePool %s: launching another node would exceed its limits (%s)", pl.np.Name, resources.String(pl.limits)), false
 	}
 	if s.lastWhy[i] != "" {
 		return fmt.Sprintf("NodePool %s: %s", pl.np.Name, s.lastWhy[i]), false

@@ -1,0 +1,178 @@
+package yamljson_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"reflect"
+	"testing"
+
+	"sigs.k8s.io/yaml"
+
+	"github.com/karpfunc/karpfunc/pkg/plan/yamljson"
+)
+
+// check converts in both ways: when the fast path answers, the slow path
+// must succeed with the same bytes and the same decoded value.
+func check(t *testing.T, c *yamljson.Converter, in []byte) (handled bool) {
+	t.Helper()
+	fast, ok := c.Convert(in)
+	slow, err := yaml.YAMLToJSON(in)
+	if !ok {
+		return false
+	}
+	if err != nil {
+		t.Fatalf("fast path answered %s where sigs.k8s.io/yaml fails: %v\ninput:\n%s", fast, err, in)
+	}
+	if !reflect.DeepEqual(decode(t, fast), decode(t, slow)) {
+		t.Fatalf("values differ\ninput:\n%s\nfast: %s\nslow: %s", in, fast, slow)
+	}
+	if !bytes.Equal(fast, slow) {
+		t.Fatalf("bytes differ\ninput:\n%s\nfast: %s\nslow: %s", in, fast, slow)
+	}
+	return true
+}
+
+func decode(t *testing.T, js []byte) any {
+	t.Helper()
+	d := json.NewDecoder(bytes.NewReader(js))
+	d.UseNumber()
+	var v any
+	if err := d.Decode(&v); err != nil {
+		t.Fatalf("not JSON: %v: %s", err, js)
+	}
+	return v
+}
+
+const kubectlPod = `apiVersion: v1
+kind: Pod
+metadata:
+  annotations:
+    kubectl.kubernetes.io/last-applied-configuration: |
+      {"apiVersion":"v1","kind":"Pod"}
+  creationTimestamp: "2024-05-01T10:00:00Z"
+  labels:
+    app: web
+    pod-template-hash: 5d4f8c9b7
+  name: web-5d4f8c9b7-abcde
+  namespace: default
+  ownerReferences:
+  - apiVersion: apps/v1
+    blockOwnerDeletion: true
+    controller: true
+    kind: ReplicaSet
+    name: web-5d4f8c9b7
+    uid: 0b5e5f3e-1c2d-4e5f-8a9b-0c1d2e3f4a5b
+  resourceVersion: "12345"
+spec:
+  containers:
+  - args:
+    - --port=8080
+    - -v
+    command: ["/bin/sh", "-c"]
+    env:
+    - name: A
+      value: "1"
+    - name: B
+      value: 'it''s <ok> & "fine"'
+    image: registry.k8s.io/pause:3.10
+    name: c
+    ports:
+    - containerPort: 8080
+      protocol: TCP
+    resources:
+      limits:
+        memory: 1Gi
+      requests:
+        cpu: 500m
+        memory: 512Mi
+  nodeSelector: {}
+  tolerations:
+  - effect: NoExecute
+    key: node.kubernetes.io/not-ready
+    operator: Exists
+    tolerationSeconds: 300
+  priority: 0
+  terminationGracePeriodSeconds: 30
+status:
+  phase: Pending
+  podIPs: []
+`
+
+// TestHandled: the shapes kubectl and people write are converted by the
+// fast path, and exactly as sigs.k8s.io/yaml converts them.
+func TestHandled(t *testing.T) {
+	var c yamljson.Converter
+	for name, in := range map[string]string{
+		"kubectl pod":          kubectlPod,
+		"compact sequences":    "a:\n- x\n- z\nb: 1\n",
+		"nested sequence item": "a:\n  - b: 1\n    c:\n    - d\n    e: f\n  - g\n",
+		"empty values":         "a:\nb: # c\nc: ~\nd: null\n",
+		"comments":             "# top\na: 1 # one\n  # indented\nb: 'x' # two\n",
+		"flow":                 `r: [{key: a, values: ["x", 'y', 3]}, {}]` + "\n",
+		"literal":              "s: |\n  line 1\n    more\n\n  line 3\n\nt: |-\n  x\n",
+		"folded":               "s: >\n  a\n  b\n\n  c\nt: x\n",
+		"quoted keys":          "\"a b\": 1\n'c': \"\\u00e9\\n\\t\"\n",
+		"json":                 "{\n  \"kind\": \"Pod\",\n  \"spec\": {\"containers\": [{\"name\": \"c\"}]},\n  \"n\": [1, -2, true, false, null]\n}\n",
+		"indented document":    "  a: 1\n  b: 2\n",
+		"seq of maps":          "- a: 1\n  b: 2\n-\n- c\n",
+		"versions and ips":     "v: 1.29.3\nip: 10.0.0.1\nq: 1.5Gi\nd: 720h\n",
+		"unsorted keys":        "z: 1\na: 2\nm: {x: 1, b: 2}\n",
+		"html":                 "a: \"<b>&</b>\"\n",
+	} {
+		if !check(t, &c, []byte(in)) {
+			t.Errorf("%s: not handled by the fast path", name)
+		}
+	}
+}
+
+// tricky are documents the fast path must either convert exactly or leave
+// to sigs.k8s.io/yaml.
+var tricky = []string{
+	"a: yes\n", "a: on\n", "a: y\n", "a: No\n", "a: TRUE\n", "a: Null\n", "a: ~x\n",
+	"a: 1.5\n", "a: 1e3\n", "a: 1E3\n", "a: 0x1f\n", "a: 0o17\n", "a: 017\n", "a: 0b101\n",
+	"a: 1_000\n", "a: 12345678901234567890\n", "a: -0\n", "a: +1\n", "a: .5\n", "a: .inf\n",
+	"a: 2024-01-01\n", "a: 2024-01-01T10:00:00Z\n", "a: 1h30m\n", "a: 1e\n", "a: 1.\n",
+	"yes: 1\n", "1: a\n", "1.5: a\n", "null: a\n", "~: a\n", "<<: {a: 1}\n",
+	"a: &x 1\nb: *x\n", "a: !!str 1\n", "? a\n: b\n", "%YAML 1.1\n---\na: 1\n",
+	"a: 1\na: 2\n", "a: 1\nA: 2\n", "a: b\n  c\n", "a:\n  b\nc: 1\n", "a: 'x\n  y'\n",
+	"a: \"x\n  y\"\n", "a: |+\n  x\n\n", "a: |2\n   x\n", "a: >\n  x\n   y\n  z\n",
+	"a: |\n\n  x\n", "a: |\n  x", "a: |-\n  x", "a: >\n  a\n\n\n  b\n", "a: |\n  x\n \n  y\n",
+	"a: |\n  x\n     \n  y\n", "a: [a, b,]\n", "a: [a\n, b]\n", "a: {a:1}\n", "a: {\"a\":1}\n",
+	"a: [a b]\n", "a: [-1, -a]\n", "{\"a\":\n1}\n", "[1, 2]\n", "a: b: c\n", "a: b:\n",
+	"a: x #c\n", "a: x#c\n", "- - a\n", "-a\n", "a:\n- b\n c: 1\n", "a:\n  - b\n - c\n",
+	"a: \"\\/\"\n", "a: \"\\ud83d\\ude00\"\n", "a: \"\\u2028\"\n", "a: \"\\x41\"\n", "a: \"\\e\"\n",
+	"a: \"<&>\"\n", "\"\\u00e9\": 1\n", "a: 'x' y\n", "a: \"x\"y\n", "a: -\n", "a: - b\n",
+	"a:\tb\n", "a: b\r\n", "a: é\n", "a: [1, {b: [2, {c: 3}]}]\n", "a: {b: }\n", "a: {b}\n",
+	"a: \"x\" # c\n", "a: 'x'#c\n", "a:  \n  - 1\n", "a: x\n\n\nb: y\n", "a:\n\n  b: 1\n",
+	"- a\nb: 1\n", "a: 1\n- b\n", "a\n", "\"a\"\n", "{}\n", "[]\n", "{\"a\": 1} x\n",
+	"a: {\"b\": [1, 2], 'c': 'd'}\n", "[\n\"a\",\n\"b\"\n]\n", "{\n\"a\": {\n\"b\": 1\n}\n}\n",
+	"a: \"\"\n", "a: ''\n", "'': 1\n", "a: \"\\0\"\n", "a: \"\\b\\f\\r\"\n", "a:\n  -\n  - b\n",
+	"a: |\n  # not a comment\n  x\n", "a: |\n  x\n# comment\nb: 1\n", "a: |\n  x\n # c\nb: 1\n",
+	"a: >-\n  x\n  y\nb: 1\n", "a: [\"x\", \"y\"] # c\n", "a: []x\n", "a: [] \n", "- |\n  x\n- y\n",
+	"a:\n  b: |\n    x\n  c: 1\n", "x: 9007199254740993\n", "x: 999999999999999999\n", "x: -999999999999999999\n",
+}
+
+func TestTricky(t *testing.T) {
+	var c yamljson.Converter
+	handled := 0
+	for _, in := range tricky {
+		if check(t, &c, []byte(in)) {
+			handled++
+		}
+	}
+	t.Logf("fast path answered %d of %d tricky documents", handled, len(tricky))
+}
+
+func FuzzConvert(f *testing.F) {
+	f.Add([]byte(kubectlPod))
+	for _, in := range tricky {
+		f.Add([]byte(in))
+	}
+	var c yamljson.Converter
+	f.Fuzz(func(t *testing.T, in []byte) {
+		if len(in) > 4096 {
+			return // go.yaml.in/yaml/v2 is slow on some long inputs; nothing new to learn there
+		}
+		check(t, &c, in)
+	})
+}
