@@ -137,7 +137,7 @@ func Solve(in Input) Result {
 	s := newSolver(in)
 	var res Result
 	for _, p := range s.order {
-		s.current = p.pod
+		s.current, s.prefer = p.pod, p.prefer
 		if !s.place(p.g) {
 			res.Unschedulable = append(res.Unschedulable, Unschedulable{Pod: p.pod, Reason: s.explain(p.g)})
 		}

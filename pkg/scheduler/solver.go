@@ -36,6 +36,9 @@ type solver struct {
 	closed  int
 	minReq  resVec
 	current *corev1.Pod
+	// prefer is the current pod's preferred type in preferPool.
+	prefer     *ptype
+	preferPool *pool
 	// slack is the mean pending pod's CPU and memory (see usable).
 	slack [2]float64
 	// lastWhy is, per pool, why the last new claim could not take a pod
@@ -47,6 +50,9 @@ type pendingPod struct {
 	pod *corev1.Pod
 	g   *group
 	req resVec
+	// prefer is the type a new claim for this pod should be in
+	// preferPool (see divide); nil: the pool's most cost-efficient type.
+	prefer *ptype
 }
 
 func newSolver(in Input) *solver {
@@ -193,6 +199,12 @@ func requestsForPod(pod *corev1.Pod) corev1.ResourceList {
 // the workload's mix: a claim of the most cost-efficient type runs out of
 // CPU and memory together instead of running out of pod slots on a tail of
 // small pods.
+//
+// When that LP's optimum mixes two types of different shapes (a CPU-rich
+// type for the CPU-heavy pods, a memory-rich one for the rest) and the mix
+// is clearly cheaper than any one type, the pods are first divided between
+// the two (see divide): each part is ordered as above with its own mix,
+// and its pods prefer to open claims of its type.
 func (s *solver) orderPods() {
 	var yCPU, yMem float64
 	total := make(resVec, len(s.res.names))
@@ -202,9 +214,12 @@ func (s *solver) orderPods() {
 	if n := float64(len(s.order)); n > 0 {
 		s.slack = [2]float64{float64(total[rCPU]) / n, float64(total[rMemory]) / n}
 	}
+	var parts [][]pendingPod
 	for _, pl := range s.pools {
 		if pl.invalid == "" && len(pl.types) > 0 {
-			yCPU, yMem = lpDuals(s.lpTypes(pl), float64(total[rCPU]), float64(total[rMemory]), s.slack)
+			var basis [2]lpUse
+			yCPU, yMem, basis = lpSolve(s.lpTypes(pl), float64(total[rCPU]), float64(total[rMemory]), s.slack)
+			parts = s.divide(pl, basis, total)
 			break
 		}
 	}
@@ -223,35 +238,119 @@ func (s *solver) orderPods() {
 		memW += yMem / value
 	}
 	size := func(p pendingPod) float64 { return cpuW*float64(p.req[rCPU]) + memW*float64(p.req[rMemory]) }
-	slices.SortStableFunc(s.order, func(a, b pendingPod) int {
+	if parts == nil {
+		s.order = arrange(s.order, size)
+		return
+	}
+	out := make([]pendingPod, 0, len(s.order))
+	for _, part := range parts {
+		out = append(out, arrange(part, size)...)
+	}
+	s.order = out
+}
+
+// arrange sorts pods biggest first by size, then spreads them so that
+// every prefix has the pods' own mix (balance), or, with too many distinct
+// requests for that, interleaves big and small around the mean size.
+func arrange(order []pendingPod, size func(pendingPod) float64) []pendingPod {
+	slices.SortStableFunc(order, func(a, b pendingPod) int {
 		return cmp.Or(-cmp.Compare(size(a), size(b)), -cmp.Compare(a.req[rCPU], b.req[rCPU]), -cmp.Compare(a.req[rMemory], b.req[rMemory]),
 			cmp.Compare(a.pod.Namespace, b.pod.Namespace), cmp.Compare(a.pod.Name, b.pod.Name))
 	})
-	if len(s.order) < 3 {
-		return
+	if len(order) < 3 {
+		return order
 	}
-	if s.balance(total) {
-		return
+	if out, ok := balance(order); ok {
+		return out
 	}
 	sum := 0.0
-	for _, p := range s.order {
+	for _, p := range order {
 		sum += size(p)
 	}
-	avg := sum / float64(len(s.order))
-	out := make([]pendingPod, 0, len(s.order))
-	front, back, taken := 0, len(s.order)-1, 0.0
+	avg := sum / float64(len(order))
+	out := make([]pendingPod, 0, len(order))
+	front, back, taken := 0, len(order)-1, 0.0
 	for front <= back {
 		if taken <= avg*float64(len(out)) {
-			out = append(out, s.order[front])
-			taken += size(s.order[front])
+			out = append(out, order[front])
+			taken += size(order[front])
 			front++
 		} else {
-			out = append(out, s.order[back])
-			taken += size(s.order[back])
+			out = append(out, order[back])
+			taken += size(order[back])
 			back--
 		}
 	}
-	s.order = out
+	return out
+}
+
+// mixGain is how much cheaper the LP's two-type optimum must be than the
+// cheapest single type for divide to split the pods: below it, one type
+// packed with the whole workload's mix costs about as much and the split
+// only adds a second shape to the fleet.
+const mixGain = 0.01
+
+// divide splits the pending pods between the two types of the LP's
+// optimum when the mix is worth it (mixGain); nil otherwise. A side whose
+// pods have its type's memory:CPU ratio fills its nodes on both
+// resources, and when both sides have their type's ratio their sums are
+// the LP's own split (the two rays decompose the total one way only). So
+// pods go, biggest first, to the side that leaves the two sides' ratios
+// least off their types'; the small pods at the end even out what the big
+// ones left. Each pod remembers its side's type as the one to open a
+// claim with (pendingPod.prefer).
+func (s *solver) divide(pl *pool, basis [2]lpUse, total resVec) [][]pendingPod {
+	a, b := basis[0], basis[1]
+	if a.t == nil || b.t == nil || a.x < 1 || b.x < 1 || total[rCPU] <= 0 || total[rMemory] <= 0 {
+		return nil
+	}
+	type side struct {
+		t            *ptype
+		price        float64
+		cpu, mem     float64 // usable room of one node
+		usedC, usedM float64
+		pods         []pendingPod
+	}
+	mk := func(u lpUse) *side {
+		price, _ := u.t.cheapest(^uint64(0))
+		c, m := usable(u.t, s.slack)
+		return &side{t: u.t, price: price, cpu: c, mem: m}
+	}
+	sides := [2]*side{mk(a), mk(b)}
+	C, M := float64(total[rCPU]), float64(total[rMemory])
+	mixed := a.x*sides[0].price + b.x*sides[1].price
+	single := math.Inf(1)
+	for _, t := range s.lpTypes(pl) {
+		if price, ok := t.cheapest(^uint64(0)); ok && price > 0 {
+			if c, m := usable(t, s.slack); c > 0 && m > 0 {
+				single = min(single, price*max(C/c, M/m))
+			}
+		}
+	}
+	if mixed > single*(1-mixGain) {
+		return nil
+	}
+	// off is how far a side's memory is from its type's ratio times its
+	// CPU, in shares of the total memory.
+	off := func(sd *side, c, m float64) float64 { return math.Abs(c*sd.mem/sd.cpu-m) / M }
+	order := arrange(slices.Clone(s.order), func(p pendingPod) float64 { return float64(p.req[rCPU])/C + float64(p.req[rMemory])/M })
+	for _, p := range order {
+		c, m := float64(p.req[rCPU]), float64(p.req[rMemory])
+		best, bestOff := 0, math.Inf(1)
+		for i, sd := range sides {
+			other := sides[1-i]
+			d := off(sd, sd.usedC+c, sd.usedM+m) + off(other, other.usedC, other.usedM)
+			if d < bestOff-1e-12 {
+				best, bestOff = i, d
+			}
+		}
+		sd := sides[best]
+		sd.usedC, sd.usedM = sd.usedC+c, sd.usedM+m
+		p.prefer = sd.t
+		sd.pods = append(sd.pods, p)
+	}
+	s.preferPool = pl
+	return [][]pendingPod{sides[0].pods, sides[1].pods}
 }
 
 // maxBalanceClasses bounds the work of balance: pods × classes.
@@ -265,7 +364,7 @@ const maxBalanceClasses = 128
 // class and keep their sorted order; ties go to the bigger class. It
 // returns false, leaving the order alone, when there are too many classes
 // to do this cheaply.
-func (s *solver) balance(total resVec) bool {
+func balance(order []pendingPod) ([]pendingPod, bool) {
 	type class struct {
 		cpu, mem float64
 		pods     []pendingPod
@@ -273,12 +372,14 @@ func (s *solver) balance(total resVec) bool {
 	}
 	var classes []*class
 	index := map[[2]int64]int{}
-	for _, p := range s.order {
+	var totalCPU, totalMem float64
+	for _, p := range order {
+		totalCPU, totalMem = totalCPU+float64(p.req[rCPU]), totalMem+float64(p.req[rMemory])
 		key := [2]int64{p.req[rCPU], p.req[rMemory]}
 		i, ok := index[key]
 		if !ok {
 			if len(classes) == maxBalanceClasses {
-				return false
+				return order, false
 			}
 			i = len(classes)
 			index[key] = i
@@ -287,16 +388,16 @@ func (s *solver) balance(total resVec) bool {
 		classes[i].pods = append(classes[i].pods, p)
 	}
 	cpuW, memW := 0.0, 0.0
-	if total[rCPU] > 0 {
-		cpuW = 1 / float64(total[rCPU])
+	if totalCPU > 0 {
+		cpuW = 1 / totalCPU
 	}
-	if total[rMemory] > 0 {
-		memW = 1 / float64(total[rMemory])
+	if totalMem > 0 {
+		memW = 1 / totalMem
 	}
-	n := float64(len(s.order))
-	out := make([]pendingPod, 0, len(s.order))
+	n := float64(len(order))
+	out := make([]pendingPod, 0, len(order))
 	var cpu, mem float64
-	for k := range s.order {
+	for k := range order {
 		share := float64(k+1) / n
 		var best *class
 		bestD := math.Inf(1)
@@ -314,8 +415,7 @@ func (s *solver) balance(total resVec) bool {
 		cpu += best.cpu
 		mem += best.mem
 	}
-	s.order = out
-	return true
+	return out, true
 }
 
 // internCounters creates the counters of every topology rule of pod.
@@ -578,6 +678,14 @@ func (s *solver) open(pl *pool, i int, v *variant) *bin {
 	}
 	if len(opts) == 0 {
 		return nil
+	}
+	if pl == s.preferPool && s.prefer != nil {
+		// The claim packs to its first option: make it the pod's side of
+		// the LP's mix (see divide).
+		if k := slices.Index(opts, s.prefer); k > 0 {
+			copy(opts[1:k+1], opts[:k])
+			opts[0] = s.prefer
+		}
 	}
 	b := &bin{claim: true, id: len(s.bins), pool: pl, poolIdx: i, types: vp.types, zones: vp.zones, cts: vp.cts,
 		custom: vp.custom, customKeys: map[string]bool{}, absorbed: map[*poolVariant]bool{},
