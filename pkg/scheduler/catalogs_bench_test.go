@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/rand"
 	"regexp"
+	"slices"
 	"sort"
 	"testing"
 
@@ -154,27 +155,29 @@ func generalPurposeType(it *catalog.InstanceType) bool {
 	return false
 }
 
-// benchmarkRegions packs the generic pods over every embedded region's
-// catalog, restricted to the instance types keep accepts, in one
-// operation, and reports the worst and mean price/bound and how many
-// regions are above 1.03 (each region's ratio is logged, worst first).
-func benchmarkRegions(b *testing.B, keep func(*catalog.InstanceType) bool) {
+// regionCatalogs are the embedded catalog's regions, each restricted to
+// the instance types keep accepts.
+func regionCatalogs(tb testing.TB, keep func(*catalog.InstanceType) bool) ([]string, []*catalog.Catalog) {
 	regions := catalog.Regions()
 	cats := make([]*catalog.Catalog, len(regions))
 	for i, r := range regions {
 		c, err := catalog.Default(r)
 		if err != nil {
-			b.Fatal(err)
+			tb.Fatal(err)
 		}
 		kept := *c
-		kept.InstanceTypes = nil
-		for _, it := range c.InstanceTypes {
-			if keep(it) {
-				kept.InstanceTypes = append(kept.InstanceTypes, it)
-			}
-		}
+		kept.InstanceTypes = slices.DeleteFunc(slices.Clone(c.InstanceTypes), func(it *catalog.InstanceType) bool { return !keep(it) })
 		cats[i] = &kept
 	}
+	return regions, cats
+}
+
+// benchmarkRegions packs the generic pods over every embedded region's
+// catalog, restricted to the instance types keep accepts, in one
+// operation, and reports the worst and mean price/bound and how many
+// regions are above 1.03 (each region's ratio is logged, worst first).
+func benchmarkRegions(b *testing.B, keep func(*catalog.InstanceType) bool) {
+	regions, cats := regionCatalogs(b, keep)
 	ratios := make([]float64, len(regions))
 	b.ReportAllocs()
 	b.ResetTimer()

@@ -2,7 +2,6 @@ package scheduler_test
 
 import (
 	"fmt"
-	"maps"
 	"math"
 	"slices"
 	"testing"
@@ -94,19 +93,11 @@ func TestGenericPriceWithinLPBound(t *testing.T) {
 // memory-rich ones for the rest; a packing that gives every node the
 // workload's average mix was 8-14% above the bound there.
 func TestGeneralPurposePriceWithinLPBound(t *testing.T) {
-	catalogs := map[string]*catalog.Catalog{"synthetic": generalPurpose(t, 1)}
-	for _, region := range catalog.Regions() {
-		c, err := catalog.Default(region)
-		if err != nil {
-			t.Fatal(err)
-		}
-		kept := *c
-		kept.InstanceTypes = slices.DeleteFunc(slices.Clone(c.InstanceTypes), func(it *catalog.InstanceType) bool { return !generalPurposeType(it) })
-		catalogs[region] = &kept
-	}
-	for _, name := range slices.Sorted(maps.Keys(catalogs)) {
+	names, catalogs := regionCatalogs(t, generalPurposeType)
+	names, catalogs = append(names, "synthetic"), append(catalogs, generalPurpose(t, 1))
+	for i, name := range names {
 		t.Run(name, func(t *testing.T) {
-			c := catalogs[name]
+			c := catalogs[i]
 			pods, cpu, mem := genericPods(7, 2000)
 			in := scheduler.Input{
 				Pods:        pods,
