@@ -286,7 +286,7 @@ func (c *Controller) Validate(ctx context.Context, msg messages.DisruptionComman
 		res.Invalid, res.InFlight = "command "+inFlight+" is still waiting for its replacements", inFlight
 		return res, nil
 	}
-	cmd := &disruption.Command{Method: msg.Method, Reason: disruption.Reason(msg.Reason)}
+	cmd := &disruption.Command{Method: msg.Method, Reason: disruption.Reason(msg.Reason), Savings: msg.SavingsPerHour}
 	for _, ref := range msg.Candidates {
 		cmd.Candidates = append(cmd.Candidates, &disruption.Candidate{NodeClaim: &karpv1.NodeClaim{}})
 		last := cmd.Candidates[len(cmd.Candidates)-1].NodeClaim
@@ -348,7 +348,8 @@ func commandID(cmd *disruption.Command) string {
 }
 
 func (c *Controller) scheduleValidation(ctx context.Context, cmd *disruption.Command, now time.Time) (time.Time, error) {
-	msg := messages.DisruptionCommand{Cluster: c.opts.ClusterName, Method: cmd.Method, Reason: string(cmd.Reason), DecidedAt: now.UTC()}
+	msg := messages.DisruptionCommand{Cluster: c.opts.ClusterName, Method: cmd.Method, Reason: string(cmd.Reason), DecidedAt: now.UTC(),
+		SavingsPerHour: cmd.Savings}
 	for _, cand := range cmd.Candidates {
 		msg.Candidates = append(msg.Candidates, messages.ObjectRef{Name: cand.Name(), UID: string(cand.NodeClaim.UID)})
 	}
