@@ -47,7 +47,7 @@ const (
 	// between a fleet at rest and the LP bound on the table.
 	MinRebalanceSaving = 0.02
 	// maxRebalanceGroup is the largest run of alike candidates tried.
-	maxRebalanceGroup = 8
+	maxRebalanceGroup = 16
 	// maxRebalancePairs is how many pairs from both ends are tried.
 	maxRebalancePairs = 4
 	// maxRebalanceSimulations bounds the scheduler solves of one decision.
@@ -69,32 +69,26 @@ func (RebalancingConsolidation) ComputeCommands(e *Engine, budgets Budgets, cand
 		}
 	}
 	slices.SortStableFunc(sorted, func(a, b *Candidate) int { return cmp.Compare(memPerCPU(f.candidates[a]), memPerCPU(f.candidates[b])) })
-	var room res // the fleet's free capacity, negatives ignored
-	for _, free := range f.free {
-		room = room.add(res{max(free.cpu, 0), max(free.mem, 0)})
-	}
 	r := e.rebalancer()
 	type group struct {
-		cands []*Candidate
-		bound float64 // share of the group's price the cover saves
+		cands  []*Candidate
+		saving float64 // $/h the cover saves
 	}
 	var groups []group
 	consider := func(g []*Candidate) {
-		var need, freed res
+		var need res
 		var price float64
 		allSpot := true
 		for _, c := range g {
 			need = need.add(f.candidates[c])
-			free := f.free[c.Node.Name]
-			freed = freed.add(res{max(free.cpu, 0), max(free.mem, 0)})
 			price += c.Price
 			allSpot = allSpot && c.CapacityType == karpv1.CapacityTypeSpot
 		}
 		if !fitsBudgets(g, budgets) {
 			return
 		}
-		cover := r.cover(need.sub(room.sub(freed)), 2*need.cpu, allSpot && !e.st.Options.SpotToSpot)
-		if saving := 1 - cover/price; saving >= MinRebalanceSaving {
+		cover := r.cover(need, 2*need.cpu, allSpot && !e.st.Options.SpotToSpot)
+		if saving := price - cover; saving >= MinRebalanceSaving*price {
 			groups = append(groups, group{g, saving})
 		}
 	}
@@ -108,7 +102,7 @@ func (RebalancingConsolidation) ComputeCommands(e *Engine, budgets Budgets, cand
 			consider([]*Candidate{sorted[i], sorted[j]})
 		}
 	}
-	slices.SortStableFunc(groups, func(a, b group) int { return cmp.Compare(b.bound, a.bound) })
+	slices.SortStableFunc(groups, func(a, b group) int { return cmp.Compare(b.saving, a.saving) })
 	for _, g := range groups {
 		if e.outOfTime() || r.solves >= maxRebalanceSimulations {
 			break
@@ -136,19 +130,22 @@ func fitsBudgets(g []*Candidate, budgets Budgets) bool {
 	return true
 }
 
-// rebalance asks the scheduler to re-pack cands' pods, as they are and
-// split by shape (see simulateSplit), and keeps the cheaper outcome.
+// rebalance asks the scheduler to re-pack cands' pods on the rest of the
+// fleet and up to len(cands) new nodes; if that does not save enough,
+// again with the pods split by shape (see simulateSplit).
 func (e *Engine) rebalance(cands []*Candidate) (*Command, string) {
 	r := e.rebalancer()
-	whole, why := e.consolidateInto(MethodRebalance, cands, func(c []*Candidate) Simulation { r.solves++; return e.Simulate(c) }, len(cands), MinRebalanceSaving)
+	simulate := func(c []*Candidate) Simulation { r.solves++; return e.Simulate(c) }
+	cmd, why := e.consolidateInto(MethodRebalance, cands, simulate, len(cands), MinRebalanceSaving)
+	if cmd != nil {
+		return cmd, ""
+	}
 	split, whySplit := e.consolidateInto(MethodRebalance, cands, func(c []*Candidate) Simulation { return e.simulateSplit(r, c) }, len(cands), MinRebalanceSaving)
-	switch {
-	case split != nil && (whole == nil || split.Savings > whole.Savings):
+	if split != nil {
 		return split, ""
-	case whole != nil:
-		return whole, ""
-	case whySplit != "" && whySplit != why:
-		return nil, why + "; split by shape: " + whySplit
+	}
+	if whySplit != why {
+		why += "; split by shape: " + whySplit
 	}
 	return nil, why
 }
