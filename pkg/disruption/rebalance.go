@@ -3,6 +3,7 @@ package disruption
 import (
 	"cmp"
 	"slices"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
@@ -22,15 +23,16 @@ import (
 // Underutilized budgets like the other consolidation methods (sharing
 // their simulation, spot rules, Balanced score and validation).
 //
-// Groups: the candidates sorted by their pods' memory per CPU; every run
-// of 2 to maxRebalanceGroup neighbours (alike shapes pack together onto a
-// larger node) and the pairs taken from both ends (opposite shapes
-// complete each other), within budgets. Each is judged first by resources
-// alone: an LP cover of what the rest of the fleet's free capacity cannot
-// take, by types no larger than twice the group's CPU. The groups whose
-// cover saves at least MinRebalanceSaving are asked of the scheduler, best
-// cover first, until maxRebalanceSimulations solves are spent; the first
-// that saves enough is the command.
+// Groups, within budgets: runs of 2 to maxRebalanceGroup neighbours in
+// the candidates sorted by their pods' memory per CPU (alike shapes pack
+// together onto larger nodes), pairs from both ends of that order
+// (opposite shapes complete each other), and prefixes of the candidates
+// whose own pods are furthest above their LP cover. Each is judged first
+// by resources alone: the LP cover of its pods by types no larger than
+// twice its CPU. Groups whose cover saves coverMargin times the minimum
+// are asked of the scheduler, largest estimated $/h saving first, until
+// maxRebalanceSimulations solves are spent; the first that saves at least
+// MinRebalanceSaving is the command.
 type RebalancingConsolidation struct{}
 
 const (
@@ -46,7 +48,13 @@ const (
 	// nodes saves 2-6 %, and a minimum of 5 % would leave most of the gap
 	// between a fleet at rest and the LP bound on the table.
 	MinRebalanceSaving = 0.02
-	// maxRebalanceGroup is the largest run of alike candidates tried.
+	// coverMargin: a group is simulated only if its LP cover saves this
+	// many times MinRebalanceSaving. The scheduler's packing of a group
+	// lands a few percent above the cover (whole nodes, small types with
+	// less room per CPU); groups whose cover barely clears the minimum
+	// spend the simulations and never save it.
+	coverMargin = 2
+	// maxRebalanceGroup is the largest group tried.
 	maxRebalanceGroup = 16
 	// maxRebalancePairs is how many pairs from both ends are tried.
 	maxRebalancePairs = 4
@@ -75,7 +83,13 @@ func (RebalancingConsolidation) ComputeCommands(e *Engine, budgets Budgets, cand
 		saving float64 // $/h the cover saves
 	}
 	var groups []group
+	seen := map[string]bool{}
 	consider := func(g []*Candidate) {
+		key := groupKey(g)
+		if seen[key] {
+			return
+		}
+		seen[key] = true
 		var need res
 		var price float64
 		allSpot := true
@@ -88,7 +102,7 @@ func (RebalancingConsolidation) ComputeCommands(e *Engine, budgets Budgets, cand
 			return
 		}
 		cover := r.cover(need, 2*need.cpu, allSpot && !e.st.Options.SpotToSpot)
-		if saving := price - cover; saving >= MinRebalanceSaving*price {
+		if saving := price - cover; saving >= coverMargin*MinRebalanceSaving*price {
 			groups = append(groups, group{g, saving})
 		}
 	}
@@ -102,6 +116,18 @@ func (RebalancingConsolidation) ComputeCommands(e *Engine, budgets Budgets, cand
 			consider([]*Candidate{sorted[i], sorted[j]})
 		}
 	}
+	// Prefixes of the candidates whose own pods are furthest above their
+	// cover: the nodes a re-pack gains most from, whatever their shape.
+	waste := make(map[*Candidate]float64, len(sorted))
+	for _, c := range sorted {
+		need := f.candidates[c]
+		waste[c] = 1 - r.cover(need, 2*need.cpu, c.CapacityType == karpv1.CapacityTypeSpot && !e.st.Options.SpotToSpot)/c.Price
+	}
+	wasteful := slices.Clone(sorted)
+	slices.SortStableFunc(wasteful, func(a, b *Candidate) int { return cmp.Compare(waste[b], waste[a]) })
+	for k := 2; k <= min(maxRebalanceGroup, len(wasteful)); k++ {
+		consider(wasteful[:k])
+	}
 	slices.SortStableFunc(groups, func(a, b group) int { return cmp.Compare(b.saving, a.saving) })
 	for _, g := range groups {
 		if e.outOfTime() || r.solves >= maxRebalanceSimulations {
@@ -112,6 +138,16 @@ func (RebalancingConsolidation) ComputeCommands(e *Engine, budgets Budgets, cand
 		}
 	}
 	return nil, nil
+}
+
+// groupKey names a group's candidates, in any order.
+func groupKey(g []*Candidate) string {
+	names := make([]string, len(g))
+	for i, c := range g {
+		names[i] = c.Name()
+	}
+	slices.Sort(names)
+	return strings.Join(names, ",")
 }
 
 func memPerCPU(a res) float64 { return float64(a.mem) / float64(max(a.cpu, 1)) }
@@ -187,8 +223,7 @@ func (r *rebalancer) types(maxCPU int64, onDemand bool) []pricedType {
 	// Caps between two sizes are the smaller size.
 	i, _ := slices.BinarySearchFunc(r.offerings, maxCPU+1, func(t pricedType, v int64) int { return cmp.Compare(t.alloc.cpu, v) })
 	i = max(i, 1)
-	cap := r.offerings[i-1].alloc.cpu
-	key := [2]int64{cap, 0}
+	key := [2]int64{r.offerings[i-1].alloc.cpu, 0}
 	if onDemand {
 		key[1] = 1
 	}
@@ -213,15 +248,17 @@ func (r *rebalancer) cover(need res, maxCPU int64, onDemand bool) float64 {
 }
 
 // simulateSplit is Simulate with the pods split by shape. The scheduler
-// gives every new node the mix of the pods it places (right for
-// provisioning: no node fills up on one resource with the other left
-// over), so asked about a group's pods at once it replaces a group of
-// general-purpose nodes with general-purpose nodes. When the cheapest
-// fractional cover of the pods mixes two types, the pods are split as that
-// cover splits them: the lowest memory-per-CPU pods, as many as keep their
-// mix within the lean type's, are placed first, the rest after them, each
-// part on the rest of the fleet and its own new nodes. Pods whose
-// placement depends on other pods (spread, pod affinity) are not split.
+// divides pods between two shapes only when their LP cover buys at least
+// one whole node of each; below that it gives every new node the mix of
+// the pods it places (right for provisioning: no node fills up on one
+// resource with the other left over), so asked about two or three nodes'
+// pods it replaces general-purpose nodes with general-purpose nodes. When
+// the cheapest fractional cover of the pods by types no larger than they
+// need mixes two types, the lowest memory-per-CPU pods, as many as keep
+// their mix within the lean type's, are placed first, the rest after
+// them, each part on the rest of the fleet and its own new nodes. Pods
+// whose placement depends on other pods (spread, pod affinity) are not
+// split.
 func (e *Engine) simulateSplit(r *rebalancer, cands []*Candidate) Simulation {
 	var moved []*corev1.Pod
 	allSpot := true
