@@ -38,6 +38,7 @@ func TestRebalance(t *testing.T) {
 			skewedPair(f)
 			f.np.Spec.Disruption.Budgets = []karpv1.Budget{{Nodes: "1"}}
 		}, "", "fit neither"},
+		{"spot nodes are not rebalanced onto spot without SpotToSpot", true, spotPair, "", "fit neither"},
 		{"a do-not-disrupt pod keeps its node out of every group", true, func(f *fixture) {
 			skewedPair(f)
 			f.pod("stay", "a", "100m", "128Mi", func(p *corev1.Pod) {
@@ -66,6 +67,13 @@ func TestRebalance(t *testing.T) {
 			if got := strings.Join(names(cmd.Candidates), ","); cmd.Method != MethodRebalance || got != tc.want {
 				t.Fatalf("command %s, want a %s of %s", cmd, MethodRebalance, tc.want)
 			}
+			total := sumPrice(cmd.Candidates)
+			if cmd.Savings < MinRebalanceSaving*total || cmd.Savings != total-replacementPrice(cmd.Replacements) {
+				t.Errorf("saves $%.4f/h of $%.4f/h, want at least %.0f%% and the price difference", cmd.Savings, total, 100*MinRebalanceSaving)
+			}
+			if !strings.Contains(cmd.String(), "rebalancing consolidation replace (Underutilized)") {
+				t.Errorf("String() = %q", cmd.String())
+			}
 			if len(cmd.Replacements) != 2 {
 				t.Fatalf("command %s, want two replacements", cmd)
 			}
@@ -77,14 +85,40 @@ func TestRebalance(t *testing.T) {
 			if !shapes["Standard_D8als_v6"] && !shapes["Standard_D8als_v7"] || !shapes["Standard_D8as_v5"] {
 				t.Errorf("replacements %s, want a low-memory D8als and a D8as_v5", cmd)
 			}
-			total := sumPrice(cmd.Candidates)
-			if cmd.Savings < MinRebalanceSaving*total || cmd.Savings != total-replacementPrice(cmd.Replacements) {
-				t.Errorf("saves $%.4f/h of $%.4f/h, want at least %.0f%% and the price difference", cmd.Savings, total, 100*MinRebalanceSaving)
-			}
-			if !strings.Contains(cmd.String(), "rebalancing consolidation replace (Underutilized)") {
-				t.Errorf("String() = %q", cmd.String())
-			}
 		})
+	}
+}
+
+// spotPair is skewedPair on spot nodes of a spot-only NodePool.
+func spotPair(f *fixture) {
+	f.np.Spec.Template.Spec.Requirements[2].Values = []string{"spot"}
+	skewedPair(f)
+	for i := range f.c.NodeClaims {
+		f.c.NodeClaims[i].Labels[karpv1.CapacityTypeLabelKey] = karpv1.CapacityTypeSpot
+	}
+}
+
+// TestRebalanceSpot: as Karpenter, spot nodes are re-packed onto spot
+// only with SpotToSpot, and then with at least MinSpotToSpotTypes cheaper
+// types per replacement.
+func TestRebalanceSpot(t *testing.T) {
+	for _, tc := range []struct {
+		spotToSpot bool
+		want       string
+	}{
+		{false, "SpotToSpotConsolidation is disabled"},
+		{true, "SpotToSpotConsolidation requires 15 cheaper spot instance types"},
+	} {
+		f := newFixture(t)
+		spotPair(f)
+		e := NewEngine(State{Cluster: f.c, Catalog: f.cat, Now: now, Options: Options{Rebalance: true, SpotToSpot: tc.spotToSpot}})
+		if len(e.Candidates) != 2 || e.Candidates[0].CapacityType != karpv1.CapacityTypeSpot {
+			t.Fatalf("candidates %v, want the two spot nodes", names(e.Candidates))
+		}
+		cmd, why := e.rebalance(e.Candidates)
+		if cmd != nil || !strings.Contains(why, tc.want) {
+			t.Errorf("SpotToSpot %t: command %v, reason %q; want a refusal containing %q", tc.spotToSpot, cmd, why, tc.want)
+		}
 	}
 }
 
