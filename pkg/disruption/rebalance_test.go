@@ -156,7 +156,7 @@ func TestValidateRebalance(t *testing.T) {
 		want   string // "" = still valid
 	}{
 		{"unchanged", func(*fixture) {}, Options{Rebalance: true}, ""},
-		{"a rich pod more: the re-pack no longer saves", func(f *fixture) { f.pod("late", "b", "500m", "4Gi") }, Options{Rebalance: true}, "no longer saves enough"},
+		{"a rich pod more: the re-pack no longer saves", func(f *fixture) { f.pod("late", "b", "500m", "4Gi") }, Options{Rebalance: true}, "finds no rebalance that saves 2%"},
 		{"rebalancing turned off", func(*fixture) {}, Options{}, "turned off"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

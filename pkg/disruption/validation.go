@@ -111,7 +111,7 @@ func Validate(st State, cmd *Command) (*Command, error) {
 func (e *Engine) revalidateRebalance(cmd *Command, fresh []*Candidate) (*Command, error) {
 	again, why := e.rebalance(fresh)
 	if again == nil {
-		return nil, &ValidationError{Reason: "the re-simulation no longer saves enough: " + why}
+		return nil, &ValidationError{Reason: fmt.Sprintf("the re-simulation finds no rebalance that saves %.0f%%: %s", 100*MinRebalanceSaving, why)}
 	}
 	if cmd.Savings > 0 && again.Savings < cmd.Savings-savingsTolerance {
 		return nil, &ValidationError{Reason: fmt.Sprintf("the re-simulation saves $%.4f/h, less than the $%.4f/h decided", again.Savings, cmd.Savings)}
