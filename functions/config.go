@@ -54,6 +54,10 @@ const (
 	// cheaper spot nodes ("true"/"false", default false), Karpenter's
 	// SpotToSpotConsolidation feature gate.
 	EnvSpotToSpot = "KARPFUNC_SPOT_TO_SPOT_CONSOLIDATION"
+	// EnvRebalance adds rebalancing consolidation, beyond Karpenter: a
+	// group of nodes replaced by several cheaper nodes of other shapes
+	// ("true"/"false", default false).
+	EnvRebalance = "KARPFUNC_REBALANCE_CONSOLIDATION"
 )
 
 // dependencies are built on first use and kept for the life of the process
@@ -174,18 +178,35 @@ func (d *dependencies) get() (*provisioning.Provisioner, *lifecycle.Controller, 
 	d.interruptionCtrl = interruption.New(interruption.Options{Kube: kube, Lifecycle: d.lifecycleController, Evacuator: d.provisioner,
 		Offerings: offerings.NewStore(kube, d.getenv(EnvNamespace), "", clk), Clock: clk, Logger: d.log,
 		ClusterName: azOpts.ClusterName, Decisions: rec})
-	spotToSpot := false
-	if v := d.getenv(EnvSpotToSpot); v != "" {
-		if spotToSpot, err = strconv.ParseBool(v); err != nil {
-			return nil, nil, fmt.Errorf("app setting %s=%q is not true or false", EnvSpotToSpot, v)
-		}
+	engine, err := disruptionOptions(d.getenv)
+	if err != nil {
+		return nil, nil, err
 	}
 	d.disruptionCtrl = live.New(live.Options{Kube: kube, Catalog: cat, Replacer: d.provisioner, Publisher: pub,
-		ClusterName: azOpts.ClusterName, Clock: clk, Logger: d.log, Decisions: rec,
-		Engine: disruption.Options{SpotToSpot: spotToSpot, TimeLimit: time.Minute}})
+		ClusterName: azOpts.ClusterName, Clock: clk, Logger: d.log, Decisions: rec, Engine: engine})
 	d.pub, d.cluster = pub, azOpts.ClusterName
 	d.built = true
 	return d.provisioner, d.lifecycleController, nil
+}
+
+// disruptionOptions are the disruption engine's settings.
+func disruptionOptions(getenv func(string) string) (disruption.Options, error) {
+	o := disruption.Options{TimeLimit: time.Minute}
+	for _, s := range []struct {
+		name string
+		to   *bool
+	}{{EnvSpotToSpot, &o.SpotToSpot}, {EnvRebalance, &o.Rebalance}} {
+		v := getenv(s.name)
+		if v == "" {
+			continue
+		}
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return o, fmt.Errorf("app setting %s=%q is not true or false", s.name, v)
+		}
+		*s.to = b
+	}
+	return o, nil
 }
 
 // duration reads a Go duration app setting, def when unset.

@@ -38,9 +38,10 @@ func runPlanTo(stdout io.Writer, args []string) error {
 	disrupt := fs.Bool("disruption", false, "print what disruption (expiration, emptiness, drift, consolidation) would do to the nodes in the input, move by move, instead of placing pending pods")
 	maxMoves := fs.Int("max-moves", 100, "with --disruption: stop after this many moves")
 	spotToSpot := fs.Bool("spot-to-spot", false, "with --disruption: allow replacing spot nodes with cheaper spot nodes (Karpenter's SpotToSpotConsolidation)")
+	rebalance := fs.Bool("rebalance", false, "with --disruption: add rebalancing consolidation, beyond Karpenter: groups of nodes replaced by several cheaper nodes of other shapes")
 	fs.SetOutput(os.Stderr)
 	fs.Usage = func() {
-		fmt.Fprintln(os.Stderr, "usage: karpfunc plan -f FILE [-f FILE ...] [--region REGION] [--catalog FILE] [-o json|table] [--disruption [--max-moves N] [--spot-to-spot]]")
+		fmt.Fprintln(os.Stderr, "usage: karpfunc plan -f FILE [-f FILE ...] [--region REGION] [--catalog FILE] [-o json|table] [--disruption [--max-moves N] [--spot-to-spot] [--rebalance]]")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -54,6 +55,9 @@ func runPlanTo(stdout io.Writer, args []string) error {
 	}
 	if len(files) == 0 {
 		return errors.New("plan: no input; pass at least one -f FILE (- reads stdin)")
+	}
+	if *rebalance && !*disrupt {
+		return errors.New("plan: --rebalance applies to --disruption only; add --disruption")
 	}
 	if *output != "json" && *output != "table" {
 		return fmt.Errorf("plan: -o %q is not a format; use json or table", *output)
@@ -117,7 +121,7 @@ func runPlanTo(stdout io.Writer, args []string) error {
 
 	if *disrupt {
 		moves, before, last := disruption.Replay(disruption.State{Cluster: &objs.Cluster, Catalog: cat, Now: time.Now(),
-			Options: disruption.Options{SpotToSpot: *spotToSpot}}, *maxMoves)
+			Options: disruption.Options{SpotToSpot: *spotToSpot, Rebalance: *rebalance}}, *maxMoves)
 		out := plan.NewDisruptionOutput(moves, before, last)
 		if *output == "json" {
 			return out.WriteJSON(stdout)

@@ -112,6 +112,9 @@ resource settings 'Microsoft.Web/sites/config@2024-04-01' = {
     // Consolidation may replace spot nodes with cheaper spot nodes
     // (Karpenter's SpotToSpotConsolidation gate, off by default).
     KARPFUNC_SPOT_TO_SPOT_CONSOLIDATION: 'false'
+    // Rebalancing consolidation (beyond Karpenter: several replacements
+    // per command), off by default.
+    KARPFUNC_REBALANCE_CONSOLIDATION: 'false'
     // azidentity's DefaultAzureCredential: which user-assigned identity.
     AZURE_CLIENT_ID: identityClientId
     // The cluster and where its nodes go (pkg/azure OptionsFromEnv).

@@ -20,15 +20,21 @@ func benchFleet(b *testing.B, podCPU string, podMem string) *fixture {
 
 // BenchmarkDecide: a consolidation decision (all methods) over 1,000 nodes
 // and 10,000 pods. "underused": every node half used, so the methods find a
-// command; "packed": nothing to do, every method runs to the end.
+// command; "packed": nothing to do, every method runs to the end
+// ("packed-rebalance": with rebalancing consolidation).
 func BenchmarkDecide(b *testing.B) {
-	for _, tc := range []struct{ name, cpu, mem string }{
-		{"underused", "350m", "1400Mi"},
-		{"packed", "750m", "3Gi"},
+	for _, tc := range []struct {
+		name, cpu, mem string
+		rebalance      bool
+	}{
+		{"underused", "350m", "1400Mi", false},
+		{"packed", "750m", "3Gi", false},
+		// every method, rebalancing consolidation included, runs to the end
+		{"packed-rebalance", "750m", "3Gi", true},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
 			f := benchFleet(b, tc.cpu, tc.mem)
-			st := State{Cluster: f.c, Catalog: f.cat, Now: now}
+			st := State{Cluster: f.c, Catalog: f.cat, Now: now, Options: Options{Rebalance: tc.rebalance}}
 			b.ResetTimer()
 			var d Decision
 			for i := 0; i < b.N; i++ {

@@ -2,6 +2,7 @@ package disruption
 
 import (
 	"fmt"
+	"math"
 	"sort"
 
 	corev1 "k8s.io/api/core/v1"
@@ -21,12 +22,20 @@ func consolidatable(c *Candidate) bool {
 // fit elsewhere, replace them with one cheaper NodeClaim when the pods fit
 // on it. The string explains a refusal.
 func (e *Engine) consolidate(method string, cands []*Candidate) (*Command, string) {
+	return e.consolidateInto(method, cands, e.Simulate, 1, 0)
+}
+
+// consolidateInto is consolidate with simulate's answer, allowing up to
+// maxNew replacements whose cheapest offerings must together cost at most
+// (1-minSaving) of the candidates' price (strictly less when minSaving is
+// 0).
+func (e *Engine) consolidateInto(method string, cands []*Candidate, simulate func([]*Candidate) Simulation, maxNew int, minSaving float64) (*Command, string) {
 	for _, c := range cands {
 		if c.Price == 0 {
 			return nil, fmt.Sprintf("the price of %s (%s %s %s) is not in the catalog", c.Name(), c.InstanceType, c.Zone, c.CapacityType)
 		}
 	}
-	sim := e.Simulate(cands)
+	sim := simulate(cands)
 	if sim.Unplaced != "" {
 		return nil, sim.Unplaced
 	}
@@ -35,20 +44,63 @@ func (e *Engine) consolidate(method string, cands []*Candidate) (*Command, strin
 	switch n := len(sim.Result.NewNodeClaims); {
 	case n == 0:
 		cmd.Savings = total
-	case n > 1:
+	case n > maxNew && maxNew == 1:
 		return nil, fmt.Sprintf("its pods would need %d new nodes", n)
+	case n > maxNew:
+		return nil, fmt.Sprintf("their pods would need %d new nodes, more than the %d nodes they leave", n, maxNew)
 	default:
-		plan, why := e.cheaper(sim.Result.NewNodeClaims[0], cands, total)
-		if plan == nil {
+		plans, why := e.cheaperSet(sim.Result.NewNodeClaims, cands, total*(1-minSaving))
+		if plans == nil {
 			return nil, why
 		}
-		cmd.Replacements = []*scheduler.NodeClaimPlan{plan}
+		cmd.Replacements = plans
 		cmd.Savings = total - replacementPrice(cmd.Replacements)
+	}
+	if minSaving > 0 && cmd.Savings < minSaving*total {
+		return nil, fmt.Sprintf("the move would save $%.4f/h, %.1f%% of the candidates' $%.4f/h, below the minimum of %.0f%%",
+			cmd.Savings, 100*cmd.Savings/total, total, 100*minSaving)
 	}
 	if why := e.balanced(cmd); why != "" {
 		return nil, why
 	}
 	return cmd, ""
+}
+
+// cheaperSet narrows plans to offerings that together cost less than
+// price: one plan to those cheaper than price (see cheaper); several each
+// to its cheapest offering plus an equal share of what is left below
+// price, so that any mix of the kept offerings stays below it.
+func (e *Engine) cheaperSet(plans []*scheduler.NodeClaimPlan, cands []*Candidate, price float64) ([]*scheduler.NodeClaimPlan, string) {
+	if len(plans) == 1 {
+		plan, why := e.cheaper(plans[0], cands, price)
+		if plan == nil {
+			return nil, why
+		}
+		return []*scheduler.NodeClaimPlan{plan}, ""
+	}
+	lowest := make([]float64, len(plans))
+	var sum float64
+	for i, p := range plans {
+		allowed, why := e.cheaper(p, cands, math.Inf(1))
+		if allowed == nil {
+			return nil, why
+		}
+		lowest[i] = replacementPrice([]*scheduler.NodeClaimPlan{allowed})
+		sum += lowest[i]
+	}
+	slack := price - sum
+	if slack <= 0 {
+		return nil, fmt.Sprintf("%d replacements would cost at least $%.4f/h, not below $%.4f/h", len(plans), sum, price)
+	}
+	out := make([]*scheduler.NodeClaimPlan, len(plans))
+	for i, p := range plans {
+		narrowed, why := e.cheaper(p, cands, lowest[i]+slack/float64(len(plans)))
+		if narrowed == nil {
+			return nil, why
+		}
+		out[i] = narrowed
+	}
+	return out, ""
 }
 
 // cheaper narrows plan to the offerings cheaper than price, with

@@ -16,7 +16,10 @@
 //   - No command takes more nodes from a NodePool than its budgets allow
 //     for the command's reason, counting nodes already disrupting.
 //   - A replacement is one NodeClaim, strictly cheaper than what it
-//     replaces (consolidation), or whatever the pods need (drift).
+//     replaces (consolidation), or whatever the pods need (drift); with
+//     Options.Rebalance, rebalancing consolidation may replace a group of
+//     nodes with up to as many NodeClaims, together at least
+//     MinRebalanceSaving cheaper.
 package disruption
 
 import (
@@ -63,6 +66,10 @@ type Options struct {
 	// SpotToSpot allows replacing spot nodes with cheaper spot nodes
 	// (Karpenter's SpotToSpotConsolidation feature gate, off by default).
 	SpotToSpot bool
+	// Rebalance adds RebalancingConsolidation after Karpenter's methods:
+	// candidates replaced by several cheaper nodes of other shapes. Off by
+	// default: Karpenter replaces nodes with at most one.
+	Rebalance bool
 	// TimeLimit bounds the wall-clock time consolidation spends simulating
 	// (Karpenter: 1 min multi-node, 3 min single-node); candidates not
 	// reached are refused as such and the next pass tries again. Zero: no
@@ -188,6 +195,15 @@ func Methods() []Method {
 	return []Method{Emptiness{}, Drift{}, MultiNodeConsolidation{}, SingleNodeConsolidation{}}
 }
 
+// methodsFor are the methods a decision runs: Karpenter's, then
+// RebalancingConsolidation when o.Rebalance is on.
+func methodsFor(o Options) []Method {
+	if o.Rebalance {
+		return append(Methods(), RebalancingConsolidation{})
+	}
+	return Methods()
+}
+
 // Decide runs every method in order and returns the first command.
 func Decide(st State) Decision {
 	e := NewEngine(st)
@@ -196,7 +212,7 @@ func Decide(st State) Decision {
 	for name, r := range e.blocked {
 		refused[name] = r
 	}
-	for _, m := range Methods() {
+	for _, m := range methodsFor(e.st.Options) {
 		var eligible []*Candidate
 		for _, c := range e.Candidates {
 			if m.ShouldDisrupt(c) {

@@ -38,6 +38,8 @@ type Engine struct {
 	poolDisr   map[string]float64
 	expired    []*karpv1.NodeClaim
 	fleetCache *fleet
+	// rebalanceCache: see rebalancer.
+	rebalanceCache *rebalancer
 	// interPod: some pod's required anti-affinity keeps others away, so
 	// simulations must see every node.
 	interPod bool

@@ -197,3 +197,39 @@ func (f *fleet) poolTypes(e *Engine, np *karpv1.NodePool) []pricedType {
 	f.byPool[np.Name] = out
 	return out
 }
+
+// lpBound is the cheapest fractional cover of need by the offerings in
+// types: min Σ price·x s.t. Σ alloc·x ≥ need (CPU and memory), x ≥ 0.
+func lpBound(types []pricedType, need res) float64 {
+	cost, _ := lpMix(types, need)
+	return cost
+}
+
+// lpMix is lpBound and the optimum's types: an optimum uses one type or
+// two (basis[1] is the zero pricedType when one).
+func lpMix(types []pricedType, need res) (float64, [2]pricedType) {
+	cpu, mem := float64(need.cpu), float64(need.mem)
+	best := math.Inf(1)
+	var basis [2]pricedType
+	for _, a := range types {
+		if a.alloc.cpu > 0 && a.alloc.mem > 0 {
+			if cost := a.price * math.Max(cpu/float64(a.alloc.cpu), mem/float64(a.alloc.mem)); cost < best {
+				best, basis = cost, [2]pricedType{a}
+			}
+		}
+	}
+	for i, a := range types {
+		for _, d := range types[i+1:] {
+			ac, am, dc, dm := float64(a.alloc.cpu), float64(a.alloc.mem), float64(d.alloc.cpu), float64(d.alloc.mem)
+			det := ac*dm - dc*am
+			if det == 0 {
+				continue
+			}
+			xa, xd := (cpu*dm-dc*mem)/det, (ac*mem-cpu*am)/det
+			if cost := xa*a.price + xd*d.price; xa > 0 && xd > 0 && cost < best {
+				best, basis = cost, [2]pricedType{a, d}
+			}
+		}
+	}
+	return best, basis
+}

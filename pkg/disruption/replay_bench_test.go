@@ -2,7 +2,6 @@ package disruption
 
 import (
 	"fmt"
-	"math"
 	"math/rand"
 	"testing"
 
@@ -45,42 +44,29 @@ func firstFitFleet(b *testing.B, typ string, seed int64, n int) (*fixture, []*co
 	return f, pods
 }
 
-// lpBound is the cheapest fractional cover of need by the offerings in
-// types: min Σ price·x s.t. Σ alloc·x ≥ need (CPU and memory), x ≥ 0.
-// An optimum uses one type or two.
-func lpBound(types []pricedType, need res) float64 {
-	cpu, mem := float64(need.cpu), float64(need.mem)
-	best := math.Inf(1)
-	for _, a := range types {
-		if a.alloc.cpu > 0 && a.alloc.mem > 0 {
-			best = math.Min(best, a.price*math.Max(cpu/float64(a.alloc.cpu), mem/float64(a.alloc.mem)))
-		}
-	}
-	for i, a := range types {
-		for _, d := range types[i+1:] {
-			ac, am, dc, dm := float64(a.alloc.cpu), float64(a.alloc.mem), float64(d.alloc.cpu), float64(d.alloc.mem)
-			det := ac*dm - dc*am
-			if det == 0 {
-				continue
-			}
-			xa, xd := (cpu*dm-dc*mem)/det, (ac*mem-cpu*am)/det
-			if xa >= 0 && xd >= 0 {
-				best = math.Min(best, xa*a.price+xd*d.price)
-			}
-		}
-	}
-	return best
-}
-
 // BenchmarkReplayToRest: 2,000 generic pods run on Standard_D8as_v5 nodes
 // packed first fit; Replay (what `karpfunc plan --disruption` runs) applies
 // consolidation until nothing is left to do. It reports the fleet's price
 // before and after, the LP bound for the pods over the offerings the
 // NodePool allows (D family, amd64, on-demand), after/bound, what a fresh
 // plan for the same pods costs (plan/bound) and the number of moves.
+// "karpenter": Karpenter's methods; "rebalance": with rebalancing
+// consolidation (Options.Rebalance) after them.
 func BenchmarkReplayToRest(b *testing.B) {
+	for _, tc := range []struct {
+		name string
+		opts Options
+	}{
+		{"karpenter", Options{}},
+		{"rebalance", Options{Rebalance: true}},
+	} {
+		b.Run(tc.name, func(b *testing.B) { replayToRest(b, tc.opts) })
+	}
+}
+
+func replayToRest(b *testing.B, opts Options) {
 	f, pods := firstFitFleet(b, "Standard_D8as_v5", 7, 2000)
-	st := State{Cluster: f.c, Catalog: f.cat, Now: now}
+	st := State{Cluster: f.c, Catalog: f.cat, Now: now, Options: opts}
 	e := NewEngine(st)
 	var need res
 	for _, p := range pods {
@@ -106,16 +92,19 @@ func BenchmarkReplayToRest(b *testing.B) {
 			nodes++
 		}
 	}
-	replaced, deleted := 0, 0
+	replaced, deleted, rebalanced := 0, 0, 0
 	for _, m := range moves {
+		if m.Command.Method == MethodRebalance {
+			rebalanced++
+		}
 		if m.Command.Action() == "replace" {
 			replaced++
 		} else {
 			deleted++
 		}
 	}
-	b.Logf("before $%.3f/h on %d nodes; after %d moves (%d replace, %d delete) $%.3f/h on %d nodes; LP bound $%.3f/h; fresh plan $%.3f/h",
-		before, len(f.c.Nodes), len(moves), replaced, deleted, after, nodes, bound, plan)
+	b.Logf("before $%.3f/h on %d nodes; after %d moves (%d replace, %d delete; %d rebalance) $%.3f/h on %d nodes; LP bound $%.3f/h; fresh plan $%.3f/h",
+		before, len(f.c.Nodes), len(moves), replaced, deleted, rebalanced, after, nodes, bound, plan)
 	if len(last.Refusals) > 0 {
 		b.Logf("at rest, e.g. %s: %s", last.Refusals[0].NodeClaim, last.Refusals[0].Reason)
 	}

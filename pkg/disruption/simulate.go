@@ -22,13 +22,30 @@ type Simulation struct {
 // Simulate removes the candidates (and nodes already leaving) from the
 // cluster and asks the scheduler where their pods would go.
 func (e *Engine) Simulate(cands []*Candidate) Simulation {
+	var moved []*corev1.Pod
+	for _, c := range cands {
+		moved = append(moved, c.unbound()...)
+	}
+	return simulation(scheduler.Solve(e.simInput(cands, moved)))
+}
+
+func simulation(res scheduler.Result) Simulation {
+	sim := Simulation{Result: res}
+	if len(res.Unschedulable) > 0 {
+		u := res.Unschedulable[0]
+		sim.Unplaced = fmt.Sprintf("pod %s/%s could not go anywhere else: %s", u.Pod.Namespace, u.Pod.Name, u.Reason)
+	}
+	return sim
+}
+
+// simInput is the scheduler input with cands gone and moved (some or all
+// of their pods) pending.
+func (e *Engine) simInput(cands []*Candidate, moved []*corev1.Pod) scheduler.Input {
 	gone := make(map[string]bool, len(cands))
 	goneClaims := make(map[string]bool, len(cands))
-	var moved []*corev1.Pod
 	for _, c := range cands {
 		gone[c.Node.Name] = true
 		goneClaims[c.NodeClaim.Name] = true
-		moved = append(moved, c.unbound()...)
 	}
 	in := e.base
 	in.Pods = moved
@@ -71,13 +88,7 @@ func (e *Engine) Simulate(cands []*Candidate) Simulation {
 			in.BoundPods = append(in.BoundPods, p)
 		}
 	}
-	res := scheduler.Solve(in)
-	sim := Simulation{Result: res}
-	if len(res.Unschedulable) > 0 {
-		u := res.Unschedulable[0]
-		sim.Unplaced = fmt.Sprintf("pod %s/%s could not go anywhere else: %s", u.Pod.Namespace, u.Pod.Name, u.Reason)
-	}
-	return sim
+	return in
 }
 
 // unbound are copies of the candidate's pods without nodeName, made once

@@ -19,7 +19,8 @@ func (e *ValidationError) Error() string { return "command no longer valid: " + 
 // would take (pods, PDBs, do-not-disrupt, consolidatable), the budgets
 // must still allow all of them, and consolidation is simulated again: a
 // delete must stay a delete, a replacement must stay one replacement whose
-// instance types are among those first chosen. It returns the command
+// instance types are among those first chosen; a rebalance must still
+// save its minimum and no less than decided. It returns the command
 // rebuilt from the fresh snapshot.
 func Validate(st State, cmd *Command) (*Command, error) {
 	e := NewEngine(st)
@@ -28,10 +29,13 @@ func Validate(st State, cmd *Command) (*Command, error) {
 		byName[c.Name()] = c
 	}
 	var method Method
-	for _, m := range Methods() {
+	for _, m := range methodsFor(st.Options) {
 		if methodName(m) == cmd.Method {
 			method = m
 		}
+	}
+	if method == nil && cmd.Method == MethodRebalance {
+		return nil, &ValidationError{Reason: "rebalancing consolidation has been turned off since the command was decided"}
 	}
 	if method == nil {
 		return nil, &ValidationError{Reason: fmt.Sprintf("unknown method %q", cmd.Method)}
@@ -69,6 +73,9 @@ func Validate(st State, cmd *Command) (*Command, error) {
 		out.Candidates = fresh
 		return &out, nil
 	}
+	if cmd.Method == MethodRebalance {
+		return e.revalidateRebalance(cmd, fresh)
+	}
 	again, why := e.consolidate(cmd.Method, fresh)
 	switch {
 	case again == nil:
@@ -97,6 +104,25 @@ func Validate(st State, cmd *Command) (*Command, error) {
 	return again, nil
 }
 
+// revalidateRebalance re-packs a rebalance's candidates: the command holds
+// if the fresh replacements (any number up to the candidates') still save
+// the minimum and at least what was decided (cmd.Savings, when known);
+// they are what is launched.
+func (e *Engine) revalidateRebalance(cmd *Command, fresh []*Candidate) (*Command, error) {
+	again, why := e.rebalance(fresh)
+	if again == nil {
+		return nil, &ValidationError{Reason: fmt.Sprintf("the re-simulation finds no rebalance that saves %.0f%%: %s", 100*MinRebalanceSaving, why)}
+	}
+	if cmd.Savings > 0 && again.Savings < cmd.Savings-savingsTolerance {
+		return nil, &ValidationError{Reason: fmt.Sprintf("the re-simulation saves $%.4f/h, less than the $%.4f/h decided", again.Savings, cmd.Savings)}
+	}
+	return again, nil
+}
+
+// savingsTolerance absorbs float rounding between two sums of the same
+// prices.
+const savingsTolerance = 1e-9
+
 func methodName(m Method) string {
 	switch m.(type) {
 	case Emptiness:
@@ -107,6 +133,8 @@ func methodName(m Method) string {
 		return "multi-node consolidation"
 	case SingleNodeConsolidation:
 		return "single-node consolidation"
+	case RebalancingConsolidation:
+		return MethodRebalance
 	}
 	return ""
 }

@@ -121,7 +121,10 @@ type DisruptionCommand struct {
 	// Replacements are the instance-type options of each replacement (none:
 	// delete).
 	Replacements [][]string `json:"replacements,omitempty"`
-	DecidedAt    time.Time  `json:"decidedAt,omitzero"`
+	// SavingsPerHour is what the command was decided to save; validation
+	// refuses a rebalance that would now save less.
+	SavingsPerHour float64   `json:"savingsPerHour,omitempty"`
+	DecidedAt      time.Time `json:"decidedAt,omitzero"`
 }
 
 // New builds a CloudEvent of type typ carrying data.

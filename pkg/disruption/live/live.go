@@ -70,6 +70,9 @@ const (
 	AnnotationReplacements = "karpfunc.azure.com/disruption-replacements"
 	// AnnotationReason is the command's disruption reason.
 	AnnotationReason = "karpfunc.azure.com/disruption-reason"
+	// AnnotationMethod is the command's method (its events name a
+	// rebalancing consolidation as such).
+	AnnotationMethod = "karpfunc.azure.com/disruption-method"
 )
 
 // Defaults.
@@ -210,7 +213,7 @@ func (c *Controller) Pass(ctx context.Context, ev PodEvents) (Result, error) {
 	d := disruption.Decide(st)
 	errs = append(errs, c.writeConditions(ctx, snap, now)...)
 	for _, nc := range d.Expired {
-		if err := c.disrupt(ctx, snap, nc, string(disruption.ReasonExpired), nil, 0); err != nil {
+		if err := c.disrupt(ctx, snap, nc, string(disruption.ReasonExpired), "", nil, 0); err != nil {
 			errs = append(errs, err)
 			continue
 		}
@@ -286,7 +289,7 @@ func (c *Controller) Validate(ctx context.Context, msg messages.DisruptionComman
 		res.Invalid, res.InFlight = "command "+inFlight+" is still waiting for its replacements", inFlight
 		return res, nil
 	}
-	cmd := &disruption.Command{Method: msg.Method, Reason: disruption.Reason(msg.Reason)}
+	cmd := &disruption.Command{Method: msg.Method, Reason: disruption.Reason(msg.Reason), Savings: msg.SavingsPerHour}
 	for _, ref := range msg.Candidates {
 		cmd.Candidates = append(cmd.Candidates, &disruption.Candidate{NodeClaim: &karpv1.NodeClaim{}})
 		last := cmd.Candidates[len(cmd.Candidates)-1].NodeClaim
@@ -348,7 +351,8 @@ func commandID(cmd *disruption.Command) string {
 }
 
 func (c *Controller) scheduleValidation(ctx context.Context, cmd *disruption.Command, now time.Time) (time.Time, error) {
-	msg := messages.DisruptionCommand{Cluster: c.opts.ClusterName, Method: cmd.Method, Reason: string(cmd.Reason), DecidedAt: now.UTC()}
+	msg := messages.DisruptionCommand{Cluster: c.opts.ClusterName, Method: cmd.Method, Reason: string(cmd.Reason), DecidedAt: now.UTC(),
+		SavingsPerHour: cmd.Savings}
 	for _, cand := range cmd.Candidates {
 		msg.Candidates = append(msg.Candidates, messages.ObjectRef{Name: cand.Name(), UID: string(cand.NodeClaim.UID)})
 	}
@@ -393,7 +397,7 @@ func (c *Controller) execute(ctx context.Context, snap *snapshot.Cluster, cmd *d
 	if len(cmd.Replacements) == 0 {
 		var errs []error
 		for _, cand := range cmd.Candidates {
-			if err := c.disrupt(ctx, snap, cand.NodeClaim, string(cmd.Reason), nil, cmd.Savings/float64(len(cmd.Candidates))); err != nil {
+			if err := c.disrupt(ctx, snap, cand.NodeClaim, string(cmd.Reason), cmd.Method, nil, cmd.Savings/float64(len(cmd.Candidates))); err != nil {
 				errs = append(errs, err)
 				continue
 			}
@@ -409,6 +413,7 @@ func (c *Controller) execute(ctx context.Context, snap *snapshot.Cluster, cmd *d
 	ann := map[string]string{
 		AnnotationCommand: id, AnnotationCandidates: strings.Join(refs, ","),
 		AnnotationReplacements: strconv.Itoa(len(cmd.Replacements)), AnnotationReason: string(cmd.Reason),
+		AnnotationMethod: cmd.Method,
 	}
 	existing := 0
 	for _, nc := range snap.NodeClaims {
@@ -430,7 +435,7 @@ func (c *Controller) execute(ctx context.Context, snap *snapshot.Cluster, cmd *d
 	}
 	for _, cand := range cmd.Candidates {
 		c.event(ctx, cand.NodeClaim, corev1.EventTypeNormal, events.ReasonDisruptionLaunching,
-			fmt.Sprintf("Launching NodeClaim: %s (replacing it: %s)", cmd.Reason, strings.Join(res.Replacing, ", ")))
+			fmt.Sprintf("Launching NodeClaim: %s (replacing it: %s)", eventReason(string(cmd.Reason), cmd.Method), strings.Join(res.Replacing, ", ")))
 	}
 	return res, errors.Join(errs...)
 }
@@ -541,7 +546,7 @@ func (c *Controller) resume(ctx context.Context, snap *snapshot.Cluster, now tim
 			waiting = id
 			continue
 		}
-		reason := reps[0].Annotations[AnnotationReason]
+		reason, method := reps[0].Annotations[AnnotationReason], reps[0].Annotations[AnnotationMethod]
 		var names []string
 		for _, ref := range strings.Split(reps[0].Annotations[AnnotationCandidates], ",") {
 			name, uid, _ := strings.Cut(ref, "=")
@@ -553,7 +558,7 @@ func (c *Controller) resume(ctx context.Context, snap *snapshot.Cluster, now tim
 			for i, r := range reps {
 				replacing[i] = r.Name
 			}
-			if err := c.disrupt(ctx, snap, nc, reason, replacing, 0); err != nil {
+			if err := c.disrupt(ctx, snap, nc, reason, method, replacing, 0); err != nil {
 				errs = append(errs, err)
 				continue
 			}
@@ -592,7 +597,7 @@ func nodeOf(snap *snapshot.Cluster, nc *karpv1.NodeClaim) *corev1.Node {
 // node from now on.
 func (c *Controller) unmark(ctx context.Context, nc *karpv1.NodeClaim) error {
 	patch := client.MergeFrom(nc.DeepCopy())
-	for _, k := range []string{AnnotationCommand, AnnotationCandidates, AnnotationReplacements, AnnotationReason} {
+	for _, k := range []string{AnnotationCommand, AnnotationCandidates, AnnotationReplacements, AnnotationReason, AnnotationMethod} {
 		delete(nc.Annotations, k)
 	}
 	if err := c.kube.Patch(ctx, nc, patch); client.IgnoreNotFound(err) != nil {
@@ -604,7 +609,7 @@ func (c *Controller) unmark(ctx context.Context, nc *karpv1.NodeClaim) error {
 // disrupt takes one NodeClaim away for reason: the disrupted taint on its
 // Node, the DisruptionReason condition, DisruptionTerminating events, and
 // the deletion (UID-guarded), which the termination path drains.
-func (c *Controller) disrupt(ctx context.Context, snap *snapshot.Cluster, nc *karpv1.NodeClaim, reason string, replacements []string, savings float64) error {
+func (c *Controller) disrupt(ctx context.Context, snap *snapshot.Cluster, nc *karpv1.NodeClaim, reason, method string, replacements []string, savings float64) error {
 	if !ownership.Owns(nc) {
 		return nil
 	}
@@ -625,9 +630,9 @@ func (c *Controller) disrupt(ctx context.Context, snap *snapshot.Cluster, nc *ka
 		return fmt.Errorf("writing the DisruptionReason of NodeClaim %s: %w", nc.Name, err)
 	}
 	if node != nil {
-		c.event(ctx, node, corev1.EventTypeNormal, events.ReasonDisruptionTerminating, "Disrupting Node: "+reason)
+		c.event(ctx, node, corev1.EventTypeNormal, events.ReasonDisruptionTerminating, "Disrupting Node: "+eventReason(reason, method))
 	}
-	c.event(ctx, nc, corev1.EventTypeNormal, events.ReasonDisruptionTerminating, "Disrupting NodeClaim: "+reason)
+	c.event(ctx, nc, corev1.EventTypeNormal, events.ReasonDisruptionTerminating, "Disrupting NodeClaim: "+eventReason(reason, method))
 	uid := nc.UID
 	if err := c.kube.Delete(ctx, nc, client.Preconditions{UID: &uid}); client.IgnoreNotFound(err) != nil {
 		return fmt.Errorf("deleting NodeClaim %s (%s): %w", nc.Name, reason, err)
@@ -644,6 +649,15 @@ func (c *Controller) disrupt(ctx context.Context, snap *snapshot.Cluster, nc *ka
 	c.log.Info("disrupted nodeclaim", "nodeclaim", nc.Name, "reason", reason)
 	c.recordDisrupted(ctx, snap, nc, node, reason, replacements, savings)
 	return nil
+}
+
+// eventReason is the reason as events show it: Karpenter's, plus the
+// method for a rebalancing consolidation (which Karpenter does not have).
+func eventReason(reason, method string) string {
+	if method == disruption.MethodRebalance {
+		return reason + ", " + method
+	}
+	return reason
 }
 
 func (c *Controller) catalogType(name string) (*catalog.InstanceType, bool) {

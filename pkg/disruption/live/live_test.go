@@ -73,3 +73,18 @@ func TestDraining(t *testing.T) {
 		})
 	}
 }
+
+// Events keep Karpenter's reasons; a rebalancing consolidation, which
+// Karpenter does not have, is named.
+func TestEventReason(t *testing.T) {
+	for _, tc := range []struct{ reason, method, want string }{
+		{"Underutilized", "multi-node consolidation", "Underutilized"},
+		{"Empty", "emptiness", "Empty"},
+		{"Expired", "", "Expired"},
+		{"Underutilized", "rebalancing consolidation", "Underutilized, rebalancing consolidation"},
+	} {
+		if got := eventReason(tc.reason, tc.method); got != tc.want {
+			t.Errorf("eventReason(%q, %q) = %q, want %q", tc.reason, tc.method, got, tc.want)
+		}
+	}
+}
