@@ -310,14 +310,7 @@ func TestDisruption(t *testing.T) {
 
 	t.Run("a fleet at rest is left alone", func(t *testing.T) {
 		// Settled first: nothing deleting, the emptied nodes gone.
-		eventually(t, time.Minute, "no NodeClaim deleting", func() (bool, string) {
-			for _, nc := range nodeClaimList(t, ctx, kube) {
-				if nc.DeletionTimestamp != nil {
-					return false, nc.Name + " deleting"
-				}
-			}
-			return true, ""
-		})
+		waitNoClaimDeleting(t, ctx, kube, time.Minute)
 		// The last subtest's tail (its pod events, a deadline pass, the
 		// provisioning pass a termination asks for) is over when 10 s go by
 		// without an invocation.

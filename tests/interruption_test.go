@@ -201,6 +201,10 @@ func TestInterruption(t *testing.T) {
 	})
 
 	t.Run("bad input is logged and acknowledged or dead-lettered, never drains a node", func(t *testing.T) {
+		// The earlier cases' victims finish draining first (CI run of
+		// af7599b: the duplicate case's NodeClaim was still deleting when
+		// this case listed the claims, and went away meanwhile).
+		waitNoClaimDeleting(t, ctx, kube, time.Minute)
 		claims := strings.Join(nodeClaimNames(t, ctx, kube), ",")
 		notOurs, err := armemulator.PreemptedMessage(armemulator.EventGrid{}, "11111111-0000-0000-0000-000000000000",
 			azure.VMResourceID(localenv.SubscriptionID, "someone-elses-rg", "their-vm"), time.Now())
@@ -238,6 +242,11 @@ func TestInterruption(t *testing.T) {
 		}
 		if got := strings.Join(nodeClaimNames(t, ctx, kube), ","); got != claims {
 			t.Errorf("NodeClaims changed after bad input: %s -> %s", claims, got)
+		}
+		for _, nc := range nodeClaimList(t, ctx, kube) {
+			if nc.DeletionTimestamp != nil {
+				t.Errorf("NodeClaim %s is being deleted after bad input", nc.Name)
+			}
 		}
 	})
 }

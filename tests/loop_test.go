@@ -428,6 +428,20 @@ func nodeClaimList(t *testing.T, ctx context.Context, kube client.Client) []karp
 	return list.Items
 }
 
+// waitNoClaimDeleting waits until no NodeClaim is being deleted: what an
+// earlier step started (a drain, a finalizer) is over.
+func waitNoClaimDeleting(t *testing.T, ctx context.Context, kube client.Client, timeout time.Duration) {
+	t.Helper()
+	eventually(t, timeout, "no NodeClaim deleting", func() (bool, string) {
+		for _, nc := range nodeClaimList(t, ctx, kube) {
+			if nc.DeletionTimestamp != nil {
+				return false, nc.Name + " deleting"
+			}
+		}
+		return true, ""
+	})
+}
+
 func nodeClaimNames(t *testing.T, ctx context.Context, kube client.Client) []string {
 	var names []string
 	for _, nc := range nodeClaimList(t, ctx, kube) {
