@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"encoding/json"
-	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -11,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/karpfunc/karpfunc/pkg/plan"
+	"github.com/karpfunc/karpfunc/pkg/plan/plantest"
 )
 
 func TestPlanRebalanceNeedsDisruption(t *testing.T) {
@@ -24,65 +24,21 @@ func TestPlanRebalanceNeedsDisruption(t *testing.T) {
 // cheaper on a D8als_v6 (the 1-CPU, 1Gi pods) and a D8as_v5 (the 2-CPU,
 // 7Gi ones): no Karpenter method can take them, rebalancing can.
 func skewedDump() string {
-	var b strings.Builder
-	b.WriteString(`apiVersion: karpenter.sh/v1
-kind: NodePool
-metadata: {name: general}
-spec:
-  template:
-    spec:
-      nodeClassRef: {group: karpenter.azure.com, kind: AKSNodeClass, name: default}
-      requirements:
-      - {key: karpenter.azure.com/sku-family, operator: In, values: [D]}
-      - {key: kubernetes.io/arch, operator: In, values: [amd64]}
-      - {key: karpenter.sh/capacity-type, operator: In, values: [on-demand]}
-  disruption: {consolidationPolicy: WhenEmptyOrUnderutilized, consolidateAfter: 1m, budgets: [{nodes: "100%"}]}
----
-apiVersion: karpenter.azure.com/v1beta1
-kind: AKSNodeClass
-metadata: {name: default}
-spec: {imageFamily: Ubuntu2204}
-`)
+	dump := plantest.NodePool("{key: kubernetes.io/arch, operator: In, values: [amd64]}")
 	for _, n := range []struct {
 		name       string
 		lean, rich int
 	}{{"a", 4, 1}, {"b", 3, 2}} {
-		labels := fmt.Sprintf(`{karpenter.sh/nodepool: general, node.kubernetes.io/instance-type: Standard_D8as_v5, topology.kubernetes.io/zone: eastus-1, karpenter.sh/capacity-type: on-demand, kubernetes.io/hostname: %s, kubernetes.io/arch: amd64, kubernetes.io/os: linux}`, n.name)
-		fmt.Fprintf(&b, `---
-apiVersion: karpenter.sh/v1
-kind: NodeClaim
-metadata: {name: %[1]s, labels: %[2]s, creationTimestamp: "2026-11-01T00:00:00Z"}
-spec: {nodeClassRef: {group: karpenter.azure.com, kind: AKSNodeClass, name: default}, requirements: []}
-status:
-  nodeName: %[1]s
-  providerID: azure:///%[1]s
-  conditions: [{type: Initialized, status: "True", reason: Initialized, lastTransitionTime: "2026-11-01T00:10:00Z"}]
----
-apiVersion: v1
-kind: Node
-metadata: {name: %[1]s, labels: %[2]s}
-spec: {providerID: azure:///%[1]s}
-status:
-  allocatable: {cpu: 7820m, memory: "26382591590", pods: "110"}
-  conditions: [{type: Ready, status: "True"}]
-`, n.name, labels)
-		for i := range n.lean + n.rich {
-			cpu, mem := "1", "1Gi"
-			if i >= n.lean {
-				cpu, mem = "2", "7Gi"
-			}
-			fmt.Fprintf(&b, `---
-apiVersion: v1
-kind: Pod
-metadata: {name: %s-%d, namespace: default}
-spec:
-  nodeName: %s
-  containers: [{name: c, image: x, resources: {requests: {cpu: "%s", memory: %s}}}]
-status: {phase: Running}
-`, n.name, i, n.name, cpu, mem)
+		var pods []plantest.Pod
+		for range n.lean {
+			pods = append(pods, plantest.Pod{CPU: "1", Memory: "1Gi"})
 		}
+		for range n.rich {
+			pods = append(pods, plantest.Pod{CPU: "2", Memory: "7Gi"})
+		}
+		dump += plantest.Node(n.name, "26382591590", pods...)
 	}
-	return b.String()
+	return dump
 }
 
 // TestPlanRebalance: `plan --disruption` leaves the skewed pair alone;
