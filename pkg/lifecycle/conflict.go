@@ -6,6 +6,7 @@ import (
 
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 )
 
 // writeTarget says which part of an object a converging write patches.
@@ -71,4 +72,13 @@ func converge[T client.Object](ctx context.Context, kube client.Client, obj T, f
 		err = fmt.Errorf("after %d attempts: %w", attempts, err)
 	}
 	return cur, wrote, err
+}
+
+// WriteNodeClaimStatus is converge on a NodeClaim's status, for the other
+// functions that write NodeClaim conditions: a status patch computed from
+// an older read would replace the whole conditions list, erasing what
+// another function wrote meanwhile (an Interruption's DisruptionReason,
+// say), so every such write goes through the optimistic lock.
+func WriteNodeClaimStatus(ctx context.Context, kube client.Client, nc *karpv1.NodeClaim, mutate func(*karpv1.NodeClaim) bool) (*karpv1.NodeClaim, bool, error) {
+	return converge(ctx, kube, nc, newNodeClaim, writeStatus, mutate)
 }

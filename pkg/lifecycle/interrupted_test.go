@@ -129,3 +129,43 @@ func TestTerminateInterruptedNodeGone(t *testing.T) {
 		t.Fatalf("pods left on the vanished node: %d, %v", len(pods.Items), err)
 	}
 }
+
+// TestStaleStatusWriteKeepsTheInterruption: another function's write of a
+// NodeClaim condition, computed from a read taken before the interruption
+// was marked (the Disruption function's Consolidatable, say), keeps the
+// DisruptionReason the Interruption function wrote meanwhile. A plain merge
+// patch would replace the whole conditions list with the stale one (CI:
+// the duplicate signal then found the NodeClaim not interrupted and sent a
+// second SpotInterrupted event).
+func TestStaleStatusWriteKeepsTheInterruption(t *testing.T) {
+	w := start(t)
+	ctx := context.Background()
+	name := fmt.Sprintf("nc-%d", time.Now().UnixNano()%1e9)
+	w.deletingClaim(t, ctx, name, nil)
+	stale := &karpv1.NodeClaim{}
+	if err := w.kube.Get(ctx, client.ObjectKey{Name: name}, stale); err != nil {
+		t.Fatal(err)
+	}
+	lc := lifecycle.New(lifecycle.Options{Kube: w.kube, Deleter: w.launcher, Evictor: w.evictor, Logger: slog.New(slog.DiscardHandler)})
+	if _, first, err := lc.MarkInterrupted(ctx, stale.DeepCopy(), time.Now().Add(time.Minute), "test preemption"); err != nil || !first {
+		t.Fatalf("MarkInterrupted = first %t, %v", first, err)
+	}
+	got, wrote, err := lifecycle.WriteNodeClaimStatus(ctx, w.kube, stale, func(cur *karpv1.NodeClaim) bool {
+		return cur.StatusConditions().SetTrue(karpv1.ConditionTypeConsolidatable)
+	})
+	if err != nil || !wrote {
+		t.Fatalf("WriteNodeClaimStatus = wrote %t, %v", wrote, err)
+	}
+	if err := w.kube.Get(ctx, client.ObjectKey{Name: name}, got); err != nil {
+		t.Fatal(err)
+	}
+	if c := got.StatusConditions().Get(karpv1.ConditionTypeConsolidatable); c == nil || !c.IsTrue() {
+		t.Errorf("Consolidatable = %+v; want the write made", c)
+	}
+	if _, ok := lifecycle.InterruptionDeadline(got); !ok {
+		t.Errorf("the stale write erased the interruption: DisruptionReason = %+v", got.StatusConditions().Get(karpv1.ConditionTypeDisruptionReason))
+	}
+	if _, first, err := lc.MarkInterrupted(ctx, got, time.Now().Add(time.Minute), "a duplicate signal"); err != nil || first {
+		t.Errorf("a duplicate signal after the stale write: first %t, %v; want a duplicate", first, err)
+	}
+}

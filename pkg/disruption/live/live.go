@@ -465,9 +465,14 @@ func (c *Controller) notePodEvents(ctx context.Context, snap *snapshot.Cluster, 
 		if !named[nc.Status.NodeName] || nc.DeletionTimestamp != nil || !ownership.Owns(nc) || !nc.Status.LastPodEventTime.Time.Before(ev.At) {
 			continue
 		}
-		stored := nc.DeepCopy()
-		nc.Status.LastPodEventTime = metav1.NewTime(ev.At)
-		if err := c.kube.Status().Patch(ctx, nc, client.MergeFrom(stored)); client.IgnoreNotFound(err) != nil {
+		_, _, err := lifecycle.WriteNodeClaimStatus(ctx, c.kube, nc, func(cur *karpv1.NodeClaim) bool {
+			if cur.DeletionTimestamp != nil || !cur.Status.LastPodEventTime.Time.Before(ev.At) {
+				return false
+			}
+			cur.Status.LastPodEventTime = metav1.NewTime(ev.At)
+			return true
+		})
+		if client.IgnoreNotFound(err) != nil {
 			errs = append(errs, fmt.Errorf("writing lastPodEventTime of NodeClaim %s: %w", nc.Name, err))
 		}
 	}
@@ -621,9 +626,9 @@ func (c *Controller) disrupt(ctx context.Context, snap *snapshot.Cluster, nc *ka
 			return fmt.Errorf("tainting node %s for disruption: %w", node.Name, err)
 		}
 	}
-	stored := nc.DeepCopy()
-	nc.StatusConditions().SetTrueWithReason(karpv1.ConditionTypeDisruptionReason, reason, "Disrupted: "+reason)
-	if err := c.kube.Status().Patch(ctx, nc, client.MergeFrom(stored)); err != nil {
+	if _, _, err := lifecycle.WriteNodeClaimStatus(ctx, c.kube, nc, func(cur *karpv1.NodeClaim) bool {
+		return cur.StatusConditions().SetTrueWithReason(karpv1.ConditionTypeDisruptionReason, reason, "Disrupted: "+reason)
+	}); err != nil {
 		if apierrors.IsNotFound(err) {
 			return nil
 		}
@@ -713,39 +718,44 @@ func (c *Controller) writeConditions(ctx context.Context, snap *snapshot.Cluster
 		if np == nil || nc.DeletionTimestamp != nil || !ownership.Owns(nc) {
 			continue
 		}
-		want := disruption.Conditions(nc, np, hashes, now)
-		stored := nc.DeepCopy()
-		conds := nc.StatusConditions()
-		changed := false
-		if nc.StatusConditions().Get(karpv1.ConditionTypeInitialized).IsTrue() {
-			cur := conds.Get(karpv1.ConditionTypeConsolidatable)
-			if want.Consolidatable && (cur == nil || !cur.IsTrue()) {
-				changed = conds.SetTrue(karpv1.ConditionTypeConsolidatable) || changed
-			}
-			if !want.Consolidatable && (cur == nil || cur.IsTrue()) {
-				msg := "consolidateAfter is Never"
-				if !want.ConsolidatableAt.IsZero() {
-					msg = "consolidatable at " + want.ConsolidatableAt.UTC().Format(time.RFC3339)
-				}
-				changed = conds.SetFalse(karpv1.ConditionTypeConsolidatable, "NotConsolidatable", msg) || changed
-			}
-		}
-		cur := conds.Get(karpv1.ConditionTypeDrifted)
-		switch {
-		case want.Drifted != "" && (cur == nil || !cur.IsTrue() || cur.Message != want.Drifted):
-			reason, _, _ := strings.Cut(want.Drifted, ":")
-			changed = conds.SetTrueWithReason(karpv1.ConditionTypeDrifted, reason, want.Drifted) || changed
-		case want.Drifted == "" && cur != nil:
-			changed = conds.Clear(karpv1.ConditionTypeDrifted) == nil || changed
-		}
-		if !changed {
-			continue
-		}
-		if err := c.kube.Status().Patch(ctx, nc, client.MergeFrom(stored)); client.IgnoreNotFound(err) != nil {
+		_, _, err := lifecycle.WriteNodeClaimStatus(ctx, c.kube, nc, func(cur *karpv1.NodeClaim) bool {
+			return cur.DeletionTimestamp == nil && syncConditions(cur, np, hashes, now)
+		})
+		if client.IgnoreNotFound(err) != nil {
 			errs = append(errs, fmt.Errorf("writing the disruption conditions of NodeClaim %s: %w", nc.Name, err))
 		}
 	}
 	return errs
+}
+
+// syncConditions sets nc's Consolidatable and Drifted conditions to the
+// engine's view of it; false when they already say so.
+func syncConditions(nc *karpv1.NodeClaim, np *karpv1.NodePool, hashes map[string]string, now time.Time) bool {
+	want := disruption.Conditions(nc, np, hashes, now)
+	conds := nc.StatusConditions()
+	changed := false
+	if conds.Get(karpv1.ConditionTypeInitialized).IsTrue() {
+		cur := conds.Get(karpv1.ConditionTypeConsolidatable)
+		if want.Consolidatable && (cur == nil || !cur.IsTrue()) {
+			changed = conds.SetTrue(karpv1.ConditionTypeConsolidatable) || changed
+		}
+		if !want.Consolidatable && (cur == nil || cur.IsTrue()) {
+			msg := "consolidateAfter is Never"
+			if !want.ConsolidatableAt.IsZero() {
+				msg = "consolidatable at " + want.ConsolidatableAt.UTC().Format(time.RFC3339)
+			}
+			changed = conds.SetFalse(karpv1.ConditionTypeConsolidatable, "NotConsolidatable", msg) || changed
+		}
+	}
+	cur := conds.Get(karpv1.ConditionTypeDrifted)
+	switch {
+	case want.Drifted != "" && (cur == nil || !cur.IsTrue() || cur.Message != want.Drifted):
+		reason, _, _ := strings.Cut(want.Drifted, ":")
+		changed = conds.SetTrueWithReason(karpv1.ConditionTypeDrifted, reason, want.Drifted) || changed
+	case want.Drifted == "" && cur != nil:
+		changed = conds.Clear(karpv1.ConditionTypeDrifted) == nil || changed
+	}
+	return changed
 }
 
 // explain writes one event per node left alone, on its Node and NodeClaim:
