@@ -222,12 +222,7 @@ func BenchmarkEastUSGenericPrice(b *testing.B) {
 		b.Fatal(err)
 	}
 	pods, cpu, mem := genericPods(7, 2000)
-	in := scheduler.Input{
-		Pods:        pods,
-		NodePools:   []*karpv1.NodePool{nodePool("general", "default", req(karpv1.CapacityTypeLabelKey, corev1.NodeSelectorOpIn, karpv1.CapacityTypeOnDemand, karpv1.CapacityTypeSpot))},
-		NodeClasses: []*v1beta1.AKSNodeClass{nodeClass("default", 0)},
-		Catalog:     c,
-	}
+	in := genericInput(c, pods)
 	bound := lpBound(c, cpu, mem)
 	var price float64
 	var nodes int
@@ -251,6 +246,17 @@ func BenchmarkEastUSGenericPrice(b *testing.B) {
 	b.ReportMetric(price, "$/h")
 	b.ReportMetric(bound, "lp$/h")
 	b.ReportMetric(price/bound, "price/bound")
+}
+
+// genericInput is a scheduler input for pods over c: one NodePool
+// "general" that allows spot and on-demand, with its AKSNodeClass.
+func genericInput(c *catalog.Catalog, pods []*corev1.Pod) scheduler.Input {
+	return scheduler.Input{
+		Pods:        pods,
+		NodePools:   []*karpv1.NodePool{nodePool("general", "default", req(karpv1.CapacityTypeLabelKey, corev1.NodeSelectorOpIn, karpv1.CapacityTypeOnDemand, karpv1.CapacityTypeSpot))},
+		NodeClasses: []*v1beta1.AKSNodeClass{nodeClass("default", 0)},
+		Catalog:     c,
+	}
 }
 
 // genericPods are n pods without constraints, CPU from {100m, 250m, 500m,

@@ -10,10 +10,8 @@ import (
 	"sort"
 	"testing"
 
-	corev1 "k8s.io/api/core/v1"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
-	"github.com/karpfunc/karpfunc/pkg/apis/v1beta1"
 	"github.com/karpfunc/karpfunc/pkg/catalog"
 	"github.com/karpfunc/karpfunc/pkg/scheduler"
 )
@@ -84,12 +82,7 @@ func round4(x float64) float64 { return math.Round(x*1e4) / 1e4 }
 // cheapest offering), the LP lower bound and the number of nodes.
 func genericFleet(tb testing.TB, c *catalog.Catalog, seed int64, n int) (price, bound float64, nodes int) {
 	pods, cpu, mem := genericPods(seed, n)
-	in := scheduler.Input{
-		Pods:        pods,
-		NodePools:   []*karpv1.NodePool{nodePool("general", "default", req(karpv1.CapacityTypeLabelKey, corev1.NodeSelectorOpIn, karpv1.CapacityTypeOnDemand, karpv1.CapacityTypeSpot))},
-		NodeClasses: []*v1beta1.AKSNodeClass{nodeClass("default", 0)},
-		Catalog:     c,
-	}
+	in := genericInput(c, pods)
 	res := scheduler.Solve(in)
 	if len(res.Unschedulable) > 0 {
 		tb.Fatalf("unschedulable: %s", res.Unschedulable[0].Reason)

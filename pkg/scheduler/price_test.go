@@ -69,12 +69,7 @@ func TestGenericPriceWithinLPBound(t *testing.T) {
 	} {
 		t.Run(fmt.Sprintf("seed%d-%dpods", tc.seed, tc.pods), func(t *testing.T) {
 			pods, cpu, mem := genericPods(tc.seed, tc.pods)
-			in := scheduler.Input{
-				Pods:        pods,
-				NodePools:   []*karpv1.NodePool{nodePool("general", "default", req(karpv1.CapacityTypeLabelKey, corev1.NodeSelectorOpIn, karpv1.CapacityTypeOnDemand, karpv1.CapacityTypeSpot))},
-				NodeClasses: []*v1beta1.AKSNodeClass{nodeClass("default", 0)},
-				Catalog:     c,
-			}
+			in := genericInput(c, pods)
 			price := fleetPrice(t, in, scheduler.Solve(in))
 			bound := lpBound(c, cpu, mem)
 			if ratio := price / bound; ratio > tc.maxRatio {
@@ -99,12 +94,7 @@ func TestGeneralPurposePriceWithinLPBound(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			c := catalogs[i]
 			pods, cpu, mem := genericPods(7, 2000)
-			in := scheduler.Input{
-				Pods:        pods,
-				NodePools:   []*karpv1.NodePool{nodePool("general", "default", req(karpv1.CapacityTypeLabelKey, corev1.NodeSelectorOpIn, karpv1.CapacityTypeOnDemand, karpv1.CapacityTypeSpot))},
-				NodeClasses: []*v1beta1.AKSNodeClass{nodeClass("default", 0)},
-				Catalog:     c,
-			}
+			in := genericInput(c, pods)
 			res := scheduler.Solve(in)
 			price, bound := fleetPrice(t, in, res), lpBound(c, cpu, mem)
 			if ratio := price / bound; ratio > 1.03 {
@@ -216,12 +206,7 @@ func TestRepairKeepsConstraints(t *testing.T) {
 		}}
 		pods = append(pods, p)
 	}
-	in := scheduler.Input{
-		Pods:        pods,
-		NodePools:   []*karpv1.NodePool{nodePool("general", "default", req(karpv1.CapacityTypeLabelKey, corev1.NodeSelectorOpIn, karpv1.CapacityTypeOnDemand, karpv1.CapacityTypeSpot))},
-		NodeClasses: []*v1beta1.AKSNodeClass{nodeClass("default", 0)},
-		Catalog:     c,
-	}
+	in := genericInput(c, pods)
 	r := scheduler.Solve(in)
 	fleetPrice(t, in, r)
 	zones := map[string]int{}
