@@ -20,9 +20,9 @@ func TestPlanRebalanceNeedsDisruption(t *testing.T) {
 	}
 }
 
-// skewedDump is two CPU-full Standard_D8as_v5 nodes whose pods would be
-// cheaper on a D8als_v6 (the 1-CPU, 1Gi pods) and a D8as_v5 (the 2-CPU,
-// 7Gi ones): no Karpenter method can take them, rebalancing can.
+// skewedDump is two Standard_D8as_v5 nodes whose pods (1 CPU with 1Gi or
+// 7Gi) would be cheaper on a D8als_v6 and a D8as_v5: no Karpenter method
+// can take them, rebalancing can.
 func skewedDump() string {
 	dump := plantest.NodePool("{key: kubernetes.io/arch, operator: In, values: [amd64]}")
 	for _, n := range []struct {
@@ -34,7 +34,7 @@ func skewedDump() string {
 			pods = append(pods, plantest.Pod{CPU: "1", Memory: "1Gi"})
 		}
 		for range n.rich {
-			pods = append(pods, plantest.Pod{CPU: "2", Memory: "7Gi"})
+			pods = append(pods, plantest.Pod{CPU: "1", Memory: "7Gi"})
 		}
 		dump += plantest.Node(n.name, "26382591590", pods...)
 	}

@@ -63,6 +63,9 @@ func (e *Engine) consolidateInto(method string, cands []*Candidate, simulate fun
 	if why := e.balanced(cmd); why != "" {
 		return nil, why
 	}
+	if why := e.survivesSpread(cmd); why != "" {
+		return nil, why
+	}
 	return cmd, ""
 }
 

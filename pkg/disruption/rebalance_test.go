@@ -2,19 +2,37 @@ package disruption
 
 import (
 	"errors"
+	"fmt"
+	"iter"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/karpfunc/karpfunc/pkg/scheduler"
 	corev1 "k8s.io/api/core/v1"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 )
 
-// skewedPair is two CPU-full Standard_D8as_v5 nodes ($0.344/h each) with
-// mixed pods: seven lean pods (1 CPU, 1Gi) and three rich ones (2 CPU,
-// 7Gi). Neither node fits a cheaper type, nor both one cheaper node, nor
-// one node's pods the other's free room; the lean pods on a D8als_v6
-// ($0.322/h) and the rich ones on a D8as_v5 save $0.022/h (3.2 %).
+// skewedPair is two Standard_D8as_v5 nodes ($0.344/h each) with mixed
+// pods: seven lean pods (1 CPU, 1Gi) and three rich ones (1 CPU, 7Gi).
+// Neither node fits a cheaper type, nor both one node, nor one node's pods
+// the other's free room; the lean pods and one rich pod on a D8als_v6
+// ($0.322/h) and the other rich pods on a D8as_v5 save $0.022/h (3.2 %),
+// and the kube-scheduler can place the evicted pods on the two in any
+// order (TestRebalanceSurvivesEveryArrivalOrder).
 func skewedPair(f *fixture) {
+	f.node("a", "Standard_D8as_v5", "on-demand")
+	f.pods("a-lean", "a", 4, "1", "1Gi")
+	f.pods("a-rich", "a", 1, "1", "7Gi")
+	f.node("b", "Standard_D8as_v5", "on-demand")
+	f.pods("b-lean", "b", 3, "1", "1Gi")
+	f.pods("b-rich", "b", 2, "1", "7Gi")
+}
+
+// tightPair is skewedPair with CPU-full nodes (rich pods of 2 CPU): the
+// same re-pack fits the two cheaper nodes only if the rich pods land
+// first, and the kube-scheduler, spreading lean pods first, strands one.
+func tightPair(f *fixture) {
 	f.node("a", "Standard_D8as_v5", "on-demand")
 	f.pods("a-lean", "a", 4, "1", "1Gi")
 	f.pods("a-rich", "a", 1, "2", "7Gi")
@@ -34,6 +52,7 @@ func TestRebalance(t *testing.T) {
 	}{
 		{"off: Karpenter's methods leave the pair alone", false, skewedPair, "", "fit neither in the rest of the fleet's free capacity nor on a cheaper instance type"},
 		{"on: the pair is re-packed onto two cheaper nodes", true, skewedPair, "a,b", ""},
+		{"on: a re-pack the kube-scheduler can strand is refused", true, tightPair, "", "fit neither"},
 		{"a budget of one node blocks a two-node rebalance", true, func(f *fixture) {
 			skewedPair(f)
 			f.np.Spec.Disruption.Budgets = []karpv1.Budget{{Nodes: "1"}}
@@ -120,6 +139,90 @@ func TestRebalanceSpot(t *testing.T) {
 			t.Errorf("SpotToSpot %t: command %v, reason %q; want a refusal containing %q", tc.spotToSpot, cmd, why, tc.want)
 		}
 	}
+}
+
+// TestRebalanceKubeSchedulerOrder: a re-pack is a command only when the
+// kube-scheduler, placing the evicted pods one at a time, cannot strand
+// one. skewedPair's can go in any arrival order; tightPair's fits in
+// first-fit order but not when lean pods come first, and is refused.
+func TestRebalanceKubeSchedulerOrder(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		build func(*fixture)
+		want  string // "" = a command whose pods fit in every arrival order
+	}{
+		{"skewed pair", skewedPair, ""},
+		{"tight pair", tightPair, "the kube-scheduler, placing them one at a time on the least allocated node, would leave pod"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t)
+			tc.build(f)
+			e := NewEngine(State{Cluster: f.c, Catalog: f.cat, Now: now, Options: Options{Rebalance: true}})
+			r := e.rebalancer()
+			cmd, why := e.consolidateInto(MethodRebalance, e.Candidates, func(c []*Candidate) Simulation { return e.simulateSplit(r, c) }, 2, MinRebalanceSaving)
+			if tc.want != "" {
+				if cmd != nil || !strings.Contains(why, tc.want) {
+					t.Fatalf("command %v, reason %q; want a refusal containing %q", cmd, why, tc.want)
+				}
+				return
+			}
+			if cmd == nil {
+				t.Fatalf("refused: %s", why)
+			}
+			var moved []*corev1.Pod
+			for _, c := range cmd.Candidates {
+				moved = append(moved, c.unbound()...)
+			}
+			orders := 0
+			for order := range arrivalOrders(moved) {
+				orders++
+				in := e.simInput(cmd.Candidates, order)
+				in.Spread = true
+				for i, r := range cmd.Replacements {
+					in.NodeClaims = append(in.NodeClaims, plannedClaim(fmt.Sprintf("replacement-%d", i), r))
+				}
+				if res := scheduler.Solve(in); len(res.Unschedulable) > 0 {
+					t.Fatalf("arrival order %s strands %s", podNames(order), res.Unschedulable[0].Pod.Name)
+				}
+			}
+			if orders != 120 {
+				t.Errorf("%d arrival orders of seven lean and three rich pods, want 120", orders)
+			}
+		})
+	}
+}
+
+// arrivalOrders yields pods in every order that tells pods of different
+// requests apart (pods of equal requests are interchangeable).
+func arrivalOrders(pods []*corev1.Pod) iter.Seq[[]*corev1.Pod] {
+	return func(yield func([]*corev1.Pod) bool) {
+		var walk func(prefix []*corev1.Pod, rest []*corev1.Pod) bool
+		walk = func(prefix, rest []*corev1.Pod) bool {
+			if len(rest) == 0 {
+				return yield(slices.Clone(prefix))
+			}
+			seen := map[res]bool{}
+			for i, p := range rest {
+				if r := podRequests(p); !seen[r] {
+					seen[r] = true
+					others := append(slices.Clone(rest[:i]), rest[i+1:]...)
+					if !walk(append(prefix, p), others) {
+						return false
+					}
+				}
+			}
+			return true
+		}
+		walk(nil, pods)
+	}
+}
+
+func podNames(pods []*corev1.Pod) string {
+	names := make([]string, len(pods))
+	for i, p := range pods {
+		names[i] = p.Name
+	}
+	return strings.Join(names, ",")
 }
 
 // TestRebalanceMinimumSaving: the same re-pack (3.2 %) is a command at a

@@ -1,11 +1,15 @@
 package disruption
 
 import (
+	"cmp"
 	"fmt"
 	"math"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
+	"sigs.k8s.io/karpenter/pkg/scheduling"
 
 	"github.com/karpfunc/karpfunc/pkg/scheduler"
 )
@@ -36,6 +40,85 @@ func simulation(res scheduler.Result) Simulation {
 		sim.Unplaced = fmt.Sprintf("pod %s/%s could not go anywhere else: %s", u.Pod.Namespace, u.Pod.Name, u.Reason)
 	}
 	return sim
+}
+
+// survivesSpread checks that cmd does not depend on the kube-scheduler
+// packing the evicted pods as the simulation did: the kube-scheduler
+// binds them one at a time to the least allocated node that fits, and a
+// tight first-fit packing can leave the last pods nowhere to go, so that
+// provisioning launches a node for them and the next pass consolidates
+// again. The check places the candidates' pods smallest first (the order
+// that spreads them thinnest) on the remaining nodes and the replacements
+// at their cheapest type with the kube-scheduler model (scheduler
+// Input.Spread). The string explains a refusal.
+func (e *Engine) survivesSpread(cmd *Command) string {
+	var moved []*corev1.Pod
+	for _, c := range cmd.Candidates {
+		moved = append(moved, c.unbound()...)
+	}
+	if len(moved) == 0 {
+		return ""
+	}
+	in := e.simInput(cmd.Candidates, smallestFirst(moved))
+	in.Spread = true
+	in.NodeClaims = slices.Clone(in.NodeClaims)
+	for i, r := range cmd.Replacements {
+		if nc := plannedClaim(fmt.Sprintf("replacement-%d", i), r); nc != nil {
+			in.NodeClaims = append(in.NodeClaims, nc)
+		}
+	}
+	res := scheduler.Solve(in)
+	if len(res.Unschedulable) == 0 {
+		return ""
+	}
+	u := res.Unschedulable[0]
+	return fmt.Sprintf("its pods fit only as packed in the simulation: the kube-scheduler, placing them one at a time on the least allocated node, would leave pod %s/%s (and %d more) without room",
+		u.Pod.Namespace, u.Pod.Name, len(res.Unschedulable)-1)
+}
+
+// smallestFirst orders pods by their share of the pods' total CPU plus
+// their share of the total memory, smallest first, names breaking ties.
+func smallestFirst(pods []*corev1.Pod) []*corev1.Pod {
+	reqs := make(map[*corev1.Pod]res, len(pods))
+	var total res
+	for _, p := range pods {
+		reqs[p] = podRequests(p)
+		total = total.add(reqs[p])
+	}
+	size := func(p *corev1.Pod) float64 { return share(reqs[p].cpu, total.cpu) + share(reqs[p].mem, total.mem) }
+	out := slices.Clone(pods)
+	slices.SortStableFunc(out, func(a, b *corev1.Pod) int {
+		return cmp.Or(cmp.Compare(size(a), size(b)), cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
+	})
+	return out
+}
+
+func share(part, whole int64) float64 {
+	if whole <= 0 {
+		return 0
+	}
+	return float64(part) / float64(whole)
+}
+
+// plannedClaim is the in-flight NodeClaim a replacement would be at its
+// cheapest type and offering, for the kube-scheduler model.
+func plannedClaim(name string, r *scheduler.NodeClaimPlan) *karpv1.NodeClaim {
+	it, off := r.Cheapest()
+	if it == nil {
+		return nil
+	}
+	reqs := scheduling.NewRequirements(r.Requirements.Values()...)
+	reqs.Add(scheduling.NewRequirement(corev1.LabelInstanceTypeStable, corev1.NodeSelectorOpIn, it.Name),
+		scheduling.NewRequirement(corev1.LabelTopologyZone, corev1.NodeSelectorOpIn, off.Zone),
+		scheduling.NewRequirement(karpv1.CapacityTypeLabelKey, corev1.NodeSelectorOpIn, off.CapacityType))
+	labels := map[string]string{karpv1.NodePoolLabelKey: r.NodePool.Name}
+	for k, v := range r.NodePool.Spec.Template.Labels {
+		labels[k] = v
+	}
+	return &karpv1.NodeClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels},
+		Spec:       karpv1.NodeClaimSpec{Requirements: reqs.NodeSelectorRequirements(), Taints: r.NodePool.Spec.Template.Spec.Taints},
+	}
 }
 
 // simInput is the scheduler input with cands gone and moved (some or all

@@ -40,7 +40,10 @@ type bin struct {
 	// maxRoom bounds what fits: the largest option's room, or an existing
 	// node's allocatable minus what is bound there.
 	maxRoom resVec
-	used    resVec
+	// alloc is an existing node's allocatable (what the kube-scheduler
+	// scores against); nil for new claims.
+	alloc  resVec
+	used   resVec
 	pods    []*corev1.Pod
 	placed  []placed // new claims: pods with what the repair pass needs
 	ports   []hostPort

@@ -62,6 +62,14 @@ type Input struct {
 	// Memo, when set, is reused across solves over the same snapshot (see
 	// Memo); nil computes everything afresh.
 	Memo *Memo
+	// Spread models the kube-scheduler instead of planning: Pods are taken
+	// in the order given, each goes to the feasible Node or in-flight
+	// NodeClaim the kube-scheduler's default scoring ranks first
+	// (LeastAllocated plus BalancedAllocation on CPU and memory), and no
+	// new NodeClaim is opened. A pod no node can take is Unschedulable.
+	// Disruption uses it to check that a consolidation does not depend on
+	// the kube-scheduler reproducing our first-fit packing.
+	Spread bool
 }
 
 // Result is the plan: every input pod appears exactly once across Existing,
@@ -139,10 +147,12 @@ func Solve(in Input) Result {
 	for _, p := range s.order {
 		s.current, s.prefer = p.pod, p.prefer
 		if !s.place(p.g) {
-			res.Unschedulable = append(res.Unschedulable, Unschedulable{Pod: p.pod, Reason: s.explain(p.g)})
+			res.Unschedulable = append(res.Unschedulable, Unschedulable{Pod: p.pod, Reason: s.unplacedReason(p.g)})
 		}
 	}
-	s.repair()
+	if !s.spread {
+		s.repair()
+	}
 	for _, pl := range s.pools {
 		if pl.invalidNodePool {
 			res.InvalidNodePools = append(res.InvalidNodePools, InvalidNodePool{NodePool: pl.np, Reason: pl.invalid})

@@ -44,6 +44,8 @@ type solver struct {
 	// lastWhy is, per pool, why the last new claim could not take a pod
 	// for topology reasons.
 	lastWhy []string
+	// spread: Input.Spread.
+	spread bool
 }
 
 type pendingPod struct {
@@ -61,6 +63,7 @@ func newSolver(in Input) *solver {
 		dom:      &domains{zoneIdx: map[string]int{}, custom: map[string]*valueTable{}},
 		typeKeys: map[string]bool{},
 		counters: counters{byKey: map[string]*counter{}},
+		spread:   in.Spread,
 	}
 	var rls []corev1.ResourceList
 	var pods []*corev1.Pod
@@ -128,7 +131,9 @@ func newSolver(in Input) *solver {
 		}
 		s.order = append(s.order, pendingPod{pod: pod, g: g, req: req})
 	}
-	s.orderPods()
+	if !s.spread {
+		s.orderPods()
+	}
 	s.minReq = nil
 	for _, g := range s.groups {
 		if s.minReq == nil {
@@ -506,6 +511,7 @@ func (s *solver) newExisting(in Input, bound map[string][]*corev1.Pod) {
 			b.cts = 1 << ctIndex(ct)
 		}
 		b.maxRoom = s.roomLeft(n.Status.Allocatable, bound[n.Name], in.Memo)
+		b.alloc = s.roomLeft(n.Status.Allocatable, nil, in.Memo)
 		b.used = make(resVec, len(s.res.names))
 		s.addBin(b)
 		for _, pod := range bound[n.Name] {
@@ -537,6 +543,7 @@ func (s *solver) newExisting(in Input, bound map[string][]*corev1.Pod) {
 			}
 		}
 		b.maxRoom = s.roomLeft(available, bound[nc.Status.NodeName], in.Memo)
+		b.alloc = s.roomLeft(available, nil, in.Memo)
 		b.used = make(resVec, len(s.res.names))
 		s.addBin(b)
 	}
@@ -630,6 +637,9 @@ func (s *solver) place(g *group) bool {
 }
 
 func (s *solver) placeVariant(v *variant) bool {
+	if s.spread {
+		return s.spreadVariant(v)
+	}
 	for _, b := range s.active {
 		if b.closed {
 			continue
