@@ -44,9 +44,9 @@ type bin struct {
 	// scores against); nil for new claims.
 	alloc  resVec
 	used   resVec
-	pods    []*corev1.Pod
-	placed  []placed // new claims: pods with what the repair pass needs
-	ports   []hostPort
+	pods   []*corev1.Pod
+	placed []placed // new claims: pods with what the repair pass needs
+	ports  []hostPort
 	// pending are pods counted for a topology key whose domain this claim
 	// has not settled yet; they are counted once it does.
 	pending []pendingCount
