@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
+	"github.com/karpfunc/karpfunc/internal/pricebound"
 	"github.com/karpfunc/karpfunc/pkg/apis/v1beta1"
 	"github.com/karpfunc/karpfunc/pkg/catalog"
 	"github.com/karpfunc/karpfunc/pkg/scheduler"
@@ -273,13 +274,33 @@ func genericPods(seed int64, n int) (pods []*corev1.Pod, cpu, mem float64) {
 	return pods, cpu, mem
 }
 
-// lpBound is min Σ price_t x_t s.t. Σ cpu_t x_t ≥ cpu, Σ mem_t x_t ≥ mem,
-// x ≥ 0, each type at its cheapest available offering of the given
-// capacity types (all when none are given). With two constraints a basic
-// optimum uses at most two types, so try every type alone and every pair.
+// lpBound is pricebound.Pooled over c's types, each at its cheapest
+// available offering of the given capacity types (all when none are
+// given).
 func lpBound(c *catalog.Catalog, cpu, mem float64, capacityTypes ...string) float64 {
-	type col struct{ cpu, mem, price float64 }
-	var cols []col
+	return pricebound.Pooled(boundTypes(c, capacityTypes...), cpu, mem)
+}
+
+// fitBound is pricebound.Fit for pods over c's types (see lpBound).
+func fitBound(c *catalog.Catalog, pods []*corev1.Pod) float64 {
+	idx := map[[2]float64]int{}
+	var classes []pricebound.Class
+	for _, p := range pods {
+		r := p.Spec.Containers[0].Resources.Requests
+		k := [2]float64{r.Cpu().AsApproximateFloat64(), r.Memory().AsApproximateFloat64()}
+		i, ok := idx[k]
+		if !ok {
+			i = len(classes)
+			idx[k] = i
+			classes = append(classes, pricebound.Class{CPU: k[0], Mem: k[1]})
+		}
+		classes[i].N++
+	}
+	return pricebound.Fit(boundTypes(c), classes, 100)
+}
+
+func boundTypes(c *catalog.Catalog, capacityTypes ...string) []pricebound.Type {
+	var types []pricebound.Type
 	for _, it := range c.InstanceTypes {
 		alloc := it.WithMaxPods(v1beta1.DefaultMaxPods).Allocatable()
 		price := math.Inf(1)
@@ -289,27 +310,8 @@ func lpBound(c *catalog.Catalog, cpu, mem float64, capacityTypes ...string) floa
 			}
 		}
 		if !math.IsInf(price, 1) && price > 0 {
-			cols = append(cols, col{alloc.Cpu().AsApproximateFloat64(), alloc.Memory().AsApproximateFloat64(), price})
+			types = append(types, pricebound.Type{CPU: alloc.Cpu().AsApproximateFloat64(), Mem: alloc.Memory().AsApproximateFloat64(), Price: price})
 		}
 	}
-	best := math.Inf(1)
-	for _, a := range cols {
-		if a.cpu > 0 && a.mem > 0 {
-			best = math.Min(best, a.price*math.Max(cpu/a.cpu, mem/a.mem))
-		}
-	}
-	for i, a := range cols {
-		for _, d := range cols[i+1:] {
-			det := a.cpu*d.mem - d.cpu*a.mem
-			if det == 0 {
-				continue
-			}
-			xa := (cpu*d.mem - d.cpu*mem) / det
-			xd := (a.cpu*mem - cpu*a.mem) / det
-			if xa >= 0 && xd >= 0 {
-				best = math.Min(best, xa*a.price+xd*d.price)
-			}
-		}
-	}
-	return best
+	return types
 }
