@@ -118,10 +118,18 @@ func TestDisruption(t *testing.T) {
 		watch := watchAvailable(ctx, kube, "web", 4)
 		// 4 vCPU of web fit beside the pinned pod on its 8-vCPU node,
 		// which may not be disrupted: one node is left.
+		// Consolidated means drained too: a NodeClaim still deleting may
+		// still evict web pods, whose replacements the watch must see.
 		eventually(t, 3*time.Minute, "the fleet consolidated", func() (bool, string) {
 			now := poolClaims(t, ctx, kube, "general")
+			var deleting []string
+			for _, nc := range nodeClaimList(t, ctx, kube) {
+				if nc.Labels[karpv1.NodePoolLabelKey] == "general" && nc.DeletionTimestamp != nil {
+					deleting = append(deleting, nc.Name)
+				}
+			}
 			ok, why := allRunning(ctx, kube, "web", 4)
-			return ok && len(now) == 1, fmt.Sprintf("%d NodeClaims (%s); %s", len(now), strings.Join(claimNames(now), ", "), why)
+			return ok && len(now) == 1 && len(deleting) == 0, fmt.Sprintf("%d NodeClaims (%s), deleting %v; %s", len(now), strings.Join(claimNames(now), ", "), deleting, why)
 		})
 		armed, minimum, samples := watch.result()
 		sampled := fleet.result()
