@@ -38,27 +38,39 @@ type Class struct {
 }
 
 // Pooled is min Σ price_t x_t s.t. Σ cpu_t x_t ≥ cpu, Σ mem_t x_t ≥ mem,
-// x ≥ 0. With two constraints a basic optimum uses at most two types, so
-// it tries every type alone and every pair.
+// x ≥ 0 (see PooledBasis).
 func Pooled(types []Type, cpu, mem float64) float64 {
+	cost, _ := PooledBasis(types, cpu, mem)
+	return cost
+}
+
+// PooledBasis is Pooled and the indices in types of its optimum's types.
+// With two constraints a basic optimum uses one type or two, so it tries
+// every type alone and every pair; basis[1] is -1 when one type is
+// cheapest (and both are -1 when no type has CPU and memory).
+func PooledBasis(types []Type, cpu, mem float64) (float64, [2]int) {
 	best := math.Inf(1)
-	for _, a := range types {
+	basis := [2]int{-1, -1}
+	for i, a := range types {
 		if a.CPU > 0 && a.Mem > 0 {
-			best = math.Min(best, a.Price*math.Max(cpu/a.CPU, mem/a.Mem))
+			if cost := a.Price * math.Max(cpu/a.CPU, mem/a.Mem); cost < best {
+				best, basis = cost, [2]int{i, -1}
+			}
 		}
 	}
 	for i, a := range types {
-		for _, d := range types[i+1:] {
+		for k := i + 1; k < len(types); k++ {
+			d := types[k]
 			det := a.CPU*d.Mem - d.CPU*a.Mem
 			if det == 0 {
 				continue
 			}
 			xa := (cpu*d.Mem - d.CPU*mem) / det
 			xd := (a.CPU*mem - cpu*a.Mem) / det
-			if xa >= 0 && xd >= 0 {
-				best = math.Min(best, xa*a.Price+xd*d.Price)
+			if cost := xa*a.Price + xd*d.Price; xa > 0 && xd > 0 && cost < best {
+				best, basis = cost, [2]int{i, k}
 			}
 		}
 	}
-	return best
+	return best, basis
 }

@@ -5,6 +5,7 @@ import (
 	"math"
 	"sort"
 
+	"github.com/karpfunc/karpfunc/internal/pricebound"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/sets"
@@ -208,28 +209,16 @@ func lpBound(types []pricedType, need res) float64 {
 // lpMix is lpBound and the optimum's types: an optimum uses one type or
 // two (basis[1] is the zero pricedType when one).
 func lpMix(types []pricedType, need res) (float64, [2]pricedType) {
-	cpu, mem := float64(need.cpu), float64(need.mem)
-	best := math.Inf(1)
+	bt := make([]pricebound.Type, len(types))
+	for i, t := range types {
+		bt[i] = pricebound.Type{CPU: float64(t.alloc.cpu), Mem: float64(t.alloc.mem), Price: t.price}
+	}
+	cost, idx := pricebound.PooledBasis(bt, float64(need.cpu), float64(need.mem))
 	var basis [2]pricedType
-	for _, a := range types {
-		if a.alloc.cpu > 0 && a.alloc.mem > 0 {
-			if cost := a.price * math.Max(cpu/float64(a.alloc.cpu), mem/float64(a.alloc.mem)); cost < best {
-				best, basis = cost, [2]pricedType{a}
-			}
+	for k, i := range idx {
+		if i >= 0 {
+			basis[k] = types[i]
 		}
 	}
-	for i, a := range types {
-		for _, d := range types[i+1:] {
-			ac, am, dc, dm := float64(a.alloc.cpu), float64(a.alloc.mem), float64(d.alloc.cpu), float64(d.alloc.mem)
-			det := ac*dm - dc*am
-			if det == 0 {
-				continue
-			}
-			xa, xd := (cpu*dm-dc*mem)/det, (ac*mem-cpu*am)/det
-			if cost := xa*a.price + xd*d.price; xa > 0 && xd > 0 && cost < best {
-				best, basis = cost, [2]pricedType{a, d}
-			}
-		}
-	}
-	return best, basis
+	return cost, basis
 }
