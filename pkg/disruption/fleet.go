@@ -5,12 +5,13 @@ import (
 	"math"
 	"sort"
 
-	"github.com/karpfunc/karpfunc/internal/pricebound"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/sets"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 	"sigs.k8s.io/karpenter/pkg/scheduling"
+
+	"github.com/karpfunc/karpfunc/internal/pricebound"
 )
 
 // fleet is a resource-only view used to skip simulations that cannot

@@ -8,9 +8,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/karpfunc/karpfunc/pkg/scheduler"
 	corev1 "k8s.io/api/core/v1"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
+
+	"github.com/karpfunc/karpfunc/pkg/scheduler"
 )
 
 // skewedPair is two Standard_D8as_v5 nodes ($0.344/h each) with mixed
@@ -19,26 +20,23 @@ import (
 // the other's free room; the lean pods and one rich pod on a D8als_v6
 // ($0.322/h) and the other rich pods on a D8as_v5 save $0.022/h (3.2 %),
 // and the kube-scheduler can place the evicted pods on the two in any
-// order (TestRebalanceSurvivesEveryArrivalOrder).
-func skewedPair(f *fixture) {
-	f.node("a", "Standard_D8as_v5", "on-demand")
-	f.pods("a-lean", "a", 4, "1", "1Gi")
-	f.pods("a-rich", "a", 1, "1", "7Gi")
-	f.node("b", "Standard_D8as_v5", "on-demand")
-	f.pods("b-lean", "b", 3, "1", "1Gi")
-	f.pods("b-rich", "b", 2, "1", "7Gi")
-}
+// order (TestRebalanceKubeSchedulerOrder).
+func skewedPair(f *fixture) { mixedPair(f, "1") }
 
 // tightPair is skewedPair with CPU-full nodes (rich pods of 2 CPU): the
 // same re-pack fits the two cheaper nodes only if the rich pods land
 // first, and the kube-scheduler, spreading lean pods first, strands one.
-func tightPair(f *fixture) {
+func tightPair(f *fixture) { mixedPair(f, "2") }
+
+// mixedPair: node a holds four lean pods and one rich one, node b three
+// lean and two rich; rich pods request richCPU and 7Gi.
+func mixedPair(f *fixture, richCPU string) {
 	f.node("a", "Standard_D8as_v5", "on-demand")
 	f.pods("a-lean", "a", 4, "1", "1Gi")
-	f.pods("a-rich", "a", 1, "2", "7Gi")
+	f.pods("a-rich", "a", 1, richCPU, "7Gi")
 	f.node("b", "Standard_D8as_v5", "on-demand")
 	f.pods("b-lean", "b", 3, "1", "1Gi")
-	f.pods("b-rich", "b", 2, "2", "7Gi")
+	f.pods("b-rich", "b", 2, richCPU, "7Gi")
 }
 
 func TestRebalance(t *testing.T) {
