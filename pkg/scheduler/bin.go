@@ -40,8 +40,8 @@ type bin struct {
 	// maxRoom bounds what fits: the largest option's room, or an existing
 	// node's allocatable minus what is bound there.
 	maxRoom resVec
-	// alloc is an existing node's allocatable (what the kube-scheduler
-	// scores against); nil for new claims.
+	// alloc is a node's or in-flight claim's allocatable (what the
+	// kube-scheduler scores against); nil for new claims.
 	alloc  resVec
 	used   resVec
 	pods   []*corev1.Pod
