@@ -122,12 +122,7 @@ func TestDisruption(t *testing.T) {
 		// still evict web pods, whose replacements the watch must see.
 		eventually(t, 3*time.Minute, "the fleet consolidated", func() (bool, string) {
 			now := poolClaims(t, ctx, kube, "general")
-			var deleting []string
-			for _, nc := range nodeClaimList(t, ctx, kube) {
-				if nc.Labels[karpv1.NodePoolLabelKey] == "general" && nc.DeletionTimestamp != nil {
-					deleting = append(deleting, nc.Name)
-				}
-			}
+			deleting := deletingClaims(t, ctx, kube, "general")
 			ok, why := allRunning(ctx, kube, "web", 4)
 			return ok && len(now) == 1 && len(deleting) == 0, fmt.Sprintf("%d NodeClaims (%s), deleting %v; %s", len(now), strings.Join(claimNames(now), ", "), deleting, why)
 		})
@@ -429,6 +424,18 @@ func poolClaims(t *testing.T, ctx context.Context, kube client.Client, pool stri
 	for _, nc := range nodeClaimList(t, ctx, kube) {
 		if nc.Labels[karpv1.NodePoolLabelKey] == pool && nc.DeletionTimestamp == nil {
 			out = append(out, nc)
+		}
+	}
+	return out
+}
+
+// deletingClaims names the pool's NodeClaims being deleted (any pool's
+// when pool is "").
+func deletingClaims(t *testing.T, ctx context.Context, kube client.Client, pool string) []string {
+	var out []string
+	for _, nc := range nodeClaimList(t, ctx, kube) {
+		if (pool == "" || nc.Labels[karpv1.NodePoolLabelKey] == pool) && nc.DeletionTimestamp != nil {
+			out = append(out, nc.Name)
 		}
 	}
 	return out

@@ -433,12 +433,8 @@ func nodeClaimList(t *testing.T, ctx context.Context, kube client.Client) []karp
 func waitNoClaimDeleting(t *testing.T, ctx context.Context, kube client.Client, timeout time.Duration) {
 	t.Helper()
 	eventually(t, timeout, "no NodeClaim deleting", func() (bool, string) {
-		for _, nc := range nodeClaimList(t, ctx, kube) {
-			if nc.DeletionTimestamp != nil {
-				return false, nc.Name + " deleting"
-			}
-		}
-		return true, ""
+		deleting := deletingClaims(t, ctx, kube, "")
+		return len(deleting) == 0, strings.Join(deleting, ", ") + " deleting"
 	})
 }
 

@@ -60,8 +60,7 @@ func (e *Engine) survivesSpread(cmd *Command) string {
 		return ""
 	}
 	in := e.simInput(cmd.Candidates, smallestFirst(moved))
-	in.Spread = true
-	in.NodeClaims = slices.Clone(in.NodeClaims)
+	in.Spread = true // simInput's NodeClaims are its own: the replacements go on the end
 	for i, r := range cmd.Replacements {
 		if nc := plannedClaim(fmt.Sprintf("replacement-%d", i), r); nc != nil {
 			in.NodeClaims = append(in.NodeClaims, nc)
