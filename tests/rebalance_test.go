@@ -90,7 +90,7 @@ func TestRebalancingConsolidation(t *testing.T) {
 	})
 	before := poolClaims(t, ctx, kube, "general")
 	if len(before) != 2 {
-		t.Fatalf("12.5 vCPU of pods on Standard_D8as_v5 took %d NodeClaims (%s); want 2", len(before), strings.Join(claimNames(before), ", "))
+		t.Fatalf("10 vCPU of pods on Standard_D8as_v5 took %d NodeClaims (%s); want 2", len(before), strings.Join(claimNames(before), ", "))
 	}
 	priceBefore := fleetPrice(env.Catalog, before)
 

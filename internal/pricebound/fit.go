@@ -3,6 +3,7 @@ package pricebound
 import (
 	"cmp"
 	"container/heap"
+	"fmt"
 	"math"
 	"slices"
 )
@@ -125,15 +126,11 @@ func newFitter(types []Type, classes []Class) *fitter {
 }
 
 func (f *fitter) add(typ int, z []float64) bool {
-	key := make([]byte, 0, 8*(len(z)+1))
-	for _, v := range append([]float64{float64(typ)}, z...) {
-		b := math.Float64bits(v)
-		key = append(key, byte(b), byte(b>>8), byte(b>>16), byte(b>>24), byte(b>>32), byte(b>>40), byte(b>>48), byte(b>>56))
-	}
-	if f.seen[string(key)] {
+	key := fmt.Sprint(typ, z)
+	if f.seen[key] {
 		return false
 	}
-	f.seen[string(key)] = true
+	f.seen[key] = true
 	f.patterns = append(f.patterns, pattern{typ, z})
 	return true
 }
