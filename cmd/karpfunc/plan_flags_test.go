@@ -21,20 +21,20 @@ func TestPlanRebalanceNeedsDisruption(t *testing.T) {
 }
 
 // skewedDump is two Standard_D8as_v5 nodes whose pods (1 CPU with 1Gi or
-// 7Gi) would be cheaper on a D8als_v6 and a D8as_v5: no Karpenter method
+// 4Gi) would be cheaper on a D8als_v6 and a D8as_v5: no Karpenter method
 // can take them, rebalancing can.
 func skewedDump() string {
 	dump := plantest.NodePool("{key: kubernetes.io/arch, operator: In, values: [amd64]}")
 	for _, n := range []struct {
 		name       string
 		lean, rich int
-	}{{"a", 4, 1}, {"b", 3, 2}} {
+	}{{"a", 4, 3}, {"b", 3, 2}} {
 		var pods []plantest.Pod
 		for range n.lean {
 			pods = append(pods, plantest.Pod{CPU: "1", Memory: "1Gi"})
 		}
 		for range n.rich {
-			pods = append(pods, plantest.Pod{CPU: "1", Memory: "7Gi"})
+			pods = append(pods, plantest.Pod{CPU: "1", Memory: "4Gi"})
 		}
 		dump += plantest.Node(n.name, "26382591590", pods...)
 	}

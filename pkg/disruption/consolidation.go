@@ -3,6 +3,7 @@ package disruption
 import (
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 
 	corev1 "k8s.io/api/core/v1"
@@ -22,7 +23,7 @@ func consolidatable(c *Candidate) bool {
 // fit elsewhere, replace them with one cheaper NodeClaim when the pods fit
 // on it. The string explains a refusal.
 func (e *Engine) consolidate(method string, cands []*Candidate) (*Command, string) {
-	return e.consolidateInto(method, cands, e.Simulate, 1, 0)
+	return e.consolidateInto(method, cands, e.simulateOnOne, 1, 0)
 }
 
 // consolidateInto is consolidate with simulate's answer, allowing up to
@@ -47,7 +48,7 @@ func (e *Engine) consolidateInto(method string, cands []*Candidate, simulate fun
 	case n > maxNew && maxNew == 1:
 		return nil, fmt.Sprintf("its pods would need %d new nodes", n)
 	case n > maxNew:
-		return nil, fmt.Sprintf("their pods would need %d new nodes, more than the %d nodes they leave", n, maxNew)
+		return nil, fmt.Sprintf("their pods would need %d new nodes, more than the %d allowed", n, maxNew)
 	default:
 		plans, why := e.cheaperSet(sim.Result.NewNodeClaims, cands, total*(1-minSaving))
 		if plans == nil {
@@ -60,13 +61,102 @@ func (e *Engine) consolidateInto(method string, cands []*Candidate, simulate fun
 		return nil, fmt.Sprintf("the move would save $%.4f/h, %.1f%% of the candidates' $%.4f/h, below the minimum of %.0f%%",
 			cmd.Savings, 100*cmd.Savings/total, total, 100*minSaving)
 	}
+	if why := e.survivesSpread(cmd); why != "" {
+		roomy, whyNot := e.makeRoom(cmd, sim.Result.NewNodeClaims, total*(1-minSaving))
+		if roomy == nil {
+			return nil, why + whyNot
+		}
+		cmd.Replacements = roomy
+		cmd.Savings = total - replacementPrice(roomy)
+	}
 	if why := e.balanced(cmd); why != "" {
 		return nil, why
 	}
-	if why := e.survivesSpread(cmd); why != "" {
-		return nil, why
-	}
 	return cmd, ""
+}
+
+// maxRoomSteps bounds how many times makeRoom widens a replacement.
+const maxRoomSteps = 4
+
+// makeRoom looks for replacements the kube-scheduler model fills without
+// stranding a pod (survivesSpread), when cmd's do not: a replacement sized
+// exactly for the pods the simulation gave it is filled by the
+// kube-scheduler with whichever pods come first, and the ones it was meant
+// for find no room. Starting from the simulation's plans, it widens, one
+// step at a time, the plan whose next roomier type (see roomier) adds the
+// least to the price, while the replacements stay below limit. nil and why
+// not (to append to the model's refusal) when no widening is enough.
+func (e *Engine) makeRoom(cmd *Command, plans []*scheduler.NodeClaimPlan, limit float64) ([]*scheduler.NodeClaimPlan, string) {
+	if len(plans) == 0 {
+		return nil, ""
+	}
+	wide := make([]*scheduler.NodeClaimPlan, len(plans))
+	for i, p := range plans {
+		allowed, why := e.cheaper(p, cmd.Candidates, math.Inf(1))
+		if allowed == nil {
+			return nil, "; " + why
+		}
+		wide[i] = allowed
+	}
+	for range maxRoomSteps {
+		grow, added := -1, math.Inf(1)
+		var grown *scheduler.NodeClaimPlan
+		for i, p := range wide {
+			if next := roomier(p); next != nil {
+				_, from := p.Cheapest()
+				if _, to := next.Cheapest(); to.Price-from.Price < added {
+					grow, added, grown = i, to.Price-from.Price, next
+				}
+			}
+		}
+		if grow < 0 {
+			return nil, "; no roomier instance type is allowed"
+		}
+		wide = slices.Clone(wide)
+		wide[grow] = grown
+		if price := replacementPrice(wide); price >= limit {
+			return nil, fmt.Sprintf("; replacements with room for them would cost $%.4f/h, not below $%.4f/h", price, limit)
+		}
+		narrowed, why := e.cheaperSet(wide, cmd.Candidates, limit)
+		if narrowed == nil {
+			return nil, "; " + why
+		}
+		trial := *cmd
+		trial.Replacements = narrowed
+		if e.survivesSpread(&trial) == "" {
+			return narrowed, ""
+		}
+	}
+	return nil, fmt.Sprintf("; nor with %d roomier instance types", maxRoomSteps)
+}
+
+// roomier narrows plan to the types with at least the CPU and memory of its
+// next roomier type: the cheapest of its types with at least as much of
+// both as its cheapest type and more of one. nil if there is none.
+func roomier(plan *scheduler.NodeClaimPlan) *scheduler.NodeClaimPlan {
+	cheapest, _ := plan.Cheapest()
+	if cheapest == nil {
+		return nil
+	}
+	from := resOf(cheapest.Allocatable())
+	out := *plan
+	out.InstanceTypes = slices.DeleteFunc(slices.Clone(plan.InstanceTypes), func(it *catalog.InstanceType) bool {
+		a := resOf(it.Allocatable())
+		return !from.fitsIn(a) || a == from
+	})
+	next, _ := out.Cheapest()
+	if next == nil {
+		return nil
+	}
+	to := resOf(next.Allocatable())
+	out.InstanceTypes = slices.DeleteFunc(out.InstanceTypes, func(it *catalog.InstanceType) bool { return !to.fitsIn(resOf(it.Allocatable())) })
+	names := make([]string, len(out.InstanceTypes))
+	for i, it := range out.InstanceTypes {
+		names[i] = it.Name
+	}
+	out.Requirements = scheduling.NewRequirements(plan.Requirements.Values()...)
+	out.Requirements.Add(scheduling.NewRequirement(corev1.LabelInstanceTypeStable, corev1.NodeSelectorOpIn, names...))
+	return &out
 }
 
 // cheaperSet narrows plans to offerings that together cost less than

@@ -80,7 +80,8 @@ func (e *Engine) fleet() *fleet {
 // resources alone ("" when the scheduler should be asked).
 func (f *fleet) hopeless(e *Engine, c *Candidate) string {
 	need := f.candidates[c]
-	if need.fitsIn(f.freeAll.sub(f.free[c.Node.Name])) && f.slotsFor(c) {
+	others := f.freeAll.sub(f.free[c.Node.Name])
+	if need.fitsIn(others) && f.slotsFor(c) {
 		return ""
 	}
 	spotOnly := c.CapacityType == karpv1.CapacityTypeSpot
@@ -93,11 +94,13 @@ func (f *fleet) hopeless(e *Engine, c *Candidate) string {
 			// replaced by on-demand; the scheduler decides)
 			continue
 		}
-		if need.fitsIn(t.alloc) {
+		// Some pods may stay on the rest of the fleet, the others go to
+		// the replacement, as the scheduler would place them.
+		if need.fitsIn(others.add(t.alloc)) {
 			return ""
 		}
 	}
-	return fmt.Sprintf("its pods (%s) fit neither in the rest of the fleet's free capacity nor on a cheaper instance type", need)
+	return fmt.Sprintf("its pods (%s) fit neither in the rest of the fleet's free capacity nor on a cheaper instance type, nor shared between the two", need)
 }
 
 // prefixBound is the longest prefix of cands whose pods could fit in the

@@ -13,17 +13,18 @@ import (
 
 // RebalancingConsolidation goes beyond Karpenter: it replaces a group of
 // candidates with as many new nodes as the scheduler needs for their pods
-// (at most one per candidate), of whatever shapes it picks, when together
-// they cost at least MinRebalanceSaving less. Karpenter's consolidation
+// (at most rebalanceExtraNodes more than it removes), of whatever shapes it
+// picks, when together they cost at least MinRebalanceSaving less. Karpenter's consolidation
 // takes prefixes of the candidates in disruption-cost order and replaces
 // them with at most one node, so a fleet of full nodes whose pods would be
 // cheaper on other shapes (CPU-heavy pods on a low-memory type, two lean
-// nodes on one larger low-memory node) stays as it is; this method
-// re-packs it. It runs last, only with Options.Rebalance, and spends
+// nodes on one larger low-memory node, one large node whose memory is full
+// and CPU is not on a low-memory and a high-memory node) stays as it is;
+// this method re-packs it. It runs last, only with Options.Rebalance, and spends
 // Underutilized budgets like the other consolidation methods (sharing
 // their simulation, spot rules, Balanced score and validation).
 //
-// Groups, within budgets: runs of 2 to maxRebalanceGroup neighbours in
+// Groups, within budgets: runs of 1 to maxRebalanceGroup neighbours in
 // the candidates sorted by their pods' memory per CPU (alike shapes pack
 // together onto larger nodes), pairs from both ends of that order
 // (opposite shapes complete each other), and prefixes of the candidates
@@ -54,6 +55,12 @@ const (
 	// less room per CPU); groups whose cover barely clears the minimum
 	// spend the simulations and never save it.
 	coverMargin = 2
+	// rebalanceExtraNodes: a rebalance may launch this many more nodes
+	// than it removes. After a scale-down a fleet of large nodes may be
+	// full on memory with CPU to spare; each such node's pods are cheaper
+	// on two shapes, and rounding to whole sizes may take a third, while
+	// the budget (10% of a small fleet) allows one or two nodes at a time.
+	rebalanceExtraNodes = 2
 	// maxRebalanceGroup is the largest group tried.
 	maxRebalanceGroup = 16
 	// maxRebalancePairs is how many pairs from both ends are tried.
@@ -106,7 +113,7 @@ func (RebalancingConsolidation) ComputeCommands(e *Engine, budgets Budgets, cand
 			groups = append(groups, group{g, saving})
 		}
 	}
-	for k := 2; k <= min(maxRebalanceGroup, len(sorted)); k++ {
+	for k := 1; k <= min(maxRebalanceGroup, len(sorted)); k++ {
 		for i := 0; i+k <= len(sorted); i++ {
 			consider(sorted[i : i+k])
 		}
@@ -172,11 +179,11 @@ func fitsBudgets(g []*Candidate, budgets Budgets) bool {
 func (e *Engine) rebalance(cands []*Candidate) (*Command, string) {
 	r := e.rebalancer()
 	simulate := func(c []*Candidate) Simulation { r.solves++; return e.Simulate(c) }
-	cmd, why := e.consolidateInto(MethodRebalance, cands, simulate, len(cands), MinRebalanceSaving)
+	cmd, why := e.consolidateInto(MethodRebalance, cands, simulate, len(cands)+rebalanceExtraNodes, MinRebalanceSaving)
 	if cmd != nil {
 		return cmd, ""
 	}
-	split, whySplit := e.consolidateInto(MethodRebalance, cands, func(c []*Candidate) Simulation { return e.simulateSplit(r, c) }, len(cands), MinRebalanceSaving)
+	split, whySplit := e.consolidateInto(MethodRebalance, cands, func(c []*Candidate) Simulation { return e.simulateSplit(r, c) }, len(cands)+rebalanceExtraNodes, MinRebalanceSaving)
 	if split != nil {
 		return split, ""
 	}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 )
@@ -64,8 +65,73 @@ func BenchmarkReplayToRest(b *testing.B) {
 	}
 }
 
+// BenchmarkReplayScaledDown: the fleet karpfunc provisions for 10,000
+// generic pods (BenchmarkReplayToRest's mix) with the NodePool's D family
+// and no size cap, a few dozen large nodes, loses four pods in five at
+// random, as after a traffic peak; Replay consolidates it to rest. It
+// reports what BenchmarkReplayToRest does; plan/bound is a fresh plan for
+// the pods left.
+func BenchmarkReplayScaledDown(b *testing.B) {
+	for _, tc := range []struct {
+		name string
+		opts Options
+	}{
+		{"karpenter", Options{}},
+		{"rebalance", Options{Rebalance: true}},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			f, pods := scaledDownFleet(b, 7, 10000)
+			replayFleet(b, f, pods, tc.opts)
+		})
+	}
+}
+
+// scaledDownFleet provisions n generic pods (drawn from seed) as a fresh
+// plan, with one Ready node per planned NodeClaim, and keeps one pod in
+// five (drawn from seed).
+func scaledDownFleet(b *testing.B, seed int64, n int) (*fixture, []*corev1.Pod) {
+	f := newFixture(b)
+	f.np.Spec.Disruption.Budgets = nil  // Karpenter's default: 10% of the nodes
+	r := rand.New(rand.NewSource(seed)) //nolint:gosec // deterministic workload
+	var pods []*corev1.Pod
+	for i := range n {
+		cpu := fmt.Sprintf("%dm", []int{100, 250, 500, 1000, 1500}[r.Intn(5)])
+		mem := fmt.Sprintf("%dMi", []int{100, 256, 512, 1024, 2048, 4096}[r.Intn(6)])
+		pods = append(pods, f.pod(fmt.Sprintf("g%05d", i), "", cpu, mem))
+	}
+	_, provisioned := planPrice(f, pods)
+	if len(provisioned.Unschedulable) > 0 {
+		b.Fatalf("unschedulable: %s", provisioned.Unschedulable[0].Reason)
+	}
+	byName := make(map[string]*corev1.Pod, len(pods))
+	for _, p := range pods {
+		byName[p.Name] = p
+	}
+	for i, plan := range provisioned.NewNodeClaims {
+		nc, node := fakeNode(fmt.Sprintf("n%03d", i), plan, now.Add(-time.Hour))
+		f.c.NodeClaims = append(f.c.NodeClaims, nc)
+		f.c.Nodes = append(f.c.Nodes, node)
+		for _, p := range plan.Pods {
+			byName[p.Name].Spec.NodeName = node.Name
+		}
+	}
+	var kept []*corev1.Pod
+	for _, p := range f.c.Pods {
+		if r.Intn(5) == 0 {
+			kept = append(kept, p)
+		}
+	}
+	f.c.Pods = kept
+	return f, kept
+}
+
 func replayToRest(b *testing.B, opts Options) {
 	f, pods := firstFitFleet(b, "Standard_D8as_v5", 7, 2000)
+	replayFleet(b, f, pods, opts)
+}
+
+// replayFleet replays disruption on f, whose pods are pods, to rest.
+func replayFleet(b *testing.B, f *fixture, pods []*corev1.Pod, opts Options) {
 	st := State{Cluster: f.c, Catalog: f.cat, Now: now, Options: opts}
 	e := NewEngine(st)
 	var need res

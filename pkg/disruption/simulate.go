@@ -33,6 +33,21 @@ func (e *Engine) Simulate(cands []*Candidate) Simulation {
 	return simulation(scheduler.Solve(e.simInput(cands, moved)))
 }
 
+// simulateOnOne is Simulate packing new NodeClaims as Karpenter does
+// (scheduler Input.PackLargest): Karpenter's methods replace candidates
+// with at most one node, so the question is whether the pods that need a
+// new node fit on one, not how the scheduler would best spread them over
+// several.
+func (e *Engine) simulateOnOne(cands []*Candidate) Simulation {
+	var moved []*corev1.Pod
+	for _, c := range cands {
+		moved = append(moved, c.unbound()...)
+	}
+	in := e.simInput(cands, moved)
+	in.PackLargest = true
+	return simulation(scheduler.Solve(in))
+}
+
 func simulation(res scheduler.Result) Simulation {
 	sim := Simulation{Result: res}
 	if len(res.Unschedulable) > 0 {

@@ -499,7 +499,7 @@ func (s *solver) fits(b *bin, v *variant, ch *choice) bool {
 	// but do not draw more pods in; if narrowing rules the target out, the
 	// next most efficient option that fits takes over.
 	ch.target = nil
-	if t := b.target; t != nil && valid(t) {
+	if t := b.target; t != nil && valid(t) && !s.packLargest {
 		if !fitsSum(b.used, req, t.room) {
 			return false
 		}

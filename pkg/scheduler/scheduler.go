@@ -70,6 +70,14 @@ type Input struct {
 	// Disruption uses it to check that a consolidation does not depend on
 	// the kube-scheduler reproducing our first-fit packing.
 	Spread bool
+	// PackLargest packs like Karpenter's scheduler: a new NodeClaim keeps
+	// every instance type that still holds its pods and takes pods while
+	// any of them does, so pods share as few new NodeClaims as fit; each
+	// plan still lists its types cheapest first. Without it a claim packs
+	// to its most cost-efficient type and the pods may be spread over
+	// several cheaper claims. Consolidation uses it to ask Karpenter's
+	// question: do the pods fit on one new node?
+	PackLargest bool
 }
 
 // Result is the plan: every input pod appears exactly once across Existing,

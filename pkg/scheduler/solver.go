@@ -46,6 +46,8 @@ type solver struct {
 	lastWhy []string
 	// spread: Input.Spread.
 	spread bool
+	// packLargest: Input.PackLargest.
+	packLargest bool
 }
 
 type pendingPod struct {
@@ -64,6 +66,8 @@ func newSolver(in Input) *solver {
 		typeKeys: map[string]bool{},
 		counters: counters{byKey: map[string]*counter{}},
 		spread:   in.Spread,
+
+		packLargest: in.PackLargest,
 	}
 	var rls []corev1.ResourceList
 	var pods []*corev1.Pod
@@ -689,7 +693,13 @@ func (s *solver) open(pl *pool, i int, v *variant) *bin {
 	if len(opts) == 0 {
 		return nil
 	}
-	if pl == s.preferPool && s.prefer != nil {
+	if s.packLargest {
+		// Largest first: the claim's target is the roomiest type, and
+		// fits looks past it (see fits).
+		slices.SortStableFunc(opts, func(a, b *ptype) int {
+			return cmp.Or(-cmp.Compare(a.room[rCPU], b.room[rCPU]), -cmp.Compare(a.room[rMemory], b.room[rMemory]))
+		})
+	} else if pl == s.preferPool && s.prefer != nil {
 		// The claim packs to its first option: make it the pod's side of
 		// the LP's mix (see divide).
 		if k := slices.Index(opts, s.prefer); k > 0 {
