@@ -16,6 +16,7 @@ import (
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
 	"github.com/karpfunc/karpfunc/pkg/catalog"
+	"github.com/karpfunc/karpfunc/pkg/disruption/live"
 	"github.com/karpfunc/karpfunc/pkg/scheduler"
 	"github.com/karpfunc/karpfunc/pkg/snapshot"
 )
@@ -23,8 +24,9 @@ import (
 // fleetWatch samples a NodePool's fleet every 250 ms while disruption
 // works on it: how many of its NodeClaims are disrupting (deleting, or
 // their Node tainted karpenter.sh/disrupted) against what the pool's
-// budgets allow at that moment, and how long the pods pinned to the pool
-// by nodeSelector stay unscheduled.
+// budgets allow at that moment, how long the pods pinned to the pool by
+// nodeSelector stay unscheduled, and which NodeClaims were launched for
+// pods rather than as a disruption command's replacements.
 type fleetWatch struct {
 	mu   sync.Mutex
 	stop chan struct{}
@@ -45,11 +47,17 @@ type fleetWatch struct {
 	// longestPending is the longest any pod stayed unscheduled, and which.
 	longestPending    time.Duration
 	longestPendingPod string
+	// provisioned are the NodeClaims created during the watch without a
+	// disruption command's annotation when first seen: launched for
+	// pending pods (a replacement keeps the annotation until it is
+	// Initialized, seconds after a sample sees it).
+	provisioned []string
+	seenClaims  map[string]bool
 }
 
 func watchFleet(ctx context.Context, kube client.Client, pool string) *fleetWatch {
 	w := &fleetWatch{stop: make(chan struct{}), done: make(chan struct{}), started: time.Now().Truncate(time.Second),
-		pendingSince: map[types.UID]time.Time{}, pendingName: map[types.UID]string{}, recorded: map[types.UID]bool{}}
+		pendingSince: map[types.UID]time.Time{}, pendingName: map[types.UID]string{}, recorded: map[types.UID]bool{}, seenClaims: map[string]bool{}}
 	go func() {
 		defer close(w.done)
 		tick := time.NewTicker(250 * time.Millisecond)
@@ -100,6 +108,15 @@ func (w *fleetWatch) sample(ctx context.Context, kube client.Client, pool string
 	defer w.mu.Unlock()
 	w.samples++
 	w.mostDisrupting = max(w.mostDisrupting, len(disrupting))
+	for _, nc := range ncs.Items {
+		if w.seenClaims[nc.Name] {
+			continue
+		}
+		w.seenClaims[nc.Name] = true
+		if !nc.CreationTimestamp.Time.Before(w.started) && nc.Annotations[live.AnnotationCommand] == "" {
+			w.provisioned = append(w.provisioned, nc.Name)
+		}
+	}
 	if len(disrupting) > allowed {
 		w.overBudget = append(w.overBudget, fmt.Sprintf("%s: %d of %d NodeClaims disrupting (%s), budget allows %d",
 			now.Format("15:04:05.000"), len(disrupting), len(ncs.Items), strings.Join(disrupting, ", "), allowed))
