@@ -53,6 +53,9 @@ type fleetWatch struct {
 	// Initialized, seconds after a sample sees it).
 	provisioned []string
 	seenClaims  map[string]bool
+	// validating: some sample saw a NodeClaim marked as a candidate of a
+	// command awaiting its validation.
+	validating bool
 }
 
 func watchFleet(ctx context.Context, kube client.Client, pool string) *fleetWatch {
@@ -109,6 +112,9 @@ func (w *fleetWatch) sample(ctx context.Context, kube client.Client, pool string
 	w.samples++
 	w.mostDisrupting = max(w.mostDisrupting, len(disrupting))
 	for _, nc := range ncs.Items {
+		if nc.Annotations[live.AnnotationValidating] != "" {
+			w.validating = true
+		}
 		if w.seenClaims[nc.Name] {
 			continue
 		}

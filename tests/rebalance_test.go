@@ -13,6 +13,7 @@ import (
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
 	"github.com/karpfunc/karpfunc/internal/localenv"
+	"github.com/karpfunc/karpfunc/pkg/disruption/live"
 	"github.com/karpfunc/karpfunc/pkg/events"
 )
 
@@ -110,6 +111,16 @@ func TestRebalancingConsolidation(t *testing.T) {
 		t.Errorf("the fleet at rest (%s) costs $%.4f/h, more than the $%.4f/h after the rebalance", strings.Join(claimNames(atRest), ", "), price, rebalanced)
 	}
 	sampled := fleet.result()
+	// Each command held the others back while it awaited validation, and
+	// its validation let go.
+	if !sampled.validating {
+		t.Error("no sample saw a candidate marked " + live.AnnotationValidating + ": commands awaiting validation do not hold others back")
+	}
+	for _, nc := range atRest {
+		if at := nc.Annotations[live.AnnotationValidating]; at != "" {
+			t.Errorf("NodeClaim %s is still marked as awaiting a validation due %s", nc.Name, at)
+		}
+	}
 	if len(sampled.provisioned) > 0 {
 		t.Errorf("NodeClaims %s were launched for pending pods after the rebalance: an evicted pod was stranded", strings.Join(sampled.provisioned, ", "))
 	}

@@ -73,7 +73,16 @@ const (
 	// AnnotationMethod is the command's method (its events name a
 	// rebalancing consolidation as such).
 	AnnotationMethod = "karpfunc.azure.com/disruption-method"
+	// AnnotationValidating, on a command's candidates, is when the
+	// command's validation is due (RFC 3339). Until then, and
+	// validationGrace after, passes start no other command: Karpenter
+	// holds one command through its validation.
+	AnnotationValidating = "karpfunc.azure.com/disruption-validating"
 )
+
+// validationGrace is how long after its due time a validation still holds
+// other commands back; past it the validation message is taken as lost.
+const validationGrace = time.Minute
 
 // Defaults.
 const (
@@ -230,10 +239,13 @@ func (c *Controller) Pass(ctx context.Context, ev PodEvents) (Result, error) {
 	if inFlight == "" {
 		inFlight = draining(snap)
 	}
-	switch {
+	switch pending := validating(snap, now); {
 	case inFlight != "":
 		res.InFlight = inFlight
 		next = earliest(next, triggers.Due(now, c.opts.ReplacementCheck))
+	case pending != "":
+		// The validation decides, and asks for the next pass when it acts.
+		res.InFlight = pending
 	case d.Command != nil:
 		res.Decided = d.Command.String()
 		if d.Command.Reason == disruption.ReasonDrifted {
@@ -282,6 +294,10 @@ func (c *Controller) Validate(ctx context.Context, msg messages.DisruptionComman
 	res := Result{Refused: map[string]int{}}
 	snap, err := snapshot.List(ctx, c.kube)
 	if err != nil {
+		return res, err
+	}
+	// Whatever the outcome, the command no longer holds others back.
+	if err := c.markValidating(ctx, snap, msg.Candidates, ""); err != nil {
 		return res, err
 	}
 	now := c.clock.Now()
@@ -374,7 +390,51 @@ func (c *Controller) scheduleValidation(ctx context.Context, cmd *disruption.Com
 	if err := c.opts.Publisher.Publish(ctx, bus.QueueDisruption, m); err != nil {
 		return time.Time{}, fmt.Errorf("scheduling the validation of %s: %w", cmd, err)
 	}
-	return at, nil
+	snap := &snapshot.Cluster{}
+	for _, cand := range cmd.Candidates {
+		snap.NodeClaims = append(snap.NodeClaims, cand.NodeClaim)
+	}
+	return at, c.markValidating(ctx, snap, msg.Candidates, at.UTC().Format(time.RFC3339))
+}
+
+// markValidating sets AnnotationValidating to at on the candidates named
+// in refs (found in snap), or removes it when at is "".
+func (c *Controller) markValidating(ctx context.Context, snap *snapshot.Cluster, refs []messages.ObjectRef, at string) error {
+	var errs []error
+	for _, ref := range refs {
+		for _, nc := range snap.NodeClaims {
+			if nc.Name != ref.Name || string(nc.UID) != ref.UID || nc.Annotations[AnnotationValidating] == at {
+				continue
+			}
+			patch := client.MergeFrom(nc.DeepCopy())
+			cp := nc.DeepCopy()
+			if at == "" {
+				delete(cp.Annotations, AnnotationValidating)
+			} else {
+				if cp.Annotations == nil {
+					cp.Annotations = map[string]string{}
+				}
+				cp.Annotations[AnnotationValidating] = at
+			}
+			if err := c.kube.Patch(ctx, cp, patch); client.IgnoreNotFound(err) != nil {
+				errs = append(errs, fmt.Errorf("marking NodeClaim %s as awaiting validation: %w", nc.Name, err))
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// validating names a command awaiting its validation: a NodeClaim marked
+// AnnotationValidating with a due time less than validationGrace ago.
+func validating(snap *snapshot.Cluster, now time.Time) string {
+	for _, nc := range snap.NodeClaims {
+		at, err := time.Parse(time.RFC3339, nc.Annotations[AnnotationValidating])
+		if err != nil || nc.DeletionTimestamp != nil || !now.Before(at.Add(validationGrace)) {
+			continue
+		}
+		return fmt.Sprintf("validation of %s at %s", nc.Name, at.Format(time.RFC3339))
+	}
+	return ""
 }
 
 func (c *Controller) schedulePass(ctx context.Context, cause string, at time.Time) error {

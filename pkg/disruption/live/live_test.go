@@ -74,6 +74,39 @@ func TestDraining(t *testing.T) {
 	}
 }
 
+// A command awaiting validation holds others back until its due time plus
+// validationGrace; a lost validation message does not hold them forever.
+func TestValidating(t *testing.T) {
+	now := time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)
+	deleting := metav1.NewTime(now)
+	for _, tc := range []struct {
+		name     string
+		mark     string
+		deleting bool
+		want     string
+	}{
+		{"not marked", "", false, ""},
+		{"due in 15s", now.Add(15 * time.Second).Format(time.RFC3339), false, "validation of a at 2026-12-02T12:00:15Z"},
+		{"due 30s ago: the message may be late", now.Add(-30 * time.Second).Format(time.RFC3339), false, "validation of a at 2026-12-02T11:59:30Z"},
+		{"due 2m ago: taken as lost", now.Add(-2 * time.Minute).Format(time.RFC3339), false, ""},
+		{"on a NodeClaim being deleted", now.Add(15 * time.Second).Format(time.RFC3339), true, ""},
+		{"not a time", "soon", false, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			nc := &karpv1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "a"}}
+			if tc.mark != "" {
+				nc.Annotations = map[string]string{AnnotationValidating: tc.mark}
+			}
+			if tc.deleting {
+				nc.DeletionTimestamp = &deleting
+			}
+			if got := validating(&snapshot.Cluster{NodeClaims: []*karpv1.NodeClaim{nc}}, now); got != tc.want {
+				t.Errorf("validating() = %q; want %q", got, tc.want)
+			}
+		})
+	}
+}
+
 // Events keep Karpenter's reasons; a rebalancing consolidation, which
 // Karpenter does not have, is named.
 func TestEventReason(t *testing.T) {
