@@ -13,6 +13,7 @@ import (
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
 	"github.com/karpfunc/karpfunc/internal/localenv"
+	"github.com/karpfunc/karpfunc/internal/otlpreceiver"
 	"github.com/karpfunc/karpfunc/pkg/disruption/live"
 	"github.com/karpfunc/karpfunc/pkg/events"
 )
@@ -29,7 +30,9 @@ import (
 // stranded, nothing is launched for them, and the fleet then stays at
 // rest.
 func TestRebalancingConsolidation(t *testing.T) {
-	env := startEnv(t, localenv.Options{ClusterName: "rebalance", BootDelay: time.Second,
+	otlp := otlpreceiver.Start()
+	t.Cleanup(otlp.Close)
+	env := startEnv(t, localenv.Options{ClusterName: "rebalance", BootDelay: time.Second, OTLPEndpoint: otlp.URL(),
 		HostSettings: map[string]string{"KARPFUNC_REBALANCE_CONSOLIDATION": "true"}})
 	ctx := context.Background()
 	kube := env.Kube
@@ -141,6 +144,14 @@ func TestRebalancingConsolidation(t *testing.T) {
 	if sampled.longestPending > slowest {
 		t.Errorf("pod %s stayed pending %s, longer than the slowest launch (%s): the candidates were drained before their replacements were up",
 			sampled.longestPendingPod, sampled.longestPending.Round(time.Millisecond), slowest.Round(time.Second))
+	}
+	// Karpenter counts a replacement under its command's reason, not as
+	// provisioning.
+	if n := counter(otlp, "karpenter_nodeclaims_created_total", map[string]string{"reason": "underutilized"}); n < 2 {
+		t.Errorf("karpenter_nodeclaims_created_total{reason=underutilized} = %v; want the rebalance's 2 replacements at least", n)
+	}
+	if n := counter(otlp, "karpenter_nodeclaims_created_total", map[string]string{"reason": "provisioning"}); n != 1 {
+		t.Errorf("karpenter_nodeclaims_created_total{reason=provisioning} = %v; want 1, the first node", n)
 	}
 	if n := eventCount(t, ctx, kube, events.ReasonDisruptionLaunching, "Underutilized, rebalancing consolidation"); n < 1 {
 		t.Errorf("%d DisruptionLaunching events name rebalancing consolidation; want one on the candidate", n)

@@ -422,7 +422,7 @@ func (l *launch) recordLaunched(ctx context.Context, inst *azure.Instance) (Laun
 	}
 	p.log.Info("launched nodeclaim", "nodeclaim", nc.Name, "instanceType", it.Name, "zone", off.Zone,
 		"capacityType", off.CapacityType, "price", off.Price, "providerID", inst.ProviderID, "sinceBegun", l.now.Sub(l.st.Begun))
-	p.decide(ctx, decisions.Launch, nc, "provisioning", nil)
+	p.decide(ctx, decisions.Launch, nc, createdFor(nc), nil)
 	if err := p.recorder.Publish(ctx, events.Event{Object: nc, Type: corev1.EventTypeNormal, Reason: events.ReasonLaunched,
 		Message: fmt.Sprintf("Launched %s in %s (%s) at $%.4f/h", it.Name, off.Zone, off.CapacityType, off.Price)}); err != nil {
 		p.log.Warn("writing event", "error", err)

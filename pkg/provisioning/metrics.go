@@ -2,6 +2,7 @@ package provisioning
 
 import (
 	"context"
+	"strings"
 	"time"
 
 	"go.opentelemetry.io/otel"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/karpfunc/karpfunc/pkg/azure"
 	"github.com/karpfunc/karpfunc/pkg/decisions"
+	"github.com/karpfunc/karpfunc/pkg/disruption/live"
 	"github.com/karpfunc/karpfunc/pkg/telemetry"
 )
 
@@ -56,10 +58,10 @@ func recordSolve(ctx context.Context, solve time.Duration) {
 	schedulingDuration.Record(ctx, solve.Seconds(), metric.WithAttributes(attribute.String("controller", controllerLabel(ctx))))
 }
 
-// recordCreated counts a NodeClaim this pass created and how long its pods
-// waited for it.
+// recordCreated counts a NodeClaim created and how long its pods waited
+// for it.
 func recordCreated(ctx context.Context, nc *karpv1.NodeClaim, pods []*corev1.Pod, now time.Time) {
-	nodeClaimsCreated.Add(ctx, 1, metric.WithAttributes(attribute.String("reason", "provisioning"),
+	nodeClaimsCreated.Add(ctx, 1, metric.WithAttributes(attribute.String("reason", createdFor(nc)),
 		attribute.String("nodepool", nc.Labels[karpv1.NodePoolLabelKey]), attribute.String("min_values_relaxed", "false")))
 	for _, pod := range pods {
 		if since := pendingSince(pod); !since.IsZero() && !now.Before(since) {
@@ -95,4 +97,15 @@ func (p *Provisioner) decide(ctx context.Context, kind decisions.Kind, nc *karpv
 		}
 	}
 	p.decisions.Record(ctx, r)
+}
+
+// createdFor is why nc was created, as Karpenter's
+// karpenter_nodeclaims_created_total labels it: "provisioning" for pending
+// pods, a disruption command's reason in lower case ("underutilized",
+// "drifted") for its replacement.
+func createdFor(nc *karpv1.NodeClaim) string {
+	if reason := nc.Annotations[live.AnnotationReason]; reason != "" {
+		return strings.ToLower(reason)
+	}
+	return "provisioning"
 }

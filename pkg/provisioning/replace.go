@@ -41,6 +41,7 @@ func (p *Provisioner) Replace(ctx context.Context, plan *scheduler.NodeClaimPlan
 	if err := p.kube.Patch(ctx, nc, patch); err != nil {
 		return nc, fmt.Errorf("annotating replacement NodeClaim %s: %w", nc.Name, err)
 	}
+	recordCreated(ctx, nc, nil, p.clock.Now())
 	if err := p.Launch(ctx, nc); err != nil {
 		return nc, err
 	}
