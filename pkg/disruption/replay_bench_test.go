@@ -103,18 +103,7 @@ func scaledDownFleet(b *testing.B, seed int64, n int) (*fixture, []*corev1.Pod) 
 	if len(provisioned.Unschedulable) > 0 {
 		b.Fatalf("unschedulable: %s", provisioned.Unschedulable[0].Reason)
 	}
-	byName := make(map[string]*corev1.Pod, len(pods))
-	for _, p := range pods {
-		byName[p.Name] = p
-	}
-	for i, plan := range provisioned.NewNodeClaims {
-		nc, node := fakeNode(fmt.Sprintf("n%03d", i), plan, now.Add(-time.Hour))
-		f.c.NodeClaims = append(f.c.NodeClaims, nc)
-		f.c.Nodes = append(f.c.Nodes, node)
-		for _, p := range plan.Pods {
-			byName[p.Name].Spec.NodeName = node.Name
-		}
-	}
+	provision(f, pods, provisioned, now.Add(-time.Hour))
 	var kept []*corev1.Pod
 	for _, p := range f.c.Pods {
 		if r.Intn(5) == 0 {

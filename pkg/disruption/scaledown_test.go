@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
@@ -30,6 +31,24 @@ func planPrice(f *fixture, pods []*corev1.Pod) (float64, scheduler.Result) {
 	return price, res
 }
 
+// provision gives f the fleet res plans: one Ready node per planned
+// NodeClaim, created at created, with each planned pod (one of pods) bound
+// to its node.
+func provision(f *fixture, pods []*corev1.Pod, res scheduler.Result, created time.Time) {
+	byName := make(map[string]*corev1.Pod, len(pods))
+	for _, p := range pods {
+		byName[p.Name] = p
+	}
+	for i, plan := range res.NewNodeClaims {
+		nc, node := fakeNode(fmt.Sprintf("n%03d", i), plan, created)
+		f.c.NodeClaims = append(f.c.NodeClaims, nc)
+		f.c.Nodes = append(f.c.Nodes, node)
+		for _, p := range plan.Pods {
+			byName[p.Name].Spec.NodeName = node.Name
+		}
+	}
+}
+
 // TestScaleDownConverges: a fleet provisioned for 400 generic pods loses
 // 80% of them; replaying disruption (default 10% budgets, one command at a
 // time) brings its price within 10% of a fresh plan for the pods left.
@@ -50,19 +69,7 @@ func TestScaleDownConverges(t *testing.T) {
 	if len(res.Unschedulable) > 0 {
 		t.Fatalf("unschedulable: %s", res.Unschedulable[0].Reason)
 	}
-	// The provisioned fleet: one Ready node per planned NodeClaim.
-	byName := map[string]*corev1.Pod{}
-	for _, p := range pods {
-		byName[p.Name] = p
-	}
-	for i, plan := range res.NewNodeClaims {
-		nc, node := fakeNode(fmt.Sprintf("n%03d", i), plan, now.Add(-2*now.Sub(now.Add(-3600e9))))
-		f.c.NodeClaims = append(f.c.NodeClaims, nc)
-		f.c.Nodes = append(f.c.Nodes, node)
-		for _, p := range plan.Pods {
-			byName[p.Name].Spec.NodeName = node.Name
-		}
-	}
+	provision(f, pods, res, now.Add(-2*time.Hour))
 	// Scale down by 80%.
 	var kept []*corev1.Pod
 	for i, p := range f.c.Pods {
