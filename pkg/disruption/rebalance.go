@@ -267,10 +267,9 @@ func (r *rebalancer) cover(need res, maxCPU int64, onDemand bool) float64 {
 // whose placement depends on other pods (spread, pod affinity) are not
 // split.
 func (e *Engine) simulateSplit(r *rebalancer, cands []*Candidate) Simulation {
-	var moved []*corev1.Pod
+	moved := movedPods(cands)
 	allSpot := true
 	for _, c := range cands {
-		moved = append(moved, c.unbound()...)
 		allSpot = allSpot && c.CapacityType == karpv1.CapacityTypeSpot
 	}
 	lean, rest := r.split(moved, allSpot && !e.st.Options.SpotToSpot)

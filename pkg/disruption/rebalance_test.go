@@ -171,12 +171,8 @@ func TestRebalanceKubeSchedulerOrder(t *testing.T) {
 			if cmd == nil {
 				t.Fatalf("refused: %s", why)
 			}
-			var moved []*corev1.Pod
-			for _, c := range cmd.Candidates {
-				moved = append(moved, c.unbound()...)
-			}
 			orders := 0
-			for order := range arrivalOrders(moved) {
+			for order := range arrivalOrders(movedPods(cmd.Candidates)) {
 				orders++
 				in := e.simInput(cmd.Candidates, order)
 				in.Spread = true

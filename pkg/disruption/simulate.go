@@ -26,11 +26,7 @@ type Simulation struct {
 // Simulate removes the candidates (and nodes already leaving) from the
 // cluster and asks the scheduler where their pods would go.
 func (e *Engine) Simulate(cands []*Candidate) Simulation {
-	var moved []*corev1.Pod
-	for _, c := range cands {
-		moved = append(moved, c.unbound()...)
-	}
-	return simulation(scheduler.Solve(e.simInput(cands, moved)))
+	return simulation(scheduler.Solve(e.simInput(cands, movedPods(cands))))
 }
 
 // simulateOnOne is Simulate packing new NodeClaims as Karpenter does
@@ -39,11 +35,7 @@ func (e *Engine) Simulate(cands []*Candidate) Simulation {
 // new node fit on one, not how the scheduler would best spread them over
 // several.
 func (e *Engine) simulateOnOne(cands []*Candidate) Simulation {
-	var moved []*corev1.Pod
-	for _, c := range cands {
-		moved = append(moved, c.unbound()...)
-	}
-	in := e.simInput(cands, moved)
+	in := e.simInput(cands, movedPods(cands))
 	in.PackLargest = true
 	return simulation(scheduler.Solve(in))
 }
@@ -67,10 +59,7 @@ func simulation(res scheduler.Result) Simulation {
 // at their cheapest type with the kube-scheduler model (scheduler
 // Input.Spread). The string explains a refusal.
 func (e *Engine) survivesSpread(cmd *Command) string {
-	var moved []*corev1.Pod
-	for _, c := range cmd.Candidates {
-		moved = append(moved, c.unbound()...)
-	}
+	moved := movedPods(cmd.Candidates)
 	if len(moved) == 0 {
 		return ""
 	}
@@ -186,6 +175,15 @@ func (e *Engine) simInput(cands []*Candidate, moved []*corev1.Pod) scheduler.Inp
 		}
 	}
 	return in
+}
+
+// movedPods are the pods the candidates' removal moves (see unbound).
+func movedPods(cands []*Candidate) []*corev1.Pod {
+	var moved []*corev1.Pod
+	for _, c := range cands {
+		moved = append(moved, c.unbound()...)
+	}
+	return moved
 }
 
 // unbound are copies of the candidate's pods without nodeName, made once
