@@ -297,7 +297,15 @@ func (c *Controller) Validate(ctx context.Context, msg messages.DisruptionComman
 		return res, err
 	}
 	// Whatever the outcome, the command no longer holds others back.
-	if err := c.markValidating(ctx, snap, msg.Candidates, ""); err != nil {
+	var candidates []*karpv1.NodeClaim
+	for _, ref := range msg.Candidates {
+		for _, nc := range snap.NodeClaims {
+			if nc.Name == ref.Name && string(nc.UID) == ref.UID {
+				candidates = append(candidates, nc)
+			}
+		}
+	}
+	if err := c.markValidating(ctx, candidates, ""); err != nil {
 		return res, err
 	}
 	now := c.clock.Now()
@@ -390,35 +398,33 @@ func (c *Controller) scheduleValidation(ctx context.Context, cmd *disruption.Com
 	if err := c.opts.Publisher.Publish(ctx, bus.QueueDisruption, m); err != nil {
 		return time.Time{}, fmt.Errorf("scheduling the validation of %s: %w", cmd, err)
 	}
-	snap := &snapshot.Cluster{}
-	for _, cand := range cmd.Candidates {
-		snap.NodeClaims = append(snap.NodeClaims, cand.NodeClaim)
+	candidates := make([]*karpv1.NodeClaim, len(cmd.Candidates))
+	for i, cand := range cmd.Candidates {
+		candidates[i] = cand.NodeClaim
 	}
-	return at, c.markValidating(ctx, snap, msg.Candidates, at.UTC().Format(time.RFC3339))
+	return at, c.markValidating(ctx, candidates, at.UTC().Format(time.RFC3339))
 }
 
-// markValidating sets AnnotationValidating to at on the candidates named
-// in refs (found in snap), or removes it when at is "".
-func (c *Controller) markValidating(ctx context.Context, snap *snapshot.Cluster, refs []messages.ObjectRef, at string) error {
+// markValidating sets AnnotationValidating to at on the candidates, or
+// removes it when at is "".
+func (c *Controller) markValidating(ctx context.Context, candidates []*karpv1.NodeClaim, at string) error {
 	var errs []error
-	for _, ref := range refs {
-		for _, nc := range snap.NodeClaims {
-			if nc.Name != ref.Name || string(nc.UID) != ref.UID || nc.Annotations[AnnotationValidating] == at {
-				continue
+	for _, nc := range candidates {
+		if nc.Annotations[AnnotationValidating] == at {
+			continue
+		}
+		patch := client.MergeFrom(nc.DeepCopy())
+		marked := nc.DeepCopy()
+		if at == "" {
+			delete(marked.Annotations, AnnotationValidating)
+		} else {
+			if marked.Annotations == nil {
+				marked.Annotations = map[string]string{}
 			}
-			patch := client.MergeFrom(nc.DeepCopy())
-			cp := nc.DeepCopy()
-			if at == "" {
-				delete(cp.Annotations, AnnotationValidating)
-			} else {
-				if cp.Annotations == nil {
-					cp.Annotations = map[string]string{}
-				}
-				cp.Annotations[AnnotationValidating] = at
-			}
-			if err := c.kube.Patch(ctx, cp, patch); client.IgnoreNotFound(err) != nil {
-				errs = append(errs, fmt.Errorf("marking NodeClaim %s as awaiting validation: %w", nc.Name, err))
-			}
+			marked.Annotations[AnnotationValidating] = at
+		}
+		if err := c.kube.Patch(ctx, marked, patch); client.IgnoreNotFound(err) != nil {
+			errs = append(errs, fmt.Errorf("marking NodeClaim %s as awaiting validation: %w", nc.Name, err))
 		}
 	}
 	return errors.Join(errs...)
