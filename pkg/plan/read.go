@@ -65,11 +65,21 @@ func (e *DocumentError) Error() string {
 
 func (e *DocumentError) Unwrap() error { return e.Err }
 
-// Read adds the objects in r (YAML or JSON, several documents separated by
-// "---", or a kind: List) to o. name is used in errors and warnings. It
+// Read adds the objects in r to o: YAML documents separated by "---", or
+// JSON documents one after another (a file whose first character is "{"),
+// each an object or a kind: List. name is used in errors and warnings. It
 // fails only when a document cannot be parsed as the kind it declares;
 // unknown kinds become warnings.
 func (o *Objects) Read(name string, r io.Reader) error {
+	buffered := bufio.NewReaderSize(r, 1<<16)
+	if startsWithJSON(buffered) {
+		return o.readJSON(name, buffered)
+	}
+	return o.readYAML(name, buffered)
+}
+
+// readYAML reads YAML documents separated by "---".
+func (o *Objects) readYAML(name string, r *bufio.Reader) error {
 	// Splitting into documents is cheap; converting YAML to JSON and
 	// decoding are the cost, so documents are converted and decoded in
 	// parallel and added in their order, stopping at the first error.
@@ -102,7 +112,7 @@ func (o *Objects) Read(name string, r io.Reader) error {
 			}
 		}()
 	}
-	reader := utilyaml.NewYAMLReader(bufio.NewReader(r))
+	reader := utilyaml.NewYAMLReader(r)
 	for doc := 1; ; doc++ {
 		raw, err := reader.Read()
 		if errors.Is(err, io.EOF) {
