@@ -136,7 +136,7 @@ func TestRequired(t *testing.T) {
 
 func TestChartValues(t *testing.T) {
 	env := map[string]string{envClusterName: "c", envServiceBus: "sb.servicebus.windows.net", envRelayClientID: "rc",
-		envRelayServiceAccount: "karpfunc-relay", envFunctionsPrincipal: "fp"}
+		envRelayServiceAccount: "karpfunc-relay", envFunctionsPrincipal: "fp", envAppInsights: "InstrumentationKey=k"}
 	v, err := chartValues(env, "myreg.azurecr.io:5000/karpfunc/relay:v1")
 	if err != nil {
 		t.Fatal(err)
@@ -147,6 +147,15 @@ func TestChartValues(t *testing.T) {
 	}
 	if v["serviceBus"].(map[string]any)["clientId"] != "rc" || v["functions"].(map[string]any)["principalId"] != "fp" {
 		t.Fatalf("values = %v", v)
+	}
+	if ai := v["applicationInsights"].(map[string]any)["connectionString"]; ai != "InstrumentationKey=k" {
+		t.Errorf("applicationInsights.connectionString = %v, want the provisioned one", ai)
+	}
+	// What postdeploy pushed, pinned by digest: the digest stays with the tag.
+	pinned := "myreg.azurecr.io/karpfunc/relay:0.1.0@sha256:" + strings.Repeat("ab", 32)
+	v, err = chartValues(env, pinned)
+	if img := v["image"].(map[string]any); err != nil || img["repository"].(string)+":"+img["tag"].(string) != pinned {
+		t.Fatalf("image %s = %v, %v", pinned, img, err)
 	}
 	if v, _ := chartValues(env, ""); v["image"] != nil {
 		t.Fatalf("image set without %s: %v", envRelayImage, v["image"])
