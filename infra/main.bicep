@@ -98,7 +98,7 @@ param karpfuncNamespace string = 'karpfunc-system'
 @description('ServiceAccount the relay runs as; the federated credential\'s subject.')
 param relayServiceAccountName string = 'karpfunc-relay'
 
-@description('OTLP/HTTP endpoint (an OpenTelemetry Collector) the Functions export metrics and traces to; empty: no OTLP export. Decision records and function logs reach Application Insights either way.')
+@description('OTLP/HTTP endpoint (an OpenTelemetry Collector) the Functions also export metrics and traces to; empty: no OTLP export. Metrics, decision records and function logs reach Application Insights either way.')
 param otlpEndpoint string = ''
 
 @description('Endpoint of an Event Grid topic (CloudEvents v1.0 input schema) karpfunc publishes its decisions to; empty: decisions are only logged. Grant the Functions identity "EventGrid Data Sender" on the topic.')
