@@ -228,3 +228,32 @@ func TestFindHealthTopic(t *testing.T) {
 		t.Error("a nextLink off management.azure.com was followed")
 	}
 }
+
+func TestMissingActions(t *testing.T) {
+	contributor := permission{Actions: []string{"*"}, NotActions: []string{"Microsoft.Authorization/*/Delete", "Microsoft.Authorization/*/Write",
+		"Microsoft.Authorization/elevateAccess/Action", "Microsoft.Blueprint/blueprintAssignments/write"}}
+	rbacAdmin := permission{Actions: []string{"Microsoft.Authorization/roleAssignments/write", "Microsoft.Authorization/roleAssignments/delete", "*/read"}}
+	reader := permission{Actions: []string{"*/read"}}
+	for _, tc := range []struct {
+		name  string
+		perms []permission
+		want  []string
+	}{
+		{"Contributor and RBAC Administrator", []permission{contributor, rbacAdmin}, nil},
+		{"Owner", []permission{{Actions: []string{"*"}}}, nil},
+		{"Contributor only", []permission{contributor}, []string{"Microsoft.Authorization/roleAssignments/write"}},
+		{"Reader", []permission{reader}, []string{"resourceGroups/write", "deployments/write", "systemTopics/write", "registries/write", "userAssignedIdentities/write", "roleAssignments/write"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := missingActions(tc.perms)
+			if len(got) != len(tc.want) {
+				t.Fatalf("missing = %q, want %d naming %q", got, len(tc.want), tc.want)
+			}
+			for i, w := range tc.want {
+				if !strings.Contains(got[i], w) || !strings.Contains(got[i], "(to ") {
+					t.Errorf("missing[%d] = %q, want it to name %s and why", i, got[i], w)
+				}
+			}
+		})
+	}
+}

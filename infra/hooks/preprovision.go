@@ -57,6 +57,9 @@ func preprovision(ctx context.Context, getenv func(string) string) error {
 	if err != nil {
 		return err
 	}
+	if err := checkDeployerRights(ctx, arm, env[envSubscription]); err != nil {
+		return err
+	}
 	ref := "-g " + env[envClusterGroup] + " -n " + env[envClusterName]
 	clusterPath := "/subscriptions/" + env[envSubscription] + "/resourceGroups/" + env[envClusterGroup] +
 		"/providers/Microsoft.ContainerService/managedClusters/" + env[envClusterName]
