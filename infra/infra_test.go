@@ -656,7 +656,7 @@ func TestHealthTopicReused(t *testing.T) {
 		}
 	}
 	eg := load(t, "modules/eventgrid.bicep")
-	for _, want := range []string{"name: topicName", "union(keptIdentityIds, [eventGridIdentityId])", "name: 'karpfunc-${token}-"} {
+	for _, want := range []string{"name: topicName", "[eventGridIdentityId]), id => id, id => {})", "filter(keptIdentityIds", "name: 'karpfunc-${token}-"} {
 		if !strings.Contains(eg.text, want) {
 			t.Errorf("eventgrid.bicep lacks %q", want)
 		}

@@ -28,7 +28,9 @@ resource topic 'Microsoft.EventGrid/systemTopics@2025-02-15' = {
   tags: topicTags
   identity: {
     type: keepSystemAssigned ? 'SystemAssigned, UserAssigned' : 'UserAssigned'
-    userAssignedIdentities: toObject(union(keptIdentityIds, [eventGridIdentityId]), id => id, id => {})
+    // Resource IDs compare case-insensitively: drop a kept copy of ours
+    // (a rerun) so the object has no two keys for one identity.
+    userAssignedIdentities: toObject(union(filter(keptIdentityIds, id => toLower(id) != toLower(eventGridIdentityId)), [eventGridIdentityId]), id => id, id => {})
   }
   properties: {
     source: subscription().id
