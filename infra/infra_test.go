@@ -33,6 +33,11 @@ var builtInRoles = map[string]struct{ name, variable string }{
 	"b7e6dc6d-f1e8-4753-8033-0f276bb0955b": {"Storage Blob Data Owner", "storageBlobDataOwner"},
 	"3913510d-42f4-4e42-8a64-420c390055eb": {"Monitoring Metrics Publisher", "monitoringMetricsPublisher"},
 	"4abbcc35-e782-43d8-92c5-2d3f1bd2253f": {"Azure Kubernetes Service Cluster User Role", "aksClusterUserRole"},
+	// ==== deployer rights: built-in roles replacing custom ones, and the registry's ====
+	"4d97b98b-1d4f-4787-a291-c67834d212e7": {"Network Contributor", "networkContributor"},
+	"7f951dda-4ed3-4680-a7ca-43fe172d538d": {"AcrPull", "acrPull"},
+	"8311e382-0749-4cb8-b61a-304f252e45ec": {"AcrPush", "acrPush"},
+	// ==== end deployer rights ====
 }
 
 type bicepFile struct {
@@ -187,7 +192,8 @@ func TestParametersFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	hookSets := hookConstants(t, "hooks/preprovision.go")
-	azdBuiltIn := map[string]bool{"AZURE_ENV_NAME": true, "AZURE_LOCATION": true, "AZURE_SUBSCRIPTION_ID": true}
+	// AZURE_PRINCIPAL_ID: azd sets it to the signed-in principal's object ID.
+	azdBuiltIn := map[string]bool{"AZURE_ENV_NAME": true, "AZURE_LOCATION": true, "AZURE_SUBSCRIPTION_ID": true, "AZURE_PRINCIPAL_ID": true}
 	userSets := map[string]bool{"AZURE_AKS_CLUSTER_NAME": true, "AZURE_AKS_RESOURCE_GROUP": true}
 	for name, p := range pf.Parameters {
 		if _, ok := main.params[name]; !ok {
@@ -212,7 +218,7 @@ func TestParametersFile(t *testing.T) {
 }
 
 // hookConstants are the string constants of a hooks file that name
-// environment values (AZURE_*, KARPFUNC_*).
+// environment values (AZURE_*, KARPFUNC_*, APPLICATIONINSIGHTS_*).
 func hookConstants(t *testing.T, path string) map[string]bool {
 	t.Helper()
 	fset := token.NewFileSet()
@@ -223,7 +229,7 @@ func hookConstants(t *testing.T, path string) map[string]bool {
 	out := map[string]bool{}
 	ast.Inspect(f, func(n ast.Node) bool {
 		if lit, ok := n.(*ast.BasicLit); ok && lit.Kind == token.STRING {
-			if s, err := strconv.Unquote(lit.Value); err == nil && regexp.MustCompile(`^(AZURE|KARPFUNC)_[A-Z_]+$`).MatchString(s) {
+			if s, err := strconv.Unquote(lit.Value); err == nil && regexp.MustCompile(`^(AZURE|KARPFUNC|APPLICATIONINSIGHTS)_[A-Z_]+$`).MatchString(s) {
 				out[s] = true
 			}
 		}
@@ -257,9 +263,15 @@ func TestOutputsTheHooksRead(t *testing.T) {
 
 func TestNoSecretOutputs(t *testing.T) {
 	secret := regexp.MustCompile(`(?i)listkeys|listcredential|connectionstring|primarykey|secondarykey|password|secret|sas`)
+	// An Application Insights connection string is not a secret: "Ikey unique
+	// identifiers aren't security tokens or security keys, and aren't
+	// considered secrets" (Learn: "Connection strings in Application
+	// Insights"); with local auth off it admits only Entra ID senders.
+	notSecret := map[string]bool{"APPLICATIONINSIGHTS_CONNECTION_STRING": true, "connectionString": true}
 	for _, f := range allFiles(t) {
 		for name, expr := range f.outputs {
-			if secret.MatchString(name) || secret.MatchString(expr) {
+			aiConnection := notSecret[name] && strings.HasSuffix(strings.ToLower(expr), "connectionstring") && !strings.Contains(strings.ToLower(expr), "list")
+			if !aiConnection && (secret.MatchString(name) || secret.MatchString(expr)) {
 				t.Errorf("%s: output %s = %s looks like a secret", f.path, name, expr)
 			}
 		}
@@ -602,5 +614,74 @@ func TestAzureYAML(t *testing.T) {
 		if _, ok := az.Hooks[want]; !ok {
 			t.Errorf("azure.yaml has no %s hook", want)
 		}
+	}
+}
+
+// TestDeployableWithBuiltInRoles (issue 18, item 5): the template defines no
+// custom role, so Contributor plus Role Based Access Control Administrator
+// (which cannot write Microsoft.Authorization/roleDefinitions) can deploy it;
+// the node subnet join is the built-in Network Contributor on that subnet.
+func TestDeployableWithBuiltInRoles(t *testing.T) {
+	for _, f := range allFiles(t) {
+		if strings.Contains(f.text, "'Microsoft.Authorization/roleDefinitions@") || strings.Contains(f.text, "'CustomRole'") {
+			t.Errorf("%s defines a custom role; the documented deployer rights (Contributor + RBAC Administrator) cannot create it", f.path)
+		}
+	}
+	subnet := load(t, "modules/subnet-access.bicep")
+	if !strings.Contains(subnet.text, "roleDefinitions', networkContributor)") || !strings.Contains(subnet.text, "scope: subnet") {
+		t.Error("subnet-access.bicep does not assign Network Contributor on the node subnet")
+	}
+}
+
+// TestHealthTopicReused (issue 18, item 5): a subscription's existing
+// HealthResources system topic (preprovision finds it) is reused, not
+// created again; environments sharing it keep separate event subscriptions.
+func TestHealthTopicReused(t *testing.T) {
+	main := load(t, "main.bicep")
+	if _, ok := main.params["healthResourcesTopicId"]; !ok {
+		t.Fatal("main.bicep takes no healthResourcesTopicId: an existing HealthResources topic would be created again (and fail)")
+	}
+	pf, _ := os.ReadFile("main.parameters.json")
+	if !strings.Contains(string(pf), `"healthResourcesTopicId": { "value": "${AZURE_HEALTH_RESOURCES_TOPIC_ID=}" }`) || !hookConstants(t, "hooks/preprovision.go")["AZURE_HEALTH_RESOURCES_TOPIC_ID"] {
+		t.Error("healthResourcesTopicId is not filled from AZURE_HEALTH_RESOURCES_TOPIC_ID, which preprovision sets")
+	}
+	i := strings.Index(main.text, "module events ")
+	if i < 0 {
+		t.Fatal("no events module")
+	}
+	events := main.text[i : i+strings.Index(main.text[i:], "\n}\n")]
+	for _, want := range []string{"scope: resourceGroup(healthTopicGroup)", "topicName: healthTopicName", "keptIdentityIds: reuseHealthTopic ? healthTopicNow.outputs.userAssignedIdentityIds"} {
+		if !strings.Contains(events, want) {
+			t.Errorf("the events module lacks %q", want)
+		}
+	}
+	eg := load(t, "modules/eventgrid.bicep")
+	for _, want := range []string{"name: topicName", "[eventGridIdentityId]), id => id, id => {})", "filter(keptIdentityIds", "name: 'karpfunc-${token}-"} {
+		if !strings.Contains(eg.text, want) {
+			t.Errorf("eventgrid.bicep lacks %q", want)
+		}
+	}
+}
+
+// TestRelayImageFromOwnRegistry (issue 18, item 4): azd up provisions the
+// registry postdeploy pushes the relay image to, Entra ID only, and the
+// kubelet identity may pull from it.
+func TestRelayImageFromOwnRegistry(t *testing.T) {
+	reg := load(t, "modules/registry.bicep")
+	for _, want := range []string{"'Microsoft.ContainerRegistry/registries@", "adminUserEnabled: false", "anonymousPullEnabled: false",
+		"roleDefinitions', acrPull)", "principalId: kubeletPrincipalId", "roleDefinitions', acrPush)", "principalId: deployerPrincipalId"} {
+		if !strings.Contains(reg.text, want) {
+			t.Errorf("registry.bicep lacks %q", want)
+		}
+	}
+	main := load(t, "main.bicep")
+	if !strings.Contains(main.text, "module registry 'modules/registry.bicep'") || !strings.Contains(main.text, "kubeletPrincipalId: aksKubeletIdentityObjectId") {
+		t.Error("main.bicep does not deploy the registry with the kubelet identity")
+	}
+	if _, ok := main.outputs["AZURE_CONTAINER_REGISTRY_ENDPOINT"]; !ok || !hookConstants(t, "hooks/postdeploy.go")["AZURE_CONTAINER_REGISTRY_ENDPOINT"] {
+		t.Error("the registry's login server is not an output postdeploy reads")
+	}
+	if !hookConstants(t, "hooks/preprovision.go")["AZURE_AKS_KUBELET_IDENTITY_OBJECT_ID"] {
+		t.Error("preprovision does not record the kubelet identity's object ID")
 	}
 }

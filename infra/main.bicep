@@ -75,6 +75,16 @@ param aksVnetGuid string
 param aksKubeletIdentityClientId string
 
 @minLength(1)
+@description('Object ID of the cluster\'s kubelet identity (identityProfile.kubeletidentity.objectId); it gets AcrPull on karpfunc\'s registry to pull the relay image. Set by the preprovision hook.')
+param aksKubeletIdentityObjectId string
+
+@description('Object ID of the principal running azd (azd sets AZURE_PRINCIPAL_ID); it gets AcrPush on karpfunc\'s registry, where the postdeploy hook pushes the relay image. Empty: no push right is granted.')
+param deployerPrincipalId string = ''
+
+@description('Resource ID of the subscription\'s Microsoft.ResourceNotifications.HealthResources system topic when one exists (a subscription holds one): karpfunc then adds its identity and event subscription to it instead of creating one. Set by the preprovision hook; empty: karpfunc creates the topic in its resource group.')
+param healthResourcesTopicId string = ''
+
+@minLength(1)
 @description('SSH public key installed on node VMs (Azure requires one for Linux VMs). The preprovision hook generates one when unset.')
 param nodeSshPublicKey string
 
@@ -88,7 +98,7 @@ param karpfuncNamespace string = 'karpfunc-system'
 @description('ServiceAccount the relay runs as; the federated credential\'s subject.')
 param relayServiceAccountName string = 'karpfunc-relay'
 
-@description('OTLP/HTTP endpoint (an OpenTelemetry Collector) the Functions export metrics and traces to; empty: no OTLP export. Decision records and function logs reach Application Insights either way.')
+@description('OTLP/HTTP endpoint (an OpenTelemetry Collector) the Functions also export metrics and traces to; empty: no OTLP export. Metrics, decision records and function logs reach Application Insights either way.')
 param otlpEndpoint string = ''
 
 @description('Endpoint of an Event Grid topic (CloudEvents v1.0 input schema) karpfunc publishes its decisions to; empty: decisions are only logged. Grant the Functions identity "EventGrid Data Sender" on the topic.')
@@ -128,7 +138,21 @@ module monitoring 'modules/monitoring.bicep' = {
     tags: tags
     token: token
     functionsPrincipalId: identities.outputs.functionsPrincipalId
+    relayPrincipalId: identities.outputs.relayPrincipalId
     serviceBusNamespaceId: serviceBus.outputs.namespaceId
+  }
+}
+
+// The relay image's registry (postdeploy pushes, the kubelet pulls).
+module registry 'modules/registry.bicep' = {
+  name: 'karpfunc-registry'
+  scope: rg
+  params: {
+    location: location
+    tags: tags
+    token: token
+    kubeletPrincipalId: aksKubeletIdentityObjectId
+    deployerPrincipalId: deployerPrincipalId
   }
 }
 
@@ -156,11 +180,32 @@ module serviceBus 'modules/servicebus.bicep' = {
   }
 }
 
+// The HealthResources system topic: the subscription's existing one when
+// the preprovision hook found it (one per subscription; a second create
+// fails), else a new one in karpfunc's resource group.
+var reuseHealthTopic = !empty(healthResourcesTopicId)
+var healthTopicGroup = reuseHealthTopic ? split(healthResourcesTopicId, '/')[4] : rg.name
+var healthTopicName = reuseHealthTopic ? last(split(healthResourcesTopicId, '/')) : 'evgt-karpfunc-health-${token}'
+
+// What the existing topic already has (its identities, its tags), kept
+// when karpfunc adds its own identity to it.
+module healthTopicNow 'modules/systemtopic-current.bicep' = if (reuseHealthTopic) {
+  name: 'karpfunc-health-topic-current'
+  scope: resourceGroup(healthTopicGroup)
+  params: {
+    topicName: healthTopicName
+  }
+}
+
 module events 'modules/eventgrid.bicep' = {
   name: 'karpfunc-eventgrid'
-  scope: rg
+  scope: resourceGroup(healthTopicGroup)
+  dependsOn: [rg]
   params: {
-    tags: tags
+    topicName: healthTopicName
+    topicTags: reuseHealthTopic ? healthTopicNow.outputs.tags : tags
+    keptIdentityIds: reuseHealthTopic ? healthTopicNow.outputs.userAssignedIdentityIds : []
+    keepSystemAssigned: reuseHealthTopic ? healthTopicNow.outputs.systemAssigned : false
     token: token
     eventGridIdentityId: identities.outputs.eventGridIdentityId
     interruptionQueueId: serviceBus.outputs.interruptionQueueId
@@ -221,31 +266,17 @@ module subnetAccess 'modules/subnet-access.bicep' = {
   params: {
     subnetId: aksNodeSubnetId
     functionsPrincipalId: identities.outputs.functionsPrincipalId
-    roleDefinitionId: subnetJoinRole.id
   }
 }
 
-// Least privilege for the node subnet: join and read, nothing else.
-resource subnetJoinRole 'Microsoft.Authorization/roleDefinitions@2022-04-01' = {
-  name: guid(subscription().id, 'karpfunc-subnet-join')
-  properties: {
-    roleName: 'karpfunc node subnet join (${subscription().subscriptionId})'
-    description: 'Lets karpfunc attach node NICs to the AKS node subnet.'
-    type: 'CustomRole'
-    assignableScopes: [subscription().id]
-    permissions: [
-      {
-        actions: [
-          'Microsoft.Network/virtualNetworks/subnets/read'
-          'Microsoft.Network/virtualNetworks/subnets/join/action'
-        ]
-        notActions: []
-        dataActions: []
-        notDataActions: []
-      }
-    ]
-  }
-}
+// ==== Deployer rights: built-in roles only ====
+// This template defines no custom role (no Microsoft.Authorization/
+// roleDefinitions), so Contributor plus Role Based Access Control
+// Administrator on the subscription can deploy it. Every role it assigns is
+// built in; the list (role, who, where) is infra/README.md's "Who may do
+// what" table and infra_test.go's builtInRoles. Add a role there and in the
+// module that assigns it.
+// ==== end deployer rights ====
 
 module clusterAccess 'modules/cluster-access.bicep' = {
   name: 'karpfunc-cluster-access'
@@ -266,3 +297,8 @@ output KARPFUNC_FUNCTIONS_PRINCIPAL_ID string = identities.outputs.functionsPrin
 output KARPFUNC_NAMESPACE string = karpfuncNamespace
 output KARPFUNC_RELAY_SERVICE_ACCOUNT string = relayServiceAccountName
 output APPLICATIONINSIGHTS_NAME string = monitoring.outputs.applicationInsightsName
+// Not a secret (Learn: "Connection strings in Application Insights": the
+// ikey is not a security token); local auth is off, so only identities with
+// Monitoring Metrics Publisher can send with it. postdeploy gives it to the relay.
+output APPLICATIONINSIGHTS_CONNECTION_STRING string = monitoring.outputs.connectionString
+output AZURE_CONTAINER_REGISTRY_ENDPOINT string = registry.outputs.loginServer

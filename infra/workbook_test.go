@@ -165,3 +165,100 @@ func TestWorkbookUsesWhatTheCodeEmits(t *testing.T) {
 		}
 	}
 }
+
+// emitters maps each instrument name to the process that emits it: the relay
+// (relay/) or the Functions (everything else the handler links).
+func emitters(t *testing.T) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	instrument := regexp.MustCompile(`\.(?:Int64|Float64)(?:Counter|UpDownCounter|Histogram|Gauge|ObservableCounter|ObservableGauge|ObservableUpDownCounter)\(\s*"([^"]+)"`)
+	err := filepath.WalkDir("..", func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && path != ".." && (d.Name() == "bin" || d.Name() == "tests" || d.Name() == "testdata" || path == "../internal" || strings.HasPrefix(d.Name(), ".")) {
+			return filepath.SkipDir
+		}
+		if d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return nil
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		who := "functions"
+		if strings.HasPrefix(filepath.ToSlash(path), "../relay/") {
+			who = "relay"
+		}
+		for _, m := range instrument.FindAllStringSubmatch(string(b), -1) {
+			out[m[1]] = who
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// TestWorkbookTilesHaveDeployedSources (issue 18, item 10): every tile reads
+// data that what `azd up` deploys sends, with no extra process: customMetrics
+// from the Functions and the relay (pkg/telemetry's Application Insights
+// exporter, signed in as their identities, each a Monitoring Metrics
+// Publisher), traces and requests from the Functions host, Service Bus
+// platform metrics from the provisioned namespace.
+func TestWorkbookTilesHaveDeployedSources(t *testing.T) {
+	read := func(path string) string {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	telemetrySrc := read("../pkg/telemetry/telemetry.go") + read("../pkg/telemetry/appinsights.go")
+	funcapp, monitoring, mainBicep := read("modules/functionapp.bicep"), read("modules/monitoring.bicep"), read("main.bicep")
+	deployment, postdeploy := read("../relay/chart/templates/deployment.yaml"), read("hooks/postdeploy.go")
+	exportsToAI := strings.Contains(telemetrySrc, `EnvAppInsights = "APPLICATIONINSIGHTS_CONNECTION_STRING"`) && strings.Contains(telemetrySrc, "opts.Getenv(EnvAppInsights)")
+	publishers := strings.Contains(monitoring, "for principalId in [functionsPrincipalId, relayPrincipalId]") && strings.Contains(mainBicep, "relayPrincipalId: identities.outputs.relayPrincipalId")
+	sources := map[string]bool{
+		// The handler exports with the app setting the Functions host also reads.
+		"functions": exportsToAI && publishers && strings.Contains(funcapp, "APPLICATIONINSIGHTS_CONNECTION_STRING: appInsights.properties.ConnectionString"),
+		// The relay gets the connection string from postdeploy through the chart.
+		"relay": exportsToAI && publishers && strings.Contains(deployment, "name: APPLICATIONINSIGHTS_CONNECTION_STRING") &&
+			strings.Contains(postdeploy, `"applicationInsights": map[string]any{"connectionString": env[envAppInsights]}`) &&
+			strings.Contains(mainBicep, "output APPLICATIONINSIGHTS_CONNECTION_STRING "),
+		// The Functions host writes traces (the handler's logs, decision records) and requests, with Entra ID.
+		"host": strings.Contains(funcapp, "APPLICATIONINSIGHTS_AUTHENTICATION_STRING: 'ClientId=${identityClientId};Authorization=AAD'"),
+	}
+	by := emitters(t)
+	nameRE := regexp.MustCompile(`name\s*(?:==\s*"([^"]+)"|in\s*\(([^)]*)\))`)
+	for _, q := range workbookQueries(t) {
+		table := strings.TrimSpace(strings.SplitN(strings.TrimPrefix(q, "let d = "), "|", 2)[0])
+		switch table {
+		case "customMetrics":
+			for _, m := range nameRE.FindAllStringSubmatch(q, -1) {
+				for _, n := range regexp.MustCompile(`"([^"]+)"`).FindAllStringSubmatch(`"`+m[1]+`"`+m[2], -1) {
+					if n[1] == "" {
+						continue
+					}
+					who, ok := by[n[1]]
+					if !ok {
+						t.Errorf("tile reads metric %s, which no instrument declares", n[1])
+					} else if !sources[who] {
+						t.Errorf("tile reads metric %s from the %s, which azd up does not set up to send metrics to Application Insights", n[1], who)
+					}
+				}
+			}
+		case "traces", "requests":
+			if !sources["host"] {
+				t.Errorf("tile reads %s, which the Functions host does not send with Entra ID", table)
+			}
+		default:
+			t.Errorf("tile query reads %q, a table this test does not know a deployed source for", table)
+		}
+	}
+	// The Service Bus tile (metrics of the provisioned namespace).
+	if !strings.Contains(read("workbook.json"), `${serviceBusNamespaceId}`) || !strings.Contains(mainBicep, "serviceBusNamespaceId: serviceBus.outputs.namespaceId") {
+		t.Error("the dead-letter tile does not read the provisioned Service Bus namespace")
+	}
+}

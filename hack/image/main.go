@@ -1,8 +1,7 @@
 // Command image builds the relay's container image without a container
-// engine: the relay cross-compiled (static, CGO off) for linux/amd64 and
-// linux/arm64, each on an empty base (the binary carries its own CA roots),
-// as one multi-platform OCI image index. It writes the index as an OCI image
-// layout tarball (oci-archive) and, with -push, also pushes it to a registry
+// engine (internal/relayimage: the relay for linux/amd64 and linux/arm64 on
+// an empty base, one multi-platform OCI image index). It writes the index as
+// an OCI image layout tarball (oci-archive) and, with -push, also pushes it to a registry
 // with the credentials of ~/.docker/config.json (e.g. after az acr login).
 //
 //	go run ./hack/image -out dist/relay-image.tar [-push myreg.azurecr.io/karpfunc/relay:0.1.0]
@@ -12,16 +11,12 @@ package main
 
 import (
 	"archive/tar"
-	"bytes"
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 
 	"github.com/google/go-containerregistry/pkg/authn"
@@ -29,17 +24,10 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/layout"
-	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
-	"github.com/google/go-containerregistry/pkg/v1/tarball"
-	"github.com/google/go-containerregistry/pkg/v1/types"
+
+	"github.com/karpfunc/karpfunc/internal/relayimage"
 )
-
-// Platforms the image is built for: AKS node pools are amd64 or arm64.
-var platforms = []string{"amd64", "arm64"}
-
-// nonRoot is the relay's user and group (the chart runs it as 65532 too).
-const nonRoot = "65532:65532"
 
 func main() {
 	out := flag.String("out", "dist/relay-image.tar", "OCI image layout tarball to write")
@@ -54,15 +42,7 @@ func main() {
 }
 
 func run(pkg, out, tag, push string) error {
-	bins := map[string][]byte{}
-	for _, arch := range platforms {
-		b, err := build(pkg, arch)
-		if err != nil {
-			return err
-		}
-		bins[arch] = b
-	}
-	idx, err := imageIndex(bins)
+	idx, err := relayimage.Build(pkg)
 	if err != nil {
 		return err
 	}
@@ -73,7 +53,7 @@ func run(pkg, out, tag, push string) error {
 	if err != nil {
 		return err
 	}
-	fmt.Printf("%s: relay image index %s (%s)\n", out, d, strings.Join(platforms, ", "))
+	fmt.Printf("%s: relay image index %s (%s)\n", out, d, strings.Join(relayimage.Platforms, ", "))
 	if push != "" {
 		ref, err := name.ParseReference(push)
 		if err != nil {
@@ -85,89 +65,6 @@ func run(pkg, out, tag, push string) error {
 		fmt.Printf("pushed %s@%s\n", ref, d)
 	}
 	return nil
-}
-
-// build cross-compiles pkg for linux/arch and returns the binary.
-func build(pkg, arch string) ([]byte, error) {
-	dir, err := os.MkdirTemp("", "karpfunc-image-")
-	if err != nil {
-		return nil, err
-	}
-	defer os.RemoveAll(dir)
-	bin := filepath.Join(dir, "relay")
-	cmd := exec.Command(goTool(), "build", "-trimpath", "-ldflags=-s -w -buildid=", "-o", bin, pkg)
-	cmd.Env = append(os.Environ(), "GOOS=linux", "GOARCH="+arch, "CGO_ENABLED=0")
-	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
-	if err := cmd.Run(); err != nil {
-		return nil, fmt.Errorf("go build %s for linux/%s: %w", pkg, arch, err)
-	}
-	return os.ReadFile(bin)
-}
-
-func goTool() string {
-	if p := filepath.Join(runtime.GOROOT(), "bin", "go"); fileExists(p) {
-		return p
-	}
-	return "go"
-}
-
-func fileExists(p string) bool { _, err := os.Stat(p); return err == nil }
-
-// imageIndex assembles one image per architecture (binaries by GOARCH) into
-// an OCI image index.
-func imageIndex(bins map[string][]byte) (v1.ImageIndex, error) {
-	idx := mutate.IndexMediaType(empty.Index, types.OCIImageIndex)
-	for _, arch := range platforms {
-		bin, ok := bins[arch]
-		if !ok {
-			return nil, fmt.Errorf("no binary for linux/%s", arch)
-		}
-		img, err := image(bin, arch)
-		if err != nil {
-			return nil, err
-		}
-		idx = mutate.AppendManifests(idx, mutate.IndexAddendum{Add: img,
-			Descriptor: v1.Descriptor{Platform: &v1.Platform{OS: "linux", Architecture: arch}}})
-	}
-	return idx, nil
-}
-
-// image is an empty base plus one layer holding /relay (mode 0755).
-func image(bin []byte, arch string) (v1.Image, error) {
-	var buf bytes.Buffer
-	tw := tar.NewWriter(&buf)
-	if err := tw.WriteHeader(&tar.Header{Name: "relay", Mode: 0o755, Size: int64(len(bin)), Typeflag: tar.TypeReg, Format: tar.FormatPAX}); err != nil {
-		return nil, err
-	}
-	if _, err := tw.Write(bin); err != nil {
-		return nil, err
-	}
-	if err := tw.Close(); err != nil {
-		return nil, err
-	}
-	layerBytes := buf.Bytes()
-	layer, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) {
-		return io.NopCloser(bytes.NewReader(layerBytes)), nil
-	}, tarball.WithMediaType(types.OCILayer))
-	if err != nil {
-		return nil, err
-	}
-	base := mutate.ConfigMediaType(mutate.MediaType(empty.Image, types.OCIManifestSchema1), types.OCIConfigJSON)
-	img, err := mutate.AppendLayers(base, layer)
-	if err != nil {
-		return nil, err
-	}
-	cfg, err := img.ConfigFile()
-	if err != nil {
-		return nil, err
-	}
-	cfg = cfg.DeepCopy()
-	cfg.OS, cfg.Architecture = "linux", arch
-	cfg.Config.Entrypoint = []string{"/relay"}
-	cfg.Config.User = nonRoot
-	cfg.Config.Labels = map[string]string{"org.opencontainers.image.source": "https://github.com/karpfunc/karpfunc",
-		"org.opencontainers.image.title": "karpfunc-relay"}
-	return mutate.ConfigFile(img, cfg)
 }
 
 // writeOCIArchive writes idx as an OCI image layout and tars the layout

@@ -9,11 +9,13 @@ import (
 	"testing"
 
 	"github.com/google/go-containerregistry/pkg/v1/layout"
+
+	"github.com/karpfunc/karpfunc/internal/relayimage"
 )
 
 func TestImageIndexFromBinaries(t *testing.T) {
 	bins := map[string][]byte{"amd64": []byte("amd64 relay"), "arm64": []byte("arm64 relay")}
-	idx, err := imageIndex(bins)
+	idx, err := relayimage.Index(bins)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,7 +59,7 @@ func TestImageIndexFromBinaries(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if cfg.OS != "linux" || cfg.Architecture != arch || cfg.Config.User != nonRoot || len(cfg.Config.Entrypoint) != 1 || cfg.Config.Entrypoint[0] != "/relay" {
+		if cfg.OS != "linux" || cfg.Architecture != arch || cfg.Config.User != relayimage.NonRoot || len(cfg.Config.Entrypoint) != 1 || cfg.Config.Entrypoint[0] != "/relay" {
 			t.Errorf("%s config: os %s arch %s user %q entrypoint %v", arch, cfg.OS, cfg.Architecture, cfg.Config.User, cfg.Config.Entrypoint)
 		}
 		layers, err := img.Layers()
@@ -80,7 +82,7 @@ func TestImageIndexFromBinaries(t *testing.T) {
 		}
 	}
 	// Reproducible: the same binaries give the same digest.
-	again, err := imageIndex(bins)
+	again, err := relayimage.Index(bins)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,7 +91,7 @@ func TestImageIndexFromBinaries(t *testing.T) {
 	if d1 != d2 {
 		t.Errorf("digests differ between identical builds: %s, %s", d1, d2)
 	}
-	if _, err := imageIndex(map[string][]byte{"amd64": nil}); err == nil {
+	if _, err := relayimage.Index(map[string][]byte{"amd64": nil}); err == nil {
 		t.Error("no error for a missing arm64 binary")
 	}
 }

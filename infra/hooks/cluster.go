@@ -39,6 +39,7 @@ type managedCluster struct {
 		} `json:"networkProfile"`
 		IdentityProfile map[string]struct {
 			ClientID string `json:"clientId"`
+			ObjectID string `json:"objectId"`
 		} `json:"identityProfile"`
 		AgentPoolProfiles []struct {
 			Name         string `json:"name"`
@@ -63,6 +64,9 @@ type clusterFacts struct {
 	// Node bootstrap settings by app setting name (pkg/azure bootstrap);
 	// empty values mean the handler's defaults.
 	NodeNetwork map[string]string
+	// KubeletObjectID is the kubelet identity's object ID; it pulls the
+	// relay image from karpfunc's registry (AcrPull).
+	KubeletObjectID string
 }
 
 // ClusterError is a cluster that karpfunc cannot run on as it is; the message
@@ -100,11 +104,14 @@ func checkCluster(raw []byte, ref string) (clusterFacts, error) {
 	if p.NodeResourceGroup == "" {
 		problems = append(problems, "the cluster reports no node resource group")
 	}
+	if p.IdentityProfile["kubeletidentity"].ObjectID == "" {
+		problems = append(problems, "the cluster has no kubelet managed identity; nodes pull the relay image from karpfunc's registry with it (AcrPull): use a cluster with a managed identity (az aks update "+ref+" --enable-managed-identity)")
+	}
 	if len(problems) > 0 {
 		return clusterFacts{}, ClusterError{errors.New("AKS cluster " + ref + " is not ready for karpfunc:\n  - " + strings.Join(problems, "\n  - "))}
 	}
 	f := clusterFacts{Location: mc.Location, NodeResourceGroup: p.NodeResourceGroup, OIDCIssuerURL: p.OIDCIssuerProfile.IssuerURL,
-		NodeProvisioningMode: "Manual"}
+		NodeProvisioningMode: "Manual", KubeletObjectID: p.IdentityProfile["kubeletidentity"].ObjectID}
 	if p.NodeProvisioningProfile != nil && p.NodeProvisioningProfile.Mode != "" {
 		f.NodeProvisioningMode = p.NodeProvisioningProfile.Mode
 	}

@@ -20,7 +20,7 @@ const readyCluster = `{
     "nodeProvisioningProfile": {"mode": "Manual"},
     "aadProfile": {"managed": true, "enableAzureRBAC": false},
     "networkProfile": {"networkPlugin": "azure", "networkPluginMode": "overlay", "networkDataplane": "cilium", "networkPolicy": "cilium", "dnsServiceIP": "10.0.0.10"},
-    "identityProfile": {"kubeletidentity": {"clientId": "kubelet-client"}},
+    "identityProfile": {"kubeletidentity": {"clientId": "kubelet-client", "objectId": "kubelet-object"}},
     "agentPoolProfiles": [
       {"name": "user1", "mode": "User", "vnetSubnetID": "/subscriptions/s/resourceGroups/net/providers/Microsoft.Network/virtualNetworks/v/subnets/user"},
       {"name": "system", "mode": "System", "vnetSubnetID": "/subscriptions/s/resourceGroups/net/providers/Microsoft.Network/virtualNetworks/v/subnets/nodes"}
@@ -38,7 +38,8 @@ func TestCheckCluster(t *testing.T) {
 		SubnetID:             "/subscriptions/s/resourceGroups/net/providers/Microsoft.Network/virtualNetworks/v/subnets/nodes",
 		NodeProvisioningMode: "Manual",
 		NodeNetwork: map[string]string{"NETWORK_PLUGIN": "azure", "NETWORK_PLUGIN_MODE": "overlay", "NETWORK_DATAPLANE": "cilium",
-			"NETWORK_POLICY": "cilium", "DNS_SERVICE_IP": "10.0.0.10", "KUBELET_IDENTITY_CLIENT_ID": "kubelet-client"}}
+			"NETWORK_POLICY": "cilium", "DNS_SERVICE_IP": "10.0.0.10", "KUBELET_IDENTITY_CLIENT_ID": "kubelet-client"},
+		KubeletObjectID: "kubelet-object"}
 	if !reflect.DeepEqual(ready, want) {
 		t.Fatalf("facts = %+v, want %+v", ready, want)
 	}
@@ -52,6 +53,7 @@ func TestCheckCluster(t *testing.T) {
 		{"NAP on", `"mode": "Manual"`, `"mode": "Auto"`, []string{"node auto-provisioning (NAP) is on", "--node-provisioning-mode Manual"}},
 		{"no Entra ID", `"aadProfile": {"managed": true,`, `"aadProfile": {"managed": false,`, []string{"Entra ID integration is off", "--enable-aad"}},
 		{"no RBAC", `"enableRBAC": true`, `"enableRBAC": false`, []string{"Kubernetes RBAC is off"}},
+		{"no kubelet identity", `"objectId": "kubelet-object"`, `"objectId": ""`, []string{"no kubelet managed identity", "AcrPull"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			raw := strings.Replace(readyCluster, tc.from, tc.to, 1)
@@ -73,8 +75,8 @@ func TestCheckCluster(t *testing.T) {
 
 	t.Run("every problem at once", func(t *testing.T) {
 		_, err := checkCluster([]byte(`{"properties": {"nodeProvisioningProfile": {"mode": "Auto"}}}`), "-g rg -n c")
-		if err == nil || strings.Count(err.Error(), "\n  - ") != 5 {
-			t.Fatalf("err = %v, want five problems listed", err)
+		if err == nil || strings.Count(err.Error(), "\n  - ") != 6 {
+			t.Fatalf("err = %v, want six problems listed", err)
 		}
 	})
 	t.Run("no node provisioning profile means Manual", func(t *testing.T) {
@@ -136,7 +138,7 @@ func TestRequired(t *testing.T) {
 
 func TestChartValues(t *testing.T) {
 	env := map[string]string{envClusterName: "c", envServiceBus: "sb.servicebus.windows.net", envRelayClientID: "rc",
-		envRelayServiceAccount: "karpfunc-relay", envFunctionsPrincipal: "fp"}
+		envRelayServiceAccount: "karpfunc-relay", envFunctionsPrincipal: "fp", envAppInsights: "InstrumentationKey=k"}
 	v, err := chartValues(env, "myreg.azurecr.io:5000/karpfunc/relay:v1")
 	if err != nil {
 		t.Fatal(err)
@@ -147,6 +149,15 @@ func TestChartValues(t *testing.T) {
 	}
 	if v["serviceBus"].(map[string]any)["clientId"] != "rc" || v["functions"].(map[string]any)["principalId"] != "fp" {
 		t.Fatalf("values = %v", v)
+	}
+	if ai := v["applicationInsights"].(map[string]any)["connectionString"]; ai != "InstrumentationKey=k" {
+		t.Errorf("applicationInsights.connectionString = %v, want the provisioned one", ai)
+	}
+	// What postdeploy pushed, pinned by digest: the digest stays with the tag.
+	pinned := "myreg.azurecr.io/karpfunc/relay:0.1.0@sha256:" + strings.Repeat("ab", 32)
+	v, err = chartValues(env, pinned)
+	if img := v["image"].(map[string]any); err != nil || img["repository"].(string)+":"+img["tag"].(string) != pinned {
+		t.Fatalf("image %s = %v, %v", pinned, img, err)
 	}
 	if v, _ := chartValues(env, ""); v["image"] != nil {
 		t.Fatalf("image set without %s: %v", envRelayImage, v["image"])
@@ -186,5 +197,63 @@ users:
 		if _, err := kubeconfigCluster([]byte(bad), "c"); err == nil || !strings.Contains(err.Error(), " of c") {
 			t.Errorf("%s: err = %v, want one naming the cluster", bad, err)
 		}
+	}
+}
+
+func TestFindHealthTopic(t *testing.T) {
+	const health = "/subscriptions/s/resourceGroups/other/providers/Microsoft.EventGrid/systemTopics/health"
+	for _, tc := range []struct {
+		name, body, wantID, wantNext string
+	}{
+		{"the subscription's topic, whatever its name and case",
+			`{"value": [{"id": "/subscriptions/s/resourceGroups/x/providers/Microsoft.EventGrid/systemTopics/storage", "properties": {"topicType": "Microsoft.Storage.StorageAccounts"}},
+			            {"id": "` + health + `", "properties": {"topicType": "microsoft.resourcenotifications.healthresources"}}]}`, health, ""},
+		{"none on this page: the next", `{"value": [], "nextLink": "https://management.azure.com/next?page=2"}`, "", "https://management.azure.com/next?page=2"},
+		{"none at all", `{"value": []}`, "", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			id, next, err := findHealthTopic([]byte(tc.body))
+			if err != nil || id != tc.wantID || next != tc.wantNext {
+				t.Fatalf("findHealthTopic = %q, %q, %v; want %q, %q", id, next, err, tc.wantID, tc.wantNext)
+			}
+		})
+	}
+	if _, _, err := findHealthTopic([]byte("nope")); err == nil {
+		t.Error("no error for a body that is not JSON")
+	}
+	if p, err := armPath("https://management.azure.com/subscriptions/s/providers/Microsoft.EventGrid/systemTopics?api-version=2025-02-15&$skiptoken=x"); err != nil || !strings.HasPrefix(p, "/subscriptions/s/") || !strings.Contains(p, "skiptoken") {
+		t.Errorf("armPath = %q, %v", p, err)
+	}
+	if _, err := armPath("https://elsewhere.example/x"); err == nil {
+		t.Error("a nextLink off management.azure.com was followed")
+	}
+}
+
+func TestMissingActions(t *testing.T) {
+	contributor := permission{Actions: []string{"*"}, NotActions: []string{"Microsoft.Authorization/*/Delete", "Microsoft.Authorization/*/Write",
+		"Microsoft.Authorization/elevateAccess/Action", "Microsoft.Blueprint/blueprintAssignments/write"}}
+	rbacAdmin := permission{Actions: []string{"Microsoft.Authorization/roleAssignments/write", "Microsoft.Authorization/roleAssignments/delete", "*/read"}}
+	reader := permission{Actions: []string{"*/read"}}
+	for _, tc := range []struct {
+		name  string
+		perms []permission
+		want  []string
+	}{
+		{"Contributor and RBAC Administrator", []permission{contributor, rbacAdmin}, nil},
+		{"Owner", []permission{{Actions: []string{"*"}}}, nil},
+		{"Contributor only", []permission{contributor}, []string{"Microsoft.Authorization/roleAssignments/write"}},
+		{"Reader", []permission{reader}, []string{"resourceGroups/write", "deployments/write", "systemTopics/write", "registries/write", "userAssignedIdentities/write", "roleAssignments/write"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := missingActions(tc.perms)
+			if len(got) != len(tc.want) {
+				t.Fatalf("missing = %q, want %d naming %q", got, len(tc.want), tc.want)
+			}
+			for i, w := range tc.want {
+				if !strings.Contains(got[i], w) || !strings.Contains(got[i], "(to ") {
+					t.Errorf("missing[%d] = %q, want it to name %s and why", i, got[i], w)
+				}
+			}
+		})
 	}
 }

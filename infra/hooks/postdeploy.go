@@ -17,6 +17,8 @@ import (
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"github.com/karpfunc/karpfunc/internal/relayimage"
 )
 
 // Outputs of infra/main.bicep (azd writes them into the environment) and
@@ -27,9 +29,15 @@ const (
 	envFunctionsPrincipal  = "KARPFUNC_FUNCTIONS_PRINCIPAL_ID"
 	envNamespace           = "KARPFUNC_NAMESPACE"
 	envRelayServiceAccount = "KARPFUNC_RELAY_SERVICE_ACCOUNT"
-	// envRelayImage overrides the chart's relay image (repository:tag), for
-	// an image pushed from `make image` to your own registry.
+	// envRelayImage overrides the relay image postdeploy builds and pushes
+	// (repository:tag), for an image you publish yourself.
 	envRelayImage = "KARPFUNC_RELAY_IMAGE"
+	// envRegistry is the login server of the container registry main.bicep
+	// provisions; postdeploy pushes the relay image there.
+	envRegistry = "AZURE_CONTAINER_REGISTRY_ENDPOINT"
+	// envAppInsights is the Application Insights connection string the
+	// relay exports its metrics to (as its own identity, Entra ID only).
+	envAppInsights = "APPLICATIONINSIGHTS_CONNECTION_STRING"
 	// envOTLPEndpoint is where the relay exports traces and metrics (an
 	// OpenTelemetry Collector), as the Functions do; empty: nowhere.
 	envOTLPEndpoint = "KARPFUNC_OTLP_ENDPOINT"
@@ -38,6 +46,10 @@ const (
 const (
 	releaseName = "karpfunc"
 	chartPath   = "relay/chart"
+	// relayPackage and relayRepository: what postdeploy builds and where in
+	// the registry it goes (the tag is the chart's appVersion).
+	relayPackage    = "./relay"
+	relayRepository = "karpfunc/relay"
 	// aksServerScope is the Entra ID application of AKS-managed Entra ID
 	// integration: tokens for it sign in to any such cluster's API server.
 	aksServerScope = "6dae42f8-4368-4678-94ff-3960e28e3630/.default"
@@ -45,7 +57,7 @@ const (
 
 // postdeployOutputs lists the values postdeploy needs from the environment.
 var postdeployOutputs = []string{envSubscription, envClusterName, envClusterGroup, envServiceBus,
-	envRelayClientID, envFunctionsPrincipal, envNamespace, envRelayServiceAccount}
+	envRelayClientID, envFunctionsPrincipal, envNamespace, envRelayServiceAccount, envRegistry, envAppInsights}
 
 // chartValues builds the chart's values from the provisioned outputs.
 func chartValues(env map[string]string, image string) (map[string]any, error) {
@@ -55,8 +67,9 @@ func chartValues(env map[string]string, image string) (map[string]any, error) {
 			"namespace": env[envServiceBus],
 			"clientId":  env[envRelayClientID],
 		},
-		"serviceAccount": map[string]any{"name": env[envRelayServiceAccount]},
-		"functions":      map[string]any{"principalId": env[envFunctionsPrincipal]},
+		"serviceAccount":      map[string]any{"name": env[envRelayServiceAccount]},
+		"functions":           map[string]any{"principalId": env[envFunctionsPrincipal]},
+		"applicationInsights": map[string]any{"connectionString": env[envAppInsights]},
 	}
 	if image = strings.TrimSpace(image); image != "" {
 		repo, tag, err := splitImage(image)
@@ -68,13 +81,18 @@ func chartValues(env map[string]string, image string) (map[string]any, error) {
 	return v, nil
 }
 
-// splitImage splits repository:tag; a registry port is not a tag.
+// splitImage splits repository:tag[@digest]; a registry port is not a tag,
+// and a digest stays with the tag (the chart renders repository:tag).
 func splitImage(ref string) (string, string, error) {
+	digest := ""
+	if at := strings.Index(ref, "@"); at >= 0 {
+		ref, digest = ref[:at], ref[at:]
+	}
 	i := strings.LastIndex(ref, ":")
 	if i < 0 || strings.Contains(ref[i:], "/") || i == len(ref)-1 {
 		return "", "", fmt.Errorf("%s=%q: want <registry>/<repository>:<tag>", envRelayImage, ref)
 	}
-	return ref[:i], ref[i+1:], nil
+	return ref[:i], ref[i+1:] + digest, nil
 }
 
 func postdeploy(ctx context.Context, getenv func(string) string) error {
@@ -82,14 +100,24 @@ func postdeploy(ctx context.Context, getenv func(string) string) error {
 	if err != nil {
 		return fmt.Errorf("%w\n(these are outputs of infra/main.bicep: run azd provision first)", err)
 	}
-	values, err := chartValues(env, getenv(envRelayImage))
-	if ep := strings.TrimSpace(getenv(envOTLPEndpoint)); err == nil && ep != "" {
-		values["otlpEndpoint"] = ep
+	chrt, err := loader.Load(chartPath)
+	if err != nil {
+		return fmt.Errorf("loading the chart (run azd from the repository root): %w", err)
 	}
+	arm, err := newARM()
 	if err != nil {
 		return err
 	}
-	arm, err := newARM()
+	image := strings.TrimSpace(getenv(envRelayImage))
+	if image == "" {
+		if image, err = publishRelay(ctx, arm, env[envRegistry]+"/"+relayRepository+":"+chrt.Metadata.AppVersion); err != nil {
+			return err
+		}
+	}
+	values, err := chartValues(env, image)
+	if ep := strings.TrimSpace(getenv(envOTLPEndpoint)); err == nil && ep != "" {
+		values["otlpEndpoint"] = ep
+	}
 	if err != nil {
 		return err
 	}
@@ -98,10 +126,6 @@ func postdeploy(ctx context.Context, getenv func(string) string) error {
 		return err
 	}
 	defer cleanup()
-	chrt, err := loader.Load(chartPath)
-	if err != nil {
-		return fmt.Errorf("loading the chart (run azd from the repository root): %w", err)
-	}
 	cfg := new(action.Configuration)
 	logf := func(format string, v ...any) { fmt.Fprintf(os.Stderr, "helm: "+format+"\n", v...) }
 	if err := cfg.Init(getter, env[envNamespace], "secret", logf); err != nil {
@@ -126,6 +150,25 @@ func postdeploy(ctx context.Context, getenv func(string) string) error {
 	}
 	fmt.Fprintf(os.Stderr, "karpfunc: relay installed in namespace %s of cluster %s\n", env[envNamespace], env[envClusterName])
 	return nil
+}
+
+// publishRelay builds the relay image (as make image does, no Docker) and
+// pushes it to karpfunc's registry as the person running azd; the kubelet
+// identity pulls it with AcrPull (main.bicep). It returns the reference
+// pinned by digest, so nodes run exactly what was built.
+func publishRelay(ctx context.Context, arm *armClient, ref string) (string, error) {
+	fmt.Fprintf(os.Stderr, "karpfunc: building the relay image for %s\n", ref)
+	idx, err := relayimage.Build(relayPackage)
+	if err != nil {
+		return "", fmt.Errorf("building the relay image: %w", err)
+	}
+	pinned, err := pushImage(ctx, idx, pushOptions{Ref: ref,
+		EntraToken: func(ctx context.Context) (string, error) { return arm.token(ctx, armScope) }})
+	if err != nil {
+		return "", err
+	}
+	fmt.Fprintf(os.Stderr, "karpfunc: pushed %s\n", pinned)
+	return pinned, nil
 }
 
 // clusterAccess signs in to the cluster's API server as the person running

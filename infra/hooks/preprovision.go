@@ -28,6 +28,10 @@ const (
 	envAPIServerURL      = "AZURE_AKS_API_SERVER_URL"
 	envAPIServerCA       = "AZURE_AKS_API_SERVER_CA"
 	envProvisioningMode  = "AZURE_AKS_NODE_PROVISIONING_MODE"
+	envKubeletObjectID   = "AZURE_AKS_KUBELET_IDENTITY_OBJECT_ID"
+	// envHealthTopic is the subscription's existing HealthResources system
+	// topic, which main.bicep then reuses; empty: it creates one.
+	envHealthTopic = "AZURE_HEALTH_RESOURCES_TOPIC_ID"
 )
 
 // nodeNetworkEnv maps node bootstrap app settings to the azd environment
@@ -51,6 +55,9 @@ func preprovision(ctx context.Context, getenv func(string) string) error {
 	}
 	arm, err := newARM()
 	if err != nil {
+		return err
+	}
+	if err := checkDeployerRights(ctx, arm, env[envSubscription]); err != nil {
 		return err
 	}
 	ref := "-g " + env[envClusterGroup] + " -n " + env[envClusterName]
@@ -109,7 +116,13 @@ func preprovision(ctx context.Context, getenv func(string) string) error {
 	if err != nil {
 		return err
 	}
+	healthTopic, err := healthResourcesTopic(ctx, arm, env[envSubscription])
+	if err != nil {
+		return err
+	}
 	set := [][2]string{
+		{envHealthTopic, healthTopic},
+		{envKubeletObjectID, facts.KubeletObjectID},
 		{envAPIServerURL, api.Server},
 		{envAPIServerCA, base64.StdEncoding.EncodeToString(api.CertificateAuthorityData)},
 		{envProvisioningMode, facts.NodeProvisioningMode},

@@ -3,7 +3,19 @@
 // subscription's health resources delivers those for the cluster's node
 // resource group to the interruption queue, as the Event Grid identity
 // (deliveryWithResourceIdentity; no SAS key exists on the namespace).
-param tags object
+//
+// A subscription holds one HealthResources system topic. This module is
+// deployed in the topic's resource group and writes the topic either way:
+// new (karpfunc's), or the existing one with its identities and tags kept
+// and karpfunc's Event Grid identity added. The event subscription's name
+// carries the environment's token, so karpfunc environments sharing the
+// topic do not overwrite each other's.
+param topicName string
+param topicTags object
+@description('User-assigned identities (resource IDs) the topic already has; kept.')
+param keptIdentityIds array
+@description('Whether the topic already has its system-assigned identity; kept.')
+param keepSystemAssigned bool
 param token string
 param eventGridIdentityId string
 param interruptionQueueId string
@@ -11,12 +23,14 @@ param interruptionQueueId string
 param nodeResourceGroupId string
 
 resource topic 'Microsoft.EventGrid/systemTopics@2025-02-15' = {
-  name: 'evgt-karpfunc-health-${token}'
+  name: topicName
   location: 'global'
-  tags: tags
+  tags: topicTags
   identity: {
-    type: 'UserAssigned'
-    userAssignedIdentities: { '${eventGridIdentityId}': {} }
+    type: keepSystemAssigned ? 'SystemAssigned, UserAssigned' : 'UserAssigned'
+    // Resource IDs compare case-insensitively: drop a kept copy of ours
+    // (a rerun) so the object has no two keys for one identity.
+    userAssignedIdentities: toObject(union(filter(keptIdentityIds, id => toLower(id) != toLower(eventGridIdentityId)), [eventGridIdentityId]), id => id, id => {})
   }
   properties: {
     source: subscription().id
@@ -26,7 +40,7 @@ resource topic 'Microsoft.EventGrid/systemTopics@2025-02-15' = {
 
 resource preempted 'Microsoft.EventGrid/systemTopics/eventSubscriptions@2025-02-15' = {
   parent: topic
-  name: 'vm-preempted-to-interruption-queue'
+  name: 'karpfunc-${token}-vm-preempted'
   properties: {
     eventDeliverySchema: 'CloudEventSchemaV1_0'
     filter: {

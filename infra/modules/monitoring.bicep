@@ -1,10 +1,14 @@
 // Log Analytics and workspace-based Application Insights with local
-// (instrumentation key) authentication disabled: the Functions host sends
-// telemetry as the Functions identity (Monitoring Metrics Publisher).
+// (instrumentation key) authentication disabled: the Functions host and the
+// handler (pkg/telemetry's Application Insights exporter) send telemetry as
+// the Functions identity, the relay as its workload identity; each holds
+// Monitoring Metrics Publisher here (Learn: "Microsoft Entra authentication
+// for Application Insights").
 param location string
 param tags object
 param token string
 param functionsPrincipalId string
+param relayPrincipalId string
 param serviceBusNamespaceId string
 
 var monitoringMetricsPublisher = '3913510d-42f4-4e42-8a64-420c390055eb'
@@ -31,22 +35,23 @@ resource appInsights 'Microsoft.Insights/components@2020-02-02' = {
   }
 }
 
-resource publisher 'Microsoft.Authorization/roleAssignments@2022-04-01' = {
-  name: guid(appInsights.id, functionsPrincipalId, monitoringMetricsPublisher)
+// Who sends telemetry: the Functions (host and handler) and the relay.
+resource publisher 'Microsoft.Authorization/roleAssignments@2022-04-01' = [for principalId in [functionsPrincipalId, relayPrincipalId]: {
+  name: guid(appInsights.id, principalId, monitoringMetricsPublisher)
   scope: appInsights
   properties: {
     roleDefinitionId: subscriptionResourceId('Microsoft.Authorization/roleDefinitions', monitoringMetricsPublisher)
-    principalId: functionsPrincipalId
+    principalId: principalId
     principalType: 'ServicePrincipal'
   }
-}
+}]
 
 // The karpfunc workbook (infra/workbook.json, tested by infra/workbook_test.go
 // against the metrics and decision fields the code emits): pending pods and
 // time to capacity, launches and failures by ARM code, fleet cost,
 // interruptions, consolidation savings, dead letters, function failures and
-// durations. Metrics reach customMetrics through an OpenTelemetry Collector
-// the OTLP settings point at (see infra/README.md).
+// durations. Metrics reach customMetrics straight from the handler and the
+// relay (pkg/telemetry, APPLICATIONINSIGHTS_CONNECTION_STRING, Entra ID).
 resource workbook 'Microsoft.Insights/workbooks@2023-06-01' = {
   name: guid(resourceGroup().id, 'karpfunc-workbook', token)
   location: location
@@ -61,3 +66,4 @@ resource workbook 'Microsoft.Insights/workbooks@2023-06-01' = {
 }
 
 output applicationInsightsName string = appInsights.name
+output connectionString string = appInsights.properties.ConnectionString

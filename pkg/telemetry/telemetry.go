@@ -1,8 +1,9 @@
 // Package telemetry sets up OpenTelemetry for karpfunc's processes: metrics
 // and traces exported over OTLP/HTTP when the standard OTEL_EXPORTER_OTLP_*
-// settings are present, metrics served for Prometheus where a process asks
-// for it (the relay), and W3C trace context carried in a message's
-// application properties.
+// settings are present, metrics sent to Application Insights (customMetrics,
+// Entra ID sign-in) when APPLICATIONINSIGHTS_CONNECTION_STRING is, metrics
+// served for Prometheus where a process asks for it (the relay), and W3C
+// trace context carried in a message's application properties.
 //
 // Invariants:
 //   - Telemetry never fails the work it observes. A setting that cannot be
@@ -29,6 +30,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/azidentity"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"go.opentelemetry.io/otel"
@@ -68,6 +71,13 @@ type Options struct {
 	Prometheus bool
 	// Logger receives the lines telemetry failures become (default slog.Default()).
 	Logger *slog.Logger
+	// Credential signs in to Application Insights (default: azidentity's
+	// DefaultAzureCredential: the Functions' managed identity by
+	// AZURE_CLIENT_ID, the relay's workload identity).
+	Credential azcore.TokenCredential
+	// AppInsightsClient sends to Application Insights (default: a client
+	// with a 30s timeout).
+	AppInsightsClient *http.Client
 }
 
 // Telemetry is what Setup installed.
@@ -78,6 +88,8 @@ type Telemetry struct {
 	metrics http.Handler
 	// OTLP says whether anything is exported over OTLP.
 	OTLP bool
+	// AppInsights says whether metrics are sent to Application Insights.
+	AppInsights bool
 }
 
 // Setup installs the global meter and tracer providers and the W3C trace
@@ -130,6 +142,12 @@ func Setup(ctx context.Context, opts Options) (*Telemetry, error) {
 			t.OTLP = true
 		}
 	}
+	if reader, err := appInsightsReader(opts); err != nil {
+		errs = append(errs, err)
+	} else if reader != nil {
+		readers = append(readers, sdkmetric.WithReader(reader))
+		t.AppInsights = true
+	}
 	if len(readers) > 0 {
 		t.meters = sdkmetric.NewMeterProvider(append(readers, sdkmetric.WithResource(res))...)
 		otel.SetMeterProvider(t.meters)
@@ -147,6 +165,28 @@ func Setup(ctx context.Context, opts Options) (*Telemetry, error) {
 		}
 	}
 	return t, errors.Join(errs...)
+}
+
+// appInsightsReader is the periodic reader sending metrics to the
+// Application Insights resource EnvAppInsights names (nil when unset).
+func appInsightsReader(opts Options) (sdkmetric.Reader, error) {
+	connection := strings.TrimSpace(opts.Getenv(EnvAppInsights))
+	if connection == "" {
+		return nil, nil
+	}
+	cred := opts.Credential
+	if cred == nil {
+		c, err := azidentity.NewDefaultAzureCredential(nil)
+		if err != nil {
+			return nil, fmt.Errorf("telemetry: no credential for Application Insights (%s is set): %w", EnvAppInsights, err)
+		}
+		cred = c
+	}
+	exp, err := newAppInsightsExporter(connection, cred, opts.AppInsightsClient)
+	if err != nil {
+		return nil, err
+	}
+	return sdkmetric.NewPeriodicReader(exp), nil
 }
 
 // signalOn reports whether a signal is exported over OTLP: its own endpoint
@@ -181,7 +221,7 @@ func (t *Telemetry) MetricsHandler() http.Handler { return t.metrics }
 // never returned: a Function flushes before answering the host, and its
 // work is done whether or not the collector took the telemetry.
 func (t *Telemetry) Flush(ctx context.Context) {
-	if t == nil || !t.OTLP {
+	if t == nil || (!t.OTLP && !t.AppInsights) {
 		return
 	}
 	// Each signal gets half: a collector that is down must not starve the
