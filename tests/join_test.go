@@ -120,7 +120,7 @@ rules:
 	expired := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "bootstrap-token-exp000", Namespace: "kube-system"},
 		Type: corev1.SecretTypeBootstrapToken, StringData: map[string]string{"token-id": "exp000", "token-secret": "0000000000000000",
 			"expiration": time.Now().Add(-time.Minute).UTC().Format(time.RFC3339), "usage-bootstrap-authentication": "true",
-			"auth-extra-groups": bootstraptoken.DefaultGroup}}
+			"auth-extra-groups": controlplane.AKSBootstrapTokenGroups}}
 	if err := kube.Create(ctx, expired); err != nil {
 		t.Fatal(err)
 	}
