@@ -12,15 +12,16 @@ import (
 // provisioning scripts read from the environment customData sets, in the
 // order the Azure Karpenter provider's aksscriptless template sets them:
 // Azure/karpenter-provider-azure
-// pkg/providers/imagefamily/bootstrap/cse_cmd.sh.gtpl (values:
-// staticvalues.go, getStaticNodeBootstrapVars). The node image's scripts
+// pkg/providers/imagefamily/bootstrap/cse_cmd.sh.gtpl at commit 352646f5
+// (values: staticvalues.go, getStaticNodeBootstrapVars). The node image's scripts
 // (Azure/AgentBaker parts/linux/cloud-init/artifacts/cse_config.sh and
 // cse_main.sh) run without `set -u`, so a variable left out reads as empty:
 // for the ones configureAzureJson writes unquoted (AzureJSONUnquoted) that
 // leaves /etc/kubernetes/azure.json invalid JSON, and cloud-node-manager
 // and the kubelet's credential provider fail on it. Variables() sets every
-// one of them. (The custom-cloud block and CUSTOM_CA_CERT_<i> are left out:
-// karpfunc supports neither a custom cloud nor custom CA trust.)
+// one of them. (The custom-cloud block's REPO_DEPOT_ENDPOINT and
+// CUSTOM_CA_CERT_<i> are left out: karpfunc supports neither a custom cloud
+// nor custom CA trust.)
 var NodeImageVariables = []string{
 	"ADMINUSER", "MOBY_VERSION", "TENANT_ID", "KUBERNETES_VERSION", "HYPERKUBE_URL", "KUBE_BINARY_URL",
 	"CUSTOM_KUBE_BINARY_URL", "CREDENTIAL_PROVIDER_DOWNLOAD_URL", "KUBEPROXY_URL", "APISERVER_PUBLIC_KEY",
@@ -47,7 +48,7 @@ var NodeImageVariables = []string{
 	"CSE_HELPERS_FILEPATH", "CSE_DISTRO_HELPERS_FILEPATH", "CSE_INSTALL_FILEPATH",
 	"CSE_DISTRO_INSTALL_FILEPATH", "CSE_CONFIG_FILEPATH", "AZURE_PRIVATE_REGISTRY_SERVER",
 	"HAS_CUSTOM_SEARCH_DOMAIN", "CUSTOM_SEARCH_DOMAIN_FILEPATH", "HTTP_PROXY_URLS", "HTTPS_PROXY_URLS",
-	"NO_PROXY_URLS", "ENABLE_TLS_BOOTSTRAPPING", "ENABLE_SECURE_TLS_BOOTSTRAPPING",
+	"NO_PROXY_URLS", "ENABLE_TLS_BOOTSTRAPPING", "ENABLE_SECURE_TLS_BOOTSTRAPPING", "ENABLE_KUBELET_SERVING_CERTIFICATE_ROTATION",
 	"DHCPV6_SERVICE_FILEPATH", "DHCPV6_CONFIG_FILEPATH", "THP_ENABLED", "THP_DEFRAG",
 	"SERVICE_PRINCIPAL_FILE_CONTENT", "KUBELET_CLIENT_CONTENT", "KUBELET_CLIENT_CERT_CONTENT",
 	"KUBELET_CONFIG_FILE_ENABLED", "KUBELET_CONFIG_FILE_CONTENT", "SWAP_FILE_SIZE_MB", "GPU_IMAGE_SHA",
@@ -56,6 +57,7 @@ var NodeImageVariables = []string{
 	"HAS_KUBELET_DISK_TYPE", "NEEDS_CGROUPV2", "SYSCTL_CONTENT", "TLS_BOOTSTRAP_TOKEN", "KUBELET_FLAGS",
 	"KUBELET_NODE_LABELS", "AZURE_ENVIRONMENT_FILEPATH", "KUBE_CA_CRT", "CONTAINERD_CONFIG_CONTENT",
 	"MCR_REPOSITORY_BASE", "IS_KATA", "ENABLE_IMDS_RESTRICTION", "INSERT_IMDS_RESTRICTION_RULE_TO_MANGLE_TABLE",
+	"CSE_TIMEOUT",
 }
 
 // AzureJSONPath is where the node image writes the cloud provider config.
@@ -222,6 +224,9 @@ var nodeImageStaticValues = map[string]string{
 	"SHOULD_CONFIG_TRANSPARENT_HUGE_PAGE": "false", "HAS_CUSTOM_SEARCH_DOMAIN": "false", "SWAP_FILE_SIZE_MB": "0",
 	"HAS_KUBELET_DISK_TYPE": "false", "IS_KATA": "false", "ENABLE_IMDS_RESTRICTION": "false",
 	"INSERT_IMDS_RESTRICTION_RULE_TO_MANGLE_TABLE": "false",
+	"ENABLE_KUBELET_SERVING_CERTIFICATE_ROTATION":  "false",
+	// How long the node image's provisioning may run (the provider's value).
+	"CSE_TIMEOUT": "15m",
 }
 
 // orderedVariables lists values in NodeImageVariables order. A name of the
