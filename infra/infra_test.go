@@ -28,6 +28,7 @@ import (
 // of the Bicep variable that must hold each.
 var builtInRoles = map[string]struct{ name, variable string }{
 	"9980e02c-c2be-4d73-94e8-173b1dc7cf3c": {"Virtual Machine Contributor", "virtualMachineContributor"},
+	"f1a07417-d97a-45cb-824c-7a7467783830": {"Managed Identity Operator", "managedIdentityOperator"},
 	"69a216fc-b8fb-44d8-bc22-1f3c2cd27a39": {"Azure Service Bus Data Sender", "dataSender"},
 	"4f6d3b9b-027b-4f4c-9142-0e5a2a2247e0": {"Azure Service Bus Data Receiver", "dataReceiver"},
 	"b7e6dc6d-f1e8-4753-8033-0f276bb0955b": {"Storage Blob Data Owner", "storageBlobDataOwner"},

@@ -74,6 +74,9 @@ param aksVnetGuid string
 @description('The cluster\'s identityProfile.kubeletidentity.clientId, for node bootstrap; empty means the handler\'s default. Set by the preprovision hook.')
 param aksKubeletIdentityClientId string
 
+@description('The cluster\'s identityProfile.kubeletidentity.resourceId: node VMs carry it (NODE_IDENTITIES) and the Functions identity gets Managed Identity Operator on it. Set by the preprovision hook.')
+param aksKubeletIdentityResourceId string
+
 @minLength(1)
 @description('Object ID of the cluster\'s kubelet identity (identityProfile.kubeletidentity.objectId); it gets AcrPull on karpfunc\'s registry to pull the relay image. Set by the preprovision hook.')
 param aksKubeletIdentityObjectId string
@@ -247,6 +250,7 @@ module functionApp 'modules/functionapp.bicep' = {
       DNS_SERVICE_IP: aksDnsServiceIp
       VNET_GUID: aksVnetGuid
       KUBELET_IDENTITY_CLIENT_ID: aksKubeletIdentityClientId
+      NODE_IDENTITIES: aksKubeletIdentityResourceId
     }
   }
 }
@@ -257,6 +261,15 @@ module nodeAccess 'modules/node-access.bicep' = {
   scope: resourceGroup(aksNodeResourceGroupName)
   params: {
     functionsPrincipalId: identities.outputs.functionsPrincipalId
+  }
+}
+
+module kubeletIdentityAccess 'modules/kubelet-identity-access.bicep' = if (!empty(aksKubeletIdentityResourceId)) {
+  name: 'karpfunc-kubelet-identity-access'
+  scope: resourceGroup(split(aksKubeletIdentityResourceId, '/')[2], split(aksKubeletIdentityResourceId, '/')[4])
+  params: {
+    functionsPrincipalId: identities.outputs.functionsPrincipalId
+    kubeletIdentityName: last(split(aksKubeletIdentityResourceId, '/'))
   }
 }
 

@@ -120,11 +120,23 @@ rules:
 	expired := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "bootstrap-token-exp000", Namespace: "kube-system"},
 		Type: corev1.SecretTypeBootstrapToken, StringData: map[string]string{"token-id": "exp000", "token-secret": "0000000000000000",
 			"expiration": time.Now().Add(-time.Minute).UTC().Format(time.RFC3339), "usage-bootstrap-authentication": "true",
-			"auth-extra-groups": bootstraptoken.DefaultGroup}}
+			"auth-extra-groups": controlplane.AKSBootstrapTokenGroups}}
 	if err := kube.Create(ctx, expired); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := launcher(azure.StaticToken("exp000.0000000000000000")).Create(ctx, request("join-expired")); err != nil {
+		t.Fatal(err)
+	}
+	// A valid token in a group the cluster does not bind to TLS
+	// bootstrapping: it authenticates, but gets no node certificate.
+	unbound := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "bootstrap-token-grp000", Namespace: "kube-system"},
+		Type: corev1.SecretTypeBootstrapToken, StringData: map[string]string{"token-id": "grp000", "token-secret": "0000000000000000",
+			"expiration": time.Now().Add(time.Hour).UTC().Format(time.RFC3339), "usage-bootstrap-authentication": "true",
+			"auth-extra-groups": "system:bootstrappers:not-the-clusters"}}
+	if err := kube.Create(ctx, unbound); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := launcher(azure.StaticToken("grp000.0000000000000000")).Create(ctx, request("join-unbound")); err != nil {
 		t.Fatal(err)
 	}
 
@@ -240,6 +252,17 @@ rules:
 			if client.IgnoreNotFound(err) != nil || err == nil {
 				t.Errorf("node %s: Get = %v, want NotFound", vm, err)
 			}
+		}
+	})
+
+	t.Run("a VM whose token's group the cluster does not bind never joins", func(t *testing.T) {
+		eventually(t, 30*time.Second, "join-unbound refused", func() (bool, string) {
+			msg := arm.BootError("join-unbound")
+			return strings.Contains(msg, "forbidden"), "boot error: " + msg
+		})
+		err := kube.Get(ctx, client.ObjectKey{Name: "join-unbound"}, &corev1.Node{})
+		if client.IgnoreNotFound(err) != nil || err == nil {
+			t.Errorf("node join-unbound: Get = %v, want NotFound", err)
 		}
 	})
 

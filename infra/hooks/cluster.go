@@ -38,8 +38,9 @@ type managedCluster struct {
 			DNSServiceIP      string `json:"dnsServiceIP"`
 		} `json:"networkProfile"`
 		IdentityProfile map[string]struct {
-			ClientID string `json:"clientId"`
-			ObjectID string `json:"objectId"`
+			ClientID   string `json:"clientId"`
+			ObjectID   string `json:"objectId"`
+			ResourceID string `json:"resourceId"`
 		} `json:"identityProfile"`
 		AgentPoolProfiles []struct {
 			Name         string `json:"name"`
@@ -115,7 +116,11 @@ func checkCluster(raw []byte, ref string) (clusterFacts, error) {
 	if p.NodeProvisioningProfile != nil && p.NodeProvisioningProfile.Mode != "" {
 		f.NodeProvisioningMode = p.NodeProvisioningProfile.Mode
 	}
-	f.NodeNetwork = map[string]string{"KUBELET_IDENTITY_CLIENT_ID": p.IdentityProfile["kubeletidentity"].ClientID}
+	// The kubelet identity is named in customData by client ID and attached
+	// to node VMs by resource ID (NODE_IDENTITIES, as the Azure provider's
+	// configure-values.sh sets it from identityProfile.kubeletidentity).
+	kubeletID := p.IdentityProfile["kubeletidentity"]
+	f.NodeNetwork = map[string]string{"KUBELET_IDENTITY_CLIENT_ID": kubeletID.ClientID, "NODE_IDENTITIES": kubeletID.ResourceID}
 	if n := p.NetworkProfile; n != nil {
 		f.NodeNetwork["NETWORK_PLUGIN"], f.NodeNetwork["NETWORK_PLUGIN_MODE"] = n.NetworkPlugin, n.NetworkPluginMode
 		f.NodeNetwork["NETWORK_POLICY"], f.NodeNetwork["NETWORK_DATAPLANE"] = n.NetworkPolicy, n.NetworkDataplane

@@ -20,7 +20,7 @@ const readyCluster = `{
     "nodeProvisioningProfile": {"mode": "Manual"},
     "aadProfile": {"managed": true, "enableAzureRBAC": false},
     "networkProfile": {"networkPlugin": "azure", "networkPluginMode": "overlay", "networkDataplane": "cilium", "networkPolicy": "cilium", "dnsServiceIP": "10.0.0.10"},
-    "identityProfile": {"kubeletidentity": {"clientId": "kubelet-client", "objectId": "kubelet-object"}},
+    "identityProfile": {"kubeletidentity": {"clientId": "kubelet-client", "objectId": "kubelet-object", "resourceId": "/subscriptions/s/resourceGroups/MC_rg/providers/Microsoft.ManagedIdentity/userAssignedIdentities/c-agentpool"}},
     "agentPoolProfiles": [
       {"name": "user1", "mode": "User", "vnetSubnetID": "/subscriptions/s/resourceGroups/net/providers/Microsoft.Network/virtualNetworks/v/subnets/user"},
       {"name": "system", "mode": "System", "vnetSubnetID": "/subscriptions/s/resourceGroups/net/providers/Microsoft.Network/virtualNetworks/v/subnets/nodes"}
@@ -38,7 +38,8 @@ func TestCheckCluster(t *testing.T) {
 		SubnetID:             "/subscriptions/s/resourceGroups/net/providers/Microsoft.Network/virtualNetworks/v/subnets/nodes",
 		NodeProvisioningMode: "Manual",
 		NodeNetwork: map[string]string{"NETWORK_PLUGIN": "azure", "NETWORK_PLUGIN_MODE": "overlay", "NETWORK_DATAPLANE": "cilium",
-			"NETWORK_POLICY": "cilium", "DNS_SERVICE_IP": "10.0.0.10", "KUBELET_IDENTITY_CLIENT_ID": "kubelet-client"},
+			"NETWORK_POLICY": "cilium", "DNS_SERVICE_IP": "10.0.0.10", "KUBELET_IDENTITY_CLIENT_ID": "kubelet-client",
+			"NODE_IDENTITIES": "/subscriptions/s/resourceGroups/MC_rg/providers/Microsoft.ManagedIdentity/userAssignedIdentities/c-agentpool"},
 		KubeletObjectID: "kubelet-object"}
 	if !reflect.DeepEqual(ready, want) {
 		t.Fatalf("facts = %+v, want %+v", ready, want)

@@ -44,6 +44,7 @@ var nodeNetworkEnv = map[string]string{
 	"DNS_SERVICE_IP":             "AZURE_AKS_DNS_SERVICE_IP",
 	"VNET_GUID":                  "AZURE_AKS_VNET_GUID",
 	"KUBELET_IDENTITY_CLIENT_ID": "AZURE_AKS_KUBELET_IDENTITY_CLIENT_ID",
+	"NODE_IDENTITIES":            "AZURE_AKS_KUBELET_IDENTITY_RESOURCE_ID",
 }
 
 const aksAPIVersion = "2024-09-01"

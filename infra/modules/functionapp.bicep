@@ -26,7 +26,7 @@ param apiServerUrl string
 @description('The cluster\'s CA certificate, base64-encoded PEM.')
 param apiServerCa string
 param nodeProvisioningMode string
-@description('Node bootstrap settings by app setting name (pkg/azure bootstrap): NETWORK_*, DNS_SERVICE_IP, VNET_GUID, KUBELET_IDENTITY_CLIENT_ID.')
+@description('Node bootstrap settings by app setting name (pkg/azure bootstrap): NETWORK_*, DNS_SERVICE_IP, VNET_GUID, KUBELET_IDENTITY_CLIENT_ID, NODE_IDENTITIES.')
 param nodeNetwork object
 
 resource account 'Microsoft.Storage/storageAccounts@2023-05-01' existing = {
@@ -146,6 +146,7 @@ resource settings 'Microsoft.Web/sites/config@2024-04-01' = {
     DNS_SERVICE_IP: nodeNetwork.DNS_SERVICE_IP
     VNET_GUID: nodeNetwork.VNET_GUID
     KUBELET_IDENTITY_CLIENT_ID: nodeNetwork.KUBELET_IDENTITY_CLIENT_ID
+    NODE_IDENTITIES: nodeNetwork.NODE_IDENTITIES
     // The handler's tuning (functions/config.go), at their defaults.
     KARPFUNC_NAMESPACE: karpfuncNamespace
     KARPFUNC_LOG_LEVEL: 'INFO'

@@ -157,6 +157,7 @@ func (s *Server) putVM(w http.ResponseWriter, r *http.Request, sub, rg, name str
 	vm.Properties.VMID = ptr(newUUID())
 	vm.Properties.TimeCreated = ptr(now.UTC())
 	vm.Properties.ProvisioningState = ptr("Creating")
+	s.fillIdentityLocked(&vm)
 	v.vm = vm
 	for _, ref := range vm.Properties.NetworkProfile.NetworkInterfaces {
 		nk := nicKeyFromID(deref(ref.ID))
@@ -217,6 +218,9 @@ func (s *Server) validateVMLocked(sub, rg, name string, vm *armcompute.VirtualMa
 		if n.vmKey != "" && n.vmKey != resourceKey(sub, rg, name) {
 			return refusal{status: http.StatusBadRequest, code: "NicInUse", message: fmt.Sprintf("Network interface '%s' is used by existing virtual machine '%s'.", id, s.vms[n.vmKey].name())}
 		}
+	}
+	if ref := s.checkIdentityLocked(vm, s.vmID(sub, rg, name)); !ref.ok() {
+		return ref
 	}
 	if msg := s.skuUnavailableLocked(sku, location, zone); msg != "" {
 		return refusal{status: http.StatusConflict, code: "SkuNotAvailable", message: msg}

@@ -24,6 +24,9 @@ type provisioning struct {
 	maxPods   int32
 	labels    map[string]string
 	taints    []corev1.Taint
+	// kubeletIdentity is the client ID of the kubelet identity named in
+	// azure.json (userAssignedIdentityID), "" for none.
+	kubeletIdentity string
 }
 
 // provision reads customData the way the AKS node image's provisioning
@@ -42,7 +45,7 @@ func provision(customData string) (*provisioning, error) {
 			return nil, fmt.Errorf("provisioning variable %s is not set", name)
 		}
 	}
-	p := &provisioning{apiServer: vars["API_SERVER_NAME"]}
+	p := &provisioning{apiServer: vars["API_SERVER_NAME"], kubeletIdentity: vars["USER_ASSIGNED_IDENTITY_ID"]}
 	if strings.ContainsAny(p.apiServer, "/: ") {
 		return nil, fmt.Errorf("API_SERVER_NAME %q is not a host name", p.apiServer)
 	}
@@ -90,6 +93,12 @@ func provision(customData string) (*provisioning, error) {
 	}
 	if p.labels, err = parseNodeLabels(vars["KUBELET_NODE_LABELS"]); err != nil {
 		return nil, err
+	}
+	// The node image writes /etc/kubernetes/azure.json before it starts
+	// the kubelet (--cloud-config) and the ACR credential provider, which
+	// read it; an invalid one stops both.
+	if _, err := azure.RenderAzureJSON(vars); err != nil {
+		return nil, fmt.Errorf("kubelet not started: %w", err)
 	}
 	return p, nil
 }

@@ -74,6 +74,13 @@ type Options struct {
 	// refused with InvalidResourceReference. nil accepts any well-formed
 	// subnet ID.
 	Subnets []string
+	// Identities are the user-assigned identities of the subscription and
+	// whether the caller may assign each (see Identity). nil accepts any
+	// identity on a VM; otherwise a VM carrying one not listed, or one
+	// the caller may not assign, is refused with LinkedAuthorizationFailed.
+	Identities []Identity
+	// CallerObjectID names the caller in LinkedAuthorizationFailed.
+	CallerObjectID string
 	// Clock drives provisioning and boot times; default the real clock.
 	Clock clock.PassiveClock
 	// Logger; default slog.Default().

@@ -148,6 +148,9 @@ func (s *Server) kubeletFor(v *vmState) (kubelet, error) {
 	if err != nil {
 		return kubelet{}, err
 	}
+	if err := checkKubeletIdentity(&v.vm, prov.kubeletIdentity); err != nil {
+		return kubelet{}, err
+	}
 	sku := string(deref(p.HardwareProfile.VMSize))
 	capacity, allocatable, arch, err := s.nodeResources(sku, prov.maxPods)
 	if err != nil {

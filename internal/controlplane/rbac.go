@@ -2,8 +2,11 @@ package controlplane
 
 import (
 	"context"
+	"crypto/rand"
 	"fmt"
+	"math/big"
 
+	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -12,11 +15,22 @@ import (
 	"github.com/karpfunc/karpfunc/pkg/bootstraptoken"
 )
 
-// nodeBootstrapBindings are the ClusterRoleBindings AKS (like kubeadm)
-// creates for kubelet TLS bootstrapping: bootstrap-token holders may create
-// CSRs, their node client CSRs are approved automatically, and a node may
-// renew its own client certificate. The ClusterRoles are the API server's
-// built-in ones.
+// AKSBootstrapTokenGroups is the auth-extra-groups of the cluster's own
+// bootstrap token the local control plane creates, standing in for the
+// bootstrap-token-<id> Secret AKS keeps in kube-system (which the Azure
+// Karpenter provider reuses: hack/deploy/configure-values.sh). Only this
+// group is bound to TLS bootstrapping, as on AKS: a token carrying another
+// group may authenticate but not get a node certificate. The value is
+// kubeadm's default node-token group; no public AKS source states the group
+// of AKS's own token, which is why karpfunc reads it from the cluster
+// rather than assuming it (pkg/bootstraptoken).
+const AKSBootstrapTokenGroups = "system:bootstrappers:kubeadm:default-node-token"
+
+// nodeBootstrapBindings are the ClusterRoleBindings for kubelet TLS
+// bootstrapping: holders of the cluster's bootstrap token (its extra group,
+// not all of system:bootstrappers) may create CSRs and have their node
+// client CSRs approved automatically, and a node may renew its own client
+// certificate. The ClusterRoles are the API server's built-in ones.
 func nodeBootstrapBindings() []*rbacv1.ClusterRoleBinding {
 	bind := func(name, role, group string) *rbacv1.ClusterRoleBinding {
 		return &rbacv1.ClusterRoleBinding{
@@ -26,10 +40,47 @@ func nodeBootstrapBindings() []*rbacv1.ClusterRoleBinding {
 		}
 	}
 	return []*rbacv1.ClusterRoleBinding{
-		bind("kubeadm:kubelet-bootstrap", "system:node-bootstrapper", bootstraptoken.DefaultGroup),
-		bind("kubeadm:node-autoapprove-bootstrap", "system:certificates.k8s.io:certificatesigningrequests:nodeclient", bootstraptoken.DefaultGroup),
+		bind("kubeadm:kubelet-bootstrap", "system:node-bootstrapper", AKSBootstrapTokenGroups),
+		bind("kubeadm:node-autoapprove-bootstrap", "system:certificates.k8s.io:certificatesigningrequests:nodeclient", AKSBootstrapTokenGroups),
 		bind("kubeadm:node-autoapprove-certificate-rotation", "system:certificates.k8s.io:certificatesigningrequests:selfnodeclient", "system:nodes"),
 	}
+}
+
+// aksBootstrapToken is the cluster's own bootstrap token Secret, as AKS
+// keeps one: no expiry, authentication only, AKSBootstrapTokenGroups.
+func aksBootstrapToken() (*corev1.Secret, error) {
+	id, err := randomToken(6)
+	if err != nil {
+		return nil, err
+	}
+	secret, err := randomToken(16)
+	if err != nil {
+		return nil, err
+	}
+	return &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: bootstraptoken.SecretPrefix + id, Namespace: bootstraptoken.Namespace},
+		Type:       corev1.SecretTypeBootstrapToken,
+		StringData: map[string]string{
+			bootstraptoken.KeyTokenID:     id,
+			bootstraptoken.KeyTokenSecret: secret,
+			bootstraptoken.KeyUsageAuth:   "true",
+			bootstraptoken.KeyExtraGroups: AKSBootstrapTokenGroups,
+			bootstraptoken.KeyDescription: "the cluster's bootstrap token (local stand-in for AKS's)",
+		},
+	}, nil
+}
+
+func randomToken(n int) (string, error) {
+	const chars = "0123456789abcdefghijklmnopqrstuvwxyz"
+	b := make([]byte, n)
+	for i := range b {
+		v, err := rand.Int(rand.Reader, big.NewInt(int64(len(chars))))
+		if err != nil {
+			return "", fmt.Errorf("controlplane: reading randomness: %w", err)
+		}
+		b[i] = chars[v.Int64()]
+	}
+	return string(b), nil
 }
 
 func (c *ControlPlane) createNodeBootstrapBindings(ctx context.Context) error {
@@ -41,6 +92,13 @@ func (c *ControlPlane) createNodeBootstrapBindings(ctx context.Context) error {
 		if _, err := cs.RbacV1().ClusterRoleBindings().Create(ctx, b, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 			return fmt.Errorf("controlplane: creating ClusterRoleBinding %s: %w", b.Name, err)
 		}
+	}
+	token, err := aksBootstrapToken()
+	if err != nil {
+		return err
+	}
+	if _, err := cs.CoreV1().Secrets(token.Namespace).Create(ctx, token, metav1.CreateOptions{}); err != nil {
+		return fmt.Errorf("controlplane: creating the cluster's bootstrap token Secret: %w", err)
 	}
 	return nil
 }

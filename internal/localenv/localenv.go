@@ -219,7 +219,12 @@ func Start(ctx context.Context, opts Options) (env *Env, err error) {
 		SubscriptionIDs: []string{SubscriptionID}, OpDelay: opts.OpDelay, BootDelay: opts.BootDelay, EvictionNotice: opts.EvictionNotice,
 		VMCreateDelay: opts.VMCreateDelay,
 		SKUs:          ResourceSKUs(cat), Subnets: []string{SubnetID()},
-		Kube: env.ControlPlane.RESTConfig(),
+		// The cluster's kubelet identity, on which the Functions identity
+		// holds Managed Identity Operator (infra/modules/kubelet-identity-access.bicep).
+		Identities: []armemulator.Identity{{ResourceID: KubeletIdentityID(), ClientID: KubeletIdentityClientID,
+			PrincipalID: KubeletIdentityPrincipalID, CallerMayAssign: true}},
+		CallerObjectID: FunctionsPrincipalID,
+		Kube:           env.ControlPlane.RESTConfig(),
 		// The VNet resolves the API server's FQDN to the local API server.
 		DNS:    map[string]string{env.ControlPlane.APIServerFQDN(): env.ControlPlane.APIServerAddr()},
 		Logger: slog.New(slog.NewTextHandler(logw, &slog.HandlerOptions{Level: slog.LevelInfo})).With("component", "arm-emulator"),
@@ -266,6 +271,10 @@ func Start(ctx context.Context, opts Options) (env *Env, err error) {
 		// service sits at .10 of the service range.
 		azure.EnvClusterEndpoint+"=https://"+env.ControlPlane.APIServerFQDN()+":443",
 		azure.EnvDNSServiceIP+"="+ClusterDNSIP,
+		// The kubelet identity, named in customData and carried by the VMs,
+		// as the preprovision hook sets them from identityProfile.kubeletidentity.
+		azure.EnvKubeletIdentityClientID+"="+KubeletIdentityClientID,
+		azure.EnvNodeIdentities+"="+KubeletIdentityID(),
 	)
 	settings := map[string]string{
 		bus.EnvProvisionQueue: bus.QueueProvision, bus.EnvLifecycleQueue: bus.QueueLifecycle,
@@ -341,6 +350,19 @@ func (e *Env) KillRelay() error {
 
 // ClusterDNSIP is the cluster DNS service address in the local service range.
 const ClusterDNSIP = "10.96.0.10"
+
+// The local cluster's kubelet identity, as AKS creates it (<cluster>-agentpool
+// in the node resource group).
+const (
+	KubeletIdentityClientID    = "0000c0de-0000-4000-8000-0000000c1e47"
+	KubeletIdentityPrincipalID = "0000c0de-0000-4000-8000-0000000c1e48"
+)
+
+// KubeletIdentityID is the kubelet identity's resource ID.
+func KubeletIdentityID() string {
+	return "/subscriptions/" + SubscriptionID + "/resourceGroups/" + ResourceGroup +
+		"/providers/Microsoft.ManagedIdentity/userAssignedIdentities/karpfunc-local-agentpool"
+}
 
 // SubnetID is the node subnet the local NodeClaims use.
 func SubnetID() string {

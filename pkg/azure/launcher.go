@@ -360,6 +360,7 @@ func (l *Launcher) vmFor(req LaunchRequest, nicID, customData string) (armcomput
 			}}},
 		},
 	}
+	vm.Identity = nodeIdentity(l.opts.NodeIdentities)
 	if z := armZone(req.Zone, l.opts.Location); z != "" {
 		vm.Zones = []*string{ptr(z)}
 	}

@@ -497,6 +497,12 @@ func TestNewLauncherRejectsBadOptions(t *testing.T) {
 		{"SSH key that is not base64", func(o *azure.Options) { o.SSHPublicKey = "ssh-rsa !!!" }, "not base64"},
 		{"SSH key path instead of key", func(o *azure.Options) { o.SSHPublicKey = "~/.ssh/id_rsa.pub" }, "not an OpenSSH public key"},
 		{"node image version latest", func(o *azure.Options) { o.NodeImageVersion = "latest" }, "not an AKS node image version"},
+		{"node identity that is not an identity ID", func(o *azure.Options) { o.NodeIdentities = []string{"kubelet-client"} }, "NODE_IDENTITIES entry"},
+		{"kubelet identity the VMs would not carry", func(o *azure.Options) {
+			o.Bootstrap = &azure.ClusterBootstrap{APIServerFQDN: "c.hcp.eastus.azmk8s.io", ClusterCAPEM: testCA(t), KubernetesVersion: "1.33.2",
+				NetworkPlugin: "azure", NetworkPluginMode: "overlay", NetworkDataplane: "cilium", DNSServiceIP: "10.0.0.10",
+				KubeletIdentityClientID: "kubelet-client"}
+		}, "NODE_IDENTITIES is empty"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -657,3 +663,44 @@ func TestCreateRefusesWithoutNodeBootstrap(t *testing.T) {
 type failingTokens struct{}
 
 func (failingTokens) Token(context.Context) (string, error) { return "", errors.New("forbidden") }
+
+// TestNodeIdentities: VMs carry the node identities, so the kubelet
+// identity customData names is on the VM; a caller without Managed
+// Identity Operator on it gets ARM's LinkedAuthorizationFailed.
+func TestNodeIdentities(t *testing.T) {
+	kubeletID := "/subscriptions/" + testSub + "/resourceGroups/" + testRG + "/providers/Microsoft.ManagedIdentity/userAssignedIdentities/c-agentpool"
+	withKubeletIdentity := func(o *azure.Options) {
+		o.Bootstrap.KubeletIdentityClientID = "kubelet-client"
+		o.NodeIdentities = []string{kubeletID}
+	}
+	for _, tc := range []struct {
+		name      string
+		mayAssign bool
+		wantErr   string
+	}{
+		{"caller with Managed Identity Operator", true, ""},
+		{"caller without it", false, "LinkedAuthorizationFailed"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			emu := startEmulator(t, armemulator.Options{Identities: []armemulator.Identity{
+				{ResourceID: kubeletID, ClientID: "kubelet-client", PrincipalID: "kubelet-oid", CallerMayAssign: tc.mayAssign}}})
+			l := newLauncher(t, emu, "cluster-a", withKubeletIdentity)
+			_, err := l.Create(ctx(t), request("node-a"))
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("Create = %v, want %s", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("Create: %v", err)
+			}
+			vms := emu.VMs()
+			if len(vms) != 1 || vms[0].Identity == nil || vms[0].Identity.UserAssignedIdentities[kubeletID] == nil ||
+				vms[0].Identity.UserAssignedIdentities[kubeletID].ClientID == nil ||
+				*vms[0].Identity.UserAssignedIdentities[kubeletID].ClientID != "kubelet-client" {
+				t.Fatalf("VM identity = %+v, want the kubelet identity", vms[0].Identity)
+			}
+		})
+	}
+}

@@ -5,10 +5,12 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"regexp"
 	"strings"
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
+	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/compute/armcompute/v8"
 
 	"github.com/karpfunc/karpfunc/pkg/nodeimage"
 )
@@ -48,6 +50,18 @@ type Options struct {
 	Bootstrap       *ClusterBootstrap
 	BootstrapTokens TokenSource
 
+	// NodeIdentities are the resource IDs of the user-assigned managed
+	// identities every node VM carries (app setting NODE_IDENTITIES, comma
+	// separated, the Azure Karpenter provider's name and form: its
+	// hack/deploy/configure-values.sh sets it to the cluster's
+	// identityProfile.kubeletidentity.resourceId, and vminstance.go puts
+	// them in the VM's identity block). The kubelet identity named in
+	// customData (Bootstrap.KubeletIdentityClientID) must be one of them,
+	// or the node cannot get tokens for it and ACR pulls fail; the caller
+	// needs Managed Identity Operator on each, or ARM answers
+	// LinkedAuthorizationFailed.
+	NodeIdentities []string
+
 	// SSHPublicKey is the admin public key of the node VMs, in OpenSSH
 	// authorized_keys form ("ssh-rsa AAAA…" or "ssh-ed25519 AAAA…"). It is
 	// required: node VMs have password login disabled, and Azure refuses a
@@ -78,6 +92,8 @@ const (
 	EnvCAFile         = "ARM_CA_FILE"
 	EnvToken          = "ARM_TOKEN"
 	EnvSSHPublicKey   = "AZURE_SSH_PUBLIC_KEY"
+	// EnvNodeIdentities lists the node VMs' user-assigned identities.
+	EnvNodeIdentities = "NODE_IDENTITIES"
 	// EnvNodeImageVersion pins the AKS node image version (default
 	// nodeimage.DefaultVersion).
 	EnvNodeImageVersion = "KARPFUNC_NODE_IMAGE_VERSION"
@@ -98,6 +114,7 @@ func OptionsFromEnv() (Options, error) {
 		Token:            get(EnvToken),
 		SSHPublicKey:     get(EnvSSHPublicKey),
 		NodeImageVersion: get(EnvNodeImageVersion),
+		NodeIdentities:   splitList(get(EnvNodeIdentities)),
 	}
 	for _, req := range []struct{ env, val string }{
 		{EnvSubscriptionID, o.SubscriptionID},
@@ -170,6 +187,9 @@ func (o *Options) validate() error {
 			return fmt.Errorf("azure options: SSHPublicKey: %w", err)
 		}
 	}
+	if err := o.validateNodeIdentities(); err != nil {
+		return err
+	}
 	if o.NodeImageVersion == "" {
 		o.NodeImageVersion = nodeimage.DefaultVersion
 	}
@@ -182,4 +202,47 @@ func (o *Options) validate() error {
 		return fmt.Errorf("azure options: Endpoint %q must be an https:// URL", o.Endpoint)
 	}
 	return nil
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, f := range strings.Split(s, ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+var userAssignedIdentityRE = regexp.MustCompile(`(?i)^/subscriptions/[^/]+/resourceGroups/[^/]+/providers/Microsoft\.ManagedIdentity/userAssignedIdentities/[^/]+$`)
+
+// validateNodeIdentities checks the identity resource IDs, and that a
+// kubelet identity named in customData is attached at all.
+func (o *Options) validateNodeIdentities() error {
+	for _, id := range o.NodeIdentities {
+		if !userAssignedIdentityRE.MatchString(id) {
+			return fmt.Errorf("azure options: %s entry %q is not a user-assigned identity resource ID "+
+				"(/subscriptions/<sub>/resourceGroups/<rg>/providers/Microsoft.ManagedIdentity/userAssignedIdentities/<name>)", EnvNodeIdentities, id)
+		}
+	}
+	if o.Bootstrap != nil && o.Bootstrap.KubeletIdentityClientID != "" && len(o.NodeIdentities) == 0 {
+		return fmt.Errorf("azure options: %s is set but %s is empty: node VMs would not carry the kubelet identity, so image pulls "+
+			"from ACR fail; set %s to the cluster's kubelet identity (az aks show --query identityProfile.kubeletidentity.resourceId)",
+			EnvKubeletIdentityClientID, EnvNodeIdentities, EnvNodeIdentities)
+	}
+	return nil
+}
+
+// nodeIdentity is the VM identity block carrying ids as user-assigned
+// identities (nil without any), as the Azure provider's vminstance.go
+// builds it.
+func nodeIdentity(ids []string) *armcompute.VirtualMachineIdentity {
+	if len(ids) == 0 {
+		return nil
+	}
+	uai := make(map[string]*armcompute.UserAssignedIdentitiesValue, len(ids))
+	for _, id := range ids {
+		uai[id] = &armcompute.UserAssignedIdentitiesValue{}
+	}
+	return &armcompute.VirtualMachineIdentity{Type: ptr(armcompute.ResourceIdentityTypeUserAssigned), UserAssignedIdentities: uai}
 }

@@ -27,6 +27,7 @@ import (
 	"math/big"
 	"regexp"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -54,12 +55,15 @@ const (
 	DefaultMinValid = time.Hour
 )
 
-// DefaultGroup is the extra group the tokens authenticate into, besides
-// system:bootstrappers: the group AKS (like kubeadm) binds to CSR creation
-// (ClusterRole system:node-bootstrapper) and to auto-approval of node client
-// certificates (system:certificates.k8s.io:certificatesigningrequests:nodeclient),
-// so nodes joining with karpfunc's tokens need no extra RBAC.
-const DefaultGroup = "system:bootstrappers:kubeadm:default-node-token"
+// The extra groups a token authenticates into (besides
+// system:bootstrappers) decide what it may do: the cluster binds CSR
+// creation (ClusterRole system:node-bootstrapper) and auto-approval of node
+// client certificates to some of them. Which groups AKS binds is AKS's
+// business, so the Manager does not guess: unless Options.Group is set, its
+// tokens carry the auth-extra-groups of the cluster's own bootstrap token
+// (a bootstrap.kubernetes.io/token Secret in kube-system karpfunc did not
+// create), the Secret the Azure Karpenter provider reuses for its nodes
+// (Azure/karpenter-provider-azure hack/deploy/configure-values.sh).
 
 var (
 	tokenRE = regexp.MustCompile(`^([a-z0-9]{6})\.([a-z0-9]{16})$`)
@@ -89,8 +93,10 @@ type Options struct {
 	// (default DefaultMinValid); it should exceed the registration timeout,
 	// so every VM launched with a token can join before it expires.
 	MinValidity time.Duration
-	// Group is the auth-extra-groups value (default DefaultGroup); it must
-	// start with system:bootstrappers:.
+	// Group is the auth-extra-groups value, comma-separated groups each
+	// starting with system:bootstrappers:. Empty (the default): those of
+	// the cluster's own (AKS's) bootstrap token, read when a token is
+	// created.
 	Group string
 	// Description is written into the Secret (default names karpfunc).
 	Description string
@@ -132,11 +138,8 @@ func New(opts Options) (*Manager, error) {
 	if opts.TTL <= opts.MinValidity || opts.MinValidity < 0 {
 		return nil, fmt.Errorf("bootstraptoken: TTL %s must exceed MinValidity %s (a fresh token must be usable)", opts.TTL, opts.MinValidity)
 	}
-	if opts.Group == "" {
-		opts.Group = DefaultGroup
-	}
-	if !groupRE.MatchString(opts.Group) {
-		return nil, fmt.Errorf("bootstraptoken: group %q is not of the form system:bootstrappers:<name>", opts.Group)
+	if err := checkGroups(opts.Group); opts.Group != "" && err != nil {
+		return nil, fmt.Errorf("bootstraptoken: Options.Group: %w", err)
 	}
 	if opts.Description == "" {
 		opts.Description = "TLS bootstrap token for nodes launched by karpfunc"
@@ -221,6 +224,10 @@ func (m *Manager) sweep(ctx context.Context, now time.Time) (*token, error) {
 }
 
 func (m *Manager) create(ctx context.Context, now time.Time) (*token, error) {
+	groups, err := m.extraGroups(ctx)
+	if err != nil {
+		return nil, err
+	}
 	for attempt := 0; ; attempt++ {
 		id, err := randomString(6)
 		if err != nil {
@@ -242,7 +249,7 @@ func (m *Manager) create(ctx context.Context, now time.Time) (*token, error) {
 				KeyTokenSecret: secret,
 				KeyExpiration:  expires.Format(time.RFC3339),
 				KeyUsageAuth:   "true",
-				KeyExtraGroups: m.opts.Group,
+				KeyExtraGroups: groups,
 				KeyDescription: m.opts.Description,
 			},
 		}
@@ -253,7 +260,7 @@ func (m *Manager) create(ctx context.Context, now time.Time) (*token, error) {
 		if err != nil {
 			return nil, &Error{fmt.Errorf("creating bootstrap token Secret %s/%s: %w", Namespace, SecretPrefix+id, err)}
 		}
-		m.opts.Logger.Info("created bootstrap token", "tokenID", id, "expires", expires.Format(time.RFC3339), "group", m.opts.Group)
+		m.opts.Logger.Info("created bootstrap token", "tokenID", id, "expires", expires.Format(time.RFC3339), "groups", groups)
 		return &token{id: id, secret: secret, expires: expires}, nil
 	}
 }
@@ -263,12 +270,17 @@ func parse(s *corev1.Secret) (*token, bool) {
 	if !Valid(id+"."+secret) || s.Name != SecretPrefix+id || string(s.Data[KeyUsageAuth]) != "true" {
 		return nil, false
 	}
+	if len(s.Data[KeyExpiration]) == 0 {
+		return &token{id: id, secret: secret, expires: neverExpires}, true // the authenticator: no expiration, no expiry
+	}
 	exp, err := time.Parse(time.RFC3339, string(s.Data[KeyExpiration]))
 	if err != nil {
 		return nil, false
 	}
 	return &token{id: id, secret: secret, expires: exp}, true
 }
+
+var neverExpires = time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC)
 
 const tokenChars = "0123456789abcdefghijklmnopqrstuvwxyz"
 
@@ -283,4 +295,51 @@ func randomString(n int) (string, error) {
 		b[i] = tokenChars[v.Int64()]
 	}
 	return string(b), nil
+}
+
+// checkGroups checks an auth-extra-groups value as the API server's
+// bootstrap-token authenticator does: comma-separated groups, each
+// system:bootstrappers:<name>.
+func checkGroups(groups string) error {
+	for _, g := range strings.Split(groups, ",") {
+		if !groupRE.MatchString(g) {
+			return fmt.Errorf("group %q is not of the form system:bootstrappers:<name>", g)
+		}
+	}
+	return nil
+}
+
+// extraGroups is the auth-extra-groups of new tokens: Options.Group, else
+// those of the cluster's own bootstrap token (the first by name of the
+// well-formed, authentication-enabled, unexpired token Secrets in
+// kube-system this Manager did not create).
+func (m *Manager) extraGroups(ctx context.Context) (string, error) {
+	if m.opts.Group != "" {
+		return m.opts.Group, nil
+	}
+	var list corev1.SecretList
+	if err := m.opts.Kube.List(ctx, &list, client.InNamespace(Namespace)); err != nil {
+		return "", &Error{fmt.Errorf("listing Secrets in %s to find the cluster's bootstrap token: %w", Namespace, err)}
+	}
+	sort.Slice(list.Items, func(i, j int) bool { return list.Items[i].Name < list.Items[j].Name })
+	for i := range list.Items {
+		s := &list.Items[i]
+		if s.Type != corev1.SecretTypeBootstrapToken || s.Labels[LabelManagedBy] == ManagedByValue {
+			continue
+		}
+		if t, ok := parse(s); !ok || !m.opts.Clock.Now().Before(t.expires) {
+			continue // the authenticator would refuse it: not the cluster's working token
+		}
+		groups := string(s.Data[KeyExtraGroups])
+		if groups == "" {
+			return "", nil // it authenticates as system:bootstrappers only; so do ours
+		}
+		if err := checkGroups(groups); err != nil {
+			return "", &Error{fmt.Errorf("the cluster's bootstrap token Secret %s/%s: %s: %w", Namespace, s.Name, KeyExtraGroups, err)}
+		}
+		return groups, nil
+	}
+	return "", &Error{fmt.Errorf("no bootstrap token Secret of the cluster (type %s, not made by karpfunc) in %s to copy %s from: "+
+		"nodes would join with groups the cluster may not bind; check the cluster is AKS, or set the groups explicitly",
+		corev1.SecretTypeBootstrapToken, Namespace, KeyExtraGroups)}
 }

@@ -69,7 +69,7 @@ func TestManager(t *testing.T) {
 			{"token-id", string(s.Data["token-id"]), id},
 			{"token-secret", string(s.Data["token-secret"]), strings.SplitN(first, ".", 2)[1]},
 			{"usage-bootstrap-authentication", string(s.Data["usage-bootstrap-authentication"]), "true"},
-			{"auth-extra-groups", string(s.Data["auth-extra-groups"]), bootstraptoken.DefaultGroup},
+			{"auth-extra-groups", string(s.Data["auth-extra-groups"]), controlplane.AKSBootstrapTokenGroups},
 			{"managed-by label", s.Labels[bootstraptoken.LabelManagedBy], bootstraptoken.ManagedByValue},
 			{"expiration about TTL from now", exp.Sub(clk.Now()).Round(time.Minute), 2 * time.Hour},
 		} {
@@ -93,7 +93,7 @@ func TestManager(t *testing.T) {
 		if u.Username != "system:bootstrap:"+id {
 			t.Errorf("username = %q, want system:bootstrap:%s", u.Username, id)
 		}
-		for _, g := range []string{"system:bootstrappers", bootstraptoken.DefaultGroup} {
+		for _, g := range []string{"system:bootstrappers", controlplane.AKSBootstrapTokenGroups} {
 			if !contains(u.Groups, g) {
 				t.Errorf("groups %v lack %s", u.Groups, g)
 			}
@@ -246,4 +246,66 @@ func contains(list []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// TestTokensCarryTheClusterTokenGroups: a new token carries the
+// auth-extra-groups of the cluster's own (AKS's) bootstrap token, read from
+// the cluster, not a group karpfunc assumes; with no cluster token the
+// Manager refuses rather than guess.
+func TestTokensCarryTheClusterTokenGroups(t *testing.T) {
+	cp := testenv.ControlPlane(t, controlplane.Options{})
+	kube := testenv.Client(t, cp.RESTConfig())
+	ctx := t.Context()
+	clk := clocktesting.NewFakePassiveClock(time.Now())
+	newToken := func() (string, error) {
+		m, err := bootstraptoken.New(bootstraptoken.Options{Kube: kube, TTL: 2 * time.Hour, MinValidity: time.Hour, Clock: clk})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m.Token(ctx)
+	}
+	groupsOf := func(token string) string {
+		s := &corev1.Secret{}
+		if err := kube.Get(ctx, client.ObjectKey{Namespace: "kube-system", Name: "bootstrap-token-" + bootstraptoken.ID(token)}, s); err != nil {
+			t.Fatal(err)
+		}
+		return string(s.Data["auth-extra-groups"])
+	}
+	clearTokens := func() {
+		if err := kube.DeleteAllOf(ctx, &corev1.Secret{}, client.InNamespace("kube-system"),
+			client.MatchingFields{"type": string(corev1.SecretTypeBootstrapToken)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	// The local control plane keeps a cluster token, as AKS does.
+	token, err := newToken()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := groupsOf(token); got != controlplane.AKSBootstrapTokenGroups {
+		t.Errorf("token groups = %q, want the cluster token's %q", got, controlplane.AKSBootstrapTokenGroups)
+	}
+
+	clearTokens()
+	cluster := tokenSecret("aks000", "0123456789abcdef", clk.Now().Add(24*time.Hour), nil)
+	cluster.StringData["auth-extra-groups"] = "system:bootstrappers:cluster-nodes,system:bootstrappers:other"
+	expired := tokenSecret("000000", "0123456789abcdef", clk.Now().Add(-time.Minute), nil)
+	expired.StringData["auth-extra-groups"] = "system:bootstrappers:stale"
+	for _, s := range []*corev1.Secret{cluster, expired} {
+		if err := kube.Create(ctx, s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if token, err = newToken(); err != nil {
+		t.Fatal(err)
+	}
+	if got := groupsOf(token); got != "system:bootstrappers:cluster-nodes,system:bootstrappers:other" {
+		t.Errorf("token groups = %q, want those of the cluster's unexpired token", got)
+	}
+
+	clearTokens()
+	if _, err := newToken(); err == nil || !strings.Contains(err.Error(), "no bootstrap token Secret of the cluster") {
+		t.Errorf("Token() with no cluster token = %v, want a refusal", err)
+	}
 }
