@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
+	corev1 "k8s.io/api/core/v1"
 
 	"github.com/karpfunc/karpfunc/pkg/azure"
 )
@@ -31,7 +32,9 @@ func TestClassicCNINodeNeedsPodIPs(t *testing.T) {
 		{"classic CNI, max pods", classic, 50, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s := start(t, Options{OpDelay: time.Millisecond})
+			s := start(t, Options{OpDelay: time.Millisecond, NodeResources: func(string, int32) (corev1.ResourceList, corev1.ResourceList, string, bool) {
+				return corev1.ResourceList{}, corev1.ResourceList{}, "amd64", true
+			}})
 			vms, nics := clients(t, s)
 			ctx := context.Background()
 			nic := nicBody()
