@@ -35,14 +35,13 @@ type managedCluster struct {
 			ClientID string `json:"clientId"`
 		} `json:"identityProfile"`
 		AgentPoolProfiles []agentPool `json:"agentPoolProfiles"`
-		// APIServerAccessProfile, PublicNetworkAccess and
-		// NodeResourceGroupProfile decide whether karpfunc can reach the API
-		// server and write the node resource group (shapes.go).
+		// APIServerAccessProfile and NodeResourceGroupProfile decide
+		// whether karpfunc can reach the API server and write the node
+		// resource group (shapes.go).
 		APIServerAccessProfile *struct {
 			EnablePrivateCluster bool     `json:"enablePrivateCluster"`
 			AuthorizedIPRanges   []string `json:"authorizedIPRanges"`
 		} `json:"apiServerAccessProfile"`
-		PublicNetworkAccess      string `json:"publicNetworkAccess"`
 		NodeResourceGroupProfile *struct {
 			RestrictionLevel string `json:"restrictionLevel"`
 		} `json:"nodeResourceGroupProfile"`
