@@ -30,24 +30,43 @@ type managedCluster struct {
 		AADProfile *struct {
 			Managed bool `json:"managed"`
 		} `json:"aadProfile"`
-		NetworkProfile *struct {
-			NetworkPlugin     string `json:"networkPlugin"`
-			NetworkPluginMode string `json:"networkPluginMode"`
-			NetworkPolicy     string `json:"networkPolicy"`
-			NetworkDataplane  string `json:"networkDataplane"`
-			DNSServiceIP      string `json:"dnsServiceIP"`
-		} `json:"networkProfile"`
+		NetworkProfile  *networkProfile `json:"networkProfile"`
 		IdentityProfile map[string]struct {
 			ClientID   string `json:"clientId"`
 			ObjectID   string `json:"objectId"`
 			ResourceID string `json:"resourceId"`
 		} `json:"identityProfile"`
-		AgentPoolProfiles []struct {
-			Name         string `json:"name"`
-			Mode         string `json:"mode"`
-			VnetSubnetID string `json:"vnetSubnetID"`
-		} `json:"agentPoolProfiles"`
+		AgentPoolProfiles []agentPool `json:"agentPoolProfiles"`
+		// APIServerAccessProfile and NodeResourceGroupProfile decide
+		// whether karpfunc can reach the API server and write the node
+		// resource group (shapes.go).
+		APIServerAccessProfile *struct {
+			EnablePrivateCluster bool     `json:"enablePrivateCluster"`
+			AuthorizedIPRanges   []string `json:"authorizedIPRanges"`
+		} `json:"apiServerAccessProfile"`
+		NodeResourceGroupProfile *struct {
+			RestrictionLevel string `json:"restrictionLevel"`
+		} `json:"nodeResourceGroupProfile"`
 	} `json:"properties"`
+}
+
+// networkProfile is the cluster's networkProfile (managedClusters API
+// 2024-09-01: networkPlugin azure|kubenet|none, networkPluginMode overlay,
+// networkPolicy azure|calico|cilium|none, networkDataplane azure|cilium).
+type networkProfile struct {
+	NetworkPlugin     string `json:"networkPlugin"`
+	NetworkPluginMode string `json:"networkPluginMode"`
+	NetworkPolicy     string `json:"networkPolicy"`
+	NetworkDataplane  string `json:"networkDataplane"`
+	DNSServiceIP      string `json:"dnsServiceIP"`
+}
+
+// agentPool is one of the cluster's agentPoolProfiles.
+type agentPool struct {
+	Name         string `json:"name"`
+	Mode         string `json:"mode"`
+	VnetSubnetID string `json:"vnetSubnetID"`
+	PodSubnetID  string `json:"podSubnetID"`
 }
 
 // clusterFacts are what the template needs from the cluster; the hook writes
@@ -108,6 +127,7 @@ func checkCluster(raw []byte, ref string) (clusterFacts, error) {
 	if p.IdentityProfile["kubeletidentity"].ObjectID == "" {
 		problems = append(problems, "the cluster has no kubelet managed identity; nodes pull the relay image from karpfunc's registry with it (AcrPull): use a cluster with a managed identity (az aks update "+ref+" --enable-managed-identity)")
 	}
+	problems = append(problems, shapeProblems(mc, ref)...)
 	if len(problems) > 0 {
 		return clusterFacts{}, ClusterError{errors.New("AKS cluster " + ref + " is not ready for karpfunc:\n  - " + strings.Join(problems, "\n  - "))}
 	}
@@ -116,16 +136,12 @@ func checkCluster(raw []byte, ref string) (clusterFacts, error) {
 	if p.NodeProvisioningProfile != nil && p.NodeProvisioningProfile.Mode != "" {
 		f.NodeProvisioningMode = p.NodeProvisioningProfile.Mode
 	}
+	f.NodeNetwork = nodeNetwork(*p.NetworkProfile) // shapeProblems refused a cluster without one
+	f.NodeNetwork["KUBELET_IDENTITY_CLIENT_ID"] = p.IdentityProfile["kubeletidentity"].ClientID
 	// The kubelet identity is named in customData by client ID and attached
 	// to node VMs by resource ID (NODE_IDENTITIES, as the Azure provider's
 	// configure-values.sh sets it from identityProfile.kubeletidentity).
-	kubeletID := p.IdentityProfile["kubeletidentity"]
-	f.NodeNetwork = map[string]string{"KUBELET_IDENTITY_CLIENT_ID": kubeletID.ClientID, "NODE_IDENTITIES": kubeletID.ResourceID}
-	if n := p.NetworkProfile; n != nil {
-		f.NodeNetwork["NETWORK_PLUGIN"], f.NodeNetwork["NETWORK_PLUGIN_MODE"] = n.NetworkPlugin, n.NetworkPluginMode
-		f.NodeNetwork["NETWORK_POLICY"], f.NodeNetwork["NETWORK_DATAPLANE"] = n.NetworkPolicy, n.NetworkDataplane
-		f.NodeNetwork["DNS_SERVICE_IP"] = n.DNSServiceIP
-	}
+	f.NodeNetwork["NODE_IDENTITIES"] = p.IdentityProfile["kubeletidentity"].ResourceID
 	// karpfunc's nodes join the system pool's subnet, as the first nodes did.
 	for _, pool := range p.AgentPoolProfiles {
 		if pool.VnetSubnetID != "" && (f.SubnetID == "" || strings.EqualFold(pool.Mode, "System")) {

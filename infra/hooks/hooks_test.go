@@ -1,12 +1,22 @@
 package main
 
 import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"encoding/base64"
 	"encoding/json"
+	"encoding/pem"
 	"errors"
+	"math/big"
 	"reflect"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/karpfunc/karpfunc/pkg/azure"
 )
 
 const readyCluster = `{
@@ -76,8 +86,8 @@ func TestCheckCluster(t *testing.T) {
 
 	t.Run("every problem at once", func(t *testing.T) {
 		_, err := checkCluster([]byte(`{"properties": {"nodeProvisioningProfile": {"mode": "Auto"}}}`), "-g rg -n c")
-		if err == nil || strings.Count(err.Error(), "\n  - ") != 6 {
-			t.Fatalf("err = %v, want six problems listed", err)
+		if err == nil || strings.Count(err.Error(), "\n  - ") != 7 {
+			t.Fatalf("err = %v, want seven problems listed", err)
 		}
 	})
 	t.Run("no node provisioning profile means Manual", func(t *testing.T) {
@@ -257,4 +267,184 @@ func TestMissingActions(t *testing.T) {
 			}
 		})
 	}
+}
+
+// managedClusterGET is a managedClusters GET body (api-version 2024-09-01)
+// as AKS reports a cluster made by az aks create with OIDC issuer,
+// workload identity and Entra ID on; networkProfile, the system pool's
+// extra fields and extra top-level properties vary by shape.
+func managedClusterGET(networkProfile, poolExtra, extraProps string) string {
+	return `{
+  "id": "/subscriptions/0000/resourceGroups/rg/providers/Microsoft.ContainerService/managedClusters/c",
+  "location": "westeurope",
+  "name": "c",
+  "type": "Microsoft.ContainerService/ManagedClusters",
+  "sku": {"name": "Base", "tier": "Free"},
+  "identity": {"type": "SystemAssigned", "principalId": "p", "tenantId": "t"},
+  "properties": {
+    "provisioningState": "Succeeded",
+    "powerState": {"code": "Running"},
+    "kubernetesVersion": "1.33",
+    "currentKubernetesVersion": "1.33.2",
+    "dnsPrefix": "c-rg-0000",
+    "fqdn": "c-rg-0000-abcd1234.hcp.westeurope.azmk8s.io",
+    "azurePortalFQDN": "c-rg-0000-abcd1234.portal.hcp.westeurope.azmk8s.io",
+    "agentPoolProfiles": [{
+      "name": "nodepool1", "count": 3, "vmSize": "Standard_DS2_v2", "osDiskSizeGB": 128, "osDiskType": "Managed",
+      "kubeletDiskType": "OS", "type": "VirtualMachineScaleSets", "enableAutoScaling": false, "provisioningState": "Succeeded",
+      "powerState": {"code": "Running"}, "orchestratorVersion": "1.33.2", "mode": "System", "osType": "Linux", "osSKU": "Ubuntu",
+      "nodeImageVersion": "AKSUbuntu-2204gen2containerd-202511.07.0", "enableFIPS": false` + poolExtra + `
+    }],
+    "linuxProfile": {"adminUsername": "azureuser", "ssh": {"publicKeys": [{"keyData": "ssh-rsa AAAA"}]}},
+    "servicePrincipalProfile": {"clientId": "msi"},
+    "nodeResourceGroup": "MC_rg_c_westeurope",
+    "enableRBAC": true,
+    "supportPlan": "KubernetesOfficial",
+    "networkProfile": ` + networkProfile + `,
+    "aadProfile": {"managed": true, "enableAzureRBAC": false, "tenantID": "t"},
+    "maxAgentPools": 100,
+    "identityProfile": {"kubeletidentity": {"resourceId": "/subscriptions/0000/resourcegroups/MC_rg_c_westeurope/providers/Microsoft.ManagedIdentity/userAssignedIdentities/c-agentpool",
+      "clientId": "11111111-2222-3333-4444-555555555555", "objectId": "o"}},
+    "disableLocalAccounts": false,
+    "securityProfile": {"workloadIdentity": {"enabled": true}},
+    "oidcIssuerProfile": {"enabled": true, "issuerURL": "https://westeurope.oic.prod-aks.azure.com/t/u/"},
+    "nodeProvisioningProfile": {"mode": "Manual"}` + extraProps + `
+  }
+}`
+}
+
+// networkProfileGET is a networkProfile as AKS reports it; plugin, mode
+// (omitted when empty), policy and dataplane vary.
+func networkProfileGET(plugin, mode, policy, dataplane string) string {
+	m := ""
+	if mode != "" {
+		m = `"networkPluginMode": "` + mode + `", `
+	}
+	return `{"networkPlugin": "` + plugin + `", ` + m + `"networkPolicy": "` + policy + `", "networkDataplane": "` + dataplane + `",
+      "podCidr": "10.244.0.0/16", "serviceCidr": "10.0.0.0/16", "dnsServiceIP": "10.0.0.10", "outboundType": "loadBalancer",
+      "loadBalancerSku": "standard", "loadBalancerProfile": {"managedOutboundIPs": {"count": 1}, "backendPoolType": "nodeIPConfiguration"},
+      "podCidrs": ["10.244.0.0/16"], "serviceCidrs": ["10.0.0.0/16"], "ipFamilies": ["IPv4"]}`
+}
+
+// TestClusterShapes feeds the preprovision check managedClusters GET bodies
+// of each cluster shape and passes the settings it records to the
+// handler's settings parsing: what preprovision accepts, the handler
+// accepts, with the same meaning; what it refuses, it refuses with the fix.
+func TestClusterShapes(t *testing.T) {
+	overlay := networkProfileGET("azure", "overlay", "none", "azure")
+	byoSubnet := `, "vnetSubnetID": "/subscriptions/0000/resourceGroups/net/providers/Microsoft.Network/virtualNetworks/v/subnets/nodes"`
+	for _, tc := range []struct {
+		name, body string
+		classic    bool     // accepted: pods on the NIC's IP configurations
+		policy     string   // accepted: the handler's NETWORK_POLICY
+		dataplane  string   // accepted: the handler's NETWORK_DATAPLANE
+		refused    []string // refused: what the error says, fix included
+		// handlerRefuses: the handler, given the cluster's networkProfile
+		// as is, refuses it too (kubenet).
+		handlerRefuses bool
+	}{
+		{name: "az aks create default: overlay, policy none", body: managedClusterGET(overlay, `, "maxPods": 250`, ""), policy: "", dataplane: "azure"},
+		{name: "overlay with calico", body: managedClusterGET(networkProfileGET("azure", "overlay", "calico", "azure"), `, "maxPods": 250`, ""), policy: "calico", dataplane: "azure"},
+		{name: "Azure CNI powered by Cilium", body: managedClusterGET(networkProfileGET("azure", "overlay", "cilium", "cilium"), `, "maxPods": 250`, ""), policy: "cilium", dataplane: "cilium"},
+		{name: "classic Azure CNI", body: managedClusterGET(networkProfileGET("azure", "", "azure", "azure"), `, "maxPods": 30`+byoSubnet, ""), classic: true, policy: "azure", dataplane: "azure"},
+		{name: "classic Azure CNI, policy none", body: managedClusterGET(networkProfileGET("azure", "", "none", "azure"), `, "maxPods": 30`+byoSubnet, ""), classic: true, policy: "", dataplane: "azure"},
+		{name: "classic Azure CNI with Cilium", body: managedClusterGET(networkProfileGET("azure", "", "cilium", "cilium"), `, "maxPods": 30`+byoSubnet, ""), classic: true, policy: "cilium", dataplane: "cilium"},
+		{name: "network plugin none", body: managedClusterGET(networkProfileGET("none", "", "none", "azure"), `, "maxPods": 250`+byoSubnet, ""), policy: "", dataplane: "azure"},
+		{name: "no networkDataplane reported", body: managedClusterGET(strings.Replace(overlay, `"networkDataplane": "azure",`, "", 1), "", ""), policy: "", dataplane: "azure"},
+		{name: "kubenet", body: managedClusterGET(networkProfileGET("kubenet", "", "none", "azure"), `, "maxPods": 110`, ""),
+			refused: []string{"kubenet", "az aks update -g rg -n c --network-plugin azure --network-plugin-mode overlay"}, handlerRefuses: true},
+		{name: "pod subnet", body: managedClusterGET(networkProfileGET("azure", "", "none", "azure"), `, "maxPods": 30`+byoSubnet+
+			`, "podSubnetID": "/subscriptions/0000/resourceGroups/net/providers/Microsoft.Network/virtualNetworks/v/subnets/pods"`, ""),
+			refused: []string{"pod subnet (podSubnetID"}},
+		{name: "private API server", body: managedClusterGET(overlay, "", `,
+    "apiServerAccessProfile": {"enablePrivateCluster": true, "privateDNSZone": "system", "enablePrivateClusterPublicFQDN": true},
+    "privateFQDN": "c-rg-0000-abcd1234.privatelink.westeurope.azmk8s.io"`), refused: []string{"the API server is private", "--disable-private-cluster"}},
+		{name: "authorized IP ranges", body: managedClusterGET(overlay, "", `,
+    "apiServerAccessProfile": {"authorizedIPRanges": ["203.0.113.0/24"], "enablePrivateCluster": false}`),
+			refused: []string{"203.0.113.0/24", `az aks update -g rg -n c --api-server-authorized-ip-ranges ""`}},
+		{name: "node resource group lockdown", body: managedClusterGET(overlay, "", `,
+    "nodeResourceGroupProfile": {"restrictionLevel": "ReadOnly"}`),
+			refused: []string{"MC_rg_c_westeurope", "az aks update -g rg -n c --nrg-lockdown-restriction-level Unrestricted"}},
+		{name: "node resource group unrestricted", body: managedClusterGET(overlay, "", `,
+    "nodeResourceGroupProfile": {"restrictionLevel": "Unrestricted"}`), policy: "", dataplane: "azure"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if !json.Valid([]byte(tc.body)) {
+				t.Fatalf("fixture is not JSON:\n%s", tc.body)
+			}
+			facts, err := checkCluster([]byte(tc.body), "-g rg -n c")
+			if len(tc.refused) > 0 {
+				checkRefused(t, err, tc.refused)
+				if tc.handlerRefuses {
+					if _, herr := handlerBootstrap(t, rawNodeNetwork(t, tc.body)); herr == nil {
+						t.Errorf("the handler accepts the networkProfile preprovision refuses")
+					}
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("preprovision refuses: %v", err)
+			}
+			c, err := handlerBootstrap(t, facts.NodeNetwork)
+			if err != nil {
+				t.Fatalf("preprovision accepts, the handler refuses what it recorded %v: %v", facts.NodeNetwork, err)
+			}
+			if c.ClassicAzureCNI() != tc.classic || c.NetworkPolicy != tc.policy || c.NetworkDataplane != tc.dataplane {
+				t.Errorf("handler reads plugin %q mode %q policy %q dataplane %q (classic CNI %v); want classic %v, policy %q, dataplane %q",
+					c.NetworkPlugin, c.NetworkPluginMode, c.NetworkPolicy, c.NetworkDataplane, c.ClassicAzureCNI(), tc.classic, tc.policy, tc.dataplane)
+			}
+		})
+	}
+}
+
+func checkRefused(t *testing.T, err error, want []string) {
+	t.Helper()
+	var ce ClusterError
+	if !errors.As(err, &ce) {
+		t.Fatalf("err = %v, want a ClusterError", err)
+	}
+	for _, w := range want {
+		if !strings.Contains(err.Error(), w) {
+			t.Errorf("error %q does not say %q", err, w)
+		}
+	}
+}
+
+// rawNodeNetwork is the cluster's networkProfile copied into settings
+// unchanged, as a platform team carrying `az aks show` values would.
+func rawNodeNetwork(t *testing.T, body string) map[string]string {
+	var mc managedCluster
+	if err := json.Unmarshal([]byte(body), &mc); err != nil {
+		t.Fatal(err)
+	}
+	n := mc.Properties.NetworkProfile
+	return map[string]string{"NETWORK_PLUGIN": n.NetworkPlugin, "NETWORK_PLUGIN_MODE": n.NetworkPluginMode,
+		"NETWORK_POLICY": n.NetworkPolicy, "NETWORK_DATAPLANE": n.NetworkDataplane, "DNS_SERVICE_IP": n.DNSServiceIP}
+}
+
+// handlerBootstrap parses node settings the way the handler does
+// (functions/config.go nodeBootstrap), every other setting as the
+// deployment writes it: infra/modules/functionapp.bicep sets each
+// NETWORK_* app setting, empty when the hook recorded nothing.
+func handlerBootstrap(t *testing.T, nodeNetwork map[string]string) (azure.ClusterBootstrap, error) {
+	settings := map[string]string{"CLUSTER_ENDPOINT": "https://c-rg-0000-abcd1234.hcp.westeurope.azmk8s.io:443", "KUBERNETES_VERSION": ""}
+	for k, v := range nodeNetwork {
+		settings[k] = v
+	}
+	return azure.ClusterBootstrapFromEnv(func(k string) string { return settings[k] }, selfSignedCA(t), "v1.33.2")
+}
+
+func selfSignedCA(t *testing.T) []byte {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "ca"}, NotBefore: time.Now(),
+		NotAfter: time.Now().Add(time.Hour), IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
 }

@@ -22,8 +22,11 @@ type provisioning struct {
 	token     string
 	version   string // v1.33.2
 	maxPods   int32
-	labels    map[string]string
-	taints    []corev1.Taint
+	// classicCNI: NETWORK_PLUGIN azure without the overlay pod network
+	// label, so the node's CNI hands pods the NIC's secondary IPs.
+	classicCNI bool
+	labels     map[string]string
+	taints     []corev1.Taint
 	// kubeletIdentity is the client ID of the kubelet identity named in
 	// azure.json (userAssignedIdentityID), "" for none.
 	kubeletIdentity string
@@ -100,6 +103,10 @@ func provision(customData string) (*provisioning, error) {
 	if _, err := azure.RenderAzureJSON(vars); err != nil {
 		return nil, fmt.Errorf("kubelet not started: %w", err)
 	}
+	// On overlay, Azure CNS gives pods addresses from the overlay pod CIDR
+	// on nodes labelled kubernetes.azure.com/podnetwork-type=overlay; without
+	// it, azure-vnet CNI takes them from the NIC (nicPodIPsProblem).
+	p.classicCNI = vars["NETWORK_PLUGIN"] == azure.NetworkPluginAzure && p.labels[azure.LabelAKSPodNetworkType] != azure.NetworkPluginModeOver
 	return p, nil
 }
 
@@ -148,4 +155,19 @@ func parseNodeLabels(s string) (map[string]string, error) {
 		return nil, fmt.Errorf("kubelet refuses to start: unknown 'kubernetes.io' or 'k8s.io' labels specified with --node-labels: %v", refused)
 	}
 	return out, nil
+}
+
+// nicPodIPsProblem says why a classic Azure CNI node's pods could not all
+// get addresses: azure-vnet CNI hands each pod one of the NIC's secondary
+// IP configurations, so the NIC needs --max-pods of them in all (the
+// primary is the node's own address; the Azure provider adds the same
+// count: pkg/providers/instance/vminstance.go). A real node registers and
+// its pods beyond the NIC's addresses stay ContainerCreating; the emulated
+// node, whose pods never run, does not join, so the shortfall shows.
+func nicPodIPsProblem(p *provisioning, ipConfigurations int) string {
+	if !p.classicCNI || ipConfigurations >= int(p.maxPods) {
+		return ""
+	}
+	return fmt.Sprintf("classic Azure CNI (NETWORK_PLUGIN=azure, no %s=overlay label): the NIC has %d IP configurations for --max-pods=%d, "+
+		"so pods beyond %d would get no address", azure.LabelAKSPodNetworkType, ipConfigurations, p.maxPods, max(ipConfigurations-1, 0))
 }

@@ -1,6 +1,7 @@
 package armemulator
 
 import (
+	"errors"
 	"fmt"
 	"sort"
 	"strconv"
@@ -151,6 +152,9 @@ func (s *Server) kubeletFor(v *vmState) (kubelet, error) {
 	if err := checkKubeletIdentity(&v.vm, prov.kubeletIdentity); err != nil {
 		return kubelet{}, err
 	}
+	if msg := nicPodIPsProblem(prov, s.ipConfigurationsLocked(v)); msg != "" {
+		return kubelet{}, errors.New(msg)
+	}
 	sku := string(deref(p.HardwareProfile.VMSize))
 	capacity, allocatable, arch, err := s.nodeResources(sku, prov.maxPods)
 	if err != nil {
@@ -192,6 +196,17 @@ func (s *Server) kubeletFor(v *vmState) (kubelet, error) {
 		node.Status.Addresses = append([]corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: ip}}, node.Status.Addresses...)
 	}
 	return kubelet{node: node, prov: prov}, nil
+}
+
+// ipConfigurationsLocked counts the IP configurations of v's NICs.
+func (s *Server) ipConfigurationsLocked(v *vmState) int {
+	n := 0
+	for _, nk := range v.nicKeys {
+		if nic, ok := s.nics[nk]; ok && nic.nic.Properties != nil {
+			n += len(nic.nic.Properties.IPConfigurations)
+		}
+	}
+	return n
 }
 
 func (s *Server) privateIPLocked(v *vmState) string {

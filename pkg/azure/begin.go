@@ -73,14 +73,7 @@ func (l *Launcher) nicFor(req LaunchRequest) armnetwork.Interface {
 		Location: ptr(l.opts.Location),
 		Tags:     buildTags(l.opts.ClusterName, req),
 		Properties: &armnetwork.InterfacePropertiesFormat{
-			IPConfigurations: []*armnetwork.InterfaceIPConfiguration{{
-				Name: ptr("ipconfig1"),
-				Properties: &armnetwork.InterfaceIPConfigurationPropertiesFormat{
-					Primary:                   ptr(true),
-					PrivateIPAllocationMethod: ptr(armnetwork.IPAllocationMethodDynamic),
-					Subnet:                    &armnetwork.Subnet{ID: ptr(req.SubnetID)},
-				},
-			}},
+			IPConfigurations: l.ipConfigurations(req),
 		},
 	}
 }

@@ -60,9 +60,12 @@ type ClusterBootstrap struct {
 	KubernetesVersion string
 	// NetworkPlugin is azure (default) or none (bring your own CNI).
 	NetworkPlugin string
-	// NetworkPluginMode is overlay (default for azure) or "".
+	// NetworkPluginMode is overlay or "" (with azure: classic Azure CNI,
+	// pods on VNet IPs, one NIC IP configuration each; see
+	// ClassicAzureCNI).
 	NetworkPluginMode string
-	// NetworkPolicy is "", azure, calico or cilium.
+	// NetworkPolicy is "", azure, calico or cilium ("" is what AKS
+	// reports as none).
 	NetworkPolicy string
 	// NetworkDataplane is azure or cilium (default).
 	NetworkDataplane string
@@ -102,6 +105,23 @@ const (
 	EnvKubeletIdentityClientID = "KUBELET_IDENTITY_CLIENT_ID"
 )
 
+// NetworkPolicyNone is how AKS reports a cluster without network policy
+// (networkProfile.networkPolicy "none", the default of az aks create:
+// Learn, ContainerServiceNetworkPolicy "none: Network policies will not be
+// enforced. This is the default value when NetworkPolicy is not
+// specified"). It means the same as an empty NETWORK_POLICY; the Azure
+// provider's hack/deploy/configure-values.sh maps it to empty too.
+const NetworkPolicyNone = "none"
+
+// ClassicAzureCNI reports whether pods get VNet IPs from the node's NIC
+// (Azure CNI without overlay): then the NIC carries one IP configuration
+// per pod, as the Azure provider's NIC build does
+// (pkg/providers/instance/vminstance.go: NetworkPlugin azure and
+// NetworkPluginMode not overlay).
+func (c ClusterBootstrap) ClassicAzureCNI() bool {
+	return c.NetworkPlugin == NetworkPluginAzure && c.NetworkPluginMode != NetworkPluginModeOver
+}
+
 // ClusterBootstrapFromEnv reads the cluster bootstrap settings through
 // getenv; caPEM is the cluster CA (from the handler's connection to the API
 // server) and serverVersion the API server's version, used when
@@ -130,20 +150,32 @@ func ClusterBootstrapFromEnv(getenv func(string) string, caPEM []byte, serverVer
 		KubernetesVersion:       strings.TrimPrefix(kv, "v"),
 		NetworkPlugin:           orDefault(get(EnvNetworkPlugin), DefaultNetworkPlugin),
 		NetworkPluginMode:       get(EnvNetworkPluginMode),
-		NetworkPolicy:           get(EnvNetworkPolicy),
+		NetworkPolicy:           networkPolicy(get(EnvNetworkPolicy)),
 		NetworkDataplane:        orDefault(get(EnvNetworkDataplane), DefaultNetworkDataplane),
 		DNSServiceIP:            orDefault(get(EnvDNSServiceIP), DefaultDNSServiceIP),
 		VNetGUID:                get(EnvVNetGUID),
 		TenantID:                get(EnvTenantID),
 		KubeletIdentityClientID: get(EnvKubeletIdentityClientID),
 	}
-	if c.NetworkPlugin == NetworkPluginAzure && getenv(EnvNetworkPluginMode) == "" {
+	// The overlay default applies only with the plugin's default: an
+	// explicit NETWORK_PLUGIN=azure with an empty mode is classic Azure CNI,
+	// which is how the preprovision hook records such a cluster (an app
+	// setting cannot be told apart from an empty one).
+	if get(EnvNetworkPlugin) == "" && c.NetworkPluginMode == "" {
 		c.NetworkPluginMode = DefaultNetworkMode
 	}
 	if err := c.Validate(); err != nil {
 		return ClusterBootstrap{}, fmt.Errorf("%w (Kubernetes version from %s)", err, source)
 	}
 	return c, nil
+}
+
+// networkPolicy reads NETWORK_POLICY: AKS's "none" is no policy.
+func networkPolicy(v string) string {
+	if strings.EqualFold(v, NetworkPolicyNone) {
+		return ""
+	}
+	return v
 }
 
 func orDefault(v, def string) string {
@@ -175,13 +207,14 @@ func (c ClusterBootstrap) Validate() error {
 			return fmt.Errorf("node bootstrap: app setting %s=%q must be empty with %s=none", EnvNetworkPluginMode, c.NetworkPluginMode, EnvNetworkPlugin)
 		}
 	default:
-		return fmt.Errorf("node bootstrap: app setting %s=%q is not %q or %q (kubenet is not supported, as in the Azure provider)",
+		return fmt.Errorf("node bootstrap: app setting %s=%q is not %q or %q (kubenet is not supported, as in the Azure provider: "+
+			"move the cluster to Azure CNI overlay with az aks update --network-plugin azure --network-plugin-mode overlay)",
 			EnvNetworkPlugin, c.NetworkPlugin, NetworkPluginAzure, NetworkPluginNone)
 	}
 	switch c.NetworkPolicy {
 	case "", "azure", "calico", "cilium":
 	default:
-		return fmt.Errorf("node bootstrap: app setting %s=%q is not one of azure, calico, cilium or empty", EnvNetworkPolicy, c.NetworkPolicy)
+		return fmt.Errorf("node bootstrap: app setting %s=%q is not one of azure, calico, cilium, none or empty", EnvNetworkPolicy, c.NetworkPolicy)
 	}
 	if c.NetworkDataplane != NetworkDataplaneAzure && c.NetworkDataplane != NetworkDataplaneCil {
 		return fmt.Errorf("node bootstrap: app setting %s=%q is not %q or %q", EnvNetworkDataplane, c.NetworkDataplane, NetworkDataplaneAzure, NetworkDataplaneCil)
@@ -597,10 +630,8 @@ func (l *Launcher) customData(ctx context.Context, req LaunchRequest) (string, e
 	if err != nil {
 		return "", fmt.Errorf("launch %q: getting a TLS bootstrap token: %w", req.Name, err)
 	}
-	maxPods := req.MaxPods
-	if maxPods == 0 {
-		maxPods = v1beta1.DefaultMaxPods
-	}
+	// The same count as the NIC's pod IP configurations (podips.go).
+	maxPods := launchMaxPods(req)
 	data, err := NodeBootstrap{
 		Cluster:        *l.opts.Bootstrap,
 		SubscriptionID: l.opts.SubscriptionID, ResourceGroup: l.opts.ResourceGroup, Location: l.opts.Location,

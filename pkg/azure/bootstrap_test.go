@@ -261,6 +261,24 @@ func TestClusterBootstrapFromEnv(t *testing.T) {
 				t.Errorf("got %+v", c)
 			}
 		}},
+		// AKS reports networkPolicy "none" for a cluster without policy
+		// (the default of az aks create): no policy, not a bad setting.
+		{"network policy none", map[string]string{"CLUSTER_ENDPOINT": "https://c.example.com", "NETWORK_PLUGIN": "azure",
+			"NETWORK_PLUGIN_MODE": "overlay", "NETWORK_POLICY": "none", "NETWORK_DATAPLANE": "azure"}, "v1.33.1", "", func(t *testing.T, c azure.ClusterBootstrap) {
+			if c.NetworkPolicy != "" || c.ClassicAzureCNI() {
+				t.Errorf("got %+v", c)
+			}
+		}},
+		// An explicit NETWORK_PLUGIN=azure with an empty mode is classic
+		// Azure CNI, not overlay.
+		{"classic azure CNI", map[string]string{"CLUSTER_ENDPOINT": "https://c.example.com", "NETWORK_PLUGIN": "azure",
+			"NETWORK_PLUGIN_MODE": "", "NETWORK_DATAPLANE": "azure"}, "v1.33.1", "", func(t *testing.T, c azure.ClusterBootstrap) {
+			if c.NetworkPluginMode != "" || !c.ClassicAzureCNI() {
+				t.Errorf("got %+v, want classic Azure CNI", c)
+			}
+		}},
+		{"kubenet", map[string]string{"CLUSTER_ENDPOINT": "https://c.example.com", "NETWORK_PLUGIN": "kubenet"}, "v1.33.1",
+			"--network-plugin azure --network-plugin-mode overlay", nil},
 		{"no endpoint", map[string]string{}, "v1.33.1", "app setting CLUSTER_ENDPOINT is not set", nil},
 		{"http endpoint", map[string]string{"CLUSTER_ENDPOINT": "http://c.example.com"}, "v1.33.1", "not an https URL", nil},
 		{"other port", map[string]string{"CLUSTER_ENDPOINT": "https://c.example.com:6443"}, "v1.33.1", "on port 443", nil},

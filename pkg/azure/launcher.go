@@ -419,6 +419,9 @@ func (l *Launcher) normalise(req *LaunchRequest) error {
 	if req.MaxPods < 0 {
 		return NewInvalidRequestError("launch %q: MaxPods %d is negative", req.Name, req.MaxPods)
 	}
+	if err := l.checkPodIPs(*req); err != nil {
+		return err
+	}
 	if req.Architecture != "" && req.Architecture != "amd64" && req.Architecture != "arm64" {
 		return NewInvalidRequestError("launch %q: architecture %q is not amd64 or arm64", req.Name, req.Architecture)
 	}
