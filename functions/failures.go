@@ -21,7 +21,12 @@ import (
 // a NodeClaim or Node, into a Warning event on that object.
 func (d *dependencies) reportFailure(ctx context.Context, fn string, inv *customhandler.Invocation, ev messages.CloudEvent, failure error, log *customhandler.Logger) {
 	log.Printf("%s failed on CloudEvent %s (%s), delivery %d: %v", fn, ev.ID, ev.Type, inv.Metadata.DeliveryCount, failure)
-	obj := d.namedObject(ctx, ev)
+	d.warnOn(ctx, fn, inv, d.namedObject(ctx, ev), failure, log)
+}
+
+// warnOn writes a failed invocation's reason into a Warning event on obj
+// (nil: none), where kubectl describe shows it.
+func (d *dependencies) warnOn(ctx context.Context, fn string, inv *customhandler.Invocation, obj client.Object, failure error, log *customhandler.Logger) {
 	if obj == nil {
 		return
 	}
@@ -38,14 +43,10 @@ func (d *dependencies) reportFailure(ctx context.Context, fn string, inv *custom
 // namedObject is the NodeClaim or Node a lifecycle message is about, read
 // from the API server; nil when the message names none or it is gone.
 func (d *dependencies) namedObject(ctx context.Context, ev messages.CloudEvent) client.Object {
-	kube := d.kubeClient()
-	if kube == nil {
-		return nil
-	}
-	var obj client.Object
 	var name string
+	var obj client.Object
 	switch ev.Type {
-	case messages.TypeNodeClaimDeleting, messages.TypeNodeClaimLiveness:
+	case messages.TypeNodeClaimDeleting, messages.TypeNodeClaimLiveness, messages.TypeNodeClaimLaunch:
 		data, err := messages.DecodeData[messages.NodeClaim](ev)
 		if err != nil {
 			return nil
@@ -58,6 +59,15 @@ func (d *dependencies) namedObject(ctx context.Context, ev messages.CloudEvent) 
 		}
 		obj, name = &corev1.Node{}, data.Name
 	default:
+		return nil
+	}
+	return d.getObject(ctx, obj, name)
+}
+
+// getObject reads obj named name from the API server; nil when it cannot.
+func (d *dependencies) getObject(ctx context.Context, obj client.Object, name string) client.Object {
+	kube := d.kubeClient()
+	if kube == nil || name == "" {
 		return nil
 	}
 	if err := kube.Get(ctx, client.ObjectKey{Name: name}, obj); err != nil {

@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
 	"github.com/karpfunc/karpfunc/functions/internal/customhandler"
 	"github.com/karpfunc/karpfunc/pkg/interruption"
@@ -55,7 +56,11 @@ func (d *dependencies) interruptionFunc(ctx context.Context, inv *customhandler.
 		sig.EventID, sig.Source, sig.Schema, inv.Metadata.DeliveryCount, sig.Target(), res.NodeClaim, res.Node, res.First, res.Deadline.Format(time.RFC3339),
 		res.Marked, res.Replacements, res.Placed)
 	if err != nil {
-		return fmt.Errorf("interruption of %s: %w", sig.Target(), err)
+		err = fmt.Errorf("interruption of %s: %w", sig.Target(), err)
+		// The host drops a failed answer's Logs: the reason goes to
+		// stderr (the Logger) and onto the NodeClaim.
+		d.warnOn(ctx, "Interruption", inv, d.getObject(ctx, &karpv1.NodeClaim{}, res.NodeClaim), err, log)
+		return err
 	}
 	return nil
 }

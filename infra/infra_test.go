@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -30,7 +31,7 @@ var builtInRoles = map[string]struct{ name, variable string }{
 	"9980e02c-c2be-4d73-94e8-173b1dc7cf3c": {"Virtual Machine Contributor", "virtualMachineContributor"},
 	"f1a07417-d97a-45cb-824c-7a7467783830": {"Managed Identity Operator", "managedIdentityOperator"},
 	"69a216fc-b8fb-44d8-bc22-1f3c2cd27a39": {"Azure Service Bus Data Sender", "dataSender"},
-	"4f6d3b9b-027b-4f4c-9142-0e5a2a2247e0": {"Azure Service Bus Data Receiver", "dataReceiver"},
+	"090c5cfd-751d-490a-894a-3ce6f1109419": {"Azure Service Bus Data Owner", "dataOwner"},
 	"b7e6dc6d-f1e8-4753-8033-0f276bb0955b": {"Storage Blob Data Owner", "storageBlobDataOwner"},
 	"3913510d-42f4-4e42-8a64-420c390055eb": {"Monitoring Metrics Publisher", "monitoringMetricsPublisher"},
 	"4abbcc35-e782-43d8-92c5-2d3f1bd2253f": {"Azure Kubernetes Service Cluster User Role", "aksClusterUserRole"},
@@ -413,6 +414,7 @@ func codeSettings(t *testing.T) map[string]string {
 // each with the reason.
 var notInAzure = map[string]string{
 	"KARPFUNC_LOCAL_BUS_URL":       "the local Functions host's bus (development)",
+	bus.EnvLocalBusCredential:      "the local bus's token for the identity (development)",
 	bus.EnvServiceBusConnection:    "a Service Bus connection string; Azure uses the identity (__fullyQualifiedNamespace)",
 	"ARM_ENDPOINT":                 "the ARM emulator (development)",
 	"ARM_CA_FILE":                  "the ARM emulator's CA (development)",
@@ -684,5 +686,88 @@ func TestRelayImageFromOwnRegistry(t *testing.T) {
 	}
 	if !hookConstants(t, "hooks/preprovision.go")["AZURE_AKS_KUBELET_IDENTITY_OBJECT_ID"] {
 		t.Error("preprovision does not record the kubelet identity's object ID")
+	}
+}
+
+// serviceBusRoleClaims are the Service Bus claims each data role of
+// servicebus.bicep gives (Learn, "Azure built-in roles for Azure Service
+// Bus": Data Sender sends, Data Receiver receives, Data Owner has full
+// data access, Manage included), by Bicep variable.
+var serviceBusRoleClaims = map[string][]bus.Claim{
+	"dataSender":   {bus.ClaimSend},
+	"dataReceiver": {bus.ClaimListen},
+	"dataOwner":    {bus.ClaimListen, bus.ClaimManage, bus.ClaimSend},
+}
+
+// serviceBusPrincipals maps servicebus.bicep's principal parameters to the
+// identities of bus.QueueRights.
+var serviceBusPrincipals = map[string]bus.Identity{
+	"functionsPrincipalId": bus.IdentityFunctions,
+	"relayPrincipalId":     bus.IdentityRelay,
+	"eventGridPrincipalId": bus.IdentityEventGrid,
+}
+
+type identityQueue struct {
+	identity bus.Identity
+	queue    string
+}
+
+// bicepQueueGrants reads servicebus.bicep's grants: the roles each identity
+// holds on each queue.
+func bicepQueueGrants(t *testing.T) map[identityQueue][]string {
+	t.Helper()
+	sb := load(t, "modules/servicebus.bicep")
+	grantRE := regexp.MustCompile(`(?m)^\s*\{ queue: (\w+), principalId: (\w+), role: (\w+) \}$`)
+	out := map[identityQueue][]string{}
+	for _, m := range grantRE.FindAllStringSubmatch(sb.text, -1) {
+		id, ok := serviceBusPrincipals[m[2]]
+		if !ok {
+			t.Errorf("servicebus.bicep grants %s to %s, a principal bus.QueueRights does not know", m[3], m[2])
+			continue
+		}
+		if _, ok := serviceBusRoleClaims[m[3]]; !ok {
+			t.Errorf("servicebus.bicep grants %s, a role this test does not know", m[3])
+			continue
+		}
+		key := identityQueue{id, m[1]}
+		out[key] = append(out[key], m[3])
+	}
+	if len(out) == 0 {
+		t.Fatal("servicebus.bicep has no grants in the form { queue: q, principalId: p, role: r }")
+	}
+	return out
+}
+
+// TestQueueGrants: servicebus.bicep's role assignments give each identity
+// the claims bus.QueueRights lists on each queue, on no other queue, and no
+// role that the others already cover.
+func TestQueueGrants(t *testing.T) {
+	granted := bicepQueueGrants(t)
+	want := map[identityQueue][]bus.Claim{}
+	for _, g := range bus.QueueRights {
+		want[identityQueue{g.Identity, g.Queue}] = g.Claims
+	}
+	for key, claims := range want {
+		roles := granted[key]
+		for _, c := range claims {
+			if !slices.ContainsFunc(roles, func(r string) bool { return slices.Contains(serviceBusRoleClaims[r], c) }) {
+				t.Errorf("%s needs %s on queue %s (bus.QueueRights); servicebus.bicep grants it %v", key.identity, c, key.queue, roles)
+			}
+		}
+		for i, r := range roles {
+			rest := slices.Delete(slices.Clone(roles), i, i+1)
+			needed := slices.ContainsFunc(claims, func(c bus.Claim) bool {
+				return slices.Contains(serviceBusRoleClaims[r], c) &&
+					!slices.ContainsFunc(rest, func(o string) bool { return slices.Contains(serviceBusRoleClaims[o], c) })
+			})
+			if !needed {
+				t.Errorf("servicebus.bicep grants %s %s on queue %s, which no claim of bus.QueueRights needs", key.identity, r, key.queue)
+			}
+		}
+	}
+	for key, roles := range granted {
+		if _, ok := want[key]; !ok {
+			t.Errorf("servicebus.bicep grants %s %v on queue %s; bus.QueueRights lists nothing there", key.identity, roles, key.queue)
+		}
 	}
 }

@@ -262,3 +262,59 @@ func TestWorkbookTilesHaveDeployedSources(t *testing.T) {
 		t.Error("the dead-letter tile does not read the provisioned Service Bus namespace")
 	}
 }
+
+// TestDecisionRecordsNotSampled: the workbook counts and sums decision
+// records, so none may be sampled away. They are the handler's JSON lines
+// on stderr (pkg/decisions, slog at Info), which the Functions host logs
+// under Host.Function.Console (azure-functions-host
+// src/WebJobs.Script/Workers/WorkerConsoleLogService.cs) and Application
+// Insights stores as traces: telemetry type Trace. host.json's adaptive
+// sampling (on unless isEnabled is false) applies to every type but those
+// in samplingSettings.excludedTypes, or only to includedTypes when set
+// (Learn, "host.json reference for Azure Functions 2.x and later",
+// applicationInsights.samplingSettings); logLevel must let Information
+// through for that category.
+func TestDecisionRecordsNotSampled(t *testing.T) {
+	b, err := os.ReadFile("../host.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var host struct {
+		Logging struct {
+			LogLevel            map[string]string `json:"logLevel"`
+			ApplicationInsights struct {
+				SamplingSettings struct {
+					IsEnabled     *bool  `json:"isEnabled"`
+					ExcludedTypes string `json:"excludedTypes"`
+					IncludedTypes string `json:"includedTypes"`
+				} `json:"samplingSettings"`
+			} `json:"applicationInsights"`
+		} `json:"logging"`
+	}
+	if err := json.Unmarshal(b, &host); err != nil {
+		t.Fatalf("host.json: %v", err)
+	}
+	types := func(list string) []string {
+		var out []string
+		for _, s := range strings.Split(list, ";") {
+			out = append(out, strings.ToLower(strings.TrimSpace(s)))
+		}
+		return out
+	}
+	s := host.Logging.ApplicationInsights.SamplingSettings
+	sampled := s.IsEnabled == nil || *s.IsEnabled
+	if sampled && !slices.Contains(types(s.ExcludedTypes), "trace") &&
+		(s.IncludedTypes == "" || slices.Contains(types(s.IncludedTypes), "trace")) {
+		t.Errorf("host.json samples Trace telemetry (excludedTypes %q, includedTypes %q): decision records are traces, and the workbook's counts and sums would be low; add Trace to excludedTypes",
+			s.ExcludedTypes, s.IncludedTypes)
+	}
+	// The most specific category prefix decides, as in .NET logging.
+	for _, category := range []string{"Host.Function.Console", "Host.Function", "Host", "default"} {
+		if level, ok := host.Logging.LogLevel[category]; ok {
+			if !slices.Contains([]string{"trace", "debug", "information"}, strings.ToLower(level)) {
+				t.Errorf("host.json logLevel %s = %s drops the Information-level decision records", category, level)
+			}
+			break
+		}
+	}
+}

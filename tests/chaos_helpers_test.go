@@ -286,25 +286,19 @@ func reportDisruptionBudgets(t *testing.T, env *localenv.Env, pods []corev1.Pod)
 }
 
 // failureReasons groups the failed invocations of fn in the process log by
-// the reason the handler gave (numbers and names blurred), so a run says
-// why messages were redelivered, not only how many.
+// the reason the handler gave on stderr (numbers and names blurred), so a
+// run says why messages were redelivered, not only how many. The host's
+// own line carries only the status: it drops a failed answer's Logs.
 func failureReasons(logPath, fn string) map[string]int {
 	data, err := os.ReadFile(logPath)
 	if err != nil {
 		return nil
 	}
-	marker := "Executed 'Functions." + fn + "' (Failed"
 	out := map[string]int{}
-	for _, l := range strings.Split(string(data), "\n") {
-		i := strings.Index(l, marker)
-		if i < 0 {
-			continue
+	for _, m := range handlerErrorRE.FindAllStringSubmatch(string(data), -1) {
+		if m[1] == fn {
+			out[blur(m[3])]++
 		}
-		reason := l[i+len(marker):]
-		if j := strings.Index(reason, "): "); j >= 0 {
-			reason = reason[j+3:]
-		}
-		out[blur(reason)]++
 	}
 	return out
 }

@@ -3,6 +3,7 @@ package tests
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -234,8 +235,8 @@ func TestInterruption(t *testing.T) {
 		}
 		if logData, err := os.ReadFile(env.LogPath); err != nil {
 			t.Fatal(err)
-		} else if !regexp.MustCompile(`Executed 'Functions.Interruption' \(Failed[^\n]*JSON`).Match(logData) {
-			t.Errorf("the host log does not say why the malformed message failed (no failed Interruption invocation naming JSON)")
+		} else if !failedWithReason(logData, http.StatusBadRequest, regexp.MustCompile(`JSON`)) {
+			t.Errorf("the log does not say why the malformed message failed (no Interruption invocation failed with 400 whose handler stderr names JSON)")
 		}
 		if strings.Join(ids, ",") != "malformed" {
 			t.Errorf("interruption dead-letter queue holds %v; want only the malformed message", ids)

@@ -10,7 +10,7 @@ param relayPrincipalId string
 param eventGridPrincipalId string
 
 var dataSender = '69a216fc-b8fb-44d8-bc22-1f3c2cd27a39'
-var dataReceiver = '4f6d3b9b-027b-4f4c-9142-0e5a2a2247e0'
+var dataOwner = '090c5cfd-751d-490a-894a-3ce6f1109419'
 
 // One entry per queue (names are pkg/bus's Queue* constants).
 //   provision:    sessions keyed by cluster serialize provisioning passes;
@@ -34,17 +34,27 @@ var lifecycle = 1
 var interruption = 2
 var disruption = 3
 
-// Who may do what on which queue.
+// Who may do what on which queue: pkg/bus's QueueRights, role by role
+// (infra's TestQueueGrants checks the two agree). Data Sender gives Send;
+// Data Owner gives Send, Listen and Manage.
+//   functions: receives every trigger queue and reads its runtime
+//              properties (Manage), which target-based scaling needs: without
+//              it the scale monitor falls back to the oldest message's age.
+//              Data Owner is the only built-in role with Manage; scoped to the
+//              queue, it also covers the Function's own sends (provision
+//              retries and re-provisioning, lifecycle checks, disruption
+//              validations).
+//   relay:     sends cluster events to every queue.
+//   eventGrid: delivers VM preemption notices to interruption.
 var grants = [
-  { queue: provision, principalId: functionsPrincipalId, role: dataReceiver }
-  { queue: lifecycle, principalId: functionsPrincipalId, role: dataReceiver }
-  { queue: interruption, principalId: functionsPrincipalId, role: dataReceiver }
-  { queue: lifecycle, principalId: functionsPrincipalId, role: dataSender }
-  { queue: disruption, principalId: functionsPrincipalId, role: dataReceiver }
-  { queue: disruption, principalId: functionsPrincipalId, role: dataSender }
-  { queue: disruption, principalId: relayPrincipalId, role: dataSender }
+  { queue: provision, principalId: functionsPrincipalId, role: dataOwner }
+  { queue: lifecycle, principalId: functionsPrincipalId, role: dataOwner }
+  { queue: interruption, principalId: functionsPrincipalId, role: dataOwner }
+  { queue: disruption, principalId: functionsPrincipalId, role: dataOwner }
   { queue: provision, principalId: relayPrincipalId, role: dataSender }
   { queue: lifecycle, principalId: relayPrincipalId, role: dataSender }
+  { queue: interruption, principalId: relayPrincipalId, role: dataSender }
+  { queue: disruption, principalId: relayPrincipalId, role: dataSender }
   { queue: interruption, principalId: eventGridPrincipalId, role: dataSender }
 ]
 

@@ -42,8 +42,8 @@ const EnvBusURL = "KARPFUNC_LOCAL_BUS_URL"
 // customHandler.description.defaultExecutablePath, as in Azure.
 const ExecutableSetting = "AzureFunctionsJobHost__customHandler__description__defaultExecutablePath"
 
-// maxDescription bounds a dead-letter description, as Service Bus bounds
-// its properties; the tail is kept because the reason is the last log line.
+// maxDescription bounds a failure's text in the host's log; the tail is
+// kept because it holds the reason.
 const maxDescription = 4096
 
 // Options configures a Host.
@@ -86,6 +86,14 @@ type Options struct {
 	Log io.Writer
 	// Clock drives timers, scheduled messages and retries (default real).
 	Clock clock.Clock
+	// Rights are the namespace's role assignments (bus.QueueRights), by
+	// logical queue name; the app settings (PROVISION_QUEUE, …) map them to
+	// entities, and queues they do not map keep their names. The host
+	// receives as bus.IdentityFunctions and gives the handler that
+	// identity's credential (bus.EnvLocalBusCredential); other processes
+	// present theirs (Host.Bus().Credential). Nil turns authorization off,
+	// which the host logs.
+	Rights []bus.Grant
 }
 
 // FunctionStats counts one function's invocations.
@@ -101,6 +109,7 @@ type Host struct {
 	settings  hostSettings
 	functions []*Function
 	bus       *localbus.Bus
+	identity  *localbus.Client // the Function App's identity
 	busServer *http.Server
 	busURL    string
 	proc      *supervisor
@@ -166,9 +175,14 @@ func Start(ctx context.Context, opts Options) (*Host, error) {
 		return nil, err
 	}
 
+	rights, err := h.entityRights()
+	if err != nil {
+		return nil, err
+	}
 	h.bus = localbus.New(localbus.Options{Clock: opts.Clock, MaxDeliveryCount: opts.MaxDeliveryCount,
 		RetryDelay: opts.RetryDelay, LockDuration: opts.LockDuration, MaxAutoLockRenewal: h.settings.maxAutoLockRenewal,
-		DuplicateDetectionWindow: opts.DuplicateDetectionWindow})
+		DuplicateDetectionWindow: opts.DuplicateDetectionWindow, Rights: rights})
+	h.identity = h.bus.As(bus.IdentityFunctions)
 	for _, fn := range h.functions {
 		h.stats[fn.Name] = &FunctionStats{}
 		if fn.ServiceBus != nil {
@@ -218,8 +232,40 @@ func Start(ctx context.Context, opts Options) (*Host, error) {
 			h.log.Printf("function %s: timerTrigger %q (runOnStartup %t)", fn.Name, fn.Timer.Expression, fn.Timer.RunOnStartup)
 		}
 	}
+	h.checkScaleRights()
 	h.log.Printf("bus API on %s", h.busURL)
 	return h, nil
+}
+
+// entityRights maps Options.Rights' logical queues to the entities the app
+// settings name.
+func (h *Host) entityRights() ([]bus.Grant, error) {
+	if h.opts.Rights == nil {
+		h.log.Printf("no rights table: every identity may send to and receive from every queue (as with a namespace key holding every claim)")
+		return nil, nil
+	}
+	names, err := bus.QueueNamesFromEnv(func(k string) string { v, _ := h.lookupSetting(k); return v })
+	if err != nil {
+		return nil, fmt.Errorf("funchost: %w", err)
+	}
+	return bus.Named(h.opts.Rights, names), nil
+}
+
+// checkScaleRights reads each trigger queue's runtime properties as the
+// Service Bus extension's scale monitor does, and warns as it does when the
+// identity lacks Manage (Azure/azure-sdk-for-net
+// sdk/servicebus/Microsoft.Azure.WebJobs.Extensions.ServiceBus/src/Listeners/ServiceBusMetricsProvider.cs):
+// the app then scales on the first message's age, not the queue length.
+func (h *Host) checkScaleRights() {
+	for _, fn := range h.functions {
+		if fn.ServiceBus == nil {
+			continue
+		}
+		if _, err := h.identity.RuntimeProperties(fn.ServiceBus.Queue); bus.IsUnauthorized(err) {
+			h.log.Printf("warning: Connection string does not have Manage claim for queue '%s'. Failed to get queue description to derive queue length metrics. Falling back to using first message enqueued time. (%v)",
+				fn.ServiceBus.Queue, err)
+		}
+	}
 }
 
 func (h *Host) lookupSetting(name string) (string, bool) {
@@ -267,19 +313,19 @@ func (h *Host) handlerEnv() []string {
 	for _, k := range slices.Sorted(maps.Keys(h.opts.Settings)) {
 		env = append(env, k+"="+h.opts.Settings[k])
 	}
-	return append(env, EnvBusURL+"="+h.busURL)
+	return append(env, EnvBusURL+"="+h.busURL, bus.EnvLocalBusCredential+"="+h.bus.Credential(bus.IdentityFunctions))
 }
 
 // receiveLoop is one concurrent call slot of a serviceBusTrigger function.
 func (h *Host) receiveLoop(ctx context.Context, fn *Function) {
 	for {
-		d, err := h.bus.Receive(ctx, fn.ServiceBus.Queue)
+		d, err := h.identity.Receive(ctx, fn.ServiceBus.Queue)
 		if err != nil {
 			if ctx.Err() != nil || errors.Is(err, localbus.ErrClosed) {
 				return
 			}
-			h.log.Printf("function %s: receiving from %q: %v", fn.Name, fn.ServiceBus.Queue, err)
-			time.Sleep(time.Second)
+			h.log.Printf("The listener for function 'Functions.%s' was unable to start: receiving from %q: %v", fn.Name, fn.ServiceBus.Queue, err)
+			sleepCtx(ctx, listenerRetry(err))
 			continue
 		}
 		req, err := serviceBusRequest(fn, d, h.opts.Clock.Now())
@@ -290,15 +336,33 @@ func (h *Host) receiveLoop(ctx context.Context, fn *Function) {
 			failure = h.invoke(fn, req, fmt.Sprintf("New ServiceBus message detected on '%s' (MessageId=%s, DeliveryCount=%d)", d.Queue, d.Message.ID, d.DeliveryCount))
 		}
 		if failure == "" {
-			err = h.bus.Complete(d)
+			err = h.identity.Complete(d)
 		} else {
-			err = h.bus.Abandon(d, failure)
+			err = h.identity.Abandon(d, failure)
 		}
 		if err != nil {
 			// The lock ran out during the invocation: the message was
 			// already released to another delivery, as in Service Bus.
 			h.log.Printf("function %s: settling message %q: %v", fn.Name, d.Message.ID, err)
 		}
+	}
+}
+
+// listenerRetry is how long a trigger waits after its receive failed: a
+// missing claim does not fix itself, so it waits longer and logs less.
+func listenerRetry(err error) time.Duration {
+	if bus.IsUnauthorized(err) {
+		return 10 * time.Second
+	}
+	return time.Second
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
 	}
 }
 
@@ -342,7 +406,7 @@ func (h *Host) timerLoop(ctx context.Context, fn *Function) {
 }
 
 // invoke posts one request to the handler and returns "" on success or the
-// failure description: status and Logs, or the transport error.
+// failure as the host reports it (see outcome), or the transport error.
 func (h *Host) invoke(fn *Function, body []byte, reason string) (failure string) {
 	id := localbus.NewGUID()
 	start := time.Now()
@@ -394,18 +458,32 @@ func (h *Host) invoke(fn *Function, body []byte, reason string) (failure string)
 	if err != nil {
 		return fmt.Sprintf("POST /%s: reading the response (%s): %v", fn.Name, resp.Status, err)
 	}
-	var r struct{ Logs []string }
-	validJSON := json.Unmarshal(respBody, &r) == nil
-	switch {
-	case resp.StatusCode/100 == 2 && validJSON:
-		return ""
-	case resp.StatusCode/100 == 2:
-		return truncateTail(fmt.Sprintf("POST /%s answered %s with a body that is not JSON: %s", fn.Name, resp.Status, respBody))
-	case validJSON && len(r.Logs) > 0:
-		return truncateTail(fmt.Sprintf("POST /%s answered %s: %s", fn.Name, resp.Status, strings.Join(r.Logs, "\n")))
-	default:
-		return truncateTail(fmt.Sprintf("POST /%s answered %s: %s", fn.Name, resp.Status, respBody))
+	return h.outcome(fn, id, resp, respBody)
+}
+
+// outcome is what the host makes of the handler's answer, as the real host
+// does (Azure/azure-functions-host
+// src/WebJobs.Script/Workers/Http/DefaultHttpWorkerService.cs,
+// ProcessDefaultInvocationRequest): the status is checked first
+// (EnsureSuccessStatusCode), so a non-2xx answer fails the invocation with
+// .NET's HttpRequestException text and its body, Logs included, is never
+// read. Only a 2xx answer's Logs reach the function's log (category
+// Function.<Name>.User). The handler's reasons for a failure therefore
+// reach Application Insights only through its stdout and stderr
+// (Host.Function.Console, WorkerConsoleLogService.cs), which the host
+// forwards line by line whatever the answer.
+func (h *Host) outcome(fn *Function, invocationID string, resp *http.Response, body []byte) (failure string) {
+	if resp.StatusCode/100 != 2 {
+		return fmt.Sprintf("Response status code does not indicate success: %d (%s).", resp.StatusCode, http.StatusText(resp.StatusCode))
 	}
+	var r struct{ Logs []string }
+	if err := json.Unmarshal(body, &r); err != nil {
+		return truncateTail(fmt.Sprintf("Invalid HttpResponseMessage: POST /%s answered %s with a body that is not JSON: %s", fn.Name, resp.Status, body))
+	}
+	for _, line := range r.Logs {
+		h.log.Printf("Function.%s.User (Id=%s): %s", fn.Name, invocationID, line)
+	}
+	return ""
 }
 
 func truncateTail(s string) string {
@@ -432,7 +510,10 @@ func (h *Host) Functions() []Function {
 	return out
 }
 
-// Publish sends msgs to queue; Host is a bus.Publisher.
+// Publish sends msgs to queue as the namespace's owner (no identity's
+// rights apply: a person with Data Owner, sending from the portal); Host is
+// a bus.Publisher. Components publish as their identity:
+// Bus().As(identity), or over HTTP with Bus().Credential(identity).
 func (h *Host) Publish(ctx context.Context, queue string, msgs ...bus.Message) error {
 	return h.bus.Publish(ctx, queue, msgs...)
 }

@@ -246,22 +246,33 @@ func TestServiceBusEnvelope(t *testing.T) {
 	}
 }
 
+// TestRetriesThenDeadLetter: a failed invocation is retried up to
+// maxDeliveryCount and then dead-lettered with Service Bus's own reason.
+// As in the real host, a non-2xx answer's Logs are dropped (the host
+// reports only the status); the handler's reason reaches the log through
+// its stderr, as it reaches traces in Azure.
 func TestRetriesThenDeadLetter(t *testing.T) {
 	tests := []struct {
 		name, queue, body string
-		wantDescription   []string
-		wantRecords       int
+		// wantHost is the host's own failure report; wantStderr the
+		// handler's stderr lines, where the reason must be.
+		wantHost, wantStderr []string
+		wantRecords          int
 	}{
 		{name: "transient error", queue: "echo", body: `{"action":"fail500"}`, wantRecords: 3,
-			wantDescription: []string{"POST /Echo answered 500 Internal Server Error", "error: told to fail with 500"}},
+			wantHost:   []string{"(Failed, Id=", "Response status code does not indicate success: 500 (Internal Server Error)."},
+			wantStderr: []string{"error: told to fail with 500"}},
 		{name: "permanent error", queue: "echo", body: `{"action":"fail400"}`, wantRecords: 3,
-			wantDescription: []string{"POST /Echo answered 400 Bad Request", "error: permanent: told to fail with 400"}},
+			wantHost:   []string{"Response status code does not indicate success: 400 (Bad Request)."},
+			wantStderr: []string{"error: permanent: told to fail with 400"}},
 		{name: "panic", queue: "echo", body: `{"action":"panic"}`, wantRecords: 3,
-			wantDescription: []string{"500 Internal Server Error", "error: panic: told to panic", "goroutine"}},
+			wantHost:   []string{"Response status code does not indicate success: 500 (Internal Server Error)."},
+			wantStderr: []string{"error: panic: told to panic", "goroutine"}},
 		{name: "body that is not a command", queue: "echo", body: `not json`,
-			wantDescription: []string{"400 Bad Request", "body is not a command"}},
+			wantHost:   []string{"Response status code does not indicate success: 400 (Bad Request)."},
+			wantStderr: []string{"body is not a command"}},
 		{name: "2xx with a body that is not JSON", queue: "raw", body: `{"action":"ok"}`,
-			wantDescription: []string{"POST /Raw answered 200 OK with a body that is not JSON: all good, not JSON"}},
+			wantHost: []string{"Invalid HttpResponseMessage: POST /Raw answered 200 OK with a body that is not JSON: all good, not JSON"}},
 	}
 	a := newApp(t, testHostJSON, testFunctions)
 	opts := a.options()
@@ -272,6 +283,7 @@ func TestRetriesThenDeadLetter(t *testing.T) {
 			if err := os.Remove(a.record); err != nil && !os.IsNotExist(err) {
 				t.Fatal(err)
 			}
+			a.log.Reset()
 			id := "m-" + strings.ReplaceAll(tt.name, " ", "-")
 			if err := h.Publish(context.Background(), tt.queue, command(id, tt.body)); err != nil {
 				t.Fatal(err)
@@ -299,17 +311,83 @@ func TestRetriesThenDeadLetter(t *testing.T) {
 				t.Errorf("dead letter = %+v", d)
 			}
 			// Service Bus writes its own description, never the
-			// handler's error; that is in the host's log.
+			// handler's error.
 			if want := fmt.Sprintf("Message could not be consumed after %d delivery attempts.", d.DeliveryCount); d.DeadLetterErrorDescription != want {
 				t.Errorf("description %q; want %q", d.DeadLetterErrorDescription, want)
 			}
-			log := a.log.String()
-			for _, want := range tt.wantDescription {
-				if !strings.Contains(log, want) {
-					t.Errorf("host log does not contain %q", want)
+			host, stderr := a.log.lines("funchost: "), a.log.lines("handler: ")
+			for _, want := range tt.wantHost {
+				if !strings.Contains(host, want) {
+					t.Errorf("host log does not contain %q:\n%s", want, host)
+				}
+			}
+			for _, want := range tt.wantStderr {
+				if !strings.Contains(stderr, want) {
+					t.Errorf("handler stderr does not contain %q:\n%s", want, stderr)
+				}
+				if strings.Contains(host, want) {
+					t.Errorf("host log carries the handler's Logs line %q from a non-2xx answer; the real host drops them:\n%s", want, host)
 				}
 			}
 		})
+	}
+}
+
+// TestLogsOfSuccess: a 2xx answer's Logs reach the function's log, as the
+// real host logs them under Function.<Name>.User.
+func TestLogsOfSuccess(t *testing.T) {
+	a := newApp(t, testHostJSON, testFunctions)
+	h := a.start(t, a.options())
+	if err := h.Publish(context.Background(), "echo", command("ok", `{"action":"ok"}`)); err != nil {
+		t.Fatal(err)
+	}
+	waitIdle(t, h)
+	if host := a.log.lines("funchost: "); !strings.Contains(host, `Function.Echo.User (Id=`) || !strings.Contains(host, `Echo: action "ok", delivery 1`) {
+		t.Errorf("host log lacks the success's Logs line:\n%s", host)
+	}
+}
+
+// TestRights: with a rights table the host receives as the Functions
+// identity, gives the handler that identity's credential, and the bus
+// refuses what the table does not grant, as Service Bus's 401; a trigger
+// queue without Manage gets the scale monitor's warning.
+func TestRights(t *testing.T) {
+	a := newApp(t, testHostJSON, testFunctions)
+	opts := a.options()
+	opts.Settings["PROVISION_QUEUE"] = "echo" // logical provision is the entity echo
+	opts.Rights = []bus.Grant{
+		{Identity: bus.IdentityFunctions, Queue: bus.QueueProvision, Claims: []bus.Claim{bus.ClaimListen, bus.ClaimManage, bus.ClaimSend}},
+		{Identity: bus.IdentityFunctions, Queue: "ordered", Claims: []bus.Claim{bus.ClaimListen, bus.ClaimManage}},
+		{Identity: bus.IdentityFunctions, Queue: "raw", Claims: []bus.Claim{bus.ClaimListen}},
+		{Identity: bus.IdentityRelay, Queue: bus.QueueProvision, Claims: []bus.Claim{bus.ClaimSend}},
+	}
+	h := a.start(t, opts)
+	ctx := context.Background()
+	cred := h.Bus().Credential(bus.IdentityFunctions)
+	functions := bus.NewHTTPPublisherWithCredential(h.BusURL(), nil, cred)
+	if err := functions.Publish(ctx, "echo", command("self", `{"action":"ok"}`)); err != nil {
+		t.Fatalf("functions → echo (provision): %v", err)
+	}
+	relay := bus.NewHTTPPublisherWithCredential(h.BusURL(), nil, h.Bus().Credential(bus.IdentityRelay))
+	if err := relay.Publish(ctx, "echo", command("relayed", `{"action":"ok"}`)); err != nil {
+		t.Fatalf("relay → echo (provision): %v", err)
+	}
+	for name, err := range map[string]error{
+		"functions → ordered": functions.Publish(ctx, "ordered", bus.Message{ID: "x", SessionID: "s", Body: []byte(`{}`)}),
+		"relay → raw":         relay.Publish(ctx, "raw", command("x", `{}`)),
+	} {
+		if !bus.IsUnauthorized(err) || !strings.Contains(err.Error(), "'Send' claim(s) are required") {
+			t.Errorf("%s: %v; want Service Bus's unauthorized error", name, err)
+		}
+	}
+	waitIdle(t, h)
+	recs := a.records(t)
+	if len(recs) != 2 || recs[0].Env["BUS_CREDENTIAL"] != cred {
+		t.Fatalf("records = %+v; want 2 invocations, the handler holding the Functions identity's credential", recs)
+	}
+	host := a.log.lines("funchost: ")
+	if !strings.Contains(host, "does not have Manage claim for queue 'raw'") || strings.Contains(host, "Manage claim for queue 'echo'") {
+		t.Errorf("host log: want the scale monitor's warning for raw only:\n%s", host)
 	}
 }
 
@@ -655,6 +733,17 @@ func TestExecutableOverride(t *testing.T) {
 	}
 }
 
+// lines returns the log's lines that start with prefix.
+func (l *lockedBuffer) lines(prefix string) string {
+	var out []string
+	for _, line := range strings.Split(l.String(), "\n") {
+		if strings.HasPrefix(line, prefix) {
+			out = append(out, line)
+		}
+	}
+	return strings.Join(out, "\n")
+}
+
 type lockedBuffer struct {
 	mu  sync.Mutex
 	buf bytes.Buffer
@@ -670,4 +759,10 @@ func (b *lockedBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.String()
+}
+
+func (b *lockedBuffer) Reset() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.buf.Reset()
 }

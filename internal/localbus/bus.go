@@ -70,6 +70,11 @@ type Options struct {
 	DuplicateDetectionWindow time.Duration
 	// MaxMessageBytes bounds a message body (default 256 KiB, Standard tier).
 	MaxMessageBytes int
+	// Rights are the namespace's role assignments, by queue entity name
+	// (bus.Named(bus.QueueRights, names)): what each identity may do on
+	// which queue (see Client). Nil turns authorization off, as a namespace
+	// reached with a SAS key that has every claim.
+	Rights []bus.Grant
 }
 
 func (o Options) withDefaults() Options {
@@ -124,6 +129,10 @@ var (
 // CodeMessagingEntityNotFound is Service Bus's error for an entity that
 // does not exist.
 const CodeMessagingEntityNotFound = "MessagingEntityNotFound"
+
+// CodeUnauthorizedAccess is the code azservicebus reports for an operation
+// the identity has no claim for (azservicebus.CodeUnauthorizedAccess).
+const CodeUnauthorizedAccess = "unauthorized"
 
 // QueueNotFoundError is returned for operations on a queue nothing created:
 // Service Bus's MessagingEntityNotFound. Queues are created by deployment
@@ -219,11 +228,14 @@ type Bus struct {
 	changed chan struct{} // closed and replaced on every change
 	closed  bool
 	chaos   *chaosState
+	// credentials maps the bearer credentials Credential minted to their
+	// identities.
+	credentials map[string]bus.Identity
 }
 
 // New returns an empty Bus.
 func New(opts Options) *Bus {
-	return &Bus{opts: opts.withDefaults(), queues: map[string]*queue{}, changed: make(chan struct{})}
+	return &Bus{opts: opts.withDefaults(), queues: map[string]*queue{}, changed: make(chan struct{}), credentials: map[string]bus.Identity{}}
 }
 
 var queueNameRE = regexp.MustCompile(`^[A-Za-z0-9]([A-Za-z0-9._\-/]*[A-Za-z0-9_])?$`)

@@ -20,8 +20,14 @@ const MaxPublishRequestBytes = 64 << 20
 //	GET  /queues/{queue}/deadletter JSON array of DeadLetter
 //	GET  /queues                    JSON object: queue name → QueueStats
 //
-// Errors are JSON {"error": "..."} with 400 (bad request), 404 (unknown
-// queue or route) or 503 (closed).
+// A publish presents the sending identity's credential (Credential) as
+// "Authorization: Bearer <credential>" and is authorized as that identity
+// (Client.Publish); the GET routes are the owner's view and need none.
+//
+// Errors are JSON {"error": "...", "code": "..."} with 400 (bad request),
+// 401 (unauthorized access, code "unauthorized" as azservicebus reports
+// it), 404 (unknown queue or route, code MessagingEntityNotFound) or 503
+// (closed).
 func (b *Bus) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /queues/{queue}/messages", b.servePublish)
@@ -64,7 +70,12 @@ func (b *Bus) servePublish(w http.ResponseWriter, r *http.Request) {
 			"queue %q: the body must hold exactly one JSON array", queue)})
 		return
 	}
-	if err := b.Publish(r.Context(), queue, msgs...); err != nil {
+	identity, err := b.identityOf(r.Header.Get("Authorization"))
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	if err := b.As(identity).Publish(r.Context(), queue, msgs...); err != nil {
 		writeError(w, err)
 		return
 	}
@@ -72,15 +83,24 @@ func (b *Bus) servePublish(w http.ResponseWriter, r *http.Request) {
 }
 
 func writeError(w http.ResponseWriter, err error) {
-	status := http.StatusBadRequest
+	status, code := http.StatusBadRequest, ""
 	var nf *QueueNotFoundError
+	var unauthorized *bus.UnauthorizedError
 	switch {
+	case errors.As(err, &unauthorized):
+		// The description alone: the client wraps it in its own
+		// *bus.UnauthorizedError again.
+		status, code, err = http.StatusUnauthorized, CodeUnauthorizedAccess, errors.New(unauthorized.Description)
 	case errors.As(err, &nf):
-		status = http.StatusNotFound
+		status, code = http.StatusNotFound, CodeMessagingEntityNotFound
 	case errors.Is(err, ErrClosed):
 		status = http.StatusServiceUnavailable
 	}
-	writeJSON(w, status, map[string]string{"error": err.Error()})
+	body := map[string]string{"error": err.Error()}
+	if code != "" {
+		body["code"] = code
+	}
+	writeJSON(w, status, body)
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

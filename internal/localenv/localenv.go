@@ -288,14 +288,18 @@ func Start(ctx context.Context, opts Options) (env *Env, err error) {
 		Env:              handlerEnv,
 		Settings:         settings,
 		MaxDeliveryCount: opts.MaxDeliveryCount, RetryDelay: opts.RetryDelay, Log: logw,
+		// The deployment's role assignments: each identity may send and
+		// receive only where infra/ grants it.
+		Rights: bus.QueueRights,
 	})
 	if err != nil {
 		return env, fmt.Errorf("starting the local Functions host: %w", err)
 	}
 	env.stops = append(env.stops, func() error { env.Host.Stop(); return nil })
 	// Event Grid's system topic subscription: preemption annotations go to
-	// the interruption queue, as infra/ deploys it.
-	env.ARM.SetEventGrid(armemulator.EventGrid{Publisher: env.Host.Bus(), Queue: bus.QueueInterruption,
+	// the interruption queue, as infra/ deploys it, sent with the system
+	// topic's identity.
+	env.ARM.SetEventGrid(armemulator.EventGrid{Publisher: env.Host.Bus().As(bus.IdentityEventGrid), Queue: bus.QueueInterruption,
 		Schema: opts.EventGridSchema, Subscription: "karpfunc-interruption"})
 	step("Functions host serving %d functions, bus at %s", len(env.Host.Functions()), env.Host.BusURL())
 
@@ -322,8 +326,10 @@ func (e *Env) startRelay() error {
 		"--batch-idle-duration", e.Options.BatchIdle.String(), "--batch-max-duration", e.Options.BatchMax.String(),
 		"--health-probe-bind-address", "127.0.0.1:0")
 	// The relay names its queues through the same settings as the
-	// handler and the triggers, as in Azure.
-	e.relay.Env = append(os.Environ(), "KARPFUNC_LOCAL_BUS_URL="+e.Host.BusURL(),
+	// handler and the triggers, as in Azure, and sends with its own
+	// identity's credential.
+	e.relay.Env = append(os.Environ(), bus.EnvLocalBusURL+"="+e.Host.BusURL(),
+		bus.EnvLocalBusCredential+"="+e.Host.Bus().Credential(bus.IdentityRelay),
 		bus.EnvProvisionQueue+"="+bus.QueueProvision, bus.EnvLifecycleQueue+"="+bus.QueueLifecycle,
 		bus.EnvInterruptionQueue+"="+bus.QueueInterruption, bus.EnvDisruptionQueue+"="+bus.QueueDisruption)
 	e.relay.Env = append(e.relay.Env, OTLPEnv(e.Options.OTLPEndpoint)...)

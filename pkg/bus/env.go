@@ -12,7 +12,11 @@ import (
 // Functions host's own app settings for the trigger connection, so a Function
 // that publishes (scheduled liveness checks) needs no extra configuration.
 const (
-	EnvLocalBusURL          = "KARPFUNC_LOCAL_BUS_URL"
+	EnvLocalBusURL = "KARPFUNC_LOCAL_BUS_URL"
+	// EnvLocalBusCredential is the local bus's token for this process's
+	// identity (the local stand-in for its managed identity's token); the
+	// bus authorizes each send against QueueRights with it.
+	EnvLocalBusCredential   = "KARPFUNC_LOCAL_BUS_CREDENTIAL"
 	EnvServiceBusConnection = "ServiceBusConnection"
 	EnvServiceBusNamespace  = "ServiceBusConnection__fullyQualifiedNamespace"
 	EnvServiceBusClientID   = "ServiceBusConnection__clientId"
@@ -23,7 +27,8 @@ const (
 const localBusTimeout = 30 * time.Second
 
 // FromEnv picks the publisher the environment configures, in this order:
-// KARPFUNC_LOCAL_BUS_URL (the local Functions host), ServiceBusConnection (a
+// KARPFUNC_LOCAL_BUS_URL (the local Functions host, with the identity's
+// KARPFUNC_LOCAL_BUS_CREDENTIAL), ServiceBusConnection (a
 // connection string), ServiceBusConnection__fullyQualifiedNamespace (with an
 // Azure identity, ServiceBusConnection__clientId optional). Queue names
 // come from PROVISION_QUEUE, LIFECYCLE_QUEUE and INTERRUPTION_QUEUE, the
@@ -44,7 +49,7 @@ func fromEnv(getenv func(string) string) (Publisher, error) {
 
 func transportFromEnv(getenv func(string) string) (Publisher, error) {
 	if u := getenv(EnvLocalBusURL); u != "" {
-		return NewHTTPPublisher(u, &http.Client{Timeout: localBusTimeout}), nil
+		return NewHTTPPublisherWithCredential(u, &http.Client{Timeout: localBusTimeout}, getenv(EnvLocalBusCredential)), nil
 	}
 	if cs := getenv(EnvServiceBusConnection); cs != "" {
 		return NewServiceBusPublisher(context.Background(), ServiceBusOptions{ConnectionString: cs})

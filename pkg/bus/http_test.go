@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -12,6 +13,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/messaging/azservicebus"
 )
 
 // recordingServer is a real HTTP server speaking the local bus contract: it
@@ -144,5 +147,30 @@ func TestHTTPPublisherUnreachable(t *testing.T) {
 	err := p.Publish(context.Background(), QueueLifecycle, Message{ID: "a", Body: []byte("x")})
 	if err == nil || !strings.Contains(err.Error(), `queue "lifecycle"`) || !strings.Contains(err.Error(), url) {
 		t.Fatalf("Publish() = %v; want a connection error naming the queue and %s", err, url)
+	}
+}
+
+// TestHTTPPublisherCredentialAndUnauthorized: the publisher presents its
+// identity's credential, and the local bus's 401 comes back in the shape
+// azservicebus gives Service Bus's unauthorized access.
+func TestHTTPPublisherCredentialAndUnauthorized(t *testing.T) {
+	var auth string
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		auth = r.Header.Get("Authorization")
+		w.WriteHeader(http.StatusUnauthorized)
+		_, _ = io.WriteString(w, `{"error":"Unauthorized access. 'Send' claim(s) are required to perform this operation. Resource: 'sb://localhost/provision'.","code":"unauthorized"}`)
+	}))
+	defer ts.Close()
+	err := NewHTTPPublisherWithCredential(ts.URL, ts.Client(), "tok").Publish(context.Background(), QueueProvision, Message{ID: "a", SessionID: "s", Body: []byte("x")})
+	if auth != "Bearer tok" {
+		t.Errorf("Authorization = %q; want Bearer tok", auth)
+	}
+	var sbErr *azservicebus.Error
+	if !errors.As(err, &sbErr) || sbErr.Code != azservicebus.CodeUnauthorizedAccess || !IsUnauthorized(err) ||
+		!strings.Contains(err.Error(), "(unauthorized): Unauthorized access. 'Send' claim(s) are required") {
+		t.Fatalf("Publish() = %v; want an *azservicebus.Error with CodeUnauthorizedAccess and Service Bus's text", err)
+	}
+	if IsUnauthorized(errors.New("other")) {
+		t.Error("IsUnauthorized(other error) = true")
 	}
 }

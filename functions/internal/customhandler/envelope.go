@@ -1,7 +1,8 @@
 // Package customhandler is the handler side of the Azure Functions custom
 // handler protocol: it decodes the host's invocation envelope, runs a
 // function, and answers with the response the host expects, so that a failed
-// invocation is retried and finally dead-lettered with its reason.
+// invocation is retried and finally dead-lettered, its reason on stderr
+// (the host drops a failed answer's Logs).
 //
 // The host JSON-encodes Metadata values loosely: strings and GUIDs may arrive
 // with one or two layers of quotes, numbers as strings, and .NET timestamps

@@ -15,9 +15,14 @@ import (
 	"github.com/karpfunc/karpfunc/pkg/messages"
 )
 
-// Response is the body the host expects back. On failure the host discards
-// Outputs but keeps Logs, which is how the reason reaches traces and the
-// dead-letter description.
+// Response is the body the host expects back. The host reads it only from a
+// 2xx answer: it checks the status first (Azure/azure-functions-host
+// src/WebJobs.Script/Workers/Http/DefaultHttpWorkerService.cs,
+// EnsureSuccessStatusCode), so a failure's Outputs and Logs are dropped and
+// Service Bus dead-letters with its own reason (MaxDeliveryCountExceeded).
+// A failure's reason reaches Application Insights through the process's
+// stderr, which the host forwards as traces (Host.Function.Console): every
+// Logger line is written there as well.
 type Response struct {
 	Outputs     map[string]any `json:"Outputs"`
 	Logs        []string       `json:"Logs"`
@@ -25,8 +30,9 @@ type Response struct {
 }
 
 // PermanentError marks a failure that retrying cannot fix. The handler answers
-// it with 400; the host still retries (it cannot tell), but the reason is
-// explicit in the dead-letter queue.
+// it with 400; the host still retries (it cannot tell) and finally
+// dead-letters the message; the reason is in the handler's stderr (traces)
+// and in the karpfunc_messages_total outcome "permanent".
 type PermanentError struct{ Err error }
 
 func (e *PermanentError) Error() string { return "permanent: " + e.Err.Error() }
@@ -93,9 +99,10 @@ func Handle(fn Func) http.Handler { return HandleWithOptions(fn, HandlerOptions{
 
 // HandleWithOptions adapts fn to the custom handler protocol: it decodes the
 // envelope, runs fn, and answers 200 with a Response on success; on error
-// 400 (IsPermanent) or 500, with the reason as the last log line, so the host
-// fails the invocation and the message is retried and finally dead-lettered
-// with that reason. A panic becomes a 500 with its stack: one bad message
+// 400 (IsPermanent) or 500, so the host fails the invocation and the
+// message is retried and finally dead-lettered. The reason is the last log
+// line, written to the mirror (stderr) whatever the answer, since the host
+// drops a failure's Logs. A panic becomes a 500 with its stack: one bad message
 // must never take the process, and every other in-flight invocation, down.
 func HandleWithOptions(fn Func, opts HandlerOptions) http.Handler {
 	mirror := opts.LogMirror
@@ -131,8 +138,21 @@ func HandleWithOptions(fn Func, opts HandlerOptions) http.Handler {
 			writeResponse(w, status, Response{Logs: log.Lines()})
 			return
 		}
-		writeResponse(w, http.StatusOK, Response{Outputs: inv.outputs, Logs: log.Lines(), ReturnValue: inv.returnValue})
+		respond(w, Response{Outputs: inv.outputs, ReturnValue: inv.returnValue}, log)
 	})
+}
+
+// respond answers 200 with resp and log's lines, or, when an output the
+// function set cannot be encoded, 500 with the reason logged (and so
+// mirrored to stderr).
+func respond(w http.ResponseWriter, resp Response, log *Logger) {
+	resp.Logs = log.Lines()
+	if _, err := json.Marshal(resp); err != nil {
+		log.Printf("error: encoding the response: %v", err)
+		writeResponse(w, http.StatusInternalServerError, Response{Logs: log.Lines()})
+		return
+	}
+	writeResponse(w, http.StatusOK, resp)
 }
 
 // PanicError is a recovered panic.

@@ -67,6 +67,13 @@ func NewServer(opts ServerOptions) *Server {
 	return &Server{opts: opts, functions: map[string]http.Handler{}}
 }
 
+// refuse answers a request no function handles. The reason goes to the
+// server's log (stderr) too: the host drops a non-2xx answer's Logs.
+func (s *Server) refuse(w http.ResponseWriter, status int, reason string) {
+	fmt.Fprintln(s.opts.Log, reason)
+	writeResponse(w, status, Response{Logs: []string{reason}})
+}
+
 // Register routes function name to h. Function names are case-insensitive,
 // as in the host; registering one twice is a programming error.
 func (s *Server) Register(name string, h http.Handler) {
@@ -86,13 +93,12 @@ func (s *Server) Handler() http.Handler {
 				w.WriteHeader(http.StatusOK)
 				return
 			}
-			writeResponse(w, http.StatusMethodNotAllowed, Response{Logs: []string{"error: " + r.Method + " / is not allowed; the host probes readiness with GET /"}})
+			s.refuse(w, http.StatusMethodNotAllowed, "error: "+r.Method+" / is not allowed; the host probes readiness with GET /")
 			return
 		}
 		h, ok := s.functions[strings.ToLower(name)]
 		if !ok {
-			writeResponse(w, http.StatusNotFound, Response{Logs: []string{fmt.Sprintf(
-				"error: no function named %q in this handler (have %s)", name, s.names())}})
+			s.refuse(w, http.StatusNotFound, fmt.Sprintf("error: no function named %q in this handler (have %s)", name, s.names()))
 			return
 		}
 		h.ServeHTTP(w, r)

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -34,9 +35,33 @@ func startServer(t *testing.T, s *Server) string {
 	return "http://" + ln.Addr().String()
 }
 
+// syncBuffer is the handler's stderr: written by the server's goroutines.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf strings.Builder
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) take() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	out := b.buf.String()
+	b.buf.Reset()
+	return out
+}
+
+// TestServerAndHandle: the protocol's answers, and every failure's reason on
+// stderr as well as in Logs, since the host drops a non-2xx answer's Logs
+// and forwards stderr to traces.
 func TestServerAndHandle(t *testing.T) {
-	s := NewServer(ServerOptions{Log: io.Discard})
-	opts := HandlerOptions{LogMirror: io.Discard}
+	stderr := &syncBuffer{}
+	s := NewServer(ServerOptions{Log: stderr})
+	opts := HandlerOptions{LogMirror: stderr}
 	s.Register("Provision", HandleWithOptions(func(ctx context.Context, inv *Invocation, log *Logger) error {
 		body, err := inv.Message("msg")
 		if err != nil {
@@ -113,6 +138,7 @@ func TestServerAndHandle(t *testing.T) {
 				t.Fatal(err)
 			}
 			req.Header.Set("X-Azure-Functions-InvocationId", "inv-1")
+			stderr.take()
 			resp, err := http.DefaultClient.Do(req)
 			if err != nil {
 				t.Fatal(err)
@@ -139,6 +165,11 @@ func TestServerAndHandle(t *testing.T) {
 			for i, want := range tt.wantLogs {
 				if !strings.Contains(r.Logs[i], want) {
 					t.Errorf("Logs[%d] = %q; want it to contain %q", i, r.Logs[i], want)
+				}
+			}
+			if resp.StatusCode/100 != 2 && len(tt.wantLogs) > 0 {
+				if reason, got := tt.wantLogs[len(tt.wantLogs)-1], stderr.take(); !strings.Contains(got, reason) {
+					t.Errorf("stderr = %q; want the failure's reason %q (the host drops a %d's Logs)", got, reason, resp.StatusCode)
 				}
 			}
 			if tt.name == "panic is 500 with the stack" && !strings.Contains(strings.Join(r.Logs, "\n"), "goroutine") {

@@ -91,7 +91,7 @@ func newRecord(ctx context.Context, name string, inv *customhandler.Invocation) 
 	return Record{Function: name, InvocationID: inv.InvocationID, PID: os.Getpid(), Headers: hs,
 		Metadata: inv.Metadata, Start: time.Now(),
 		Env: map[string]string{"WORKER_ID": os.Getenv("FUNCTIONS_CUSTOMHANDLER_WORKER_ID"),
-			"BUS_URL": os.Getenv("KARPFUNC_LOCAL_BUS_URL"), "APP_SETTING": os.Getenv("ECHO_APP_SETTING")}}
+			"BUS_URL": os.Getenv("KARPFUNC_LOCAL_BUS_URL"), "BUS_CREDENTIAL": os.Getenv("KARPFUNC_LOCAL_BUS_CREDENTIAL"), "APP_SETTING": os.Getenv("ECHO_APP_SETTING")}}
 }
 
 func serviceBus(name string) customhandler.Func {
