@@ -74,6 +74,11 @@ type Options struct {
 	// refused with InvalidResourceReference. nil accepts any well-formed
 	// subnet ID.
 	Subnets []string
+	// Network is the node resource group's load balancers and NSGs and
+	// the subnets' outbound settings (see nodenetwork.go; AKSNetwork is
+	// what AKS creates). The zero value has none: a NIC may reference no
+	// backend pool or NSG, and every subnet has default outbound access.
+	Network Network
 	// Clock drives provisioning and boot times; default the real clock.
 	Clock clock.PassiveClock
 	// Logger; default slog.Default().
@@ -124,6 +129,7 @@ type Server struct {
 	mu       sync.Mutex
 	vms      map[string]*vmState  // key: resourceKey
 	nics     map[string]*nicState // key: resourceKey
+	network  *networkState
 	ops      map[string]*operation
 	counters Counters
 	nextIP   int
@@ -153,6 +159,9 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 	if opts.VMCreateDelay == 0 {
 		opts.VMCreateDelay = opts.OpDelay
 	}
+	if err := opts.Network.validate(); err != nil {
+		return nil, err
+	}
 	if opts.Clock == nil {
 		opts.Clock = clock.RealClock{}
 	}
@@ -166,6 +175,7 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 		faults:     NewRules(opts.Faults...),
 		vms:        map[string]*vmState{},
 		nics:       map[string]*nicState{},
+		network:    newNetworkState(opts.Network),
 		ops:        map[string]*operation{},
 		bootErrors: map[string]string{},
 		token:      "emulator-" + randHex(8),

@@ -219,7 +219,11 @@ func Start(ctx context.Context, opts Options) (env *Env, err error) {
 		SubscriptionIDs: []string{SubscriptionID}, OpDelay: opts.OpDelay, BootDelay: opts.BootDelay, EvictionNotice: opts.EvictionNotice,
 		VMCreateDelay: opts.VMCreateDelay,
 		SKUs:          ResourceSKUs(cat), Subnets: []string{SubnetID()},
-		Kube: env.ControlPlane.RESTConfig(),
+		// The node resource group AKS creates for outboundType loadBalancer:
+		// its subnet is private, so a node reaches the API server only
+		// through the load balancer's outbound pool.
+		Network: armemulator.AKSNetwork(SubscriptionID, ResourceGroup, opts.Region),
+		Kube:    env.ControlPlane.RESTConfig(),
 		// The VNet resolves the API server's FQDN to the local API server.
 		DNS:    map[string]string{env.ControlPlane.APIServerFQDN(): env.ControlPlane.APIServerAddr()},
 		Logger: slog.New(slog.NewTextHandler(logw, &slog.HandlerOptions{Level: slog.LevelInfo})).With("component", "arm-emulator"),
@@ -342,11 +346,9 @@ func (e *Env) KillRelay() error {
 // ClusterDNSIP is the cluster DNS service address in the local service range.
 const ClusterDNSIP = "10.96.0.10"
 
-// SubnetID is the node subnet the local NodeClaims use.
-func SubnetID() string {
-	return "/subscriptions/" + SubscriptionID + "/resourceGroups/" + ResourceGroup +
-		"/providers/Microsoft.Network/virtualNetworks/aks-vnet/subnets/aks-subnet"
-}
+// SubnetID is the node subnet the local NodeClaims use: the one of the VNet
+// AKS manages (aks-vnet-<id>/aks-subnet), private.
+func SubnetID() string { return armemulator.AKSSubnetID(SubscriptionID, ResourceGroup) }
 
 // Stop stops everything in reverse order of start and removes the work dir.
 // It is safe to call more than once.
