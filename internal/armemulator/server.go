@@ -1,8 +1,10 @@
 // Package armemulator is an Azure Resource Manager emulator for development
 // and tests: an HTTPS server on loopback that serves the ARM REST routes the
 // karpfunc launcher uses (virtual machines, network interfaces, resource
-// SKUs, async operations), with the SDK's model types for its JSON, so the
-// real armcompute/armnetwork clients and pollers run unmodified against it.
+// SKUs, async operations, and reads of the node resource group's load
+// balancers and network security groups), with the SDK's model types for its
+// JSON, so the real armcompute/armnetwork clients and pollers run unmodified
+// against it.
 //
 // A VM that finished creating "boots" after Options.BootDelay like an AKS
 // node image: its customData is read as the image's provisioning scripts
@@ -284,8 +286,9 @@ func (s *Server) SetNeverJoins(f func(vmName string) bool) {
 	s.neverJoins = f
 }
 
-// BootError says why VM vmName has not joined the cluster: its node image
-// refused the customData, or its kubelet's last attempt to join failed
+// BootError says why VM vmName has not joined the cluster: its NIC has no
+// outbound path (nodenetwork.go), its node image refused the customData, or
+// its kubelet's last attempt to join failed
 // (e.g. the API server refused the bootstrap token). "" when it joined, is
 // still joining without an error, or is not booted.
 func (s *Server) BootError(vmName string) string {
