@@ -771,3 +771,41 @@ func TestQueueGrants(t *testing.T) {
 		}
 	}
 }
+
+// nodeNetworkActions are the actions the launcher needs in the node resource
+// group to wire a NIC into the cluster's network (pkg/azure/nodenetwork.go),
+// each with the action of Virtual Machine Contributor that grants it, as
+// Learn's "Azure built-in roles for Compute" lists the role.
+var nodeNetworkActions = map[string]string{
+	"Microsoft.Network/loadBalancers/read":                            "Microsoft.Network/loadBalancers/read",
+	"Microsoft.Network/loadBalancers/backendAddressPools/join/action": "Microsoft.Network/loadBalancers/backendAddressPools/join/action",
+	"Microsoft.Network/networkSecurityGroups/read":                    "Microsoft.Network/networkSecurityGroups/read",
+	"Microsoft.Network/networkSecurityGroups/join/action":             "Microsoft.Network/networkSecurityGroups/join/action",
+	"Microsoft.Network/networkInterfaces/write":                       "Microsoft.Network/networkInterfaces/*",
+}
+
+// TestNodeNetworkAccess: the node resource group, where AKS puts the load
+// balancer "kubernetes" and the cluster NSG, is where the Functions identity
+// holds Virtual Machine Contributor, and its comment names every action the
+// node network needs.
+func TestNodeNetworkAccess(t *testing.T) {
+	main := load(t, "main.bicep")
+	i := strings.Index(main.text, "module nodeAccess 'modules/node-access.bicep'")
+	if i < 0 {
+		t.Fatal("main.bicep has no nodeAccess module")
+	}
+	if !strings.Contains(main.text[i:i+len(block(t, main.text, i))+100], "scope: resourceGroup(aksNodeResourceGroupName)") {
+		t.Error("nodeAccess is not scoped to the node resource group")
+	}
+	access := load(t, "modules/node-access.bicep")
+	if !strings.Contains(access.text, "roleDefinitions', virtualMachineContributor)") ||
+		!strings.Contains(access.text, "guid(resourceGroup().id, functionsPrincipalId, virtualMachineContributor)") {
+		t.Error("node-access.bicep does not assign Virtual Machine Contributor on its resource group")
+	}
+	for action, grantedBy := range nodeNetworkActions {
+		short := strings.TrimPrefix(grantedBy, "Microsoft.Network/")
+		if !strings.Contains(access.text, short) {
+			t.Errorf("node-access.bicep does not say that Virtual Machine Contributor grants %s (%s)", action, grantedBy)
+		}
+	}
+}

@@ -56,7 +56,7 @@ rules:
 		t.Fatal(err)
 	}
 	arm, err := armemulator.Start(ctx, armemulator.Options{SubscriptionIDs: []string{testenv.SubscriptionID},
-		OpDelay: 10 * time.Millisecond, Kube: cp.RESTConfig(), Logger: slog.New(slog.DiscardHandler),
+		OpDelay: 10 * time.Millisecond, Kube: cp.RESTConfig(), Logger: slog.New(slog.DiscardHandler), Network: testenv.Network(),
 		DNS: map[string]string{cp.APIServerFQDN(): cp.APIServerAddr()},
 		NodeResources: func(sku string, maxPods int32) (corev1.ResourceList, corev1.ResourceList, string, bool) {
 			it, ok := cat.Get(sku)

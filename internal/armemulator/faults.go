@@ -22,6 +22,11 @@ const (
 	OpListNICs     Operation = "ListNICs"
 	OpListSKUs     Operation = "ListSKUs"
 	OpGetOperation Operation = "GetOperation"
+
+	OpGetLoadBalancer    Operation = "GetLoadBalancer"
+	OpListLoadBalancers  Operation = "ListLoadBalancers"
+	OpGetSecurityGroup   Operation = "GetSecurityGroup"
+	OpListSecurityGroups Operation = "ListSecurityGroups"
 )
 
 // Request is what an Injector sees of an incoming request.

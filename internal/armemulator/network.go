@@ -142,6 +142,10 @@ func (s *Server) putNIC(w http.ResponseWriter, r *http.Request, sub, rg, name st
 		ipc.Properties.ProvisioningState = ptr(armnetwork.ProvisioningStateSucceeded)
 		s.nextIP++
 	}
+	if ref := s.checkNICReferences(&nic, id); !ref.ok() {
+		writeRefusal(w, ref)
+		return
+	}
 	now := s.clock.Now()
 	n := &nicState{sub: sub, rg: rg, readyAt: now.Add(s.opts.OpDelay), failure: fault}
 	nic.ID = ptr(id)

@@ -68,6 +68,12 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				func() { s.putNIC(w, r, sub, rg, name) }, func() { s.deleteNIC(w, r, sub, rg, name) }) {
 				return
 			}
+		case is(5, "Microsoft.Network") && is(6, "loadBalancers") && r.Method == http.MethodGet:
+			s.routeRead(w, r, name, func() { s.listLoadBalancers(w, r, sub, rg) }, func() { s.getLoadBalancer(w, r, sub, rg, name) })
+			return
+		case is(5, "Microsoft.Network") && is(6, "networkSecurityGroups") && r.Method == http.MethodGet:
+			s.routeRead(w, r, name, func() { s.listSecurityGroups(w, r, sub, rg) }, func() { s.getSecurityGroup(w, r, sub, rg, name) })
+			return
 		}
 	}
 	s.unsupported(w, r)
@@ -86,6 +92,10 @@ func resourceType(seg []string) string {
 		return "virtualMachines"
 	case (len(seg) == 7 || len(seg) == 8) && is(2, "resourceGroups") && is(4, "providers") && is(5, "Microsoft.Network") && is(6, "networkInterfaces"):
 		return "networkInterfaces"
+	case (len(seg) == 7 || len(seg) == 8) && is(2, "resourceGroups") && is(4, "providers") && is(5, "Microsoft.Network") && is(6, "loadBalancers"):
+		return "loadBalancers"
+	case (len(seg) == 7 || len(seg) == 8) && is(2, "resourceGroups") && is(4, "providers") && is(5, "Microsoft.Network") && is(6, "networkSecurityGroups"):
+		return "networkSecurityGroups"
 	}
 	return ""
 }
@@ -114,6 +124,16 @@ func (s *Server) routeResource(w http.ResponseWriter, r *http.Request, name stri
 		return false
 	}
 	return true
+}
+
+// routeRead serves a read-only resource type: list without a name, get
+// with one.
+func (s *Server) routeRead(w http.ResponseWriter, r *http.Request, name string, list, get func()) {
+	if name == "" {
+		list()
+		return
+	}
+	get()
 }
 
 // unsupported answers routes the emulator does not serve. It is a 400, not

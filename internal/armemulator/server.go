@@ -1,8 +1,10 @@
 // Package armemulator is an Azure Resource Manager emulator for development
 // and tests: an HTTPS server on loopback that serves the ARM REST routes the
 // karpfunc launcher uses (virtual machines, network interfaces, resource
-// SKUs, async operations), with the SDK's model types for its JSON, so the
-// real armcompute/armnetwork clients and pollers run unmodified against it.
+// SKUs, async operations, and reads of the node resource group's load
+// balancers and network security groups), with the SDK's model types for its
+// JSON, so the real armcompute/armnetwork clients and pollers run unmodified
+// against it.
 //
 // A VM that finished creating "boots" after Options.BootDelay like an AKS
 // node image: its customData is read as the image's provisioning scripts
@@ -81,6 +83,11 @@ type Options struct {
 	Identities []Identity
 	// CallerObjectID names the caller in LinkedAuthorizationFailed.
 	CallerObjectID string
+	// Network is the node resource group's load balancers and NSGs and
+	// the subnets' outbound settings (see nodenetwork.go; AKSNetwork is
+	// what AKS creates). The zero value has none: a NIC may reference no
+	// backend pool or NSG, and every subnet has default outbound access.
+	Network Network
 	// Clock drives provisioning and boot times; default the real clock.
 	Clock clock.PassiveClock
 	// Logger; default slog.Default().
@@ -131,6 +138,7 @@ type Server struct {
 	mu       sync.Mutex
 	vms      map[string]*vmState  // key: resourceKey
 	nics     map[string]*nicState // key: resourceKey
+	network  *networkState
 	ops      map[string]*operation
 	counters Counters
 	nextIP   int
@@ -160,6 +168,9 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 	if opts.VMCreateDelay == 0 {
 		opts.VMCreateDelay = opts.OpDelay
 	}
+	if err := opts.Network.validate(); err != nil {
+		return nil, err
+	}
 	if opts.Clock == nil {
 		opts.Clock = clock.RealClock{}
 	}
@@ -173,6 +184,7 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 		faults:     NewRules(opts.Faults...),
 		vms:        map[string]*vmState{},
 		nics:       map[string]*nicState{},
+		network:    newNetworkState(opts.Network),
 		ops:        map[string]*operation{},
 		bootErrors: map[string]string{},
 		token:      "emulator-" + randHex(8),
@@ -281,8 +293,9 @@ func (s *Server) SetNeverJoins(f func(vmName string) bool) {
 	s.neverJoins = f
 }
 
-// BootError says why VM vmName has not joined the cluster: its node image
-// refused the customData, or its kubelet's last attempt to join failed
+// BootError says why VM vmName has not joined the cluster: its NIC has no
+// outbound path (nodenetwork.go), its node image refused the customData, or
+// its kubelet's last attempt to join failed
 // (e.g. the API server refused the bootstrap token). "" when it joined, is
 // still joining without an error, or is not booted.
 func (s *Server) BootError(vmName string) string {

@@ -117,8 +117,17 @@ func nodeName(v *vmState) string {
 
 // bootLocked boots v's node image: it reads the customData and starts the
 // kubelet, which joins in the background. A refusal is recorded (BootError):
-// the VM runs but never joins, as on Azure.
+// the VM runs but never joins, as on Azure. So is a VM with no outbound path
+// (nodenetwork.go).
 func (s *Server) bootLocked(v *vmState) {
+	// Default outbound access ends with private subnets: a node with no
+	// way out never reaches the API server's public endpoint (checked even
+	// without a cluster, so BootError says so).
+	if reason := s.noOutboundLocked(v); reason != "" {
+		s.bootErrors[strings.ToLower(v.name())] = reason
+		s.log.Warn("VM booted but its kubelet cannot reach the API server", "name", v.name(), "reason", reason)
+		return
+	}
 	if s.nodes == nil {
 		return
 	}

@@ -15,6 +15,8 @@ package armemulator
 //	tags: name with < > % & \ ? /                 400 InvalidTagNameCharacters       VM and NIC PUT
 //	subnet ID malformed                           400 LinkedInvalidPropertyId        NIC PUT
 //	subnet does not exist (Options.Subnets)       400 InvalidResourceReference       NIC PUT
+//	backend pool or NSG ID malformed              400 LinkedInvalidPropertyId        NIC PUT
+//	backend pool or NSG does not exist            400 InvalidResourceReference       NIC PUT (Options.Network)
 //	location missing                              400 LocationRequired               VM and NIC PUT
 //	customData not base64 or > 87380 characters   400 InvalidParameter (customData)  VM PUT
 //	Linux VM, password login disabled, no key     400 InvalidParameter (linuxConfiguration)
@@ -62,10 +64,12 @@ func badParameter(target, format string, args ...any) refusal {
 // apiVersions are the api-version values the emulator serves per resource
 // type: the ones the SDK modules karpfunc pins send.
 var apiVersions = map[string][]string{
-	"virtualMachines":   {"2026-04-01"}, // armcompute/v8
-	"skus":              {"2021-07-01"}, // armcompute/v8 ResourceSKUsClient
-	"networkInterfaces": {"2025-05-01"}, // armnetwork/v9
-	"operations":        {operationsAPIVersion},
+	"virtualMachines":       {"2026-04-01"}, // armcompute/v8
+	"skus":                  {"2021-07-01"}, // armcompute/v8 ResourceSKUsClient
+	"networkInterfaces":     {"2025-05-01"}, // armnetwork/v9
+	"loadBalancers":         {"2025-05-01"}, // armnetwork/v9
+	"networkSecurityGroups": {"2025-05-01"}, // armnetwork/v9
+	"operations":            {operationsAPIVersion},
 }
 
 // operationsAPIVersion is what the emulator writes into the operation URLs
@@ -263,6 +267,9 @@ func (s *Server) checkSubnet(subnetID, nicID string, i int) refusal {
 			"Property id '%s' at path 'properties.ipConfigurations[%d].properties.subnet.id' is invalid. Expect fully qualified resource Id that start with '/subscriptions/{subscriptionId}' or '/providers/{resourceProviderNamespace}/'.", subnetID, i)}
 	}
 	if s.opts.Subnets == nil || slices.ContainsFunc(s.opts.Subnets, func(id string) bool { return strings.EqualFold(id, subnetID) }) {
+		return refusal{}
+	}
+	if _, ok := s.network.subnets[strings.ToLower(subnetID)]; ok {
 		return refusal{}
 	}
 	return refusal{status: http.StatusBadRequest, code: "InvalidResourceReference", message: fmt.Sprintf(

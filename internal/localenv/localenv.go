@@ -224,7 +224,11 @@ func Start(ctx context.Context, opts Options) (env *Env, err error) {
 		Identities: []armemulator.Identity{{ResourceID: KubeletIdentityID(), ClientID: KubeletIdentityClientID,
 			PrincipalID: KubeletIdentityPrincipalID, CallerMayAssign: true}},
 		CallerObjectID: FunctionsPrincipalID,
-		Kube:           env.ControlPlane.RESTConfig(),
+		// The node resource group AKS creates for outboundType loadBalancer:
+		// its subnet is private, so a node reaches the API server only
+		// through the load balancer's outbound pool.
+		Network: armemulator.AKSNetwork(SubscriptionID, ResourceGroup, opts.Region),
+		Kube:    env.ControlPlane.RESTConfig(),
 		// The VNet resolves the API server's FQDN to the local API server.
 		DNS:    map[string]string{env.ControlPlane.APIServerFQDN(): env.ControlPlane.APIServerAddr()},
 		Logger: slog.New(slog.NewTextHandler(logw, &slog.HandlerOptions{Level: slog.LevelInfo})).With("component", "arm-emulator"),
@@ -370,11 +374,9 @@ func KubeletIdentityID() string {
 		"/providers/Microsoft.ManagedIdentity/userAssignedIdentities/karpfunc-local-agentpool"
 }
 
-// SubnetID is the node subnet the local NodeClaims use.
-func SubnetID() string {
-	return "/subscriptions/" + SubscriptionID + "/resourceGroups/" + ResourceGroup +
-		"/providers/Microsoft.Network/virtualNetworks/aks-vnet/subnets/aks-subnet"
-}
+// SubnetID is the node subnet the local NodeClaims use: the one of the VNet
+// AKS manages (aks-vnet-<id>/aks-subnet), private.
+func SubnetID() string { return armemulator.AKSSubnetID(SubscriptionID, ResourceGroup) }
 
 // Stop stops everything in reverse order of start and removes the work dir.
 // It is safe to call more than once.

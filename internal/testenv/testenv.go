@@ -88,7 +88,7 @@ func DefaultServiceAccounts(t testing.TB, kube client.Client, namespaces ...stri
 func ARM(t testing.TB) (*armemulator.Server, *azure.Launcher) {
 	t.Helper()
 	arm, err := armemulator.Start(t.Context(), armemulator.Options{SubscriptionIDs: []string{SubscriptionID},
-		OpDelay: 10 * time.Millisecond, Logger: slog.New(slog.DiscardHandler)})
+		OpDelay: 10 * time.Millisecond, Logger: slog.New(slog.DiscardHandler), Network: Network()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,6 +110,13 @@ func ARM(t testing.TB) (*armemulator.Server, *azure.Launcher) {
 		t.Fatal(err)
 	}
 	return arm, l
+}
+
+// Network is the node resource group's network as AKS creates it (load
+// balancer "kubernetes" with its pools, the cluster NSG); SubnetID is a
+// bring-your-own subnet with default outbound access next to it.
+func Network() armemulator.Network {
+	return armemulator.AKSNetwork(SubscriptionID, ResourceGroup, Location)
 }
 
 // SubnetID is the node subnet of the test resource group.

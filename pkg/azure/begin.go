@@ -44,7 +44,14 @@ func (l *Launcher) BeginNIC(ctx context.Context, req LaunchRequest) (NICStatus, 
 	case !IsNotFound(err):
 		return NICStatus{}, wrapARM(err, "getting NIC %q", name)
 	}
-	if _, err := l.nics.BeginCreateOrUpdate(ctx, l.opts.ResourceGroup, name, l.nicFor(req), nil); err != nil {
+	nn, err := l.NodeNetworkFor(ctx, req.SubnetID)
+	if err != nil {
+		return NICStatus{}, err
+	}
+	nic := l.nicFor(req)
+	withNodeNetwork(&nic, nn)
+	if _, err := l.nics.BeginCreateOrUpdate(ctx, l.opts.ResourceGroup, name, nic, nil); err != nil {
+		l.forgetNodeNetwork(err, nn)
 		return NICStatus{}, wrapARM(err, "creating NIC %q", name)
 	}
 	// One GET instead of a poll: NICs usually finish within the PUT, and

@@ -29,6 +29,9 @@ const (
 	CodeSubscriptionRequestsThrottled         = "SubscriptionRequestsThrottled"
 	CodeInvalidParameter                      = "InvalidParameter"
 	CodeNicInUse                              = "NicInUse"
+	// CodeInvalidResourceReference: a resource a request references (subnet,
+	// backend pool, NSG) does not exist.
+	CodeInvalidResourceReference = "InvalidResourceReference"
 	// CodeProvisioningFailed stands for a VM in state Failed whose instance
 	// view names no error.
 	CodeProvisioningFailed = "ProvisioningFailed"

@@ -121,6 +121,10 @@ type Launcher struct {
 	nics     *armnetwork.InterfacesClient
 	skus     *armcompute.ResourceSKUsClient
 	pollOpts *runtime.PollUntilDoneOptions
+	// lbs, nsgs and netCache find the node network (nodenetwork.go).
+	lbs      *armnetwork.LoadBalancersClient
+	nsgs     *armnetwork.SecurityGroupsClient
+	netCache *nodeNetworkCache
 }
 
 // NewLauncher builds the ARM clients from opts.
@@ -188,13 +192,17 @@ func NewLauncher(opts Options) (*Launcher, error) {
 	if err != nil {
 		return nil, fmt.Errorf("creating resource SKU client: %w", err)
 	}
-	return &Launcher{
+	l := &Launcher{
 		opts:     opts,
 		vms:      vms,
 		nics:     nics,
 		skus:     skus,
 		pollOpts: &runtime.PollUntilDoneOptions{Frequency: opts.PollFrequency},
-	}, nil
+	}
+	if err := l.newNetworkClients(cred, armOpts); err != nil {
+		return nil, err
+	}
+	return l, nil
 }
 
 func newHTTPClient(caPEM []byte) (*http.Client, error) {

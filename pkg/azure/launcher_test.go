@@ -58,6 +58,9 @@ func startEmulator(t *testing.T, opts armemulator.Options) *armemulator.Server {
 	if opts.OpDelay == 0 {
 		opts.OpDelay = 30 * time.Millisecond
 	}
+	if opts.Network.LoadBalancers == nil && opts.Network.SecurityGroups == nil {
+		opts.Network = armemulator.AKSNetwork(testSub, testRG, testLocation)
+	}
 	opts.SubscriptionIDs = []string{testSub}
 	opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	s, err := armemulator.Start(context.Background(), opts)

@@ -50,7 +50,7 @@ func TestLaunch(t *testing.T) {
 func newLaunchWorld(t *testing.T, kube client.Client, vmCreate time.Duration) *launchWorld {
 	t.Helper()
 	arm, err := armemulator.Start(t.Context(), armemulator.Options{SubscriptionIDs: []string{testenv.SubscriptionID},
-		OpDelay: 10 * time.Millisecond, VMCreateDelay: vmCreate, Logger: slog.New(slog.DiscardHandler)})
+		OpDelay: 10 * time.Millisecond, VMCreateDelay: vmCreate, Logger: slog.New(slog.DiscardHandler), Network: testenv.Network()})
 	if err != nil {
 		t.Fatal(err)
 	}
