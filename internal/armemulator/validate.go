@@ -65,6 +65,7 @@ var apiVersions = map[string][]string{
 	"virtualMachines":   {"2026-04-01"}, // armcompute/v8
 	"skus":              {"2021-07-01"}, // armcompute/v8 ResourceSKUsClient
 	"networkInterfaces": {"2025-05-01"}, // armnetwork/v9
+	"disks":             {"2026-03-02"}, // armcompute/v8 DisksClient
 	"operations":        {operationsAPIVersion},
 }
 
