@@ -37,6 +37,15 @@
 // derive the same names for the same pods, so the API server's AlreadyExists
 // makes the second adopt the first's claim.
 //
+// What is left. A name is created again only if a claim could be created,
+// deleted and finalized between a pass's last counter read and its Create
+// (one API round trip; termination alone takes a Lifecycle invocation). Two
+// claims for the same pods arise only when a third pass retires a
+// generation inside another's read-to-Create round trip while a second
+// pass takes its view; the extra claim is an empty node consolidation
+// removes, never a reused name. Passes on different views (one saw a pod
+// the other did not) may group pods differently, as before the counter.
+//
 // The counter starts (when its Lease is first created) at the Unix time in
 // milliseconds, so a counter lost with karpfunc's namespace restarts above
 // every generation used before (a pass raises it by one at most).
