@@ -169,7 +169,7 @@ func (d *dependencies) get() (*provisioning.Provisioner, *lifecycle.Controller, 
 		return nil, nil, err
 	}
 	d.lifecycleController = lifecycle.New(lifecycle.Options{Kube: kube, Deleter: launcher, Evictor: evictor, Clock: clk, Logger: d.log,
-		ClusterName: azOpts.ClusterName, Publisher: pub, RegistrationTTL: regTTL, Launch: d.provisioner})
+		ClusterName: azOpts.ClusterName, Publisher: pub, RegistrationTTL: regTTL, Launch: d.provisioner, Namespace: d.getenv(EnvNamespace)})
 	d.launcher, d.gcGrace = launcher, gcGrace
 	if d.notice, err = d.duration(EnvSpotNotice, interruption.DefaultNotice); err != nil {
 		return nil, nil, err

@@ -147,6 +147,11 @@ func (s *Server) putVM(w http.ResponseWriter, r *http.Request, sub, rg, name str
 		writeRefusal(w, ref)
 		return
 	}
+	diskName := osDiskName(&vm, name)
+	if ref := s.checkOSDiskLocked(sub, rg, diskName); !ref.ok() {
+		writeRefusal(w, ref)
+		return
+	}
 
 	now := s.clock.Now()
 	id := s.vmID(sub, rg, name)
@@ -159,6 +164,7 @@ func (s *Server) putVM(w http.ResponseWriter, r *http.Request, sub, rg, name str
 	vm.Properties.ProvisioningState = ptr("Creating")
 	s.fillIdentityLocked(&vm)
 	v.vm = vm
+	s.createOSDiskLocked(v, key, diskName)
 	for _, ref := range vm.Properties.NetworkProfile.NetworkInterfaces {
 		nk := nicKeyFromID(deref(ref.ID))
 		v.nicKeys = append(v.nicKeys, nk)

@@ -20,6 +20,9 @@ const (
 	OpGetNIC       Operation = "GetNIC"
 	OpDeleteNIC    Operation = "DeleteNIC"
 	OpListNICs     Operation = "ListNICs"
+	OpGetDisk      Operation = "GetDisk"
+	OpDeleteDisk   Operation = "DeleteDisk"
+	OpListDisks    Operation = "ListDisks"
 	OpListSKUs     Operation = "ListSKUs"
 	OpGetOperation Operation = "GetOperation"
 

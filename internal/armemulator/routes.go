@@ -63,6 +63,12 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				func() { s.putVM(w, r, sub, rg, name) }, func() { s.deleteVM(w, r, sub, rg, name) }) {
 				return
 			}
+		case is(5, "Microsoft.Compute") && is(6, "disks") && r.Method != http.MethodPut:
+			// Disks are made by VM creates only; a disk PUT is not served.
+			if s.routeResource(w, r, name, func() { s.listDisks(w, r, sub, rg) }, func() { s.getDisk(w, r, sub, rg, name) },
+				nil, func() { s.deleteDisk(w, r, sub, rg, name) }) {
+				return
+			}
 		case is(5, "Microsoft.Network") && is(6, "networkInterfaces"):
 			if s.routeResource(w, r, name, func() { s.listNICs(w, r, sub, rg) }, func() { s.getNIC(w, r, sub, rg, name) },
 				func() { s.putNIC(w, r, sub, rg, name) }, func() { s.deleteNIC(w, r, sub, rg, name) }) {
@@ -96,6 +102,8 @@ func resourceType(seg []string) string {
 		return "loadBalancers"
 	case (len(seg) == 7 || len(seg) == 8) && is(2, "resourceGroups") && is(4, "providers") && is(5, "Microsoft.Network") && is(6, "networkSecurityGroups"):
 		return "networkSecurityGroups"
+	case (len(seg) == 7 || len(seg) == 8) && is(2, "resourceGroups") && is(4, "providers") && is(5, "Microsoft.Compute") && is(6, "disks"):
+		return "disks"
 	}
 	return ""
 }

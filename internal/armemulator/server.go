@@ -112,8 +112,10 @@ type Options struct {
 type Counters struct {
 	VMCreates, VMDeletes   int
 	NICCreates, NICDeletes int
-	NodesCreated           int
-	NodesDeleted           int
+	// DiskDeletes counts managed disks deleted (with their VM, or alone).
+	DiskDeletes  int
+	NodesCreated int
+	NodesDeleted int
 	// Evictions counts spot evictions started (notices given); Preempted
 	// the VMs still there when their notice ran out, which the platform
 	// removed (karpfunc deletes an interrupted VM itself once drained).
@@ -139,6 +141,7 @@ type Server struct {
 	vms      map[string]*vmState  // key: resourceKey
 	nics     map[string]*nicState // key: resourceKey
 	network  *networkState
+	disks    map[string]*diskState // key: resourceKey
 	ops      map[string]*operation
 	counters Counters
 	nextIP   int
@@ -185,6 +188,7 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 		vms:        map[string]*vmState{},
 		nics:       map[string]*nicState{},
 		network:    newNetworkState(opts.Network),
+		disks:      map[string]*diskState{},
 		ops:        map[string]*operation{},
 		bootErrors: map[string]string{},
 		token:      "emulator-" + randHex(8),

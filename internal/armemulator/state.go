@@ -78,11 +78,12 @@ func (s *Server) settleLocked() {
 	}
 }
 
-// removeVMLocked makes a VM disappear: its NICs are deleted with it when
-// their deleteOption says so (as Azure does), otherwise released, and its
-// Node goes away like a node whose machine vanished.
+// removeVMLocked makes a VM disappear: its NICs and OS disk are deleted
+// with it when their deleteOption says so (as Azure does), otherwise
+// released, and its Node goes away like a node whose machine vanished.
 func (s *Server) removeVMLocked(key string, v *vmState) {
 	delete(s.vms, key)
+	s.releaseOSDiskLocked(v, key)
 	deleteNIC := map[string]bool{}
 	for _, ref := range v.vm.Properties.NetworkProfile.NetworkInterfaces {
 		if ref.Properties != nil && deref(ref.Properties.DeleteOption) == armcompute.DeleteOptionsDelete {

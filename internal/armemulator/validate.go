@@ -69,6 +69,7 @@ var apiVersions = map[string][]string{
 	"networkInterfaces":     {"2025-05-01"}, // armnetwork/v9
 	"loadBalancers":         {"2025-05-01"}, // armnetwork/v9
 	"networkSecurityGroups": {"2025-05-01"}, // armnetwork/v9
+	"disks":                 {"2026-03-02"}, // armcompute/v8 DisksClient
 	"operations":            {operationsAPIVersion},
 }
 

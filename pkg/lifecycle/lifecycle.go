@@ -18,7 +18,9 @@ import (
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
 	"github.com/karpfunc/karpfunc/pkg/bus"
+	"github.com/karpfunc/karpfunc/pkg/claimnames"
 	"github.com/karpfunc/karpfunc/pkg/events"
+	"github.com/karpfunc/karpfunc/pkg/offerings"
 	"github.com/karpfunc/karpfunc/pkg/ownership"
 )
 
@@ -67,6 +69,9 @@ type Options struct {
 	// before its launch was recorded); nil: only Launched NodeClaims are
 	// registered.
 	Launch LaunchReconciler
+	// Namespace holds karpfunc's coordination objects (the NodeClaim name
+	// counter, package claimnames); default kube-system, as provisioning's.
+	Namespace string
 }
 
 // Controller runs registration, initialization and termination.
@@ -83,6 +88,7 @@ type Controller struct {
 	drainRetry time.Duration
 	deleteChk  time.Duration
 	launch     LaunchReconciler
+	names      *claimnames.Counter
 }
 
 // New returns a Controller.
@@ -102,9 +108,13 @@ func New(opts Options) *Controller {
 	if opts.DeleteCheck <= 0 {
 		opts.DeleteCheck = DefaultDeleteCheck
 	}
+	if opts.Namespace == "" {
+		opts.Namespace = offerings.DefaultNamespace
+	}
 	return &Controller{kube: opts.Kube, deleter: opts.Deleter, evict: opts.Evictor, clock: opts.Clock, log: opts.Logger,
 		recorder: events.NewRecorder(opts.Kube, opts.Clock), cluster: opts.ClusterName, pub: opts.Publisher,
-		regTTL: opts.RegistrationTTL, drainRetry: opts.DrainRetry, deleteChk: opts.DeleteCheck, launch: opts.Launch}
+		regTTL: opts.RegistrationTTL, drainRetry: opts.DrainRetry, deleteChk: opts.DeleteCheck, launch: opts.Launch,
+		names: claimnames.NewCounter(opts.Kube, opts.Namespace, opts.Clock)}
 }
 
 // nodeClaimForProviderID finds the NodeClaim launched as providerID. AKS

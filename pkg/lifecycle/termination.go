@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/karpfunc/karpfunc/pkg/bus"
+	"github.com/karpfunc/karpfunc/pkg/claimnames"
 	"github.com/karpfunc/karpfunc/pkg/events"
 	"github.com/karpfunc/karpfunc/pkg/messages"
 	"github.com/karpfunc/karpfunc/pkg/nodepoolstatus"
@@ -191,6 +192,15 @@ func (c *Controller) Terminate(ctx context.Context, name string) (TerminateResul
 			if err != nil {
 				return res, err
 			}
+		}
+	}
+	// The name's generation is retired before the finalizer goes (the name
+	// is free at the API server only then): no later pass derives the name
+	// again, even when the pass that created the claim died before
+	// retiring it (package claimnames).
+	if g, ok := claimnames.GenerationOf(nc); ok {
+		if err := c.names.Retire(ctx, g); err != nil {
+			return res, fmt.Errorf("NodeClaim %s keeps its finalizer until its name is retired: %w", nc.Name, err)
 		}
 	}
 	// The finalizer goes with an optimistic lock, so a finalizer another

@@ -69,3 +69,25 @@ func (e *LaunchFailedError) Error() string {
 func NewLaunchFailedError(nodeClaim, reason, message string) error {
 	return &LaunchFailedError{NodeClaim: nodeClaim, Reason: reason, Message: message}
 }
+
+// NameRetiredError means a NodeClaim was not created because the name
+// counter moved past its name's generation after the pass's view and no
+// claim of that name exists: the name may have been used and removed since,
+// and a name is never used twice. Its pods wait for the next pass, whose
+// view starts above the counter.
+type NameRetiredError struct {
+	NodeClaim  string
+	Generation int64
+	Counter    int64
+}
+
+func (e *NameRetiredError) Error() string {
+	return fmt.Sprintf("NodeClaim %s not created: the name counter is at %d, past the name's generation %d, since this pass looked (a concurrent pass created NodeClaims); a fresh pass names it again",
+		e.NodeClaim, e.Counter, e.Generation)
+}
+
+// IsNameRetired reports whether err is, or wraps, a NameRetiredError.
+func IsNameRetired(err error) bool {
+	var e *NameRetiredError
+	return errors.As(err, &e)
+}

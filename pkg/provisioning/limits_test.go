@@ -66,12 +66,17 @@ func TestLimitsUnderRacingPasses(t *testing.T) {
 		name   string
 		limits karpv1.Limits
 		// claims is how many NodeClaims the two passes end with; refused
-		// how many B did not create because a fresh count was over.
+		// how many B did not create because a fresh count was over;
+		// deferred whether B left its pods for a fresh pass because A
+		// retired the name generation of B's view.
 		claims, refused int
+		deferred        bool
 	}{
-		// Without a limit B, acting on its stale snapshot, adds a claim of
-		// its own: the passes really overlapped.
-		{name: "no limit: the stale pass adds its own claim", claims: 2},
+		// Without a limit B, acting on its stale snapshot, would add a
+		// claim of its own (the passes really overlapped); it does not,
+		// because A moved the name counter past B's view after its
+		// snapshot (package claimnames): B leaves its pods to a fresh pass.
+		{name: "no limit: the stale pass leaves its pods to a fresh pass", claims: 1, deferred: true},
 		{name: "cpu limit 8: the stale pass must not go over it", claims: 1, refused: 1,
 			limits: karpv1.Limits{corev1.ResourceCPU: resource.MustParse("8")}},
 		{name: "nodes limit 1: the stale pass must not go over it", claims: 1, refused: 1,
@@ -138,6 +143,9 @@ func TestLimitsUnderRacingPasses(t *testing.T) {
 			}
 			if limit, ok := c.limits["nodes"]; ok && int64(len(ncs.Items)) > limit.Value() {
 				t.Errorf("NodeClaims %v; the NodePool's limit is %s nodes", names, limit.String())
+			}
+			if deferred := resB.Pods.Count(provisioning.Deferred) > 0 && len(resB.OverLimit) == 0; deferred != c.deferred {
+				t.Errorf("B's pods: %s; deferred for a fresh pass: %t, want %t", resB.Pods, deferred, c.deferred)
 			}
 			if len(ncs.Items) != c.claims || len(resB.OverLimit) != c.refused {
 				t.Errorf("NodeClaims %v (A created %v, B created %v, B refused %q); want %d claims, %d refused",

@@ -2,12 +2,8 @@ package provisioning
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"sort"
-	"strconv"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -17,6 +13,7 @@ import (
 	"sigs.k8s.io/karpenter/pkg/scheduling"
 
 	"github.com/karpfunc/karpfunc/pkg/apis/v1beta1"
+	"github.com/karpfunc/karpfunc/pkg/claimnames"
 	"github.com/karpfunc/karpfunc/pkg/disruption"
 	"github.com/karpfunc/karpfunc/pkg/events"
 	"github.com/karpfunc/karpfunc/pkg/ownership"
@@ -35,28 +32,40 @@ const (
 
 // create writes the NodeClaim for plan and nominates its pods.
 //
-// The name is the idempotency key: a hash of the NodePool, the pods' UIDs
-// and the first generation whose name no NodeClaim in the pass's snapshot
-// holds (see NodeClaimName). Two passes that act on the same snapshot (a
-// redelivery after a lost lock) pick the same name, so the second finds the
-// first's claim instead of making another; a pass whose snapshot already
-// holds a claim of that name for these pods (one going away, or one the
-// pods cannot use: its Node was tainted, cordoned, filled) moves on to the
-// next generation at once instead of waiting for it.
+// The name is the idempotency key and is never used twice (package
+// claimnames): derived from the NodePool, the pods' UIDs and the first
+// generation, from the pass's view of the name counter on, whose name no
+// NodeClaim in the pass's snapshot holds. Two passes that act on the same
+// view (a redelivery after a lost lock) pick the same name, so the second
+// finds the first's claim instead of making another; a pass whose snapshot
+// already holds a claim of that name for these pods (one going away, or one
+// the pods cannot use: its Node was tainted, cordoned, filled) moves on to
+// the next generation at once instead of waiting for it. Just before the
+// Create the counter is read again: if it has moved past the generation,
+// the claim is adopted when it exists and otherwise not created (a
+// NameRetiredError), since the name may be one already used and removed.
+// The caller retires the generations of the claims it created.
 //
 // It returns the claim and whether this call created it (false: a
 // concurrent pass created it after this pass's snapshot), or a
 // LimitExceededError when a fresh count of the NodePool's claims leaves no
 // room for it.
-func (p *Provisioner) create(ctx context.Context, plan *scheduler.NodeClaimPlan, held func(string) bool) (*karpv1.NodeClaim, bool, error) {
+func (p *Provisioner) create(ctx context.Context, plan *scheduler.NodeClaimPlan, held func(string) bool, view int64) (*karpv1.NodeClaim, bool, error) {
 	nc := NodeClaimFor(plan)
-	nc.Name = FreeNodeClaimName(plan.NodePool.Name, plan.Pods, held)
+	name, generation := claimnames.Free(plan.NodePool.Name, plan.Pods, view, held)
+	nc.Name = name
+	claimnames.SetGeneration(nc, generation)
 	created := true
 	err := p.limits.guard(ctx, plan.NodePool, func() error {
 		if err := p.checkLimits(ctx, plan.NodePool, nc); err != nil {
 			return err
 		}
-		err := p.kube.Create(ctx, nc)
+		adopted, err := p.adoptIfRetired(ctx, nc, generation)
+		if err != nil || adopted {
+			created = false
+			return err
+		}
+		err = p.kube.Create(ctx, nc)
 		if apierrors.IsAlreadyExists(err) {
 			created = false
 			return p.kube.Get(ctx, client.ObjectKeyFromObject(nc), nc)
@@ -64,7 +73,7 @@ func (p *Provisioner) create(ctx context.Context, plan *scheduler.NodeClaimPlan,
 		return err
 	})
 	if err != nil {
-		if IsLimitExceeded(err) {
+		if IsLimitExceeded(err) || IsNameRetired(err) {
 			return nil, false, err
 		}
 		return nil, false, fmt.Errorf("creating NodeClaim %s for NodePool %s: %w", nc.Name, plan.NodePool.Name, err)
@@ -83,7 +92,31 @@ func (p *Provisioner) create(ctx context.Context, plan *scheduler.NodeClaimPlan,
 	return nc, true, nil
 }
 
-// NodeClaimFor builds the NodeClaim object for a plan: the NodePool's
+// adoptIfRetired reads the name counter just before nc is created. While
+// it has not passed generation the name was never removed, and Create may
+// go ahead (false). Once it has, nc is read back and adopted (true) when it
+// exists; when it does not, a NameRetiredError: the name may have been used
+// and removed since the pass's view, so it must not be created again.
+func (p *Provisioner) adoptIfRetired(ctx context.Context, nc *karpv1.NodeClaim, generation int64) (bool, error) {
+	counter, err := p.names.Read(ctx)
+	if err != nil || counter <= generation {
+		return false, err
+	}
+	existing := &karpv1.NodeClaim{}
+	err = p.kube.Get(ctx, client.ObjectKeyFromObject(nc), existing)
+	switch {
+	case err == nil:
+		*nc = *existing
+		return true, nil
+	case apierrors.IsNotFound(err):
+		return false, &NameRetiredError{NodeClaim: nc.Name, Generation: generation, Counter: counter}
+	default:
+		return false, fmt.Errorf("reading NodeClaim %s: %w", nc.Name, err)
+	}
+}
+
+// NodeClaimFor builds the NodeClaim object for a plan (unnamed: create
+// names it): the NodePool's
 // template (labels, annotations, taints, startup taints, expiry, grace
 // period), requirements narrowed to the plan's instance-type options, the
 // pods' summed requests, and Karpenter's finalizer and owner reference.
@@ -125,7 +158,6 @@ func NodeClaimFor(plan *scheduler.NodeClaimPlan) *karpv1.NodeClaim {
 	sort.Slice(nodeSelector, func(i, j int) bool { return nodeSelector[i].Key < nodeSelector[j].Key })
 	nc := &karpv1.NodeClaim{
 		ObjectMeta: metav1.ObjectMeta{
-			Name:        NodeClaimName(np.Name, plan.Pods, 0),
 			Labels:      labels,
 			Annotations: annotations,
 			Finalizers:  []string{karpv1.TerminationFinalizer},
@@ -146,38 +178,6 @@ func NodeClaimFor(plan *scheduler.NodeClaimPlan) *karpv1.NodeClaim {
 	}
 	ownership.Mark(nc)
 	return nc
-}
-
-// NodeClaimName is "<nodepool>-<10 hex>" from the NodePool, its pods and a
-// generation: generation 0 is the first claim ever made for exactly these
-// pods in this NodePool, generation n the claim made after n earlier ones
-// could not take them.
-func NodeClaimName(nodePool string, pods []*corev1.Pod, generation int) string {
-	uids := make([]string, 0, len(pods))
-	for _, p := range pods {
-		uids = append(uids, string(p.UID))
-	}
-	sort.Strings(uids)
-	key := nodePool + "\x00" + strings.Join(uids, ",")
-	if generation > 0 {
-		key += "\x00" + strconv.Itoa(generation)
-	}
-	sum := sha256.Sum256([]byte(key))
-	prefix := nodePool
-	if len(prefix) > 50 {
-		prefix = prefix[:50]
-	}
-	return prefix + "-" + hex.EncodeToString(sum[:])[:10]
-}
-
-// FreeNodeClaimName is the NodeClaimName of the lowest generation that held
-// does not report as taken.
-func FreeNodeClaimName(nodePool string, pods []*corev1.Pod, held func(string) bool) string {
-	for generation := 0; ; generation++ {
-		if name := NodeClaimName(nodePool, pods, generation); !held(name) {
-			return name
-		}
-	}
 }
 
 func ptr[T any](v T) *T { return &v }

@@ -3,12 +3,17 @@
 // It reads the whole snapshot from the API server on every call (messages are
 // triggers, not state), asks the pure scheduler where pods go, creates the
 // NodeClaims it decides on, and launches every NodeClaim that is not launched
-// yet. Every step is idempotent: NodeClaim names are derived from their pods,
-// the launcher GETs before it PUTs, and in-flight NodeClaims count as capacity
-// on the next pass, so a re-delivered message creates nothing new. A pass
-// never waits on a NodeClaim it cannot use: names move to the next
-// generation when the snapshot already holds one (see create). Every
-// pending pod leaves a pass with one Outcome.
+// yet. Every step is idempotent: NodeClaim names are derived from their pods
+// and the pass's view of the cluster's name counter (package claimnames), the
+// launcher GETs before it PUTs, and in-flight NodeClaims count as capacity on
+// the next pass, so a re-delivered message creates nothing new. A NodeClaim
+// name is never used twice in the cluster's life: the view is read before the
+// snapshot, a pass retires the generations it created (termination retires a
+// claim's before its finalizer goes), and a name whose generation was retired
+// since the view is adopted or not created (see create). A pass never waits
+// on a NodeClaim it cannot use: names move to the next generation when the
+// snapshot already holds one. Every pending pod leaves a pass with one
+// Outcome.
 package provisioning
 
 import (
@@ -28,6 +33,7 @@ import (
 	"github.com/karpfunc/karpfunc/pkg/azure"
 	"github.com/karpfunc/karpfunc/pkg/bus"
 	"github.com/karpfunc/karpfunc/pkg/catalog"
+	"github.com/karpfunc/karpfunc/pkg/claimnames"
 	"github.com/karpfunc/karpfunc/pkg/decisions"
 	"github.com/karpfunc/karpfunc/pkg/events"
 	"github.com/karpfunc/karpfunc/pkg/offerings"
@@ -76,7 +82,8 @@ type Options struct {
 	// MaxLaunchAttempts (default DefaultMaxLaunchAttempts).
 	MaxLaunchAttempts int
 	// Namespace holds karpfunc's coordination objects (the NodePool limits
-	// Leases); default kube-system, as the offerings state.
+	// Leases, the NodeClaim name counter); default kube-system, as the
+	// offerings state.
 	Namespace string
 	// LimitsLeaseDuration bounds how long a pass holds a NodePool's limits
 	// Lease (default DefaultLimitsLeaseDuration).
@@ -115,6 +122,7 @@ type Provisioner struct {
 	maxAttempts int
 	stuckAfter  time.Duration
 	limits      limitGuard
+	names       *claimnames.Counter
 
 	maxFailures       int
 	checkInterval     time.Duration
@@ -162,6 +170,7 @@ func New(opts Options) *Provisioner {
 		offerings: opts.Offerings, publisher: opts.Publisher, regTTL: opts.RegistrationTTL, maxAttempts: opts.MaxLaunchAttempts,
 		stuckAfter:  opts.StuckAfter,
 		limits:      limitGuard{kube: opts.Kube, namespace: opts.Namespace, clock: opts.Clock, duration: opts.LimitsLeaseDuration},
+		names:       claimnames.NewCounter(opts.Kube, opts.Namespace, opts.Clock),
 		maxFailures: opts.MaxLaunchFailures, checkInterval: opts.LaunchCheckInterval, launchConcurrency: opts.LaunchConcurrency}
 }
 
@@ -204,6 +213,13 @@ const retryDelay = 2 * time.Second
 // pending longer than StuckAfter gets a FailedScheduling event that says
 // where karpfunc placed it and what it waits for.
 func (p *Provisioner) Provision(ctx context.Context) (Result, error) {
+	// The name counter is read before the NodeClaims are listed: a view
+	// taken after another pass retired generations comes with a list that
+	// holds the claims it created (see package claimnames).
+	view, err := p.names.Read(ctx)
+	if err != nil {
+		return Result{}, err
+	}
 	snap, err := snapshot.List(ctx, p.kube)
 	if err != nil {
 		return Result{}, err
@@ -248,9 +264,16 @@ func (p *Provisioner) Provision(ctx context.Context) (Result, error) {
 				errs = append(errs, err)
 			}
 		}
+		retire := int64(-1) // the highest generation this pass created
 		for _, plan := range out.NewNodeClaims {
-			nc, created, err := p.create(ctx, plan, func(name string) bool { return held[name] })
+			nc, created, err := p.create(ctx, plan, func(name string) bool { return held[name] }, view)
 			switch {
+			case IsNameRetired(err):
+				p.log.Warn("nodeclaim not created", "error", err)
+				for _, pod := range plan.Pods {
+					res.Pods = append(res.Pods, outcomeOf(pod, Deferred, "", "a fresh pass: "+err.Error()))
+				}
+				continue
 			case IsLimitExceeded(err):
 				// Another pass took the room; like the solver's own limit
 				// refusals, the pods wait (a termination asks for a pass).
@@ -279,6 +302,16 @@ func (p *Provisioner) Provision(ctx context.Context) (Result, error) {
 				res.Created = append(res.Created, nc.Name)
 				recordCreated(ctx, nc, plan.Pods, p.clock.Now())
 				snap.NodeClaims = append(snap.NodeClaims, nc)
+				if g, ok := claimnames.GenerationOf(nc); ok && g > retire {
+					retire = g
+				}
+			}
+		}
+		// Created first, retired after: a pass that reads the counter
+		// past these generations lists their claims (package claimnames).
+		if retire >= 0 {
+			if err := p.names.Retire(ctx, retire); err != nil {
+				errs = append(errs, err)
 			}
 		}
 	}

@@ -80,61 +80,6 @@ func pod(uid string, conds ...corev1.PodCondition) *corev1.Pod {
 		Status: corev1.PodStatus{Phase: corev1.PodPending, Conditions: conds}}
 }
 
-func TestNodeClaimName(t *testing.T) {
-	a, b, c := pod("a"), pod("b"), pod("c")
-	tests := []struct {
-		name  string
-		x, y  []*corev1.Pod
-		poolX string
-		poolY string
-		same  bool
-	}{
-		{"same pods in any order", []*corev1.Pod{a, b}, []*corev1.Pod{b, a}, "general", "general", true},
-		{"different pods", []*corev1.Pod{a, b}, []*corev1.Pod{a, c}, "general", "general", false},
-		{"different pool", []*corev1.Pod{a}, []*corev1.Pod{a}, "general", "gpu", false},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			x, y := NodeClaimName(tt.poolX, tt.x, 0), NodeClaimName(tt.poolY, tt.y, 0)
-			if (x == y) != tt.same {
-				t.Errorf("names %s and %s; same=%t, want %t", x, y, x == y, tt.same)
-			}
-			if !strings.HasPrefix(x, tt.poolX+"-") || len(x) > 63 {
-				t.Errorf("name %s is not <nodepool>-<hash> within 63 characters", x)
-			}
-		})
-	}
-}
-
-func TestFreeNodeClaimName(t *testing.T) {
-	pods := []*corev1.Pod{pod("a"), pod("b")}
-	gen := func(n int) string { return NodeClaimName("general", pods, n) }
-	tests := []struct {
-		name string
-		held []string
-		want string
-	}{
-		{"nothing held: generation 0", nil, gen(0)},
-		{"generation 0 held (a claim the pods cannot use, or one going away)", []string{gen(0)}, gen(1)},
-		{"generations 0 and 1 held", []string{gen(0), gen(1)}, gen(2)},
-		{"an unrelated name held", []string{"general-0123456789"}, gen(0)},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			held := map[string]bool{}
-			for _, n := range tt.held {
-				held[n] = true
-			}
-			if got := FreeNodeClaimName("general", pods, func(n string) bool { return held[n] }); got != tt.want {
-				t.Errorf("FreeNodeClaimName = %s, want %s", got, tt.want)
-			}
-		})
-	}
-	if gen(0) == gen(1) || gen(1) == gen(2) {
-		t.Errorf("generations share a name: %s %s %s", gen(0), gen(1), gen(2))
-	}
-}
-
 func TestNodeClaimFor(t *testing.T) {
 	cat, err := catalog.Parse([]byte(testCatalog))
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
+	"github.com/karpfunc/karpfunc/pkg/claimnames"
 	"github.com/karpfunc/karpfunc/pkg/scheduler"
 )
 
@@ -19,6 +20,10 @@ import (
 // It is not idempotent on its own (a second call makes a second claim):
 // the caller finds an earlier replacement by its annotations first.
 func (p *Provisioner) Replace(ctx context.Context, plan *scheduler.NodeClaimPlan, annotations map[string]string) (*karpv1.NodeClaim, error) {
+	view, err := p.names.Read(ctx) // before the list, as in Provision
+	if err != nil {
+		return nil, err
+	}
 	var list karpv1.NodeClaimList
 	if err := p.kube.List(ctx, &list); err != nil {
 		return nil, fmt.Errorf("listing NodeClaims: %w", err)
@@ -27,9 +32,15 @@ func (p *Provisioner) Replace(ctx context.Context, plan *scheduler.NodeClaimPlan
 	for _, nc := range list.Items {
 		held[nc.Name] = true
 	}
-	nc, _, err := p.create(ctx, plan, func(name string) bool { return held[name] })
+	nc, created, err := p.create(ctx, plan, func(name string) bool { return held[name] }, view)
 	if err != nil {
 		return nil, err
+	}
+	if g, ok := claimnames.GenerationOf(nc); ok && created {
+		// Not fatal: termination retires it before the name is free.
+		if err := p.names.Retire(ctx, g); err != nil {
+			p.log.Warn("retiring the replacement's name generation", "nodeclaim", nc.Name, "error", err)
+		}
 	}
 	patch := client.MergeFrom(nc.DeepCopy())
 	if nc.Annotations == nil {
