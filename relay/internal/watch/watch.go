@@ -199,8 +199,6 @@ func Run(ctx context.Context, opts Options) error {
 		{r.nodes, TransformNode, cache.ResourceEventHandlerFuncs{AddFunc: r.onNodeAdd, UpdateFunc: r.onNodeUpdate}},
 		{r.claims, TransformMetadata, cache.ResourceEventHandlerFuncs{AddFunc: r.onClaimAdd, UpdateFunc: r.onClaimUpdate}},
 		{r.pending, TransformPod, cache.ResourceEventHandlerFuncs{AddFunc: r.onPendingPod, UpdateFunc: func(_, n any) { r.onPendingPod(n) }, DeleteFunc: r.onPendingPodGone}},
-		{r.specs[0], TransformMetadata, cache.ResourceEventHandlerFuncs{UpdateFunc: r.onSpecUpdate}},
-		{r.specs[1], TransformMetadata, cache.ResourceEventHandlerFuncs{UpdateFunc: r.onSpecUpdate}},
 	} {
 		if err := set.inf.SetTransform(set.tf); err != nil {
 			return fmt.Errorf("watch: setting informer transform: %w", err)
@@ -210,6 +208,25 @@ func Run(ctx context.Context, opts Options) error {
 		}
 	}
 
+	// NodePools and AKSNodeClasses: a spec change, a new one or one gone
+	// changes their status (and may drift nodes); the initial list is not
+	// a change (the relay restarted).
+	for _, inf := range r.specs {
+		if err := inf.SetTransform(TransformMetadata); err != nil {
+			return fmt.Errorf("watch: setting informer transform: %w", err)
+		}
+		if _, err := inf.AddEventHandler(cache.ResourceEventHandlerDetailedFuncs{
+			AddFunc: func(_ any, initial bool) {
+				if !initial {
+					r.askDisruption(causeSpecChange)
+				}
+			},
+			UpdateFunc: r.onSpecUpdate,
+			DeleteFunc: func(any) { r.askDisruption(causeSpecChange) },
+		}); err != nil {
+			return fmt.Errorf("watch: adding informer handler: %w", err)
+		}
+	}
 	if err := r.bound.SetTransform(TransformPod); err != nil {
 		return fmt.Errorf("watch: setting informer transform: %w", err)
 	}
@@ -496,7 +513,7 @@ func (r *relay) flushPodEvents() {
 }
 
 // onSpecUpdate: a NodePool or AKSNodeClass whose spec changed (its
-// generation moved) may have drifted nodes.
+// generation moved) may have drifted nodes, and its status follows.
 func (r *relay) onSpecUpdate(oldObj, newObj any) {
 	o, ok1 := oldObj.(*metav1.PartialObjectMetadata)
 	n, ok2 := newObj.(*metav1.PartialObjectMetadata)
