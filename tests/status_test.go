@@ -61,7 +61,7 @@ func TestStatus(t *testing.T) {
 	waitCondition(t, ctx, kube, &karpv1.NodePool{}, "orphan", karpv1.ConditionTypeNodeClassReady, metav1.ConditionFalse,
 		nodepoolstatus.ReasonNodeClassNotFound, "AKSNodeClass missing not found")
 	waitCondition(t, ctx, kube, &karpv1.NodePool{}, "wrongnet", karpv1.ConditionTypeNodeClassReady, metav1.ConditionFalse,
-		nodepoolstatus.ReasonSubnetIDInvalid, "does not match the cluster")
+		"UnhealthyDependents", "SubnetsReady=False (SubnetIDInvalid: vnetSubnetID does not match the cluster")
 	for _, name := range []string{"orphan", "wrongnet"} {
 		waitCondition(t, ctx, kube, &karpv1.NodePool{}, name, status.ConditionReady, metav1.ConditionFalse, "", "")
 		waitPodEvent(t, ctx, kube, name, "NodePool "+name+" is not ready")

@@ -3,6 +3,7 @@ package nodepoolstatus
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/awslabs/operatorpkg/status"
 	corev1 "k8s.io/api/core/v1"
@@ -87,9 +88,23 @@ func nodeClassReadiness(np *karpv1.NodePool, classes map[string]*v1beta1.AKSNode
 	case ready == nil || ready.IsUnknown():
 		return ReasonNodeClassReadinessUnknown, fmt.Sprintf("AKSNodeClass %s readiness unknown", ref.Name)
 	case ready.IsFalse():
-		return ready.Reason, fmt.Sprintf("AKSNodeClass %s: %s", ref.Name, ready.Message)
+		return ready.Reason, fmt.Sprintf("AKSNodeClass %s: %s", ref.Name, unhealthy(class))
 	}
 	return "", ""
+}
+
+// unhealthy says which of class's conditions are not True and why, e.g.
+// "SubnetsReady=False (SubnetIDInvalid: vnetSubnetID does not match …)":
+// its Ready says only "SubnetsReady=False" (operatorpkg's root condition),
+// the NodePool's NodeClassReady says what to fix.
+func unhealthy(class *v1beta1.AKSNodeClass) string {
+	var parts []string
+	for _, c := range class.StatusConditions().List() {
+		if c.Type != status.ConditionReady && !c.IsTrue() {
+			parts = append(parts, fmt.Sprintf("%s=%s (%s: %s)", c.Type, c.Status, c.Reason, c.Message))
+		}
+	}
+	return strings.Join(parts, "; ")
 }
 
 // NotReadyReason says why np is not Ready ("" when it is): the message of

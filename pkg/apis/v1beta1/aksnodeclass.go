@@ -132,9 +132,6 @@ type KubeletConfiguration struct {
 // +kubebuilder:resource:path=aksnodeclasses,scope=Cluster,categories=karpenter,shortName={aksnc,aksncs}
 // +kubebuilder:subresource:status
 // +kubebuilder:storageversion
-// Printer columns as the Azure provider's (Azure/karpenter-provider-azure
-// pkg/apis/v1beta1/aksnodeclass.go: Ready, Age, ImageFamily), with the image
-// family shown by default rather than only in -o wide.
 // +kubebuilder:printcolumn:name="Ready",type="string",JSONPath=".status.conditions[?(@.type=='Ready')].status"
 // +kubebuilder:printcolumn:name="Age",type="date",JSONPath=".metadata.creationTimestamp"
 // +kubebuilder:printcolumn:name="ImageFamily",type="string",JSONPath=".spec.imageFamily"

@@ -5,6 +5,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 )
 
+// kubectl get aksnodeclasses prints the provider's columns
+// (Azure/karpenter-provider-azure pkg/apis/v1beta1/aksnodeclass.go: Ready,
+// Age, ImageFamily), the image family shown by default rather than only in
+// -o wide (see the printcolumn markers on AKSNodeClass).
+
 // Condition types of an AKSNodeClass, with the Azure provider's names
 // (Azure/karpenter-provider-azure pkg/apis/v1beta1/aksnodeclass_status.go).
 // Ready is True when all of them are.

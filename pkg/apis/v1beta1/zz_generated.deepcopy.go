@@ -6,7 +6,7 @@ package v1beta1
 
 import (
 	"github.com/awslabs/operatorpkg/status"
-	corev1 "k8s.io/api/core/v1"
+	"k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 )
 
@@ -221,7 +221,7 @@ func (in *NodeImage) DeepCopyInto(out *NodeImage) {
 	*out = *in
 	if in.Requirements != nil {
 		in, out := &in.Requirements, &out.Requirements
-		*out = make([]corev1.NodeSelectorRequirement, len(*in))
+		*out = make([]v1.NodeSelectorRequirement, len(*in))
 		for i := range *in {
 			(*in)[i].DeepCopyInto(&(*out)[i])
 		}
