@@ -39,6 +39,9 @@ var (
 	AKSNodeClasses  = schema.GroupVersionResource{Group: "karpenter.azure.com", Version: "v1beta1", Resource: "aksnodeclasses"}
 	disruptionSlot  = 5 * time.Second
 	causeSpecChange = "spec-changed"
+	// causeRelayStarted: the relay (re)started with NodePools or
+	// AKSNodeClasses in the cluster.
+	causeRelayStarted = "relay-started"
 )
 
 // Options configure the relay.
@@ -282,6 +285,12 @@ func Run(ctx context.Context, opts Options) error {
 		"batchMax", opts.BatchMaxDuration, "resync", opts.Resync)
 	if opts.OnSynced != nil {
 		opts.OnSynced()
+	}
+	// NodePools and AKSNodeClasses created or changed while no relay ran
+	// came in the initial list, which is no change: one pass brings their
+	// status up to date.
+	if len(r.specs[0].GetStore().ListKeys())+len(r.specs[1].GetStore().ListKeys()) > 0 {
+		r.askDisruption(causeRelayStarted)
 	}
 
 	ticker := opts.Clock.NewTicker(opts.Resync)
