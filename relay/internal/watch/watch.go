@@ -39,8 +39,11 @@ var (
 	AKSNodeClasses  = schema.GroupVersionResource{Group: "karpenter.azure.com", Version: "v1beta1", Resource: "aksnodeclasses"}
 	disruptionSlot  = 5 * time.Second
 	causeSpecChange = "spec-changed"
-	// causeRelayStarted: the relay (re)started with NodePools or
-	// AKSNodeClasses in the cluster.
+	// causeSpecAdded and causeSpecDeleted: a NodePool or AKSNodeClass
+	// appeared or went; their status (and the NodePools that reference a
+	// class) follows. causeRelayStarted: the relay (re)started with some.
+	causeSpecAdded    = "spec-added"
+	causeSpecDeleted  = "spec-deleted"
 	causeRelayStarted = "relay-started"
 )
 
@@ -221,11 +224,11 @@ func Run(ctx context.Context, opts Options) error {
 		if _, err := inf.AddEventHandler(cache.ResourceEventHandlerDetailedFuncs{
 			AddFunc: func(_ any, initial bool) {
 				if !initial {
-					r.askDisruption(causeSpecChange)
+					r.askDisruption(causeSpecAdded)
 				}
 			},
 			UpdateFunc: r.onSpecUpdate,
-			DeleteFunc: func(any) { r.askDisruption(causeSpecChange) },
+			DeleteFunc: func(any) { r.askDisruption(causeSpecDeleted) },
 		}); err != nil {
 			return fmt.Errorf("watch: adding informer handler: %w", err)
 		}
