@@ -24,6 +24,7 @@ import (
 	"github.com/karpfunc/karpfunc/pkg/interruption"
 	"github.com/karpfunc/karpfunc/pkg/kubeauth"
 	"github.com/karpfunc/karpfunc/pkg/lifecycle"
+	"github.com/karpfunc/karpfunc/pkg/nodepoolstatus"
 	"github.com/karpfunc/karpfunc/pkg/offerings"
 	"github.com/karpfunc/karpfunc/pkg/provisioning"
 	"github.com/karpfunc/karpfunc/pkg/telemetry"
@@ -129,9 +130,13 @@ func (d *dependencies) get() (*provisioning.Provisioner, *lifecycle.Controller, 
 	if err != nil {
 		return nil, nil, err
 	}
-	if azOpts.Bootstrap, azOpts.BootstrapTokens, err = nodeBootstrap(restConfig, kube, d.getenv, regTTL, d.log); err != nil {
+	var controlPlaneVersion string
+	if azOpts.Bootstrap, azOpts.BootstrapTokens, controlPlaneVersion, err = nodeBootstrap(restConfig, kube, d.getenv, regTTL, d.log); err != nil {
 		return nil, nil, err
 	}
+	// What AKSNodeClass status is resolved against (nodepoolstatus).
+	statusOpts := &nodepoolstatus.ClassOptions{DefaultSubnetID: azOpts.SubnetID, NodeResourceGroup: azOpts.ResourceGroup,
+		KubernetesVersion: azOpts.Bootstrap.KubernetesVersion, ControlPlaneVersion: controlPlaneVersion, ImageVersion: azOpts.NodeImageVersion}
 	launcher, err := azure.NewLauncher(azOpts)
 	if err != nil {
 		return nil, nil, err
@@ -163,7 +168,8 @@ func (d *dependencies) get() (*provisioning.Provisioner, *lifecycle.Controller, 
 	d.provisioner = provisioning.New(provisioning.Options{Kube: kube, Launcher: launcher, Catalog: cat,
 		ClusterName: azOpts.ClusterName, Clock: clk, Logger: d.log, Publisher: pub, RegistrationTTL: regTTL,
 		LaunchCheckInterval: checkInterval,
-		Offerings:           offerings.NewStore(kube, d.getenv(EnvNamespace), "", clk), Namespace: d.getenv(EnvNamespace), Decisions: rec})
+		Offerings:           offerings.NewStore(kube, d.getenv(EnvNamespace), "", clk), Namespace: d.getenv(EnvNamespace), Decisions: rec,
+		Status: statusOpts})
 	evictor, err := lifecycle.NewEvictor(restConfig)
 	if err != nil {
 		return nil, nil, err
@@ -183,7 +189,7 @@ func (d *dependencies) get() (*provisioning.Provisioner, *lifecycle.Controller, 
 		return nil, nil, err
 	}
 	d.disruptionCtrl = live.New(live.Options{Kube: kube, Catalog: cat, Replacer: d.provisioner, Publisher: pub,
-		ClusterName: azOpts.ClusterName, Clock: clk, Logger: d.log, Decisions: rec, Engine: engine})
+		ClusterName: azOpts.ClusterName, Clock: clk, Logger: d.log, Decisions: rec, Engine: engine, Status: statusOpts})
 	d.pub, d.cluster = pub, azOpts.ClusterName
 	d.built = true
 	return d.provisioner, d.lifecycleController, nil
@@ -226,32 +232,32 @@ func (d *dependencies) duration(name string, def time.Duration) (time.Duration, 
 // of its customData (app settings, the API server's CA and version) and
 // karpfunc's own TLS bootstrap tokens, valid for longer than a VM may take
 // to register.
-func nodeBootstrap(restConfig *rest.Config, kube client.Client, getenv func(string) string, regTTL time.Duration, log *slog.Logger) (*azure.ClusterBootstrap, azure.TokenSource, error) {
+func nodeBootstrap(restConfig *rest.Config, kube client.Client, getenv func(string) string, regTTL time.Duration, log *slog.Logger) (*azure.ClusterBootstrap, azure.TokenSource, string, error) {
 	ca := restConfig.CAData
 	if len(ca) == 0 && restConfig.CAFile != "" {
 		var err error
 		if ca, err = os.ReadFile(restConfig.CAFile); err != nil {
-			return nil, nil, fmt.Errorf("reading the cluster CA %s: %w", restConfig.CAFile, err)
+			return nil, nil, "", fmt.Errorf("reading the cluster CA %s: %w", restConfig.CAFile, err)
 		}
 	}
 	disco, err := discovery.NewDiscoveryClientForConfig(restConfig)
 	if err != nil {
-		return nil, nil, fmt.Errorf("building the discovery client: %w", err)
+		return nil, nil, "", fmt.Errorf("building the discovery client: %w", err)
 	}
 	v, err := disco.ServerVersion()
 	if err != nil {
-		return nil, nil, fmt.Errorf("reading the API server's version (nodes run the same kubelet version): %w", err)
+		return nil, nil, "", fmt.Errorf("reading the API server's version (nodes run the same kubelet version): %w", err)
 	}
 	cb, err := azure.ClusterBootstrapFromEnv(getenv, ca, v.GitVersion)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, "", err
 	}
 	minValid := max(bootstraptoken.DefaultMinValid, regTTL+15*time.Minute)
 	tokens, err := bootstraptoken.New(bootstraptoken.Options{Kube: kube, MinValidity: minValid, TTL: minValid + time.Hour, Logger: log})
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, "", err
 	}
-	return &cb, tokens, nil
+	return &cb, tokens, v.GitVersion, nil
 }
 
 // interruption returns the interruption controller.

@@ -7,13 +7,25 @@
 // call and lets the same reason on the same object be deduplicated across
 // invocations: the event name is derived from object, reason and message,
 // and a repeat only bumps its count.
+//
+// An event with DedupeValues is deduplicated as Karpenter's recorder does
+// (sigs.k8s.io/karpenter pkg/events/recorder.go): the same reason and
+// values on the same object are written once per DedupeTimeout, whatever
+// the message says (a message may carry a time). The event itself is the
+// record of the last write (its name comes from object, reason and values,
+// its lastTimestamp is when it was written), so every function instance,
+// cold or warm, honours the same window; a Recorder also remembers what it
+// wrote, to skip the read.
 package events
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"strings"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -68,20 +80,33 @@ type Event struct {
 	Type    string // corev1.EventTypeNormal or corev1.EventTypeWarning
 	Reason  string
 	Message string
+	// DedupeValues, when set, say what makes two events the same (with
+	// the object and reason) in place of the message: one is written per
+	// DedupeTimeout, with the latest message.
+	DedupeValues []string
+	// DedupeTimeout is the window (default DefaultDedupeTimeout).
+	DedupeTimeout time.Duration
 }
+
+// DefaultDedupeTimeout is Karpenter's defaultDedupeTimeout.
+const DefaultDedupeTimeout = 2 * time.Minute
 
 // Recorder writes events through the API server.
 type Recorder struct {
 	kube  client.Client
 	clock clock.Clock
+
+	mu      sync.Mutex
+	written map[string]time.Time // deduplicated event name -> when this Recorder wrote it
 }
 
 // NewRecorder returns a Recorder writing with kube.
 func NewRecorder(kube client.Client, clk clock.Clock) *Recorder {
-	return &Recorder{kube: kube, clock: clk}
+	return &Recorder{kube: kube, clock: clk, written: map[string]time.Time{}}
 }
 
-// Publish writes ev, or bumps the count of an identical earlier event.
+// Publish writes ev, or bumps the count of an identical earlier event; an
+// event with DedupeValues written within its window is not written again.
 func (r *Recorder) Publish(ctx context.Context, ev Event) error {
 	obj := ev.Object
 	gvk, err := r.kube.GroupVersionKindFor(obj)
@@ -94,18 +119,31 @@ func (r *Recorder) Publish(ctx context.Context, ev Event) error {
 	}
 	now := metav1.NewTime(r.clock.Now())
 	name := eventName(obj, ev.Reason, ev.Message)
+	window := time.Duration(0)
+	if len(ev.DedupeValues) > 0 {
+		name = eventName(obj, ev.Reason, "dedupe\x00"+strings.Join(ev.DedupeValues, "\x00"))
+		window = cmp.Or(ev.DedupeTimeout, DefaultDedupeTimeout)
+		if r.recent(name, now.Time, window) {
+			return nil
+		}
+	}
 	apiVersion, kind := gvk.ToAPIVersionAndKind()
 	// Two invocations can publish the same event at once (a duplicate
 	// message, two drains of one pod). The loser of the create or of the
 	// count update starts again from a fresh read, so every publish counts.
 	retryable := func(err error) bool { return apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err) }
+	writtenAt := now.Time
 	err = retry.OnError(publishRetry, retryable, func() error {
 		existing := &corev1.Event{}
 		err := r.kube.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, existing)
 		switch {
+		case err == nil && window > 0 && now.Sub(existing.LastTimestamp.Time) < window:
+			writtenAt = existing.LastTimestamp.Time // within the window, by any instance
+			return nil
 		case err == nil:
 			existing.Count++
 			existing.LastTimestamp = now
+			existing.Message = truncate(ev.Message, 1024)
 			// resourceVersion from the Get makes this a compare-and-swap:
 			// a concurrent bump is a Conflict, retried, never lost.
 			return client.IgnoreNotFound(r.kube.Update(ctx, existing))
@@ -127,7 +165,30 @@ func (r *Recorder) Publish(ctx context.Context, ev Event) error {
 	if err != nil {
 		return fmt.Errorf("writing event %s on %s %s: %w", ev.Reason, kind, obj.GetName(), err)
 	}
+	if window > 0 {
+		r.note(name, writtenAt)
+	}
 	return nil
+}
+
+// recent reports whether this Recorder wrote the deduplicated event name
+// within window of now.
+func (r *Recorder) recent(name string, now time.Time, window time.Duration) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	at, ok := r.written[name]
+	return ok && now.Sub(at) < window
+}
+
+// note remembers that the deduplicated event name was written (or found
+// written) at at; bounded: it forgets everything rather than grow.
+func (r *Recorder) note(name string, at time.Time) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.written) > 100000 {
+		r.written = map[string]time.Time{}
+	}
+	r.written[name] = at
 }
 
 // publishRetry is client-go's DefaultRetry with more steps and more

@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/clock"
+	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/karpfunc/karpfunc/internal/controlplane"
@@ -89,5 +90,68 @@ func TestPublishConcurrently(t *testing.T) {
 				t.Fatalf("%d events with counts %v; want one event with count %d", len(mine), counts, c.want)
 			}
 		})
+	}
+}
+
+// TestDedupeWindow: a node that stays unconsolidatable is explained on
+// every pass, each time with a message carrying a different time. As in
+// Karpenter, one event is written per deduplication window, whatever the
+// message, by warm and cold instances alike; a new window writes it again
+// with the latest message.
+func TestDedupeWindow(t *testing.T) {
+	kube := startAPIServer(t)
+	ctx := context.Background()
+	node := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "unconsolidatable"}}
+	if err := kube.Create(ctx, node); err != nil {
+		t.Fatal(err)
+	}
+	const window = 15 * time.Minute
+	clk := clocktesting.NewFakeClock(time.Date(2026, 12, 2, 9, 0, 0, 0, time.UTC))
+	warm := events.NewRecorder(kube, clk)
+	pass := func(i int) {
+		msg := fmt.Sprintf("not consolidatable until %s", clk.Now().Add(time.Minute).Format(time.RFC3339))
+		rec := warm
+		if i%2 == 1 {
+			rec = events.NewRecorder(kube, clk) // a cold instance
+		}
+		ev := events.Event{Object: node, Type: corev1.EventTypeNormal, Reason: events.ReasonUnconsolidatable, Message: msg,
+			DedupeValues: []string{string(node.UID)}, DedupeTimeout: window}
+		if err := rec.Publish(ctx, ev); err != nil {
+			t.Fatal(err)
+		}
+	}
+	count := func() (int, int32, string) {
+		var list corev1.EventList
+		if err := kube.List(ctx, &list, client.InNamespace("default")); err != nil {
+			t.Fatal(err)
+		}
+		n, total, last := 0, int32(0), ""
+		for _, e := range list.Items {
+			if e.InvolvedObject.UID == node.UID && e.Reason == events.ReasonUnconsolidatable {
+				n++
+				total += e.Count
+				last = e.Message
+			}
+		}
+		return n, total, last
+	}
+	// Ten passes a minute apart: inside one window.
+	for i := range 10 {
+		pass(i)
+		clk.Step(time.Minute)
+	}
+	if n, total, _ := count(); n != 1 || total != 1 {
+		t.Fatalf("after 10 passes in one %s window: %d events, %d occurrences; want one", window, n, total)
+	}
+	// The window passes: the next pass writes it again, with its message.
+	clk.Step(window)
+	pass(10)
+	want := fmt.Sprintf("not consolidatable until %s", clk.Now().Add(time.Minute).Format(time.RFC3339))
+	for i := 11; i < 15; i++ {
+		clk.Step(time.Minute)
+		pass(i)
+	}
+	if n, total, last := count(); n != 1 || total != 2 || last != want {
+		t.Fatalf("after a second window: %d events, %d occurrences, message %q; want one event, two occurrences, message %q", n, total, last, want)
 	}
 }

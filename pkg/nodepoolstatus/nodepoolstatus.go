@@ -1,6 +1,17 @@
-// Package nodepoolstatus keeps NodePool status.resources equal to the sum of
-// its NodeClaims, written with optimistic concurrency so racing writers (a
-// launch, a termination, the Sweep) converge.
+// Package nodepoolstatus writes NodePool and AKSNodeClass status as
+// Karpenter and the Azure provider keep them.
+//
+// A NodePool's status.resources and status.nodes are the sum of its
+// NodeClaims (Update, after every launch and termination and by the Sweep);
+// its ValidationSucceeded, NodeClassReady and Ready conditions, and an
+// AKSNodeClass's images, kubernetesVersion, ImagesReady,
+// KubernetesVersionReady, SubnetsReady and Ready, are computed by pure
+// functions (PoolStatus, ClassStatus) and written by Sync, which the
+// Provision and Disruption passes run on the objects they list: status
+// follows the triggers those passes already get (pending pods, NodePool and
+// AKSNodeClass changes), never a timer. Every write carries the object's
+// resourceVersion, so racing writers converge and none overwrites a
+// newer status with an older one.
 package nodepoolstatus
 
 import (
@@ -39,7 +50,7 @@ func Resources(nodePool string, claims []karpv1.NodeClaim) corev1.ResourceList {
 	return total
 }
 
-// Update recomputes a NodePool's status.resources from the
+// Update recomputes a NodePool's status.resources and status.nodes from the
 // API server and writes it with its resourceVersion, retrying on conflict.
 // It is called after every launch and termination, and by the Sweep.
 func Update(ctx context.Context, kube client.Client, nodePool string) error {
@@ -55,12 +66,12 @@ func Update(ctx context.Context, kube client.Client, nodePool string) error {
 		if err := kube.List(ctx, &claims, client.MatchingLabels{karpv1.NodePoolLabelKey: nodePool}); err != nil {
 			return fmt.Errorf("listing NodeClaims of NodePool %s: %w", nodePool, err)
 		}
-		want := Resources(nodePool, claims.Items)
-		if equality.Semantic.DeepEqual(np.Status.Resources, want) {
+		want, nodes := Counts(nodePool, claims.Items)
+		if equality.Semantic.DeepEqual(np.Status.Resources, want) && np.Status.Nodes != nil && *np.Status.Nodes == nodes {
 			return nil
 		}
 		stored := np.DeepCopy()
-		np.Status.Resources = want
+		np.Status.Resources, np.Status.Nodes = want, &nodes
 		err := kube.Status().Patch(ctx, np, client.MergeFromWithOptions(stored, client.MergeFromWithOptimisticLock{}))
 		switch {
 		case err == nil:
@@ -68,8 +79,8 @@ func Update(ctx context.Context, kube client.Client, nodePool string) error {
 		case apierrors.IsConflict(err):
 			continue
 		default:
-			return fmt.Errorf("writing NodePool %s status.resources: %w", nodePool, err)
+			return fmt.Errorf("writing NodePool %s status.resources and nodes: %w", nodePool, err)
 		}
 	}
-	return fmt.Errorf("writing NodePool %s status.resources: still conflicting after 5 attempts", nodePool)
+	return fmt.Errorf("writing NodePool %s status.resources and nodes: still conflicting after 5 attempts", nodePool)
 }

@@ -36,6 +36,7 @@ import (
 	"github.com/karpfunc/karpfunc/pkg/claimnames"
 	"github.com/karpfunc/karpfunc/pkg/decisions"
 	"github.com/karpfunc/karpfunc/pkg/events"
+	"github.com/karpfunc/karpfunc/pkg/nodepoolstatus"
 	"github.com/karpfunc/karpfunc/pkg/offerings"
 	"github.com/karpfunc/karpfunc/pkg/ownership"
 	"github.com/karpfunc/karpfunc/pkg/scheduler"
@@ -102,6 +103,11 @@ type Options struct {
 	// Decisions records launches and give-ups (default: logged with
 	// Logger, published nowhere).
 	Decisions *decisions.Recorder
+	// Status, when set, makes every pass write NodePool and AKSNodeClass
+	// status first (nodepoolstatus.Sync) and launch nothing from a
+	// NodePool that is not Ready, as Karpenter's provisioner; nil writes
+	// no status and trusts every NodePool.
+	Status *nodepoolstatus.ClassOptions
 }
 
 // DefaultStuckAfter is longer than a launch and registration take on Azure.
@@ -128,6 +134,7 @@ type Provisioner struct {
 	checkInterval     time.Duration
 	launchConcurrency int
 	decisions         *decisions.Recorder
+	status            *nodepoolstatus.ClassOptions
 }
 
 // New returns a Provisioner.
@@ -165,7 +172,7 @@ func New(opts Options) *Provisioner {
 	if opts.Decisions == nil {
 		opts.Decisions = decisions.NewRecorder(opts.Logger)
 	}
-	return &Provisioner{decisions: opts.Decisions, kube: opts.Kube, launcher: opts.Launcher, catalog: opts.Catalog, clusterName: opts.ClusterName,
+	return &Provisioner{decisions: opts.Decisions, status: opts.Status, kube: opts.Kube, launcher: opts.Launcher, catalog: opts.Catalog, clusterName: opts.ClusterName,
 		clock: opts.Clock, log: opts.Logger, recorder: events.NewRecorder(opts.Kube, opts.Clock),
 		offerings: opts.Offerings, publisher: opts.Publisher, regTTL: opts.RegistrationTTL, maxAttempts: opts.MaxLaunchAttempts,
 		stuckAfter:  opts.StuckAfter,
@@ -233,6 +240,9 @@ func (p *Provisioner) Provision(ctx context.Context) (Result, error) {
 	res := Result{PendingPods: len(in.Pods)}
 	recordPending(ctx, len(in.Pods))
 	var errs []error
+	if in.NotReady, err = p.syncStatus(ctx, snap); err != nil {
+		errs = append(errs, err)
+	}
 	var retryAfter time.Duration
 	wantRetry := func(d time.Duration) {
 		if d > retryAfter {
@@ -447,4 +457,19 @@ func (p *Provisioner) scheduleProvision(ctx context.Context, d time.Duration) (t
 // Unschedulable by kube-scheduler — the same test Karpenter applies.
 func IsProvisionable(pod *corev1.Pod) bool {
 	return snapshot.Provisionable(pod, snapshot.Live)
+}
+
+// syncStatus writes NodePool and AKSNodeClass status from snap (when the
+// Provisioner keeps status) and returns the NodePools not Ready, and why.
+// A failed write does not stop the pass: the readiness it computed holds.
+func (p *Provisioner) syncStatus(ctx context.Context, snap *snapshot.Cluster) (map[string]string, error) {
+	if p.status == nil {
+		return nil, nil
+	}
+	synced, err := nodepoolstatus.Sync(ctx, p.kube, nodepoolstatus.Objects{NodePools: snap.NodePools,
+		NodeClasses: snap.NodeClasses, NodeClaims: snap.NodeClaims}, *p.status, p.clock)
+	for name, why := range synced.NotReady {
+		p.log.Warn("ignoring nodepool, not ready", "nodepool", name, "reason", why)
+	}
+	return synced.NotReady, err
 }

@@ -138,6 +138,10 @@ func (s *solver) newPools(in Input) {
 func (s *solver) newPool(np *karpv1.NodePool, classes map[string]*v1beta1.AKSNodeClass, in Input) *pool {
 	pl := &pool{np: np, maxPods: v1beta1.DefaultMaxPods, variants: map[string]*poolVariant{}}
 	ref := np.Spec.Template.Spec.NodeClassRef
+	if why, ok := in.NotReady[np.Name]; ok {
+		pl.invalid = fmt.Sprintf("NodePool %s is not ready: %s", np.Name, why)
+		return pl
+	}
 	switch {
 	case ref == nil:
 		pl.invalid = fmt.Sprintf("NodePool %s has no nodeClassRef; point it at an AKSNodeClass (group karpenter.azure.com)", np.Name)

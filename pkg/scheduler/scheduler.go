@@ -59,6 +59,11 @@ type Input struct {
 	// listed still matches on kubernetes.io/metadata.name, the label the
 	// API server puts on every namespace.
 	Namespaces []*corev1.Namespace
+	// NotReady names NodePools that are not Ready and why: like
+	// Karpenter's provisioner, nothing is launched from them, and a pod
+	// only they could take is unschedulable with that reason. nil (plans
+	// from files, where status is not kept) trusts every NodePool.
+	NotReady map[string]string
 	// Memo, when set, is reused across solves over the same snapshot (see
 	// Memo); nil computes everything afresh.
 	Memo *Memo

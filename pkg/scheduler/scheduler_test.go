@@ -219,6 +219,18 @@ func TestSolve(t *testing.T) {
 			},
 		},
 		{
+			name: "NodePool not Ready",
+			input: func(t *testing.T) scheduler.Input {
+				in := baseInput(t, pod("a", "1", "1Gi"))
+				in.NotReady = map[string]string{"general": "NodeClassReady=False (NodeClassNotFound: AKSNodeClass missing not found)"}
+				return in
+			},
+			check: func(t *testing.T, r scheduler.Result) {
+				expectClaims(t, r, 0)
+				expectUnschedulable(t, r, "NodePool general is not ready: NodeClassReady=False (NodeClassNotFound: AKSNodeClass missing not found)")
+			},
+		},
+		{
 			name: "pod bigger than any SKU",
 			input: func(t *testing.T) scheduler.Input {
 				return baseInput(t, pod("huge", "200", "1Gi"))

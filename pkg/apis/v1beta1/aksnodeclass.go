@@ -127,19 +127,14 @@ type KubeletConfiguration struct {
 	PodPidsLimit *int64 `json:"podPidsLimit,omitempty"`
 }
 
-// AKSNodeClassStatus is the observed state of an AKSNodeClass.
-type AKSNodeClassStatus struct {
-	// +optional
-	Conditions []metav1.Condition `json:"conditions,omitempty"`
-}
-
 // AKSNodeClass is the Schema for the AKSNodeClass API.
 // +kubebuilder:object:root=true
 // +kubebuilder:resource:path=aksnodeclasses,scope=Cluster,categories=karpenter,shortName={aksnc,aksncs}
 // +kubebuilder:subresource:status
 // +kubebuilder:storageversion
-// +kubebuilder:printcolumn:name="ImageFamily",type="string",JSONPath=".spec.imageFamily"
+// +kubebuilder:printcolumn:name="Ready",type="string",JSONPath=".status.conditions[?(@.type=='Ready')].status"
 // +kubebuilder:printcolumn:name="Age",type="date",JSONPath=".metadata.creationTimestamp"
+// +kubebuilder:printcolumn:name="ImageFamily",type="string",JSONPath=".spec.imageFamily"
 type AKSNodeClass struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`

@@ -35,7 +35,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -53,6 +52,7 @@ import (
 	"github.com/karpfunc/karpfunc/pkg/events"
 	"github.com/karpfunc/karpfunc/pkg/lifecycle"
 	"github.com/karpfunc/karpfunc/pkg/messages"
+	"github.com/karpfunc/karpfunc/pkg/nodepoolstatus"
 	"github.com/karpfunc/karpfunc/pkg/ownership"
 	"github.com/karpfunc/karpfunc/pkg/scheduler"
 	"github.com/karpfunc/karpfunc/pkg/snapshot"
@@ -121,6 +121,11 @@ type Options struct {
 	// Decisions records each NodeClaim taken away (default: logged with
 	// Logger).
 	Decisions *decisions.Recorder
+	// Status, when set, makes every pass write NodePool and AKSNodeClass
+	// status (nodepoolstatus.Sync): the relay asks for a pass when one of
+	// them is created, changed or deleted. A NodePool that became Ready
+	// gets a provisioning pass for the pods it can now take. nil: none.
+	Status *nodepoolstatus.ClassOptions
 }
 
 // Controller runs disruption passes.
@@ -130,16 +135,10 @@ type Controller struct {
 	clock    clock.Clock
 	log      *slog.Logger
 	recorder *events.Recorder
-
-	// explained: when each explanation (object UID, reason, message) was
-	// last written, so a fleet at rest is not re-explained on every pass
-	// (Karpenter dedupes these events for 15 minutes). Per instance, best
-	// effort: a cold instance writes them once more (a count bump).
-	mu        sync.Mutex
-	explained map[string]time.Time
 }
 
-// ExplainEvery is how often an unchanged explanation is written again.
+// ExplainEvery is how often an Unconsolidatable explanation of one node is
+// written again (Karpenter's DedupeTimeout for it).
 const ExplainEvery = 15 * time.Minute
 
 // New returns a Controller.
@@ -159,8 +158,7 @@ func New(opts Options) *Controller {
 	if opts.Decisions == nil {
 		opts.Decisions = decisions.NewRecorder(opts.Logger)
 	}
-	return &Controller{opts: opts, kube: opts.Kube, clock: opts.Clock, log: opts.Logger, recorder: events.NewRecorder(opts.Kube, opts.Clock),
-		explained: map[string]time.Time{}}
+	return &Controller{opts: opts, kube: opts.Kube, clock: opts.Clock, log: opts.Logger, recorder: events.NewRecorder(opts.Kube, opts.Clock)}
 }
 
 // Result says what a pass or a validation did.
@@ -207,6 +205,7 @@ func (c *Controller) Pass(ctx context.Context, ev PodEvents) (Result, error) {
 	now := c.clock.Now()
 	var errs []error
 	errs = append(errs, c.notePodEvents(ctx, snap, ev)...)
+	errs = append(errs, c.syncStatus(ctx, snap)...)
 	inFlight, finished, err := c.resume(ctx, snap, now)
 	res.Disrupted = append(res.Disrupted, finished...)
 	if err != nil {
@@ -826,43 +825,30 @@ func syncConditions(nc *karpv1.NodeClaim, np *karpv1.NodePool, hashes map[string
 
 // explain writes one event per node left alone, on its Node and NodeClaim:
 // DisruptionBlocked for a reason on the node itself, Unconsolidatable when
-// consolidation found nothing better. The recorder folds repeats into a
-// count, so a fleet at rest costs updates, not new events.
+// consolidation found nothing better. As Karpenter's (pkg/controllers/
+// disruption/events: Unconsolidatable and Blocked deduplicate on the
+// object's UID, Unconsolidatable for 15 minutes), the same reason on the
+// same object is written once per window, whatever its message says (it
+// may carry a time), so a fleet at rest costs no writes.
 func (c *Controller) explain(ctx context.Context, snap *snapshot.Cluster, refusals []disruption.Refusal, counts map[string]int) []error {
 	for _, r := range refusals {
 		nc := findClaim(snap, r.NodeClaim)
 		if nc == nil || !ownership.Owns(nc) {
 			continue
 		}
-		reason := events.ReasonUnconsolidatable
+		ev := events.Event{Type: corev1.EventTypeNormal, Reason: events.ReasonUnconsolidatable, Message: r.Reason, DedupeTimeout: ExplainEvery}
 		if r.Blocked {
-			reason = events.ReasonDisruptionBlocked
+			ev.Reason, ev.DedupeTimeout = events.ReasonDisruptionBlocked, 0
 		}
-		counts[reason]++
-		if node := nodeOf(snap, nc); node != nil && c.fresh(node.UID, reason, r.Reason) {
-			c.event(ctx, node, corev1.EventTypeNormal, reason, r.Reason)
+		counts[ev.Reason]++
+		if node := nodeOf(snap, nc); node != nil {
+			ev.Object, ev.DedupeValues = node, []string{string(node.UID)}
+			c.publish(ctx, ev)
 		}
-		if c.fresh(nc.UID, reason, r.Reason) {
-			c.event(ctx, nc, corev1.EventTypeNormal, reason, r.Reason)
-		}
+		ev.Object, ev.DedupeValues = nc, []string{string(nc.UID)}
+		c.publish(ctx, ev)
 	}
 	return nil
-}
-
-// fresh reports whether an explanation is new or due again, and notes it.
-func (c *Controller) fresh(uid types.UID, reason, msg string) bool {
-	key := string(uid) + "\x00" + reason + "\x00" + msg
-	now := c.clock.Now()
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if at, ok := c.explained[key]; ok && now.Sub(at) < ExplainEvery {
-		return false
-	}
-	if len(c.explained) > 100000 {
-		c.explained = map[string]time.Time{} // bounded: forget rather than grow
-	}
-	c.explained[key] = now
-	return true
 }
 
 // budgetErrors reports budgets that cannot be read: a Warning event on the
@@ -886,7 +872,36 @@ func (c *Controller) budgetErrors(ctx context.Context, snap *snapshot.Cluster, e
 }
 
 func (c *Controller) event(ctx context.Context, obj client.Object, typ, reason, msg string) {
-	if err := c.recorder.Publish(ctx, events.Event{Object: obj, Type: typ, Reason: reason, Message: msg}); err != nil {
-		c.log.Warn("writing event", "reason", reason, "object", obj.GetName(), "error", err)
+	c.publish(ctx, events.Event{Object: obj, Type: typ, Reason: reason, Message: msg})
+}
+
+func (c *Controller) publish(ctx context.Context, ev events.Event) {
+	if err := c.recorder.Publish(ctx, ev); err != nil {
+		c.log.Warn("writing event", "reason", ev.Reason, "object", ev.Object.GetName(), "error", err)
 	}
+}
+
+// syncStatus writes NodePool and AKSNodeClass status from snap and asks for
+// a provisioning pass when a NodePool became Ready (its pending pods waited
+// for it; the relay's resync would come later).
+func (c *Controller) syncStatus(ctx context.Context, snap *snapshot.Cluster) []error {
+	if c.opts.Status == nil {
+		return nil
+	}
+	synced, err := nodepoolstatus.Sync(ctx, c.kube, nodepoolstatus.Objects{NodePools: snap.NodePools,
+		NodeClasses: snap.NodeClasses, NodeClaims: snap.NodeClaims}, *c.opts.Status, c.clock)
+	errs := []error{err}
+	if len(synced.BecameReady) == 0 {
+		return errs
+	}
+	now := c.clock.Now()
+	m, err := triggers.Provision(c.opts.ClusterName, triggers.RetryID("provision/"+c.opts.ClusterName+"/nodepool-ready", now), now)
+	if err == nil {
+		err = c.opts.Publisher.Publish(ctx, bus.QueueProvision, m)
+	}
+	if err != nil {
+		return append(errs, fmt.Errorf("asking for a provisioning pass after NodePools %v became Ready: %w", synced.BecameReady, err))
+	}
+	c.log.Info("nodepools became ready; provisioning pass asked", "nodepools", synced.BecameReady)
+	return errs
 }

@@ -39,6 +39,12 @@ var (
 	AKSNodeClasses  = schema.GroupVersionResource{Group: "karpenter.azure.com", Version: "v1beta1", Resource: "aksnodeclasses"}
 	disruptionSlot  = 5 * time.Second
 	causeSpecChange = "spec-changed"
+	// causeSpecAdded and causeSpecDeleted: a NodePool or AKSNodeClass
+	// appeared or went; their status (and the NodePools that reference a
+	// class) follows. causeRelayStarted: the relay (re)started with some.
+	causeSpecAdded    = "spec-added"
+	causeSpecDeleted  = "spec-deleted"
+	causeRelayStarted = "relay-started"
 )
 
 // Options configure the relay.
@@ -199,8 +205,6 @@ func Run(ctx context.Context, opts Options) error {
 		{r.nodes, TransformNode, cache.ResourceEventHandlerFuncs{AddFunc: r.onNodeAdd, UpdateFunc: r.onNodeUpdate}},
 		{r.claims, TransformMetadata, cache.ResourceEventHandlerFuncs{AddFunc: r.onClaimAdd, UpdateFunc: r.onClaimUpdate}},
 		{r.pending, TransformPod, cache.ResourceEventHandlerFuncs{AddFunc: r.onPendingPod, UpdateFunc: func(_, n any) { r.onPendingPod(n) }, DeleteFunc: r.onPendingPodGone}},
-		{r.specs[0], TransformMetadata, cache.ResourceEventHandlerFuncs{UpdateFunc: r.onSpecUpdate}},
-		{r.specs[1], TransformMetadata, cache.ResourceEventHandlerFuncs{UpdateFunc: r.onSpecUpdate}},
 	} {
 		if err := set.inf.SetTransform(set.tf); err != nil {
 			return fmt.Errorf("watch: setting informer transform: %w", err)
@@ -210,6 +214,25 @@ func Run(ctx context.Context, opts Options) error {
 		}
 	}
 
+	// NodePools and AKSNodeClasses: a spec change, a new one or one gone
+	// changes their status (and may drift nodes); the initial list is not
+	// a change (the relay restarted).
+	for _, inf := range r.specs {
+		if err := inf.SetTransform(TransformMetadata); err != nil {
+			return fmt.Errorf("watch: setting informer transform: %w", err)
+		}
+		if _, err := inf.AddEventHandler(cache.ResourceEventHandlerDetailedFuncs{
+			AddFunc: func(_ any, initial bool) {
+				if !initial {
+					r.askDisruption(causeSpecAdded)
+				}
+			},
+			UpdateFunc: r.onSpecUpdate,
+			DeleteFunc: func(any) { r.askDisruption(causeSpecDeleted) },
+		}); err != nil {
+			return fmt.Errorf("watch: adding informer handler: %w", err)
+		}
+	}
 	if err := r.bound.SetTransform(TransformPod); err != nil {
 		return fmt.Errorf("watch: setting informer transform: %w", err)
 	}
@@ -265,6 +288,12 @@ func Run(ctx context.Context, opts Options) error {
 		"batchMax", opts.BatchMaxDuration, "resync", opts.Resync)
 	if opts.OnSynced != nil {
 		opts.OnSynced()
+	}
+	// NodePools and AKSNodeClasses created or changed while no relay ran
+	// came in the initial list, which is no change: one pass brings their
+	// status up to date.
+	if len(r.specs[0].GetStore().ListKeys())+len(r.specs[1].GetStore().ListKeys()) > 0 {
+		r.askDisruption(causeRelayStarted)
 	}
 
 	ticker := opts.Clock.NewTicker(opts.Resync)
@@ -496,7 +525,7 @@ func (r *relay) flushPodEvents() {
 }
 
 // onSpecUpdate: a NodePool or AKSNodeClass whose spec changed (its
-// generation moved) may have drifted nodes.
+// generation moved) may have drifted nodes, and its status follows.
 func (r *relay) onSpecUpdate(oldObj, newObj any) {
 	o, ok1 := oldObj.(*metav1.PartialObjectMetadata)
 	n, ok2 := newObj.(*metav1.PartialObjectMetadata)

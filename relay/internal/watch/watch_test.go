@@ -351,7 +351,11 @@ func TestRelay(t *testing.T) {
 		if err := c.Create(ctx, np); err != nil {
 			t.Fatal(err)
 		}
-		time.Sleep(500 * time.Millisecond)
+		// A new NodePool asks for a pass that writes its status, not a
+		// drift pass.
+		rec.waitFor(t, "spec-added disruption event", func(s sent) bool {
+			return s.queue == bus.QueueDisruption && strings.Contains(s.msg.ID, "/spec-added/")
+		})
 		for _, s := range rec.all() {
 			if strings.Contains(s.msg.ID, "/spec-changed/") {
 				t.Fatalf("a new NodePool asked for a drift pass (%s)", s.msg.ID)

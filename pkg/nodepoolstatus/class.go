@@ -1,0 +1,214 @@
+package nodepoolstatus
+
+import (
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+
+	"github.com/awslabs/operatorpkg/status"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/version"
+	"k8s.io/utils/clock"
+
+	"github.com/karpfunc/karpfunc/pkg/apis/v1beta1"
+	"github.com/karpfunc/karpfunc/pkg/nodeimage"
+)
+
+// Condition reasons on an AKSNodeClass, the Azure provider's where it has
+// one (Azure/karpenter-provider-azure pkg/controllers/nodeclass/status:
+// subnet.go SubnetIDInvalid, images.go ImagesNotFound).
+const (
+	ReasonSubnetIDInvalid            = "SubnetIDInvalid"
+	ReasonImagesNotFound             = "ImagesNotFound"
+	ReasonKubernetesVersionInvalid   = "KubernetesVersionInvalid"
+	ReasonKubernetesVersionUnknown   = "KubernetesVersionUnknown"
+	ReasonKubernetesVersionUnsupport = "KubernetesVersionUnsupported"
+)
+
+// LabelSKUHyperVGeneration is the Azure provider's instance-type label for
+// the Hyper-V generation ("1", "2"), used in status.images requirements as
+// the provider writes them (pkg/apis/v1beta1/labels.go).
+const LabelSKUHyperVGeneration = v1beta1.Group + "/sku-hyperv-generation"
+
+// ClassOptions is what an AKSNodeClass's status is resolved against: the
+// cluster's settings, not the class.
+type ClassOptions struct {
+	// DefaultSubnetID is the cluster's node subnet (AZURE_SUBNET_ID), used
+	// when the class sets none and to check a class's own subnet is in the
+	// same VNet.
+	DefaultSubnetID string
+	// NodeResourceGroup is the cluster's node resource group (MC_…): a
+	// cluster subnet in an AKS-managed VNet there admits no custom subnet.
+	NodeResourceGroup string
+	// KubernetesVersion is the version nodes run (KUBERNETES_VERSION, or
+	// the API server's).
+	KubernetesVersion string
+	// ControlPlaneVersion is the API server's version.
+	ControlPlaneVersion string
+	// ImageVersion is the node image version launched
+	// (KARPFUNC_NODE_IMAGE_VERSION; empty: nodeimage.DefaultVersion).
+	// The community-gallery resolver plugs in here: the version it
+	// resolves per image definition replaces this one pinned version.
+	ImageVersion string
+}
+
+// ClassStatus returns class's status as the Azure provider's status
+// controller would write it, for what karpfunc checks: the node images of
+// its family for every architecture and Hyper-V generation, the Kubernetes
+// version, the subnet. Pure: the class is not modified.
+func ClassStatus(class *v1beta1.AKSNodeClass, opts ClassOptions, clk clock.Clock) v1beta1.AKSNodeClassStatus {
+	out := class.DeepCopy()
+	conds := out.StatusConditions(status.WithClock(clk))
+	images, err := classImages(*out.DefaultedSpec().ImageFamily, opts.ImageVersion)
+	if err != nil {
+		out.Status.Images = nil
+		conds.SetFalse(v1beta1.ConditionTypeImagesReady, ReasonImagesNotFound, err.Error())
+	} else {
+		out.Status.Images = images
+		conds.SetTrue(v1beta1.ConditionTypeImagesReady)
+	}
+	if reason, msg := checkKubernetesVersion(opts.KubernetesVersion, opts.ControlPlaneVersion); reason != "" {
+		out.Status.KubernetesVersion = nil
+		conds.SetFalse(v1beta1.ConditionTypeKubernetesVersionReady, reason, msg)
+	} else {
+		v := opts.KubernetesVersion
+		out.Status.KubernetesVersion = &v
+		conds.SetTrue(v1beta1.ConditionTypeKubernetesVersionReady)
+	}
+	if msg := checkSubnet(out.Spec.VNETSubnetID, opts); msg != "" {
+		conds.SetFalse(v1beta1.ConditionTypeSubnetsReady, ReasonSubnetIDInvalid, msg)
+	} else {
+		conds.SetTrue(v1beta1.ConditionTypeSubnetsReady)
+	}
+	return out.Status
+}
+
+// imageTargets are the architectures and Hyper-V generations an
+// AKSNodeClass can launch, in the provider's preference order (Gen2 first).
+var imageTargets = []struct{ arch, gen, hyperV string }{
+	{"amd64", nodeimage.GenerationV2, "2"},
+	{"amd64", nodeimage.GenerationV1, "1"},
+	{"arm64", nodeimage.GenerationV2, "2"},
+	{"arm64", nodeimage.GenerationV1, "1"},
+}
+
+// classImages lists family's node images, one per architecture and
+// generation it has one for; an error when it has none at all or the
+// version is not a node image version.
+func classImages(family, imageVersion string) ([]v1beta1.NodeImage, error) {
+	if imageVersion == "" {
+		imageVersion = nodeimage.DefaultVersion
+	}
+	var out []v1beta1.NodeImage
+	for _, t := range imageTargets {
+		img, err := nodeimage.Select(family, t.arch, []string{t.gen}, imageVersion)
+		var noImage *nodeimage.NoImageError
+		switch {
+		case errors.As(err, &noImage):
+			continue // e.g. Arm64 Gen1: the family has none, as in AKS
+		case err != nil:
+			return nil, fmt.Errorf("image family %s: %w", family, err)
+		}
+		out = append(out, v1beta1.NodeImage{ID: img.ID(), Requirements: []corev1.NodeSelectorRequirement{
+			{Key: corev1.LabelArchStable, Operator: corev1.NodeSelectorOpIn, Values: []string{t.arch}},
+			{Key: LabelSKUHyperVGeneration, Operator: corev1.NodeSelectorOpIn, Values: []string{t.hyperV}},
+		}})
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("image family %s has no node image for any architecture and Hyper-V generation", family)
+	}
+	return out, nil
+}
+
+// checkKubernetesVersion applies the Azure provider's rules for a node
+// Kubernetes version against the control plane's (pkg/controllers/
+// nodeclass/status/kubernetesversion.go validateK8sVersion): same major,
+// minor not newer and at most three behind, patch not newer on the same
+// minor. It returns a reason and message, or "" when the version is good.
+func checkKubernetesVersion(node, controlPlane string) (string, string) {
+	if node == "" {
+		return ReasonKubernetesVersionUnknown, "the Kubernetes version of the nodes is not known (app setting KUBERNETES_VERSION, or the API server's version)"
+	}
+	nv, err := version.ParseSemantic(strings.TrimPrefix(node, "v"))
+	if err != nil {
+		return ReasonKubernetesVersionInvalid, fmt.Sprintf("Kubernetes version %q is not a version like 1.33.2: %v", node, err)
+	}
+	if controlPlane == "" {
+		return "", ""
+	}
+	cv, err := version.ParseGeneric(strings.TrimPrefix(controlPlane, "v"))
+	if err != nil {
+		return ReasonKubernetesVersionInvalid, fmt.Sprintf("control plane version %q is not a version: %v", controlPlane, err)
+	}
+	switch {
+	case nv.Major() != cv.Major():
+		return ReasonKubernetesVersionUnsupport, fmt.Sprintf("Kubernetes version %s: major differs from the control plane's %s", node, controlPlane)
+	case nv.Minor() > cv.Minor():
+		return ReasonKubernetesVersionUnsupport, fmt.Sprintf("Kubernetes version %s is newer than the control plane's %s", node, controlPlane)
+	case cv.Minor()-nv.Minor() > 3:
+		return ReasonKubernetesVersionUnsupport, fmt.Sprintf("Kubernetes version %s is more than three minor versions behind the control plane's %s", node, controlPlane)
+	case nv.Minor() == cv.Minor() && nv.Patch() > cv.Patch():
+		return ReasonKubernetesVersionUnsupport, fmt.Sprintf("Kubernetes version %s is a newer patch than the control plane's %s", node, controlPlane)
+	}
+	return "", ""
+}
+
+// subnetID is a parsed subnet ARM ID.
+type subnetID struct{ subscription, resourceGroup, vnet, subnet string }
+
+func (s subnetID) sameVNet(o subnetID) bool {
+	return strings.EqualFold(s.subscription, o.subscription) && strings.EqualFold(s.resourceGroup, o.resourceGroup) &&
+		strings.EqualFold(s.vnet, o.vnet)
+}
+
+// parseSubnetID reads a subnet ARM ID as the Azure provider does
+// (pkg/utils GetVnetSubnetIDComponents): eleven /-separated segments that
+// rebuild, case-insensitively, into the same ID.
+func parseSubnetID(id string) (subnetID, bool) {
+	p := strings.Split(id, "/")
+	if len(p) != 11 {
+		return subnetID{}, false
+	}
+	s := subnetID{subscription: p[2], resourceGroup: p[4], vnet: p[8], subnet: p[10]}
+	rebuilt := fmt.Sprintf("/subscriptions/%s/resourceGroups/%s/providers/Microsoft.Network/virtualNetworks/%s/subnets/%s",
+		s.subscription, s.resourceGroup, s.vnet, s.subnet)
+	return s, strings.EqualFold(rebuilt, id) && s.subscription != "" && s.resourceGroup != "" && s.vnet != "" && s.subnet != ""
+}
+
+// managedVNet is the name AKS gives the VNet it manages (provider's
+// pkg/utils IsAKSManagedVNET: aks-vnet-<8 digits>, subnet aks-subnet, in
+// the node resource group).
+var managedVNet = regexp.MustCompile(`(?i)^aks-vnet-\d{8}$`)
+
+// checkSubnet applies the Azure provider's subnet rules (pkg/controllers/
+// nodeclass/status/subnet.go): the ID parses; a subnet other than the
+// cluster's must be in the cluster's VNet, and that VNet must not be the
+// one AKS manages. It returns the reason's message, or "" when good.
+// Whether the subnet exists is ARM's answer at the NIC PUT (karpfunc
+// makes no subnet GET).
+func checkSubnet(id *string, opts ClassOptions) string {
+	if id == nil {
+		return ""
+	}
+	own, ok := parseSubnetID(*id)
+	if !ok {
+		return fmt.Sprintf("Failed to parse vnetSubnetID %s", *id)
+	}
+	if opts.DefaultSubnetID == "" || strings.EqualFold(*id, opts.DefaultSubnetID) {
+		return ""
+	}
+	cluster, ok := parseSubnetID(opts.DefaultSubnetID)
+	if !ok {
+		return "" // the cluster's own setting is checked where it is read
+	}
+	managed := managedVNet.MatchString(cluster.vnet) && strings.EqualFold(cluster.resourceGroup, opts.NodeResourceGroup) &&
+		strings.EqualFold(cluster.subnet, "aks-subnet")
+	switch {
+	case managed && cluster.sameVNet(own):
+		return "custom subnet cannot be in the same VNet as cluster managed VNet: " + *id
+	case !cluster.sameVNet(own):
+		return "vnetSubnetID does not match the cluster subscription, resource group, or virtual network: " + *id
+	}
+	return ""
+}
