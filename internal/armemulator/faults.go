@@ -12,16 +12,18 @@ import (
 type Operation string
 
 const (
-	OpPutVM        Operation = "PutVM"
-	OpGetVM        Operation = "GetVM"
-	OpDeleteVM     Operation = "DeleteVM"
-	OpListVMs      Operation = "ListVMs"
-	OpPutNIC       Operation = "PutNIC"
-	OpGetNIC       Operation = "GetNIC"
-	OpDeleteNIC    Operation = "DeleteNIC"
-	OpListNICs     Operation = "ListNICs"
-	OpListSKUs     Operation = "ListSKUs"
-	OpGetOperation Operation = "GetOperation"
+	OpPutVM     Operation = "PutVM"
+	OpGetVM     Operation = "GetVM"
+	OpDeleteVM  Operation = "DeleteVM"
+	OpListVMs   Operation = "ListVMs"
+	OpPutNIC    Operation = "PutNIC"
+	OpGetNIC    Operation = "GetNIC"
+	OpDeleteNIC Operation = "DeleteNIC"
+	OpListNICs  Operation = "ListNICs"
+	OpListSKUs  Operation = "ListSKUs"
+	// OpListGalleryVersions lists a community gallery image's versions.
+	OpListGalleryVersions Operation = "ListGalleryVersions"
+	OpGetOperation        Operation = "GetOperation"
 )
 
 // Request is what an Injector sees of an incoming request.

@@ -121,6 +121,16 @@ type Options struct {
 	// Decisions records each NodeClaim taken away (default: logged with
 	// Logger).
 	Decisions *decisions.Recorder
+	// Versions says which node image and Kubernetes versions nodes should
+	// run (nil: no image or Kubernetes version drift).
+	Versions VersionSource
+}
+
+// VersionSource says which versions nodes should run now, for the
+// NodeClaims of a snapshot. A version it cannot tell is left out of the
+// answer (that check is skipped); the error explains what was left out.
+type VersionSource interface {
+	Versions(ctx context.Context, claims []*karpv1.NodeClaim) (disruption.Versions, error)
 }
 
 // Controller runs disruption passes.
@@ -218,9 +228,9 @@ func (c *Controller) Pass(ctx context.Context, ev PodEvents) (Result, error) {
 			return res, errors.Join(append(errs, err)...)
 		}
 	}
-	st := disruption.State{Cluster: snap, Catalog: c.opts.Catalog, Now: now, Options: c.opts.Engine}
+	st := c.state(ctx, snap, now)
 	d := disruption.Decide(st)
-	errs = append(errs, c.writeConditions(ctx, snap, now)...)
+	errs = append(errs, c.writeConditions(ctx, snap, st.Versions, now)...)
 	for _, nc := range d.Expired {
 		if err := c.disrupt(ctx, snap, nc, string(disruption.ReasonExpired), "", nil, 0); err != nil {
 			errs = append(errs, err)
@@ -281,6 +291,21 @@ func (c *Controller) Pass(ctx context.Context, ev PodEvents) (Result, error) {
 	return res, errors.Join(errs...)
 }
 
+// state is what the engine decides from; versions that cannot be resolved
+// now are logged and left out (their drift check waits for a later pass).
+func (c *Controller) state(ctx context.Context, snap *snapshot.Cluster, now time.Time) disruption.State {
+	st := disruption.State{Cluster: snap, Catalog: c.opts.Catalog, Now: now, Options: c.opts.Engine}
+	if c.opts.Versions == nil {
+		return st
+	}
+	v, err := c.opts.Versions.Versions(ctx, snap.NodeClaims)
+	if err != nil {
+		c.log.Warn("node versions not fully resolved; their drift checks wait", "error", err)
+	}
+	st.Versions = v
+	return st
+}
+
 func earliest(a, b time.Time) time.Time {
 	if a.IsZero() || (!b.IsZero() && b.Before(a)) {
 		return b
@@ -328,8 +353,7 @@ func (c *Controller) Validate(ctx context.Context, msg messages.DisruptionComman
 		}
 		cmd.Replacements = append(cmd.Replacements, plan)
 	}
-	st := disruption.State{Cluster: snap, Catalog: c.opts.Catalog, Now: now, Options: c.opts.Engine}
-	fresh, err := disruption.Validate(st, cmd)
+	fresh, err := disruption.Validate(c.state(ctx, snap, now), cmd)
 	var verr *disruption.ValidationError
 	if errors.As(err, &verr) {
 		res.Invalid = verr.Reason
@@ -769,7 +793,7 @@ func (c *Controller) recordDisrupted(ctx context.Context, snap *snapshot.Cluster
 
 // writeConditions keeps every NodeClaim's Consolidatable and Drifted
 // conditions true to the engine's view; it writes only what changed.
-func (c *Controller) writeConditions(ctx context.Context, snap *snapshot.Cluster, now time.Time) []error {
+func (c *Controller) writeConditions(ctx context.Context, snap *snapshot.Cluster, versions disruption.Versions, now time.Time) []error {
 	pools := map[string]*karpv1.NodePool{}
 	for _, np := range snap.NodePools {
 		pools[np.Name] = np
@@ -785,7 +809,7 @@ func (c *Controller) writeConditions(ctx context.Context, snap *snapshot.Cluster
 			continue
 		}
 		_, _, err := lifecycle.WriteNodeClaimStatus(ctx, c.kube, nc, func(cur *karpv1.NodeClaim) bool {
-			return cur.DeletionTimestamp == nil && syncConditions(cur, np, hashes, now)
+			return cur.DeletionTimestamp == nil && syncConditions(cur, nodeOf(snap, cur), np, hashes, versions, now)
 		})
 		if client.IgnoreNotFound(err) != nil {
 			errs = append(errs, fmt.Errorf("writing the disruption conditions of NodeClaim %s: %w", nc.Name, err))
@@ -796,8 +820,8 @@ func (c *Controller) writeConditions(ctx context.Context, snap *snapshot.Cluster
 
 // syncConditions sets nc's Consolidatable and Drifted conditions to the
 // engine's view of it; false when they already say so.
-func syncConditions(nc *karpv1.NodeClaim, np *karpv1.NodePool, hashes map[string]string, now time.Time) bool {
-	want := disruption.Conditions(nc, np, hashes, now)
+func syncConditions(nc *karpv1.NodeClaim, node *corev1.Node, np *karpv1.NodePool, hashes map[string]string, versions disruption.Versions, now time.Time) bool {
+	want := disruption.Conditions(nc, node, np, hashes, versions, now)
 	conds := nc.StatusConditions()
 	changed := false
 	if conds.Get(karpv1.ConditionTypeInitialized).IsTrue() {
