@@ -597,8 +597,17 @@ func (l *Launcher) customData(ctx context.Context, req LaunchRequest) (string, e
 	if maxPods == 0 {
 		maxPods = v1beta1.DefaultMaxPods
 	}
+	cluster := *l.opts.Bootstrap
+	if l.opts.KubernetesVersion != nil {
+		if cluster.KubernetesVersion, err = l.opts.KubernetesVersion(ctx); err != nil {
+			return "", fmt.Errorf("launch %q: reading the cluster's Kubernetes version: %w", req.Name, err)
+		}
+		if err := cluster.Validate(); err != nil {
+			return "", fmt.Errorf("launch %q: %w", req.Name, err)
+		}
+	}
 	data, err := NodeBootstrap{
-		Cluster:        *l.opts.Bootstrap,
+		Cluster:        cluster,
 		SubscriptionID: l.opts.SubscriptionID, ResourceGroup: l.opts.ResourceGroup, Location: l.opts.Location,
 		SubnetID: req.SubnetID, AdminUsername: adminUsername,
 		Architecture: req.Architecture, ImageFamily: req.ImageFamily,

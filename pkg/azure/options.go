@@ -47,6 +47,11 @@ type Options struct {
 	// without both: it could never join.
 	Bootstrap       *ClusterBootstrap
 	BootstrapTokens TokenSource
+	// KubernetesVersion, when set, is asked at every launch for the
+	// kubelet version ("1.34.1") instead of Bootstrap.KubernetesVersion:
+	// after a control-plane upgrade, replacements join at the new version
+	// (the old nodes drift, K8sVersionDrift).
+	KubernetesVersion func(ctx context.Context) (string, error)
 
 	// SSHPublicKey is the admin public key of the node VMs, in OpenSSH
 	// authorized_keys form ("ssh-rsa AAAA…" or "ssh-ed25519 AAAA…"). It is

@@ -53,6 +53,7 @@ import (
 	"github.com/karpfunc/karpfunc/pkg/events"
 	"github.com/karpfunc/karpfunc/pkg/lifecycle"
 	"github.com/karpfunc/karpfunc/pkg/messages"
+	"github.com/karpfunc/karpfunc/pkg/nodeimage"
 	"github.com/karpfunc/karpfunc/pkg/ownership"
 	"github.com/karpfunc/karpfunc/pkg/scheduler"
 	"github.com/karpfunc/karpfunc/pkg/snapshot"
@@ -913,4 +914,49 @@ func (c *Controller) event(ctx context.Context, obj client.Object, typ, reason, 
 	if err := c.recorder.Publish(ctx, events.Event{Object: obj, Type: typ, Reason: reason, Message: msg}); err != nil {
 		c.log.Warn("writing event", "reason", reason, "object", obj.GetName(), "error", err)
 	}
+}
+
+// NodeVersions is the VersionSource of a running cluster: each
+// NodeClaim's image definition at its current version (Images), and the
+// control plane's Kubernetes version (Kubernetes).
+type NodeVersions struct {
+	Images interface {
+		Current(ctx context.Context, img nodeimage.Image) (nodeimage.Image, error)
+	}
+	Kubernetes func(ctx context.Context) (string, error)
+}
+
+// Versions resolves every image definition the claims booted, once each.
+func (n NodeVersions) Versions(ctx context.Context, claims []*karpv1.NodeClaim) (disruption.Versions, error) {
+	out := disruption.Versions{Images: map[string]string{}}
+	var errs []error
+	for _, nc := range claims {
+		img, ok := nodeimage.Parse(nc.Status.ImageID)
+		if !ok || n.Images == nil {
+			continue
+		}
+		if _, done := out.Images[img.DefinitionKey()]; done {
+			continue
+		}
+		cur, err := n.Images.Current(ctx, img)
+		if err != nil {
+			errs = append(errs, err)
+			out.Images[img.DefinitionKey()] = "" // tried; dropped below
+			continue
+		}
+		out.Images[img.DefinitionKey()] = cur.ID()
+	}
+	for k, v := range out.Images {
+		if v == "" {
+			delete(out.Images, k)
+		}
+	}
+	if n.Kubernetes != nil {
+		v, err := n.Kubernetes(ctx)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("reading the control plane's Kubernetes version: %w", err))
+		}
+		out.Kubernetes = v
+	}
+	return out, errors.Join(errs...)
 }
