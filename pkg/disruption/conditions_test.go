@@ -91,3 +91,37 @@ func imageVersions(id string) Versions {
 func kubelet(v string) func(*fixture, *karpv1.NodeClaim) {
 	return func(f *fixture, _ *karpv1.NodeClaim) { f.c.Nodes[0].Status.NodeInfo.KubeletVersion = v }
 }
+
+// TestVersionDriftReplacesFirst: a node on an older image, or with another
+// kubelet version than the control plane, is a drift command with a
+// replacement for its pods (replacement first), within the Drifted budget.
+func TestVersionDriftReplacesFirst(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		mutate   func(*fixture, *karpv1.NodeClaim)
+		versions Versions
+		budget   string
+		want     string // command method, "" none
+	}{
+		{"newer image", bootedImage(oldImage), imageVersions(newImage), "100%", "drift"},
+		{"control plane upgraded", kubelet("v1.33.2"), Versions{Kubernetes: "1.34.1"}, "100%", "drift"},
+		{"current versions", bootedImage(newImage), imageVersions(newImage), "100%", ""},
+		{"newer image, Drifted budget 0", bootedImage(oldImage), imageVersions(newImage), "0", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t)
+			f.np.Spec.Disruption.ConsolidationPolicy = karpv1.ConsolidationPolicyWhenEmpty
+			f.np.Spec.Disruption.Budgets = []karpv1.Budget{{Nodes: tc.budget, Reasons: []karpv1.DisruptionReason{karpv1.DisruptionReasonDrifted}}}
+			nc := f.node("a", "Standard_D4as_v5", "on-demand")
+			tc.mutate(f, nc)
+			f.pod("web-0", "a", "500m", "512Mi")
+			d := Decide(State{Cluster: f.c, Catalog: f.cat, Now: now, Options: f.opts, Versions: tc.versions})
+			switch {
+			case tc.want == "" && d.Command != nil:
+				t.Fatalf("command %s, want none", d.Command)
+			case tc.want != "" && (d.Command == nil || d.Command.Method != tc.want || len(d.Command.Replacements) != 1):
+				t.Fatalf("command %v, want %s with one replacement (refusals %v)", d.Command, tc.want, d.Refusals)
+			}
+		})
+	}
+}
