@@ -18,7 +18,7 @@ const KubernetesVersionTTL = 15 * time.Minute
 // kubernetesVersion is the cluster's Kubernetes version nodes run: the
 // app setting KUBERNETES_VERSION when set (a change restarts the app),
 // otherwise the API server's version, cached for KubernetesVersionTTL in
-// the warm instance.
+// the warm instance (when a read fails, the last version read is used).
 type kubernetesVersion struct {
 	setting string
 	disco   discovery.ServerVersionInterface
@@ -40,6 +40,9 @@ func (k *kubernetesVersion) Get(context.Context) (string, error) {
 		return k.version, nil
 	}
 	v, err := k.disco.ServerVersion()
+	if err != nil && k.version != "" {
+		return k.version, nil // the last version read beats no launch; the next call reads again
+	}
 	if err != nil {
 		return "", err
 	}
