@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -130,17 +131,18 @@ func (d *dependencies) get() (*provisioning.Provisioner, *lifecycle.Controller, 
 	if err != nil {
 		return nil, nil, err
 	}
-	var controlPlaneVersion string
-	if azOpts.Bootstrap, azOpts.BootstrapTokens, controlPlaneVersion, err = nodeBootstrap(restConfig, kube, d.getenv, regTTL, d.log); err != nil {
+	var kubeVersion *kubernetesVersion
+	if azOpts.Bootstrap, azOpts.BootstrapTokens, kubeVersion, err = nodeBootstrap(restConfig, kube, d.getenv, regTTL, d.log); err != nil {
 		return nil, nil, err
 	}
-	// What AKSNodeClass status is resolved against (nodepoolstatus).
-	statusOpts := &nodepoolstatus.ClassOptions{DefaultSubnetID: azOpts.SubnetID, NodeResourceGroup: azOpts.ResourceGroup,
-		KubernetesVersion: azOpts.Bootstrap.KubernetesVersion, ControlPlaneVersion: controlPlaneVersion, ImageVersion: azOpts.NodeImageVersion}
+	azOpts.KubernetesVersion = kubeVersion.Get
 	launcher, err := azure.NewLauncher(azOpts)
 	if err != nil {
 		return nil, nil, err
 	}
+	// What AKSNodeClass status is resolved against (nodepoolstatus).
+	statusOpts := &nodepoolstatus.ClassOptions{DefaultSubnetID: azOpts.SubnetID, NodeResourceGroup: azOpts.ResourceGroup,
+		KubernetesVersion: azOpts.Bootstrap.KubernetesVersion, ControlPlaneVersion: kubeVersion.server, Images: launcher.Images()}
 	var cat *catalog.Catalog
 	if path := d.getenv(EnvCatalogFile); path != "" {
 		cat, err = catalog.Load(path)
@@ -189,7 +191,8 @@ func (d *dependencies) get() (*provisioning.Provisioner, *lifecycle.Controller, 
 		return nil, nil, err
 	}
 	d.disruptionCtrl = live.New(live.Options{Kube: kube, Catalog: cat, Replacer: d.provisioner, Publisher: pub,
-		ClusterName: azOpts.ClusterName, Clock: clk, Logger: d.log, Decisions: rec, Engine: engine, Status: statusOpts})
+		ClusterName: azOpts.ClusterName, Clock: clk, Logger: d.log, Decisions: rec, Engine: engine, Status: statusOpts,
+		Versions: live.NodeVersions{Images: launcher.Images(), Kubernetes: kubeVersion.Get}})
 	d.pub, d.cluster = pub, azOpts.ClusterName
 	d.built = true
 	return d.provisioner, d.lifecycleController, nil
@@ -229,35 +232,38 @@ func (d *dependencies) duration(name string, def time.Duration) (time.Duration, 
 }
 
 // nodeBootstrap is what every launched VM needs to join: the cluster side
-// of its customData (app settings, the API server's CA and version) and
+// of its customData (app settings, the API server's CA and version),
 // karpfunc's own TLS bootstrap tokens, valid for longer than a VM may take
-// to register.
-func nodeBootstrap(restConfig *rest.Config, kube client.Client, getenv func(string) string, regTTL time.Duration, log *slog.Logger) (*azure.ClusterBootstrap, azure.TokenSource, string, error) {
+// to register, and the cluster's Kubernetes version as it changes.
+func nodeBootstrap(restConfig *rest.Config, kube client.Client, getenv func(string) string, regTTL time.Duration, log *slog.Logger) (*azure.ClusterBootstrap, azure.TokenSource, *kubernetesVersion, error) {
 	ca := restConfig.CAData
 	if len(ca) == 0 && restConfig.CAFile != "" {
 		var err error
 		if ca, err = os.ReadFile(restConfig.CAFile); err != nil {
-			return nil, nil, "", fmt.Errorf("reading the cluster CA %s: %w", restConfig.CAFile, err)
+			return nil, nil, nil, fmt.Errorf("reading the cluster CA %s: %w", restConfig.CAFile, err)
 		}
 	}
 	disco, err := discovery.NewDiscoveryClientForConfig(restConfig)
 	if err != nil {
-		return nil, nil, "", fmt.Errorf("building the discovery client: %w", err)
+		return nil, nil, nil, fmt.Errorf("building the discovery client: %w", err)
 	}
+	kv := &kubernetesVersion{setting: strings.TrimSpace(getenv(azure.EnvKubernetesVersion)), disco: disco, now: time.Now}
 	v, err := disco.ServerVersion()
 	if err != nil {
-		return nil, nil, "", fmt.Errorf("reading the API server's version (nodes run the same kubelet version): %w", err)
+		return nil, nil, nil, fmt.Errorf("reading the API server's version (nodes run the same kubelet version): %w", err)
 	}
 	cb, err := azure.ClusterBootstrapFromEnv(getenv, ca, v.GitVersion)
 	if err != nil {
-		return nil, nil, "", err
+		return nil, nil, nil, err
 	}
 	minValid := max(bootstraptoken.DefaultMinValid, regTTL+15*time.Minute)
 	tokens, err := bootstraptoken.New(bootstraptoken.Options{Kube: kube, MinValidity: minValid, TTL: minValid + time.Hour, Logger: log})
 	if err != nil {
-		return nil, nil, "", err
+		return nil, nil, nil, err
 	}
-	return &cb, tokens, v.GitVersion, nil
+	kv.version, kv.until = cb.KubernetesVersion, time.Now().Add(KubernetesVersionTTL) // the read above
+	kv.server = v.GitVersion
+	return &cb, tokens, kv, nil
 }
 
 // interruption returns the interruption controller.

@@ -123,9 +123,12 @@ resource settings 'Microsoft.Web/sites/config@2024-04-01' = {
     AZURE_LOCATION: clusterLocation
     AZURE_SUBNET_ID: nodeSubnetId
     AZURE_SSH_PUBLIC_KEY: nodeSshPublicKey
-    // The AKS node image version nodes boot; empty means the version
-    // pinned in the release (pkg/nodeimage DefaultVersion).
+    // The AKS node image version nodes boot; empty follows each image
+    // definition's latest version in AKS's community galleries (pkg/nodeimage
+    // Resolver), re-read every KARPFUNC_NODE_IMAGE_TTL (empty: 72h, the Azure
+    // provider's); a newer image drifts existing nodes (ImageDrift).
     KARPFUNC_NODE_IMAGE_VERSION: ''
+    KARPFUNC_NODE_IMAGE_TTL: ''
     KARPFUNC_CLUSTER_NAME: clusterName
     // The cluster's API server, reached as the Functions identity
     // (pkg/kubeauth), and its node provisioning mode (the handler refuses

@@ -30,6 +30,8 @@ const (
 	OpListLoadBalancers  Operation = "ListLoadBalancers"
 	OpGetSecurityGroup   Operation = "GetSecurityGroup"
 	OpListSecurityGroups Operation = "ListSecurityGroups"
+	// OpListGalleryVersions lists a community gallery image's versions.
+	OpListGalleryVersions Operation = "ListGalleryVersions"
 )
 
 // Request is what an Injector sees of an incoming request.

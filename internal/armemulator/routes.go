@@ -44,6 +44,12 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			s.listSKUs(w, r, sub)
 			return
 		}
+	// /subscriptions/{sub}/providers/Microsoft.Compute/locations/{loc}/communityGalleries/{gallery}/images/{definition}/versions
+	case isGalleryVersions(seg):
+		if r.Method == http.MethodGet {
+			s.listGalleryVersions(w, r, sub, seg[5], seg[7], seg[9])
+			return
+		}
 	// /subscriptions/{sub}/providers/{ns}/locations/{loc}/operations|operationResults/{id}
 	case len(seg) == 8 && is(2, "providers") && is(4, "locations") && (is(6, "operations") || is(6, "operationResults")):
 		if r.Method == http.MethodGet {
@@ -94,6 +100,8 @@ func resourceType(seg []string) string {
 		return "skus"
 	case len(seg) == 8 && is(2, "providers") && is(4, "locations") && (is(6, "operations") || is(6, "operationResults")):
 		return "operations"
+	case isGalleryVersions(seg):
+		return "communityGalleryImageVersions"
 	case (len(seg) == 7 || len(seg) == 8) && is(2, "resourceGroups") && is(4, "providers") && is(5, "Microsoft.Compute") && is(6, "virtualMachines"):
 		return "virtualMachines"
 	case (len(seg) == 7 || len(seg) == 8) && is(2, "resourceGroups") && is(4, "providers") && is(5, "Microsoft.Network") && is(6, "networkInterfaces"):
@@ -206,4 +214,11 @@ func (s *Server) inject(w http.ResponseWriter, r *http.Request, req Request) (*F
 	s.log.Info("injecting fault", "operation", req.Operation, "name", req.Name, "code", f.Code, "status", f.status())
 	writeFault(w, f)
 	return nil, true
+}
+
+// isGalleryVersions: seg addresses a community gallery image's versions.
+func isGalleryVersions(seg []string) bool {
+	is := func(i int, want string) bool { return i < len(seg) && strings.EqualFold(seg[i], want) }
+	return len(seg) == 11 && is(2, "providers") && is(3, "Microsoft.Compute") && is(4, "locations") &&
+		is(6, "communityGalleries") && is(8, "images") && is(10, "versions")
 }

@@ -106,6 +106,10 @@ type Options struct {
 	// EventGrid delivers VirtualMachinePreempted annotations (see
 	// eviction.go); also settable with SetEventGrid.
 	EventGrid EventGrid
+	// GalleryVersions are the node image versions AKS's community
+	// galleries hold (see gallery.go); nil: DefaultGalleryVersions. A VM
+	// create naming another version is refused with GalleryImageNotFound.
+	GalleryVersions []GalleryVersion
 }
 
 // Counters count what the emulator did, for tests.
@@ -151,6 +155,7 @@ type Server struct {
 	// kubelet, by VM name.
 	bootErrors map[string]string
 	eventGrid  EventGrid
+	gallery    []GalleryVersion
 
 	nodes  *nodeWorker
 	cancel context.CancelFunc
@@ -194,6 +199,10 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 		token:      "emulator-" + randHex(8),
 		nextIP:     4, // Azure reserves .0-.3 of every subnet
 		eventGrid:  opts.EventGrid,
+		gallery:    opts.GalleryVersions,
+	}
+	if s.gallery == nil {
+		s.gallery = DefaultGalleryVersions()
 	}
 	s.counters.Requests = map[Operation]int{}
 

@@ -71,6 +71,8 @@ var apiVersions = map[string][]string{
 	"networkSecurityGroups": {"2025-05-01"}, // armnetwork/v9
 	"disks":                 {"2026-03-02"}, // armcompute/v8 DisksClient
 	"operations":            {operationsAPIVersion},
+	// armcompute/v8 CommunityGalleryImageVersionsClient
+	"communityGalleryImageVersions": {"2026-03-03"},
 }
 
 // operationsAPIVersion is what the emulator writes into the operation URLs
@@ -216,6 +218,9 @@ func (s *Server) checkImageLocked(vm *armcompute.VirtualMachine, size, location 
 	img, ok := nodeimage.Parse(deref(sp.ImageReference.CommunityGalleryImageID))
 	if !ok {
 		return refusal{}
+	}
+	if ref := s.checkGalleryVersionLocked(img, deref(sp.ImageReference.CommunityGalleryImageID), location); !ref.ok() {
+		return ref
 	}
 	gens, arch, known := s.skuCapabilitiesLocked(size, location)
 	if !known {

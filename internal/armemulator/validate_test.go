@@ -50,7 +50,7 @@ func testSSHKey(t *testing.T) string {
 
 func image(t *testing.T, family, arch string, gen string) string {
 	t.Helper()
-	img, err := nodeimage.Select(family, arch, []string{gen}, nodeimage.DefaultVersion)
+	img, err := nodeimage.Select(family, arch, []string{gen}, nodeimage.ExampleVersion)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -109,6 +109,10 @@ func TestVMRefusals(t *testing.T) {
 		{"arm64 image on an x64 size", func(vm *armcompute.VirtualMachine) {
 			vm.Properties.StorageProfile.ImageReference.CommunityGalleryImageID = ptr(image(t, "Ubuntu2204", "arm64", "V2"))
 		}, 400, "BadRequest", "CPU architecture 'Arm64'"},
+		{"image version the gallery no longer holds", func(vm *armcompute.VirtualMachine) {
+			vm.Properties.StorageProfile.ImageReference.CommunityGalleryImageID = ptr(strings.Replace(image(t, "Ubuntu2204", "amd64", "V2"),
+				nodeimage.ExampleVersion, "202401.01.0", 1))
+		}, 404, "GalleryImageNotFound", "versions/202401.01.0 is not available in"},
 		{"password login disabled and no SSH key", func(vm *armcompute.VirtualMachine) {
 			vm.Properties.OSProfile.LinuxConfiguration.SSH = nil
 		}, 400, "InvalidParameter", "Authentication using either SSH or by user name and password must be enabled in Linux profile."},

@@ -7,6 +7,8 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/compute/armcompute/v8"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
+
+	"github.com/karpfunc/karpfunc/pkg/nodeimage"
 )
 
 // The launch primitives below never wait for a long-running operation: each
@@ -97,14 +99,35 @@ func (l *Launcher) BeginVM(ctx context.Context, req LaunchRequest, nicID string)
 	if err != nil {
 		return err
 	}
-	vm, err := l.vmFor(req, nicID, customData)
+	vm, err := l.vmFor(ctx, req, nicID, customData)
 	if err != nil {
 		return err
 	}
 	if _, err := l.vms.BeginCreateOrUpdate(ctx, l.opts.ResourceGroup, req.Name, vm, nil); err != nil {
-		return wrapARM(err, "creating VM %q", req.Name)
+		return l.imageGone(wrapARM(err, "creating VM %q", req.Name), vm)
 	}
 	return nil
+}
+
+// imageGone: when ARM says the VM's node image version is not in the
+// gallery (AKS removed it), the cached version is dropped so the next
+// launch resolves again; a pinned version gets a hint, as only a new pin
+// (or none) can fix it.
+func (l *Launcher) imageGone(err error, vm armcompute.VirtualMachine) error {
+	ae, ok := AsARMError(err)
+	if !ok || ae.Code != "GalleryImageNotFound" {
+		return err
+	}
+	img, ok := nodeimage.Parse(deref(vm.Properties.StorageProfile.ImageReference.CommunityGalleryImageID))
+	if !ok {
+		return err
+	}
+	if pin := l.images.Pinned(); pin != "" {
+		return fmt.Errorf("%w (node image version %s is pinned by %s and AKS's gallery no longer holds it: "+
+			"unset the setting to follow the gallery, or pin a current version)", err, pin, EnvNodeImageVersion)
+	}
+	l.images.Forget(img)
+	return err
 }
 
 // Status GETs the VM called name with its instance view. For a VM whose

@@ -632,8 +632,17 @@ func (l *Launcher) customData(ctx context.Context, req LaunchRequest) (string, e
 	}
 	// The same count as the NIC's pod IP configurations (podips.go).
 	maxPods := launchMaxPods(req)
+	cluster := *l.opts.Bootstrap
+	if l.opts.KubernetesVersion != nil {
+		if cluster.KubernetesVersion, err = l.opts.KubernetesVersion(ctx); err != nil {
+			return "", fmt.Errorf("launch %q: reading the cluster's Kubernetes version: %w", req.Name, err)
+		}
+		if err := cluster.Validate(); err != nil {
+			return "", fmt.Errorf("launch %q: %w", req.Name, err)
+		}
+	}
 	data, err := NodeBootstrap{
-		Cluster:        *l.opts.Bootstrap,
+		Cluster:        cluster,
 		SubscriptionID: l.opts.SubscriptionID, ResourceGroup: l.opts.ResourceGroup, Location: l.opts.Location,
 		SubnetID: req.SubnetID, AdminUsername: adminUsername,
 		Architecture: req.Architecture, ImageFamily: req.ImageFamily,

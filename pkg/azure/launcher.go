@@ -120,6 +120,7 @@ type Launcher struct {
 	vms      *armcompute.VirtualMachinesClient
 	nics     *armnetwork.InterfacesClient
 	skus     *armcompute.ResourceSKUsClient
+	images   *nodeimage.Resolver
 	pollOpts *runtime.PollUntilDoneOptions
 	// lbs, nsgs and netCache find the node network (nodenetwork.go).
 	lbs      *armnetwork.LoadBalancersClient
@@ -192,11 +193,21 @@ func NewLauncher(opts Options) (*Launcher, error) {
 	if err != nil {
 		return nil, fmt.Errorf("creating resource SKU client: %w", err)
 	}
+	versions, err := armcompute.NewCommunityGalleryImageVersionsClient(opts.SubscriptionID, cred, armOpts)
+	if err != nil {
+		return nil, fmt.Errorf("creating community gallery image versions client: %w", err)
+	}
+	images, err := nodeimage.NewResolver(nodeimage.ResolverOptions{Versions: versions, Location: opts.Location,
+		Pin: opts.NodeImageVersion, TTL: opts.NodeImageTTL})
+	if err != nil {
+		return nil, err
+	}
 	l := &Launcher{
 		opts:     opts,
 		vms:      vms,
 		nics:     nics,
 		skus:     skus,
+		images:   images,
 		pollOpts: &runtime.PollUntilDoneOptions{Frequency: opts.PollFrequency},
 	}
 	if err := l.newNetworkClients(cred, armOpts); err != nil {
@@ -320,8 +331,8 @@ func (l *Launcher) cleanupFailedLaunch(ctx context.Context, name string) {
 	_ = l.Delete(ctx, name)
 }
 
-func (l *Launcher) vmFor(req LaunchRequest, nicID, customData string) (armcompute.VirtualMachine, error) {
-	image, err := l.Image(req)
+func (l *Launcher) vmFor(ctx context.Context, req LaunchRequest, nicID, customData string) (armcompute.VirtualMachine, error) {
+	image, err := l.Image(ctx, req)
 	if err != nil {
 		return armcompute.VirtualMachine{}, err
 	}
@@ -433,7 +444,7 @@ func (l *Launcher) normalise(req *LaunchRequest) error {
 	if req.Architecture != "" && req.Architecture != "amd64" && req.Architecture != "arm64" {
 		return NewInvalidRequestError("launch %q: architecture %q is not amd64 or arm64", req.Name, req.Architecture)
 	}
-	if _, err := l.Image(*req); err != nil {
+	if _, err := nodeimage.Definition(req.ImageFamily, req.Architecture, l.generations(*req)); err != nil {
 		return NewInvalidRequestError("launch %q as %s: %v", req.Name, req.InstanceType, err)
 	}
 	return nil
@@ -457,15 +468,23 @@ func armZone(zone, location string) string {
 }
 
 // Image is the node image req's VM boots: its image family, architecture
-// and Hyper-V generations pick the image (package nodeimage), the
-// launcher's NodeImageVersion pins its version.
-func (l *Launcher) Image(req LaunchRequest) (nodeimage.Image, error) {
-	gens := req.HyperVGenerations
-	if len(gens) == 0 {
-		gens = []string{nodeimage.GenerationV2}
-	}
-	return nodeimage.Select(req.ImageFamily, req.Architecture, gens, l.opts.NodeImageVersion)
+// and Hyper-V generations pick the image definition (package nodeimage);
+// its version is the pinned NodeImageVersion or the gallery's current one.
+func (l *Launcher) Image(ctx context.Context, req LaunchRequest) (nodeimage.Image, error) {
+	return l.images.Resolve(ctx, req.ImageFamily, req.Architecture, l.generations(req))
 }
+
+func (l *Launcher) generations(req LaunchRequest) []string {
+	if len(req.HyperVGenerations) == 0 {
+		return []string{nodeimage.GenerationV2}
+	}
+	return req.HyperVGenerations
+}
+
+// Images is the launcher's node image resolver: what drift compares
+// NodeClaims' status.imageID with, and what the AKSNodeClass status can
+// report per (family, architecture, generation).
+func (l *Launcher) Images() *nodeimage.Resolver { return l.images }
 
 // Get returns the VM called name; IsNotFound(err) when there is none.
 func (l *Launcher) Get(ctx context.Context, name string) (*Instance, error) {

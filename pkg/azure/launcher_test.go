@@ -576,7 +576,10 @@ func TestOptionsFromEnv(t *testing.T) {
 func TestImageAndSSHProfile(t *testing.T) {
 	emu := startEmulator(t, armemulator.Options{SKUs: []*armcompute.ResourceSKU{
 		skuOf("Standard_D2_v3", "V1", "x64", "1", "2", "3"), skuOf("Standard_D2s_v5", "V1,V2", "x64", "1", "2", "3"),
-		skuOf("Standard_D2ps_v5", "V2", "Arm64", "1", "2", "3")}})
+		skuOf("Standard_D2ps_v5", "V2", "Arm64", "1", "2", "3")},
+		// The pin is older than the gallery's latest: the pin wins.
+		GalleryVersions: []armemulator.GalleryVersion{{Name: "202510.03.1", Published: time.Date(2025, 10, 3, 0, 0, 0, 0, time.UTC)},
+			{Name: "202511.07.0", Published: time.Date(2025, 11, 7, 0, 0, 0, 0, time.UTC)}}})
 	key := testSSHKey(t)
 	l := newLauncher(t, emu, "c", func(o *azure.Options) { o.SSHPublicKey, o.NodeImageVersion = key, "202510.03.1" })
 	for _, tc := range []struct {
@@ -623,6 +626,30 @@ func TestImageAndSSHProfile(t *testing.T) {
 	noKey := newLauncher(t, emu, "c", func(o *azure.Options) { o.SSHPublicKey = "" })
 	if _, err := noKey.Create(ctx(t), request("no-key")); !azure.IsInvalidRequest(err) || !strings.Contains(err.Error(), azure.EnvSSHPublicKey) {
 		t.Fatalf("launch without SSH key: %v, want an invalid request naming %s", err, azure.EnvSSHPublicKey)
+	}
+}
+
+// TestNodeImageFollowsGallery: without a pin, launches boot the gallery's
+// latest version; when AKS removes a version ARM refuses it with
+// GalleryImageNotFound, and a launcher pinned to it says how to fix it.
+func TestNodeImageFollowsGallery(t *testing.T) {
+	day := func(d int) time.Time { return time.Date(2026, 11, d, 0, 0, 0, 0, time.UTC) }
+	emu := startEmulator(t, armemulator.Options{GalleryVersions: []armemulator.GalleryVersion{
+		{Name: "202611.02.0", Published: day(2)}, {Name: "202611.16.0", Published: day(16)}}})
+	l := newLauncher(t, emu, "c")
+	inst, err := l.Create(ctx(t), request("latest"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasSuffix(inst.ImageID, "/versions/202611.16.0") {
+		t.Fatalf("ImageID = %s, want the gallery's latest 202611.16.0", inst.ImageID)
+	}
+	emu.SetGalleryVersions([]armemulator.GalleryVersion{{Name: "202611.16.0", Published: day(16)}})
+	pinned := newLauncher(t, emu, "c", func(o *azure.Options) { o.NodeImageVersion = "202611.02.0" })
+	_, err = pinned.Create(ctx(t), request("pinned-gone"))
+	ae, ok := azure.AsARMError(err)
+	if !ok || ae.Code != "GalleryImageNotFound" || !strings.Contains(err.Error(), azure.EnvNodeImageVersion) {
+		t.Fatalf("launch with a version the gallery no longer holds = %v, want GalleryImageNotFound naming %s", err, azure.EnvNodeImageVersion)
 	}
 }
 

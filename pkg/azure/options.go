@@ -49,6 +49,11 @@ type Options struct {
 	// without both: it could never join.
 	Bootstrap       *ClusterBootstrap
 	BootstrapTokens TokenSource
+	// KubernetesVersion, when set, is asked at every launch for the
+	// kubelet version ("1.34.1") instead of Bootstrap.KubernetesVersion:
+	// after a control-plane upgrade, replacements join at the new version
+	// (the old nodes drift, K8sVersionDrift).
+	KubernetesVersion func(ctx context.Context) (string, error)
 
 	// NodeIdentities are the resource IDs of the user-assigned managed
 	// identities every node VM carries (app setting NODE_IDENTITIES, comma
@@ -70,8 +75,13 @@ type Options struct {
 	// karpfunc's nodes open to the same key as the cluster's other nodes.
 	SSHPublicKey string
 	// NodeImageVersion pins the AKS node image version every VM boots
-	// (YYYYMM.DD.patch); empty means nodeimage.DefaultVersion.
+	// (YYYYMM.DD.patch); empty resolves each image definition's latest
+	// version from AKS's community galleries through ARM, as the Azure
+	// provider does (see nodeimage.Resolver).
 	NodeImageVersion string
+	// NodeImageTTL is how long a resolved version is kept before the
+	// gallery is read again (default nodeimage.DefaultTTL, 3 days).
+	NodeImageTTL time.Duration
 	// PollFrequency is how often a long-running operation is polled when
 	// ARM gives no Retry-After hint. Zero means 5s (the SDK's default of
 	// 30s is too slow for node launches).
@@ -94,9 +104,12 @@ const (
 	EnvSSHPublicKey   = "AZURE_SSH_PUBLIC_KEY"
 	// EnvNodeIdentities lists the node VMs' user-assigned identities.
 	EnvNodeIdentities = "NODE_IDENTITIES"
-	// EnvNodeImageVersion pins the AKS node image version (default
-	// nodeimage.DefaultVersion).
+	// EnvNodeImageVersion pins the AKS node image version (default: the
+	// gallery's latest, resolved through ARM).
 	EnvNodeImageVersion = "KARPFUNC_NODE_IMAGE_VERSION"
+	// EnvNodeImageTTL is how long a resolved node image version is kept,
+	// a Go duration (default 72h, the Azure provider's).
+	EnvNodeImageTTL = "KARPFUNC_NODE_IMAGE_TTL"
 )
 
 // OptionsFromEnv reads Options from the environment. The subscription,
@@ -135,6 +148,13 @@ func OptionsFromEnv() (Options, error) {
 		if err := nodeimage.ValidateVersion(o.NodeImageVersion); err != nil {
 			return Options{}, fmt.Errorf("app setting %s: %w", EnvNodeImageVersion, err)
 		}
+	}
+	if v := get(EnvNodeImageTTL); v != "" {
+		ttl, err := time.ParseDuration(v)
+		if err != nil || ttl <= 0 {
+			return Options{}, fmt.Errorf("app setting %s=%q is not a positive Go duration (e.g. 72h, 30m)", EnvNodeImageTTL, v)
+		}
+		o.NodeImageTTL = ttl
 	}
 	if f := get(EnvCAFile); f != "" {
 		pem, err := os.ReadFile(f)
@@ -190,11 +210,13 @@ func (o *Options) validate() error {
 	if err := o.validateNodeIdentities(); err != nil {
 		return err
 	}
-	if o.NodeImageVersion == "" {
-		o.NodeImageVersion = nodeimage.DefaultVersion
+	if o.NodeImageVersion != "" {
+		if err := nodeimage.ValidateVersion(o.NodeImageVersion); err != nil {
+			return fmt.Errorf("azure options: NodeImageVersion: %w", err)
+		}
 	}
-	if err := nodeimage.ValidateVersion(o.NodeImageVersion); err != nil {
-		return fmt.Errorf("azure options: NodeImageVersion: %w", err)
+	if o.NodeImageTTL < 0 {
+		return fmt.Errorf("azure options: NodeImageTTL %v is negative", o.NodeImageTTL)
 	}
 	if o.Endpoint != "" && !strings.HasPrefix(o.Endpoint, "https://") {
 		// azcore refuses to send bearer tokens over plain HTTP; fail here

@@ -3,6 +3,7 @@ package disruption
 import (
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 )
 
@@ -17,10 +18,11 @@ type ConditionState struct {
 	Drifted string
 }
 
-// Conditions computes the disruption conditions of nc (owned by np) at now;
-// classHashes maps AKSNodeClass names to NodeClassHash. The Disruption function
-// writes them and schedules a pass at ConsolidatableAt.
-func Conditions(nc *karpv1.NodeClaim, np *karpv1.NodePool, classHashes map[string]string, now time.Time) ConditionState {
+// Conditions computes the disruption conditions of nc (on node, nil if
+// none yet; owned by np) at now; classHashes maps AKSNodeClass names to
+// NodeClassHash, versions are what nodes should run. The Disruption
+// function writes them and schedules a pass at ConsolidatableAt.
+func Conditions(nc *karpv1.NodeClaim, node *corev1.Node, np *karpv1.NodePool, classHashes map[string]string, versions Versions, now time.Time) ConditionState {
 	var st ConditionState
 	if nc.StatusConditions().Get(karpv1.ConditionTypeInitialized).IsTrue() {
 		if at, ok := consolidatableAt(nc, np); ok {
@@ -34,6 +36,6 @@ func Conditions(nc *karpv1.NodeClaim, np *karpv1.NodePool, classHashes map[strin
 	for name, h := range classHashes {
 		classes[name] = classInfo{hash: h}
 	}
-	st.Drifted = drift(nc, np, classes)
+	st.Drifted = drift(nc, node, np, desired{classes: classes, versions: versions})
 	return st
 }

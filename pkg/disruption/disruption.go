@@ -83,6 +83,9 @@ type State struct {
 	Catalog *catalog.Catalog
 	Now     time.Time
 	Options Options
+	// Versions are the image and Kubernetes versions nodes should run
+	// (zero: no version drift).
+	Versions Versions
 }
 
 // Candidate is a node that may be disrupted.

@@ -6,11 +6,13 @@ import (
 	"hash/fnv"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 	"sigs.k8s.io/karpenter/pkg/scheduling"
 
 	"github.com/karpfunc/karpfunc/pkg/apis/v1beta1"
+	"github.com/karpfunc/karpfunc/pkg/nodeimage"
 	"github.com/karpfunc/karpfunc/pkg/snapshot"
 )
 
@@ -21,12 +23,30 @@ const (
 	NodeClassHashVersion              = "v1"
 )
 
-// Drift reasons (Karpenter's and the Azure provider's).
+// Drift reasons: Karpenter's (NodePoolDrifted, RequirementsDrifted) and
+// the Azure provider's (Azure/karpenter-provider-azure
+// pkg/cloudprovider/drift.go: NodeClassDrift, K8sVersionDrift, ImageDrift).
 const (
 	DriftNodePool     = "NodePoolDrifted"
 	DriftRequirements = "RequirementsDrifted"
 	DriftNodeClass    = "NodeClassDrift"
+	DriftK8sVersion   = "K8sVersionDrift"
+	DriftImage        = "ImageDrift"
 )
+
+// Versions are what nodes should run now; drift compares every NodeClaim
+// with them. The zero value judges no versions.
+type Versions struct {
+	// Images maps an image definition (nodeimage.Image.DefinitionKey) to
+	// the image ID new nodes of that definition boot (the gallery's
+	// current version, or the pin). A NodeClaim whose status.imageID is of
+	// a definition not in the map is not judged on its image (its version
+	// could not be resolved: the provider skips the check too).
+	Images map[string]string
+	// Kubernetes is the control plane's Kubernetes version ("1.33.2");
+	// "" skips the Kubernetes version check.
+	Kubernetes string
+}
 
 // Drift replaces nodes that no longer match their NodePool or
 // AKSNodeClass. Empty drifted nodes go together; otherwise one node at a
@@ -72,6 +92,12 @@ func (Drift) ComputeCommands(e *Engine, budgets Budgets, cands []*Candidate) ([]
 
 type classInfo struct{ hash string }
 
+// desired is what drift compares a NodeClaim with beyond its NodePool.
+type desired struct {
+	classes  map[string]classInfo
+	versions Versions
+}
+
 func classIndex(c *snapshot.Cluster) map[string]classInfo {
 	out := map[string]classInfo{}
 	for _, nc := range c.NodeClasses {
@@ -102,10 +128,48 @@ func HashAnnotations(np *karpv1.NodePool, class *v1beta1.AKSNodeClass) map[strin
 	return out
 }
 
-// drift says why nc no longer matches ("" if it does). NodeClaims without
-// hash annotations (made before they were stamped, or by another tool) are
-// judged on requirements only.
-func drift(nc *karpv1.NodeClaim, np *karpv1.NodePool, classes map[string]classInfo) string {
+// drift says why nc (on node, nil if none yet) no longer matches ("" if
+// it does), in the order Karpenter and the provider check: NodePool,
+// requirements, AKSNodeClass, Kubernetes version, image. NodeClaims
+// without hash annotations (made before they were stamped, or by another
+// tool) are not judged on the hashes.
+func drift(nc *karpv1.NodeClaim, node *corev1.Node, np *karpv1.NodePool, want desired) string {
+	if why := specDrift(nc, np, want.classes); why != "" {
+		return why
+	}
+	if versionDrifted(node, want.versions.Kubernetes) {
+		return DriftK8sVersion
+	}
+	if imageDrifted(nc, want.versions.Images) {
+		return DriftImage
+	}
+	return ""
+}
+
+// versionDrifted: the node's kubelet is not the control plane's version
+// (the provider compares node.status.nodeInfo.kubeletVersion without its
+// "v" with the cluster's version, isK8sVersionDrifted).
+func versionDrifted(node *corev1.Node, kubernetes string) bool {
+	if node == nil || kubernetes == "" || node.Status.NodeInfo.KubeletVersion == "" {
+		return false
+	}
+	return strings.TrimPrefix(node.Status.NodeInfo.KubeletVersion, "v") != strings.TrimPrefix(kubernetes, "v")
+}
+
+// imageDrifted: nc booted another version of its image definition than
+// new nodes boot now (the provider: status.imageID not among the
+// AKSNodeClass's current images, isImageVersionDrifted).
+func imageDrifted(nc *karpv1.NodeClaim, images map[string]string) bool {
+	img, ok := nodeimage.Parse(nc.Status.ImageID)
+	if !ok {
+		return false
+	}
+	want, ok := images[img.DefinitionKey()]
+	return ok && !strings.EqualFold(want, nc.Status.ImageID)
+}
+
+// specDrift: nc's NodePool or AKSNodeClass changed since it was made.
+func specDrift(nc *karpv1.NodeClaim, np *karpv1.NodePool, classes map[string]classInfo) string {
 	if h := nc.Annotations[karpv1.NodePoolHashAnnotationKey]; h != "" &&
 		nc.Annotations[karpv1.NodePoolHashVersionAnnotationKey] == karpv1.NodePoolHashVersion && h != np.Hash() {
 		return DriftNodePool

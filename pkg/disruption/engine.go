@@ -86,7 +86,7 @@ func NewEngine(st State) *Engine {
 	for _, n := range c.Nodes {
 		nodes[n.Name] = n
 	}
-	classes := classIndex(c)
+	want := desired{classes: classIndex(c), versions: st.Versions}
 	counts := map[string]*poolCount{}
 	for _, nc := range c.NodeClaims {
 		np := pools[nc.Labels[karpv1.NodePoolLabelKey]]
@@ -119,7 +119,7 @@ func NewEngine(st State) *Engine {
 		if leaving {
 			continue
 		}
-		cand, why := e.candidate(nc, node, np, classes)
+		cand, why := e.candidate(nc, node, np, want)
 		if cand == nil {
 			e.blocked[nc.Name] = Refusal{NodeClaim: nc.Name, Blocked: true, Reason: why}
 			continue
@@ -175,7 +175,7 @@ func nodeReady(n *corev1.Node) bool {
 // candidate builds the Candidate for nc. A nil Candidate means nc is not
 // a node yet (or not a managed one); a non-empty reason with a Candidate
 // means it is priced and counted but may not be disrupted.
-func (e *Engine) candidate(nc *karpv1.NodeClaim, node *corev1.Node, np *karpv1.NodePool, classes map[string]classInfo) (*Candidate, string) {
+func (e *Engine) candidate(nc *karpv1.NodeClaim, node *corev1.Node, np *karpv1.NodePool, want desired) (*Candidate, string) {
 	if node == nil {
 		return nil, "NodeClaim has no Node yet"
 	}
@@ -203,7 +203,7 @@ func (e *Engine) candidate(nc *karpv1.NodeClaim, node *corev1.Node, np *karpv1.N
 		c.Consolidatable = !at.After(e.st.Now)
 		e.noteNext(at)
 	}
-	c.Drift = drift(nc, np, classes)
+	c.Drift = drift(nc, node, np, want)
 	if !nodeReady(node) {
 		return c, "Node is not Ready"
 	}

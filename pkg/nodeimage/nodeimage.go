@@ -1,13 +1,17 @@
 // Package nodeimage picks the AKS node image a VM size boots: the image
 // family of the AKSNodeClass, the size's CPU architecture and its Hyper-V
-// generations decide the image definition in AKS's community galleries;
-// the pinned version completes the image ID.
+// generations decide the image definition in AKS's community galleries
+// (Definition, Select); a Resolver completes the image ID with the
+// definition's current version, read from the gallery through ARM, or with
+// a pinned version.
 //
-// Invariants: Select is pure (same input, same image); a size that supports
-// both generations boots the Gen2 image, as the Azure provider prefers;
-// Arm64 images exist only for Gen2; a size with no image for its family,
-// architecture and generations gets a *NoImageError, never a guess (ARM
-// would refuse the VM, see internal/armemulator).
+// Invariants: Definition and Select are pure (same input, same image); a
+// size that supports both generations boots the Gen2 image, as the Azure
+// provider prefers; Arm64 images exist only for Gen2; a size with no image
+// for its family, architecture and generations gets a *NoImageError, never
+// a guess (ARM would refuse the VM, see internal/armemulator). A Resolver
+// never invents a version: it answers the pin or a version the gallery
+// listed, and an error otherwise.
 package nodeimage
 
 import (
@@ -31,13 +35,10 @@ const (
 	GenerationV2 = "V2"
 )
 
-// DefaultVersion is the node image version launched when none is
-// configured: a published AKS node image release (YYYYMM.DD.patch). It is
-// pinned, not "latest", so every node of a release boots the same bits and
-// NodeClaim status.imageID says which; override it with the app setting
-// KARPFUNC_NODE_IMAGE_VERSION (AKS keeps a release in its galleries for
-// several months, so raise it with each karpfunc release).
-const DefaultVersion = "202511.07.0"
+// ExampleVersion is an AKS node image version (YYYYMM.DD.patch), as error
+// messages show one. No version is built in: AKS removes old versions from
+// its galleries after some months, so a Resolver reads the current one.
+const ExampleVersion = "202511.07.0"
 
 // The community galleries AKS publishes its node images in.
 const (
@@ -120,13 +121,14 @@ func (e *UnknownFamilyError) Error() string {
 // Supports reports whether family has an image for a size with arch and
 // generations, without choosing a version.
 func Supports(family, arch string, generations []string) error {
-	_, err := Select(family, arch, generations, DefaultVersion)
+	_, err := Definition(family, arch, generations)
 	return err
 }
 
-// Select picks the image a size with arch ("amd64", "arm64"; "" means
-// amd64) and generations boots in family, at version.
-func Select(family, arch string, generations []string, version string) (Image, error) {
+// Definition picks the image definition a size with arch ("amd64",
+// "arm64"; "" means amd64) and generations boots in family; the Image it
+// returns has no Version.
+func Definition(family, arch string, generations []string) (Image, error) {
 	if arch == "" {
 		arch = "amd64"
 	}
@@ -134,15 +136,36 @@ func Select(family, arch string, generations []string, version string) (Image, e
 	if !ok {
 		return Image{}, &UnknownFamilyError{Family: family}
 	}
-	if err := ValidateVersion(version); err != nil {
-		return Image{}, err
-	}
 	for _, d := range defs {
 		if d.arch == arch && slices.Contains(generations, d.gen) {
-			return Image{Family: canonical(family), Gallery: d.gallery, Definition: d.name, Architecture: arch, Generation: d.gen, Version: version}, nil
+			return Image{Family: canonical(family), Gallery: d.gallery, Definition: d.name, Architecture: arch, Generation: d.gen}, nil
 		}
 	}
 	return Image{}, &NoImageError{Family: family, Architecture: arch, Generations: slices.Clone(generations)}
+}
+
+// Select is Definition at version.
+func Select(family, arch string, generations []string, version string) (Image, error) {
+	if err := ValidateVersion(version); err != nil {
+		return Image{}, err
+	}
+	img, err := Definition(family, arch, generations)
+	if err != nil {
+		return Image{}, err
+	}
+	img.Version = version
+	return img, nil
+}
+
+// Definitions lists every image definition this package boots (no Version).
+func Definitions() []Image {
+	var out []Image
+	for _, family := range []string{FamilyUbuntu2204, FamilyUbuntu2404, FamilyAzureLinux} {
+		for _, d := range definitions[family] {
+			out = append(out, Image{Family: family, Gallery: d.gallery, Definition: d.name, Architecture: d.arch, Generation: d.gen})
+		}
+	}
+	return out
 }
 
 var versionRE = regexp.MustCompile(`^[0-9]{6}\.[0-9]{2}\.[0-9]+$`)
@@ -151,7 +174,7 @@ var versionRE = regexp.MustCompile(`^[0-9]{6}\.[0-9]{2}\.[0-9]+$`)
 // 202511.07.0).
 func ValidateVersion(v string) error {
 	if !versionRE.MatchString(v) {
-		return fmt.Errorf("node image version %q is not an AKS node image version (YYYYMM.DD.patch, e.g. %s)", v, DefaultVersion)
+		return fmt.Errorf("node image version %q is not an AKS node image version (YYYYMM.DD.patch, e.g. %s)", v, ExampleVersion)
 	}
 	return nil
 }
@@ -171,4 +194,10 @@ func Parse(id string) (Image, bool) {
 		}
 	}
 	return Image{}, false
+}
+
+// DefinitionKey names img's image definition (gallery and definition,
+// case-folded as ARM compares them), whatever its version.
+func (i Image) DefinitionKey() string {
+	return strings.ToLower(i.Gallery + "/" + i.Definition)
 }

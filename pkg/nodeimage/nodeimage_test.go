@@ -50,7 +50,7 @@ func TestSelect(t *testing.T) {
 
 func TestSelectRejectsBadInput(t *testing.T) {
 	var unknown *UnknownFamilyError
-	if _, err := Select("Windows2022", "amd64", []string{"V2"}, DefaultVersion); !errors.As(err, &unknown) {
+	if _, err := Select("Windows2022", "amd64", []string{"V2"}, ExampleVersion); !errors.As(err, &unknown) {
 		t.Fatalf("unknown family: %v", err)
 	}
 	for _, v := range []string{"latest", "", "2025.11.07", "202511.07"} {
@@ -61,8 +61,8 @@ func TestSelectRejectsBadInput(t *testing.T) {
 	if _, ok := Parse("/CommunityGalleries/other/images/x/versions/1"); ok {
 		t.Error("Parse accepted a foreign gallery")
 	}
-	img, _ := Select("Ubuntu2204", "amd64", []string{"V1", "V2"}, DefaultVersion)
-	if want := "/CommunityGalleries/AKSUbuntu-38d80f77-467a-481f-a8d4-09b6d4220bd2/images/2204gen2containerd/versions/" + DefaultVersion; img.ID() != want {
+	img, _ := Select("Ubuntu2204", "amd64", []string{"V1", "V2"}, ExampleVersion)
+	if want := "/CommunityGalleries/AKSUbuntu-38d80f77-467a-481f-a8d4-09b6d4220bd2/images/2204gen2containerd/versions/" + ExampleVersion; img.ID() != want {
 		t.Fatalf("ID = %s, want %s", img.ID(), want)
 	}
 }

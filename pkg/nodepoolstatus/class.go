@@ -1,6 +1,7 @@
 package nodepoolstatus
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"regexp"
@@ -46,21 +47,29 @@ type ClassOptions struct {
 	KubernetesVersion string
 	// ControlPlaneVersion is the API server's version.
 	ControlPlaneVersion string
-	// ImageVersion is the node image version launched
-	// (KARPFUNC_NODE_IMAGE_VERSION; empty: nodeimage.DefaultVersion).
-	// The community-gallery resolver plugs in here: the version it
-	// resolves per image definition replaces this one pinned version.
+	// Images resolves each image definition to the version launches
+	// boot now (the launcher's community-gallery resolver: the pin, or
+	// the gallery's latest). nil: ImageVersion for every definition.
+	Images ImageResolver
+	// ImageVersion is the version used when Images is nil (default
+	// nodeimage.ExampleVersion): offline views and tests.
 	ImageVersion string
+}
+
+// ImageResolver is what status asks for the image a class launches per
+// architecture and Hyper-V generation (nodeimage.Resolver).
+type ImageResolver interface {
+	Resolve(ctx context.Context, family, arch string, generations []string) (nodeimage.Image, error)
 }
 
 // ClassStatus returns class's status as the Azure provider's status
 // controller would write it, for what karpfunc checks: the node images of
 // its family for every architecture and Hyper-V generation, the Kubernetes
 // version, the subnet. Pure: the class is not modified.
-func ClassStatus(class *v1beta1.AKSNodeClass, opts ClassOptions, clk clock.Clock) v1beta1.AKSNodeClassStatus {
+func ClassStatus(ctx context.Context, class *v1beta1.AKSNodeClass, opts ClassOptions, clk clock.Clock) v1beta1.AKSNodeClassStatus {
 	out := class.DeepCopy()
 	conds := out.StatusConditions(status.WithClock(clk))
-	images, err := classImages(*out.DefaultedSpec().ImageFamily, opts.ImageVersion)
+	images, err := classImages(ctx, *out.DefaultedSpec().ImageFamily, opts)
 	if err != nil {
 		out.Status.Images = nil
 		conds.SetFalse(v1beta1.ConditionTypeImagesReady, ReasonImagesNotFound, err.Error())
@@ -96,13 +105,10 @@ var imageTargets = []struct{ arch, gen, hyperV string }{
 // classImages lists family's node images, one per architecture and
 // generation it has one for; an error when it has none at all or the
 // version is not a node image version.
-func classImages(family, imageVersion string) ([]v1beta1.NodeImage, error) {
-	if imageVersion == "" {
-		imageVersion = nodeimage.DefaultVersion
-	}
+func classImages(ctx context.Context, family string, opts ClassOptions) ([]v1beta1.NodeImage, error) {
 	var out []v1beta1.NodeImage
 	for _, t := range imageTargets {
-		img, err := nodeimage.Select(family, t.arch, []string{t.gen}, imageVersion)
+		img, err := resolveImage(ctx, family, t.arch, t.gen, opts)
 		var noImage *nodeimage.NoImageError
 		switch {
 		case errors.As(err, &noImage):
@@ -119,6 +125,18 @@ func classImages(family, imageVersion string) ([]v1beta1.NodeImage, error) {
 		return nil, fmt.Errorf("image family %s has no node image for any architecture and Hyper-V generation", family)
 	}
 	return out, nil
+}
+
+// resolveImage is the image family boots on arch and generation gen now.
+func resolveImage(ctx context.Context, family, arch, gen string, opts ClassOptions) (nodeimage.Image, error) {
+	if opts.Images != nil {
+		return opts.Images.Resolve(ctx, family, arch, []string{gen})
+	}
+	version := opts.ImageVersion
+	if version == "" {
+		version = nodeimage.ExampleVersion
+	}
+	return nodeimage.Select(family, arch, []string{gen}, version)
 }
 
 // checkKubernetesVersion applies the Azure provider's rules for a node

@@ -74,7 +74,7 @@ func TestClassStatus(t *testing.T) {
 		{name: "node three minors behind", class: class("", ""), opts: ClassOptions{KubernetesVersion: "1.30.9", ControlPlaneVersion: "1.33.2"}, images: 3},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			got := ClassStatus(c.class, c.opts, clk)
+			got := ClassStatus(context.Background(), c.class, c.opts, clk)
 			if len(got.Images) != c.images {
 				t.Errorf("%d images, want %d: %+v", len(got.Images), c.images, got.Images)
 			}
@@ -105,9 +105,9 @@ func TestClassStatus(t *testing.T) {
 func TestPoolStatus(t *testing.T) {
 	clk := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	readyClass := class("", "")
-	readyClass.Status = ClassStatus(readyClass, ClassOptions{KubernetesVersion: "1.33.2"}, clk)
+	readyClass.Status = ClassStatus(context.Background(), readyClass, ClassOptions{KubernetesVersion: "1.33.2"}, clk)
 	brokenClass := class("", "/subscriptions/sub/resourceGroups/rg/subnets/x")
-	brokenClass.Status = ClassStatus(brokenClass, ClassOptions{KubernetesVersion: "1.33.2"}, clk)
+	brokenClass.Status = ClassStatus(context.Background(), brokenClass, ClassOptions{KubernetesVersion: "1.33.2"}, clk)
 	unresolved := class("", "")
 	deleting := class("", "")
 	deleting.DeletionTimestamp = &metav1.Time{Time: clk.Now()}

@@ -47,7 +47,7 @@ func Sync(ctx context.Context, kube client.Client, objs Objects, opts ClassOptio
 	for _, class := range objs.NodeClasses {
 		classes[class.Name] = class
 		wrote, err := writeFresh(ctx, kube, class, func(c *v1beta1.AKSNodeClass) bool {
-			want := ClassStatus(c, opts, clk)
+			want := ClassStatus(ctx, c, opts, clk)
 			changed := !equality.Semantic.DeepEqual(c.Status, want)
 			c.Status = want
 			return changed

@@ -52,6 +52,7 @@ import (
 	"github.com/karpfunc/karpfunc/pkg/events"
 	"github.com/karpfunc/karpfunc/pkg/lifecycle"
 	"github.com/karpfunc/karpfunc/pkg/messages"
+	"github.com/karpfunc/karpfunc/pkg/nodeimage"
 	"github.com/karpfunc/karpfunc/pkg/nodepoolstatus"
 	"github.com/karpfunc/karpfunc/pkg/ownership"
 	"github.com/karpfunc/karpfunc/pkg/scheduler"
@@ -126,6 +127,16 @@ type Options struct {
 	// them is created, changed or deleted. A NodePool that became Ready
 	// gets a provisioning pass for the pods it can now take. nil: none.
 	Status *nodepoolstatus.ClassOptions
+	// Versions says which node image and Kubernetes versions nodes should
+	// run (nil: no image or Kubernetes version drift).
+	Versions VersionSource
+}
+
+// VersionSource says which versions nodes should run now, for the
+// NodeClaims of a snapshot. A version it cannot tell is left out of the
+// answer (that check is skipped); the error explains what was left out.
+type VersionSource interface {
+	Versions(ctx context.Context, claims []*karpv1.NodeClaim) (disruption.Versions, error)
 }
 
 // Controller runs disruption passes.
@@ -217,9 +228,9 @@ func (c *Controller) Pass(ctx context.Context, ev PodEvents) (Result, error) {
 			return res, errors.Join(append(errs, err)...)
 		}
 	}
-	st := disruption.State{Cluster: snap, Catalog: c.opts.Catalog, Now: now, Options: c.opts.Engine}
+	st := c.state(ctx, snap, now)
 	d := disruption.Decide(st)
-	errs = append(errs, c.writeConditions(ctx, snap, now)...)
+	errs = append(errs, c.writeConditions(ctx, snap, st.Versions, now)...)
 	for _, nc := range d.Expired {
 		if err := c.disrupt(ctx, snap, nc, string(disruption.ReasonExpired), "", nil, 0); err != nil {
 			errs = append(errs, err)
@@ -280,6 +291,21 @@ func (c *Controller) Pass(ctx context.Context, ev PodEvents) (Result, error) {
 	return res, errors.Join(errs...)
 }
 
+// state is what the engine decides from; versions that cannot be resolved
+// now are logged and left out (their drift check waits for a later pass).
+func (c *Controller) state(ctx context.Context, snap *snapshot.Cluster, now time.Time) disruption.State {
+	st := disruption.State{Cluster: snap, Catalog: c.opts.Catalog, Now: now, Options: c.opts.Engine}
+	if c.opts.Versions == nil {
+		return st
+	}
+	v, err := c.opts.Versions.Versions(ctx, snap.NodeClaims)
+	if err != nil {
+		c.log.Warn("node versions not fully resolved; their drift checks wait", "error", err)
+	}
+	st.Versions = v
+	return st
+}
+
 func earliest(a, b time.Time) time.Time {
 	if a.IsZero() || (!b.IsZero() && b.Before(a)) {
 		return b
@@ -327,8 +353,7 @@ func (c *Controller) Validate(ctx context.Context, msg messages.DisruptionComman
 		}
 		cmd.Replacements = append(cmd.Replacements, plan)
 	}
-	st := disruption.State{Cluster: snap, Catalog: c.opts.Catalog, Now: now, Options: c.opts.Engine}
-	fresh, err := disruption.Validate(st, cmd)
+	fresh, err := disruption.Validate(c.state(ctx, snap, now), cmd)
 	var verr *disruption.ValidationError
 	if errors.As(err, &verr) {
 		res.Invalid = verr.Reason
@@ -768,7 +793,7 @@ func (c *Controller) recordDisrupted(ctx context.Context, snap *snapshot.Cluster
 
 // writeConditions keeps every NodeClaim's Consolidatable and Drifted
 // conditions true to the engine's view; it writes only what changed.
-func (c *Controller) writeConditions(ctx context.Context, snap *snapshot.Cluster, now time.Time) []error {
+func (c *Controller) writeConditions(ctx context.Context, snap *snapshot.Cluster, versions disruption.Versions, now time.Time) []error {
 	pools := map[string]*karpv1.NodePool{}
 	for _, np := range snap.NodePools {
 		pools[np.Name] = np
@@ -784,7 +809,7 @@ func (c *Controller) writeConditions(ctx context.Context, snap *snapshot.Cluster
 			continue
 		}
 		_, _, err := lifecycle.WriteNodeClaimStatus(ctx, c.kube, nc, func(cur *karpv1.NodeClaim) bool {
-			return cur.DeletionTimestamp == nil && syncConditions(cur, np, hashes, now)
+			return cur.DeletionTimestamp == nil && syncConditions(cur, nodeOf(snap, cur), np, hashes, versions, now)
 		})
 		if client.IgnoreNotFound(err) != nil {
 			errs = append(errs, fmt.Errorf("writing the disruption conditions of NodeClaim %s: %w", nc.Name, err))
@@ -795,8 +820,8 @@ func (c *Controller) writeConditions(ctx context.Context, snap *snapshot.Cluster
 
 // syncConditions sets nc's Consolidatable and Drifted conditions to the
 // engine's view of it; false when they already say so.
-func syncConditions(nc *karpv1.NodeClaim, np *karpv1.NodePool, hashes map[string]string, now time.Time) bool {
-	want := disruption.Conditions(nc, np, hashes, now)
+func syncConditions(nc *karpv1.NodeClaim, node *corev1.Node, np *karpv1.NodePool, hashes map[string]string, versions disruption.Versions, now time.Time) bool {
+	want := disruption.Conditions(nc, node, np, hashes, versions, now)
 	conds := nc.StatusConditions()
 	changed := false
 	if conds.Get(karpv1.ConditionTypeInitialized).IsTrue() {
@@ -904,4 +929,49 @@ func (c *Controller) syncStatus(ctx context.Context, snap *snapshot.Cluster) []e
 	}
 	c.log.Info("nodepools became ready; provisioning pass asked", "nodepools", synced.BecameReady)
 	return errs
+}
+
+// NodeVersions is the VersionSource of a running cluster: each
+// NodeClaim's image definition at its current version (Images), and the
+// control plane's Kubernetes version (Kubernetes).
+type NodeVersions struct {
+	Images interface {
+		Current(ctx context.Context, img nodeimage.Image) (nodeimage.Image, error)
+	}
+	Kubernetes func(ctx context.Context) (string, error)
+}
+
+// Versions resolves every image definition the claims booted, once each.
+func (n NodeVersions) Versions(ctx context.Context, claims []*karpv1.NodeClaim) (disruption.Versions, error) {
+	out := disruption.Versions{Images: map[string]string{}}
+	var errs []error
+	for _, nc := range claims {
+		img, ok := nodeimage.Parse(nc.Status.ImageID)
+		if !ok || n.Images == nil {
+			continue
+		}
+		if _, done := out.Images[img.DefinitionKey()]; done {
+			continue
+		}
+		cur, err := n.Images.Current(ctx, img)
+		if err != nil {
+			errs = append(errs, err)
+			out.Images[img.DefinitionKey()] = "" // tried; dropped below
+			continue
+		}
+		out.Images[img.DefinitionKey()] = cur.ID()
+	}
+	for k, v := range out.Images {
+		if v == "" {
+			delete(out.Images, k)
+		}
+	}
+	if n.Kubernetes != nil {
+		v, err := n.Kubernetes(ctx)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("reading the control plane's Kubernetes version: %w", err))
+		}
+		out.Kubernetes = v
+	}
+	return out, errors.Join(errs...)
 }
