@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -161,14 +162,40 @@ func relayIdentity(t *testing.T, ctx context.Context, kube kubernetes.Interface,
 	}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	user := "system:serviceaccount:" + ns + ":relay"
+	waitAuthorized(t, ctx, kube, user, role)
 	cfg := rest.CopyConfig(kubeAdminConfig)
-	cfg.Impersonate = rest.ImpersonationConfig{UserName: "system:serviceaccount:" + ns + ":relay"}
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: user}
 	// Sanity: the identity can really not write.
 	deny := kubernetes.NewForConfigOrDie(cfg)
 	if _, err := deny.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "forbidden"}}, metav1.CreateOptions{}); err == nil {
 		t.Fatal("the relay identity could create a node")
 	}
 	return cfg
+}
+
+// waitAuthorized waits until the API server's authorizer, whose RBAC
+// cache follows new bindings a moment later (seen on a loaded machine: the
+// relay's first LIST forbidden), allows user every verb role grants.
+func waitAuthorized(t *testing.T, ctx context.Context, kube kubernetes.Interface, user string, role *rbacv1.ClusterRole) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for _, rule := range role.Rules {
+		for _, resource := range rule.Resources {
+			attrs := &authorizationv1.ResourceAttributes{Verb: rule.Verbs[0], Group: rule.APIGroups[0], Resource: resource}
+			for {
+				review, err := kube.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authorizationv1.SubjectAccessReview{
+					Spec: authorizationv1.SubjectAccessReviewSpec{User: user, ResourceAttributes: attrs}}, metav1.CreateOptions{})
+				if err == nil && review.Status.Allowed {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("%s is still not allowed to %s %s.%s 30s after the binding (err %v)", user, attrs.Verb, resource, attrs.Group, err)
+				}
+				time.Sleep(100 * time.Millisecond)
+			}
+		}
+	}
 }
 
 func unschedulable(t *testing.T, ctx context.Context, kube kubernetes.Interface, pod *corev1.Pod) *corev1.Pod {
