@@ -165,6 +165,11 @@ func launchChecksLogged(t *testing.T, path string) map[string]int {
 	}
 	n := map[string]int{}
 	for _, line := range strings.Split(string(data), "\n") {
+		// Each check once: the handler's stderr line, not the host's copy
+		// of a successful invocation's Logs (Function.Lifecycle.User).
+		if !strings.HasPrefix(line, "handler: [") {
+			continue
+		}
 		_, rest, ok := strings.Cut(line, "nodeclaim ")
 		if !ok {
 			continue

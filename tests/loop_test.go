@@ -255,7 +255,7 @@ func TestLoop(t *testing.T) {
 			}
 			for _, e := range evs.Items {
 				if e.InvolvedObject.UID == pods[0].UID && e.Reason == "FailedScheduling" && e.Source.Component == "karpfunc" &&
-					strings.Contains(e.Message, `AKSNodeClass "missing"`) {
+					strings.Contains(e.Message, "NodePool orphan is not ready") && strings.Contains(e.Message, "AKSNodeClass missing not found") {
 					return pods[0].Spec.NodeName == "", "pod was bound"
 				}
 			}

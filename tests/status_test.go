@@ -39,7 +39,7 @@ func TestStatus(t *testing.T) {
 	// A subnet ID that is no ARM ID is refused by the CRD, as the
 	// provider's; one in a VNet other than the cluster's is admitted and
 	// made not Ready by status (the provider's SubnetIDInvalid).
-	otherVNet := strings.Replace(localenv.SubnetID(), "/virtualNetworks/aks-vnet/", "/virtualNetworks/elsewhere/", 1)
+	otherVNet := strings.Replace(localenv.SubnetID(), "/virtualNetworks/aks-vnet", "/virtualNetworks/elsewhere-vnet", 1)
 	if err := kube.Create(ctx, aksNodeClass("malformed", "/subscriptions/x/subnets/y")); err == nil {
 		t.Error("the API server admitted an AKSNodeClass whose vnetSubnetID is no subnet ID")
 	}
