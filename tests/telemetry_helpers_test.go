@@ -138,7 +138,10 @@ func traceToVMCreate(spans []otlpreceiver.Span) []otlpreceiver.Span {
 			if parent.Name == "Provision process" && parent.Service == "karpfunc-functions" {
 				sawProvision = true
 			}
-			if sawProvision && parent.Name == "provision publish" && parent.Service == "karpfunc-relay" && parent.Kind == "SPAN_KIND_PRODUCER" {
+			// The relay's provision publish, or its disruption publish when
+			// the pass that writes a new NodePool's status asked for the
+			// provisioning pass first (nodepoolstatus: became Ready).
+			if sawProvision && strings.HasSuffix(parent.Name, " publish") && parent.Service == "karpfunc-relay" && parent.Kind == "SPAN_KIND_PRODUCER" {
 				return chain
 			}
 			cur = parent
