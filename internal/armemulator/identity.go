@@ -98,6 +98,11 @@ func (s *Server) fillIdentityLocked(vm *armcompute.VirtualMachine) {
 // IMDS hands out no token for it, so the ACR credential provider and the
 // cloud-node-manager fail. A VM whose identities' client IDs the emulator
 // does not know (not in Options.Identities) passes when it carries any.
+// Stricter than Azure, on purpose: a real node registers and only its ACR
+// pulls fail; here the missing identity is made visible at boot. Why the
+// identity must be on the VM: karpenter-provider-azure
+// pkg/providers/instance/vminstance.go attaches the kubelet identity
+// (NODE_IDENTITIES) to every node VM it creates.
 func checkKubeletIdentity(vm *armcompute.VirtualMachine, clientID string) error {
 	if clientID == "" {
 		return nil

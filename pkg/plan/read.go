@@ -11,9 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"runtime"
 	"strings"
-	"sync"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -21,11 +19,9 @@ import (
 	storagev1 "k8s.io/api/storage/v1"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
-	"sigs.k8s.io/yaml"
 
 	"github.com/karpfunc/karpfunc/pkg/apis/v1beta1"
 	"github.com/karpfunc/karpfunc/pkg/catalog"
-	"github.com/karpfunc/karpfunc/pkg/plan/yamljson"
 	"github.com/karpfunc/karpfunc/pkg/scheduler"
 	"github.com/karpfunc/karpfunc/pkg/snapshot"
 )
@@ -78,69 +74,32 @@ func (o *Objects) Read(name string, r io.Reader) error {
 	return o.readYAML(name, buffered)
 }
 
-// readYAML reads YAML documents separated by "---".
+// readYAML reads YAML documents separated by "---". Splitting into
+// documents is cheap; converting YAML to JSON and decoding are the cost, so
+// the pool converts and decodes them in parallel while the rest is split.
 func (o *Objects) readYAML(name string, r *bufio.Reader) error {
-	// Splitting into documents is cheap; converting YAML to JSON and
-	// decoding are the cost, so documents are converted and decoded in
-	// parallel and added in their order, stopping at the first error.
-	type document struct {
-		doc     int
-		raw     []byte
-		decoded []decoded
-		err     error
-	}
-	var docs []*document
-	var wg sync.WaitGroup
-	next := make(chan *document, 64)
-	for range runtime.GOMAXPROCS(0) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			var fast yamljson.Converter
-			for d := range next {
-				raw := d.raw
-				d.raw = nil
-				js, ok := fast.Convert(raw)
-				if !ok {
-					var err error
-					if js, err = yaml.YAMLToJSON(raw); err != nil {
-						d.err = &DocumentError{File: name, Document: d.doc, Err: fmt.Errorf("not valid YAML or JSON: %w", err)}
-						continue
-					}
-				}
-				d.decoded, d.err = decode(d.decoded, name, d.doc, 0, js)
-			}
-		}()
-	}
+	pool := newDecodePool(name)
+	splitErr := splitYAML(name, r, pool.submit)
+	return o.addUnits(pool.drain(), splitErr)
+}
+
+// splitYAML submits each YAML document of r with content.
+func splitYAML(name string, r *bufio.Reader, submit func(*decodeUnit)) error {
 	reader := utilyaml.NewYAMLReader(r)
 	for doc := 1; ; doc++ {
 		raw, err := reader.Read()
 		if errors.Is(err, io.EOF) {
-			break
+			return nil
 		}
 		if err != nil {
-			docs = append(docs, &document{doc: doc, err: &DocumentError{File: name, Document: doc, Err: err}})
-			break
+			return &DocumentError{File: name, Document: doc, Err: err}
 		}
 		if !hasContent(raw) {
 			doc-- // a leading "---" or an empty document is not counted
 			continue
 		}
-		d := &document{doc: doc, raw: raw}
-		docs = append(docs, d)
-		next <- d // workers convert while the rest is split
+		submit(&decodeUnit{doc: doc, raw: raw, yaml: true})
 	}
-	close(next)
-	wg.Wait()
-	for _, d := range docs {
-		for _, dec := range d.decoded {
-			o.addDecoded(dec)
-		}
-		if d.err != nil {
-			return d.err
-		}
-	}
-	return nil
 }
 
 // hasContent reports whether raw has a line that is neither blank nor a

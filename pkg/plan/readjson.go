@@ -9,6 +9,10 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+
+	"sigs.k8s.io/yaml"
+
+	"github.com/karpfunc/karpfunc/pkg/plan/yamljson"
 )
 
 // JSON input (what `kubectl get -o json` prints) is read as a stream, not
@@ -24,8 +28,10 @@ import (
 type decodeUnit struct {
 	doc, item int
 	raw       []byte
-	decoded   []decoded
-	err       error
+	// yaml: raw is a YAML document, converted to JSON first.
+	yaml    bool
+	decoded []decoded
+	err     error
 	// ignored is set by the reader when the document holding this item
 	// turns out not to be a List; only read after the pool is drained.
 	ignored bool
@@ -51,18 +57,43 @@ func newDecodePool(file string) *decodePool {
 
 func (p *decodePool) work() {
 	defer p.wg.Done()
-	var compact bytes.Buffer
+	var conv converter
 	for unit := range p.next {
-		js := unit.raw
-		compact.Reset()
-		// Compact JSON lets decode read apiVersion and kind without a
-		// full unmarshal; indented input is compacted first.
-		if json.Compact(&compact, unit.raw) == nil {
-			js = compact.Bytes()
+		js, err := conv.toJSON(unit)
+		if err != nil {
+			unit.err = &DocumentError{File: p.file, Document: unit.doc, Err: err}
+		} else {
+			unit.decoded, unit.err = decode(nil, p.file, unit.doc, unit.item, js)
 		}
-		unit.decoded, unit.err = decode(nil, p.file, unit.doc, unit.item, js)
 		unit.raw = nil
 	}
+}
+
+// converter turns a unit's text into compact JSON, reusing its buffers
+// between units; one per worker.
+type converter struct {
+	fast    yamljson.Converter
+	compact bytes.Buffer
+}
+
+func (c *converter) toJSON(unit *decodeUnit) ([]byte, error) {
+	if unit.yaml {
+		if js, ok := c.fast.Convert(unit.raw); ok {
+			return js, nil
+		}
+		js, err := yaml.YAMLToJSON(unit.raw)
+		if err != nil {
+			return nil, fmt.Errorf("not valid YAML or JSON: %w", err)
+		}
+		return js, nil
+	}
+	// Compact JSON lets decode read apiVersion and kind without a full
+	// unmarshal; indented input is compacted first.
+	c.compact.Reset()
+	if json.Compact(&c.compact, unit.raw) != nil {
+		return unit.raw, nil // decode reports what is wrong with it
+	}
+	return c.compact.Bytes(), nil
 }
 
 func (p *decodePool) submit(unit *decodeUnit) {
@@ -96,7 +127,13 @@ func (o *Objects) readJSON(name string, r io.Reader) error {
 	pool := newDecodePool(name)
 	stream := jsonStream{file: name, dec: json.NewDecoder(r), submit: pool.submit}
 	streamErr := stream.documents()
-	for _, unit := range pool.drain() {
+	return o.addUnits(pool.drain(), streamErr)
+}
+
+// addUnits adds the decoded units in order and returns the first error:
+// a unit's, else readErr (the reader stopped after the last unit).
+func (o *Objects) addUnits(units []*decodeUnit, readErr error) error {
+	for _, unit := range units {
 		if unit.ignored {
 			continue
 		}
@@ -107,7 +144,7 @@ func (o *Objects) readJSON(name string, r io.Reader) error {
 			return unit.err
 		}
 	}
-	return streamErr
+	return readErr
 }
 
 // jsonStream splits a JSON stream into decode units.
@@ -277,6 +314,7 @@ func (s *jsonStream) finishObject(doc int, fields []field, items []*decodeUnit) 
 	return nil
 }
 
+// isList says whether kind names a list of objects (List, PodList, ...).
 func isList(kind string) bool {
 	return kind == "List" || strings.HasSuffix(kind, "List")
 }
