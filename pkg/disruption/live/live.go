@@ -802,6 +802,10 @@ func (c *Controller) writeConditions(ctx context.Context, snap *snapshot.Cluster
 	for _, class := range snap.NodeClasses {
 		hashes[class.Name] = disruption.NodeClassHash(class)
 	}
+	nodes := make(map[string]*corev1.Node, len(snap.Nodes))
+	for _, n := range snap.Nodes {
+		nodes[n.Name] = n
+	}
 	var errs []error
 	for _, nc := range snap.NodeClaims {
 		np := pools[nc.Labels[karpv1.NodePoolLabelKey]]
@@ -809,7 +813,7 @@ func (c *Controller) writeConditions(ctx context.Context, snap *snapshot.Cluster
 			continue
 		}
 		_, _, err := lifecycle.WriteNodeClaimStatus(ctx, c.kube, nc, func(cur *karpv1.NodeClaim) bool {
-			return cur.DeletionTimestamp == nil && syncConditions(cur, nodeOf(snap, cur), np, hashes, versions, now)
+			return cur.DeletionTimestamp == nil && syncConditions(cur, nodes[cur.Status.NodeName], np, hashes, versions, now)
 		})
 		if client.IgnoreNotFound(err) != nil {
 			errs = append(errs, fmt.Errorf("writing the disruption conditions of NodeClaim %s: %w", nc.Name, err))
