@@ -142,7 +142,7 @@ func (d *dependencies) get() (*provisioning.Provisioner, *lifecycle.Controller, 
 	}
 	// What AKSNodeClass status is resolved against (nodepoolstatus).
 	statusOpts := &nodepoolstatus.ClassOptions{DefaultSubnetID: azOpts.SubnetID, NodeResourceGroup: azOpts.ResourceGroup,
-		KubernetesVersion: azOpts.Bootstrap.KubernetesVersion, ControlPlaneVersion: kubeVersion.server, Images: launcher.Images()}
+		KubernetesVersion: azOpts.Bootstrap.KubernetesVersion, Versions: kubeVersion.Status, Images: launcher.Images()}
 	var cat *catalog.Catalog
 	if path := d.getenv(EnvCatalogFile); path != "" {
 		cat, err = catalog.Load(path)
@@ -261,8 +261,7 @@ func nodeBootstrap(restConfig *rest.Config, kube client.Client, getenv func(stri
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	kv.version, kv.until = cb.KubernetesVersion, time.Now().Add(KubernetesVersionTTL) // the read above
-	kv.server = v.GitVersion
+	kv.version, kv.until = strings.TrimPrefix(v.GitVersion, "v"), time.Now().Add(KubernetesVersionTTL) // the read above
 	return &cb, tokens, kv, nil
 }
 

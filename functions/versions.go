@@ -27,16 +27,31 @@ type kubernetesVersion struct {
 	mu      sync.Mutex
 	version string
 	until   time.Time
-	// server is the API server's version read when the handler started
-	// (what AKSNodeClass status compares node versions with).
-	server string
 }
 
 // Get returns the version without a leading "v" ("1.34.1").
-func (k *kubernetesVersion) Get(context.Context) (string, error) {
+func (k *kubernetesVersion) Get(ctx context.Context) (string, error) {
 	if k.setting != "" {
 		return strings.TrimPrefix(k.setting, "v"), nil
 	}
+	return k.ControlPlane(ctx)
+}
+
+// Status returns the nodes' and the control plane's versions, for
+// AKSNodeClass status (nodepoolstatus.ClassOptions.Versions).
+func (k *kubernetesVersion) Status(ctx context.Context) (node, controlPlane string, err error) {
+	if controlPlane, err = k.ControlPlane(ctx); err != nil {
+		return "", "", err
+	}
+	if node, err = k.Get(ctx); err != nil {
+		return "", "", err
+	}
+	return node, controlPlane, nil
+}
+
+// ControlPlane returns the API server's version without a leading "v",
+// cached for KubernetesVersionTTL.
+func (k *kubernetesVersion) ControlPlane(context.Context) (string, error) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	if k.version != "" && k.now().Before(k.until) {

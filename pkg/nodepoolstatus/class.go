@@ -47,6 +47,11 @@ type ClassOptions struct {
 	KubernetesVersion string
 	// ControlPlaneVersion is the API server's version.
 	ControlPlaneVersion string
+	// Versions, when set, is asked once per Sync for the nodes' and the
+	// control plane's versions, in place of KubernetesVersion and
+	// ControlPlaneVersion, so a warm instance sees a control-plane upgrade
+	// (the launcher's cached reads). A failed read keeps those two.
+	Versions func(ctx context.Context) (node, controlPlane string, err error)
 	// Images resolves each image definition to the version launches
 	// boot now (the launcher's community-gallery resolver: the pin, or
 	// the gallery's latest). nil: ImageVersion for every definition.

@@ -43,6 +43,14 @@ type Synced struct {
 func Sync(ctx context.Context, kube client.Client, objs Objects, opts ClassOptions, clk clock.Clock) (Synced, error) {
 	out := Synced{NotReady: map[string]string{}}
 	var errs []error
+	if opts.Versions != nil {
+		node, controlPlane, err := opts.Versions(ctx)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("reading the Kubernetes versions for AKSNodeClass status: %w", err))
+		} else {
+			opts.KubernetesVersion, opts.ControlPlaneVersion = node, controlPlane
+		}
+	}
 	classes := map[string]*v1beta1.AKSNodeClass{}
 	for _, class := range objs.NodeClasses {
 		classes[class.Name] = class
