@@ -17,8 +17,8 @@ import (
 	"github.com/karpfunc/karpfunc/internal/armemulator"
 	"github.com/karpfunc/karpfunc/internal/funchost"
 	"github.com/karpfunc/karpfunc/internal/localenv"
+	"github.com/karpfunc/karpfunc/pkg/apis"
 	"github.com/karpfunc/karpfunc/pkg/bus"
-	"github.com/karpfunc/karpfunc/pkg/provisioning"
 )
 
 // TestLongLaunch: VM creates take longer than the Functions host's
@@ -113,9 +113,9 @@ func TestLongLaunch(t *testing.T) {
 			InstanceType string `json:"instanceType"`
 			Attempt      int    `json:"attempt"`
 		}
-		if err := json.Unmarshal([]byte(nc.Annotations[provisioning.AnnotationLaunch]), &st); err != nil || st.InstanceType != nc.Labels[corev1.LabelInstanceTypeStable] || st.Attempt != 1 {
+		if err := json.Unmarshal([]byte(nc.Annotations[apis.AnnotationLaunch]), &st); err != nil || st.InstanceType != nc.Labels[corev1.LabelInstanceTypeStable] || st.Attempt != 1 {
 			t.Errorf("NodeClaim %s: launch record %q (%v) does not name its instance type %s as the first attempt", nc.Name,
-				nc.Annotations[provisioning.AnnotationLaunch], err, nc.Labels[corev1.LabelInstanceTypeStable])
+				nc.Annotations[apis.AnnotationLaunch], err, nc.Labels[corev1.LabelInstanceTypeStable])
 		}
 	}
 	if puts, n := env.ARM.Counters().Requests[armemulator.OpPutVM], len(claims); puts != n {

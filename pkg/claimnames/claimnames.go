@@ -11,14 +11,14 @@
 // The scheme. A name is "<nodepool>-<16 hex>", a hash of the NodePool, the
 // UIDs of the pods the claim is made for, and a generation. The generation
 // comes from the cluster's name counter, a number kept in the annotation
-// GenerationAnnotation of the Lease LeaseName in karpfunc's namespace:
+// apis.AnnotationNodeClaimGeneration of the Lease LeaseName in karpfunc's namespace:
 //
 //   - A pass reads the counter (its view) BEFORE it lists NodeClaims, and
 //     names a claim with the first generation >= the view whose name no
 //     NodeClaim in its list holds.
 //   - After creating claims a pass raises the counter past their
 //     generations (Retire), and termination raises it past a claim's
-//     generation (kept on the claim in GenerationAnnotation) before it
+//     generation (kept on the claim in apis.AnnotationNodeClaimGeneration) before it
 //     removes the claim's finalizer. So by the time a name is free again at
 //     the API server the counter is past its generation, and every later
 //     view starts above it: the name is never derived again.
@@ -66,6 +66,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/karpfunc/karpfunc/pkg/apis"
 )
 
 const (
@@ -73,9 +75,6 @@ const (
 	// only the counter's home, in karpfunc's namespace, which karpfunc may
 	// already write Leases in).
 	LeaseName = "karpfunc-nodeclaim-names"
-	// GenerationAnnotation is the counter on the Lease, and on a NodeClaim
-	// the generation its name was derived with.
-	GenerationAnnotation = "karpfunc.azure.com/nodeclaim-generation"
 	// maxPrefix keeps names within 63 characters (a DNS label, the limit of
 	// a Node's hostname): prefix, "-", 16 hex.
 	maxPrefix = 46
@@ -112,7 +111,7 @@ func Free(nodePool string, pods []*corev1.Pod, view int64, held func(string) boo
 // GenerationOf reads the generation a NodeClaim (or any object) was named
 // with; false when it carries none (claims named before the counter).
 func GenerationOf(obj metav1.Object) (int64, bool) {
-	v, ok := obj.GetAnnotations()[GenerationAnnotation]
+	v, ok := obj.GetAnnotations()[apis.AnnotationNodeClaimGeneration]
 	if !ok {
 		return 0, false
 	}
@@ -126,7 +125,7 @@ func SetGeneration(obj metav1.Object, generation int64) {
 	if a == nil {
 		a = map[string]string{}
 	}
-	a[GenerationAnnotation] = strconv.FormatInt(generation, 10)
+	a[apis.AnnotationNodeClaimGeneration] = strconv.FormatInt(generation, 10)
 	obj.SetAnnotations(a)
 }
 
@@ -150,7 +149,7 @@ type CounterError struct {
 }
 
 func (e *CounterError) Error() string {
-	return fmt.Sprintf("%s the NodeClaim name counter (Lease %s, annotation %s): %v", e.Op, e.Key, GenerationAnnotation, e.error)
+	return fmt.Sprintf("%s the NodeClaim name counter (Lease %s, annotation %s): %v", e.Op, e.Key, apis.AnnotationNodeClaimGeneration, e.error)
 }
 
 func (e *CounterError) Unwrap() error { return e.error }
@@ -219,7 +218,7 @@ func valueOf(lease *coordinationv1.Lease) (int64, error) {
 	g, ok := GenerationOf(lease)
 	if !ok {
 		return 0, fmt.Errorf("Lease %s/%s: annotation %s is missing or not an integer (%q); delete the Lease and karpfunc recreates it",
-			lease.Namespace, lease.Name, GenerationAnnotation, lease.Annotations[GenerationAnnotation])
+			lease.Namespace, lease.Name, apis.AnnotationNodeClaimGeneration, lease.Annotations[apis.AnnotationNodeClaimGeneration])
 	}
 	return g, nil
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/karpfunc/karpfunc/internal/controlplane"
 	"github.com/karpfunc/karpfunc/internal/testenv"
+	"github.com/karpfunc/karpfunc/pkg/apis"
 	"github.com/karpfunc/karpfunc/pkg/claimnames"
 	"github.com/karpfunc/karpfunc/pkg/offerings"
 )
@@ -129,11 +130,11 @@ func TestCounter(t *testing.T) {
 	if err := kube.Get(ctx, client.ObjectKey{Namespace: offerings.DefaultNamespace, Name: claimnames.LeaseName}, lease); err != nil {
 		t.Fatal(err)
 	}
-	lease.Annotations[claimnames.GenerationAnnotation] = "soon"
+	lease.Annotations[apis.AnnotationNodeClaimGeneration] = "soon"
 	if err := kube.Update(ctx, lease); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := counter.Read(ctx); err == nil || !strings.Contains(err.Error(), claimnames.GenerationAnnotation) {
+	if _, err := counter.Read(ctx); err == nil || !strings.Contains(err.Error(), apis.AnnotationNodeClaimGeneration) {
 		t.Fatalf("reading a damaged counter: %v; want an error naming the annotation", err)
 	}
 }

@@ -182,8 +182,22 @@ type Decision struct {
 	BudgetErrors []error
 }
 
+// Method names: they go on the wire (validation messages, the annotations
+// of a command's replacements, events, decision records and plan output), so
+// they never change.
+const (
+	MethodEmptiness  = "emptiness"
+	MethodDrift      = "drift"
+	MethodMultiNode  = "multi-node consolidation"
+	MethodSingleNode = "single-node consolidation"
+	MethodRebalance  = "rebalancing consolidation"
+)
+
 // Method is one way of disrupting nodes.
 type Method interface {
+	// Name is the method's name in commands (Command.Method), one of the
+	// Method* constants.
+	Name() string
 	// Reason is the budget reason the method spends.
 	Reason() Reason
 	// ShouldDisrupt says whether the method applies to c.
@@ -191,6 +205,17 @@ type Method interface {
 	// ComputeCommands returns the commands the method would run, best
 	// first, within budgets; refusals for candidates it considered.
 	ComputeCommands(e *Engine, budgets Budgets, candidates []*Candidate) ([]*Command, []Refusal)
+}
+
+// MethodNamed is the method of a decision under o called name; nil when o
+// does not run it (or no method is called so).
+func MethodNamed(o Options, name string) Method {
+	for _, m := range methodsFor(o) {
+		if m.Name() == name {
+			return m
+		}
+	}
+	return nil
 }
 
 // Methods are Karpenter's, in its order.

@@ -54,6 +54,7 @@ type Versions struct {
 // delay, as Karpenter does.
 type Drift struct{}
 
+func (Drift) Name() string                    { return MethodDrift }
 func (Drift) Reason() Reason                  { return ReasonDrifted }
 func (Drift) ShouldDisrupt(c *Candidate) bool { return c.Drift != "" }
 
@@ -68,7 +69,7 @@ func (Drift) ComputeCommands(e *Engine, budgets Budgets, cands []*Candidate) ([]
 		}
 	}
 	if len(empty) > 0 {
-		return []*Command{{Reason: ReasonDrifted, Method: "drift", Candidates: empty, Savings: sumPrice(empty)}}, nil
+		return []*Command{{Reason: ReasonDrifted, Method: MethodDrift, Candidates: empty, Savings: sumPrice(empty)}}, nil
 	}
 	if e.pending > 0 {
 		return nil, nil // provisioning acts first
@@ -83,7 +84,7 @@ func (Drift) ComputeCommands(e *Engine, budgets Budgets, cands []*Candidate) ([]
 			refusals = append(refusals, Refusal{NodeClaim: c.Name(), Reason: "drifted (" + c.Drift + ") but " + sim.Unplaced})
 			continue
 		}
-		cmd := &Command{Reason: ReasonDrifted, Method: "drift", Candidates: []*Candidate{c}, Replacements: sim.Result.NewNodeClaims, Existing: sim.Result.Existing}
+		cmd := &Command{Reason: ReasonDrifted, Method: MethodDrift, Candidates: []*Candidate{c}, Replacements: sim.Result.NewNodeClaims, Existing: sim.Result.Existing}
 		cmd.Savings = c.Price - replacementPrice(cmd.Replacements)
 		return []*Command{cmd}, refusals
 	}

@@ -4,6 +4,8 @@ package disruption
 // every consolidation policy), as many as budgets allow, in one command.
 type Emptiness struct{}
 
+func (Emptiness) Name() string { return MethodEmptiness }
+
 func (Emptiness) Reason() Reason { return ReasonEmpty }
 
 func (Emptiness) ShouldDisrupt(c *Candidate) bool { return c.Consolidatable && len(c.Pods) == 0 }
@@ -23,5 +25,5 @@ func (Emptiness) ComputeCommands(e *Engine, budgets Budgets, cands []*Candidate)
 	if len(take) == 0 {
 		return nil, refusals
 	}
-	return []*Command{{Reason: ReasonEmpty, Method: "emptiness", Candidates: take, Savings: sumPrice(take)}}, refusals
+	return []*Command{{Reason: ReasonEmpty, Method: MethodEmptiness, Candidates: take, Savings: sumPrice(take)}}, refusals
 }

@@ -8,6 +8,7 @@ package disruption
 // fit.
 type MultiNodeConsolidation struct{}
 
+func (MultiNodeConsolidation) Name() string                    { return MethodMultiNode }
 func (MultiNodeConsolidation) Reason() Reason                  { return ReasonUnderutilized }
 func (MultiNodeConsolidation) ShouldDisrupt(c *Candidate) bool { return consolidatable(c) }
 
@@ -21,7 +22,7 @@ func (MultiNodeConsolidation) ComputeCommands(e *Engine, budgets Budgets, cands 
 	var best *Command
 	for lo <= hi && !e.outOfTime() {
 		mid := (lo + hi) / 2
-		if cmd, _ := e.consolidate("multi-node consolidation", cands[:mid]); cmd != nil {
+		if cmd, _ := e.consolidate(MethodMultiNode, cands[:mid]); cmd != nil {
 			best = cmd
 			lo = mid + 1
 		} else {

@@ -37,8 +37,6 @@ import (
 type RebalancingConsolidation struct{}
 
 const (
-	// MethodRebalance names the method in commands, events and plan output.
-	MethodRebalance = "rebalancing consolidation"
 	// MinRebalanceSaving is the least share of the candidates' price a
 	// rebalance must save. A rebalance evicts every pod of its candidates
 	// and pays for candidates and replacements together until the
@@ -69,6 +67,7 @@ const (
 	maxRebalanceSimulations = 12
 )
 
+func (RebalancingConsolidation) Name() string                    { return MethodRebalance }
 func (RebalancingConsolidation) Reason() Reason                  { return ReasonUnderutilized }
 func (RebalancingConsolidation) ShouldDisrupt(c *Candidate) bool { return consolidatable(c) }
 

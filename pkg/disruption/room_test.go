@@ -94,7 +94,7 @@ func TestSingleNodeConsolidationFindings(t *testing.T) {
 			tc.build(f)
 			d := f.decide()
 			cmd := d.Command
-			if cmd == nil || cmd.Method != "single-node consolidation" || len(cmd.Replacements) != 1 {
+			if cmd == nil || cmd.Method != MethodSingleNode || len(cmd.Replacements) != 1 {
 				t.Fatalf("command %v, want a single-node replace; refusals %+v", cmd, d.Refusals)
 			}
 			if it, _ := cmd.Replacements[0].Cheapest(); it.Name != tc.want {

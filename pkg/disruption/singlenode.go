@@ -7,6 +7,7 @@ import "fmt"
 // cheaper node.
 type SingleNodeConsolidation struct{}
 
+func (SingleNodeConsolidation) Name() string                    { return MethodSingleNode }
 func (SingleNodeConsolidation) Reason() Reason                  { return ReasonUnderutilized }
 func (SingleNodeConsolidation) ShouldDisrupt(c *Candidate) bool { return consolidatable(c) }
 
@@ -29,7 +30,7 @@ func (SingleNodeConsolidation) ComputeCommands(e *Engine, budgets Budgets, cands
 			refusals = append(refusals, Refusal{NodeClaim: c.Name(), Reason: why})
 			continue
 		}
-		cmd, why := e.consolidate("single-node consolidation", []*Candidate{c})
+		cmd, why := e.consolidate(MethodSingleNode, []*Candidate{c})
 		if cmd == nil {
 			refusals = append(refusals, Refusal{NodeClaim: c.Name(), Reason: why})
 			continue

@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"github.com/karpfunc/karpfunc/pkg/catalog"
+	"github.com/karpfunc/karpfunc/pkg/scheduler"
 )
 
 // ValidationError says why a command no longer holds after the
@@ -24,24 +25,51 @@ func (e *ValidationError) Error() string { return "command no longer valid: " + 
 // rebuilt from the fresh snapshot.
 func Validate(st State, cmd *Command) (*Command, error) {
 	e := NewEngine(st)
+	method, err := validMethod(st.Options, cmd.Method)
+	if err != nil {
+		return nil, err
+	}
+	fresh, err := e.freshCandidates(method, cmd)
+	if err != nil {
+		return nil, err
+	}
+	if err := e.budgetsAllow(cmd.Reason, fresh); err != nil {
+		return nil, err
+	}
+	switch {
+	case cmd.Reason == ReasonEmpty:
+		return &Command{Reason: cmd.Reason, Method: cmd.Method, Candidates: fresh, Savings: sumPrice(fresh)}, nil
+	case cmd.Reason == ReasonDrifted:
+		out := *cmd
+		out.Candidates = fresh
+		return &out, nil
+	case cmd.Method == MethodRebalance:
+		return e.revalidateRebalance(cmd, fresh)
+	}
+	return e.revalidateConsolidation(cmd, fresh)
+}
+
+// validMethod is the method called name, if decisions under o run it.
+func validMethod(o Options, name string) (Method, error) {
+	method := MethodNamed(o, name)
+	switch {
+	case method != nil:
+		return method, nil
+	case name == MethodRebalance:
+		return nil, &ValidationError{Reason: "rebalancing consolidation has been turned off since the command was decided"}
+	}
+	return nil, &ValidationError{Reason: fmt.Sprintf("unknown method %q", name)}
+}
+
+// freshCandidates are cmd's candidates as the fresh snapshot has them; each
+// must still be a candidate, the same NodeClaim (UID), and one method
+// would take.
+func (e *Engine) freshCandidates(method Method, cmd *Command) ([]*Candidate, error) {
 	byName := map[string]*Candidate{}
 	for _, c := range e.Candidates {
 		byName[c.Name()] = c
 	}
-	var method Method
-	for _, m := range methodsFor(st.Options) {
-		if methodName(m) == cmd.Method {
-			method = m
-		}
-	}
-	if method == nil && cmd.Method == MethodRebalance {
-		return nil, &ValidationError{Reason: "rebalancing consolidation has been turned off since the command was decided"}
-	}
-	if method == nil {
-		return nil, &ValidationError{Reason: fmt.Sprintf("unknown method %q", cmd.Method)}
-	}
 	fresh := make([]*Candidate, 0, len(cmd.Candidates))
-	need := map[string]int{}
 	for _, old := range cmd.Candidates {
 		c, ok := byName[old.Name()]
 		if !ok {
@@ -58,24 +86,29 @@ func Validate(st State, cmd *Command) (*Command, error) {
 			return nil, &ValidationError{Reason: fmt.Sprintf("%s no longer qualifies for %s", c.Name(), cmd.Method)}
 		}
 		fresh = append(fresh, c)
+	}
+	return fresh, nil
+}
+
+// budgetsAllow: every NodePool's budget for reason still allows taking
+// its share of cands.
+func (e *Engine) budgetsAllow(reason Reason, cands []*Candidate) error {
+	need := map[string]int{}
+	for _, c := range cands {
 		need[c.NodePool.Name]++
 	}
 	for pool, n := range need {
-		if got := e.budgets.Allowed(pool, cmd.Reason); got < n {
-			return nil, &ValidationError{Reason: fmt.Sprintf("NodePool %s's budget for %s now allows %d disruptions, the command needs %d", pool, cmd.Reason, got, n)}
+		if got := e.budgets.Allowed(pool, reason); got < n {
+			return &ValidationError{Reason: fmt.Sprintf("NodePool %s's budget for %s now allows %d disruptions, the command needs %d", pool, reason, got, n)}
 		}
 	}
-	switch cmd.Reason {
-	case ReasonEmpty:
-		return &Command{Reason: cmd.Reason, Method: cmd.Method, Candidates: fresh, Savings: sumPrice(fresh)}, nil
-	case ReasonDrifted:
-		out := *cmd
-		out.Candidates = fresh
-		return &out, nil
-	}
-	if cmd.Method == MethodRebalance {
-		return e.revalidateRebalance(cmd, fresh)
-	}
+	return nil
+}
+
+// revalidateConsolidation simulates a consolidation again: a delete must
+// stay a delete, a replacement one replacement, launched with only the
+// instance types both simulations allow.
+func (e *Engine) revalidateConsolidation(cmd *Command, fresh []*Candidate) (*Command, error) {
 	again, why := e.consolidate(cmd.Method, fresh)
 	switch {
 	case again == nil:
@@ -83,25 +116,28 @@ func Validate(st State, cmd *Command) (*Command, error) {
 	case len(again.Replacements) != len(cmd.Replacements):
 		return nil, &ValidationError{Reason: fmt.Sprintf("the simulation now needs %d replacements, not %d", len(again.Replacements), len(cmd.Replacements))}
 	case len(again.Replacements) == 1:
-		first := map[string]bool{}
-		for _, it := range cmd.Replacements[0].InstanceTypes {
-			first[it.Name] = true
+		plan, err := keptTypes(cmd.Replacements[0], again.Replacements[0])
+		if err != nil {
+			return nil, err
 		}
-		var kept []string
-		for _, it := range again.Replacements[0].InstanceTypes {
-			if first[it.Name] {
-				kept = append(kept, it.Name)
-			}
-		}
-		if len(kept) == 0 {
-			return nil, &ValidationError{Reason: "none of the replacement's instance types still fit and save money"}
-		}
-		// Launch only what both simulations allow.
-		plan := *again.Replacements[0]
-		plan.InstanceTypes = slices.DeleteFunc(slices.Clone(plan.InstanceTypes), func(it *catalog.InstanceType) bool { return !first[it.Name] })
-		again.Replacements[0] = &plan
+		again.Replacements[0] = plan
 	}
 	return again, nil
+}
+
+// keptTypes is the fresh replacement plan narrowed to the instance types
+// the first simulation chose too.
+func keptTypes(first, fresh *scheduler.NodeClaimPlan) (*scheduler.NodeClaimPlan, error) {
+	chosen := map[string]bool{}
+	for _, it := range first.InstanceTypes {
+		chosen[it.Name] = true
+	}
+	plan := *fresh
+	plan.InstanceTypes = slices.DeleteFunc(slices.Clone(plan.InstanceTypes), func(it *catalog.InstanceType) bool { return !chosen[it.Name] })
+	if len(plan.InstanceTypes) == 0 {
+		return nil, &ValidationError{Reason: "none of the replacement's instance types still fit and save money"}
+	}
+	return &plan, nil
 }
 
 // revalidateRebalance re-packs a rebalance's candidates: the command holds
@@ -122,19 +158,3 @@ func (e *Engine) revalidateRebalance(cmd *Command, fresh []*Candidate) (*Command
 // savingsTolerance absorbs float rounding between two sums of the same
 // prices.
 const savingsTolerance = 1e-9
-
-func methodName(m Method) string {
-	switch m.(type) {
-	case Emptiness:
-		return "emptiness"
-	case Drift:
-		return "drift"
-	case MultiNodeConsolidation:
-		return "multi-node consolidation"
-	case SingleNodeConsolidation:
-		return "single-node consolidation"
-	case RebalancingConsolidation:
-		return MethodRebalance
-	}
-	return ""
-}

@@ -35,6 +35,8 @@ import (
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/karpfunc/karpfunc/pkg/apis"
 )
 
 // Karpenter's event reasons, so existing alerts and dashboards keep working.
@@ -159,7 +161,7 @@ func (r *Recorder) Publish(ctx context.Context, ev Event) error {
 			Reason: ev.Reason, Message: truncate(ev.Message, 1024), Type: ev.Type,
 			Source:         corev1.EventSource{Component: Component},
 			FirstTimestamp: now, LastTimestamp: now, Count: 1,
-			ReportingController: "karpfunc.azure.com/" + Component, ReportingInstance: Component,
+			ReportingController: apis.ReportingControllerPrefix + Component, ReportingInstance: Component,
 		})
 	})
 	if err != nil {

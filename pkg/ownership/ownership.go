@@ -3,18 +3,20 @@
 //
 // karpfunc shares the karpenter.sh API and the node resource group's tag
 // names with the Azure Karpenter provider (NAP): their NodeClaims, VMs and
-// NICs look like ours. So karpfunc marks its NodeClaims with Annotation and
-// its VMs and NICs with the Azure tag pkg/azure.TagManagedBy, and acts
+// NICs look like ours. So karpfunc marks its NodeClaims with the annotation
+// apis.AnnotationManagedBy and its VMs and NICs with the Azure tag pkg/azure.TagManagedBy, and acts
 // (launches, registers, finalizes, deletes, garbage-collects) only on what
 // carries the mark. Others' NodeClaims still count as capacity when pods are
 // placed: they are real nodes, or will be.
 package ownership
 
-import metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/karpfunc/karpfunc/pkg/apis"
+)
 
 const (
-	// Annotation marks a NodeClaim karpfunc created.
-	Annotation = "karpfunc.azure.com/managed-by"
 	// Value is the mark's value, on NodeClaims and in Azure tags.
 	Value = "karpfunc"
 )
@@ -25,9 +27,9 @@ func Mark(obj metav1.Object) {
 	if a == nil {
 		a = map[string]string{}
 	}
-	a[Annotation] = Value
+	a[apis.AnnotationManagedBy] = Value
 	obj.SetAnnotations(a)
 }
 
 // Owns reports whether obj carries karpfunc's mark.
-func Owns(obj metav1.Object) bool { return obj.GetAnnotations()[Annotation] == Value }
+func Owns(obj metav1.Object) bool { return obj.GetAnnotations()[apis.AnnotationManagedBy] == Value }

@@ -10,16 +10,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
+	"github.com/karpfunc/karpfunc/pkg/apis"
 	"github.com/karpfunc/karpfunc/pkg/azure"
 	"github.com/karpfunc/karpfunc/pkg/catalog"
 )
-
-// AnnotationLaunch records on a NodeClaim the launch in progress: the
-// offering whose VM is being created, how far it got, how many offerings
-// were tried, and when it is next looked at. The NodeClaim, not a Function
-// instance's memory, is the launch's source of truth: any invocation picks
-// it up where the last one left it.
-const AnnotationLaunch = "karpfunc.azure.com/launch"
 
 // Launch phases.
 const (
@@ -28,7 +22,11 @@ const (
 	phaseReplacing = "Replacing" // a failed VM is being deleted before the next create
 )
 
-// launchState is the value of AnnotationLaunch.
+// launchState is the value of apis.AnnotationLaunch, which records on a
+// NodeClaim the launch in progress: the offering whose VM is being created,
+// how far it got, how many offerings were tried, and when it is next looked
+// at. The NodeClaim, not a Function instance's memory, is the launch's
+// source of truth: any invocation picks it up where the last one left it.
 type launchState struct {
 	InstanceType string `json:"instanceType,omitempty"`
 	Zone         string `json:"zone,omitempty"`
@@ -51,7 +49,7 @@ type launchState struct {
 }
 
 func launchStateOf(nc *karpv1.NodeClaim) *launchState {
-	raw, ok := nc.Annotations[AnnotationLaunch]
+	raw, ok := nc.Annotations[apis.AnnotationLaunch]
 	if !ok {
 		return nil
 	}
@@ -110,7 +108,7 @@ func (p *Provisioner) writeLaunchState(ctx context.Context, nc *karpv1.NodeClaim
 	if nc.Annotations == nil {
 		nc.Annotations = map[string]string{}
 	}
-	nc.Annotations[AnnotationLaunch] = string(raw)
+	nc.Annotations[apis.AnnotationLaunch] = string(raw)
 	if err := p.kube.Patch(ctx, nc, patch); err != nil {
 		return fmt.Errorf("recording the launch of NodeClaim %s: %w", nc.Name, err)
 	}

@@ -11,9 +11,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
+	"github.com/karpfunc/karpfunc/pkg/apis"
 	"github.com/karpfunc/karpfunc/pkg/azure"
 	"github.com/karpfunc/karpfunc/pkg/decisions"
-	"github.com/karpfunc/karpfunc/pkg/disruption/live"
 	"github.com/karpfunc/karpfunc/pkg/telemetry"
 )
 
@@ -104,7 +104,7 @@ func (p *Provisioner) decide(ctx context.Context, kind decisions.Kind, nc *karpv
 // pods, a disruption command's reason in lower case ("underutilized",
 // "drifted") for its replacement.
 func createdFor(nc *karpv1.NodeClaim) string {
-	if reason := nc.Annotations[live.AnnotationReason]; reason != "" {
+	if reason := nc.Annotations[apis.AnnotationDisruptionReason]; reason != "" {
 		return strings.ToLower(reason)
 	}
 	return "provisioning"
