@@ -15,8 +15,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
+	"github.com/karpfunc/karpfunc/pkg/apis"
 	"github.com/karpfunc/karpfunc/pkg/catalog"
-	"github.com/karpfunc/karpfunc/pkg/disruption/live"
 	"github.com/karpfunc/karpfunc/pkg/scheduler"
 	"github.com/karpfunc/karpfunc/pkg/snapshot"
 )
@@ -112,14 +112,14 @@ func (w *fleetWatch) sample(ctx context.Context, kube client.Client, pool string
 	w.samples++
 	w.mostDisrupting = max(w.mostDisrupting, len(disrupting))
 	for _, nc := range ncs.Items {
-		if nc.Annotations[live.AnnotationValidating] != "" {
+		if nc.Annotations[apis.AnnotationDisruptionValidating] != "" {
 			w.validating = true
 		}
 		if w.seenClaims[nc.Name] {
 			continue
 		}
 		w.seenClaims[nc.Name] = true
-		if !nc.CreationTimestamp.Time.Before(w.started) && nc.Annotations[live.AnnotationCommand] == "" {
+		if !nc.CreationTimestamp.Time.Before(w.started) && nc.Annotations[apis.AnnotationDisruptionCommand] == "" {
 			w.provisioned = append(w.provisioned, nc.Name)
 		}
 	}

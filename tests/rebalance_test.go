@@ -14,7 +14,7 @@ import (
 
 	"github.com/karpfunc/karpfunc/internal/localenv"
 	"github.com/karpfunc/karpfunc/internal/otlpreceiver"
-	"github.com/karpfunc/karpfunc/pkg/disruption/live"
+	"github.com/karpfunc/karpfunc/pkg/apis"
 	"github.com/karpfunc/karpfunc/pkg/events"
 )
 
@@ -108,7 +108,7 @@ func TestRebalancingConsolidation(t *testing.T) {
 		}
 		var marked []string
 		for _, nc := range claims {
-			if at := nc.Annotations[live.AnnotationValidating]; at != "" {
+			if at := nc.Annotations[apis.AnnotationDisruptionValidating]; at != "" {
 				marked = append(marked, nc.Name+" (validation due "+at+")")
 			}
 		}
@@ -125,7 +125,7 @@ func TestRebalancingConsolidation(t *testing.T) {
 	sampled := fleet.result()
 	// Each command held the others back while it awaited validation.
 	if !sampled.validating {
-		t.Error("no sample saw a candidate marked " + live.AnnotationValidating + ": commands awaiting validation do not hold others back")
+		t.Error("no sample saw a candidate marked " + apis.AnnotationDisruptionValidating + ": commands awaiting validation do not hold others back")
 	}
 	if len(sampled.provisioned) > 0 {
 		t.Errorf("NodeClaims %s were launched for pending pods after the rebalance: an evicted pod was stranded", strings.Join(sampled.provisioned, ", "))

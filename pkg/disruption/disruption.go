@@ -24,6 +24,7 @@ package disruption
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -206,6 +207,14 @@ type Method interface {
 	// first, within budgets; refusals for candidates it considered.
 	ComputeCommands(e *Engine, budgets Budgets, candidates []*Candidate) ([]*Command, []Refusal)
 }
+
+// MethodNames are the names of every method, in decision order.
+func MethodNames() []string {
+	return []string{MethodEmptiness, MethodDrift, MethodMultiNode, MethodSingleNode, MethodRebalance}
+}
+
+// IsMethod: name is a method's name.
+func IsMethod(name string) bool { return slices.Contains(MethodNames(), name) }
 
 // MethodNamed is the method of a decision under o called name; nil when o
 // does not run it (or no method is called so).

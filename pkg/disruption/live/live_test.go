@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
+	"github.com/karpfunc/karpfunc/pkg/apis"
 	"github.com/karpfunc/karpfunc/pkg/snapshot"
 )
 
@@ -95,7 +96,7 @@ func TestValidating(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			nc := &karpv1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "a"}}
 			if tc.mark != "" {
-				nc.Annotations = map[string]string{AnnotationValidating: tc.mark}
+				nc.Annotations = map[string]string{apis.AnnotationDisruptionValidating: tc.mark}
 			}
 			if tc.deleting {
 				nc.DeletionTimestamp = &deleting
