@@ -213,26 +213,7 @@ func (e *Engine) cheaper(plan *scheduler.NodeClaimPlan, cands []*Candidate, pric
 		}
 		reqs.Add(scheduling.NewRequirement(karpv1.CapacityTypeLabelKey, corev1.NodeSelectorOpIn, karpv1.CapacityTypeSpot))
 	}
-	type priced struct {
-		it    *catalog.InstanceType
-		price float64
-	}
-	var keep []priced
-	for _, it := range plan.InstanceTypes {
-		if !reqs.Get(corev1.LabelInstanceTypeStable).Has(it.Name) {
-			continue
-		}
-		best := -1.0
-		for _, o := range it.Offerings {
-			if o.Available && reqs.Get(corev1.LabelTopologyZone).Has(o.Zone) && reqs.Get(karpv1.CapacityTypeLabelKey).Has(o.CapacityType) &&
-				o.Price < price && (best < 0 || o.Price < best) {
-				best = o.Price
-			}
-		}
-		if best >= 0 {
-			keep = append(keep, priced{it, best})
-		}
-	}
+	keep := cheaperTypes(plan.InstanceTypes, reqs, price)
 	switch {
 	case len(keep) == 0:
 		return nil, fmt.Sprintf("no replacement is cheaper than $%.4f/h", price)
@@ -247,11 +228,40 @@ func (e *Engine) cheaper(plan *scheduler.NodeClaimPlan, cands []*Candidate, pric
 	out.InstanceTypes = make([]*catalog.InstanceType, len(keep))
 	names := make([]string, len(keep))
 	for i, k := range keep {
-		out.InstanceTypes[i], names[i] = k.it, k.it.Name
+		out.InstanceTypes[i] = k.it
+		names[i] = k.it.Name
 	}
 	reqs.Add(scheduling.NewRequirement(corev1.LabelInstanceTypeStable, corev1.NodeSelectorOpIn, names...))
 	out.Requirements = reqs
 	return &out, ""
+}
+
+// cheaperType is an instance type at its cheapest allowed offering.
+type cheaperType struct {
+	it    *catalog.InstanceType
+	price float64
+}
+
+// cheaperTypes are the types reqs allow with an available offering reqs
+// allow cheaper than price, each at its cheapest such offering.
+func cheaperTypes(types []*catalog.InstanceType, reqs scheduling.Requirements, price float64) []cheaperType {
+	var keep []cheaperType
+	for _, it := range types {
+		if !reqs.Get(corev1.LabelInstanceTypeStable).Has(it.Name) {
+			continue
+		}
+		best := -1.0
+		for _, o := range it.Offerings {
+			if o.Available && reqs.Get(corev1.LabelTopologyZone).Has(o.Zone) && reqs.Get(karpv1.CapacityTypeLabelKey).Has(o.CapacityType) &&
+				o.Price < price && (best < 0 || o.Price < best) {
+				best = o.Price
+			}
+		}
+		if best >= 0 {
+			keep = append(keep, cheaperType{it, best})
+		}
+	}
+	return keep
 }
 
 // balanced applies the Balanced policy's score: (savings / NodePool cost)

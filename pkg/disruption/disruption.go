@@ -244,11 +244,35 @@ func methodsFor(o Options) []Method {
 // Decide runs every method in order and returns the first command.
 func Decide(st State) Decision {
 	e := NewEngine(st)
-	d := Decision{Expired: e.Expired(), Next: e.next, Budgets: e.budgets, BudgetErrors: e.budgetErrs}
+	decision := Decision{Expired: e.Expired(), Next: e.next, Budgets: e.budgets, BudgetErrors: e.budgetErrs}
 	refused := map[string]Refusal{}
-	for name, r := range e.blocked {
-		refused[name] = r
+	for name, refusal := range e.blocked {
+		refused[name] = refusal
 	}
+	decision.Command = e.firstCommand(refused)
+	in := map[string]bool{}
+	if decision.Command != nil {
+		for _, c := range decision.Command.Candidates {
+			in[c.Name()] = true
+		}
+	}
+	for _, c := range e.Candidates {
+		if _, ok := refused[c.Name()]; !ok && !in[c.Name()] {
+			refused[c.Name()] = Refusal{NodeClaim: c.Name(), Reason: e.idleReason(c)}
+		}
+	}
+	for name, refusal := range refused {
+		if !in[name] {
+			decision.Refusals = append(decision.Refusals, refusal)
+		}
+	}
+	sort.Slice(decision.Refusals, func(i, j int) bool { return decision.Refusals[i].NodeClaim < decision.Refusals[j].NodeClaim })
+	return decision
+}
+
+// firstCommand runs the methods in order until one has a command; every
+// method's first refusal of a node is added to refused.
+func (e *Engine) firstCommand(refused map[string]Refusal) *Command {
 	for _, m := range methodsFor(e.st.Options) {
 		var eligible []*Candidate
 		for _, c := range e.Candidates {
@@ -260,34 +284,16 @@ func Decide(st State) Decision {
 			continue
 		}
 		cmds, refusals := m.ComputeCommands(e, e.budgets, eligible)
-		for _, r := range refusals {
-			if _, ok := refused[r.NodeClaim]; !ok {
-				refused[r.NodeClaim] = r
+		for _, refusal := range refusals {
+			if _, ok := refused[refusal.NodeClaim]; !ok {
+				refused[refusal.NodeClaim] = refusal
 			}
 		}
 		if len(cmds) > 0 {
-			d.Command = cmds[0]
-			break
+			return cmds[0]
 		}
 	}
-	in := map[string]bool{}
-	if d.Command != nil {
-		for _, c := range d.Command.Candidates {
-			in[c.Name()] = true
-		}
-	}
-	for _, c := range e.Candidates {
-		if _, ok := refused[c.Name()]; !ok && !in[c.Name()] {
-			refused[c.Name()] = Refusal{NodeClaim: c.Name(), Reason: e.idleReason(c)}
-		}
-	}
-	for name, r := range refused {
-		if !in[name] {
-			d.Refusals = append(d.Refusals, r)
-		}
-	}
-	sort.Slice(d.Refusals, func(i, j int) bool { return d.Refusals[i].NodeClaim < d.Refusals[j].NodeClaim })
-	return d
+	return nil
 }
 
 // idleReason explains a candidate no method took.

@@ -59,10 +59,10 @@ type pdb struct {
 
 // NewEngine prepares a decision over st.
 func NewEngine(st State) *Engine {
-	c := st.Cluster
+	cluster := st.Cluster
 	e := &Engine{st: st, podsOn: map[string][]*corev1.Pod{}, unusable: map[string]bool{}, blocked: map[string]Refusal{},
 		poolCost: map[string]float64{}, poolDisr: map[string]float64{}, started: time.Now()}
-	e.base = c.Input(st.Catalog, snapshot.Live)
+	e.base = cluster.Input(st.Catalog, snapshot.Live)
 	// Every simulation solves against the same nodes, bound pods and
 	// catalog: derive from them once.
 	e.base.Memo = scheduler.NewMemo()
@@ -71,68 +71,9 @@ func NewEngine(st State) *Engine {
 		e.podsOn[p.Spec.NodeName] = append(e.podsOn[p.Spec.NodeName], p)
 		e.interPod = e.interPod || requiredAntiAffinity(p)
 	}
-	for _, p := range c.PodDisruptionBudgets {
-		sel, err := metav1.LabelSelectorAsSelector(p.Spec.Selector)
-		if err != nil {
-			sel = labels.Everything() // an unreadable selector blocks, as the eviction API would fail
-		}
-		e.pdbs = append(e.pdbs, pdb{obj: p, selector: sel})
-	}
-	pools := map[string]*karpv1.NodePool{}
-	for _, np := range c.NodePools {
-		pools[np.Name] = np
-	}
-	nodes := map[string]*corev1.Node{}
-	for _, n := range c.Nodes {
-		nodes[n.Name] = n
-	}
-	want := desired{classes: classIndex(c), versions: st.Versions}
-	counts := map[string]*poolCount{}
-	for _, nc := range c.NodeClaims {
-		np := pools[nc.Labels[karpv1.NodePoolLabelKey]]
-		if np == nil {
-			continue // not ours to disrupt
-		}
-		node := nodes[nc.Status.NodeName]
-		pc := counts[np.Name]
-		if pc == nil {
-			pc = &poolCount{}
-			counts[np.Name] = pc
-		}
-		if at, ok := expiresAt(nc); ok && nc.DeletionTimestamp == nil {
-			if !at.After(st.Now) {
-				e.expired = append(e.expired, nc)
-				continue
-			}
-			e.noteNext(at)
-		}
-		leaving := nc.DeletionTimestamp != nil || (node != nil && (node.DeletionTimestamp != nil || hasDisruptedTaint(node)))
-		if node != nil {
-			pc.total++
-			if leaving || !nodeReady(node) {
-				pc.disrupting++
-			}
-			if leaving {
-				e.unusable[node.Name] = true
-			}
-		}
-		if leaving {
-			continue
-		}
-		cand, why := e.candidate(nc, node, np, want)
-		if cand == nil {
-			e.blocked[nc.Name] = Refusal{NodeClaim: nc.Name, Blocked: true, Reason: why}
-			continue
-		}
-		e.poolCost[np.Name] += cand.Price
-		e.poolDisr[np.Name] += cand.DisruptionCost
-		if why != "" {
-			e.blocked[nc.Name] = Refusal{NodeClaim: nc.Name, Blocked: true, Reason: why}
-			continue
-		}
-		e.Candidates = append(e.Candidates, cand)
-	}
-	e.budgets, e.budgetErrs = computeBudgets(c.NodePools, counts, st.Now)
+	e.readPDBs(cluster)
+	counts := e.readNodeClaims(cluster)
+	e.budgets, e.budgetErrs = computeBudgets(cluster.NodePools, counts, st.Now)
 	sort.SliceStable(e.Candidates, func(i, j int) bool {
 		a, b := e.Candidates[i], e.Candidates[j]
 		if a.DisruptionCost != b.DisruptionCost {
@@ -141,6 +82,81 @@ func NewEngine(st State) *Engine {
 		return a.Name() < b.Name()
 	})
 	return e
+}
+
+func (e *Engine) readPDBs(cluster *snapshot.Cluster) {
+	for _, p := range cluster.PodDisruptionBudgets {
+		sel, err := metav1.LabelSelectorAsSelector(p.Spec.Selector)
+		if err != nil {
+			sel = labels.Everything() // an unreadable selector blocks, as the eviction API would fail
+		}
+		e.pdbs = append(e.pdbs, pdb{obj: p, selector: sel})
+	}
+}
+
+// readNodeClaims sorts every NodeClaim of a NodePool into expired,
+// leaving, blocked (with why) or candidate, and counts each NodePool's
+// nodes for its budgets.
+func (e *Engine) readNodeClaims(cluster *snapshot.Cluster) map[string]*poolCount {
+	pools := map[string]*karpv1.NodePool{}
+	for _, np := range cluster.NodePools {
+		pools[np.Name] = np
+	}
+	nodes := map[string]*corev1.Node{}
+	for _, n := range cluster.Nodes {
+		nodes[n.Name] = n
+	}
+	want := desired{classes: classIndex(cluster), versions: e.st.Versions}
+	counts := map[string]*poolCount{}
+	for _, nc := range cluster.NodeClaims {
+		np := pools[nc.Labels[karpv1.NodePoolLabelKey]]
+		if np == nil {
+			continue // not ours to disrupt
+		}
+		count := counts[np.Name]
+		if count == nil {
+			count = &poolCount{}
+			counts[np.Name] = count
+		}
+		e.readNodeClaim(nc, nodes[nc.Status.NodeName], np, want, count)
+	}
+	return counts
+}
+
+// readNodeClaim sorts one NodeClaim of np (see readNodeClaims).
+func (e *Engine) readNodeClaim(nc *karpv1.NodeClaim, node *corev1.Node, np *karpv1.NodePool, want desired, count *poolCount) {
+	if at, ok := expiresAt(nc); ok && nc.DeletionTimestamp == nil {
+		if !at.After(e.st.Now) {
+			e.expired = append(e.expired, nc)
+			return
+		}
+		e.noteNext(at)
+	}
+	leaving := nc.DeletionTimestamp != nil || (node != nil && (node.DeletionTimestamp != nil || hasDisruptedTaint(node)))
+	if node != nil {
+		count.total++
+		if leaving || !nodeReady(node) {
+			count.disrupting++
+		}
+		if leaving {
+			e.unusable[node.Name] = true
+		}
+	}
+	if leaving {
+		return
+	}
+	cand, why := e.candidate(nc, node, np, want)
+	if cand == nil {
+		e.blocked[nc.Name] = Refusal{NodeClaim: nc.Name, Blocked: true, Reason: why}
+		return
+	}
+	e.poolCost[np.Name] += cand.Price
+	e.poolDisr[np.Name] += cand.DisruptionCost
+	if why != "" {
+		e.blocked[nc.Name] = Refusal{NodeClaim: nc.Name, Blocked: true, Reason: why}
+		return
+	}
+	e.Candidates = append(e.Candidates, cand)
 }
 
 type poolCount struct{ total, disrupting int }

@@ -75,68 +75,21 @@ func (RebalancingConsolidation) ComputeCommands(e *Engine, budgets Budgets, cand
 	if e.pending > 0 || !e.st.Options.Rebalance {
 		return nil, nil
 	}
-	f := e.fleet()
+	finder := &groupFinder{e: e, fleet: e.fleet(), rebalancer: e.rebalancer(), budgets: budgets, seen: map[string]bool{}}
 	var sorted []*Candidate
 	for _, c := range cands {
 		if c.Price > 0 && len(c.Pods) > 0 && budgets.Allowed(c.NodePool.Name, ReasonUnderutilized) > 0 {
 			sorted = append(sorted, c)
 		}
 	}
-	slices.SortStableFunc(sorted, func(a, b *Candidate) int { return cmp.Compare(memPerCPU(f.candidates[a]), memPerCPU(f.candidates[b])) })
-	r := e.rebalancer()
-	type group struct {
-		cands  []*Candidate
-		saving float64 // $/h the cover saves
-	}
-	var groups []group
-	seen := map[string]bool{}
-	consider := func(g []*Candidate) {
-		key := groupKey(g)
-		if seen[key] {
-			return
-		}
-		seen[key] = true
-		var need res
-		var price float64
-		allSpot := true
-		for _, c := range g {
-			need = need.add(f.candidates[c])
-			price += c.Price
-			allSpot = allSpot && c.CapacityType == karpv1.CapacityTypeSpot
-		}
-		if !fitsBudgets(g, budgets) {
-			return
-		}
-		cover := r.cover(need, 2*need.cpu, allSpot && !e.st.Options.SpotToSpot)
-		if saving := price - cover; saving >= coverMargin*MinRebalanceSaving*price {
-			groups = append(groups, group{g, saving})
-		}
-	}
-	for k := 1; k <= min(maxRebalanceGroup, len(sorted)); k++ {
-		for i := 0; i+k <= len(sorted); i++ {
-			consider(sorted[i : i+k])
-		}
-	}
-	for i := 0; i < min(maxRebalancePairs, len(sorted)/2); i++ {
-		if j := len(sorted) - 1 - i; j-i >= maxRebalanceGroup {
-			consider([]*Candidate{sorted[i], sorted[j]})
-		}
-	}
-	// Prefixes of the candidates whose own pods are furthest above their
-	// cover: the nodes a re-pack gains most from, whatever their shape.
-	waste := make(map[*Candidate]float64, len(sorted))
-	for _, c := range sorted {
-		need := f.candidates[c]
-		waste[c] = 1 - r.cover(need, 2*need.cpu, c.CapacityType == karpv1.CapacityTypeSpot && !e.st.Options.SpotToSpot)/c.Price
-	}
-	wasteful := slices.Clone(sorted)
-	slices.SortStableFunc(wasteful, func(a, b *Candidate) int { return cmp.Compare(waste[b], waste[a]) })
-	for k := 2; k <= min(maxRebalanceGroup, len(wasteful)); k++ {
-		consider(wasteful[:k])
-	}
-	slices.SortStableFunc(groups, func(a, b group) int { return cmp.Compare(b.saving, a.saving) })
-	for _, g := range groups {
-		if e.outOfTime() || r.solves >= maxRebalanceSimulations {
+	slices.SortStableFunc(sorted, func(a, b *Candidate) int {
+		return cmp.Compare(memPerCPU(finder.fleet.candidates[a]), memPerCPU(finder.fleet.candidates[b]))
+	})
+	finder.runsAndPairs(sorted)
+	finder.wastefulPrefixes(sorted)
+	slices.SortStableFunc(finder.groups, func(a, b rebalanceGroup) int { return cmp.Compare(b.saving, a.saving) })
+	for _, g := range finder.groups {
+		if e.outOfTime() || finder.rebalancer.solves >= maxRebalanceSimulations {
 			break
 		}
 		if cmd, _ := e.rebalance(g.cands); cmd != nil {
@@ -144,6 +97,77 @@ func (RebalancingConsolidation) ComputeCommands(e *Engine, budgets Budgets, cand
 		}
 	}
 	return nil, nil
+}
+
+// rebalanceGroup is a group worth simulating.
+type rebalanceGroup struct {
+	cands  []*Candidate
+	saving float64 // $/h the cover saves
+}
+
+// groupFinder collects the groups of candidates a rebalance tries.
+type groupFinder struct {
+	e          *Engine
+	fleet      *fleet
+	rebalancer *rebalancer
+	budgets    Budgets
+	seen       map[string]bool
+	groups     []rebalanceGroup
+}
+
+// consider keeps g if its budgets allow it and its LP cover saves enough.
+func (g *groupFinder) consider(cands []*Candidate) {
+	key := groupKey(cands)
+	if g.seen[key] {
+		return
+	}
+	g.seen[key] = true
+	var need res
+	var price float64
+	allSpot := true
+	for _, c := range cands {
+		need = need.add(g.fleet.candidates[c])
+		price += c.Price
+		allSpot = allSpot && c.CapacityType == karpv1.CapacityTypeSpot
+	}
+	if !fitsBudgets(cands, g.budgets) {
+		return
+	}
+	cover := g.rebalancer.cover(need, 2*need.cpu, allSpot && !g.e.st.Options.SpotToSpot)
+	if saving := price - cover; saving >= coverMargin*MinRebalanceSaving*price {
+		g.groups = append(g.groups, rebalanceGroup{cands, saving})
+	}
+}
+
+// runsAndPairs considers runs of neighbours in memory per CPU, and pairs
+// from both ends (opposite shapes complete each other).
+func (g *groupFinder) runsAndPairs(sorted []*Candidate) {
+	for k := 1; k <= min(maxRebalanceGroup, len(sorted)); k++ {
+		for i := 0; i+k <= len(sorted); i++ {
+			g.consider(sorted[i : i+k])
+		}
+	}
+	for i := 0; i < min(maxRebalancePairs, len(sorted)/2); i++ {
+		if j := len(sorted) - 1 - i; j-i >= maxRebalanceGroup {
+			g.consider([]*Candidate{sorted[i], sorted[j]})
+		}
+	}
+}
+
+// wastefulPrefixes considers prefixes of the candidates whose own pods are
+// furthest above their cover: the nodes a re-pack gains most from,
+// whatever their shape.
+func (g *groupFinder) wastefulPrefixes(sorted []*Candidate) {
+	waste := make(map[*Candidate]float64, len(sorted))
+	for _, c := range sorted {
+		need := g.fleet.candidates[c]
+		waste[c] = 1 - g.rebalancer.cover(need, 2*need.cpu, c.CapacityType == karpv1.CapacityTypeSpot && !g.e.st.Options.SpotToSpot)/c.Price
+	}
+	wasteful := slices.Clone(sorted)
+	slices.SortStableFunc(wasteful, func(a, b *Candidate) int { return cmp.Compare(waste[b], waste[a]) })
+	for k := 2; k <= min(maxRebalanceGroup, len(wasteful)); k++ {
+		g.consider(wasteful[:k])
+	}
 }
 
 // groupKey names a group's candidates, in any order.
@@ -350,21 +374,27 @@ func lpUseful(offerings []pricedType) []pricedType {
 		if t.price <= 0 || t.alloc.cpu <= 0 || t.alloc.mem <= 0 {
 			continue
 		}
-		tc, tm := float64(t.alloc.cpu)/t.price, float64(t.alloc.mem)/t.price
-		dominated := false
-		for j, u := range types {
-			if j == i || u.price <= 0 {
-				continue
-			}
-			uc, um := float64(u.alloc.cpu)/u.price, float64(u.alloc.mem)/u.price
-			if uc >= tc && um >= tm && (uc > tc || um > tm || j < i) {
-				dominated = true
-				break
-			}
-		}
-		if !dominated {
+		if !dominated(types, i) {
 			out = append(out, t)
 		}
 	}
 	return out
+}
+
+// dominated: another of types offers at least types[i]'s CPU and memory
+// per dollar, more of one (or the same, listed first).
+func dominated(types []pricedType, i int) bool {
+	cpuPerDollar := float64(types[i].alloc.cpu) / types[i].price
+	memPerDollar := float64(types[i].alloc.mem) / types[i].price
+	for j, other := range types {
+		if j == i || other.price <= 0 {
+			continue
+		}
+		otherCPU := float64(other.alloc.cpu) / other.price
+		otherMem := float64(other.alloc.mem) / other.price
+		if otherCPU >= cpuPerDollar && otherMem >= memPerDollar && (otherCPU > cpuPerDollar || otherMem > memPerDollar || j < i) {
+			return true
+		}
+	}
+	return false
 }

@@ -140,16 +140,7 @@ func (e *Engine) simInput(cands []*Candidate, moved []*corev1.Pod) scheduler.Inp
 	// (anti-)affinity on the moved pods, no required anti-affinity in the
 	// cluster), they are left out, which keeps a simulation on a large,
 	// packed fleet small. Their NodeClaims still count against limits.
-	roomy := func(string) bool { return true }
-	if !e.interPod && !anyInterPod(moved) {
-		f := e.fleet()
-		smallest := res{math.MaxInt64, math.MaxInt64}
-		for _, p := range moved {
-			r := podRequests(p)
-			smallest = res{min(smallest.cpu, r.cpu), min(smallest.mem, r.mem)}
-		}
-		roomy = func(node string) bool { return smallest.fitsIn(f.free[node]) }
-	}
+	roomy := e.roomyFor(moved)
 	skip := func(node string) bool { return gone[node] || e.unusable[node] || !roomy(node) }
 	in.Nodes = make([]*corev1.Node, 0, len(e.base.Nodes))
 	for _, n := range e.base.Nodes {
@@ -175,6 +166,21 @@ func (e *Engine) simInput(cands []*Candidate, moved []*corev1.Pod) scheduler.Inp
 		}
 	}
 	return in
+}
+
+// roomyFor says which nodes may take one of moved (see simInput): every
+// node, unless no placement depends on other nodes' pods.
+func (e *Engine) roomyFor(moved []*corev1.Pod) func(node string) bool {
+	if e.interPod || anyInterPod(moved) {
+		return func(string) bool { return true }
+	}
+	free := e.fleet().free
+	smallest := res{math.MaxInt64, math.MaxInt64}
+	for _, p := range moved {
+		requests := podRequests(p)
+		smallest = res{min(smallest.cpu, requests.cpu), min(smallest.mem, requests.mem)}
+	}
+	return func(node string) bool { return smallest.fitsIn(free[node]) }
 }
 
 // movedPods are the pods the candidates' removal moves (see unbound).
