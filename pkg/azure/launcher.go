@@ -22,6 +22,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/karpfunc/karpfunc/pkg/apis/v1beta1"
+	"github.com/karpfunc/karpfunc/pkg/cloudprovider"
 	"github.com/karpfunc/karpfunc/pkg/nodeimage"
 	"github.com/karpfunc/karpfunc/pkg/ownership"
 )
@@ -32,12 +33,13 @@ const (
 	CapacityTypeOnDemand = "on-demand"
 )
 
-// Provisioning states ARM reports for a VM.
+// Provisioning states ARM reports for a VM (the contract's, package
+// cloudprovider).
 const (
-	StateCreating  = "Creating"
-	StateSucceeded = "Succeeded"
-	StateFailed    = "Failed"
-	StateDeleting  = "Deleting"
+	StateCreating  = cloudprovider.StateCreating
+	StateSucceeded = cloudprovider.StateSucceeded
+	StateFailed    = cloudprovider.StateFailed
+	StateDeleting  = cloudprovider.StateDeleting
 	// StateUpdating is a NIC's state while it is being created or changed.
 	StateUpdating = "Updating"
 )
@@ -57,61 +59,12 @@ const (
 	nicSuffix                  = "-nic"
 )
 
-// LaunchRequest describes one node VM. Name is deterministic (the NodeClaim
-// name) so that a replayed request finds what the first attempt created.
-type LaunchRequest struct {
-	// Name is the VM name, its computer name (and so the node name); the NIC
-	// is Name+"-nic".
-	Name      string
-	NodePool  string
-	NodeClaim string // defaults to Name
+// LaunchRequest describes one node VM (package cloudprovider's contract).
+type LaunchRequest = cloudprovider.LaunchRequest
 
-	InstanceType string // Azure VM size, e.g. Standard_D4s_v5
-	// Zone is the Kubernetes zone, "<location>-<n>" (e.g. "eastus-1"); empty
-	// for a region without zones.
-	Zone string
-	// CapacityType is "spot" or "on-demand" (empty means on-demand).
-	CapacityType string
-	// Architecture is "amd64" (default) or "arm64"; with
-	// HyperVGenerations it picks the node image (package nodeimage).
-	Architecture string
-	// HyperVGenerations are the size's VM generations ("V1", "V2"), from
-	// the catalog; empty means ["V2"].
-	HyperVGenerations []string
-
-	ImageFamily  string // default Ubuntu2204
-	OSDiskSizeGB int32  // default 128
-	MaxPods      int32
-	SubnetID     string // default Options.SubnetID
-
-	// Labels and Taints are delivered to the node via its kubelet flags
-	// (see NodeBootstrap); so is Kubelet, the AKSNodeClass's kubelet
-	// configuration (nil: AKS's defaults).
-	Labels  map[string]string
-	Taints  []corev1.Taint
-	Kubelet *v1beta1.KubeletConfiguration
-	// Tags are extra Azure tags (AKSNodeClass spec.tags).
-	Tags map[string]string
-}
-
-// Instance is what we know about a launched VM.
-type Instance struct {
-	Name         string
-	ID           string // ARM resource ID
-	ProviderID   string
-	InstanceType string
-	Zone         string // "<location>-<n>", empty if regional
-	CapacityType string
-	State        string // ARM provisioningState: Creating, Succeeded, Failed, Deleting
-	// ImageID is the image the VM boots (its community gallery image
-	// version ID), as ARM reports it.
-	ImageID   string
-	Tags      map[string]string
-	CreatedAt time.Time
-	// Failure is the error ARM recorded for a create that ended Failed
-	// (set by Status only).
-	Failure *ARMError
-}
+// Instance is what we know about a launched VM (package cloudprovider's
+// contract). Status sets Failure to the create's classified error.
+type Instance = cloudprovider.Instance
 
 // Launcher creates, reads and deletes node VMs and their NICs in the
 // cluster's node resource group.
@@ -530,6 +483,11 @@ func (l *Launcher) Delete(ctx context.Context, name string) error {
 // List returns the VMs in the node resource group karpfunc made for this
 // cluster (TagCluster and TagManagedBy).
 func (l *Launcher) List(ctx context.Context) ([]*Instance, error) {
+	out, err := l.list(ctx)
+	return out, classifyRead(err, false)
+}
+
+func (l *Launcher) list(ctx context.Context) ([]*Instance, error) {
 	var out []*Instance
 	pager := l.vms.NewListPager(l.opts.ResourceGroup, nil)
 	for pager.More() {
@@ -573,6 +531,7 @@ func (l *Launcher) toInstance(vm *armcompute.VirtualMachine) *Instance {
 		CapacityType: CapacityTypeOnDemand,
 		Tags:         fromTags(vm.Tags),
 	}
+	in.NodeClaim = in.Tags[TagNodeClaim]
 	if len(vm.Zones) > 0 && deref(vm.Zones[0]) != "" {
 		loc := deref(vm.Location)
 		if loc == "" {
@@ -596,20 +555,18 @@ func (l *Launcher) toInstance(vm *armcompute.VirtualMachine) *Instance {
 	return in
 }
 
-// NIC is what the sweep needs to know about a network interface.
-type NIC struct {
-	Name string
-	// VMName is the VM it is attached to ("" when detached).
-	VMName string
-	Tags   map[string]string
-	// CreatedAt is from the TagCreated tag (zero when absent: NICs carry
-	// no creation time of their own).
-	CreatedAt time.Time
-}
+// NIC is what the sweep needs to know about a network interface (package
+// cloudprovider's contract); CreatedAt is from the TagCreated tag.
+type NIC = cloudprovider.NIC
 
 // ListNICs returns the NICs in the node resource group karpfunc made for
 // this cluster (TagCluster and TagManagedBy).
 func (l *Launcher) ListNICs(ctx context.Context) ([]*NIC, error) {
+	out, err := l.listNICs(ctx)
+	return out, classifyRead(err, false)
+}
+
+func (l *Launcher) listNICs(ctx context.Context) ([]*NIC, error) {
 	var out []*NIC
 	pager := l.nics.NewListPager(l.opts.ResourceGroup, nil)
 	for pager.More() {
@@ -622,6 +579,7 @@ func (l *Launcher) ListNICs(ctx context.Context) ([]*NIC, error) {
 				continue
 			}
 			nic := &NIC{Name: deref(n.Name), Tags: fromTags(n.Tags)}
+			nic.Instance, nic.NodeClaim = VMNameForNIC(nic.Name), nic.Tags[TagNodeClaim]
 			if p := n.Properties; p != nil && p.VirtualMachine != nil && p.VirtualMachine.ID != nil {
 				id := *p.VirtualMachine.ID
 				nic.VMName = id[strings.LastIndex(id, "/")+1:]

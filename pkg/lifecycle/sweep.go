@@ -9,7 +9,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
-	"github.com/karpfunc/karpfunc/pkg/azure"
+	"github.com/karpfunc/karpfunc/pkg/cloudprovider"
 	"github.com/karpfunc/karpfunc/pkg/events"
 	"github.com/karpfunc/karpfunc/pkg/nodepoolstatus"
 	"github.com/karpfunc/karpfunc/pkg/ownership"
@@ -28,12 +28,9 @@ const launchedGrace = 10 * time.Second
 // before the sweep asks Terminate again (a lost or dead-lettered trigger).
 const stuckDeletion = time.Minute
 
-// InstanceLister lists what the cluster owns in Azure; *azure.Launcher
-// implements it.
-type InstanceLister interface {
-	List(ctx context.Context) ([]*azure.Instance, error)
-	ListNICs(ctx context.Context) ([]*azure.NIC, error)
-}
+// InstanceLister lists what the cluster owns at the provider: the
+// provider contract's Lister.
+type InstanceLister = cloudprovider.Lister
 
 // SweepResult says what one sweep did.
 type SweepResult struct {
@@ -80,11 +77,11 @@ func (c *Controller) Sweep(ctx context.Context, lister InstanceLister, grace tim
 	vmNames := map[string]bool{}
 	for _, vm := range vms {
 		vmNames[vm.Name] = true
-		owner := vm.Tags[azure.TagNodeClaim]
+		owner := vm.NodeClaim
 		if owner == "" {
 			owner = vm.Name
 		}
-		if claims[owner] || claims[vm.Name] || vm.State == azure.StateDeleting || now.Sub(vm.CreatedAt) < grace {
+		if claims[owner] || claims[vm.Name] || vm.State == cloudprovider.StateDeleting || now.Sub(vm.CreatedAt) < grace {
 			continue
 		}
 		if _, err := c.deleter.DeleteStep(ctx, vm.Name); err != nil {
@@ -95,8 +92,8 @@ func (c *Controller) Sweep(ctx context.Context, lister InstanceLister, grace tim
 		res.VMsDeleted = append(res.VMsDeleted, vm.Name)
 	}
 	for _, nic := range nics {
-		vm := azure.VMNameForNIC(nic.Name)
-		owner := nic.Tags[azure.TagNodeClaim]
+		vm := nic.Instance
+		owner := nic.NodeClaim
 		if owner == "" {
 			owner = vm
 		}

@@ -31,6 +31,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/karpfunc/karpfunc/pkg/catalog"
+	"github.com/karpfunc/karpfunc/pkg/cloudprovider"
 )
 
 // Defaults for where the state lives.
@@ -108,6 +109,17 @@ func (e Entry) String() string {
 		scope = append(scope, "all zones")
 	}
 	return fmt.Sprintf("%s %s (%s) until %s", e.CapacityType, strings.Join(scope, " "), e.Reason, e.Until.UTC().Format(time.RFC3339))
+}
+
+// EntriesFor are the entries for what a provider error said to exclude
+// (cloudprovider.InsufficientCapacityError), from now on.
+func EntriesFor(unavailable []cloudprovider.Unavailable, now time.Time) []Entry {
+	entries := make([]Entry, 0, len(unavailable))
+	for _, u := range unavailable {
+		entries = append(entries, Entry{CapacityType: u.CapacityType, InstanceType: u.InstanceType, Family: u.Family,
+			Zone: u.Zone, Reason: u.Reason, Until: now.Add(u.TTL)})
+	}
+	return entries
 }
 
 // Set is the unexpired entries at one point in time.

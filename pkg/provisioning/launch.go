@@ -15,9 +15,9 @@ import (
 	"sigs.k8s.io/karpenter/pkg/utils/resources"
 
 	"github.com/karpfunc/karpfunc/pkg/apis/v1beta1"
-	"github.com/karpfunc/karpfunc/pkg/azure"
 	"github.com/karpfunc/karpfunc/pkg/bus"
 	"github.com/karpfunc/karpfunc/pkg/catalog"
+	"github.com/karpfunc/karpfunc/pkg/cloudprovider"
 	"github.com/karpfunc/karpfunc/pkg/decisions"
 	"github.com/karpfunc/karpfunc/pkg/events"
 	"github.com/karpfunc/karpfunc/pkg/messages"
@@ -181,19 +181,19 @@ func (p *Provisioner) reconcileLaunch(ctx context.Context, nc *karpv1.NodeClaim,
 	}
 	inst, err := p.launcher.Status(ctx, nc.Name)
 	switch {
-	case azure.IsNotFound(err):
+	case cloudprovider.IsNodeClaimNotFound(err):
 		return l.begin(ctx)
 	case err != nil:
 		return l.retryLater(ctx, err)
 	}
 	if l.st != nil && l.st.Phase == phaseReplacing {
 		// The failed VM is on its way out; the next create waits for it.
-		if strings.EqualFold(inst.State, azure.StateFailed) {
+		if strings.EqualFold(inst.State, cloudprovider.StateFailed) {
 			if err := p.launcher.BeginDelete(ctx, nc.Name); err != nil {
 				return l.retryLater(ctx, err)
 			}
 		}
-		if !strings.EqualFold(inst.State, azure.StateSucceeded) && !strings.EqualFold(inst.State, azure.StateCreating) {
+		if !strings.EqualFold(inst.State, cloudprovider.StateSucceeded) && !strings.EqualFold(inst.State, cloudprovider.StateCreating) {
 			return l.requeue(ctx, replaceCheck)
 		}
 	}
@@ -201,11 +201,11 @@ func (p *Provisioner) reconcileLaunch(ctx context.Context, nc *karpv1.NodeClaim,
 		l.adopt(inst)
 	}
 	switch {
-	case strings.EqualFold(inst.State, azure.StateSucceeded):
+	case strings.EqualFold(inst.State, cloudprovider.StateSucceeded):
 		return l.launched(ctx, inst)
-	case strings.EqualFold(inst.State, azure.StateFailed):
+	case strings.EqualFold(inst.State, cloudprovider.StateFailed):
 		return l.createFailed(ctx, inst)
-	case strings.EqualFold(inst.State, azure.StateDeleting):
+	case strings.EqualFold(inst.State, cloudprovider.StateDeleting):
 		return l.requeue(ctx, replaceCheck)
 	default:
 		return l.requeue(ctx, l.backoff())
@@ -214,7 +214,7 @@ func (p *Provisioner) reconcileLaunch(ctx context.Context, nc *karpv1.NodeClaim,
 
 // adopt makes the state describe the VM that exists: one an interrupted
 // invocation created before it could record it, or an earlier offering.
-func (l *launch) adopt(inst *azure.Instance) {
+func (l *launch) adopt(inst *cloudprovider.Instance) {
 	if l.st == nil {
 		begun := inst.CreatedAt
 		if begun.IsZero() || begun.After(l.now) {
@@ -255,7 +255,7 @@ func (l *launch) begin(ctx context.Context) (LaunchResult, error) {
 		}
 		req := p.launchRequest(nc, l.spec, c)
 		nic, err := p.launcher.BeginNIC(ctx, req)
-		if err == nil && !strings.EqualFold(nic.State, azure.StateSucceeded) {
+		if err == nil && !strings.EqualFold(nic.State, cloudprovider.StateSucceeded) {
 			l.st.Phase = phaseNIC
 			return l.requeue(ctx, nicCheck)
 		}
@@ -267,7 +267,7 @@ func (l *launch) begin(ctx context.Context) (LaunchResult, error) {
 				return l.requeue(ctx, l.backoff())
 			}
 		}
-		if transient(err) {
+		if cloudprovider.IsRetryable(err) {
 			return l.retryLater(ctx, err)
 		}
 		retryIn, gaveUp, ferr := l.failed(ctx, err)
@@ -284,13 +284,13 @@ func (l *launch) begin(ctx context.Context) (LaunchResult, error) {
 // classified, and unless the NodeClaim is given up (termination then
 // deletes the VM) the VM is deleted so that the next create can use the
 // name.
-func (l *launch) createFailed(ctx context.Context, inst *azure.Instance) (LaunchResult, error) {
+func (l *launch) createFailed(ctx context.Context, inst *cloudprovider.Instance) (LaunchResult, error) {
 	cause := fmt.Errorf("creating VM %s: %w", l.nc.Name, inst.Failure)
 	retryIn, gaveUp, err := l.failed(ctx, cause)
 	if gaveUp || err != nil {
 		return l.res, err
 	}
-	if err := l.p.launcher.BeginDelete(ctx, l.nc.Name); err != nil && !transient(err) {
+	if err := l.p.launcher.BeginDelete(ctx, l.nc.Name); err != nil && !cloudprovider.IsRetryable(err) {
 		return l.res, err
 	}
 	l.st.Phase = phaseReplacing
@@ -311,7 +311,9 @@ func (l *launch) failed(ctx context.Context, cause error) (retryIn time.Duration
 	it, off := c.InstanceType, c.Offering
 	st.LastError = truncate(cause.Error(), 512)
 	recordCreateError(ctx, cause)
-	if entries, capacity := offerings.ForLaunchError(cause, it, off, l.now); capacity {
+	var capacity *cloudprovider.InsufficientCapacityError
+	if errors.As(cause, &capacity) {
+		entries := offerings.EntriesFor(capacity.Unavailable, l.now)
 		p.warn(ctx, nc, events.ReasonLaunchFailed, fmt.Sprintf("launching %s (%s, %s): %v", it.Name, off.Zone, off.CapacityType, cause))
 		if err := l.mark(ctx, entries...); err != nil {
 			return 0, false, fmt.Errorf("launching NodeClaim %s: %v; then recording the unavailable offering: %w", nc.Name, cause, err)
@@ -323,7 +325,10 @@ func (l *launch) failed(ctx context.Context, cause error) (retryIn time.Duration
 	// transient platform error), the same mistake will not. Say so where
 	// users look, and stop after MaxLaunchFailures.
 	st.Failures++
-	code := conditionReason(cause)
+	code := cloudprovider.ConditionReason("")
+	if create, ok := cloudprovider.AsCreateError(cause); ok {
+		code = create.ConditionReason
+	}
 	msg := fmt.Sprintf("launching %s (%s, %s), attempt %d of %d: %v", it.Name, off.Zone, off.CapacityType, st.Failures, p.maxFailures, cause)
 	p.warn(ctx, nc, events.ReasonLaunchFailed, code+": "+msg)
 	if err := p.setLaunchedFalse(ctx, nc, code, msg); err != nil {
@@ -358,7 +363,7 @@ func (l *launch) mark(ctx context.Context, entries ...offerings.Entry) error {
 // launched writes what was launched into the NodeClaim: labels for the
 // instance type, zone and capacity type, then status providerID, image,
 // capacity, allocatable and Launched=True.
-func (l *launch) launched(ctx context.Context, inst *azure.Instance) (LaunchResult, error) {
+func (l *launch) launched(ctx context.Context, inst *cloudprovider.Instance) (LaunchResult, error) {
 	res, err := l.recordLaunched(ctx, inst)
 	// Another invocation (a launch check and Node events race) may write
 	// the NodeClaim first: if it recorded the launch, so be it; else try
@@ -384,7 +389,7 @@ func (l *launch) launched(ctx context.Context, inst *azure.Instance) (LaunchResu
 	return res, err
 }
 
-func (l *launch) recordLaunched(ctx context.Context, inst *azure.Instance) (LaunchResult, error) {
+func (l *launch) recordLaunched(ctx context.Context, inst *cloudprovider.Instance) (LaunchResult, error) {
 	p, nc := l.p, l.nc
 	c, err := p.choice(l.st, *l.spec.MaxPods)
 	if err != nil {
@@ -475,7 +480,7 @@ func (l *launch) requeue(ctx context.Context, d time.Duration) (LaunchResult, er
 // launch (throttling, 5xx, a transport error): look again when ARM asked,
 // counting nothing as failed.
 func (l *launch) retryLater(ctx context.Context, cause error) (LaunchResult, error) {
-	d := max(azure.RetryAfter(cause), nicCheck)
+	d := max(cloudprovider.RetryAfter(cause), nicCheck)
 	if l.st != nil {
 		d = max(d, l.backoff())
 	}
@@ -499,18 +504,6 @@ func (l *launch) failureBackoff() time.Duration {
 	return l.p.checkInterval << min(l.st.Failures-1, 2)
 }
 
-// transient reports whether err says nothing about whether the launch can
-// succeed: ARM throttled or failed internally, or it was not reached.
-func transient(err error) bool {
-	if err == nil || azure.IsInvalidRequest(err) {
-		return false
-	}
-	if _, ok := azure.AsARMError(err); !ok {
-		return true
-	}
-	return azure.IsThrottled(err) || azure.IsServerError(err)
-}
-
 // setLaunchedFalse writes Launched=False with reason and message.
 func (p *Provisioner) setLaunchedFalse(ctx context.Context, nc *karpv1.NodeClaim, reason, msg string) error {
 	stored := nc.DeepCopy()
@@ -521,31 +514,6 @@ func (p *Provisioner) setLaunchedFalse(ctx context.Context, nc *karpv1.NodeClaim
 	return nil
 }
 
-// conditionReason is ARM's error code as a condition reason (CamelCase,
-// [A-Za-z0-9_,:]); InvalidRequest for a request refused before ARM.
-func conditionReason(err error) string {
-	code := azure.ErrorCode(err)
-	if code == "" {
-		if azure.IsInvalidRequest(err) {
-			return "InvalidRequest"
-		}
-		return "LaunchFailed"
-	}
-	out := []rune{}
-	for _, r := range code {
-		switch {
-		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '_', r == ',', r == ':':
-			out = append(out, r)
-		default:
-			out = append(out, '_')
-		}
-	}
-	if out[0] < 'A' || (out[0] > 'Z' && out[0] < 'a') || out[0] > 'z' {
-		out = append([]rune{'E'}, out...)
-	}
-	return strings.TrimRight(string(out), ",:")
-}
-
 func truncate(s string, n int) string {
 	if len(s) <= n {
 		return s
@@ -553,7 +521,7 @@ func truncate(s string, n int) string {
 	return strings.ToValidUTF8(s[:n-3], "") + "..."
 }
 
-func (p *Provisioner) launchRequest(nc *karpv1.NodeClaim, spec v1beta1.AKSNodeClassSpec, choice Choice) azure.LaunchRequest {
+func (p *Provisioner) launchRequest(nc *karpv1.NodeClaim, spec v1beta1.AKSNodeClassSpec, choice Choice) cloudprovider.LaunchRequest {
 	it, off := choice.InstanceType, choice.Offering
 	nodeLabels := map[string]string{}
 	for k, v := range nc.Labels {
@@ -567,7 +535,7 @@ func (p *Provisioner) launchRequest(nc *karpv1.NodeClaim, spec v1beta1.AKSNodeCl
 	taints := append([]corev1.Taint{}, nc.Spec.Taints...)
 	taints = append(taints, nc.Spec.StartupTaints...)
 	taints = append(taints, karpv1.UnregisteredNoExecuteTaint)
-	req := azure.LaunchRequest{
+	req := cloudprovider.LaunchRequest{
 		Name: nc.Name, NodePool: nc.Labels[karpv1.NodePoolLabelKey], NodeClaim: nc.Name,
 		InstanceType: it.Name, Zone: off.Zone, CapacityType: off.CapacityType,
 		Architecture: it.Architecture, HyperVGenerations: it.HyperVGenerations,

@@ -10,7 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
-	"github.com/karpfunc/karpfunc/pkg/azure"
+	"github.com/karpfunc/karpfunc/pkg/cloudprovider"
 	"github.com/karpfunc/karpfunc/pkg/catalog"
 )
 
@@ -75,7 +75,7 @@ func (st *launchState) setOffering(c Choice) {
 func (st *launchState) clearOffering() { st.InstanceType, st.Zone, st.CapacityType = "", "", "" }
 
 // describes reports whether inst is the VM of st's offering.
-func (st *launchState) describes(inst *azure.Instance) bool {
+func (st *launchState) describes(inst *cloudprovider.Instance) bool {
 	return strings.EqualFold(st.InstanceType, inst.InstanceType) && st.Zone == inst.Zone && st.CapacityType == inst.CapacityType
 }
 

@@ -30,10 +30,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
-	"github.com/karpfunc/karpfunc/pkg/azure"
 	"github.com/karpfunc/karpfunc/pkg/bus"
 	"github.com/karpfunc/karpfunc/pkg/catalog"
 	"github.com/karpfunc/karpfunc/pkg/claimnames"
+	"github.com/karpfunc/karpfunc/pkg/cloudprovider"
 	"github.com/karpfunc/karpfunc/pkg/decisions"
 	"github.com/karpfunc/karpfunc/pkg/events"
 	"github.com/karpfunc/karpfunc/pkg/nodepoolstatus"
@@ -52,14 +52,9 @@ const DefaultRegistrationTTL = 15 * time.Minute
 // order, before it gives the NodeClaim up as InsufficientCapacity.
 const DefaultMaxLaunchAttempts = 3
 
-// InstanceLauncher begins VM creates and reads their state, never waiting
-// for a long-running operation; *azure.Launcher implements it.
-type InstanceLauncher interface {
-	BeginNIC(ctx context.Context, req azure.LaunchRequest) (azure.NICStatus, error)
-	BeginVM(ctx context.Context, req azure.LaunchRequest, nicID string) error
-	Status(ctx context.Context, name string) (*azure.Instance, error)
-	BeginDelete(ctx context.Context, name string) error
-}
+// InstanceLauncher begins instance creates and reads their state, never
+// waiting for a long-running operation: the provider contract's Creator.
+type InstanceLauncher = cloudprovider.Creator
 
 // DefaultLaunchConcurrency bounds the launches one pass begins at a time.
 const DefaultLaunchConcurrency = 8
