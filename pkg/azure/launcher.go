@@ -19,9 +19,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azidentity"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/compute/armcompute/v8"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
-	corev1 "k8s.io/api/core/v1"
 
-	"github.com/karpfunc/karpfunc/pkg/apis/v1beta1"
 	"github.com/karpfunc/karpfunc/pkg/cloudprovider"
 	"github.com/karpfunc/karpfunc/pkg/nodeimage"
 	"github.com/karpfunc/karpfunc/pkg/ownership"

@@ -32,34 +32,29 @@ type Choice struct {
 	Offering     catalog.Offering
 }
 
-// Choose picks the cheapest available offering allowed by a NodeClaim's
-// requirements whose allocatable fits its requests. It depends only on the
-// NodeClaim spec and the catalog, so a retried launch picks the same VM.
+// Choose picks the offering a NodeClaim launches as: among the instance
+// types its requirements allow whose allocatable (with maxPods) fits its
+// requests, the one cloudprovider.Cheapest picks, the rule the plan uses
+// too. It depends only on the NodeClaim spec and the catalog, so a retried
+// launch picks the same VM.
 func Choose(cat *catalog.Catalog, nc *karpv1.NodeClaim, maxPods int32) (Choice, error) {
 	reqs := scheduling.NewNodeSelectorRequirementsWithMinValues(nc.Spec.Requirements...)
-	var best *Choice
+	names := reqs.Get(corev1.LabelInstanceTypeStable)
+	fitting := make([]*catalog.InstanceType, 0, len(cat.InstanceTypes))
 	for _, it := range cat.InstanceTypes {
-		if !reqs.Get(corev1.LabelInstanceTypeStable).Has(it.Name) {
+		if !names.Has(it.Name) {
 			continue
 		}
-		it = it.WithMaxPods(maxPods)
-		if !resources.Fits(nc.Spec.Resources.Requests, it.Allocatable()) {
-			continue
-		}
-		for _, o := range it.Offerings {
-			if !o.Available || !reqs.Get(corev1.LabelTopologyZone).Has(o.Zone) || !reqs.Get(karpv1.CapacityTypeLabelKey).Has(o.CapacityType) {
-				continue
-			}
-			if best == nil || o.Price < best.Offering.Price || (o.Price == best.Offering.Price && it.Name+o.Zone < best.InstanceType.Name+best.Offering.Zone) {
-				best = &Choice{InstanceType: it, Offering: o}
-			}
+		if sized := it.WithMaxPods(maxPods); resources.Fits(nc.Spec.Resources.Requests, sized.Allocatable()) {
+			fitting = append(fitting, sized)
 		}
 	}
+	best, offering := cloudprovider.Cheapest(fitting, reqs)
 	if best == nil {
 		return Choice{}, fmt.Errorf("NodeClaim %s: no available offering satisfies its requirements (%s) and fits its requests (%s)",
 			nc.Name, reqs.String(), resources.String(nc.Spec.Resources.Requests))
 	}
-	return *best, nil
+	return Choice{InstanceType: best, Offering: offering}, nil
 }
 
 // Launch timing. A create is looked at after LaunchCheckInterval, then at

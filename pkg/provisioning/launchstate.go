@@ -10,8 +10,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
-	"github.com/karpfunc/karpfunc/pkg/cloudprovider"
 	"github.com/karpfunc/karpfunc/pkg/catalog"
+	"github.com/karpfunc/karpfunc/pkg/cloudprovider"
 )
 
 // AnnotationLaunch records on a NodeClaim the launch in progress: the
