@@ -174,4 +174,3 @@ func Solve(in Input) Result {
 	}
 	return res
 }
-
