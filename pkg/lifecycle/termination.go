@@ -141,7 +141,8 @@ func (c *Controller) Terminate(ctx context.Context, name string) (TerminateResul
 	if err := c.deletePhase(ctx, nc, node, interrupted, &res); err != nil {
 		return res, err
 	}
-	return res, c.release(ctx, nc, &res)
+	err = c.release(ctx, nc, &res)
+	return res, err
 }
 
 // terminating reads NodeClaim name and returns it when its termination is
@@ -421,32 +422,8 @@ func (c *Controller) drain(ctx context.Context, node *corev1.Node, expire *time.
 	}
 	d.remaining = len(waiting)
 	if expire != nil {
-		for _, pod := range waiting {
-			if pod.DeletionTimestamp != nil || (pod.Spec.TerminationGracePeriodSeconds == nil && !interrupted) {
-				continue
-			}
-			var deleteAt time.Time
-			if interrupted {
-				deleteAt = expire.Add(-InterruptionForceWindow)
-			} else {
-				deleteAt = expire.Add(-time.Duration(*pod.Spec.TerminationGracePeriodSeconds) * time.Second)
-			}
-			if now.Before(deleteAt) {
-				continue
-			}
-			grace := max(int64(expire.Sub(now).Seconds()), 1) // never 0: that would force-delete from etcd
-			if err := c.kube.Delete(ctx, pod, client.GracePeriodSeconds(grace)); client.IgnoreNotFound(err) != nil {
-				return d, fmt.Errorf("deleting pod %s/%s as node %s's grace period ends: %w", pod.Namespace, pod.Name, node.Name, err)
-			}
-			d.deleted++
-			pod.DeletionTimestamp = &metav1.Time{Time: now}
-			msg := fmt.Sprintf("Deleting the pod to accommodate the terminationTime %s of the node; the pod was granted %ds of grace-period. This bypasses the PDB of the pod and the do-not-disrupt annotation.",
-				expire.UTC().Format(time.RFC3339), grace)
-			if interrupted {
-				msg = fmt.Sprintf("Deleting the pod: the spot VM under node %s is preempted at %s; the pod was granted %ds of grace-period. This bypasses the PDB of the pod and the do-not-disrupt annotation.",
-					node.Name, expire.UTC().Format(time.RFC3339), grace)
-			}
-			c.podEvent(ctx, pod, corev1.EventTypeWarning, events.ReasonDisrupted, msg)
+		if err := c.deleteOverdue(ctx, node, waiting, *expire, interrupted, now, &d); err != nil {
+			return d, err
 		}
 	}
 	groups := groupByPriority(waiting)
@@ -454,39 +431,80 @@ func (c *Controller) drain(ctx context.Context, node *corev1.Node, expire *time.
 		groups = [][]*corev1.Pod{waiting}
 	}
 	for _, group := range groups {
-		if len(group) == 0 {
-			continue
+		if len(group) > 0 {
+			// The next group waits until this one is gone.
+			err := c.evictGroup(ctx, node, group, expire, interrupted, now, &d)
+			return d, err
 		}
-		for _, pod := range group {
-			if pod.DeletionTimestamp != nil {
-				continue // already leaving
-			}
-			ev := &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Name: pod.Name, Namespace: pod.Namespace}}
-			if interrupted {
-				g := interruptionEviction(pod, expire.Sub(now))
-				ev.DeleteOptions = &metav1.DeleteOptions{GracePeriodSeconds: &g}
-			}
-			var blocked *EvictionBlockedError
-			switch err := c.evict(ctx, ev); {
-			case err == nil:
-				d.evicted++
-				c.podEvent(ctx, pod, corev1.EventTypeNormal, events.ReasonEvicted, "Evicted pod: draining node "+node.Name)
-			case apierrors.IsNotFound(err):
-				d.remaining--
-			case errors.As(err, &blocked):
-				d.blocked++
-				if r := blocked.RetryAfter; r > 0 && (d.retryAfter == 0 || r < d.retryAfter) {
-					d.retryAfter = r
-				}
-				c.podEvent(ctx, pod, corev1.EventTypeWarning, events.ReasonFailedDraining,
-					fmt.Sprintf("Eviction blocked by a PodDisruptionBudget while draining node %s", node.Name))
-			default:
-				return d, fmt.Errorf("evicting pod %s/%s from node %s: %w", pod.Namespace, pod.Name, node.Name, err)
-			}
-		}
-		break // the next group waits until this one is gone
 	}
 	return d, nil
+}
+
+// deleteOverdue deletes the waiting pods whose time is up before expire
+// (their own grace period, or InterruptionForceWindow before an
+// interruption's deadline), bypassing PodDisruptionBudgets.
+func (c *Controller) deleteOverdue(ctx context.Context, node *corev1.Node, waiting []*corev1.Pod, expire time.Time, interrupted bool, now time.Time, d *drainResult) error {
+	for _, pod := range waiting {
+		if pod.DeletionTimestamp != nil || (pod.Spec.TerminationGracePeriodSeconds == nil && !interrupted) {
+			continue
+		}
+		var deleteAt time.Time
+		if interrupted {
+			deleteAt = expire.Add(-InterruptionForceWindow)
+		} else {
+			deleteAt = expire.Add(-time.Duration(*pod.Spec.TerminationGracePeriodSeconds) * time.Second)
+		}
+		if now.Before(deleteAt) {
+			continue
+		}
+		grace := max(int64(expire.Sub(now).Seconds()), 1) // never 0: that would force-delete from etcd
+		if err := c.kube.Delete(ctx, pod, client.GracePeriodSeconds(grace)); client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("deleting pod %s/%s as node %s's grace period ends: %w", pod.Namespace, pod.Name, node.Name, err)
+		}
+		d.deleted++
+		pod.DeletionTimestamp = &metav1.Time{Time: now}
+		msg := fmt.Sprintf("Deleting the pod to accommodate the terminationTime %s of the node; the pod was granted %ds of grace-period. This bypasses the PDB of the pod and the do-not-disrupt annotation.",
+			expire.UTC().Format(time.RFC3339), grace)
+		if interrupted {
+			msg = fmt.Sprintf("Deleting the pod: the spot VM under node %s is preempted at %s; the pod was granted %ds of grace-period. This bypasses the PDB of the pod and the do-not-disrupt annotation.",
+				node.Name, expire.UTC().Format(time.RFC3339), grace)
+		}
+		c.podEvent(ctx, pod, corev1.EventTypeWarning, events.ReasonDisrupted, msg)
+	}
+	return nil
+}
+
+// evictGroup evicts the pods of group not already leaving through the
+// Eviction API, counting evictions, pods gone and PDB refusals in d.
+func (c *Controller) evictGroup(ctx context.Context, node *corev1.Node, group []*corev1.Pod, expire *time.Time, interrupted bool, now time.Time, d *drainResult) error {
+	for _, pod := range group {
+		if pod.DeletionTimestamp != nil {
+			continue // already leaving
+		}
+		eviction := &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Name: pod.Name, Namespace: pod.Namespace}}
+		if interrupted {
+			grace := interruptionEviction(pod, expire.Sub(now))
+			eviction.DeleteOptions = &metav1.DeleteOptions{GracePeriodSeconds: &grace}
+		}
+		var blocked *EvictionBlockedError
+		switch err := c.evict(ctx, eviction); {
+		case err == nil:
+			d.evicted++
+			c.podEvent(ctx, pod, corev1.EventTypeNormal, events.ReasonEvicted, "Evicted pod: draining node "+node.Name)
+		case apierrors.IsNotFound(err):
+			d.remaining--
+		case errors.As(err, &blocked):
+			d.blocked++
+			if r := blocked.RetryAfter; r > 0 && (d.retryAfter == 0 || r < d.retryAfter) {
+				d.retryAfter = r
+			}
+			c.podEvent(ctx, pod, corev1.EventTypeWarning, events.ReasonFailedDraining,
+				fmt.Sprintf("Eviction blocked by a PodDisruptionBudget while draining node %s", node.Name))
+		default:
+			return fmt.Errorf("evicting pod %s/%s from node %s: %w", pod.Namespace, pod.Name, node.Name, err)
+		}
+	}
+	return nil
 }
 
 // waitingEviction is Karpenter's test for a pod the drain waits on: not

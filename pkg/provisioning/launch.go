@@ -182,19 +182,34 @@ func (p *Provisioner) reconcileLaunch(ctx context.Context, nc *karpv1.NodeClaim,
 		return l.retryLater(ctx, err)
 	}
 	if l.st != nil && l.st.Phase == phaseReplacing {
-		// The failed VM is on its way out; the next create waits for it.
-		if strings.EqualFold(inst.State, cloudprovider.StateFailed) {
-			if err := p.launcher.BeginDelete(ctx, nc.Name); err != nil {
-				return l.retryLater(ctx, err)
-			}
-		}
-		if !strings.EqualFold(inst.State, cloudprovider.StateSucceeded) && !strings.EqualFold(inst.State, cloudprovider.StateCreating) {
-			return l.requeue(ctx, replaceCheck)
+		if res, waiting, err := l.awaitReplaced(ctx, inst); waiting || err != nil {
+			return res, err
 		}
 	}
 	if l.st == nil || !l.st.describes(inst) {
 		l.adopt(inst)
 	}
+	return l.follow(ctx, inst)
+}
+
+// awaitReplaced: the failed VM is on its way out; the next create waits
+// for it (waiting true) until the VM is gone or a new create runs.
+func (l *launch) awaitReplaced(ctx context.Context, inst *cloudprovider.Instance) (LaunchResult, bool, error) {
+	if strings.EqualFold(inst.State, cloudprovider.StateFailed) {
+		if err := l.p.launcher.BeginDelete(ctx, l.nc.Name); err != nil {
+			res, err := l.retryLater(ctx, err)
+			return res, true, err
+		}
+	}
+	if !strings.EqualFold(inst.State, cloudprovider.StateSucceeded) && !strings.EqualFold(inst.State, cloudprovider.StateCreating) {
+		res, err := l.requeue(ctx, replaceCheck)
+		return res, true, err
+	}
+	return LaunchResult{}, false, nil
+}
+
+// follow acts on the state of the VM of the current offering.
+func (l *launch) follow(ctx context.Context, inst *cloudprovider.Instance) (LaunchResult, error) {
 	switch {
 	case strings.EqualFold(inst.State, cloudprovider.StateSucceeded):
 		return l.launched(ctx, inst)
