@@ -343,18 +343,10 @@ func (l *Launcher) vmFor(ctx context.Context, req LaunchRequest, nicID, customDa
 	return vm, nil
 }
 
-// normalise validates req and fills in defaults, so a bad request fails
-// before any ARM call with a message naming the field.
-func (l *Launcher) normalise(req *LaunchRequest) error {
-	if err := validateVMName(req.Name); err != nil {
-		return err
-	}
-	if req.NodeClaim == "" {
-		req.NodeClaim = req.Name
-	}
-	if l.opts.SSHPublicKey == "" {
-		return NewInvalidRequestError("launch %q: no SSH public key configured (Options.SSHPublicKey, app setting %s); Azure refuses a Linux VM with password login disabled and no key", req.Name, EnvSSHPublicKey)
-	}
+// normaliseOffering checks the request's NodePool, instance type,
+// capacity type (default on-demand), zone and subnet (default the
+// configured one).
+func (l *Launcher) normaliseOffering(req *LaunchRequest) error {
 	if req.NodePool == "" {
 		return NewInvalidRequestError("launch %q: NodePool is required (it is tagged on the VM)", req.Name)
 	}
@@ -368,17 +360,32 @@ func (l *Launcher) normalise(req *LaunchRequest) error {
 	default:
 		return NewInvalidRequestError("launch %q: capacity type %q is not %q or %q", req.Name, req.CapacityType, CapacityTypeSpot, CapacityTypeOnDemand)
 	}
-	if req.Zone != "" {
-		z := armZone(req.Zone, l.opts.Location)
-		if z == "" {
-			return NewInvalidRequestError("launch %q: zone %q is not of the form %q", req.Name, req.Zone, strings.ToLower(l.opts.Location)+"-<n>")
-		}
+	if req.Zone != "" && armZone(req.Zone, l.opts.Location) == "" {
+		return NewInvalidRequestError("launch %q: zone %q is not of the form %q", req.Name, req.Zone, strings.ToLower(l.opts.Location)+"-<n>")
 	}
 	if req.SubnetID == "" {
 		req.SubnetID = l.opts.SubnetID
 	}
 	if req.SubnetID == "" {
 		return NewInvalidRequestError("launch %q: no SubnetID in the request and no default subnet configured", req.Name)
+	}
+	return nil
+}
+
+// normalise validates req and fills in defaults, so a bad request fails
+// before any ARM call with a message naming the field.
+func (l *Launcher) normalise(req *LaunchRequest) error {
+	if err := validateVMName(req.Name); err != nil {
+		return err
+	}
+	if req.NodeClaim == "" {
+		req.NodeClaim = req.Name
+	}
+	if l.opts.SSHPublicKey == "" {
+		return NewInvalidRequestError("launch %q: no SSH public key configured (Options.SSHPublicKey, app setting %s); Azure refuses a Linux VM with password login disabled and no key", req.Name, EnvSSHPublicKey)
+	}
+	if err := l.normaliseOffering(req); err != nil {
+		return err
 	}
 	if req.OSDiskSizeGB < 0 {
 		return NewInvalidRequestError("launch %q: OSDiskSizeGB %d is negative", req.Name, req.OSDiskSizeGB)
