@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/karpfunc/karpfunc/functions/internal/customhandler"
-	"github.com/karpfunc/karpfunc/pkg/azure"
+	"github.com/karpfunc/karpfunc/pkg/cloudprovider"
 	"github.com/karpfunc/karpfunc/pkg/lifecycle"
 	"github.com/karpfunc/karpfunc/pkg/messages"
 )
@@ -83,8 +83,8 @@ func (d *dependencies) lifecycleFunc(ctx context.Context, inv *customhandler.Inv
 			// use it, bounded, rather than a fixed delay that either
 			// hammers the API server or leaves the node draining.
 			retryAfter = lifecycle.DrainRetryDelay(err, lc.DrainRetry())
-		case azure.IsThrottled(err):
-			retryAfter = max(azure.RetryAfter(err), lc.DrainRetry())
+		case cloudprovider.IsThrottled(err):
+			retryAfter = max(cloudprovider.RetryAfter(err), lc.DrainRetry())
 		case err != nil:
 			return fmt.Errorf("terminating NodeClaim %s: %w", data.Name, err)
 		}

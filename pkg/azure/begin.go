@@ -8,6 +8,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/compute/armcompute/v8"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
 
+	"github.com/karpfunc/karpfunc/pkg/cloudprovider"
 	"github.com/karpfunc/karpfunc/pkg/nodeimage"
 )
 
@@ -16,17 +17,52 @@ import (
 // later with Status. A Functions invocation therefore lasts as long as a few
 // ARM round trips, however long Azure takes to create the VM.
 
-// NICStatus is where a node VM's network interface stands.
-type NICStatus struct {
-	ID    string
-	State string // ARM provisioningState: Updating, Succeeded, Failed, Deleting
+// NICStatus is where a node VM's network interface stands (package
+// cloudprovider's contract).
+type NICStatus = cloudprovider.NICStatus
+
+// Launcher implements the provider contract; its errors are typed there
+// (classify.go), with the ARMError kept underneath.
+var _ cloudprovider.CloudProvider = (*Launcher)(nil)
+
+// BeginNIC makes sure the NIC for req exists (see beginNIC); errors are
+// typed by classifyCreate.
+func (l *Launcher) BeginNIC(ctx context.Context, req LaunchRequest) (NICStatus, error) {
+	nic, err := l.beginNIC(ctx, req)
+	return nic, classifyCreate(err, requestOffering(req))
 }
 
-// BeginNIC makes sure the NIC for req exists: it GETs it and, when there is
+// BeginVM sends the VM create for req (see beginVM); errors are typed by
+// classifyCreate.
+func (l *Launcher) BeginVM(ctx context.Context, req LaunchRequest, nicID string) error {
+	return classifyCreate(l.beginVM(ctx, req, nicID), requestOffering(req))
+}
+
+// Status reads the VM called name with its instance view (see status);
+// errors are typed by classifyRead, a missing VM a NodeClaimNotFoundError.
+func (l *Launcher) Status(ctx context.Context, name string) (*Instance, error) {
+	in, err := l.status(ctx, name)
+	return in, classifyRead(err, true)
+}
+
+// BeginDelete starts deleting the VM called name (see beginDelete); errors
+// are typed by classifyRead.
+func (l *Launcher) BeginDelete(ctx context.Context, name string) error {
+	return classifyRead(l.beginDelete(ctx, name), false)
+}
+
+// DeleteStep moves the deletion of the VM called name and its NIC on (see
+// deleteStep); errors are typed by classifyRead.
+func (l *Launcher) DeleteStep(ctx context.Context, name string) (gone bool, err error) {
+	gone, err = l.deleteStep(ctx, name)
+	return gone, classifyRead(err, false)
+}
+
+// beginNIC makes sure the NIC for req exists: it GETs it and, when there is
 // none, sends the create and returns without waiting. The VM PUT must wait
 // for State Succeeded: ARM refuses a VM that references a NIC still being
 // provisioned (RetryableError, ReferencedResourceNotProvisioned).
-func (l *Launcher) BeginNIC(ctx context.Context, req LaunchRequest) (NICStatus, error) {
+func (l *Launcher) beginNIC(ctx context.Context, req LaunchRequest) (NICStatus, error) {
 	if err := l.normalise(&req); err != nil {
 		return NICStatus{}, err
 	}
@@ -87,11 +123,11 @@ func (l *Launcher) nicFor(req LaunchRequest) armnetwork.Interface {
 	}
 }
 
-// BeginVM sends the VM create for req, attached to NIC nicID, and returns
+// beginVM sends the VM create for req, attached to NIC nicID, and returns
 // once ARM accepted it (the VM is then Creating). A synchronous refusal
 // (SkuNotAvailable, quota, InvalidParameter, throttling) is returned as an
 // error that classifies with IsCapacityError, IsQuotaError, IsThrottled.
-func (l *Launcher) BeginVM(ctx context.Context, req LaunchRequest, nicID string) error {
+func (l *Launcher) beginVM(ctx context.Context, req LaunchRequest, nicID string) error {
 	if err := l.normalise(&req); err != nil {
 		return err
 	}
@@ -130,12 +166,12 @@ func (l *Launcher) imageGone(err error, vm armcompute.VirtualMachine) error {
 	return err
 }
 
-// Status GETs the VM called name with its instance view. For a VM whose
+// status GETs the VM called name with its instance view. For a VM whose
 // create failed, Instance.Failure is the error ARM recorded (the instance
 // view's ProvisioningState/failed/<code> status). IsNotFound(err) when there
 // is no such VM. Any other error (throttling, 5xx, transport) says nothing
 // about the VM: it may well still be creating.
-func (l *Launcher) Status(ctx context.Context, name string) (*Instance, error) {
+func (l *Launcher) status(ctx context.Context, name string) (*Instance, error) {
 	if err := validateVMName(name); err != nil {
 		return nil, err
 	}
@@ -146,7 +182,7 @@ func (l *Launcher) Status(ctx context.Context, name string) (*Instance, error) {
 	}
 	in := l.toInstance(&res.VirtualMachine)
 	if strings.EqualFold(in.State, StateFailed) {
-		in.Failure = provisioningFailure(&res.VirtualMachine)
+		in.Failure = classifyFailure(provisioningFailure(&res.VirtualMachine), in)
 	}
 	return in, nil
 }
@@ -166,10 +202,10 @@ func provisioningFailure(vm *armcompute.VirtualMachine) *ARMError {
 	return &ARMError{Code: CodeProvisioningFailed, Message: fmt.Sprintf("VM %q is in provisioning state Failed", deref(vm.Name))}
 }
 
-// BeginDelete starts deleting the VM called name and returns without
+// beginDelete starts deleting the VM called name and returns without
 // waiting; its NIC goes with it (deleteOption Delete). What is already gone
 // counts as deleted.
-func (l *Launcher) BeginDelete(ctx context.Context, name string) error {
+func (l *Launcher) beginDelete(ctx context.Context, name string) error {
 	if err := validateVMName(name); err != nil {
 		return err
 	}
@@ -179,13 +215,13 @@ func (l *Launcher) BeginDelete(ctx context.Context, name string) error {
 	return nil
 }
 
-// DeleteStep moves the deletion of the VM called name and its NIC one step
+// deleteStep moves the deletion of the VM called name and its NIC one step
 // on without waiting, and reports whether both are gone: a VM that exists
 // and is not already Deleting gets its delete sent; once the VM is gone, a
 // NIC left behind (the VM never got it, or predates deleteOption Delete)
 // gets its delete sent. The caller looks again later until gone is true.
 // What is already gone counts as deleted.
-func (l *Launcher) DeleteStep(ctx context.Context, name string) (gone bool, err error) {
+func (l *Launcher) deleteStep(ctx context.Context, name string) (gone bool, err error) {
 	if err := validateVMName(name); err != nil {
 		return false, err
 	}

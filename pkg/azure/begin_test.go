@@ -8,6 +8,7 @@ import (
 
 	"github.com/karpfunc/karpfunc/internal/armemulator"
 	"github.com/karpfunc/karpfunc/pkg/azure"
+	"github.com/karpfunc/karpfunc/pkg/cloudprovider"
 )
 
 // TestBeginNeverWaits: with creates that take an hour, BeginNIC, BeginVM
@@ -83,8 +84,8 @@ func TestStatusOfFailedCreate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if inst.State != azure.StateFailed || inst.Failure == nil || !azure.IsCapacityError(inst.Failure) ||
-		inst.Failure.Message != "Allocation failed." {
+	if ae, ok := azure.AsARMError(inst.Failure); inst.State != azure.StateFailed || !ok || !azure.IsCapacityError(inst.Failure) ||
+		!cloudprovider.IsInsufficientCapacity(inst.Failure) || ae.Message != "Allocation failed." {
 		t.Fatalf("Status = %+v (failure %v); want Failed with AllocationFailed and ARM's message", inst, inst.Failure)
 	}
 	if err := l.BeginDelete(c, "node-f"); err != nil {

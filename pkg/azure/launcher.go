@@ -19,9 +19,8 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azidentity"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/compute/armcompute/v8"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
-	corev1 "k8s.io/api/core/v1"
 
-	"github.com/karpfunc/karpfunc/pkg/apis/v1beta1"
+	"github.com/karpfunc/karpfunc/pkg/cloudprovider"
 	"github.com/karpfunc/karpfunc/pkg/nodeimage"
 	"github.com/karpfunc/karpfunc/pkg/ownership"
 )
@@ -32,12 +31,13 @@ const (
 	CapacityTypeOnDemand = "on-demand"
 )
 
-// Provisioning states ARM reports for a VM.
+// Provisioning states ARM reports for a VM (the contract's, package
+// cloudprovider).
 const (
-	StateCreating  = "Creating"
-	StateSucceeded = "Succeeded"
-	StateFailed    = "Failed"
-	StateDeleting  = "Deleting"
+	StateCreating  = cloudprovider.StateCreating
+	StateSucceeded = cloudprovider.StateSucceeded
+	StateFailed    = cloudprovider.StateFailed
+	StateDeleting  = cloudprovider.StateDeleting
 	// StateUpdating is a NIC's state while it is being created or changed.
 	StateUpdating = "Updating"
 )
@@ -57,61 +57,12 @@ const (
 	nicSuffix                  = "-nic"
 )
 
-// LaunchRequest describes one node VM. Name is deterministic (the NodeClaim
-// name) so that a replayed request finds what the first attempt created.
-type LaunchRequest struct {
-	// Name is the VM name, its computer name (and so the node name); the NIC
-	// is Name+"-nic".
-	Name      string
-	NodePool  string
-	NodeClaim string // defaults to Name
+// LaunchRequest describes one node VM (package cloudprovider's contract).
+type LaunchRequest = cloudprovider.LaunchRequest
 
-	InstanceType string // Azure VM size, e.g. Standard_D4s_v5
-	// Zone is the Kubernetes zone, "<location>-<n>" (e.g. "eastus-1"); empty
-	// for a region without zones.
-	Zone string
-	// CapacityType is "spot" or "on-demand" (empty means on-demand).
-	CapacityType string
-	// Architecture is "amd64" (default) or "arm64"; with
-	// HyperVGenerations it picks the node image (package nodeimage).
-	Architecture string
-	// HyperVGenerations are the size's VM generations ("V1", "V2"), from
-	// the catalog; empty means ["V2"].
-	HyperVGenerations []string
-
-	ImageFamily  string // default Ubuntu2204
-	OSDiskSizeGB int32  // default 128
-	MaxPods      int32
-	SubnetID     string // default Options.SubnetID
-
-	// Labels and Taints are delivered to the node via its kubelet flags
-	// (see NodeBootstrap); so is Kubelet, the AKSNodeClass's kubelet
-	// configuration (nil: AKS's defaults).
-	Labels  map[string]string
-	Taints  []corev1.Taint
-	Kubelet *v1beta1.KubeletConfiguration
-	// Tags are extra Azure tags (AKSNodeClass spec.tags).
-	Tags map[string]string
-}
-
-// Instance is what we know about a launched VM.
-type Instance struct {
-	Name         string
-	ID           string // ARM resource ID
-	ProviderID   string
-	InstanceType string
-	Zone         string // "<location>-<n>", empty if regional
-	CapacityType string
-	State        string // ARM provisioningState: Creating, Succeeded, Failed, Deleting
-	// ImageID is the image the VM boots (its community gallery image
-	// version ID), as ARM reports it.
-	ImageID   string
-	Tags      map[string]string
-	CreatedAt time.Time
-	// Failure is the error ARM recorded for a create that ended Failed
-	// (set by Status only).
-	Failure *ARMError
-}
+// Instance is what we know about a launched VM (package cloudprovider's
+// contract). Status sets Failure to the create's classified error.
+type Instance = cloudprovider.Instance
 
 // Launcher creates, reads and deletes node VMs and their NICs in the
 // cluster's node resource group.
@@ -392,18 +343,10 @@ func (l *Launcher) vmFor(ctx context.Context, req LaunchRequest, nicID, customDa
 	return vm, nil
 }
 
-// normalise validates req and fills in defaults, so a bad request fails
-// before any ARM call with a message naming the field.
-func (l *Launcher) normalise(req *LaunchRequest) error {
-	if err := validateVMName(req.Name); err != nil {
-		return err
-	}
-	if req.NodeClaim == "" {
-		req.NodeClaim = req.Name
-	}
-	if l.opts.SSHPublicKey == "" {
-		return NewInvalidRequestError("launch %q: no SSH public key configured (Options.SSHPublicKey, app setting %s); Azure refuses a Linux VM with password login disabled and no key", req.Name, EnvSSHPublicKey)
-	}
+// normaliseOffering checks the request's NodePool, instance type,
+// capacity type (default on-demand), zone and subnet (default the
+// configured one).
+func (l *Launcher) normaliseOffering(req *LaunchRequest) error {
 	if req.NodePool == "" {
 		return NewInvalidRequestError("launch %q: NodePool is required (it is tagged on the VM)", req.Name)
 	}
@@ -417,17 +360,32 @@ func (l *Launcher) normalise(req *LaunchRequest) error {
 	default:
 		return NewInvalidRequestError("launch %q: capacity type %q is not %q or %q", req.Name, req.CapacityType, CapacityTypeSpot, CapacityTypeOnDemand)
 	}
-	if req.Zone != "" {
-		z := armZone(req.Zone, l.opts.Location)
-		if z == "" {
-			return NewInvalidRequestError("launch %q: zone %q is not of the form %q", req.Name, req.Zone, strings.ToLower(l.opts.Location)+"-<n>")
-		}
+	if req.Zone != "" && armZone(req.Zone, l.opts.Location) == "" {
+		return NewInvalidRequestError("launch %q: zone %q is not of the form %q", req.Name, req.Zone, strings.ToLower(l.opts.Location)+"-<n>")
 	}
 	if req.SubnetID == "" {
 		req.SubnetID = l.opts.SubnetID
 	}
 	if req.SubnetID == "" {
 		return NewInvalidRequestError("launch %q: no SubnetID in the request and no default subnet configured", req.Name)
+	}
+	return nil
+}
+
+// normalise validates req and fills in defaults, so a bad request fails
+// before any ARM call with a message naming the field.
+func (l *Launcher) normalise(req *LaunchRequest) error {
+	if err := validateVMName(req.Name); err != nil {
+		return err
+	}
+	if req.NodeClaim == "" {
+		req.NodeClaim = req.Name
+	}
+	if l.opts.SSHPublicKey == "" {
+		return NewInvalidRequestError("launch %q: no SSH public key configured (Options.SSHPublicKey, app setting %s); Azure refuses a Linux VM with password login disabled and no key", req.Name, EnvSSHPublicKey)
+	}
+	if err := l.normaliseOffering(req); err != nil {
+		return err
 	}
 	if req.OSDiskSizeGB < 0 {
 		return NewInvalidRequestError("launch %q: OSDiskSizeGB %d is negative", req.Name, req.OSDiskSizeGB)
@@ -530,6 +488,11 @@ func (l *Launcher) Delete(ctx context.Context, name string) error {
 // List returns the VMs in the node resource group karpfunc made for this
 // cluster (TagCluster and TagManagedBy).
 func (l *Launcher) List(ctx context.Context) ([]*Instance, error) {
+	out, err := l.list(ctx)
+	return out, classifyRead(err, false)
+}
+
+func (l *Launcher) list(ctx context.Context) ([]*Instance, error) {
 	var out []*Instance
 	pager := l.vms.NewListPager(l.opts.ResourceGroup, nil)
 	for pager.More() {
@@ -573,6 +536,7 @@ func (l *Launcher) toInstance(vm *armcompute.VirtualMachine) *Instance {
 		CapacityType: CapacityTypeOnDemand,
 		Tags:         fromTags(vm.Tags),
 	}
+	in.NodeClaim = in.Tags[TagNodeClaim]
 	if len(vm.Zones) > 0 && deref(vm.Zones[0]) != "" {
 		loc := deref(vm.Location)
 		if loc == "" {
@@ -596,20 +560,18 @@ func (l *Launcher) toInstance(vm *armcompute.VirtualMachine) *Instance {
 	return in
 }
 
-// NIC is what the sweep needs to know about a network interface.
-type NIC struct {
-	Name string
-	// VMName is the VM it is attached to ("" when detached).
-	VMName string
-	Tags   map[string]string
-	// CreatedAt is from the TagCreated tag (zero when absent: NICs carry
-	// no creation time of their own).
-	CreatedAt time.Time
-}
+// NIC is what the sweep needs to know about a network interface (package
+// cloudprovider's contract); CreatedAt is from the TagCreated tag.
+type NIC = cloudprovider.NIC
 
 // ListNICs returns the NICs in the node resource group karpfunc made for
 // this cluster (TagCluster and TagManagedBy).
 func (l *Launcher) ListNICs(ctx context.Context) ([]*NIC, error) {
+	out, err := l.listNICs(ctx)
+	return out, classifyRead(err, false)
+}
+
+func (l *Launcher) listNICs(ctx context.Context) ([]*NIC, error) {
 	var out []*NIC
 	pager := l.nics.NewListPager(l.opts.ResourceGroup, nil)
 	for pager.More() {
@@ -622,6 +584,7 @@ func (l *Launcher) ListNICs(ctx context.Context) ([]*NIC, error) {
 				continue
 			}
 			nic := &NIC{Name: deref(n.Name), Tags: fromTags(n.Tags)}
+			nic.Instance, nic.NodeClaim = VMNameForNIC(nic.Name), nic.Tags[TagNodeClaim]
 			if p := n.Properties; p != nil && p.VirtualMachine != nil && p.VirtualMachine.ID != nil {
 				id := *p.VirtualMachine.ID
 				nic.VMName = id[strings.LastIndex(id, "/")+1:]

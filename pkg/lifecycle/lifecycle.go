@@ -19,6 +19,7 @@ import (
 
 	"github.com/karpfunc/karpfunc/pkg/bus"
 	"github.com/karpfunc/karpfunc/pkg/claimnames"
+	"github.com/karpfunc/karpfunc/pkg/cloudprovider"
 	"github.com/karpfunc/karpfunc/pkg/events"
 	"github.com/karpfunc/karpfunc/pkg/offerings"
 	"github.com/karpfunc/karpfunc/pkg/ownership"
@@ -37,12 +38,9 @@ const DefaultDrainRetry = 2 * time.Second
 // invocation waits on the delete.
 const DefaultDeleteCheck = 5 * time.Second
 
-// InstanceDeleter deletes a NodeClaim's VM and NIC without waiting;
-// *azure.Launcher implements it. DeleteStep sends what delete is due and
-// says whether both are gone; the caller looks again later until they are.
-type InstanceDeleter interface {
-	DeleteStep(ctx context.Context, name string) (gone bool, err error)
-}
+// InstanceDeleter deletes a NodeClaim's instance and NIC without waiting:
+// the provider contract's Deleter.
+type InstanceDeleter = cloudprovider.Deleter
 
 // Options configure a Controller.
 type Options struct {

@@ -9,7 +9,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
-	"github.com/karpfunc/karpfunc/pkg/azure"
+	"github.com/karpfunc/karpfunc/pkg/cloudprovider"
 	"github.com/karpfunc/karpfunc/pkg/events"
 	"github.com/karpfunc/karpfunc/pkg/nodepoolstatus"
 	"github.com/karpfunc/karpfunc/pkg/ownership"
@@ -28,12 +28,9 @@ const launchedGrace = 10 * time.Second
 // before the sweep asks Terminate again (a lost or dead-lettered trigger).
 const stuckDeletion = time.Minute
 
-// InstanceLister lists what the cluster owns in Azure; *azure.Launcher
-// implements it.
-type InstanceLister interface {
-	List(ctx context.Context) ([]*azure.Instance, error)
-	ListNICs(ctx context.Context) ([]*azure.NIC, error)
-}
+// InstanceLister lists what the cluster owns at the provider: the
+// provider contract's Lister.
+type InstanceLister = cloudprovider.Lister
 
 // SweepResult says what one sweep did.
 type SweepResult struct {
@@ -54,37 +51,67 @@ func (c *Controller) Sweep(ctx context.Context, lister InstanceLister, grace tim
 	if grace <= 0 {
 		grace = DefaultGCGracePeriod
 	}
+	view, err := c.sweepView(ctx, lister)
+	if err != nil {
+		return res, err
+	}
+	now := c.clock.Now()
+	errs := c.sweepVMs(ctx, view, now, grace, &res)
+	errs = append(errs, c.sweepNICs(ctx, view, now, grace, &res)...)
+	errs = append(errs, c.sweepNodeClaims(ctx, view, now, &res)...)
+	errs = append(errs, c.updatePools(ctx, view.before)...)
+	return res, errors.Join(errs...)
+}
+
+// sweepListing is what one sweep read, in the order Sweep explains.
+type sweepListing struct {
+	before []karpv1.NodeClaim // NodeClaims before the provider listing
+	vms    []*cloudprovider.Instance
+	nics   []*cloudprovider.NIC
+	// claims are the NodeClaim names after the provider listing.
+	claims map[string]bool
+	// vmNames are the VMs in the provider listing.
+	vmNames map[string]bool
+}
+
+// sweepView lists NodeClaims, then the provider's VMs and NICs, then
+// NodeClaims again.
+func (c *Controller) sweepView(ctx context.Context, lister InstanceLister) (*sweepListing, error) {
 	var before karpv1.NodeClaimList
 	if err := c.kube.List(ctx, &before); err != nil {
-		return res, fmt.Errorf("listing NodeClaims: %w", err)
+		return nil, fmt.Errorf("listing NodeClaims: %w", err)
 	}
 	vms, err := lister.List(ctx)
 	if err != nil {
-		return res, err
+		return nil, err
 	}
 	nics, err := lister.ListNICs(ctx)
 	if err != nil {
-		return res, err
+		return nil, err
 	}
 	var after karpv1.NodeClaimList
 	if err := c.kube.List(ctx, &after); err != nil {
-		return res, fmt.Errorf("listing NodeClaims: %w", err)
+		return nil, fmt.Errorf("listing NodeClaims: %w", err)
 	}
-	claims := map[string]bool{}
+	view := &sweepListing{before: before.Items, vms: vms, nics: nics, claims: map[string]bool{}, vmNames: map[string]bool{}}
 	for _, nc := range after.Items {
-		claims[nc.Name] = true
+		view.claims[nc.Name] = true
 	}
-	now := c.clock.Now()
-	var errs []error
-
-	vmNames := map[string]bool{}
 	for _, vm := range vms {
-		vmNames[vm.Name] = true
-		owner := vm.Tags[azure.TagNodeClaim]
+		view.vmNames[vm.Name] = true
+	}
+	return view, nil
+}
+
+// sweepVMs deletes the tagged VMs older than grace that no NodeClaim owns.
+func (c *Controller) sweepVMs(ctx context.Context, view *sweepListing, now time.Time, grace time.Duration, res *SweepResult) []error {
+	var errs []error
+	for _, vm := range view.vms {
+		owner := vm.NodeClaim
 		if owner == "" {
 			owner = vm.Name
 		}
-		if claims[owner] || claims[vm.Name] || vm.State == azure.StateDeleting || now.Sub(vm.CreatedAt) < grace {
+		if view.claims[owner] || view.claims[vm.Name] || vm.State == cloudprovider.StateDeleting || now.Sub(vm.CreatedAt) < grace {
 			continue
 		}
 		if _, err := c.deleter.DeleteStep(ctx, vm.Name); err != nil {
@@ -94,13 +121,20 @@ func (c *Controller) Sweep(ctx context.Context, lister InstanceLister, grace tim
 		c.log.Info("garbage-collected VM without a NodeClaim", "vm", vm.Name, "created", vm.CreatedAt)
 		res.VMsDeleted = append(res.VMsDeleted, vm.Name)
 	}
-	for _, nic := range nics {
-		vm := azure.VMNameForNIC(nic.Name)
-		owner := nic.Tags[azure.TagNodeClaim]
+	return errs
+}
+
+// sweepNICs deletes the tagged, detached NICs older than grace that no
+// NodeClaim or VM owns.
+func (c *Controller) sweepNICs(ctx context.Context, view *sweepListing, now time.Time, grace time.Duration, res *SweepResult) []error {
+	var errs []error
+	for _, nic := range view.nics {
+		vm := nic.Instance
+		owner := nic.NodeClaim
 		if owner == "" {
 			owner = vm
 		}
-		if claims[owner] || claims[vm] || nic.VMName != "" || vmNames[vm] || (!nic.CreatedAt.IsZero() && now.Sub(nic.CreatedAt) < grace) {
+		if view.claims[owner] || view.claims[vm] || nic.VMName != "" || view.vmNames[vm] || (!nic.CreatedAt.IsZero() && now.Sub(nic.CreatedAt) < grace) {
 			continue
 		}
 		if _, err := c.deleter.DeleteStep(ctx, vm); err != nil {
@@ -110,26 +144,31 @@ func (c *Controller) Sweep(ctx context.Context, lister InstanceLister, grace tim
 		c.log.Info("garbage-collected NIC without a NodeClaim", "nic", nic.Name)
 		res.NICsDeleted = append(res.NICsDeleted, nic.Name)
 	}
+	return errs
+}
 
-	pools := map[string]bool{}
-	for i := range before.Items {
-		nc := &before.Items[i]
-		pools[nc.Labels[karpv1.NodePoolLabelKey]] = true
+// sweepNodeClaims asks Terminate again for our NodeClaims stuck in
+// deletion, and deletes the launched ones whose VM is gone.
+func (c *Controller) sweepNodeClaims(ctx context.Context, view *sweepListing, now time.Time, res *SweepResult) []error {
+	var errs []error
+	for i := range view.before {
+		nc := &view.before[i]
 		if !ownership.Owns(nc) {
 			continue // another controller's NodeClaim: its VM is not in our listing, and its deletion is not ours
 		}
 		if nc.DeletionTimestamp != nil {
-			if now.Sub(nc.DeletionTimestamp.Time) > stuckDeletion {
-				if _, err := c.ScheduleTerminate(ctx, nc.Name, string(nc.UID), time.Millisecond); err != nil {
-					errs = append(errs, err)
-				} else {
-					res.TerminateRetried = append(res.TerminateRetried, nc.Name)
-				}
+			if now.Sub(nc.DeletionTimestamp.Time) <= stuckDeletion {
+				continue
+			}
+			if _, err := c.ScheduleTerminate(ctx, nc.Name, string(nc.UID), time.Millisecond); err != nil {
+				errs = append(errs, err)
+			} else {
+				res.TerminateRetried = append(res.TerminateRetried, nc.Name)
 			}
 			continue
 		}
 		launched := nc.StatusConditions().Get(karpv1.ConditionTypeLaunched)
-		if launched == nil || !launched.IsTrue() || now.Sub(launched.LastTransitionTime.Time) < launchedGrace || vmNames[nc.Name] {
+		if launched == nil || !launched.IsTrue() || now.Sub(launched.LastTransitionTime.Time) < launchedGrace || view.vmNames[nc.Name] {
 			continue
 		}
 		c.warn(ctx, nc, events.ReasonGarbageCollected, fmt.Sprintf("NodeClaim %s: its VM no longer exists; deleting the NodeClaim", nc.Name))
@@ -140,16 +179,27 @@ func (c *Controller) Sweep(ctx context.Context, lister InstanceLister, grace tim
 		c.log.Info("garbage-collected NodeClaim whose VM is gone", "nodeclaim", nc.Name)
 		res.NodeClaimsDeleted = append(res.NodeClaimsDeleted, nc.Name)
 	}
+	return errs
+}
+
+// updatePools writes status.resources of every NodePool, and of every
+// NodePool a NodeClaim names.
+func (c *Controller) updatePools(ctx context.Context, claims []karpv1.NodeClaim) []error {
+	pools := map[string]bool{}
+	for i := range claims {
+		pools[claims[i].Labels[karpv1.NodePoolLabelKey]] = true
+	}
 	var nps karpv1.NodePoolList
 	if err := c.kube.List(ctx, &nps); err == nil {
 		for _, np := range nps.Items {
 			pools[np.Name] = true
 		}
 	}
+	var errs []error
 	for np := range pools {
 		if err := nodepoolstatus.Update(ctx, c.kube, np); err != nil {
 			errs = append(errs, err)
 		}
 	}
-	return res, errors.Join(errs...)
+	return errs
 }

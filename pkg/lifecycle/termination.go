@@ -114,31 +114,12 @@ type TerminateResult struct {
 // is still running. karpenter.sh/do-not-disrupt, on the node or a pod, does
 // not block an explicit deletion: it guards against voluntary disruption.
 func (c *Controller) Terminate(ctx context.Context, name string) (TerminateResult, error) {
-	nc := &karpv1.NodeClaim{}
-	if err := c.kube.Get(ctx, client.ObjectKey{Name: name}, nc); err != nil {
-		if apierrors.IsNotFound(err) {
-			return TerminateResult{Finished: true}, nil
-		}
-		return TerminateResult{}, fmt.Errorf("reading NodeClaim %s: %w", name, err)
-	}
-	if nc.DeletionTimestamp == nil || !controllerutil.ContainsFinalizer(nc, karpv1.TerminationFinalizer) {
-		return TerminateResult{}, nil // stale message: not being deleted, or already done
-	}
-	if !ownership.Owns(nc) {
-		return TerminateResult{}, nil // another controller's NodeClaim: its finalizer is theirs to release
+	nc, gone, err := c.terminating(ctx, name)
+	if nc == nil || err != nil {
+		return TerminateResult{Finished: gone}, err
 	}
 	var res TerminateResult
-	var expire *time.Time
-	if nc.Spec.TerminationGracePeriod != nil {
-		t := nc.DeletionTimestamp.Add(nc.Spec.TerminationGracePeriod.Duration)
-		expire = &t
-	}
-	// A spot interruption's deadline is harder than any grace period: the
-	// VM goes then whatever is still on it.
-	deadline, interrupted := InterruptionDeadline(nc)
-	if interrupted && (expire == nil || deadline.Before(*expire)) {
-		expire = &deadline
-	}
+	expire, interrupted := terminationDeadline(nc)
 	node, err := c.nodeFor(ctx, nc)
 	if err != nil {
 		return res, err
@@ -153,54 +134,117 @@ func (c *Controller) Terminate(ctx context.Context, name string) (TerminateResul
 		}
 	}
 	if node != nil {
-		if node, err = c.taintDisrupted(ctx, node); err != nil {
+		if err := c.drainPhase(ctx, nc, node, expire, interrupted, &res); err != nil {
 			return res, err
 		}
-		if expire != nil && !c.clock.Now().Before(*expire) {
-			res.GracePeriodExpired = true
-			c.log.Warn("terminationGracePeriod ran out; deleting the instance with pods still on it", "nodeclaim", nc.Name, "node", node.Name)
-		} else {
-			d, err := c.drain(ctx, node, expire, interrupted)
-			res.Evicted, res.Deleted, res.Blocked = d.evicted, d.deleted, d.blocked
-			if err != nil {
-				return res, err
-			}
-			if d.remaining > 0 {
-				pending := &DrainPendingError{Node: node.Name, Remaining: d.remaining, Blocked: d.blocked, RetryAfter: d.retryAfter}
-				if interrupted {
-					pending.Interrupted = true
-					pending.ForceIn = max(expire.Add(-InterruptionForceWindow).Sub(c.clock.Now()), 0)
-				}
-				return res, pending
-			}
-		}
 	}
+	if err := c.deletePhase(ctx, nc, node, interrupted, &res); err != nil {
+		return res, err
+	}
+	err = c.release(ctx, nc, &res)
+	return res, err
+}
+
+// terminating reads NodeClaim name and returns it when its termination is
+// ours to finish: being deleted, with the termination finalizer, owned by
+// karpfunc. Nil otherwise: gone (true), a stale message or another
+// controller's NodeClaim.
+func (c *Controller) terminating(ctx context.Context, name string) (*karpv1.NodeClaim, bool, error) {
+	nc := &karpv1.NodeClaim{}
+	if err := c.kube.Get(ctx, client.ObjectKey{Name: name}, nc); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, true, nil
+		}
+		return nil, false, fmt.Errorf("reading NodeClaim %s: %w", name, err)
+	}
+	if nc.DeletionTimestamp == nil || !controllerutil.ContainsFinalizer(nc, karpv1.TerminationFinalizer) {
+		return nil, false, nil // stale message: not being deleted, or already done
+	}
+	if !ownership.Owns(nc) {
+		return nil, false, nil // another controller's NodeClaim: its finalizer is theirs to release
+	}
+	return nc, false, nil
+}
+
+// terminationDeadline is when the VM goes whatever still runs on it: the
+// end of spec.terminationGracePeriod, or a spot interruption's deadline
+// when that is earlier (nil: no deadline); interrupted says the NodeClaim
+// has one.
+func terminationDeadline(nc *karpv1.NodeClaim) (*time.Time, bool) {
+	var expire *time.Time
+	if nc.Spec.TerminationGracePeriod != nil {
+		graceEnd := nc.DeletionTimestamp.Add(nc.Spec.TerminationGracePeriod.Duration)
+		expire = &graceEnd
+	}
+	// A spot interruption's deadline is harder than any grace period: the
+	// VM goes then whatever is still on it.
+	deadline, interrupted := InterruptionDeadline(nc)
+	if interrupted && (expire == nil || deadline.Before(*expire)) {
+		expire = &deadline
+	}
+	return expire, interrupted
+}
+
+// drainPhase taints node and drains it, unless expire has passed; a
+// DrainPendingError while pods remain.
+func (c *Controller) drainPhase(ctx context.Context, nc *karpv1.NodeClaim, node *corev1.Node, expire *time.Time, interrupted bool, res *TerminateResult) error {
+	node, err := c.taintDisrupted(ctx, node)
+	if err != nil {
+		return err
+	}
+	if expire != nil && !c.clock.Now().Before(*expire) {
+		res.GracePeriodExpired = true
+		c.log.Warn("terminationGracePeriod ran out; deleting the instance with pods still on it", "nodeclaim", nc.Name, "node", node.Name)
+		return nil
+	}
+	drained, err := c.drain(ctx, node, expire, interrupted)
+	res.Evicted, res.Deleted, res.Blocked = drained.evicted, drained.deleted, drained.blocked
+	if err != nil || drained.remaining == 0 {
+		return err
+	}
+	pending := &DrainPendingError{Node: node.Name, Remaining: drained.remaining, Blocked: drained.blocked, RetryAfter: drained.retryAfter}
+	if interrupted {
+		pending.Interrupted = true
+		pending.ForceIn = max(expire.Add(-InterruptionForceWindow).Sub(c.clock.Now()), 0)
+	}
+	return pending
+}
+
+// deletePhase deletes the VM and NIC (an InstanceDeletePendingError until
+// both are gone), then the Node, then, for an interrupted NodeClaim whose
+// deadline passed, the pods still bound to it.
+func (c *Controller) deletePhase(ctx context.Context, nc *karpv1.NodeClaim, node *corev1.Node, interrupted bool, res *TerminateResult) error {
 	gone, err := c.deleter.DeleteStep(ctx, nc.Name)
 	if err != nil {
-		return res, fmt.Errorf("deleting VM of NodeClaim %s: %w", nc.Name, err)
+		return fmt.Errorf("deleting VM of NodeClaim %s: %w", nc.Name, err)
 	}
 	if !gone {
-		return res, &InstanceDeletePendingError{NodeClaim: nc.Name, RetryAfter: c.deleteChk}
+		return &InstanceDeletePendingError{NodeClaim: nc.Name, RetryAfter: c.deleteChk}
 	}
-	if node != nil {
-		if err := c.kube.Delete(ctx, node); client.IgnoreNotFound(err) != nil {
-			return res, fmt.Errorf("deleting node %s: %w", node.Name, err)
-		}
-		if interrupted && res.GracePeriodExpired {
-			n, err := c.forceDeleteOrphans(ctx, node.Name)
-			res.Deleted += n
-			if err != nil {
-				return res, err
-			}
-		}
+	if node == nil {
+		return nil
 	}
+	if err := c.kube.Delete(ctx, node); client.IgnoreNotFound(err) != nil {
+		return fmt.Errorf("deleting node %s: %w", node.Name, err)
+	}
+	if interrupted && res.GracePeriodExpired {
+		n, err := c.forceDeleteOrphans(ctx, node.Name)
+		res.Deleted += n
+		return err
+	}
+	return nil
+}
+
+// release retires the NodeClaim's name generation, removes its finalizer
+// and asks for a provisioning pass.
+func (c *Controller) release(ctx context.Context, nc *karpv1.NodeClaim, res *TerminateResult) error {
 	// The name's generation is retired before the finalizer goes (the name
 	// is free at the API server only then): no later pass derives the name
 	// again, even when the pass that created the claim died before
 	// retiring it (package claimnames).
-	if g, ok := claimnames.GenerationOf(nc); ok {
-		if err := c.names.Retire(ctx, g); err != nil {
-			return res, fmt.Errorf("NodeClaim %s keeps its finalizer until its name is retired: %w", nc.Name, err)
+	if generation, ok := claimnames.GenerationOf(nc); ok {
+		if err := c.names.Retire(ctx, generation); err != nil {
+			return fmt.Errorf("NodeClaim %s keeps its finalizer until its name is retired: %w", nc.Name, err)
 		}
 	}
 	// The finalizer goes with an optimistic lock, so a finalizer another
@@ -209,7 +253,7 @@ func (c *Controller) Terminate(ctx context.Context, name string) (TerminateResul
 	if _, _, err := converge(ctx, c.kube, nc, newNodeClaim, writeObject, func(cur *karpv1.NodeClaim) bool {
 		return controllerutil.RemoveFinalizer(cur, karpv1.TerminationFinalizer)
 	}); client.IgnoreNotFound(err) != nil {
-		return res, fmt.Errorf("removing finalizer from NodeClaim %s: %w", nc.Name, err)
+		return fmt.Errorf("removing finalizer from NodeClaim %s: %w", nc.Name, err)
 	}
 	c.log.Info("terminated nodeclaim", "nodeclaim", nc.Name, "evicted", res.Evicted)
 	recordTerminated(ctx, nc)
@@ -224,7 +268,7 @@ func (c *Controller) Terminate(ctx context.Context, name string) (TerminateResul
 	if err := c.scheduleProvision(ctx, time.Second); err != nil {
 		c.log.Warn("scheduling a provisioning pass after termination", "nodeclaim", nc.Name, "error", err)
 	}
-	return res, nil
+	return nil
 }
 
 // scheduleProvision sends a provisioning pass for after d.
@@ -378,32 +422,8 @@ func (c *Controller) drain(ctx context.Context, node *corev1.Node, expire *time.
 	}
 	d.remaining = len(waiting)
 	if expire != nil {
-		for _, pod := range waiting {
-			if pod.DeletionTimestamp != nil || (pod.Spec.TerminationGracePeriodSeconds == nil && !interrupted) {
-				continue
-			}
-			var deleteAt time.Time
-			if interrupted {
-				deleteAt = expire.Add(-InterruptionForceWindow)
-			} else {
-				deleteAt = expire.Add(-time.Duration(*pod.Spec.TerminationGracePeriodSeconds) * time.Second)
-			}
-			if now.Before(deleteAt) {
-				continue
-			}
-			grace := max(int64(expire.Sub(now).Seconds()), 1) // never 0: that would force-delete from etcd
-			if err := c.kube.Delete(ctx, pod, client.GracePeriodSeconds(grace)); client.IgnoreNotFound(err) != nil {
-				return d, fmt.Errorf("deleting pod %s/%s as node %s's grace period ends: %w", pod.Namespace, pod.Name, node.Name, err)
-			}
-			d.deleted++
-			pod.DeletionTimestamp = &metav1.Time{Time: now}
-			msg := fmt.Sprintf("Deleting the pod to accommodate the terminationTime %s of the node; the pod was granted %ds of grace-period. This bypasses the PDB of the pod and the do-not-disrupt annotation.",
-				expire.UTC().Format(time.RFC3339), grace)
-			if interrupted {
-				msg = fmt.Sprintf("Deleting the pod: the spot VM under node %s is preempted at %s; the pod was granted %ds of grace-period. This bypasses the PDB of the pod and the do-not-disrupt annotation.",
-					node.Name, expire.UTC().Format(time.RFC3339), grace)
-			}
-			c.podEvent(ctx, pod, corev1.EventTypeWarning, events.ReasonDisrupted, msg)
+		if err := c.deleteOverdue(ctx, node, waiting, *expire, interrupted, now, &d); err != nil {
+			return d, err
 		}
 	}
 	groups := groupByPriority(waiting)
@@ -411,39 +431,80 @@ func (c *Controller) drain(ctx context.Context, node *corev1.Node, expire *time.
 		groups = [][]*corev1.Pod{waiting}
 	}
 	for _, group := range groups {
-		if len(group) == 0 {
-			continue
+		if len(group) > 0 {
+			// The next group waits until this one is gone.
+			err := c.evictGroup(ctx, node, group, expire, interrupted, now, &d)
+			return d, err
 		}
-		for _, pod := range group {
-			if pod.DeletionTimestamp != nil {
-				continue // already leaving
-			}
-			ev := &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Name: pod.Name, Namespace: pod.Namespace}}
-			if interrupted {
-				g := interruptionEviction(pod, expire.Sub(now))
-				ev.DeleteOptions = &metav1.DeleteOptions{GracePeriodSeconds: &g}
-			}
-			var blocked *EvictionBlockedError
-			switch err := c.evict(ctx, ev); {
-			case err == nil:
-				d.evicted++
-				c.podEvent(ctx, pod, corev1.EventTypeNormal, events.ReasonEvicted, "Evicted pod: draining node "+node.Name)
-			case apierrors.IsNotFound(err):
-				d.remaining--
-			case errors.As(err, &blocked):
-				d.blocked++
-				if r := blocked.RetryAfter; r > 0 && (d.retryAfter == 0 || r < d.retryAfter) {
-					d.retryAfter = r
-				}
-				c.podEvent(ctx, pod, corev1.EventTypeWarning, events.ReasonFailedDraining,
-					fmt.Sprintf("Eviction blocked by a PodDisruptionBudget while draining node %s", node.Name))
-			default:
-				return d, fmt.Errorf("evicting pod %s/%s from node %s: %w", pod.Namespace, pod.Name, node.Name, err)
-			}
-		}
-		break // the next group waits until this one is gone
 	}
 	return d, nil
+}
+
+// deleteOverdue deletes the waiting pods whose time is up before expire
+// (their own grace period, or InterruptionForceWindow before an
+// interruption's deadline), bypassing PodDisruptionBudgets.
+func (c *Controller) deleteOverdue(ctx context.Context, node *corev1.Node, waiting []*corev1.Pod, expire time.Time, interrupted bool, now time.Time, d *drainResult) error {
+	for _, pod := range waiting {
+		if pod.DeletionTimestamp != nil || (pod.Spec.TerminationGracePeriodSeconds == nil && !interrupted) {
+			continue
+		}
+		var deleteAt time.Time
+		if interrupted {
+			deleteAt = expire.Add(-InterruptionForceWindow)
+		} else {
+			deleteAt = expire.Add(-time.Duration(*pod.Spec.TerminationGracePeriodSeconds) * time.Second)
+		}
+		if now.Before(deleteAt) {
+			continue
+		}
+		grace := max(int64(expire.Sub(now).Seconds()), 1) // never 0: that would force-delete from etcd
+		if err := c.kube.Delete(ctx, pod, client.GracePeriodSeconds(grace)); client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("deleting pod %s/%s as node %s's grace period ends: %w", pod.Namespace, pod.Name, node.Name, err)
+		}
+		d.deleted++
+		pod.DeletionTimestamp = &metav1.Time{Time: now}
+		msg := fmt.Sprintf("Deleting the pod to accommodate the terminationTime %s of the node; the pod was granted %ds of grace-period. This bypasses the PDB of the pod and the do-not-disrupt annotation.",
+			expire.UTC().Format(time.RFC3339), grace)
+		if interrupted {
+			msg = fmt.Sprintf("Deleting the pod: the spot VM under node %s is preempted at %s; the pod was granted %ds of grace-period. This bypasses the PDB of the pod and the do-not-disrupt annotation.",
+				node.Name, expire.UTC().Format(time.RFC3339), grace)
+		}
+		c.podEvent(ctx, pod, corev1.EventTypeWarning, events.ReasonDisrupted, msg)
+	}
+	return nil
+}
+
+// evictGroup evicts the pods of group not already leaving through the
+// Eviction API, counting evictions, pods gone and PDB refusals in d.
+func (c *Controller) evictGroup(ctx context.Context, node *corev1.Node, group []*corev1.Pod, expire *time.Time, interrupted bool, now time.Time, d *drainResult) error {
+	for _, pod := range group {
+		if pod.DeletionTimestamp != nil {
+			continue // already leaving
+		}
+		eviction := &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Name: pod.Name, Namespace: pod.Namespace}}
+		if interrupted {
+			grace := interruptionEviction(pod, expire.Sub(now))
+			eviction.DeleteOptions = &metav1.DeleteOptions{GracePeriodSeconds: &grace}
+		}
+		var blocked *EvictionBlockedError
+		switch err := c.evict(ctx, eviction); {
+		case err == nil:
+			d.evicted++
+			c.podEvent(ctx, pod, corev1.EventTypeNormal, events.ReasonEvicted, "Evicted pod: draining node "+node.Name)
+		case apierrors.IsNotFound(err):
+			d.remaining--
+		case errors.As(err, &blocked):
+			d.blocked++
+			if r := blocked.RetryAfter; r > 0 && (d.retryAfter == 0 || r < d.retryAfter) {
+				d.retryAfter = r
+			}
+			c.podEvent(ctx, pod, corev1.EventTypeWarning, events.ReasonFailedDraining,
+				fmt.Sprintf("Eviction blocked by a PodDisruptionBudget while draining node %s", node.Name))
+		default:
+			return fmt.Errorf("evicting pod %s/%s from node %s: %w", pod.Namespace, pod.Name, node.Name, err)
+		}
+	}
+	return nil
 }
 
 // waitingEviction is Karpenter's test for a pod the drain waits on: not

@@ -31,6 +31,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/karpfunc/karpfunc/pkg/catalog"
+	"github.com/karpfunc/karpfunc/pkg/cloudprovider"
 )
 
 // Defaults for where the state lives.
@@ -108,6 +109,17 @@ func (e Entry) String() string {
 		scope = append(scope, "all zones")
 	}
 	return fmt.Sprintf("%s %s (%s) until %s", e.CapacityType, strings.Join(scope, " "), e.Reason, e.Until.UTC().Format(time.RFC3339))
+}
+
+// EntriesFor are the entries for what a provider error said to exclude
+// (cloudprovider.InsufficientCapacityError), from now on.
+func EntriesFor(unavailable []cloudprovider.Unavailable, now time.Time) []Entry {
+	entries := make([]Entry, 0, len(unavailable))
+	for _, u := range unavailable {
+		entries = append(entries, Entry{CapacityType: u.CapacityType, InstanceType: u.InstanceType, Family: u.Family,
+			Zone: u.Zone, Reason: u.Reason, Until: now.Add(u.TTL)})
+	}
+	return entries
 }
 
 // Set is the unexpired entries at one point in time.
@@ -250,45 +262,65 @@ func (s *Store) Mark(ctx context.Context, entries ...Entry) error {
 		if err != nil && !create {
 			return fmt.Errorf("reading unavailable offerings %s/%s: %w", s.namespace, s.name, err)
 		}
-		now := s.clock.Now()
-		data := map[string]string{}
-		for k, v := range cm.Data {
-			var e Entry
-			if json.Unmarshal([]byte(v), &e) == nil && e.Until.After(now) {
-				data[k] = v
-			}
+		data, err := merged(cm.Data, entries, s.clock.Now())
+		if err != nil {
+			return err
 		}
-		for _, e := range entries {
-			if old, ok := data[e.Key()]; ok {
-				var prev Entry
-				if json.Unmarshal([]byte(old), &prev) == nil && prev.Until.After(e.Until) {
-					continue
-				}
-			}
-			raw, err := json.Marshal(e)
-			if err != nil {
-				return err
-			}
-			data[e.Key()] = string(raw)
-		}
-		if create {
-			cm = &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: s.namespace, Name: s.name,
-				Labels: map[string]string{"app.kubernetes.io/managed-by": "karpfunc"}}, Data: data}
-			err = s.kube.Create(ctx, cm)
-		} else {
-			cm.Data = data // Update sends cm's resourceVersion: a concurrent write makes this a conflict
-			err = s.kube.Update(ctx, cm)
-		}
-		switch {
-		case err == nil:
-			return nil
-		case apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err):
-			continue
-		default:
-			return fmt.Errorf("writing unavailable offerings %s/%s: %w", s.namespace, s.name, err)
+		written, err := s.write(ctx, cm, create, data)
+		if written || err != nil {
+			return err
 		}
 	}
 	return NewConflictError(attempts)
+}
+
+// merged is stored (unexpired, readable entries at now) with entries
+// added, each keeping the later expiry.
+func merged(stored map[string]string, entries []Entry, now time.Time) (map[string]string, error) {
+	data := map[string]string{}
+	for k, v := range stored {
+		var e Entry
+		if json.Unmarshal([]byte(v), &e) == nil && e.Until.After(now) {
+			data[k] = v
+		}
+	}
+	for _, e := range entries {
+		if old, ok := data[e.Key()]; ok {
+			var prev Entry
+			if json.Unmarshal([]byte(old), &prev) == nil && prev.Until.After(e.Until) {
+				continue
+			}
+		}
+		raw, err := json.Marshal(e)
+		if err != nil {
+			return nil, err
+		}
+		data[e.Key()] = string(raw)
+	}
+	return data, nil
+}
+
+// write stores data in cm (creating it when create), guarded by its
+// resourceVersion; false, nil when a concurrent write won and the caller
+// reads again.
+func (s *Store) write(ctx context.Context, cm *corev1.ConfigMap, create bool, data map[string]string) (bool, error) {
+	var err error
+	if create {
+		cm = &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: s.namespace, Name: s.name,
+			Labels: map[string]string{"app.kubernetes.io/managed-by": "karpfunc"}}, Data: data}
+		err = s.kube.Create(ctx, cm)
+	} else {
+		cm.Data = data // Update sends cm's resourceVersion: a concurrent write makes this a conflict
+		err = s.kube.Update(ctx, cm)
+	}
+	switch {
+	case err == nil:
+		return true, nil
+	case apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err):
+		return false, nil
+	default:
+		return false, fmt.Errorf("writing unavailable offerings %s/%s: %w", s.namespace, s.name, err)
+	}
 }
 
 func sortedKeys(m map[string]string) []string {

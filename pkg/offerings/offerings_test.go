@@ -1,13 +1,11 @@
 package offerings
 
 import (
-	"errors"
-	"net/http"
 	"testing"
 	"time"
 
-	"github.com/karpfunc/karpfunc/pkg/azure"
 	"github.com/karpfunc/karpfunc/pkg/catalog"
+	"github.com/karpfunc/karpfunc/pkg/cloudprovider"
 )
 
 func TestQuotaFamily(t *testing.T) {
@@ -26,58 +24,12 @@ func TestQuotaFamily(t *testing.T) {
 	}
 }
 
-func TestForLaunchError(t *testing.T) {
+func TestEntriesFor(t *testing.T) {
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	it := &catalog.InstanceType{Name: "Standard_D4s_v5"}
-	spot := catalog.Offering{Zone: "eastus-1", CapacityType: "spot", Available: true}
-	od := catalog.Offering{Zone: "eastus-2", CapacityType: "on-demand", Available: true}
-	arm := func(status int, code, msg string) error {
-		return errors.Join(errors.New("creating VM"), azure.NewARMError(status, code, msg))
-	}
-	for _, c := range []struct {
-		name string
-		err  error
-		off  catalog.Offering
-		want []Entry // Reason ignored when empty
-		ok   bool
-	}{
-		{"zonal allocation: this size in this zone, 3m", arm(200, "ZonalAllocationFailed", "x"), spot,
-			[]Entry{{CapacityType: "spot", InstanceType: it.Name, Zone: "eastus-1", Until: now.Add(DefaultTTL)}}, true},
-		{"regional allocation: this size in every zone, 1h", arm(409, "AllocationFailed", "x"), od,
-			[]Entry{{CapacityType: "on-demand", InstanceType: it.Name, Until: now.Add(AllocationFailureTTL)}}, true},
-		{"SkuNotAvailable on-demand: 23h", arm(409, "SkuNotAvailable", "x"), od,
-			[]Entry{{CapacityType: "on-demand", InstanceType: it.Name, Until: now.Add(SKUNotAvailableOnDemandTTL)}}, true},
-		{"SkuNotAvailable spot: 1h", arm(409, "SkuNotAvailable", "x"), spot,
-			[]Entry{{CapacityType: "spot", InstanceType: it.Name, Until: now.Add(SKUNotAvailableSpotTTL)}}, true},
-		{"low-priority quota: all spot", arm(409, "OperationNotAllowed", "Operation results in exceeding approved LowPriorityCores quota"), spot,
-			[]Entry{{CapacityType: "spot", Until: now.Add(SubscriptionQuotaTTL)}}, true},
-		{"family quota: the family named in the message", arm(409, "OperationNotAllowed", "exceeding approved standardDSv5Family Cores quota"), od,
-			[]Entry{{CapacityType: "on-demand", Family: "standardDSv5Family", Until: now.Add(SubscriptionQuotaTTL)}}, true},
-		{"regional quota: all on-demand", arm(409, "OperationNotAllowed", "exceeding approved Total Regional Cores quota"), od,
-			[]Entry{{CapacityType: "on-demand", Until: now.Add(RegionalQuotaTTL)}}, true},
-		{"QuotaExceeded code without a family: the size's family", arm(409, "QuotaExceeded", "no"), od,
-			[]Entry{{CapacityType: "on-demand", Family: "standardDSv5Family", Until: now.Add(SubscriptionQuotaTTL)}}, true},
-		{"throttling marks nothing", arm(http.StatusTooManyRequests, "TooManyRequests", "slow down"), od, nil, false},
-		{"5xx marks nothing", arm(500, "InternalServerError", "oops"), od, nil, false},
-		{"OperationNotAllowed without quota marks nothing", arm(409, "OperationNotAllowed", "VM is being deleted"), od, nil, false},
-		{"non-ARM error marks nothing", errors.New("dial tcp: refused"), od, nil, false},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			got, ok := ForLaunchError(c.err, it, c.off, now)
-			if ok != c.ok || len(got) != len(c.want) {
-				t.Fatalf("got %+v, %t; want %+v, %t", got, ok, c.want, c.ok)
-			}
-			for i := range got {
-				g, w := got[i], c.want[i]
-				g.Reason = ""
-				if g != w {
-					t.Errorf("entry %d = %+v, want %+v", i, got[i], w)
-				}
-				if got[i].Reason == "" {
-					t.Errorf("entry %d has no reason", i)
-				}
-			}
-		})
+	got := EntriesFor([]cloudprovider.Unavailable{{CapacityType: "spot", Family: "standardDSv5Family", Reason: "FamilyQuota", TTL: time.Hour}}, now)
+	want := []Entry{{CapacityType: "spot", Family: "standardDSv5Family", Reason: "FamilyQuota", Until: now.Add(time.Hour)}}
+	if len(got) != 1 || got[0] != want[0] {
+		t.Fatalf("EntriesFor = %+v, want %+v", got, want)
 	}
 }
 

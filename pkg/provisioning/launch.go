@@ -15,9 +15,9 @@ import (
 	"sigs.k8s.io/karpenter/pkg/utils/resources"
 
 	"github.com/karpfunc/karpfunc/pkg/apis/v1beta1"
-	"github.com/karpfunc/karpfunc/pkg/azure"
 	"github.com/karpfunc/karpfunc/pkg/bus"
 	"github.com/karpfunc/karpfunc/pkg/catalog"
+	"github.com/karpfunc/karpfunc/pkg/cloudprovider"
 	"github.com/karpfunc/karpfunc/pkg/decisions"
 	"github.com/karpfunc/karpfunc/pkg/events"
 	"github.com/karpfunc/karpfunc/pkg/messages"
@@ -32,34 +32,29 @@ type Choice struct {
 	Offering     catalog.Offering
 }
 
-// Choose picks the cheapest available offering allowed by a NodeClaim's
-// requirements whose allocatable fits its requests. It depends only on the
-// NodeClaim spec and the catalog, so a retried launch picks the same VM.
+// Choose picks the offering a NodeClaim launches as: among the instance
+// types its requirements allow whose allocatable (with maxPods) fits its
+// requests, the one cloudprovider.Cheapest picks, the rule the plan uses
+// too. It depends only on the NodeClaim spec and the catalog, so a retried
+// launch picks the same VM.
 func Choose(cat *catalog.Catalog, nc *karpv1.NodeClaim, maxPods int32) (Choice, error) {
 	reqs := scheduling.NewNodeSelectorRequirementsWithMinValues(nc.Spec.Requirements...)
-	var best *Choice
+	names := reqs.Get(corev1.LabelInstanceTypeStable)
+	fitting := make([]*catalog.InstanceType, 0, len(cat.InstanceTypes))
 	for _, it := range cat.InstanceTypes {
-		if !reqs.Get(corev1.LabelInstanceTypeStable).Has(it.Name) {
+		if !names.Has(it.Name) {
 			continue
 		}
-		it = it.WithMaxPods(maxPods)
-		if !resources.Fits(nc.Spec.Resources.Requests, it.Allocatable()) {
-			continue
-		}
-		for _, o := range it.Offerings {
-			if !o.Available || !reqs.Get(corev1.LabelTopologyZone).Has(o.Zone) || !reqs.Get(karpv1.CapacityTypeLabelKey).Has(o.CapacityType) {
-				continue
-			}
-			if best == nil || o.Price < best.Offering.Price || (o.Price == best.Offering.Price && it.Name+o.Zone < best.InstanceType.Name+best.Offering.Zone) {
-				best = &Choice{InstanceType: it, Offering: o}
-			}
+		if sized := it.WithMaxPods(maxPods); resources.Fits(nc.Spec.Resources.Requests, sized.Allocatable()) {
+			fitting = append(fitting, sized)
 		}
 	}
+	best, offering := cloudprovider.Cheapest(fitting, reqs)
 	if best == nil {
 		return Choice{}, fmt.Errorf("NodeClaim %s: no available offering satisfies its requirements (%s) and fits its requests (%s)",
 			nc.Name, reqs.String(), resources.String(nc.Spec.Resources.Requests))
 	}
-	return *best, nil
+	return Choice{InstanceType: best, Offering: offering}, nil
 }
 
 // Launch timing. A create is looked at after LaunchCheckInterval, then at
@@ -181,31 +176,46 @@ func (p *Provisioner) reconcileLaunch(ctx context.Context, nc *karpv1.NodeClaim,
 	}
 	inst, err := p.launcher.Status(ctx, nc.Name)
 	switch {
-	case azure.IsNotFound(err):
+	case cloudprovider.IsNodeClaimNotFound(err):
 		return l.begin(ctx)
 	case err != nil:
 		return l.retryLater(ctx, err)
 	}
 	if l.st != nil && l.st.Phase == phaseReplacing {
-		// The failed VM is on its way out; the next create waits for it.
-		if strings.EqualFold(inst.State, azure.StateFailed) {
-			if err := p.launcher.BeginDelete(ctx, nc.Name); err != nil {
-				return l.retryLater(ctx, err)
-			}
-		}
-		if !strings.EqualFold(inst.State, azure.StateSucceeded) && !strings.EqualFold(inst.State, azure.StateCreating) {
-			return l.requeue(ctx, replaceCheck)
+		if res, waiting, err := l.awaitReplaced(ctx, inst); waiting || err != nil {
+			return res, err
 		}
 	}
 	if l.st == nil || !l.st.describes(inst) {
 		l.adopt(inst)
 	}
+	return l.follow(ctx, inst)
+}
+
+// awaitReplaced: the failed VM is on its way out; the next create waits
+// for it (waiting true) until the VM is gone or a new create runs.
+func (l *launch) awaitReplaced(ctx context.Context, inst *cloudprovider.Instance) (LaunchResult, bool, error) {
+	if strings.EqualFold(inst.State, cloudprovider.StateFailed) {
+		if err := l.p.launcher.BeginDelete(ctx, l.nc.Name); err != nil {
+			res, err := l.retryLater(ctx, err)
+			return res, true, err
+		}
+	}
+	if !strings.EqualFold(inst.State, cloudprovider.StateSucceeded) && !strings.EqualFold(inst.State, cloudprovider.StateCreating) {
+		res, err := l.requeue(ctx, replaceCheck)
+		return res, true, err
+	}
+	return LaunchResult{}, false, nil
+}
+
+// follow acts on the state of the VM of the current offering.
+func (l *launch) follow(ctx context.Context, inst *cloudprovider.Instance) (LaunchResult, error) {
 	switch {
-	case strings.EqualFold(inst.State, azure.StateSucceeded):
+	case strings.EqualFold(inst.State, cloudprovider.StateSucceeded):
 		return l.launched(ctx, inst)
-	case strings.EqualFold(inst.State, azure.StateFailed):
+	case strings.EqualFold(inst.State, cloudprovider.StateFailed):
 		return l.createFailed(ctx, inst)
-	case strings.EqualFold(inst.State, azure.StateDeleting):
+	case strings.EqualFold(inst.State, cloudprovider.StateDeleting):
 		return l.requeue(ctx, replaceCheck)
 	default:
 		return l.requeue(ctx, l.backoff())
@@ -214,7 +224,7 @@ func (p *Provisioner) reconcileLaunch(ctx context.Context, nc *karpv1.NodeClaim,
 
 // adopt makes the state describe the VM that exists: one an interrupted
 // invocation created before it could record it, or an earlier offering.
-func (l *launch) adopt(inst *azure.Instance) {
+func (l *launch) adopt(inst *cloudprovider.Instance) {
 	if l.st == nil {
 		begun := inst.CreatedAt
 		if begun.IsZero() || begun.After(l.now) {
@@ -255,7 +265,7 @@ func (l *launch) begin(ctx context.Context) (LaunchResult, error) {
 		}
 		req := p.launchRequest(nc, l.spec, c)
 		nic, err := p.launcher.BeginNIC(ctx, req)
-		if err == nil && !strings.EqualFold(nic.State, azure.StateSucceeded) {
+		if err == nil && !strings.EqualFold(nic.State, cloudprovider.StateSucceeded) {
 			l.st.Phase = phaseNIC
 			return l.requeue(ctx, nicCheck)
 		}
@@ -267,7 +277,7 @@ func (l *launch) begin(ctx context.Context) (LaunchResult, error) {
 				return l.requeue(ctx, l.backoff())
 			}
 		}
-		if transient(err) {
+		if cloudprovider.IsRetryable(err) {
 			return l.retryLater(ctx, err)
 		}
 		retryIn, gaveUp, ferr := l.failed(ctx, err)
@@ -284,13 +294,13 @@ func (l *launch) begin(ctx context.Context) (LaunchResult, error) {
 // classified, and unless the NodeClaim is given up (termination then
 // deletes the VM) the VM is deleted so that the next create can use the
 // name.
-func (l *launch) createFailed(ctx context.Context, inst *azure.Instance) (LaunchResult, error) {
+func (l *launch) createFailed(ctx context.Context, inst *cloudprovider.Instance) (LaunchResult, error) {
 	cause := fmt.Errorf("creating VM %s: %w", l.nc.Name, inst.Failure)
 	retryIn, gaveUp, err := l.failed(ctx, cause)
 	if gaveUp || err != nil {
 		return l.res, err
 	}
-	if err := l.p.launcher.BeginDelete(ctx, l.nc.Name); err != nil && !transient(err) {
+	if err := l.p.launcher.BeginDelete(ctx, l.nc.Name); err != nil && !cloudprovider.IsRetryable(err) {
 		return l.res, err
 	}
 	l.st.Phase = phaseReplacing
@@ -311,7 +321,9 @@ func (l *launch) failed(ctx context.Context, cause error) (retryIn time.Duration
 	it, off := c.InstanceType, c.Offering
 	st.LastError = truncate(cause.Error(), 512)
 	recordCreateError(ctx, cause)
-	if entries, capacity := offerings.ForLaunchError(cause, it, off, l.now); capacity {
+	var capacity *cloudprovider.InsufficientCapacityError
+	if errors.As(cause, &capacity) {
+		entries := offerings.EntriesFor(capacity.Unavailable, l.now)
 		p.warn(ctx, nc, events.ReasonLaunchFailed, fmt.Sprintf("launching %s (%s, %s): %v", it.Name, off.Zone, off.CapacityType, cause))
 		if err := l.mark(ctx, entries...); err != nil {
 			return 0, false, fmt.Errorf("launching NodeClaim %s: %v; then recording the unavailable offering: %w", nc.Name, cause, err)
@@ -323,7 +335,10 @@ func (l *launch) failed(ctx context.Context, cause error) (retryIn time.Duration
 	// transient platform error), the same mistake will not. Say so where
 	// users look, and stop after MaxLaunchFailures.
 	st.Failures++
-	code := conditionReason(cause)
+	code := cloudprovider.ConditionReason("")
+	if create, ok := cloudprovider.AsCreateError(cause); ok {
+		code = create.ConditionReason
+	}
 	msg := fmt.Sprintf("launching %s (%s, %s), attempt %d of %d: %v", it.Name, off.Zone, off.CapacityType, st.Failures, p.maxFailures, cause)
 	p.warn(ctx, nc, events.ReasonLaunchFailed, code+": "+msg)
 	if err := p.setLaunchedFalse(ctx, nc, code, msg); err != nil {
@@ -358,7 +373,7 @@ func (l *launch) mark(ctx context.Context, entries ...offerings.Entry) error {
 // launched writes what was launched into the NodeClaim: labels for the
 // instance type, zone and capacity type, then status providerID, image,
 // capacity, allocatable and Launched=True.
-func (l *launch) launched(ctx context.Context, inst *azure.Instance) (LaunchResult, error) {
+func (l *launch) launched(ctx context.Context, inst *cloudprovider.Instance) (LaunchResult, error) {
 	res, err := l.recordLaunched(ctx, inst)
 	// Another invocation (a launch check and Node events race) may write
 	// the NodeClaim first: if it recorded the launch, so be it; else try
@@ -384,7 +399,7 @@ func (l *launch) launched(ctx context.Context, inst *azure.Instance) (LaunchResu
 	return res, err
 }
 
-func (l *launch) recordLaunched(ctx context.Context, inst *azure.Instance) (LaunchResult, error) {
+func (l *launch) recordLaunched(ctx context.Context, inst *cloudprovider.Instance) (LaunchResult, error) {
 	p, nc := l.p, l.nc
 	c, err := p.choice(l.st, *l.spec.MaxPods)
 	if err != nil {
@@ -475,7 +490,7 @@ func (l *launch) requeue(ctx context.Context, d time.Duration) (LaunchResult, er
 // launch (throttling, 5xx, a transport error): look again when ARM asked,
 // counting nothing as failed.
 func (l *launch) retryLater(ctx context.Context, cause error) (LaunchResult, error) {
-	d := max(azure.RetryAfter(cause), nicCheck)
+	d := max(cloudprovider.RetryAfter(cause), nicCheck)
 	if l.st != nil {
 		d = max(d, l.backoff())
 	}
@@ -499,18 +514,6 @@ func (l *launch) failureBackoff() time.Duration {
 	return l.p.checkInterval << min(l.st.Failures-1, 2)
 }
 
-// transient reports whether err says nothing about whether the launch can
-// succeed: ARM throttled or failed internally, or it was not reached.
-func transient(err error) bool {
-	if err == nil || azure.IsInvalidRequest(err) {
-		return false
-	}
-	if _, ok := azure.AsARMError(err); !ok {
-		return true
-	}
-	return azure.IsThrottled(err) || azure.IsServerError(err)
-}
-
 // setLaunchedFalse writes Launched=False with reason and message.
 func (p *Provisioner) setLaunchedFalse(ctx context.Context, nc *karpv1.NodeClaim, reason, msg string) error {
 	stored := nc.DeepCopy()
@@ -521,31 +524,6 @@ func (p *Provisioner) setLaunchedFalse(ctx context.Context, nc *karpv1.NodeClaim
 	return nil
 }
 
-// conditionReason is ARM's error code as a condition reason (CamelCase,
-// [A-Za-z0-9_,:]); InvalidRequest for a request refused before ARM.
-func conditionReason(err error) string {
-	code := azure.ErrorCode(err)
-	if code == "" {
-		if azure.IsInvalidRequest(err) {
-			return "InvalidRequest"
-		}
-		return "LaunchFailed"
-	}
-	out := []rune{}
-	for _, r := range code {
-		switch {
-		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '_', r == ',', r == ':':
-			out = append(out, r)
-		default:
-			out = append(out, '_')
-		}
-	}
-	if out[0] < 'A' || (out[0] > 'Z' && out[0] < 'a') || out[0] > 'z' {
-		out = append([]rune{'E'}, out...)
-	}
-	return strings.TrimRight(string(out), ",:")
-}
-
 func truncate(s string, n int) string {
 	if len(s) <= n {
 		return s
@@ -553,7 +531,7 @@ func truncate(s string, n int) string {
 	return strings.ToValidUTF8(s[:n-3], "") + "..."
 }
 
-func (p *Provisioner) launchRequest(nc *karpv1.NodeClaim, spec v1beta1.AKSNodeClassSpec, choice Choice) azure.LaunchRequest {
+func (p *Provisioner) launchRequest(nc *karpv1.NodeClaim, spec v1beta1.AKSNodeClassSpec, choice Choice) cloudprovider.LaunchRequest {
 	it, off := choice.InstanceType, choice.Offering
 	nodeLabels := map[string]string{}
 	for k, v := range nc.Labels {
@@ -567,7 +545,7 @@ func (p *Provisioner) launchRequest(nc *karpv1.NodeClaim, spec v1beta1.AKSNodeCl
 	taints := append([]corev1.Taint{}, nc.Spec.Taints...)
 	taints = append(taints, nc.Spec.StartupTaints...)
 	taints = append(taints, karpv1.UnregisteredNoExecuteTaint)
-	req := azure.LaunchRequest{
+	req := cloudprovider.LaunchRequest{
 		Name: nc.Name, NodePool: nc.Labels[karpv1.NodePoolLabelKey], NodeClaim: nc.Name,
 		InstanceType: it.Name, Zone: off.Zone, CapacityType: off.CapacityType,
 		Architecture: it.Architecture, HyperVGenerations: it.HyperVGenerations,

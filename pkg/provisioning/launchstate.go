@@ -11,8 +11,8 @@ import (
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
 	"github.com/karpfunc/karpfunc/pkg/apis"
-	"github.com/karpfunc/karpfunc/pkg/azure"
 	"github.com/karpfunc/karpfunc/pkg/catalog"
+	"github.com/karpfunc/karpfunc/pkg/cloudprovider"
 )
 
 // Launch phases.
@@ -73,7 +73,7 @@ func (st *launchState) setOffering(c Choice) {
 func (st *launchState) clearOffering() { st.InstanceType, st.Zone, st.CapacityType = "", "", "" }
 
 // describes reports whether inst is the VM of st's offering.
-func (st *launchState) describes(inst *azure.Instance) bool {
+func (st *launchState) describes(inst *cloudprovider.Instance) bool {
 	return strings.EqualFold(st.InstanceType, inst.InstanceType) && st.Zone == inst.Zone && st.CapacityType == inst.CapacityType
 }
 

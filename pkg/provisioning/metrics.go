@@ -12,7 +12,7 @@ import (
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
 	"github.com/karpfunc/karpfunc/pkg/apis"
-	"github.com/karpfunc/karpfunc/pkg/azure"
+	"github.com/karpfunc/karpfunc/pkg/cloudprovider"
 	"github.com/karpfunc/karpfunc/pkg/decisions"
 	"github.com/karpfunc/karpfunc/pkg/telemetry"
 )
@@ -74,7 +74,7 @@ func recordCreated(ctx context.Context, nc *karpv1.NodeClaim, pods []*corev1.Pod
 // recordCreateError counts a failed VM creation by its ARM error code, as
 // Karpenter counts CloudProvider.Create errors.
 func recordCreateError(ctx context.Context, err error) {
-	code := azure.ErrorCode(err)
+	code := cloudprovider.ErrorCode(err)
 	if code == "" && IsInsufficientCapacity(err) {
 		code = "InsufficientCapacityError"
 	}

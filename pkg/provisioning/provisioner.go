@@ -30,10 +30,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
-	"github.com/karpfunc/karpfunc/pkg/azure"
 	"github.com/karpfunc/karpfunc/pkg/bus"
 	"github.com/karpfunc/karpfunc/pkg/catalog"
 	"github.com/karpfunc/karpfunc/pkg/claimnames"
+	"github.com/karpfunc/karpfunc/pkg/cloudprovider"
 	"github.com/karpfunc/karpfunc/pkg/decisions"
 	"github.com/karpfunc/karpfunc/pkg/events"
 	"github.com/karpfunc/karpfunc/pkg/nodepoolstatus"
@@ -52,14 +52,9 @@ const DefaultRegistrationTTL = 15 * time.Minute
 // order, before it gives the NodeClaim up as InsufficientCapacity.
 const DefaultMaxLaunchAttempts = 3
 
-// InstanceLauncher begins VM creates and reads their state, never waiting
-// for a long-running operation; *azure.Launcher implements it.
-type InstanceLauncher interface {
-	BeginNIC(ctx context.Context, req azure.LaunchRequest) (azure.NICStatus, error)
-	BeginVM(ctx context.Context, req azure.LaunchRequest, nicID string) error
-	Status(ctx context.Context, name string) (*azure.Instance, error)
-	BeginDelete(ctx context.Context, name string) error
-}
+// InstanceLauncher begins instance creates and reads their state, never
+// waiting for a long-running operation: the provider contract's Creator.
+type InstanceLauncher = cloudprovider.Creator
 
 // DefaultLaunchConcurrency bounds the launches one pass begins at a time.
 const DefaultLaunchConcurrency = 8
@@ -237,98 +232,126 @@ func (p *Provisioner) Provision(ctx context.Context) (Result, error) {
 		return Result{}, err
 	}
 	in := snap.Input(unavailable.Apply(p.catalog), snapshot.Live)
-	res := Result{PendingPods: len(in.Pods)}
+	ps := &pass{res: Result{PendingPods: len(in.Pods)}}
 	recordPending(ctx, len(in.Pods))
-	var errs []error
 	if in.NotReady, err = p.syncStatus(ctx, snap); err != nil {
-		errs = append(errs, err)
-	}
-	var retryAfter time.Duration
-	wantRetry := func(d time.Duration) {
-		if d > retryAfter {
-			retryAfter = d
-		}
+		ps.errs = append(ps.errs, err)
 	}
 	if len(in.Pods) > 0 {
-		// Names held by any NodeClaim, deleting or not: a new claim
-		// must not reuse them.
-		held := make(map[string]bool, len(snap.NodeClaims))
-		for _, nc := range snap.NodeClaims {
-			held[nc.Name] = true
-		}
-		start := p.clock.Now()
-		out := scheduler.Solve(in)
-		res.SolveDuration = p.clock.Since(start)
-		recordSolve(ctx, res.SolveDuration)
-		res.Pods = PlacedOutcomes(out)
-		for _, inv := range out.InvalidNodePools {
-			p.log.Error("nodepool can launch nothing", "nodepool", inv.NodePool.Name, "reason", inv.Reason)
-			if err := p.recorder.Publish(ctx, events.Event{Object: inv.NodePool, Type: corev1.EventTypeWarning,
-				Reason: events.ReasonNoNodeImage, Message: inv.Reason}); err != nil {
-				errs = append(errs, err)
-			}
-		}
-		for _, u := range out.Unschedulable {
-			if err := p.recorder.Publish(ctx, events.Event{Object: u.Pod, Type: corev1.EventTypeWarning,
-				Reason: events.ReasonFailedScheduling, Message: "karpfunc: " + u.Reason}); err != nil {
-				errs = append(errs, err)
-			}
-		}
-		retire := int64(-1) // the highest generation this pass created
-		for _, plan := range out.NewNodeClaims {
-			nc, created, err := p.create(ctx, plan, func(name string) bool { return held[name] }, view)
-			switch {
-			case IsNameRetired(err):
-				p.log.Warn("nodeclaim not created", "error", err)
-				for _, pod := range plan.Pods {
-					res.Pods = append(res.Pods, outcomeOf(pod, Deferred, "", "a fresh pass: "+err.Error()))
-				}
-				continue
-			case IsLimitExceeded(err):
-				// Another pass took the room; like the solver's own limit
-				// refusals, the pods wait (a termination asks for a pass).
-				res.OverLimit = append(res.OverLimit, err.Error())
-				p.log.Warn("nodeclaim not created", "error", err)
-				for _, pod := range plan.Pods {
-					res.Pods = append(res.Pods, outcomeOf(pod, Deferred, "", "room in NodePool "+plan.NodePool.Name+": "+err.Error()))
-					if eerr := p.recorder.Publish(ctx, events.Event{Object: pod, Type: corev1.EventTypeWarning,
-						Reason: events.ReasonFailedScheduling, Message: "karpfunc: " + err.Error()}); eerr != nil {
-						errs = append(errs, eerr)
-					}
-				}
-				continue
-			case err != nil:
-				errs = append(errs, err)
-				for _, pod := range plan.Pods {
-					res.Pods = append(res.Pods, outcomeOf(pod, Deferred, "", "a NodeClaim for NodePool "+plan.NodePool.Name+": "+err.Error()))
-				}
-				continue
-			}
-			held[nc.Name] = true
-			for _, pod := range plan.Pods {
-				res.Pods = append(res.Pods, outcomeOf(pod, OnNew, nc.Name, ""))
-			}
-			if created {
-				res.Created = append(res.Created, nc.Name)
-				recordCreated(ctx, nc, plan.Pods, p.clock.Now())
-				snap.NodeClaims = append(snap.NodeClaims, nc)
-				if g, ok := claimnames.GenerationOf(nc); ok && g > retire {
-					retire = g
-				}
-			}
-		}
-		// Created first, retired after: a pass that reads the counter
-		// past these generations lists their claims (package claimnames).
-		if retire >= 0 {
-			if err := p.names.Retire(ctx, retire); err != nil {
-				errs = append(errs, err)
-			}
+		p.placePending(ctx, ps, snap, in, view)
+	}
+	p.launchStalled(ctx, ps, snap, unavailable)
+	return p.finishPass(ctx, ps, in.Pods)
+}
+
+// pass is what one provisioning pass collects on its way.
+type pass struct {
+	res  Result
+	errs []error
+	// retryAfter: schedule another pass after this long (zero: none).
+	retryAfter time.Duration
+}
+
+func (ps *pass) wantRetry(d time.Duration) { ps.retryAfter = max(ps.retryAfter, d) }
+
+// placePending solves where the pending pods go, reports the pods and
+// NodePools the solver refused, and creates the NodeClaims it decided on.
+func (p *Provisioner) placePending(ctx context.Context, ps *pass, snap *snapshot.Cluster, in scheduler.Input, view int64) {
+	start := p.clock.Now()
+	out := scheduler.Solve(in)
+	ps.res.SolveDuration = p.clock.Since(start)
+	recordSolve(ctx, ps.res.SolveDuration)
+	ps.res.Pods = PlacedOutcomes(out)
+	for _, inv := range out.InvalidNodePools {
+		p.log.Error("nodepool can launch nothing", "nodepool", inv.NodePool.Name, "reason", inv.Reason)
+		if err := p.recorder.Publish(ctx, events.Event{Object: inv.NodePool, Type: corev1.EventTypeWarning,
+			Reason: events.ReasonNoNodeImage, Message: inv.Reason}); err != nil {
+			ps.errs = append(ps.errs, err)
 		}
 	}
-	// Launch everything not launched yet: the claims just created and any
-	// whose launch stalled. A launch only begins the VM create; scheduled
-	// launch checks (Lifecycle) see it through, so the pass never waits.
-	// Another controller's claims count as capacity, never launched by us.
+	for _, u := range out.Unschedulable {
+		if err := p.recorder.Publish(ctx, events.Event{Object: u.Pod, Type: corev1.EventTypeWarning,
+			Reason: events.ReasonFailedScheduling, Message: "karpfunc: " + u.Reason}); err != nil {
+			ps.errs = append(ps.errs, err)
+		}
+	}
+	p.createPlanned(ctx, ps, snap, out.NewNodeClaims, view)
+}
+
+// createPlanned creates the NodeClaims plans ask for, adds them to snap,
+// and retires the name generations it created.
+func (p *Provisioner) createPlanned(ctx context.Context, ps *pass, snap *snapshot.Cluster, plans []*scheduler.NodeClaimPlan, view int64) {
+	// Names held by any NodeClaim, deleting or not: a new claim must not
+	// reuse them.
+	held := make(map[string]bool, len(snap.NodeClaims))
+	for _, nc := range snap.NodeClaims {
+		held[nc.Name] = true
+	}
+	retire := int64(-1) // the highest generation this pass created
+	for _, plan := range plans {
+		nc, created, err := p.create(ctx, plan, func(name string) bool { return held[name] }, view)
+		if err != nil {
+			p.notCreated(ctx, ps, plan, err)
+			continue
+		}
+		held[nc.Name] = true
+		for _, pod := range plan.Pods {
+			ps.res.Pods = append(ps.res.Pods, outcomeOf(pod, OnNew, nc.Name, ""))
+		}
+		if !created {
+			continue
+		}
+		ps.res.Created = append(ps.res.Created, nc.Name)
+		recordCreated(ctx, nc, plan.Pods, p.clock.Now())
+		snap.NodeClaims = append(snap.NodeClaims, nc)
+		if generation, ok := claimnames.GenerationOf(nc); ok && generation > retire {
+			retire = generation
+		}
+	}
+	// Created first, retired after: a pass that reads the counter past
+	// these generations lists their claims (package claimnames).
+	if retire >= 0 {
+		if err := p.names.Retire(ctx, retire); err != nil {
+			ps.errs = append(ps.errs, err)
+		}
+	}
+}
+
+// notCreated defers the pods of a plan whose NodeClaim was not created.
+func (p *Provisioner) notCreated(ctx context.Context, ps *pass, plan *scheduler.NodeClaimPlan, err error) {
+	deferPods := func(reason string) {
+		for _, pod := range plan.Pods {
+			ps.res.Pods = append(ps.res.Pods, outcomeOf(pod, Deferred, "", reason))
+		}
+	}
+	switch {
+	case IsNameRetired(err):
+		p.log.Warn("nodeclaim not created", "error", err)
+		deferPods("a fresh pass: " + err.Error())
+	case IsLimitExceeded(err):
+		// Another pass took the room; like the solver's own limit
+		// refusals, the pods wait (a termination asks for a pass).
+		ps.res.OverLimit = append(ps.res.OverLimit, err.Error())
+		p.log.Warn("nodeclaim not created", "error", err)
+		deferPods("room in NodePool " + plan.NodePool.Name + ": " + err.Error())
+		for _, pod := range plan.Pods {
+			if eerr := p.recorder.Publish(ctx, events.Event{Object: pod, Type: corev1.EventTypeWarning,
+				Reason: events.ReasonFailedScheduling, Message: "karpfunc: " + err.Error()}); eerr != nil {
+				ps.errs = append(ps.errs, eerr)
+			}
+		}
+	default:
+		ps.errs = append(ps.errs, err)
+		deferPods("a NodeClaim for NodePool " + plan.NodePool.Name + ": " + err.Error())
+	}
+}
+
+// launchStalled launches everything not launched yet: the claims just
+// created and any whose launch stalled. A launch only begins the VM
+// create; scheduled launch checks (Lifecycle) see it through, so the pass
+// never waits. Another controller's claims count as capacity, never
+// launched by us.
+func (p *Provisioner) launchStalled(ctx context.Context, ps *pass, snap *snapshot.Cluster, unavailable *offerings.Set) {
 	now := p.clock.Now()
 	var todo []*karpv1.NodeClaim
 	for _, nc := range snap.NodeClaims {
@@ -337,36 +360,41 @@ func (p *Provisioner) Provision(ctx context.Context) (Result, error) {
 		}
 	}
 	for _, o := range p.launchAll(ctx, todo, unavailable) {
-		res.MarkedUnavailable = append(res.MarkedUnavailable, o.res.Marked...)
+		ps.res.MarkedUnavailable = append(ps.res.MarkedUnavailable, o.res.Marked...)
 		switch {
 		case o.err != nil:
-			errs = append(errs, o.err)
+			ps.errs = append(ps.errs, o.err)
 		case o.res.Launched:
-			res.Launched = append(res.Launched, o.nc.Name)
+			ps.res.Launched = append(ps.res.Launched, o.nc.Name)
 		case o.res.GaveUp:
-			res.GaveUp = append(res.GaveUp, o.nc.Name)
-			wantRetry(retryDelay)
+			ps.res.GaveUp = append(ps.res.GaveUp, o.nc.Name)
+			ps.wantRetry(retryDelay)
 		default:
-			res.Launching = append(res.Launching, o.nc.Name)
+			ps.res.Launching = append(ps.res.Launching, o.nc.Name)
 		}
 		if !o.res.RequeueAt.IsZero() {
 			if err := p.scheduleLaunchCheck(ctx, o.nc, o.res.RequeueAt); err != nil {
-				errs = append(errs, err)
+				ps.errs = append(ps.errs, err)
 			}
 		}
 	}
-	if n := res.Pods.Count(Deferred); n > 0 && len(errs) == 0 {
-		wantRetry(retryDelay)
+}
+
+// finishPass reports pods stuck too long and schedules the next pass when
+// one is wanted.
+func (p *Provisioner) finishPass(ctx context.Context, ps *pass, pending []*corev1.Pod) (Result, error) {
+	if ps.res.Pods.Count(Deferred) > 0 && len(ps.errs) == 0 {
+		ps.wantRetry(retryDelay)
 	}
-	errs = append(errs, p.reportStuck(ctx, res.Pods, in.Pods)...)
-	if retryAfter > 0 {
-		at, err := p.scheduleProvision(ctx, retryAfter)
+	ps.errs = append(ps.errs, p.reportStuck(ctx, ps.res.Pods, pending)...)
+	if ps.retryAfter > 0 {
+		at, err := p.scheduleProvision(ctx, ps.retryAfter)
 		if err != nil {
-			errs = append(errs, err)
+			ps.errs = append(ps.errs, err)
 		}
-		res.RetryAt = at
+		ps.res.RetryAt = at
 	}
-	return res, errors.Join(errs...)
+	return ps.res, errors.Join(ps.errs...)
 }
 
 // reportStuck writes a FailedScheduling event on each pod that has been

@@ -32,6 +32,7 @@ import (
 
 	"github.com/karpfunc/karpfunc/pkg/apis/v1beta1"
 	"github.com/karpfunc/karpfunc/pkg/catalog"
+	"github.com/karpfunc/karpfunc/pkg/cloudprovider"
 )
 
 // Input is a snapshot of the cluster.
@@ -128,22 +129,12 @@ type NodeClaimPlan struct {
 }
 
 // Cheapest returns the cheapest available (instance type, offering) that
-// Requirements allow; spot wins whenever it is allowed and cheaper. It
-// returns nil when nothing is offered.
+// Requirements allow, by the one rule the launcher uses too
+// (cloudprovider.Cheapest: price, then name, zone, capacity type); spot
+// wins whenever it is allowed and cheaper. It returns nil when nothing is
+// offered.
 func (p *NodeClaimPlan) Cheapest() (*catalog.InstanceType, catalog.Offering) {
-	var best *catalog.InstanceType
-	var bestOffering catalog.Offering
-	for _, it := range p.InstanceTypes {
-		if !p.Requirements.Get(corev1.LabelInstanceTypeStable).Has(it.Name) {
-			continue
-		}
-		for _, o := range it.Offerings {
-			if offeringAllowed(o, p.Requirements) && (best == nil || o.Price < bestOffering.Price) {
-				best, bestOffering = it, o
-			}
-		}
-	}
-	return best, bestOffering
+	return cloudprovider.Cheapest(p.InstanceTypes, p.Requirements)
 }
 
 // Unschedulable is a pod no NodePool can take, with a reason a person can act on.
@@ -182,8 +173,4 @@ func Solve(in Input) Result {
 		}
 	}
 	return res
-}
-
-func offeringAllowed(o catalog.Offering, reqs scheduling.Requirements) bool {
-	return o.Available && reqs.Get(corev1.LabelTopologyZone).Has(o.Zone) && reqs.Get(karpv1.CapacityTypeLabelKey).Has(o.CapacityType)
 }
