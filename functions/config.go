@@ -92,6 +92,14 @@ func (d *dependencies) kubeClient() client.Client {
 	return d.kube
 }
 
+// publisher sends the continuations once the dependencies are built (nil
+// before).
+func (d *dependencies) publisher() bus.Publisher {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.pub
+}
+
 // eventRecorder writes events once the dependencies are built.
 func (d *dependencies) eventRecorder() *events.Recorder {
 	d.mu.Lock()

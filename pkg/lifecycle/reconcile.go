@@ -64,7 +64,7 @@ func (c *Controller) reconcile(ctx context.Context, cl *claim) (Result, error) {
 		}
 	}
 	if !cl.res.RequeueAt.IsZero() {
-		if serr := triggers.ScheduleLaunchCheck(ctx, c.pub, c.cluster, cl.nc.Name, string(cl.nc.UID), cl.res.RequeueAt); serr != nil && err == nil {
+		if serr := triggers.Publish(ctx, c.pub, triggers.LaunchCheck(c.cluster, cl.nc.Name, string(cl.nc.UID), cl.res.RequeueAt)); serr != nil && err == nil {
 			err = serr
 		}
 	}

@@ -411,15 +411,11 @@ func (c *Controller) scheduleValidation(ctx context.Context, cmd *disruption.Com
 		}
 		msg.Replacements = append(msg.Replacements, names)
 	}
-	at := now.Add(c.opts.ValidationDelay)
 	// One validation per command per slot: two passes that decide the
 	// same command collapse into one.
-	id := fmt.Sprintf("disruption/%s/validate/%s/%d", c.opts.ClusterName, commandID(cmd), triggers.Due(now, c.opts.ValidationDelay).UnixMilli())
-	m, err := triggers.DisruptionValidate(id, msg, at)
-	if err != nil {
-		return time.Time{}, err
-	}
-	if err := c.opts.Publisher.Publish(ctx, bus.QueueDisruption, m); err != nil {
+	validation := triggers.DisruptionValidate(msg, commandID(cmd), now, c.opts.ValidationDelay)
+	at := validation.Due()
+	if err := triggers.Publish(ctx, c.opts.Publisher, validation); err != nil {
 		return time.Time{}, fmt.Errorf("scheduling the validation of %s: %w", cmd, err)
 	}
 	candidates := make([]*karpv1.NodeClaim, len(cmd.Candidates))
@@ -468,12 +464,7 @@ func validating(snap *snapshot.Cluster, now time.Time) string {
 }
 
 func (c *Controller) schedulePass(ctx context.Context, cause string, at time.Time) error {
-	id := fmt.Sprintf("disruption/%s/%s/%d", c.opts.ClusterName, cause, at.UnixMilli())
-	m, err := triggers.Disruption(c.opts.ClusterName, id, cause, at)
-	if err != nil {
-		return err
-	}
-	if err := c.opts.Publisher.Publish(ctx, bus.QueueDisruption, m); err != nil {
+	if err := triggers.Publish(ctx, c.opts.Publisher, triggers.DisruptionPass(c.opts.ClusterName, cause, at)); err != nil {
 		return fmt.Errorf("scheduling a disruption pass at %s: %w", at.Format(time.RFC3339), err)
 	}
 	return nil
@@ -734,11 +725,7 @@ func (c *Controller) disrupt(ctx context.Context, snap *snapshot.Cluster, nc *ka
 	}
 	// The relay announces the deletion too, under the same MessageId:
 	// whichever arrives first starts the drain, the other is dropped.
-	m, err := triggers.NodeClaim(messages.TypeNodeClaimDeleting, c.opts.ClusterName, nc.Name, string(uid), triggers.DeletingID(string(uid)), c.clock.Now())
-	if err != nil {
-		return err
-	}
-	if err := c.opts.Publisher.Publish(ctx, bus.QueueLifecycle, m); err != nil {
+	if err := triggers.Publish(ctx, c.opts.Publisher, triggers.NodeClaimDeleting(c.opts.ClusterName, nc.Name, string(uid), c.clock.Now())); err != nil {
 		c.log.Warn("announcing the deletion to Lifecycle (the relay will)", "nodeclaim", nc.Name, "error", err)
 	}
 	c.log.Info("disrupted nodeclaim", "nodeclaim", nc.Name, "reason", reason)
@@ -923,12 +910,7 @@ func (c *Controller) syncStatus(ctx context.Context, snap *snapshot.Cluster) []e
 	if len(synced.BecameReady) == 0 {
 		return errs
 	}
-	now := c.clock.Now()
-	m, err := triggers.Provision(c.opts.ClusterName, triggers.RetryID("provision/"+c.opts.ClusterName+"/nodepool-ready", now), now)
-	if err == nil {
-		err = c.opts.Publisher.Publish(ctx, bus.QueueProvision, m)
-	}
-	if err != nil {
+	if err := triggers.Publish(ctx, c.opts.Publisher, triggers.ProvisionPass(c.opts.ClusterName, "nodepool-ready", c.clock.Now(), 0)); err != nil {
 		return append(errs, fmt.Errorf("asking for a provisioning pass after NodePools %v became Ready: %w", synced.BecameReady, err))
 	}
 	c.log.Info("nodepools became ready; provisioning pass asked", "nodepools", synced.BecameReady)
