@@ -151,14 +151,9 @@ func (d *dependencies) get() (*provisioning.Provisioner, *lifecycle.Controller, 
 	// What AKSNodeClass status is resolved against (nodepoolstatus).
 	statusOpts := &nodepoolstatus.ClassOptions{DefaultSubnetID: azOpts.SubnetID, NodeResourceGroup: azOpts.ResourceGroup,
 		KubernetesVersion: azOpts.Bootstrap.KubernetesVersion, Versions: kubeVersion.Status, Images: launcher.Images()}
-	var cat *catalog.Catalog
-	if path := d.getenv(EnvCatalogFile); path != "" {
-		cat, err = catalog.Load(path)
-	} else {
-		cat, err = catalog.Default(azOpts.Location)
-	}
+	cat, err := loadCatalog(d.getenv, azOpts.Location)
 	if err != nil {
-		return nil, nil, fmt.Errorf("loading the instance-type catalog: %w", err)
+		return nil, nil, err
 	}
 	gcGrace, err := d.duration(EnvGCGracePeriod, lifecycle.DefaultGCGracePeriod)
 	if err != nil {
@@ -168,11 +163,10 @@ func (d *dependencies) get() (*provisioning.Provisioner, *lifecycle.Controller, 
 	if err != nil {
 		return nil, nil, err
 	}
-	pub, err := bus.FromEnv()
+	pub, err := continuationPublisher()
 	if err != nil {
-		return nil, nil, fmt.Errorf("the Functions send themselves scheduled messages (liveness checks, drain retries): %w", err)
+		return nil, nil, err
 	}
-	pub = telemetry.TracingPublisher(pub) // scheduled messages continue the trace
 	clk := clock.RealClock{}
 	rec := decisionRecorder(d.getenv, d.log)
 	d.provisioner = provisioning.New(provisioning.Options{Kube: kube, Launcher: launcher, Catalog: cat,
@@ -204,6 +198,33 @@ func (d *dependencies) get() (*provisioning.Provisioner, *lifecycle.Controller, 
 	d.pub, d.cluster = pub, azOpts.ClusterName
 	d.built = true
 	return d.provisioner, d.lifecycleController, nil
+}
+
+// loadCatalog is the instance-type catalog: KARPFUNC_CATALOG_FILE, or the
+// embedded one for location.
+func loadCatalog(getenv func(string) string, location string) (*catalog.Catalog, error) {
+	var cat *catalog.Catalog
+	var err error
+	if path := getenv(EnvCatalogFile); path != "" {
+		cat, err = catalog.Load(path)
+	} else {
+		cat, err = catalog.Default(location)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("loading the instance-type catalog: %w", err)
+	}
+	return cat, nil
+}
+
+// continuationPublisher sends the continuations the Functions ask for
+// (liveness checks, drain retries, passes); they continue the trace of
+// the message that asked.
+func continuationPublisher() (bus.Publisher, error) {
+	pub, err := bus.FromEnv()
+	if err != nil {
+		return nil, fmt.Errorf("the Functions send themselves scheduled messages (liveness checks, drain retries): %w", err)
+	}
+	return telemetry.TracingPublisher(pub), nil
 }
 
 // disruptionOptions are the disruption engine's settings.

@@ -40,11 +40,11 @@ func (d *dependencies) nodeChanged(ctx context.Context, c *call) (triggers.Outco
 		return triggers.Outcome{}, err
 	}
 	res, err := lc.NodeChanged(ctx, data.Name)
+	out := res.Outcome // the launch check, when the launch is still under way
 	if err != nil {
-		return triggers.Outcome{}, fmt.Errorf("node %s: %w", data.Name, err)
+		return out, fmt.Errorf("node %s: %w", data.Name, err)
 	}
 	c.log.Printf("node %s: nodeclaim %q launched=%t registered=%t initialized=%t", data.Name, res.NodeClaim, res.Launched, res.Registered, res.Initialized)
-	var out triggers.Outcome
 	if res.Initialized {
 		out.Then(triggers.DisruptionSlot(d.cluster, "initialized", d.now(), initializedSlot))
 	}
@@ -110,7 +110,7 @@ func (d *dependencies) liveness(ctx context.Context, c *call) (triggers.Outcome,
 		return triggers.Outcome{}, fmt.Errorf("liveness of NodeClaim %s: %w", data.Name, err)
 	}
 	c.log.Printf("nodeclaim %s liveness: registered=%t deleted=%t recheck=%v", data.Name, res.Registered, res.Deleted, res.RecheckAt)
-	return triggers.Outcome{}, nil
+	return res.Outcome, nil
 }
 
 func (d *dependencies) launchCheck(ctx context.Context, c *call) (triggers.Outcome, error) {
@@ -124,9 +124,11 @@ func (d *dependencies) launchCheck(ctx context.Context, c *call) (triggers.Outco
 	}
 	res, err := lc.Check(ctx, data.Name, data.UID)
 	if err != nil {
-		return triggers.Outcome{}, fmt.Errorf("launch check of NodeClaim %s: %w", data.Name, err)
+		// The next check goes out also after a failure, as the
+		// controller asked: the launch's state records it.
+		return res.Outcome, fmt.Errorf("launch check of NodeClaim %s: %w", data.Name, err)
 	}
 	c.log.Printf("nodeclaim %s launch check: launched=%t registered=%t initialized=%t next check %v",
 		data.Name, res.Launched, res.Registered, res.Initialized, res.RequeueAt)
-	return triggers.Outcome{}, nil
+	return res.Outcome, nil
 }

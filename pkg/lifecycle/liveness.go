@@ -25,8 +25,11 @@ const (
 // LivenessResult says what a liveness check did.
 type LivenessResult struct {
 	Deleted    bool      // the NodeClaim did not register in time and was deleted
-	RecheckAt  time.Time // the check came early and was scheduled again
+	RecheckAt  time.Time // the check came early and looks again then
 	Registered bool      // nothing to do: the NodeClaim registered
+	// Outcome holds the recheck (triggers.LivenessRecheck) for the caller
+	// to send: the controller does not publish it.
+	Outcome triggers.Outcome
 }
 
 // Liveness is the scheduled check at the end of a NodeClaim's registration
@@ -61,10 +64,8 @@ func (c *Controller) Liveness(ctx context.Context, name, uid string) (LivenessRe
 	}
 	if left > 0 {
 		at := c.clock.Now().Add(left)
-		if err := c.schedule(ctx, triggers.LivenessRecheck(c.cluster, nc.Name, string(nc.UID), at)); err != nil {
-			return LivenessResult{}, err
-		}
-		return LivenessResult{RecheckAt: at}, nil
+		return LivenessResult{RecheckAt: at, Outcome: triggers.Outcome{Continuations: []triggers.Continuation{
+			triggers.LivenessRecheck(c.cluster, nc.Name, string(nc.UID), at)}}}, nil
 	}
 	if err := c.setRegistrationHealth(ctx, nc, false); err != nil {
 		return LivenessResult{}, err
