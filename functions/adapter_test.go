@@ -34,8 +34,8 @@ type testDeps struct {
 	rec  *events.Recorder
 }
 
-func (d testDeps) publisher() bus.Publisher         { return d.pub }
-func (d testDeps) kubeClient() client.Client        { return d.kube }
+func (d testDeps) publisher() bus.Publisher        { return d.pub }
+func (d testDeps) kubeClient() client.Client       { return d.kube }
 func (d testDeps) eventRecorder() *events.Recorder { return d.rec }
 
 // invocation is a Service Bus trigger's invocation carrying ev.
