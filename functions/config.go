@@ -155,11 +155,7 @@ func (d *dependencies) get() (*provisioning.Provisioner, *lifecycle.Controller, 
 	if err != nil {
 		return nil, nil, err
 	}
-	gcGrace, err := d.duration(EnvGCGracePeriod, lifecycle.DefaultGCGracePeriod)
-	if err != nil {
-		return nil, nil, err
-	}
-	checkInterval, err := d.duration(EnvLaunchCheckInterval, provisioning.DefaultLaunchCheckInterval)
+	waits, err := d.waits()
 	if err != nil {
 		return nil, nil, err
 	}
@@ -171,7 +167,7 @@ func (d *dependencies) get() (*provisioning.Provisioner, *lifecycle.Controller, 
 	rec := decisionRecorder(d.getenv, d.log)
 	d.provisioner = provisioning.New(provisioning.Options{Kube: kube, Launcher: launcher, Catalog: cat,
 		ClusterName: azOpts.ClusterName, Clock: clk, Logger: d.log, Publisher: pub, RegistrationTTL: regTTL,
-		LaunchCheckInterval: checkInterval,
+		LaunchCheckInterval: waits.launchCheck,
 		Offerings:           offerings.NewStore(kube, d.getenv(EnvNamespace), "", clk), Namespace: d.getenv(EnvNamespace), Decisions: rec,
 		Status: statusOpts})
 	evictor, err := lifecycle.NewEvictor(restConfig)
@@ -180,10 +176,9 @@ func (d *dependencies) get() (*provisioning.Provisioner, *lifecycle.Controller, 
 	}
 	d.lifecycleController = lifecycle.New(lifecycle.Options{Kube: kube, Deleter: launcher, Evictor: evictor, Clock: clk, Logger: d.log,
 		ClusterName: azOpts.ClusterName, Publisher: pub, RegistrationTTL: regTTL, Launch: d.provisioner, Namespace: d.getenv(EnvNamespace)})
-	d.launcher, d.gcGrace = launcher, gcGrace
-	if d.notice, err = d.duration(EnvSpotNotice, interruption.DefaultNotice); err != nil {
-		return nil, nil, err
-	}
+	d.launcher = launcher
+	d.gcGrace = waits.gcGrace
+	d.notice = waits.notice
 	d.kube, d.recorder = kube, events.NewRecorder(kube, clk)
 	d.interruptionCtrl = interruption.New(interruption.Options{Kube: kube, Lifecycle: d.lifecycleController, Evacuator: d.provisioner,
 		Offerings: offerings.NewStore(kube, d.getenv(EnvNamespace), "", clk), Clock: clk, Logger: d.log,
@@ -245,6 +240,26 @@ func disruptionOptions(getenv func(string) string) (disruption.Options, error) {
 		*s.to = b
 	}
 	return o, nil
+}
+
+// waitSettings are the app settings that say how long to wait.
+type waitSettings struct {
+	gcGrace, launchCheck, notice time.Duration
+}
+
+// waits reads KARPFUNC_GC_GRACE_PERIOD, KARPFUNC_LAUNCH_CHECK_INTERVAL
+// and KARPFUNC_SPOT_NOTICE.
+func (d *dependencies) waits() (waitSettings, error) {
+	var waits waitSettings
+	var err error
+	if waits.gcGrace, err = d.duration(EnvGCGracePeriod, lifecycle.DefaultGCGracePeriod); err != nil {
+		return waits, err
+	}
+	if waits.launchCheck, err = d.duration(EnvLaunchCheckInterval, provisioning.DefaultLaunchCheckInterval); err != nil {
+		return waits, err
+	}
+	waits.notice, err = d.duration(EnvSpotNotice, interruption.DefaultNotice)
+	return waits, err
 }
 
 // duration reads a Go duration app setting, def when unset.

@@ -66,26 +66,29 @@ func TestConstructorIDs(t *testing.T) {
 		{"pod events", PodEvents("c", []string{"n"}, now, now), "disruption/c/pod-events/1796130001300", bus.QueueDisruption, "c", messages.TypeDisruption, time.Time{}},
 		{"disruption validation", DisruptionValidate(cmd, "0123456789abcdef", now, 15*time.Second), "disruption/c/validate/0123456789abcdef/1796130015000", bus.QueueDisruption, "c", messages.TypeDisruptionValidate, now.Add(15 * time.Second)},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			cont := tc.cont
-			if cont.ID() != tc.id || cont.Queue() != tc.queue || cont.Type() != tc.typ || !cont.Due().Equal(tc.due) {
-				t.Errorf("id %q queue %q type %q due %s; want %q %q %q %s", cont.ID(), cont.Queue(), cont.Type(), cont.Due(), tc.id, tc.queue, tc.typ, tc.due)
-			}
-			m, err := cont.Message(Source)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if m.ID != tc.id || m.SessionID != tc.sess || !m.ScheduledEnqueueTime.Equal(tc.due) {
-				t.Errorf("message id %q session %q scheduled %s; want %q %q %s", m.ID, m.SessionID, m.ScheduledEnqueueTime, tc.id, tc.sess, tc.due)
-			}
-			if m.ApplicationProperties[PropertyType] != tc.typ || m.ApplicationProperties[PropertyCluster] != "c" {
-				t.Errorf("properties %v; want type %s and cluster c", m.ApplicationProperties, tc.typ)
-			}
-			ev, err := messages.Decode(m.Body)
-			if err != nil || ev.ID != tc.id || ev.Type != tc.typ || ev.Source != Source {
-				t.Errorf("body: %+v, %v", ev, err)
-			}
-		})
+		t.Run(tc.name, func(t *testing.T) { checkContinuation(t, tc.cont, tc.id, tc.queue, tc.sess, tc.typ, tc.due) })
+	}
+}
+
+// checkContinuation checks cont and the message it encodes to.
+func checkContinuation(t *testing.T, cont Continuation, id, queue, session, typ string, due time.Time) {
+	t.Helper()
+	if cont.ID() != id || cont.Queue() != queue || cont.Type() != typ || !cont.Due().Equal(due) {
+		t.Errorf("id %q queue %q type %q due %s; want %q %q %q %s", cont.ID(), cont.Queue(), cont.Type(), cont.Due(), id, queue, typ, due)
+	}
+	m, err := cont.Message(Source)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.ID != id || m.SessionID != session || !m.ScheduledEnqueueTime.Equal(due) {
+		t.Errorf("message id %q session %q scheduled %s; want %q %q %s", m.ID, m.SessionID, m.ScheduledEnqueueTime, id, session, due)
+	}
+	if m.ApplicationProperties[PropertyType] != typ || m.ApplicationProperties[PropertyCluster] != "c" {
+		t.Errorf("properties %v; want type %s and cluster c", m.ApplicationProperties, typ)
+	}
+	ev, err := messages.Decode(m.Body)
+	if err != nil || ev.ID != id || ev.Type != typ || ev.Source != Source {
+		t.Errorf("body: %+v, %v", ev, err)
 	}
 }
 
