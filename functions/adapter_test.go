@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -23,6 +24,7 @@ import (
 	"github.com/karpfunc/karpfunc/internal/testenv"
 	"github.com/karpfunc/karpfunc/pkg/bus"
 	"github.com/karpfunc/karpfunc/pkg/events"
+	"github.com/karpfunc/karpfunc/pkg/lifecycle"
 	"github.com/karpfunc/karpfunc/pkg/messages"
 	"github.com/karpfunc/karpfunc/pkg/triggers"
 )
@@ -243,5 +245,27 @@ func TestAdapterReportsFailure(t *testing.T) {
 	}
 	if len(warned) != 2 {
 		t.Errorf("warned %v; want the two nodes that exist", warned)
+	}
+}
+
+// Waiting is not failing: a drain blocked by a PDB, a VM delete under way
+// and ARM throttling are waits with a delay; anything else is a failure.
+func TestTerminateRetryAfter(t *testing.T) {
+	const drainRetry = 10 * time.Second
+	for _, tc := range []struct {
+		name    string
+		err     error
+		want    time.Duration
+		waiting bool
+	}{
+		{"VM delete under way", &lifecycle.InstanceDeletePendingError{NodeClaim: "nc", RetryAfter: 3 * time.Second}, 3 * time.Second, true},
+		{"VM delete with no delay named", &lifecycle.InstanceDeletePendingError{NodeClaim: "nc"}, drainRetry, true},
+		{"wrapped", fmt.Errorf("terminating: %w", &lifecycle.InstanceDeletePendingError{RetryAfter: time.Second}), time.Second, true},
+		{"a failure", errors.New("AuthorizationFailed"), 0, false},
+	} {
+		after, waiting := terminateRetryAfter(tc.err, drainRetry)
+		if after != tc.want || waiting != tc.waiting {
+			t.Errorf("%s: %s, waiting=%t; want %s, %t", tc.name, after, waiting, tc.want, tc.waiting)
+		}
 	}
 }

@@ -69,31 +69,38 @@ func (d *dependencies) terminate(ctx context.Context, c *call) (triggers.Outcome
 		c.log.Printf("nodeclaim %s: evicted %d pods, deleted %d, finished=%t, gracePeriodExpired=%t", data.Name, res.Evicted, res.Deleted, res.Finished, res.GracePeriodExpired)
 		return triggers.Outcome{}, nil
 	}
-	retryAfter := terminateRetryAfter(err, lc.DrainRetry())
-	if retryAfter <= 0 {
+	retryAfter, waiting := terminateRetryAfter(err, lc.DrainRetry())
+	if !waiting {
 		return triggers.Outcome{}, fmt.Errorf("terminating NodeClaim %s: %w", data.Name, err)
 	}
 	c.log.Printf("nodeclaim %s: evicted %d, deleted %d pods; waiting", data.Name, res.Evicted, res.Deleted)
 	return triggers.Wait(err, triggers.TerminateRetry(d.cluster, data.Name, data.UID, d.now(), retryAfter)), nil
 }
 
-// terminateRetryAfter is when a Terminate that returned err looks again;
-// zero when err is a failure, not a wait.
-func terminateRetryAfter(err error, drainRetry time.Duration) time.Duration {
+// terminateRetryAfter says whether a Terminate that returned err is
+// waiting rather than failing, and when it looks again (at least
+// drainRetry when the wait names no delay).
+func terminateRetryAfter(err error, drainRetry time.Duration) (time.Duration, bool) {
 	var deleting *lifecycle.InstanceDeletePendingError
+	var after time.Duration
 	switch {
 	case errors.As(err, &deleting):
 		// The VM's delete is under way: look again, never wait on it.
-		return deleting.RetryAfter
+		after = deleting.RetryAfter
 	case lifecycle.IsDrainPending(err):
 		// A PDB's refusal says when to come back (Retry-After); use it,
 		// bounded, rather than a fixed delay that either hammers the API
 		// server or leaves the node draining.
-		return lifecycle.DrainRetryDelay(err, drainRetry)
+		after = lifecycle.DrainRetryDelay(err, drainRetry)
 	case azure.IsThrottled(err):
-		return max(azure.RetryAfter(err), drainRetry)
+		after = max(azure.RetryAfter(err), drainRetry)
+	default:
+		return 0, false
 	}
-	return 0
+	if after <= 0 {
+		after = drainRetry
+	}
+	return after, true
 }
 
 func (d *dependencies) liveness(ctx context.Context, c *call) (triggers.Outcome, error) {
