@@ -92,6 +92,14 @@ func (d *dependencies) kubeClient() client.Client {
 	return d.kube
 }
 
+// publisher sends the continuations once the dependencies are built (nil
+// before).
+func (d *dependencies) publisher() bus.Publisher {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.pub
+}
+
 // eventRecorder writes events once the dependencies are built.
 func (d *dependencies) eventRecorder() *events.Recorder {
 	d.mu.Lock()
@@ -143,33 +151,23 @@ func (d *dependencies) get() (*provisioning.Provisioner, *lifecycle.Controller, 
 	// What AKSNodeClass status is resolved against (nodepoolstatus).
 	statusOpts := &nodepoolstatus.ClassOptions{DefaultSubnetID: azOpts.SubnetID, NodeResourceGroup: azOpts.ResourceGroup,
 		KubernetesVersion: azOpts.Bootstrap.KubernetesVersion, Versions: kubeVersion.Status, Images: launcher.Images()}
-	var cat *catalog.Catalog
-	if path := d.getenv(EnvCatalogFile); path != "" {
-		cat, err = catalog.Load(path)
-	} else {
-		cat, err = catalog.Default(azOpts.Location)
-	}
-	if err != nil {
-		return nil, nil, fmt.Errorf("loading the instance-type catalog: %w", err)
-	}
-	gcGrace, err := d.duration(EnvGCGracePeriod, lifecycle.DefaultGCGracePeriod)
+	cat, err := loadCatalog(d.getenv, azOpts.Location)
 	if err != nil {
 		return nil, nil, err
 	}
-	checkInterval, err := d.duration(EnvLaunchCheckInterval, provisioning.DefaultLaunchCheckInterval)
+	waits, err := d.waits()
 	if err != nil {
 		return nil, nil, err
 	}
-	pub, err := bus.FromEnv()
+	pub, err := continuationPublisher()
 	if err != nil {
-		return nil, nil, fmt.Errorf("the Functions send themselves scheduled messages (liveness checks, drain retries): %w", err)
+		return nil, nil, err
 	}
-	pub = telemetry.TracingPublisher(pub) // scheduled messages continue the trace
 	clk := clock.RealClock{}
 	rec := decisionRecorder(d.getenv, d.log)
 	d.provisioner = provisioning.New(provisioning.Options{Kube: kube, Launcher: launcher, Catalog: cat,
 		ClusterName: azOpts.ClusterName, Clock: clk, Logger: d.log, Publisher: pub, RegistrationTTL: regTTL,
-		LaunchCheckInterval: checkInterval,
+		LaunchCheckInterval: waits.launchCheck,
 		Offerings:           offerings.NewStore(kube, d.getenv(EnvNamespace), "", clk), Namespace: d.getenv(EnvNamespace), Decisions: rec,
 		Status: statusOpts})
 	evictor, err := lifecycle.NewEvictor(restConfig)
@@ -178,10 +176,9 @@ func (d *dependencies) get() (*provisioning.Provisioner, *lifecycle.Controller, 
 	}
 	d.lifecycleController = lifecycle.New(lifecycle.Options{Kube: kube, Deleter: launcher, Evictor: evictor, Clock: clk, Logger: d.log,
 		ClusterName: azOpts.ClusterName, Publisher: pub, RegistrationTTL: regTTL, Launch: d.provisioner, Namespace: d.getenv(EnvNamespace)})
-	d.launcher, d.gcGrace = launcher, gcGrace
-	if d.notice, err = d.duration(EnvSpotNotice, interruption.DefaultNotice); err != nil {
-		return nil, nil, err
-	}
+	d.launcher = launcher
+	d.gcGrace = waits.gcGrace
+	d.notice = waits.notice
 	d.kube, d.recorder = kube, events.NewRecorder(kube, clk)
 	d.interruptionCtrl = interruption.New(interruption.Options{Kube: kube, Lifecycle: d.lifecycleController, Evacuator: d.provisioner,
 		Offerings: offerings.NewStore(kube, d.getenv(EnvNamespace), "", clk), Clock: clk, Logger: d.log,
@@ -196,6 +193,33 @@ func (d *dependencies) get() (*provisioning.Provisioner, *lifecycle.Controller, 
 	d.pub, d.cluster = pub, azOpts.ClusterName
 	d.built = true
 	return d.provisioner, d.lifecycleController, nil
+}
+
+// loadCatalog is the instance-type catalog: KARPFUNC_CATALOG_FILE, or the
+// embedded one for location.
+func loadCatalog(getenv func(string) string, location string) (*catalog.Catalog, error) {
+	var cat *catalog.Catalog
+	var err error
+	if path := getenv(EnvCatalogFile); path != "" {
+		cat, err = catalog.Load(path)
+	} else {
+		cat, err = catalog.Default(location)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("loading the instance-type catalog: %w", err)
+	}
+	return cat, nil
+}
+
+// continuationPublisher sends the continuations the Functions ask for
+// (liveness checks, drain retries, passes); they continue the trace of
+// the message that asked.
+func continuationPublisher() (bus.Publisher, error) {
+	pub, err := bus.FromEnv()
+	if err != nil {
+		return nil, fmt.Errorf("the Functions send themselves scheduled messages (liveness checks, drain retries): %w", err)
+	}
+	return telemetry.TracingPublisher(pub), nil
 }
 
 // disruptionOptions are the disruption engine's settings.
@@ -216,6 +240,26 @@ func disruptionOptions(getenv func(string) string) (disruption.Options, error) {
 		*s.to = b
 	}
 	return o, nil
+}
+
+// waitSettings are the app settings that say how long to wait.
+type waitSettings struct {
+	gcGrace, launchCheck, notice time.Duration
+}
+
+// waits reads KARPFUNC_GC_GRACE_PERIOD, KARPFUNC_LAUNCH_CHECK_INTERVAL
+// and KARPFUNC_SPOT_NOTICE.
+func (d *dependencies) waits() (waitSettings, error) {
+	var waits waitSettings
+	var err error
+	if waits.gcGrace, err = d.duration(EnvGCGracePeriod, lifecycle.DefaultGCGracePeriod); err != nil {
+		return waits, err
+	}
+	if waits.launchCheck, err = d.duration(EnvLaunchCheckInterval, provisioning.DefaultLaunchCheckInterval); err != nil {
+		return waits, err
+	}
+	waits.notice, err = d.duration(EnvSpotNotice, interruption.DefaultNotice)
+	return waits, err
 }
 
 // duration reads a Go duration app setting, def when unset.

@@ -8,7 +8,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
-	"github.com/karpfunc/karpfunc/functions/internal/customhandler"
 	"github.com/karpfunc/karpfunc/pkg/events"
 	"github.com/karpfunc/karpfunc/pkg/messages"
 )
@@ -17,61 +16,97 @@ import (
 // Kubernetes users look. Service Bus dead-letters a message with its own
 // reason (MaxDeliveryCountExceeded, "Message could not be consumed after N
 // delivery attempts."), never the handler's error; so the error goes to
-// the invocation's log (Application Insights) and, when the message names
-// a NodeClaim or Node, into a Warning event on that object.
-func (d *dependencies) reportFailure(ctx context.Context, fn string, inv *customhandler.Invocation, ev messages.CloudEvent, failure error, log *customhandler.Logger) {
-	log.Printf("%s failed on CloudEvent %s (%s), delivery %d: %v", fn, ev.ID, ev.Type, inv.Metadata.DeliveryCount, failure)
-	d.warnOn(ctx, fn, inv, d.namedObject(ctx, ev), failure, log)
-}
-
-// warnOn writes a failed invocation's reason into a Warning event on obj
-// (nil: none), where kubectl describe shows it.
-func (d *dependencies) warnOn(ctx context.Context, fn string, inv *customhandler.Invocation, obj client.Object, failure error, log *customhandler.Logger) {
-	if obj == nil {
-		return
+// the invocation's log (Application Insights) and into a Warning event on
+// each object the message is about (a NodeClaim, a Node, pods), where
+// kubectl describe shows it. Every function reports the same way.
+func reportFailure(ctx context.Context, deps runtimeDeps, c *call, failure error) {
+	c.log.Printf("%s failed on CloudEvent %s (%s), delivery %d: %v", c.fn, c.ev.ID, c.ev.Type, c.inv.Metadata.DeliveryCount, failure)
+	kube, rec := deps.kubeClient(), deps.eventRecorder()
+	if kube == nil || rec == nil {
+		return // the dependencies were never built: nothing to write to
 	}
-	rec := d.eventRecorder()
-	if rec == nil {
-		return
-	}
-	msg := fmt.Sprintf("karpfunc %s failed (delivery %d of message %s): %v", fn, inv.Metadata.DeliveryCount, inv.Metadata.MessageID, failure)
-	if err := rec.Publish(ctx, events.Event{Object: obj, Type: corev1.EventTypeWarning, Reason: events.ReasonHandlerFailed, Message: msg}); err != nil {
-		log.Printf("writing the failure event on %s %s: %v", obj.GetObjectKind().GroupVersionKind().Kind, obj.GetName(), err)
-	}
-}
-
-// namedObject is the NodeClaim or Node a lifecycle message is about, read
-// from the API server; nil when the message names none or it is gone.
-func (d *dependencies) namedObject(ctx context.Context, ev messages.CloudEvent) client.Object {
-	var name string
-	var obj client.Object
-	switch ev.Type {
-	case messages.TypeNodeClaimDeleting, messages.TypeNodeClaimLiveness, messages.TypeNodeClaimLaunch:
-		data, err := messages.DecodeData[messages.NodeClaim](ev)
-		if err != nil {
-			return nil
+	seen := map[string]bool{}
+	for _, obj := range c.subjects {
+		key := fmt.Sprintf("%T/%s/%s", obj, obj.GetNamespace(), obj.GetName())
+		if obj.GetName() == "" || seen[key] || len(seen) == maxFailureSubjects {
+			continue
 		}
-		obj, name = &karpv1.NodeClaim{}, data.Name
-	case messages.TypeNode:
-		data, err := messages.DecodeData[messages.Node](ev)
-		if err != nil {
-			return nil
+		seen[key] = true
+		if err := kube.Get(ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
+			continue // gone, or unreadable: the log has the failure
 		}
-		obj, name = &corev1.Node{}, data.Name
-	default:
-		return nil
+		msg := fmt.Sprintf("karpfunc %s failed (delivery %d of message %s): %v", c.fn, c.inv.Metadata.DeliveryCount, c.inv.Metadata.MessageID, failure)
+		if err := rec.Publish(ctx, events.Event{Object: obj, Type: corev1.EventTypeWarning, Reason: events.ReasonHandlerFailed, Message: msg}); err != nil {
+			c.log.Printf("writing the failure event on %T %s: %v", obj, obj.GetName(), err)
+		}
 	}
-	return d.getObject(ctx, obj, name)
 }
 
-// getObject reads obj named name from the API server; nil when it cannot.
-func (d *dependencies) getObject(ctx context.Context, obj client.Object, name string) client.Object {
-	kube := d.kubeClient()
-	if kube == nil || name == "" {
+// Subjects of the events: the objects they name, with only kind and name
+// set. A payload that does not decode names nothing (its handler refuses
+// it with the reason).
+
+func nodeClaimSubject(ev messages.CloudEvent) []client.Object {
+	data, err := messages.DecodeData[messages.NodeClaim](ev)
+	if err != nil {
 		return nil
 	}
-	if err := kube.Get(ctx, client.ObjectKey{Name: name}, obj); err != nil {
+	return []client.Object{nodeClaimNamed(data.Name)}
+}
+
+func nodeSubject(ev messages.CloudEvent) []client.Object {
+	data, err := messages.DecodeData[messages.Node](ev)
+	if err != nil {
 		return nil
 	}
-	return obj
+	return []client.Object{nodeNamed(data.Name)}
+}
+
+func interruptionSubject(ev messages.CloudEvent) []client.Object {
+	data, err := messages.DecodeData[messages.Interruption](ev)
+	if err != nil {
+		return nil
+	}
+	return []client.Object{nodeNamed(data.Node)}
+}
+
+// podsSubject is the pods a provision batch names (a pass the Functions
+// asked for names none).
+func podsSubject(ev messages.CloudEvent) []client.Object {
+	data, err := messages.DecodeData[messages.Provision](ev)
+	if err != nil {
+		return nil
+	}
+	out := make([]client.Object, 0, min(len(data.Pods), maxFailureSubjects))
+	for _, ref := range data.Pods[:min(len(data.Pods), maxFailureSubjects)] {
+		pod := &corev1.Pod{}
+		pod.Namespace, pod.Name = ref.Namespace, ref.Name
+		out = append(out, pod)
+	}
+	return out
+}
+
+// candidatesSubject is the NodeClaims a disruption command would disrupt.
+func candidatesSubject(ev messages.CloudEvent) []client.Object {
+	data, err := messages.DecodeData[messages.DisruptionCommand](ev)
+	if err != nil {
+		return nil
+	}
+	out := make([]client.Object, 0, len(data.Candidates))
+	for _, ref := range data.Candidates {
+		out = append(out, nodeClaimNamed(ref.Name))
+	}
+	return out
+}
+
+func nodeClaimNamed(name string) client.Object {
+	nc := &karpv1.NodeClaim{}
+	nc.Name = name
+	return nc
+}
+
+func nodeNamed(name string) client.Object {
+	node := &corev1.Node{}
+	node.Name = name
+	return node
 }

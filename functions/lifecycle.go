@@ -6,131 +6,136 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/karpfunc/karpfunc/functions/internal/customhandler"
 	"github.com/karpfunc/karpfunc/pkg/cloudprovider"
 	"github.com/karpfunc/karpfunc/pkg/lifecycle"
 	"github.com/karpfunc/karpfunc/pkg/messages"
+	"github.com/karpfunc/karpfunc/pkg/triggers"
 )
 
-func decodeNodeClaim(ev messages.CloudEvent) (messages.NodeClaim, error) {
-	data, err := messages.DecodeData[messages.NodeClaim](ev)
-	if err != nil {
-		return data, err
-	}
-	if data.Name == "" {
-		return data, messages.NewInvalidError("CloudEvent %s (%s) names no NodeClaim", ev.ID, ev.Type)
-	}
-	return data, nil
-}
-
-// lifecycle handles node and NodeClaim events: registration and
+// lifecycleFunction handles node and NodeClaim events: registration and
 // initialization when a Node joins or turns Ready, termination when a
 // NodeClaim is being deleted, liveness at the end of the registration
 // timeout, and launch checks while a VM is being created.
-func (d *dependencies) lifecycleFunc(ctx context.Context, inv *customhandler.Invocation, log *customhandler.Logger) (err error) {
-	ev, err := decodeEvent(inv)
+func (d *dependencies) lifecycleFunction() function {
+	return function{name: "Lifecycle", decode: decodeEvent, routes: map[string]route{
+		messages.TypeNode:              {d.nodeChanged, nodeSubject},
+		messages.TypeNodeClaimDeleting: {d.terminate, nodeClaimSubject},
+		messages.TypeNodeClaimLiveness: {d.liveness, nodeClaimSubject},
+		messages.TypeNodeClaimLaunch:   {d.launchCheck, nodeClaimSubject},
+	}}
+}
+
+// initializedSlot collects the disruption passes that initialized nodes
+// ask for: new capacity can change disruption's answer (a replacement is
+// ready; pods may now fit elsewhere).
+const initializedSlot = time.Second
+
+func (d *dependencies) nodeChanged(ctx context.Context, c *call) (triggers.Outcome, error) {
+	data, err := messages.DecodeData[messages.Node](c.ev)
 	if err != nil {
-		return err
+		return triggers.Outcome{}, err
 	}
-	defer func() {
-		if err != nil {
-			d.reportFailure(ctx, "Lifecycle", inv, ev, err, log)
-		}
-	}()
-	switch ev.Type {
-	case messages.TypeNode:
-		data, err := messages.DecodeData[messages.Node](ev)
-		if err != nil {
-			return err
-		}
-		if data.Name == "" {
-			return messages.NewInvalidError("CloudEvent %s (%s) names no node", ev.ID, ev.Type)
-		}
-		_, lc, err := d.get()
-		if err != nil {
-			return err
-		}
-		res, err := lc.NodeChanged(ctx, data.Name)
-		if err != nil {
-			return fmt.Errorf("node %s: %w", data.Name, err)
-		}
-		log.Printf("node %s: nodeclaim %q launched=%t registered=%t initialized=%t", data.Name, res.NodeClaim, res.Launched, res.Registered, res.Initialized)
-		if res.Initialized {
-			// New capacity can change disruption's answer (a replacement
-			// is ready; pods may now fit elsewhere).
-			if err := d.askDisruption(ctx, "initialized", time.Second); err != nil {
-				return fmt.Errorf("node %s initialized; asking for a disruption pass: %w", data.Name, err)
-			}
-		}
-	case messages.TypeNodeClaimDeleting:
-		data, err := decodeNodeClaim(ev)
-		if err != nil {
-			return err
-		}
-		_, lc, err := d.get()
-		if err != nil {
-			return err
-		}
-		res, err := lc.Terminate(ctx, data.Name)
-		var retryAfter time.Duration
-		var deleting *lifecycle.InstanceDeletePendingError
-		switch {
-		case errors.As(err, &deleting):
-			// The VM's delete is under way: look again, never wait on it.
-			retryAfter = deleting.RetryAfter
-		case lifecycle.IsDrainPending(err):
-			// A PDB's refusal says when to come back (Retry-After);
-			// use it, bounded, rather than a fixed delay that either
-			// hammers the API server or leaves the node draining.
-			retryAfter = lifecycle.DrainRetryDelay(err, lc.DrainRetry())
-		case cloudprovider.IsThrottled(err):
-			retryAfter = max(cloudprovider.RetryAfter(err), lc.DrainRetry())
-		case err != nil:
-			return fmt.Errorf("terminating NodeClaim %s: %w", data.Name, err)
-		}
-		if retryAfter > 0 {
-			// Waiting is not failing: complete this message and look again
-			// later, so a PDB that blocks for an hour never dead-letters.
-			at, serr := lc.ScheduleTerminate(ctx, data.Name, data.UID, retryAfter)
-			if serr != nil {
-				return fmt.Errorf("terminating NodeClaim %s: %v; scheduling the retry: %w", data.Name, err, serr)
-			}
-			log.Printf("nodeclaim %s: evicted %d, deleted %d pods; %v; looking again at %s", data.Name, res.Evicted, res.Deleted, err, at.Format(time.RFC3339Nano))
-			return nil
-		}
-		log.Printf("nodeclaim %s: evicted %d pods, deleted %d, finished=%t, gracePeriodExpired=%t", data.Name, res.Evicted, res.Deleted, res.Finished, res.GracePeriodExpired)
-	case messages.TypeNodeClaimLiveness:
-		data, err := decodeNodeClaim(ev)
-		if err != nil {
-			return err
-		}
-		_, lc, err := d.get()
-		if err != nil {
-			return err
-		}
-		res, err := lc.Liveness(ctx, data.Name, data.UID)
-		if err != nil {
-			return fmt.Errorf("liveness of NodeClaim %s: %w", data.Name, err)
-		}
-		log.Printf("nodeclaim %s liveness: registered=%t deleted=%t recheck=%v", data.Name, res.Registered, res.Deleted, res.RecheckAt)
-	case messages.TypeNodeClaimLaunch:
-		data, err := decodeNodeClaim(ev)
-		if err != nil {
-			return err
-		}
-		_, lc, err := d.get()
-		if err != nil {
-			return err
-		}
-		res, err := lc.Check(ctx, data.Name, data.UID)
-		if err != nil {
-			return fmt.Errorf("launch check of NodeClaim %s: %w", data.Name, err)
-		}
-		log.Printf("nodeclaim %s launch check: launched=%t registered=%t initialized=%t next check %v",
-			data.Name, res.Launched, res.Registered, res.Initialized, res.RequeueAt)
+	_, lc, err := d.get()
+	if err != nil {
+		return triggers.Outcome{}, err
+	}
+	res, err := lc.NodeChanged(ctx, data.Name)
+	out := res.Outcome // the launch check, when the launch is still under way
+	if err != nil {
+		return out, fmt.Errorf("node %s: %w", data.Name, err)
+	}
+	c.log.Printf("node %s: nodeclaim %q launched=%t registered=%t initialized=%t", data.Name, res.NodeClaim, res.Launched, res.Registered, res.Initialized)
+	if res.Initialized {
+		out.Then(triggers.DisruptionSlot(d.cluster, "initialized", d.now(), initializedSlot))
+	}
+	return out, nil
+}
+
+// terminate drains and deletes a NodeClaim. Waiting is not failing: a
+// drain a PodDisruptionBudget blocks, a VM delete under way or ARM
+// throttling completes this message and looks again later, so a PDB that
+// blocks for an hour never dead-letters.
+func (d *dependencies) terminate(ctx context.Context, c *call) (triggers.Outcome, error) {
+	data, err := messages.DecodeData[messages.NodeClaim](c.ev)
+	if err != nil {
+		return triggers.Outcome{}, err
+	}
+	_, lc, err := d.get()
+	if err != nil {
+		return triggers.Outcome{}, err
+	}
+	res, err := lc.Terminate(ctx, data.Name)
+	if err == nil {
+		c.log.Printf("nodeclaim %s: evicted %d pods, deleted %d, finished=%t, gracePeriodExpired=%t", data.Name, res.Evicted, res.Deleted, res.Finished, res.GracePeriodExpired)
+		return triggers.Outcome{}, nil
+	}
+	retryAfter, waiting := terminateRetryAfter(err, lc.DrainRetry())
+	if !waiting {
+		return triggers.Outcome{}, fmt.Errorf("terminating NodeClaim %s: %w", data.Name, err)
+	}
+	c.log.Printf("nodeclaim %s: evicted %d, deleted %d pods; waiting", data.Name, res.Evicted, res.Deleted)
+	return triggers.Wait(err, triggers.TerminateRetry(d.cluster, data.Name, data.UID, d.now(), retryAfter)), nil
+}
+
+// terminateRetryAfter says whether a Terminate that returned err is
+// waiting rather than failing, and when it looks again (at least
+// drainRetry when the wait names no delay).
+func terminateRetryAfter(err error, drainRetry time.Duration) (time.Duration, bool) {
+	var deleting *lifecycle.InstanceDeletePendingError
+	var after time.Duration
+	switch {
+	case errors.As(err, &deleting):
+		// The VM's delete is under way: look again, never wait on it.
+		after = deleting.RetryAfter
+	case lifecycle.IsDrainPending(err):
+		// A PDB's refusal says when to come back (Retry-After); use it,
+		// bounded, rather than a fixed delay that either hammers the API
+		// server or leaves the node draining.
+		after = lifecycle.DrainRetryDelay(err, drainRetry)
+	case cloudprovider.IsThrottled(err):
+		after = max(cloudprovider.RetryAfter(err), drainRetry)
 	default:
-		return messages.NewInvalidError("Lifecycle got CloudEvent %s of unknown type %q; it handles %s, %s, %s and %s",
-			ev.ID, ev.Type, messages.TypeNode, messages.TypeNodeClaimDeleting, messages.TypeNodeClaimLiveness, messages.TypeNodeClaimLaunch)
+		return 0, false
 	}
-	return nil
+	if after <= 0 {
+		after = drainRetry
+	}
+	return after, true
+}
+
+func (d *dependencies) liveness(ctx context.Context, c *call) (triggers.Outcome, error) {
+	data, err := messages.DecodeData[messages.NodeClaim](c.ev)
+	if err != nil {
+		return triggers.Outcome{}, err
+	}
+	_, lc, err := d.get()
+	if err != nil {
+		return triggers.Outcome{}, err
+	}
+	res, err := lc.Liveness(ctx, data.Name, data.UID)
+	if err != nil {
+		return triggers.Outcome{}, fmt.Errorf("liveness of NodeClaim %s: %w", data.Name, err)
+	}
+	c.log.Printf("nodeclaim %s liveness: registered=%t deleted=%t recheck=%v", data.Name, res.Registered, res.Deleted, res.RecheckAt)
+	return res.Outcome, nil
+}
+
+func (d *dependencies) launchCheck(ctx context.Context, c *call) (triggers.Outcome, error) {
+	data, err := messages.DecodeData[messages.NodeClaim](c.ev)
+	if err != nil {
+		return triggers.Outcome{}, err
+	}
+	_, lc, err := d.get()
+	if err != nil {
+		return triggers.Outcome{}, err
+	}
+	res, err := lc.Check(ctx, data.Name, data.UID)
+	if err != nil {
+		// The next check goes out also after a failure, as the
+		// controller asked: the launch's state records it.
+		return res.Outcome, fmt.Errorf("launch check of NodeClaim %s: %w", data.Name, err)
+	}
+	c.log.Printf("nodeclaim %s launch check: launched=%t registered=%t initialized=%t next check %v",
+		data.Name, res.Launched, res.Registered, res.Initialized, res.RequeueAt)
+	return res.Outcome, nil
 }

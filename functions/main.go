@@ -2,8 +2,10 @@
 // that the Functions host starts and invokes over HTTP, one route per
 // function folder (functions/<Name>/function.json).
 //
-// The functions are thin: they decode the CloudEvent, then call the
-// controllers in pkg/ that hold all the behaviour. Configuration comes from
+// The functions are thin: one adapter (adapter.go) decodes the CloudEvent,
+// dispatches on its type to a handler that calls the controllers in pkg/
+// holding all the behaviour, sends the continuations the handler asks for
+// and reports failures onto the objects concerned. Configuration comes from
 // app settings (environment variables); see config.go.
 package main
 
@@ -27,15 +29,19 @@ func main() {
 	deps := newDependencies(os.Getenv, log)
 	obs := setupTelemetry(os.Getenv, log)
 	srv := customhandler.NewServer(customhandler.ServerOptions{})
-	srv.Register("Provision", customhandler.Handle(obs.instrument("Provision", deps.provisionFunc)))
-	srv.Register("Lifecycle", customhandler.Handle(obs.instrument("Lifecycle", deps.lifecycleFunc)))
-	srv.Register("Sweep", customhandler.Handle(obs.instrument("Sweep", deps.sweepFunc)))
-	srv.Register("Interruption", customhandler.Handle(obs.instrument("Interruption", deps.interruptionFunc)))
-	srv.Register("Disruption", customhandler.Handle(obs.instrument("Disruption", deps.disruptionFunc)))
+	for _, fn := range deps.functions() {
+		srv.Register(fn.name, customhandler.Handle(obs.instrument(fn.name, adapt(fn, deps))))
+	}
 	if err := srv.Run(context.Background()); err != nil {
 		fmt.Fprintln(os.Stderr, "handler:", err)
 		os.Exit(1)
 	}
+}
+
+// functions are the Azure Functions this handler serves, one per folder
+// under functions/ (<Name>/function.json).
+func (d *dependencies) functions() []function {
+	return []function{d.provisionFunction(), d.lifecycleFunction(), d.sweepFunction(), d.interruptionFunction(), d.disruptionFunction()}
 }
 
 func logLevel() slog.Level {

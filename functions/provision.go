@@ -9,57 +9,64 @@ import (
 	"github.com/karpfunc/karpfunc/functions/internal/customhandler"
 	"github.com/karpfunc/karpfunc/pkg/messages"
 	"github.com/karpfunc/karpfunc/pkg/provisioning"
+	"github.com/karpfunc/karpfunc/pkg/triggers"
 )
 
-// provision handles a provision event: place every pending pod. The event
-// only says "look"; the pass reads all pending pods from the API server, so
-// one message serves every batch that raced with it.
-func (d *dependencies) provisionFunc(ctx context.Context, inv *customhandler.Invocation, log *customhandler.Logger) error {
-	ev, err := decodeEvent(inv)
+// provisionFunction handles provision events: place every pending pod. The
+// event only says "look"; the pass reads all pending pods from the API
+// server, so one message serves every batch that raced with it. A failure
+// is reported on the pods the event names.
+func (d *dependencies) provisionFunction() function {
+	return function{name: "Provision", decode: decodeEvent, routes: map[string]route{
+		messages.TypeProvision: {d.provision, podsSubject},
+	}}
+}
+
+func (d *dependencies) provision(ctx context.Context, c *call) (triggers.Outcome, error) {
+	data, err := messages.DecodeData[messages.Provision](c.ev)
 	if err != nil {
-		return err
+		return triggers.Outcome{}, err
 	}
-	if ev.Type != messages.TypeProvision {
-		return messages.NewInvalidError("Provision got CloudEvent %s of type %q; it handles only %s", ev.ID, ev.Type, messages.TypeProvision)
-	}
-	data, err := messages.DecodeData[messages.Provision](ev)
+	prov, _, err := d.get()
 	if err != nil {
-		return err
+		return triggers.Outcome{}, err
 	}
-	p, _, err := d.get()
+	res, err := prov.Provision(ctx)
+	logProvision(c, data, res)
 	if err != nil {
-		return err
+		return triggers.Outcome{}, fmt.Errorf("provision %s: %w", c.ev.ID, err)
 	}
-	res, err := p.Provision(ctx)
-	log.Printf("provision %s (cluster %s, %d pods in event, delivery %d): %s; created %v, launching %v, launched %v, solved in %s",
-		ev.ID, data.Cluster, len(data.Pods), inv.Metadata.DeliveryCount, res.Pods, res.Created, res.Launching, res.Launched, res.SolveDuration)
+	return triggers.Outcome{}, nil
+}
+
+// logProvision writes a pass's result: one line with every pod's outcome,
+// so a pod's history across passes is a grep for its name.
+func logProvision(c *call, data messages.Provision, res provisioning.Result) {
+	id := c.ev.ID
+	c.log.Printf("provision %s (cluster %s, %d pods in event, delivery %d): %s; created %v, launching %v, launched %v, solved in %s",
+		id, data.Cluster, len(data.Pods), c.inv.Metadata.DeliveryCount, res.Pods, res.Created, res.Launching, res.Launched, res.SolveDuration)
 	if len(res.Pods) > 0 {
-		// One line per pass with every pod's outcome: a pod's history
-		// across passes is a grep for its name.
-		var b strings.Builder
-		for _, o := range res.Pods {
-			fmt.Fprintf(&b, " %s=%s", o.Pod, o.Outcome)
-			if o.Target != "" {
-				fmt.Fprintf(&b, ":%s", o.Target)
+		var outcomes strings.Builder
+		for _, pod := range res.Pods {
+			fmt.Fprintf(&outcomes, " %s=%s", pod.Pod, pod.Outcome)
+			if pod.Target != "" {
+				fmt.Fprintf(&outcomes, ":%s", pod.Target)
 			}
 		}
-		log.Printf("provision %s outcomes:%s", ev.ID, b.String())
+		c.log.Printf("provision %s outcomes:%s", id, outcomes.String())
 	}
-	for _, o := range res.Pods {
-		if o.Outcome == provisioning.Deferred {
-			log.Printf("provision %s: pod %s deferred (pending since %s): waits for %s", ev.ID, o.Pod, o.PendingSince.UTC().Format(time.RFC3339), o.Reason)
+	for _, pod := range res.Pods {
+		if pod.Outcome == provisioning.Deferred {
+			c.log.Printf("provision %s: pod %s deferred (pending since %s): waits for %s", id, pod.Pod, pod.PendingSince.UTC().Format(time.RFC3339), pod.Reason)
 		}
 	}
 	if len(res.GaveUp) > 0 || len(res.MarkedUnavailable) > 0 || !res.RetryAt.IsZero() {
-		log.Printf("provision %s: gave up %v (insufficient capacity), marked unavailable %v, next pass at %v",
-			ev.ID, res.GaveUp, res.MarkedUnavailable, res.RetryAt)
+		c.log.Printf("provision %s: gave up %v (insufficient capacity), marked unavailable %v, next pass at %v",
+			id, res.GaveUp, res.MarkedUnavailable, res.RetryAt)
 	}
-	if err != nil {
-		return fmt.Errorf("provision %s: %w", ev.ID, err)
-	}
-	return nil
 }
 
+// decodeEvent reads the CloudEvent a queue trigger delivers.
 func decodeEvent(inv *customhandler.Invocation) (messages.CloudEvent, error) {
 	body, err := inv.Message("msg")
 	if err != nil {

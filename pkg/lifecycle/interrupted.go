@@ -9,7 +9,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
-	"github.com/karpfunc/karpfunc/pkg/messages"
 	"github.com/karpfunc/karpfunc/pkg/triggers"
 )
 
@@ -93,7 +92,7 @@ func (c *Controller) MarkInterrupted(ctx context.Context, nc *karpv1.NodeClaim, 
 
 // RequestTerminate asks the Lifecycle function to terminate nc now, under
 // the same MessageId the relay uses for the NodeClaim's deletion
-// (triggers.DeletingID), so duplicate detection keeps one of the two: one
+// (triggers.NodeClaimDeleting), so duplicate detection keeps one of the two: one
 // drain, driven by one chain of scheduled retries. Without a publisher it
 // runs Terminate in place.
 func (c *Controller) RequestTerminate(ctx context.Context, nc *karpv1.NodeClaim) error {
@@ -104,7 +103,7 @@ func (c *Controller) RequestTerminate(ctx context.Context, nc *karpv1.NodeClaim)
 		}
 		return err
 	}
-	return c.schedule(ctx, messages.TypeNodeClaimDeleting, nc, triggers.DeletingID(string(nc.UID)), c.clock.Now())
+	return c.schedule(ctx, triggers.NodeClaimDeleting(c.cluster, nc.Name, string(nc.UID), c.clock.Now()))
 }
 
 // TaintDisrupted adds karpenter.sh/disrupted:NoSchedule to node, so no new

@@ -11,9 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
-	"github.com/karpfunc/karpfunc/pkg/bus"
 	"github.com/karpfunc/karpfunc/pkg/events"
-	"github.com/karpfunc/karpfunc/pkg/messages"
 	"github.com/karpfunc/karpfunc/pkg/ownership"
 	"github.com/karpfunc/karpfunc/pkg/triggers"
 )
@@ -27,8 +25,11 @@ const (
 // LivenessResult says what a liveness check did.
 type LivenessResult struct {
 	Deleted    bool      // the NodeClaim did not register in time and was deleted
-	RecheckAt  time.Time // the check came early and was scheduled again
+	RecheckAt  time.Time // the check came early and looks again then
 	Registered bool      // nothing to do: the NodeClaim registered
+	// Outcome holds the recheck (triggers.LivenessRecheck) for the caller
+	// to send: the controller does not publish it.
+	Outcome triggers.Outcome
 }
 
 // Liveness is the scheduled check at the end of a NodeClaim's registration
@@ -63,10 +64,8 @@ func (c *Controller) Liveness(ctx context.Context, name, uid string) (LivenessRe
 	}
 	if left > 0 {
 		at := c.clock.Now().Add(left)
-		if err := c.schedule(ctx, messages.TypeNodeClaimLiveness, nc, triggers.RetryID(triggers.LivenessID(string(nc.UID)), at), at); err != nil {
-			return LivenessResult{}, err
-		}
-		return LivenessResult{RecheckAt: at}, nil
+		return LivenessResult{RecheckAt: at, Outcome: triggers.Outcome{Continuations: []triggers.Continuation{
+			triggers.LivenessRecheck(c.cluster, nc.Name, string(nc.UID), at)}}}, nil
 	}
 	if err := c.setRegistrationHealth(ctx, nc, false); err != nil {
 		return LivenessResult{}, err
@@ -117,19 +116,9 @@ func (c *Controller) setRegistrationHealth(ctx context.Context, nc *karpv1.NodeC
 	return fmt.Errorf("writing NodePool %s NodeRegistrationHealthy: still conflicting after 5 attempts", name)
 }
 
-// schedule sends a lifecycle trigger about nc for time at.
-func (c *Controller) schedule(ctx context.Context, typ string, nc *karpv1.NodeClaim, id string, at time.Time) error {
-	if c.pub == nil {
-		return nil
-	}
-	m, err := triggers.NodeClaim(typ, c.cluster, nc.Name, string(nc.UID), id, at)
-	if err != nil {
-		return err
-	}
-	if err := c.pub.Publish(ctx, bus.QueueLifecycle, m); err != nil {
-		return fmt.Errorf("scheduling %s for NodeClaim %s at %s: %w", typ, nc.Name, at.Format(time.RFC3339), err)
-	}
-	return nil
+// schedule sends a lifecycle continuation.
+func (c *Controller) schedule(ctx context.Context, cont triggers.Continuation) error {
+	return triggers.Publish(ctx, c.pub, cont)
 }
 
 func (c *Controller) warn(ctx context.Context, obj client.Object, reason, msg string) {

@@ -15,7 +15,6 @@ import (
 	"github.com/karpfunc/karpfunc/internal/localbus"
 	"github.com/karpfunc/karpfunc/pkg/bus"
 	"github.com/karpfunc/karpfunc/pkg/lifecycle"
-	"github.com/karpfunc/karpfunc/pkg/messages"
 	"github.com/karpfunc/karpfunc/pkg/ownership"
 	"github.com/karpfunc/karpfunc/pkg/triggers"
 )
@@ -46,11 +45,7 @@ func TestLivenessSurvivesAnEarlyCheck(t *testing.T) {
 	}
 	scheduleCheck := func() {
 		t.Helper()
-		m, err := triggers.NodeClaim(messages.TypeNodeClaimLiveness, "test", nc.Name, string(nc.UID), triggers.LivenessID(string(nc.UID)), time.Now())
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := lb.Publish(ctx, bus.QueueLifecycle, m); err != nil {
+		if err := triggers.Publish(ctx, lb, triggers.Liveness("test", nc.Name, string(nc.UID), time.Now())); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -69,6 +64,10 @@ func TestLivenessSurvivesAnEarlyCheck(t *testing.T) {
 		res, err := lc.Liveness(ctx, nc.Name, string(nc.UID))
 		if err != nil {
 			t.Fatalf("%s: Liveness: %v", what, err)
+		}
+		// What the Functions' adapter does with the outcome.
+		if err := triggers.Publish(ctx, lb, res.Outcome.Continuations...); err != nil {
+			t.Fatal(err)
 		}
 		return res
 	}

@@ -28,7 +28,10 @@ type Result struct {
 	Launched    bool      // the NodeClaim is Launched (by this call or before)
 	Registered  bool      // registered by this call
 	Initialized bool      // initialized by this call
-	RequeueAt   time.Time // when the next launch check is scheduled; zero: none
+	RequeueAt   time.Time // when the next launch check is due; zero: none
+	// Outcome holds that launch check (triggers.LaunchCheck) for the
+	// caller to send: the controller does not publish it.
+	Outcome triggers.Outcome
 }
 
 // claim is what the reconcilers of one NodeClaim share in one call.
@@ -49,8 +52,8 @@ type reconciler func(ctx context.Context, cl *claim) (step, error)
 
 // reconcile runs a NodeClaim's reconcilers in order — launch, registration,
 // initialization — each only once the one before holds, and schedules the
-// earliest look any of them asked for: the one place launch checks are
-// scheduled from the Lifecycle function.
+// earliest look any of them asked for in the result's Outcome: the one
+// place launch checks are asked for from the Lifecycle function.
 func (c *Controller) reconcile(ctx context.Context, cl *claim) (Result, error) {
 	var err error
 	for _, r := range []reconciler{c.reconcileLaunch, c.reconcileRegistration, c.reconcileInitialization} {
@@ -64,9 +67,7 @@ func (c *Controller) reconcile(ctx context.Context, cl *claim) (Result, error) {
 		}
 	}
 	if !cl.res.RequeueAt.IsZero() {
-		if serr := triggers.ScheduleLaunchCheck(ctx, c.pub, c.cluster, cl.nc.Name, string(cl.nc.UID), cl.res.RequeueAt); serr != nil && err == nil {
-			err = serr
-		}
+		cl.res.Outcome.Then(triggers.LaunchCheck(c.cluster, cl.nc.Name, string(cl.nc.UID), cl.res.RequeueAt))
 	}
 	return cl.res, err
 }
@@ -138,7 +139,7 @@ func (c *Controller) findNode(ctx context.Context, cl *claim) error {
 
 // Check is the scheduled launch check of NodeClaim name: it reconciles the
 // NodeClaim (launch, then registration and initialization if its Node
-// already joined) and schedules the next check if the launch still runs.
+// already joined) and asks for the next check (Result.Outcome) if the launch still runs.
 // uid guards against a NodeClaim deleted and created again under the name.
 func (c *Controller) Check(ctx context.Context, name, uid string) (Result, error) {
 	nc := &karpv1.NodeClaim{}

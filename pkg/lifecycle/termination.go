@@ -15,12 +15,8 @@ import (
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 	"sigs.k8s.io/karpenter/pkg/scheduling"
 
-	"k8s.io/apimachinery/pkg/types"
-
-	"github.com/karpfunc/karpfunc/pkg/bus"
 	"github.com/karpfunc/karpfunc/pkg/claimnames"
 	"github.com/karpfunc/karpfunc/pkg/events"
-	"github.com/karpfunc/karpfunc/pkg/messages"
 	"github.com/karpfunc/karpfunc/pkg/nodepoolstatus"
 	"github.com/karpfunc/karpfunc/pkg/ownership"
 	"github.com/karpfunc/karpfunc/pkg/triggers"
@@ -273,15 +269,7 @@ func (c *Controller) release(ctx context.Context, nc *karpv1.NodeClaim, res *Ter
 
 // scheduleProvision sends a provisioning pass for after d.
 func (c *Controller) scheduleProvision(ctx context.Context, d time.Duration) error {
-	if c.pub == nil {
-		return nil
-	}
-	at := triggers.Due(c.clock.Now(), d)
-	m, err := triggers.Provision(c.cluster, triggers.RetryID("provision/"+c.cluster+"/after-termination", at), at)
-	if err != nil {
-		return err
-	}
-	return c.pub.Publish(ctx, bus.QueueProvision, m)
+	return triggers.Publish(ctx, c.pub, triggers.ProvisionPass(c.cluster, "after-termination", c.clock.Now(), d))
 }
 
 // ScheduleTerminate asks for Terminate to run again for the NodeClaim
@@ -292,10 +280,8 @@ func (c *Controller) ScheduleTerminate(ctx context.Context, name, uid string, d 
 	if d <= 0 {
 		d = c.drainRetry
 	}
-	at := triggers.Due(c.clock.Now(), d)
-	nc := &karpv1.NodeClaim{}
-	nc.Name, nc.UID = name, types.UID(uid)
-	return at, c.schedule(ctx, messages.TypeNodeClaimDeleting, nc, triggers.RetryID("nodeclaim/"+uid+"/deleting", at), at)
+	retry := triggers.TerminateRetry(c.cluster, name, uid, c.clock.Now(), d)
+	return retry.Due(), c.schedule(ctx, retry)
 }
 
 // DrainRetry is the controller's drain retry delay.

@@ -15,12 +15,10 @@ import (
 	"sigs.k8s.io/karpenter/pkg/utils/resources"
 
 	"github.com/karpfunc/karpfunc/pkg/apis/v1beta1"
-	"github.com/karpfunc/karpfunc/pkg/bus"
 	"github.com/karpfunc/karpfunc/pkg/catalog"
 	"github.com/karpfunc/karpfunc/pkg/cloudprovider"
 	"github.com/karpfunc/karpfunc/pkg/decisions"
 	"github.com/karpfunc/karpfunc/pkg/events"
-	"github.com/karpfunc/karpfunc/pkg/messages"
 	"github.com/karpfunc/karpfunc/pkg/nodepoolstatus"
 	"github.com/karpfunc/karpfunc/pkg/offerings"
 	"github.com/karpfunc/karpfunc/pkg/triggers"
@@ -138,7 +136,7 @@ func launchStalled(nc *karpv1.NodeClaim, now time.Time) bool {
 }
 
 func (p *Provisioner) scheduleLaunchCheck(ctx context.Context, nc *karpv1.NodeClaim, at time.Time) error {
-	return triggers.ScheduleLaunchCheck(ctx, p.publisher, p.clusterName, nc.Name, string(nc.UID), at)
+	return triggers.Publish(ctx, p.publisher, triggers.LaunchCheck(p.clusterName, nc.Name, string(nc.UID), at))
 }
 
 // launch is one reconcile of one NodeClaim's launch.
@@ -559,18 +557,7 @@ func (p *Provisioner) launchRequest(nc *karpv1.NodeClaim, spec v1beta1.AKSNodeCl
 }
 
 func (p *Provisioner) scheduleLiveness(ctx context.Context, nc *karpv1.NodeClaim) error {
-	if p.publisher == nil {
-		return nil
-	}
-	at := p.clock.Now().Add(p.regTTL)
-	m, err := triggers.NodeClaim(messages.TypeNodeClaimLiveness, p.clusterName, nc.Name, string(nc.UID), triggers.LivenessID(string(nc.UID)), at)
-	if err != nil {
-		return err
-	}
-	if err := p.publisher.Publish(ctx, bus.QueueLifecycle, m); err != nil {
-		return fmt.Errorf("scheduling the liveness check of NodeClaim %s: %w", nc.Name, err)
-	}
-	return nil
+	return triggers.Publish(ctx, p.publisher, triggers.Liveness(p.clusterName, nc.Name, string(nc.UID), p.clock.Now().Add(p.regTTL)))
 }
 
 func (p *Provisioner) warn(ctx context.Context, obj client.Object, reason, msg string) {

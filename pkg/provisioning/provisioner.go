@@ -469,15 +469,11 @@ func (p *Provisioner) scheduleProvision(ctx context.Context, d time.Duration) (t
 	if p.publisher == nil {
 		return time.Time{}, nil
 	}
-	at := triggers.Due(p.clock.Now(), d)
-	m, err := triggers.Provision(p.clusterName, triggers.RetryID("provision/"+p.clusterName, at), at)
-	if err != nil {
+	pass := triggers.ProvisionPass(p.clusterName, "", p.clock.Now(), d)
+	if err := triggers.Publish(ctx, p.publisher, pass); err != nil {
 		return time.Time{}, err
 	}
-	if err := p.publisher.Publish(ctx, bus.QueueProvision, m); err != nil {
-		return time.Time{}, fmt.Errorf("scheduling a provisioning pass at %s: %w", at.Format(time.RFC3339), err)
-	}
-	return at, nil
+	return pass.Due(), nil
 }
 
 // IsProvisionable reports whether a pod is waiting for capacity: not bound,

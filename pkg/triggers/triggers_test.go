@@ -48,7 +48,7 @@ func TestRetryChainsConverge(t *testing.T) {
 				now = at.Add(latency)
 				at = Due(now, d)
 			}
-			next[RetryID("nodeclaim/u/deleting", at)] = true
+			next[TerminateRetry("c", "nc", "u", now, d).ID()] = true
 		}
 		if len(next) != 1 {
 			t.Errorf("invocation latency %s: chains started within %s of each other are still %d chains: %v", latency, 2*d, len(next), next)
@@ -60,19 +60,24 @@ func TestRetryChainsConverge(t *testing.T) {
 func TestDisruptionSlotID(t *testing.T) {
 	const slot = 5 * time.Second
 	base := time.Date(2026, 12, 1, 13, 0, 0, 0, time.UTC)
-	first := DisruptionSlotID("c", "pods-gone", base.Add(100*time.Millisecond), slot)
+	first := DisruptionSlot("c", "pods-gone", base.Add(100*time.Millisecond), slot)
 	for _, off := range []time.Duration{0, time.Second, 4900 * time.Millisecond} {
-		if got := DisruptionSlotID("c", "pods-gone", base.Add(off), slot); got != first {
-			t.Errorf("ask at +%s: id %s; want the slot's %s", off, got, first)
+		if got := DisruptionSlot("c", "pods-gone", base.Add(off), slot).ID(); got != first.ID() {
+			t.Errorf("ask at +%s: id %s; want the slot's %s", off, got, first.ID())
 		}
 	}
-	if got := DisruptionSlotID("c", "pods-gone", base.Add(slot), slot); got == first {
+	if got := DisruptionSlot("c", "pods-gone", base.Add(slot), slot).ID(); got == first.ID() {
 		t.Errorf("ask in the next slot reused id %s", got)
 	}
-	if got := DisruptionSlotID("c", "spec-changed", base, slot); got == first {
+	if got := DisruptionSlot("c", "spec-changed", base, slot).ID(); got == first.ID() {
 		t.Errorf("another cause reused id %s", got)
 	}
-	m, err := Disruption("c", first, "pods-gone", Due(base, slot))
+	// A pass the Disruption controller schedules for the slot's end is
+	// the same message as the slot's asks.
+	if got := DisruptionPass("c", "pods-gone", Due(base, slot)).ID(); got != first.ID() {
+		t.Errorf("pass scheduled at the slot's end has id %s; want the slot's %s", got, first.ID())
+	}
+	m, err := first.Message(Source)
 	if err != nil {
 		t.Fatal(err)
 	}

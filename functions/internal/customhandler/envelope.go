@@ -137,38 +137,60 @@ func (inv *Invocation) Timer(binding string) (TimerInfo, error) {
 		return TimerInfo{}, messages.NewInvalidError("timer binding %q: %v", binding, err)
 	}
 	var ti TimerInfo
-	if s, ok := lookup(obj, "Schedule"); ok && !isNull(s) {
-		so, err := objectLenient(s)
-		if err != nil {
-			return ti, messages.NewInvalidError("timer binding %q: Schedule: %v", binding, err)
-		}
-		if v, ok := lookup(so, "AdjustForDST"); ok {
-			if ti.Schedule.AdjustForDST, err = boolLenient(v); err != nil {
-				return ti, messages.NewInvalidError("timer binding %q: Schedule.AdjustForDST: %v", binding, err)
-			}
-		}
+	if ti.Schedule.AdjustForDST, err = timerSchedule(obj); err != nil {
+		return ti, messages.NewInvalidError("timer binding %q: %v", binding, err)
 	}
 	if v, ok := lookup(obj, "IsPastDue"); ok {
 		if ti.IsPastDue, err = boolLenient(v); err != nil {
 			return ti, messages.NewInvalidError("timer binding %q: IsPastDue: %v", binding, err)
 		}
 	}
-	if s, ok := lookup(obj, "ScheduleStatus"); ok && !isNull(s) {
-		so, err := objectLenient(s)
-		if err != nil {
-			return ti, messages.NewInvalidError("timer binding %q: ScheduleStatus: %v", binding, err)
-		}
-		st := &ScheduleStatus{}
-		for name, dst := range map[string]*time.Time{"Last": &st.Last, "Next": &st.Next, "LastUpdated": &st.LastUpdated} {
-			if v, ok := lookup(so, name); ok {
-				if *dst, err = timeLenient(v); err != nil {
-					return ti, messages.NewInvalidError("timer binding %q: ScheduleStatus.%s: %v", binding, name, err)
-				}
-			}
-		}
-		ti.ScheduleStatus = st
+	if ti.ScheduleStatus, err = scheduleStatus(obj); err != nil {
+		return ti, messages.NewInvalidError("timer binding %q: %v", binding, err)
 	}
 	return ti, nil
+}
+
+// timerSchedule reads Schedule.AdjustForDST (false when absent).
+func timerSchedule(obj map[string]json.RawMessage) (bool, error) {
+	raw, ok := lookup(obj, "Schedule")
+	if !ok || isNull(raw) {
+		return false, nil
+	}
+	schedule, err := objectLenient(raw)
+	if err != nil {
+		return false, fmt.Errorf("Schedule: %w", err)
+	}
+	v, ok := lookup(schedule, "AdjustForDST")
+	if !ok {
+		return false, nil
+	}
+	adjust, err := boolLenient(v)
+	if err != nil {
+		return false, fmt.Errorf("Schedule.AdjustForDST: %w", err)
+	}
+	return adjust, nil
+}
+
+// scheduleStatus reads ScheduleStatus (nil when absent or null).
+func scheduleStatus(obj map[string]json.RawMessage) (*ScheduleStatus, error) {
+	raw, ok := lookup(obj, "ScheduleStatus")
+	if !ok || isNull(raw) {
+		return nil, nil
+	}
+	fields, err := objectLenient(raw)
+	if err != nil {
+		return nil, fmt.Errorf("ScheduleStatus: %w", err)
+	}
+	status := &ScheduleStatus{}
+	for name, dst := range map[string]*time.Time{"Last": &status.Last, "Next": &status.Next, "LastUpdated": &status.LastUpdated} {
+		if v, ok := lookup(fields, name); ok {
+			if *dst, err = timeLenient(v); err != nil {
+				return nil, fmt.Errorf("ScheduleStatus.%s: %w", name, err)
+			}
+		}
+	}
+	return status, nil
 }
 
 // SetOutput sets the value of output binding name in the response.

@@ -195,7 +195,9 @@ func TestTimer(t *testing.T) {
 	if inv.Metadata.Sys.MethodName != "Sweep" {
 		t.Errorf("MethodName = %q", inv.Metadata.Sys.MethodName)
 	}
+}
 
+func TestTimerLenient(t *testing.T) {
 	tests := []struct {
 		name, data, wantErr string
 		wantNilStatus       bool

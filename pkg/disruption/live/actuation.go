@@ -12,13 +12,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
-	"github.com/karpfunc/karpfunc/pkg/bus"
 	"github.com/karpfunc/karpfunc/pkg/catalog"
 	"github.com/karpfunc/karpfunc/pkg/decisions"
 	"github.com/karpfunc/karpfunc/pkg/disruption"
 	"github.com/karpfunc/karpfunc/pkg/events"
 	"github.com/karpfunc/karpfunc/pkg/lifecycle"
-	"github.com/karpfunc/karpfunc/pkg/messages"
 	"github.com/karpfunc/karpfunc/pkg/ownership"
 	"github.com/karpfunc/karpfunc/pkg/snapshot"
 	"github.com/karpfunc/karpfunc/pkg/triggers"
@@ -125,11 +123,7 @@ func (c *Controller) taint(ctx context.Context, node *corev1.Node) error {
 // announces the deletion too, under the same MessageId: whichever arrives
 // first starts the drain, the other is dropped.
 func (c *Controller) announceDeletion(ctx context.Context, nc *karpv1.NodeClaim) error {
-	msg, err := triggers.NodeClaim(messages.TypeNodeClaimDeleting, c.opts.ClusterName, nc.Name, string(nc.UID), triggers.DeletingID(string(nc.UID)), c.clock.Now())
-	if err != nil {
-		return err
-	}
-	if err := c.opts.Publisher.Publish(ctx, bus.QueueLifecycle, msg); err != nil {
+	if err := triggers.Publish(ctx, c.opts.Publisher, triggers.NodeClaimDeleting(c.opts.ClusterName, nc.Name, string(nc.UID), c.clock.Now())); err != nil {
 		c.log.Warn("announcing the deletion to Lifecycle (the relay will)", "nodeclaim", nc.Name, "error", err)
 	}
 	return nil

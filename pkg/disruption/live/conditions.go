@@ -11,7 +11,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
-	"github.com/karpfunc/karpfunc/pkg/bus"
 	"github.com/karpfunc/karpfunc/pkg/disruption"
 	"github.com/karpfunc/karpfunc/pkg/lifecycle"
 	"github.com/karpfunc/karpfunc/pkg/nodepoolstatus"
@@ -136,12 +135,7 @@ func (c *Controller) syncStatus(ctx context.Context, snap *snapshot.Cluster) []e
 	if len(synced.BecameReady) == 0 {
 		return errs
 	}
-	now := c.clock.Now()
-	msg, err := triggers.Provision(c.opts.ClusterName, triggers.RetryID("provision/"+c.opts.ClusterName+"/nodepool-ready", now), now)
-	if err == nil {
-		err = c.opts.Publisher.Publish(ctx, bus.QueueProvision, msg)
-	}
-	if err != nil {
+	if err := triggers.Publish(ctx, c.opts.Publisher, triggers.ProvisionPass(c.opts.ClusterName, "nodepool-ready", c.clock.Now(), 0)); err != nil {
 		return append(errs, fmt.Errorf("asking for a provisioning pass after NodePools %v became Ready: %w", synced.BecameReady, err))
 	}
 	c.log.Info("nodepools became ready; provisioning pass asked", "nodepools", synced.BecameReady)

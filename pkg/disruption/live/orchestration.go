@@ -12,7 +12,6 @@ import (
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
 	"github.com/karpfunc/karpfunc/pkg/apis"
-	"github.com/karpfunc/karpfunc/pkg/bus"
 	"github.com/karpfunc/karpfunc/pkg/disruption"
 	"github.com/karpfunc/karpfunc/pkg/messages"
 	"github.com/karpfunc/karpfunc/pkg/snapshot"
@@ -68,15 +67,11 @@ func (c *Controller) Validate(ctx context.Context, msg messages.DisruptionComman
 // scheduleValidation sends cmd's validation message, due ValidationDelay
 // from now, and marks its candidates as awaiting it.
 func (c *Controller) scheduleValidation(ctx context.Context, cmd *disruption.Command, now time.Time) (time.Time, error) {
-	at := now.Add(c.opts.ValidationDelay)
 	// One validation per command per slot: two passes that decide the
-	// same command collapse into one.
-	id := fmt.Sprintf("disruption/%s/validate/%s/%d", c.opts.ClusterName, commandID(cmd), triggers.Due(now, c.opts.ValidationDelay).UnixMilli())
-	msg, err := triggers.DisruptionValidate(id, validationMessage(c.opts.ClusterName, cmd, now), at)
-	if err != nil {
-		return time.Time{}, err
-	}
-	if err := c.opts.Publisher.Publish(ctx, bus.QueueDisruption, msg); err != nil {
+	// same command collapse into one (the constructor's message ID).
+	validation := triggers.DisruptionValidate(validationMessage(c.opts.ClusterName, cmd, now), commandID(cmd), now, c.opts.ValidationDelay)
+	at := validation.Due()
+	if err := triggers.Publish(ctx, c.opts.Publisher, validation); err != nil {
 		return time.Time{}, fmt.Errorf("scheduling the validation of %s: %w", cmd, err)
 	}
 	candidates := make([]*karpv1.NodeClaim, len(cmd.Candidates))
@@ -126,12 +121,7 @@ func validating(snap *snapshot.Cluster, now time.Time) string {
 }
 
 func (c *Controller) schedulePass(ctx context.Context, cause string, at time.Time) error {
-	id := fmt.Sprintf("disruption/%s/%s/%d", c.opts.ClusterName, cause, at.UnixMilli())
-	msg, err := triggers.Disruption(c.opts.ClusterName, id, cause, at)
-	if err != nil {
-		return err
-	}
-	if err := c.opts.Publisher.Publish(ctx, bus.QueueDisruption, msg); err != nil {
+	if err := triggers.Publish(ctx, c.opts.Publisher, triggers.DisruptionPass(c.opts.ClusterName, cause, at)); err != nil {
 		return fmt.Errorf("scheduling a disruption pass at %s: %w", at.Format(time.RFC3339), err)
 	}
 	return nil

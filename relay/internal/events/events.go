@@ -1,17 +1,15 @@
 // Package events turns what the relay saw into bus messages: a CloudEvent
-// body plus the Service Bus properties the consumers rely on. The message IDs
-// are derived from the observed objects only, never from time or randomness,
-// so a relay that restarts and re-lists the cluster produces the same IDs and
-// Service Bus duplicate detection swallows the repeats.
+// body plus the Service Bus properties the consumers rely on, built by the
+// constructors of pkg/triggers (which own every message's queue, session
+// and ID). The message IDs are derived from the observed objects only,
+// never from time or randomness, so a relay that restarts and re-lists the
+// cluster produces the same IDs and Service Bus duplicate detection
+// swallows the repeats.
 package events
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"strconv"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -25,13 +23,13 @@ import (
 // MaxPodsPerMessage bounds a provision event: an ObjectRef is ~150 bytes of
 // JSON, so 500 stay well inside Service Bus Standard's 256 KB message limit.
 // A bigger window is split into several events.
-const MaxPodsPerMessage = 500
+const MaxPodsPerMessage = triggers.MaxPodsPerMessage
 
 // Application property names set on every message, so a consumer or an
 // operator browsing a queue can route and filter without decoding the body.
 const (
-	PropertyType    = "type"
-	PropertyCluster = "cluster"
+	PropertyType    = triggers.PropertyType
+	PropertyCluster = triggers.PropertyCluster
 )
 
 // Builder builds the relay's messages for one cluster.
@@ -59,14 +57,15 @@ func (b Builder) source() string {
 	if b.Source != "" {
 		return b.Source
 	}
-	return "/karpfunc/relay/" + b.Cluster
+	return triggers.RelaySource(b.Cluster)
 }
 
 // Provision builds the provision events for one closed batch window. pods must
 // be sorted (batcher.Sort); the ID of each event hashes its pods' UID and
 // resourceVersion, so the same window observed twice is one message.
 func (b Builder) Provision(pods []messages.ObjectRef, now time.Time) ([]bus.Message, error) {
-	return b.provision(pods, now, "provision/")
+	conts, err := triggers.ProvisionPods(b.Cluster, pods, now)
+	return b.messages(conts, err)
 }
 
 // ProvisionResync builds the periodic safety-net events for pods that are
@@ -75,32 +74,17 @@ func (b Builder) Provision(pods []messages.ObjectRef, now time.Time) ([]bus.Mess
 // period (now truncated to period): repeats within a period collapse, each new
 // period triggers again.
 func (b Builder) ProvisionResync(pods []messages.ObjectRef, now time.Time, period time.Duration) ([]bus.Message, error) {
-	if period <= 0 {
-		return nil, fmt.Errorf("events: resync period must be positive, got %s", period)
-	}
-	epoch := now.UTC().Truncate(period).Unix()
-	return b.provision(pods, now, "provision/resync/"+strconv.FormatInt(epoch, 10)+"/")
+	conts, err := triggers.ProvisionResync(b.Cluster, pods, now, period)
+	return b.messages(conts, err)
 }
 
-func (b Builder) provision(pods []messages.ObjectRef, now time.Time, prefix string) ([]bus.Message, error) {
-	if len(pods) == 0 {
-		return nil, errors.New("events: provision event without pods")
+func (b Builder) messages(conts []triggers.Continuation, err error) ([]bus.Message, error) {
+	if err != nil {
+		return nil, fmt.Errorf("events: %w", err)
 	}
-	var out []bus.Message
-	for start := 0; start < len(pods); start += MaxPodsPerMessage {
-		chunk := pods[start:min(start+MaxPodsPerMessage, len(pods))]
-		h := sha256.New()
-		for _, p := range chunk {
-			if p.UID == "" || p.Name == "" {
-				return nil, fmt.Errorf("events: pod reference %s/%s (uid %q) lacks a name or UID", p.Namespace, p.Name, p.UID)
-			}
-			fmt.Fprintf(h, "%s:%s\n", p.UID, p.ResourceVersion)
-		}
-		// 32 hex characters (128 bits) keep the ID short and collision-free in practice.
-		id := prefix + hex.EncodeToString(h.Sum(nil))[:32]
-		subject := fmt.Sprintf("%d pods", len(chunk))
-		m, err := b.message(bus.QueueProvision, id, b.Cluster, messages.TypeProvision, subject, now,
-			messages.Provision{Cluster: b.Cluster, Pods: chunk})
+	out := make([]bus.Message, 0, len(conts))
+	for _, cont := range conts {
+		m, err := b.message(cont, nil)
 		if err != nil {
 			return nil, err
 		}
@@ -130,13 +114,9 @@ func (b Builder) Node(n *corev1.Node, now time.Time) (bus.Message, error) {
 		return bus.Message{}, fmt.Errorf("events: node %q (uid %q) lacks a name or UID", n.Name, n.UID)
 	}
 	ready, since := NodeReady(n)
-	id := fmt.Sprintf("node/%s/ready=%t", n.UID, ready)
-	if !since.IsZero() {
-		id += "/" + strconv.FormatInt(since.Unix(), 10)
-	}
-	return b.message(bus.QueueLifecycle, id, "", messages.TypeNode, n.Name, now, messages.Node{
+	return b.message(triggers.NodeChanged(messages.Node{
 		Cluster: b.Cluster, Name: n.Name, UID: string(n.UID), ProviderID: n.Spec.ProviderID, Ready: ready,
-	})
+	}, since.Time, now))
 }
 
 // NodeClaimDeleting builds the event for a NodeClaim that has a deletion
@@ -149,8 +129,7 @@ func (b Builder) NodeClaimDeleting(nc metav1.Object, now time.Time) (bus.Message
 	if nc.GetDeletionTimestamp() == nil {
 		return bus.Message{}, fmt.Errorf("events: nodeclaim %s is not being deleted", nc.GetName())
 	}
-	return b.message(bus.QueueLifecycle, triggers.DeletingID(string(nc.GetUID())), "", messages.TypeNodeClaimDeleting,
-		nc.GetName(), now, messages.NodeClaim{Cluster: b.Cluster, Name: nc.GetName(), UID: string(nc.GetUID())})
+	return b.message(triggers.NodeClaimDeleting(b.Cluster, nc.GetName(), string(nc.GetUID()), now), nil)
 }
 
 // Disruption builds the "look again" event for the Disruption function:
@@ -158,23 +137,14 @@ func (b Builder) NodeClaimDeleting(nc metav1.Object, now time.Time) (bus.Message
 // event of one cause in one slot of length slot has the same ID and is
 // delivered at the slot's end, so a burst of pod deletions is one pass.
 func (b Builder) Disruption(cause string, now time.Time, slot time.Duration) (bus.Message, error) {
-	m, err := b.message(bus.QueueDisruption, triggers.DisruptionSlotID(b.Cluster, cause, now, slot), b.Cluster, messages.TypeDisruption,
-		cause, now, messages.Disruption{Cluster: b.Cluster, Cause: cause})
-	if err != nil {
-		return m, err
-	}
-	m.ScheduledEnqueueTime = triggers.Due(now, slot).UTC()
-	return m, nil
+	return b.message(triggers.DisruptionSlot(b.Cluster, cause, now, slot), nil)
 }
 
 // PodEvents builds the Disruption event for pod events on nodes (sorted)
 // up to at, flushed at now (the relay flushes once per slot, so the events
 // of a slot are one message).
 func (b Builder) PodEvents(nodes []string, at, now time.Time) (bus.Message, error) {
-	const cause = "pod-events"
-	id := fmt.Sprintf("disruption/%s/%s/%d", b.Cluster, cause, now.UnixMilli())
-	return b.message(bus.QueueDisruption, id, b.Cluster, messages.TypeDisruption,
-		cause, now, messages.Disruption{Cluster: b.Cluster, Cause: cause, Nodes: nodes, PodEventTime: at.UTC()})
+	return b.message(triggers.PodEvents(b.Cluster, nodes, at, now), nil)
 }
 
 // PreemptionScheduled is the node condition AKS's node-problem-detector sets
@@ -205,31 +175,22 @@ func (b Builder) Interruption(n *corev1.Node, now time.Time) (bus.Message, error
 	if !ok {
 		return bus.Message{}, fmt.Errorf("events: node %s has no PreemptionScheduled=True condition", n.Name)
 	}
-	sum := sha256.Sum256([]byte(c.Message))
-	id := fmt.Sprintf("node/%s/preemption/%d/%s", n.UID, c.LastTransitionTime.Unix(), hex.EncodeToString(sum[:])[:8])
-	return b.message(bus.QueueInterruption, id, "", messages.TypeInterruption, n.Name, now, messages.Interruption{
+	return b.message(triggers.Interruption(messages.Interruption{
 		Cluster: b.Cluster, Node: n.Name, UID: string(n.UID), ProviderID: n.Spec.ProviderID,
 		Reason: c.Reason, Message: c.Message, Since: c.LastTransitionTime.UTC(),
-	})
+	}, now))
 }
 
-func (b Builder) message(queue, id, session, typ, subject string, now time.Time, data any) (bus.Message, error) {
+// message encodes cont from the relay's source; err is the constructor's.
+func (b Builder) message(cont triggers.Continuation, err error) (bus.Message, error) {
+	if err != nil {
+		return bus.Message{}, fmt.Errorf("events: %w", err)
+	}
 	if b.Cluster == "" {
 		return bus.Message{}, errors.New("events: builder has no cluster name")
 	}
-	ev, err := messages.New(id, b.source(), typ, subject, now, data)
+	m, err := cont.Message(b.source())
 	if err != nil {
-		return bus.Message{}, err
-	}
-	body, err := json.Marshal(ev)
-	if err != nil {
-		return bus.Message{}, fmt.Errorf("events: encoding %s %s: %w", typ, id, err)
-	}
-	m := bus.Message{
-		ID: id, SessionID: session, ContentType: messages.ContentType, Body: body,
-		ApplicationProperties: map[string]any{PropertyType: typ, PropertyCluster: b.Cluster},
-	}
-	if err := bus.ValidateMessages(queue, []bus.Message{m}); err != nil {
 		return bus.Message{}, fmt.Errorf("events: %w", err)
 	}
 	return m, nil
