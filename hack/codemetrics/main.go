@@ -232,13 +232,7 @@ func countLocals(body *ast.BlockStmt, sum *totals) {
 	ast.Inspect(body, func(node ast.Node) bool {
 		switch stmt := node.(type) {
 		case *ast.AssignStmt:
-			if stmt.Tok == token.DEFINE {
-				for _, lhs := range stmt.Lhs {
-					if ident, ok := lhs.(*ast.Ident); ok && isNewDefinition(ident) {
-						declare(ident)
-					}
-				}
-			}
+			declare(definedNames(stmt)...)
 		case *ast.RangeStmt:
 			if stmt.Tok == token.DEFINE {
 				key, _ := stmt.Key.(*ast.Ident)
@@ -254,6 +248,20 @@ func countLocals(body *ast.BlockStmt, sum *totals) {
 		}
 		return true
 	})
+}
+
+// definedNames are the names a := statement newly declares.
+func definedNames(stmt *ast.AssignStmt) []*ast.Ident {
+	if stmt.Tok != token.DEFINE {
+		return nil
+	}
+	var names []*ast.Ident
+	for _, lhs := range stmt.Lhs {
+		if ident, ok := lhs.(*ast.Ident); ok && isNewDefinition(ident) {
+			names = append(names, ident)
+		}
+	}
+	return names
 }
 
 // isNewDefinition reports whether an identifier on the left of := declares a
