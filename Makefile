@@ -8,7 +8,7 @@ PACKAGE_GOARCH ?= amd64
 # The relay image's tag: the chart's appVersion.
 RELAY_VERSION := $(shell sed -n 's/^appVersion: *"\{0,1\}\([^"]*\)"\{0,1\}/\1/p' relay/chart/Chart.yaml)
 
-.PHONY: all tools build demo test unit e2e soak bench package image generate vet clean
+.PHONY: all tools build demo test lint unit e2e soak bench package image generate vet clean
 
 all: build
 
@@ -28,10 +28,14 @@ build:
 demo: tools build
 	$(BIN)/karpfunc demo
 
-## test: unit tests and the end-to-end tests on a real local control plane
-test: tools
-	$(GO) vet ./...
+## test: the lint gate, unit tests and the end-to-end tests on a real local control plane
+test: tools lint
 	$(GO) test -count=1 -timeout 40m ./...
+
+## lint: go vet over everything, golangci-lint (.golangci.yml: gocyclo, unparam, errorlint, revive) over production code
+lint: tools
+	$(GO) vet ./...
+	$(BIN)/golangci-lint run ./...
 
 unit:
 	$(GO) test -count=1 -short ./pkg/... ./functions/... ./relay/... ./infra/... ./hack/...

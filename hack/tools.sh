@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the local control plane (etcd, kube-apiserver, kube-controller-manager,
-# kube-scheduler) and kwok from their official Go modules, never from a release
-# download. Binaries are kept in a per-user cache keyed by version, so a fresh
+# kube-scheduler), kwok and golangci-lint from their official Go modules, never
+# from a release download. Binaries are kept in a per-user cache keyed by version, so a fresh
 # clone (CI's, for one) reuses them; bin/ gets symlinks into that cache.
 #
 #   hack/tools.sh            build what is missing, link into bin/
@@ -12,6 +12,7 @@ ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 K8S_VERSION="v1.37.2"
 ETCD_VERSION="v3.7.0"
 KWOK_VERSION="v0.7.0"
+GOLANGCI_LINT_VERSION="v2.15.0"
 CACHE="${KARPFUNC_TOOLS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/karpfunc/tools}"
 BIN="$ROOT/bin"
 
@@ -50,4 +51,16 @@ for cmd in kube-apiserver kube-controller-manager kube-scheduler; do
 done
 build kwok "$KWOK_VERSION" kwok sigs.k8s.io/kwok/cmd/kwok \
   "-X sigs.k8s.io/kwok/pkg/consts.Version=$KWOK_VERSION"
+# golangci-lint is built with `go install` at its pinned version (its own go.mod
+# pins its linters), not from tools/: it is a developer tool, not a control-plane part.
+lint_out="$CACHE/golangci-lint-$GOLANGCI_LINT_VERSION/golangci-lint"
+if [[ ! -x "$lint_out" ]]; then
+  start=$SECONDS
+  echo "tools: building golangci-lint $GOLANGCI_LINT_VERSION (first time only; minutes on 2 cores)..." >&2
+  GOBIN="$(dirname "$lint_out")" CGO_ENABLED=0 go install \
+    "github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$GOLANGCI_LINT_VERSION"
+  echo "tools: built golangci-lint in $((SECONDS - start))s -> $lint_out" >&2
+fi
+ln -sfn "$lint_out" "$BIN/golangci-lint"
+
 echo "tools: ready in $BIN (cache $CACHE)" >&2

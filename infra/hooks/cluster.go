@@ -95,6 +95,54 @@ type ClusterError struct{ error }
 
 func (e ClusterError) Unwrap() error { return e.error }
 
+// readinessRules are checkCluster's settings checks, in the order the
+// problems are reported: each returns the problem, with the command that
+// fixes it, or "" when the cluster is ready on that point.
+var readinessRules = []func(mc *managedCluster, ref string) string{
+	func(mc *managedCluster, ref string) string {
+		if oidc := mc.Properties.OIDCIssuerProfile; oidc == nil || !oidc.Enabled || oidc.IssuerURL == "" {
+			return "the OIDC issuer is off; the relay's workload identity needs it: az aks update " + ref + " --enable-oidc-issuer"
+		}
+		return ""
+	},
+	func(mc *managedCluster, ref string) string {
+		if security := mc.Properties.SecurityProfile; security == nil || security.WorkloadIdentity == nil || !security.WorkloadIdentity.Enabled {
+			return "workload identity is off; the relay authenticates to Service Bus with it: az aks update " + ref + " --enable-workload-identity"
+		}
+		return ""
+	},
+	func(mc *managedCluster, ref string) string {
+		if nap := mc.Properties.NodeProvisioningProfile; nap != nil && strings.EqualFold(nap.Mode, "Auto") {
+			return "node auto-provisioning (NAP) is on; NAP and karpfunc would both launch nodes for the same NodePools: az aks update " + ref + " --node-provisioning-mode Manual (after removing NAP's NodePools)"
+		}
+		return ""
+	},
+	func(mc *managedCluster, _ string) string {
+		if rbac := mc.Properties.EnableRBAC; rbac != nil && !*rbac {
+			return "Kubernetes RBAC is off; karpfunc's permissions in the cluster are RBAC rules, and RBAC cannot be enabled on an existing cluster: use a cluster created with RBAC"
+		}
+		return ""
+	},
+	func(mc *managedCluster, ref string) string {
+		if aad := mc.Properties.AADProfile; aad == nil || !aad.Managed {
+			return "Microsoft Entra ID integration is off; the Functions identity signs in to the API server with it: az aks update " + ref + " --enable-aad"
+		}
+		return ""
+	},
+	func(mc *managedCluster, _ string) string {
+		if mc.Properties.NodeResourceGroup == "" {
+			return "the cluster reports no node resource group"
+		}
+		return ""
+	},
+	func(mc *managedCluster, ref string) string {
+		if mc.Properties.IdentityProfile["kubeletidentity"].ObjectID == "" {
+			return "the cluster has no kubelet managed identity; nodes pull the relay image from karpfunc's registry with it (AcrPull): use a cluster with a managed identity (az aks update " + ref + " --enable-managed-identity)"
+		}
+		return ""
+	},
+}
+
 // checkCluster decides whether karpfunc can be installed on the cluster
 // described by raw (the managedClusters GET body). It reports every problem
 // at once, each with the command that fixes it. ref names the cluster in
@@ -104,54 +152,51 @@ func checkCluster(raw []byte, ref string) (clusterFacts, error) {
 	if err := json.Unmarshal(raw, &mc); err != nil {
 		return clusterFacts{}, fmt.Errorf("decoding the AKS cluster %s: %w", ref, err)
 	}
-	p := mc.Properties
 	var problems []string
-	if p.OIDCIssuerProfile == nil || !p.OIDCIssuerProfile.Enabled || p.OIDCIssuerProfile.IssuerURL == "" {
-		problems = append(problems, "the OIDC issuer is off; the relay's workload identity needs it: az aks update "+ref+" --enable-oidc-issuer")
-	}
-	if p.SecurityProfile == nil || p.SecurityProfile.WorkloadIdentity == nil || !p.SecurityProfile.WorkloadIdentity.Enabled {
-		problems = append(problems, "workload identity is off; the relay authenticates to Service Bus with it: az aks update "+ref+" --enable-workload-identity")
-	}
-	if p.NodeProvisioningProfile != nil && strings.EqualFold(p.NodeProvisioningProfile.Mode, "Auto") {
-		problems = append(problems, "node auto-provisioning (NAP) is on; NAP and karpfunc would both launch nodes for the same NodePools: az aks update "+ref+" --node-provisioning-mode Manual (after removing NAP's NodePools)")
-	}
-	if p.EnableRBAC != nil && !*p.EnableRBAC {
-		problems = append(problems, "Kubernetes RBAC is off; karpfunc's permissions in the cluster are RBAC rules, and RBAC cannot be enabled on an existing cluster: use a cluster created with RBAC")
-	}
-	if p.AADProfile == nil || !p.AADProfile.Managed {
-		problems = append(problems, "Microsoft Entra ID integration is off; the Functions identity signs in to the API server with it: az aks update "+ref+" --enable-aad")
-	}
-	if p.NodeResourceGroup == "" {
-		problems = append(problems, "the cluster reports no node resource group")
-	}
-	if p.IdentityProfile["kubeletidentity"].ObjectID == "" {
-		problems = append(problems, "the cluster has no kubelet managed identity; nodes pull the relay image from karpfunc's registry with it (AcrPull): use a cluster with a managed identity (az aks update "+ref+" --enable-managed-identity)")
+	for _, rule := range readinessRules {
+		if problem := rule(&mc, ref); problem != "" {
+			problems = append(problems, problem)
+		}
 	}
 	problems = append(problems, shapeProblems(mc, ref)...)
 	if len(problems) > 0 {
 		return clusterFacts{}, ClusterError{errors.New("AKS cluster " + ref + " is not ready for karpfunc:\n  - " + strings.Join(problems, "\n  - "))}
 	}
-	f := clusterFacts{Location: mc.Location, NodeResourceGroup: p.NodeResourceGroup, OIDCIssuerURL: p.OIDCIssuerProfile.IssuerURL,
-		NodeProvisioningMode: "Manual", KubeletObjectID: p.IdentityProfile["kubeletidentity"].ObjectID}
-	if p.NodeProvisioningProfile != nil && p.NodeProvisioningProfile.Mode != "" {
-		f.NodeProvisioningMode = p.NodeProvisioningProfile.Mode
+	return readyClusterFacts(&mc), nil
+}
+
+// readyClusterFacts are the facts of a cluster checkCluster found ready.
+func readyClusterFacts(mc *managedCluster) clusterFacts {
+	props := mc.Properties
+	kubelet := props.IdentityProfile["kubeletidentity"]
+	facts := clusterFacts{Location: mc.Location, NodeResourceGroup: props.NodeResourceGroup, OIDCIssuerURL: props.OIDCIssuerProfile.IssuerURL,
+		NodeProvisioningMode: "Manual", KubeletObjectID: kubelet.ObjectID}
+	if props.NodeProvisioningProfile != nil && props.NodeProvisioningProfile.Mode != "" {
+		facts.NodeProvisioningMode = props.NodeProvisioningProfile.Mode
 	}
-	f.NodeNetwork = nodeNetwork(*p.NetworkProfile) // shapeProblems refused a cluster without one
-	f.NodeNetwork["KUBELET_IDENTITY_CLIENT_ID"] = p.IdentityProfile["kubeletidentity"].ClientID
+	facts.NodeNetwork = nodeNetwork(*props.NetworkProfile) // shapeProblems refused a cluster without one
+	facts.NodeNetwork["KUBELET_IDENTITY_CLIENT_ID"] = kubelet.ClientID
 	// The kubelet identity is named in customData by client ID and attached
 	// to node VMs by resource ID (NODE_IDENTITIES, as the Azure provider's
 	// configure-values.sh sets it from identityProfile.kubeletidentity).
-	f.NodeNetwork["NODE_IDENTITIES"] = p.IdentityProfile["kubeletidentity"].ResourceID
-	// karpfunc's nodes join the system pool's subnet, as the first nodes did.
-	for _, pool := range p.AgentPoolProfiles {
-		if pool.VnetSubnetID != "" && (f.SubnetID == "" || strings.EqualFold(pool.Mode, "System")) {
-			f.SubnetID = pool.VnetSubnetID
+	facts.NodeNetwork["NODE_IDENTITIES"] = kubelet.ResourceID
+	facts.SubnetID = systemPoolSubnet(props.AgentPoolProfiles)
+	return facts
+}
+
+// systemPoolSubnet is the subnet karpfunc's nodes join: the system pool's,
+// as the first nodes did, else the first pool's that names one.
+func systemPoolSubnet(pools []agentPool) string {
+	subnet := ""
+	for _, pool := range pools {
+		if pool.VnetSubnetID != "" && (subnet == "" || strings.EqualFold(pool.Mode, "System")) {
+			subnet = pool.VnetSubnetID
 			if strings.EqualFold(pool.Mode, "System") {
 				break
 			}
 		}
 	}
-	return f, nil
+	return subnet
 }
 
 // virtualNetworkList is an ARM list of virtualNetworks.

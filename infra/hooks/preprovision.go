@@ -62,57 +62,17 @@ func preprovision(ctx context.Context, getenv func(string) string) error {
 		return err
 	}
 	ref := "-g " + env[envClusterGroup] + " -n " + env[envClusterName]
-	clusterPath := "/subscriptions/" + env[envSubscription] + "/resourceGroups/" + env[envClusterGroup] +
-		"/providers/Microsoft.ContainerService/managedClusters/" + env[envClusterName]
-	body, status, err := arm.do(ctx, http.MethodGet, clusterPath+"?api-version="+aksAPIVersion)
+	facts, err := readCluster(ctx, arm, env, ref)
 	if err != nil {
 		return err
 	}
-	if status == http.StatusNotFound {
-		return fmt.Errorf("AKS cluster %s not found in subscription %s: check %s and %s (azd env set ...), and that %s is the cluster's subscription",
-			env[envClusterName], env[envSubscription], envClusterName, envClusterGroup, envSubscription)
-	}
-	if status != http.StatusOK {
-		return fmt.Errorf("reading AKS cluster %s: HTTP %d: %s", ref, status, body)
-	}
-	facts, err := checkCluster(body, ref)
+	subnet, err := nodeSubnet(ctx, arm, getenv, env[envSubscription], facts)
 	if err != nil {
 		return err
 	}
-	subnet := strings.TrimSpace(getenv(envNodeSubnetID))
-	if subnet == "" {
-		subnet = facts.SubnetID
-	}
-	if subnet == "" {
-		vnets, status, err := arm.do(ctx, http.MethodGet, "/subscriptions/"+env[envSubscription]+"/resourceGroups/"+
-			facts.NodeResourceGroup+"/providers/Microsoft.Network/virtualNetworks?api-version=2024-05-01")
-		if err != nil {
-			return err
-		}
-		if status != http.StatusOK {
-			return fmt.Errorf("listing the virtual networks of %s: HTTP %d: %s", facts.NodeResourceGroup, status, vnets)
-		}
-		if subnet, err = managedSubnet(vnets, facts.NodeResourceGroup); err != nil {
-			return err
-		}
-	}
-	vnetID := subnet[:strings.LastIndex(strings.ToLower(subnet), "/subnets/")]
-	vnet, status, err := arm.do(ctx, http.MethodGet, vnetID+"?api-version=2024-05-01")
-	if err != nil {
+	if facts.NodeNetwork["VNET_GUID"], err = vnetGUID(ctx, arm, subnet); err != nil {
 		return err
 	}
-	if status != http.StatusOK {
-		return fmt.Errorf("reading the node VNet %s: HTTP %d: %s", vnetID, status, vnet)
-	}
-	var vnetProps struct {
-		Properties struct {
-			ResourceGUID string `json:"resourceGuid"`
-		} `json:"properties"`
-	}
-	if err := json.Unmarshal(vnet, &vnetProps); err != nil {
-		return fmt.Errorf("decoding the node VNet %s: %w", vnetID, err)
-	}
-	facts.NodeNetwork["VNET_GUID"] = vnetProps.Properties.ResourceGUID
 	api, err := userKubeconfigCluster(ctx, arm, env[envSubscription], env[envClusterGroup], env[envClusterName])
 	if err != nil {
 		return err
@@ -149,6 +109,65 @@ func preprovision(ctx context.Context, getenv func(string) string) error {
 	}
 	fmt.Fprintf(os.Stderr, "karpfunc: AKS cluster %s is ready (node resource group %s, subnet %s)\n", ref, facts.NodeResourceGroup, subnet)
 	return nil
+}
+
+// readCluster reads the AKS cluster the environment names and checks it.
+func readCluster(ctx context.Context, arm *armClient, env map[string]string, ref string) (clusterFacts, error) {
+	clusterPath := "/subscriptions/" + env[envSubscription] + "/resourceGroups/" + env[envClusterGroup] +
+		"/providers/Microsoft.ContainerService/managedClusters/" + env[envClusterName]
+	body, status, err := arm.do(ctx, http.MethodGet, clusterPath+"?api-version="+aksAPIVersion)
+	if err != nil {
+		return clusterFacts{}, err
+	}
+	if status == http.StatusNotFound {
+		return clusterFacts{}, fmt.Errorf("AKS cluster %s not found in subscription %s: check %s and %s (azd env set ...), and that %s is the cluster's subscription",
+			env[envClusterName], env[envSubscription], envClusterName, envClusterGroup, envSubscription)
+	}
+	if status != http.StatusOK {
+		return clusterFacts{}, fmt.Errorf("reading AKS cluster %s: HTTP %d: %s", ref, status, body)
+	}
+	return checkCluster(body, ref)
+}
+
+// nodeSubnet is the subnet karpfunc's nodes join: the one the environment
+// sets, else the node pools', else the AKS-managed VNet's.
+func nodeSubnet(ctx context.Context, arm *armClient, getenv func(string) string, subscription string, facts clusterFacts) (string, error) {
+	if subnet := strings.TrimSpace(getenv(envNodeSubnetID)); subnet != "" {
+		return subnet, nil
+	}
+	if facts.SubnetID != "" {
+		return facts.SubnetID, nil
+	}
+	vnets, status, err := arm.do(ctx, http.MethodGet, "/subscriptions/"+subscription+"/resourceGroups/"+
+		facts.NodeResourceGroup+"/providers/Microsoft.Network/virtualNetworks?api-version=2024-05-01")
+	if err != nil {
+		return "", err
+	}
+	if status != http.StatusOK {
+		return "", fmt.Errorf("listing the virtual networks of %s: HTTP %d: %s", facts.NodeResourceGroup, status, vnets)
+	}
+	return managedSubnet(vnets, facts.NodeResourceGroup)
+}
+
+// vnetGUID is the resourceGuid of the subnet's VNet.
+func vnetGUID(ctx context.Context, arm *armClient, subnet string) (string, error) {
+	vnetID := subnet[:strings.LastIndex(strings.ToLower(subnet), "/subnets/")]
+	vnet, status, err := arm.do(ctx, http.MethodGet, vnetID+"?api-version=2024-05-01")
+	if err != nil {
+		return "", err
+	}
+	if status != http.StatusOK {
+		return "", fmt.Errorf("reading the node VNet %s: HTTP %d: %s", vnetID, status, vnet)
+	}
+	var vnetProps struct {
+		Properties struct {
+			ResourceGUID string `json:"resourceGuid"`
+		} `json:"properties"`
+	}
+	if err := json.Unmarshal(vnet, &vnetProps); err != nil {
+		return "", fmt.Errorf("decoding the node VNet %s: %w", vnetID, err)
+	}
+	return vnetProps.Properties.ResourceGUID, nil
 }
 
 // newSSHPublicKey makes the node VMs' admin key. Azure requires one for

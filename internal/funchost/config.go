@@ -68,76 +68,106 @@ func loadHostJSON(appRoot string, lookup func(string) (string, bool)) (hostSetti
 	if err != nil {
 		return hostSettings{}, fmt.Errorf("reading host.json: %w", err)
 	}
-	var hc HostConfig
-	if err := json.Unmarshal(raw, &hc); err != nil {
+	var config HostConfig
+	if err := json.Unmarshal(raw, &config); err != nil {
 		return hostSettings{}, fmt.Errorf("%s: %w", path, err)
 	}
-	fail := func(format string, args ...any) (hostSettings, error) {
-		return hostSettings{}, fmt.Errorf("%s: %s", path, fmt.Sprintf(format, args...))
+	settings, err := resolveHostConfig(&config, appRoot, lookup)
+	if err != nil {
+		return hostSettings{}, fmt.Errorf("%s: %w", path, err)
 	}
-	if hc.Version != "2.0" {
-		return fail(`version is %q; the Functions runtime reads only "2.0"`, hc.Version)
+	return settings, nil
+}
+
+// resolveHostConfig checks host.json and resolves it to what the host acts on.
+func resolveHostConfig(config *HostConfig, appRoot string, lookup func(string) (string, bool)) (hostSettings, error) {
+	if config.Version != "2.0" {
+		return hostSettings{}, fmt.Errorf(`version is %q; the Functions runtime reads only "2.0"`, config.Version)
 	}
-	if hc.CustomHandler == nil {
-		return fail("no customHandler section; this host runs custom handlers only")
+	if config.CustomHandler == nil {
+		return hostSettings{}, errors.New("no customHandler section; this host runs custom handlers only")
 	}
-	sb := hc.Extensions.ServiceBus
-	if sb.AutoCompleteMessages != nil && !*sb.AutoCompleteMessages {
-		return fail("extensions.serviceBus.autoCompleteMessages is false; a custom handler cannot settle messages, so they would never complete")
+	if auto := config.Extensions.ServiceBus.AutoCompleteMessages; auto != nil && !*auto {
+		return hostSettings{}, errors.New("extensions.serviceBus.autoCompleteMessages is false; a custom handler cannot settle messages, so they would never complete")
 	}
-	s := hostSettings{
-		executable:            hc.CustomHandler.Description.DefaultExecutablePath,
-		arguments:             hc.CustomHandler.Description.Arguments,
+	description := config.CustomHandler.Description
+	settings := hostSettings{
+		executable:            description.DefaultExecutablePath,
+		arguments:             description.Arguments,
 		maxConcurrentCalls:    defaultMaxConcurrentCalls,
 		maxConcurrentSessions: defaultMaxConcurrentSessions,
 		maxAutoLockRenewal:    defaultMaxAutoLockRenewal,
-		functionTimeout:       defaultFunctionTimeout,
 	}
-	s.workingDirectory = appRoot
-	if wd := hc.CustomHandler.Description.WorkingDirectory; wd != "" {
-		if filepath.IsAbs(wd) {
-			s.workingDirectory = wd
+	settings.workingDirectory = appRoot
+	if dir := description.WorkingDirectory; dir != "" {
+		if filepath.IsAbs(dir) {
+			settings.workingDirectory = dir
 		} else {
-			s.workingDirectory = filepath.Join(appRoot, wd)
+			settings.workingDirectory = filepath.Join(appRoot, dir)
 		}
 	}
-	for i, arg := range s.arguments {
-		if s.arguments[i], err = expandSettings(arg, lookup); err != nil {
-			return fail("customHandler.description.arguments[%d]: %v", i, err)
+	for index, arg := range settings.arguments {
+		var err error
+		if settings.arguments[index], err = expandSettings(arg, lookup); err != nil {
+			return hostSettings{}, fmt.Errorf("customHandler.description.arguments[%d]: %w", index, err)
 		}
+	}
+	if err := settings.applyServiceBus(config); err != nil {
+		return hostSettings{}, err
+	}
+	var err error
+	if settings.functionTimeout, err = functionTimeout(config.FunctionTimeout, lookup); err != nil {
+		return hostSettings{}, err
+	}
+	return settings, nil
+}
+
+// applyServiceBus applies extensions.serviceBus's concurrency and lock
+// renewal settings; zero keeps the extension's default.
+func (s *hostSettings) applyServiceBus(config *HostConfig) error {
+	serviceBus := config.Extensions.ServiceBus
+	switch {
+	case serviceBus.MaxConcurrentCalls < 0:
+		return fmt.Errorf("extensions.serviceBus.maxConcurrentCalls is %d; want > 0", serviceBus.MaxConcurrentCalls)
+	case serviceBus.MaxConcurrentCalls > 0:
+		s.maxConcurrentCalls = serviceBus.MaxConcurrentCalls
 	}
 	switch {
-	case sb.MaxConcurrentCalls < 0:
-		return fail("extensions.serviceBus.maxConcurrentCalls is %d; want > 0", sb.MaxConcurrentCalls)
-	case sb.MaxConcurrentCalls > 0:
-		s.maxConcurrentCalls = sb.MaxConcurrentCalls
+	case serviceBus.MaxConcurrentSessions < 0:
+		return fmt.Errorf("extensions.serviceBus.maxConcurrentSessions is %d; want > 0", serviceBus.MaxConcurrentSessions)
+	case serviceBus.MaxConcurrentSessions > 0:
+		s.maxConcurrentSessions = serviceBus.MaxConcurrentSessions
 	}
-	switch {
-	case sb.MaxConcurrentSessions < 0:
-		return fail("extensions.serviceBus.maxConcurrentSessions is %d; want > 0", sb.MaxConcurrentSessions)
-	case sb.MaxConcurrentSessions > 0:
-		s.maxConcurrentSessions = sb.MaxConcurrentSessions
-	}
-	if v := sb.MaxAutoLockRenewalDuration; v != "" {
-		if s.maxAutoLockRenewal, err = parseTimeSpan(v); err != nil {
-			return fail("extensions.serviceBus.maxAutoLockRenewalDuration: %v", err)
+	if renewal := serviceBus.MaxAutoLockRenewalDuration; renewal != "" {
+		var err error
+		if s.maxAutoLockRenewal, err = parseTimeSpan(renewal); err != nil {
+			return fmt.Errorf("extensions.serviceBus.maxAutoLockRenewalDuration: %w", err)
 		}
 	}
-	timeout, where := hc.FunctionTimeout, "functionTimeout"
-	if v, ok := lookup(FunctionTimeoutSetting); ok && v != "" {
-		// App settings override host.json, as in Azure.
-		timeout, where = v, "app setting "+FunctionTimeoutSetting
+	return nil
+}
+
+// functionTimeout is host.json's functionTimeout, or the app setting that
+// overrides it as in Azure: Flex Consumption's default when neither says,
+// 0 (none) for "-1".
+func functionTimeout(fromHostJSON string, lookup func(string) (string, bool)) (time.Duration, error) {
+	timeout := fromHostJSON
+	where := "functionTimeout"
+	if setting, ok := lookup(FunctionTimeoutSetting); ok && setting != "" {
+		timeout = setting
+		where = "app setting " + FunctionTimeoutSetting
 	}
-	switch v := timeout; v {
+	switch timeout {
 	case "":
+		return defaultFunctionTimeout, nil
 	case "-1":
-		s.functionTimeout = 0
-	default:
-		if s.functionTimeout, err = parseTimeSpan(v); err != nil {
-			return fail("%s: %v", where, err)
-		}
+		return 0, nil
 	}
-	return s, nil
+	parsed, err := parseTimeSpan(timeout)
+	if err != nil {
+		return 0, fmt.Errorf("%s: %w", where, err)
+	}
+	return parsed, nil
 }
 
 var timeSpanRE = regexp.MustCompile(`^(?:(\d+)\.)?(\d{1,2}):(\d{1,2}):(\d{1,2})(\.\d{1,7})?$`)
@@ -246,6 +276,18 @@ func loadFunctions(dir string, lookup func(string) (string, bool)) ([]*Function,
 	return fns, nil
 }
 
+// binding is one entry of function.json's bindings.
+type binding struct {
+	Type              string `json:"type"`
+	Name              string `json:"name"`
+	Direction         string `json:"direction"`
+	QueueName         string `json:"queueName"`
+	TopicName         string `json:"topicName"`
+	IsSessionsEnabled bool   `json:"isSessionsEnabled"`
+	Schedule          string `json:"schedule"`
+	RunOnStartup      bool   `json:"runOnStartup"`
+}
+
 func parseFunction(name, file string, raw []byte, lookup func(string) (string, bool)) (*Function, error) {
 	fail := func(format string, args ...any) (*Function, error) {
 		return nil, fmt.Errorf("%s: %s", file, fmt.Sprintf(format, args...))
@@ -267,74 +309,87 @@ func parseFunction(name, file string, raw []byte, lookup func(string) (string, b
 		return fail("no bindings; a function needs exactly one trigger")
 	}
 	fn := &Function{Name: name, File: file}
-	for i, braw := range doc.Bindings {
-		var b struct {
-			Type              string `json:"type"`
-			Name              string `json:"name"`
-			Direction         string `json:"direction"`
-			QueueName         string `json:"queueName"`
-			TopicName         string `json:"topicName"`
-			IsSessionsEnabled bool   `json:"isSessionsEnabled"`
-			Schedule          string `json:"schedule"`
-			RunOnStartup      bool   `json:"runOnStartup"`
+	for index, rawBinding := range doc.Bindings {
+		var trigger binding
+		if err := json.NewDecoder(bytes.NewReader(rawBinding)).Decode(&trigger); err != nil {
+			return fail("bindings[%d]: %v", index, err)
 		}
-		dec := json.NewDecoder(bytes.NewReader(braw))
-		if err := dec.Decode(&b); err != nil {
-			return fail("bindings[%d]: %v", i, err)
-		}
-		where := fmt.Sprintf("bindings[%d] (%s %q)", i, b.Type, b.Name)
-		switch b.Type {
-		case "serviceBusTrigger", "timerTrigger":
-		case "":
-			return fail("bindings[%d] has no type", i)
-		default:
-			return fail("%s: binding type %q is not supported by the local host (supported: serviceBusTrigger, timerTrigger)", where, b.Type)
-		}
-		if fn.Binding != "" {
-			return fail("%s: a second trigger; a function has exactly one", where)
-		}
-		if b.Name == "" {
-			return fail("%s: no name; the name is the key of the request's Data", where)
-		}
-		if b.Direction != "" && b.Direction != "in" {
-			return fail("%s: direction is %q; a trigger's direction is \"in\"", where, b.Direction)
-		}
-		fn.Binding = b.Name
-		switch b.Type {
-		case "serviceBusTrigger":
-			if b.TopicName != "" {
-				return fail("%s: topic subscriptions are not supported by the local host; use queueName", where)
-			}
-			if b.QueueName == "" {
-				return fail("%s: no queueName", where)
-			}
-			q, err := expandSettings(b.QueueName, lookup)
-			if err != nil {
-				return fail("%s: queueName: %v", where, err)
-			}
-			if q == "" {
-				return fail("%s: queueName %q expands to an empty name", where, b.QueueName)
-			}
-			fn.ServiceBus = &ServiceBusTrigger{Queue: q, Sessions: b.IsSessionsEnabled}
-		case "timerTrigger":
-			expr, err := expandSettings(b.Schedule, lookup)
-			if err != nil {
-				return fail("%s: schedule: %v", where, err)
-			}
-			if n := len(strings.Fields(expr)); n != 6 {
-				return fail("%s: schedule %q has %d fields; want six-field NCRONTAB (seconds first), e.g. \"0 */5 * * * *\"", where, expr, n)
-			}
-			sched, err := ncrontab.Parse(expr)
-			if err != nil {
-				return fail("%s: schedule %q: %v", where, expr, err)
-			}
-			fn.Timer = &TimerTrigger{Expression: expr, Schedule: sched, RunOnStartup: b.RunOnStartup}
+		if err := fn.addTrigger(index, trigger, lookup); err != nil {
+			return fail("%s", err)
 		}
 	}
 	if fn.Binding == "" {
 		return fail("no trigger binding; a function needs exactly one")
 	}
 	return fn, nil
+}
+
+// addTrigger checks the binding at index and makes it fn's trigger.
+func (fn *Function) addTrigger(index int, trigger binding, lookup func(string) (string, bool)) error {
+	where := fmt.Sprintf("bindings[%d] (%s %q)", index, trigger.Type, trigger.Name)
+	switch trigger.Type {
+	case "serviceBusTrigger", "timerTrigger":
+	case "":
+		return fmt.Errorf("bindings[%d] has no type", index)
+	default:
+		return fmt.Errorf("%s: binding type %q is not supported by the local host (supported: serviceBusTrigger, timerTrigger)", where, trigger.Type)
+	}
+	if fn.Binding != "" {
+		return fmt.Errorf("%s: a second trigger; a function has exactly one", where)
+	}
+	if trigger.Name == "" {
+		return fmt.Errorf("%s: no name; the name is the key of the request's Data", where)
+	}
+	if trigger.Direction != "" && trigger.Direction != "in" {
+		return fmt.Errorf("%s: direction is %q; a trigger's direction is \"in\"", where, trigger.Direction)
+	}
+	fn.Binding = trigger.Name
+	var err error
+	if trigger.Type == "serviceBusTrigger" {
+		fn.ServiceBus, err = serviceBusTrigger(trigger, lookup)
+	} else {
+		fn.Timer, err = timerTrigger(trigger, lookup)
+	}
+	if err != nil {
+		return fmt.Errorf("%s: %w", where, err)
+	}
+	return nil
+}
+
+// serviceBusTrigger reads a serviceBusTrigger binding: a queue (no topics),
+// its name expanded from app settings.
+func serviceBusTrigger(trigger binding, lookup func(string) (string, bool)) (*ServiceBusTrigger, error) {
+	if trigger.TopicName != "" {
+		return nil, errors.New("topic subscriptions are not supported by the local host; use queueName")
+	}
+	if trigger.QueueName == "" {
+		return nil, errors.New("no queueName")
+	}
+	queue, err := expandSettings(trigger.QueueName, lookup)
+	if err != nil {
+		return nil, fmt.Errorf("queueName: %w", err)
+	}
+	if queue == "" {
+		return nil, fmt.Errorf("queueName %q expands to an empty name", trigger.QueueName)
+	}
+	return &ServiceBusTrigger{Queue: queue, Sessions: trigger.IsSessionsEnabled}, nil
+}
+
+// timerTrigger reads a timerTrigger binding: a six-field NCRONTAB schedule,
+// expanded from app settings.
+func timerTrigger(trigger binding, lookup func(string) (string, bool)) (*TimerTrigger, error) {
+	expr, err := expandSettings(trigger.Schedule, lookup)
+	if err != nil {
+		return nil, fmt.Errorf("schedule: %w", err)
+	}
+	if fields := len(strings.Fields(expr)); fields != 6 {
+		return nil, fmt.Errorf("schedule %q has %d fields; want six-field NCRONTAB (seconds first), e.g. \"0 */5 * * * *\"", expr, fields)
+	}
+	schedule, err := ncrontab.Parse(expr)
+	if err != nil {
+		return nil, fmt.Errorf("schedule %q: %w", expr, err)
+	}
+	return &TimerTrigger{Expression: expr, Schedule: schedule, RunOnStartup: trigger.RunOnStartup}, nil
 }
 
 // sortFunctions orders functions by name, for stable logs.

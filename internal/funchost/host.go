@@ -130,12 +130,53 @@ type Host struct {
 
 // Start reads the app, starts the bus and the handler, and begins delivering.
 func Start(ctx context.Context, opts Options) (*Host, error) {
+	opts, err := withDefaults(opts)
+	if err != nil {
+		return nil, err
+	}
+	out := logwriter.NewSynced(opts.Log)
+	h := &Host{opts: opts, log: log.New(out, "funchost: ", log.Ltime|log.Lmicroseconds), stats: map[string]*FunctionStats{}}
+	lookup := h.lookupSetting
+
+	if h.settings, err = loadHostJSON(opts.AppRoot, lookup); err != nil {
+		return nil, err
+	}
+	if h.functions, err = loadFunctions(opts.FunctionsDir, lookup); err != nil {
+		return nil, err
+	}
+	sortFunctions(h.functions)
+	executable, err := h.resolveExecutable()
+	if err != nil {
+		return nil, err
+	}
+	if err := h.startBus(); err != nil {
+		return nil, err
+	}
+	h.proc = &supervisor{path: executable, args: h.settings.arguments, dir: h.settings.workingDirectory,
+		env: h.handlerEnv(), output: logwriter.NewLines(out, "handler: ", 0), log: h.log,
+		startupTimeout: opts.StartupTimeout, stopTimeout: opts.StopTimeout}
+	if err := h.proc.start(ctx); err != nil {
+		_ = h.busServer.Close()
+		return nil, err
+	}
+	// One transport for all invocations; no client timeout, functionTimeout
+	// bounds each invocation through its context.
+	h.client = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64, DisableCompression: true}}
+	h.startLoops(ctx)
+	h.checkScaleRights()
+	h.log.Printf("bus API on %s", h.busURL)
+	return h, nil
+}
+
+// withDefaults checks opts, makes its directories absolute and fills the
+// options left zero.
+func withDefaults(opts Options) (Options, error) {
 	if opts.AppRoot == "" {
-		return nil, errors.New("funchost: Options.AppRoot is required")
+		return opts, errors.New("funchost: Options.AppRoot is required")
 	}
 	appRoot, err := filepath.Abs(opts.AppRoot)
 	if err != nil {
-		return nil, err
+		return opts, err
 	}
 	opts.AppRoot = appRoot
 	switch {
@@ -159,82 +200,65 @@ func Start(ctx context.Context, opts Options) (*Host, error) {
 	if opts.BusAddr == "" {
 		opts.BusAddr = "127.0.0.1:0"
 	}
-	out := logwriter.NewSynced(opts.Log)
-	h := &Host{opts: opts, log: log.New(out, "funchost: ", log.Ltime|log.Lmicroseconds), stats: map[string]*FunctionStats{}}
-	lookup := h.lookupSetting
+	return opts, nil
+}
 
-	if h.settings, err = loadHostJSON(appRoot, lookup); err != nil {
-		return nil, err
-	}
-	if h.functions, err = loadFunctions(opts.FunctionsDir, lookup); err != nil {
-		return nil, err
-	}
-	sortFunctions(h.functions)
-	executable, err := h.resolveExecutable()
-	if err != nil {
-		return nil, err
-	}
-
+// startBus creates the local bus with the functions' queues and serves its
+// API on Options.BusAddr.
+func (h *Host) startBus() error {
 	rights, err := h.entityRights()
 	if err != nil {
-		return nil, err
+		return err
 	}
+	opts := h.opts
 	h.bus = localbus.New(localbus.Options{Clock: opts.Clock, MaxDeliveryCount: opts.MaxDeliveryCount,
 		RetryDelay: opts.RetryDelay, LockDuration: opts.LockDuration, MaxAutoLockRenewal: h.settings.maxAutoLockRenewal,
 		DuplicateDetectionWindow: opts.DuplicateDetectionWindow, Rights: rights})
 	h.identity = h.bus.As(bus.IdentityFunctions)
 	for _, fn := range h.functions {
 		h.stats[fn.Name] = &FunctionStats{}
-		if fn.ServiceBus != nil {
-			// Duplicate detection on, as karpfunc's deployment creates
-			// its queues (publishers rely on it for idempotence).
-			if err := h.bus.CreateQueue(fn.ServiceBus.Queue, localbus.QueueOptions{RequiresSession: fn.ServiceBus.Sessions, RequiresDuplicateDetection: true}); err != nil {
-				return nil, fmt.Errorf("%s: %w", fn.File, err)
-			}
+		if fn.ServiceBus == nil {
+			continue
+		}
+		// Duplicate detection on, as karpfunc's deployment creates its
+		// queues (publishers rely on it for idempotence).
+		if err := h.bus.CreateQueue(fn.ServiceBus.Queue, localbus.QueueOptions{RequiresSession: fn.ServiceBus.Sessions, RequiresDuplicateDetection: true}); err != nil {
+			return fmt.Errorf("%s: %w", fn.File, err)
 		}
 	}
-	ln, err := net.Listen("tcp", opts.BusAddr)
+	listener, err := net.Listen("tcp", opts.BusAddr)
 	if err != nil {
-		return nil, fmt.Errorf("listening for the bus API on %s: %w", opts.BusAddr, err)
+		return fmt.Errorf("listening for the bus API on %s: %w", opts.BusAddr, err)
 	}
-	h.busURL = "http://" + ln.Addr().String()
+	h.busURL = "http://" + listener.Addr().String()
 	h.busServer = &http.Server{Handler: h.bus.Handler(), ReadHeaderTimeout: 10 * time.Second}
-	go func() { _ = h.busServer.Serve(ln) }()
+	go func() { _ = h.busServer.Serve(listener) }()
+	return nil
+}
 
-	h.proc = &supervisor{path: executable, args: h.settings.arguments, dir: h.settings.workingDirectory,
-		env: h.handlerEnv(), output: logwriter.NewLines(out, "handler: ", 0), log: h.log,
-		startupTimeout: opts.StartupTimeout, stopTimeout: opts.StopTimeout}
-	if err := h.proc.start(ctx); err != nil {
-		_ = h.busServer.Close()
-		return nil, err
-	}
-	// One transport for all invocations; no client timeout, functionTimeout
-	// bounds each invocation through its context.
-	h.client = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64, DisableCompression: true}}
-
+// startLoops starts each function's trigger: receive loops for a Service
+// Bus trigger, as many as its concurrency, and a timer loop for a timer.
+func (h *Host) startLoops(ctx context.Context) {
 	var receiveCtx context.Context
 	receiveCtx, h.cancelReceive = context.WithCancel(context.WithoutCancel(ctx))
 	h.invokeCtx, h.cancelInvoke = context.WithCancel(context.WithoutCancel(ctx))
 	for _, fn := range h.functions {
 		switch {
 		case fn.ServiceBus != nil:
-			n := h.settings.maxConcurrentCalls
+			concurrency := h.settings.maxConcurrentCalls
 			if fn.ServiceBus.Sessions {
 				// One call per session (maxConcurrentCallsPerSession 1).
-				n = h.settings.maxConcurrentSessions
+				concurrency = h.settings.maxConcurrentSessions
 			}
-			for range n {
+			for range concurrency {
 				h.loops.Go(func() { h.receiveLoop(receiveCtx, fn) })
 			}
-			h.log.Printf("function %s: serviceBusTrigger on queue %q (sessions %t, concurrency %d)", fn.Name, fn.ServiceBus.Queue, fn.ServiceBus.Sessions, n)
+			h.log.Printf("function %s: serviceBusTrigger on queue %q (sessions %t, concurrency %d)", fn.Name, fn.ServiceBus.Queue, fn.ServiceBus.Sessions, concurrency)
 		case fn.Timer != nil:
 			h.loops.Go(func() { h.timerLoop(receiveCtx, fn) })
 			h.log.Printf("function %s: timerTrigger %q (runOnStartup %t)", fn.Name, fn.Timer.Expression, fn.Timer.RunOnStartup)
 		}
 	}
-	h.checkScaleRights()
-	h.log.Printf("bus API on %s", h.busURL)
-	return h, nil
 }
 
 // entityRights maps Options.Rights' logical queues to the entities the app

@@ -112,46 +112,29 @@ func parse(source string, data []byte) (*Catalog, error) {
 	return c, nil
 }
 
+// invalidField reports a bad field of one instance type in a catalog file.
+type invalidField func(field, format string, args ...any) error
+
+// parseInstanceType checks one instance type of a catalog file and builds it,
+// phase by phase: generations, capacity, overhead, labels, offerings.
 func parseInstanceType(region string, zones map[string]bool, f fileInstanceType, invalid func(string, string, ...any) error) (*InstanceType, error) {
 	if f.Architecture != "amd64" && f.Architecture != "arm64" {
 		return nil, invalid("architecture", "is %q; use \"amd64\" or \"arm64\"", f.Architecture)
 	}
-	gens := []string{"V2"}
-	if f.HyperVGenerations != nil {
-		if len(f.HyperVGenerations) == 0 {
-			return nil, invalid("hyperVGenerations", "is empty; list the VM generations the size boots, e.g. [\"V1\", \"V2\"], or leave the field out for [\"V2\"]")
-		}
-		for j, g := range f.HyperVGenerations {
-			if g != "V1" && g != "V2" {
-				return nil, invalid(fmt.Sprintf("hyperVGenerations[%d]", j), "is %q; use \"V1\" or \"V2\" as Azure writes them", g)
-			}
-		}
-		gens = slices.Compact(slices.Sorted(slices.Values(f.HyperVGenerations)))
-	}
-	capacity, err := parseResources(f.Capacity, "capacity", invalid)
+	generations, err := parseHyperVGenerations(f.HyperVGenerations, invalid)
 	if err != nil {
 		return nil, err
 	}
-	cpu, hasCPU := capacity[corev1.ResourceCPU]
-	memory, hasMemory := capacity[corev1.ResourceMemory]
-	if !hasCPU || cpu.Sign() <= 0 {
-		return nil, invalid("capacity.cpu", "is required and must be positive, e.g. \"4\"")
+	capacity, err := parseCapacity(f.Capacity, invalid)
+	if err != nil {
+		return nil, err
 	}
-	if !hasMemory || memory.Sign() <= 0 {
-		return nil, invalid("capacity.memory", "is required and must be positive, e.g. \"16Gi\"")
-	}
-	pods, hasPods := capacity[corev1.ResourcePods]
-	if !hasPods {
-		pods = *resource.NewQuantity(int64(v1beta1.DefaultMaxPods), resource.DecimalSI)
-		capacity[corev1.ResourcePods] = pods
-	}
-	if pods.Value() <= 0 || pods.Value() > math.MaxInt32 {
-		return nil, invalid("capacity.pods", "is %s; it must be a positive whole number", pods.String())
-	}
+	cpu := capacity[corev1.ResourceCPU]
+	memory := capacity[corev1.ResourceMemory]
 	it := &InstanceType{
 		Name:              f.Name,
 		Architecture:      f.Architecture,
-		HyperVGenerations: gens,
+		HyperVGenerations: generations,
 		Capacity:          capacity,
 		vcpus:             (cpu.MilliValue() + 999) / 1000,
 		memoryMiB:         memory.Value() >> 20,
@@ -162,50 +145,125 @@ func parseInstanceType(region string, zones map[string]bool, f fileInstanceType,
 		}
 		it.fixedOverhead = true
 	} else {
+		pods := capacity[corev1.ResourcePods]
 		it.Overhead = Overhead(it.vcpus, it.memoryMiB, int32(pods.Value()))
 	}
-	gpus := capacity[ResourceNvidiaGPU]
-	manufacturer := "nvidia"
-	if amd := capacity[ResourceAMDGPU]; amd.Sign() > 0 {
-		gpus, manufacturer = amd, "amd"
-	}
-	if gpus.Sign() <= 0 {
-		manufacturer = ""
-	}
+	gpuCount, manufacturer := gpus(capacity)
 	it.Labels = deriveLabels(skuFacts{
 		name: f.Name, architecture: f.Architecture, vcpus: it.vcpus, memoryMiB: it.memoryMiB,
-		gpuCount: gpus.Value(), gpuManufacturer: manufacturer, region: region,
+		gpuCount: gpuCount, gpuManufacturer: manufacturer, region: region,
 	})
-	for k, v := range f.Labels {
-		if derived, ok := it.Labels[k]; ok && (k == corev1.LabelInstanceTypeStable || k == corev1.LabelArchStable) && derived != v {
-			return nil, invalid("labels."+k, "is %q but the instance type says %q; remove the label or make them agree", v, derived)
-		}
-		it.Labels[k] = v
+	if err := mergeLabels(it.Labels, f.Labels, invalid); err != nil {
+		return nil, err
 	}
-	if len(f.Offerings) == 0 {
-		return nil, invalid("offerings", "is empty: list at least one {zone, capacityType, price}")
-	}
-	for j, o := range f.Offerings {
-		field := fmt.Sprintf("offerings[%d]", j)
-		switch {
-		case len(zones) > 0 && !zones[o.Zone]:
-			return nil, invalid(field+".zone", "%q is not in the catalog's zones %v", o.Zone, sortedKeys(zones))
-		case len(zones) == 0 && o.Zone != "":
-			return nil, invalid(field+".zone", "is %q but the catalog lists no zones; list it in zones or leave zone empty for a non-zonal region", o.Zone)
-		case o.CapacityType != karpv1.CapacityTypeOnDemand && o.CapacityType != karpv1.CapacityTypeSpot:
-			return nil, invalid(field+".capacityType", "is %q; use %q or %q", o.CapacityType, karpv1.CapacityTypeOnDemand, karpv1.CapacityTypeSpot)
-		case o.Price == nil:
-			return nil, invalid(field+".price", "is required (USD per hour)")
-		case math.IsNaN(*o.Price) || math.IsInf(*o.Price, 0) || *o.Price < 0:
-			return nil, invalid(field+".price", "is %v; it must be a non-negative USD per hour", *o.Price)
-		}
-		available := true
-		if o.Available != nil {
-			available = *o.Available
-		}
-		it.Offerings = append(it.Offerings, Offering{Zone: o.Zone, CapacityType: o.CapacityType, Price: *o.Price, Available: available})
+	if it.Offerings, err = parseOfferings(zones, f.Offerings, invalid); err != nil {
+		return nil, err
 	}
 	return it, nil
+}
+
+// parseHyperVGenerations checks the VM generations a size boots, sorted and
+// without duplicates; absent means ["V2"].
+func parseHyperVGenerations(generations []string, invalid invalidField) ([]string, error) {
+	if generations == nil {
+		return []string{"V2"}, nil
+	}
+	if len(generations) == 0 {
+		return nil, invalid("hyperVGenerations", "is empty; list the VM generations the size boots, e.g. [\"V1\", \"V2\"], or leave the field out for [\"V2\"]")
+	}
+	for index, generation := range generations {
+		if generation != "V1" && generation != "V2" {
+			return nil, invalid(fmt.Sprintf("hyperVGenerations[%d]", index), "is %q; use \"V1\" or \"V2\" as Azure writes them", generation)
+		}
+	}
+	return slices.Compact(slices.Sorted(slices.Values(generations))), nil
+}
+
+// parseCapacity checks an instance type's capacity: cpu and memory are
+// required and positive; pods defaults to the AKS default max pods and must
+// be a positive int32.
+func parseCapacity(in map[string]string, invalid invalidField) (corev1.ResourceList, error) {
+	capacity, err := parseResources(in, "capacity", invalid)
+	if err != nil {
+		return nil, err
+	}
+	if cpu, ok := capacity[corev1.ResourceCPU]; !ok || cpu.Sign() <= 0 {
+		return nil, invalid("capacity.cpu", "is required and must be positive, e.g. \"4\"")
+	}
+	if memory, ok := capacity[corev1.ResourceMemory]; !ok || memory.Sign() <= 0 {
+		return nil, invalid("capacity.memory", "is required and must be positive, e.g. \"16Gi\"")
+	}
+	pods, hasPods := capacity[corev1.ResourcePods]
+	if !hasPods {
+		pods = *resource.NewQuantity(int64(v1beta1.DefaultMaxPods), resource.DecimalSI)
+		capacity[corev1.ResourcePods] = pods
+	}
+	if pods.Value() <= 0 || pods.Value() > math.MaxInt32 {
+		return nil, invalid("capacity.pods", "is %s; it must be a positive whole number", pods.String())
+	}
+	return capacity, nil
+}
+
+// gpus is the instance type's GPU count and manufacturer ("" without GPUs):
+// AMD when it has AMD GPUs, else NVIDIA.
+func gpus(capacity corev1.ResourceList) (int64, string) {
+	if amd := capacity[ResourceAMDGPU]; amd.Sign() > 0 {
+		return amd.Value(), "amd"
+	}
+	if nvidia := capacity[ResourceNvidiaGPU]; nvidia.Sign() > 0 {
+		return nvidia.Value(), "nvidia"
+	}
+	return 0, ""
+}
+
+// mergeLabels adds the file's labels to the derived ones; the instance-type
+// and architecture labels may only repeat what the instance type says.
+func mergeLabels(labels, fileLabels map[string]string, invalid invalidField) error {
+	for key, value := range fileLabels {
+		pinned := key == corev1.LabelInstanceTypeStable || key == corev1.LabelArchStable
+		if derived, ok := labels[key]; ok && pinned && derived != value {
+			return invalid("labels."+key, "is %q but the instance type says %q; remove the label or make them agree", value, derived)
+		}
+		labels[key] = value
+	}
+	return nil
+}
+
+// parseOfferings checks an instance type's offerings: at least one, each in
+// a catalog zone (or zoneless in a non-zonal catalog), with a known capacity
+// type and a finite non-negative price; available unless it says otherwise.
+func parseOfferings(zones map[string]bool, in []fileOffering, invalid invalidField) ([]Offering, error) {
+	if len(in) == 0 {
+		return nil, invalid("offerings", "is empty: list at least one {zone, capacityType, price}")
+	}
+	var out []Offering
+	for index, offering := range in {
+		if err := checkOffering(zones, offering, fmt.Sprintf("offerings[%d]", index), invalid); err != nil {
+			return nil, err
+		}
+		available := true
+		if offering.Available != nil {
+			available = *offering.Available
+		}
+		out = append(out, Offering{Zone: offering.Zone, CapacityType: offering.CapacityType, Price: *offering.Price, Available: available})
+	}
+	return out, nil
+}
+
+func checkOffering(zones map[string]bool, offering fileOffering, field string, invalid invalidField) error {
+	switch {
+	case len(zones) > 0 && !zones[offering.Zone]:
+		return invalid(field+".zone", "%q is not in the catalog's zones %v", offering.Zone, sortedKeys(zones))
+	case len(zones) == 0 && offering.Zone != "":
+		return invalid(field+".zone", "is %q but the catalog lists no zones; list it in zones or leave zone empty for a non-zonal region", offering.Zone)
+	case offering.CapacityType != karpv1.CapacityTypeOnDemand && offering.CapacityType != karpv1.CapacityTypeSpot:
+		return invalid(field+".capacityType", "is %q; use %q or %q", offering.CapacityType, karpv1.CapacityTypeOnDemand, karpv1.CapacityTypeSpot)
+	case offering.Price == nil:
+		return invalid(field+".price", "is required (USD per hour)")
+	case math.IsNaN(*offering.Price) || math.IsInf(*offering.Price, 0) || *offering.Price < 0:
+		return invalid(field+".price", "is %v; it must be a non-negative USD per hour", *offering.Price)
+	}
+	return nil
 }
 
 func parseResources(in map[string]string, field string, invalid func(string, string, ...any) error) (corev1.ResourceList, error) {

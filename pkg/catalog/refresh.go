@@ -3,6 +3,7 @@ package catalog
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"strconv"
@@ -74,31 +75,38 @@ func LinuxPrices(region string, items []RetailPriceItem) map[string]Price {
 		date  string
 		price float64
 	}
-	onDemand, spot := map[string]pick{}, map[string]pick{}
-	for _, it := range items {
-		if it.ARMRegionName != region || it.ARMSkuName == "" || it.Type != "Consumption" ||
-			it.ServiceName != "Virtual Machines" || it.UnitOfMeasure != "1 Hour" ||
-			(it.CurrencyCode != "" && it.CurrencyCode != "USD") || it.RetailPrice <= 0 {
+	onDemand := map[string]pick{}
+	spot := map[string]pick{}
+	for _, item := range items {
+		if !linuxHourlyUSD(region, item) {
 			continue
 		}
-		if strings.Contains(it.ProductName, "Windows") || strings.Contains(it.ProductName, "Cloud Services") ||
-			strings.Contains(it.MeterName, "Low Priority") || strings.Contains(it.SkuName, "Low Priority") {
-			continue
+		picks := onDemand
+		if strings.Contains(item.MeterName, "Spot") || strings.Contains(item.SkuName, "Spot") {
+			picks = spot
 		}
-		m := onDemand
-		if strings.Contains(it.MeterName, "Spot") || strings.Contains(it.SkuName, "Spot") {
-			m = spot
-		}
-		cur, ok := m[it.ARMSkuName]
-		if !ok || it.EffectiveStartDate > cur.date || (it.EffectiveStartDate == cur.date && it.RetailPrice < cur.price) {
-			m[it.ARMSkuName] = pick{it.EffectiveStartDate, it.RetailPrice}
+		current, ok := picks[item.ARMSkuName]
+		if !ok || item.EffectiveStartDate > current.date || (item.EffectiveStartDate == current.date && item.RetailPrice < current.price) {
+			picks[item.ARMSkuName] = pick{item.EffectiveStartDate, item.RetailPrice}
 		}
 	}
 	out := make(map[string]Price, len(onDemand))
-	for name, p := range onDemand {
-		out[name] = Price{OnDemand: p.price, Spot: spot[name].price}
+	for name, picked := range onDemand {
+		out[name] = Price{OnDemand: picked.price, Spot: spot[name].price}
 	}
 	return out
+}
+
+// linuxHourlyUSD reports whether a Retail Prices item is a priced Linux VM
+// consumption meter in region, in USD per hour, and not Low Priority.
+func linuxHourlyUSD(region string, item RetailPriceItem) bool {
+	if item.ARMRegionName != region || item.ARMSkuName == "" || item.Type != "Consumption" ||
+		item.ServiceName != "Virtual Machines" || item.UnitOfMeasure != "1 Hour" ||
+		(item.CurrencyCode != "" && item.CurrencyCode != "USD") || item.RetailPrice <= 0 {
+		return false
+	}
+	return !strings.Contains(item.ProductName, "Windows") && !strings.Contains(item.ProductName, "Cloud Services") &&
+		!strings.Contains(item.MeterName, "Low Priority") && !strings.Contains(item.SkuName, "Low Priority")
 }
 
 // SKUFacts are what the Resource SKUs API says about a VM size in a region.
@@ -185,101 +193,31 @@ func BuildFile(region string, skus []SKUFacts, prices map[string]Price) ([]byte,
 	zoneSet := map[string]bool{}
 	var types []fileInstanceType
 	seen := map[string]bool{}
-	for _, s := range skus {
-		if seen[s.Name] {
+	for _, sku := range skus {
+		if seen[sku.Name] {
 			continue
 		}
-		seen[s.Name] = true
-		if why := s.Unusable(); why != "" {
-			report.Dropped[why]++
+		seen[sku.Name] = true
+		built, zones, dropped := buildInstanceType(region, sku, prices, zonal)
+		for _, zone := range zones {
+			zoneSet[zone] = true
+		}
+		if dropped != "" {
+			report.Dropped[dropped]++
 			continue
 		}
-		p, ok := prices[s.Name]
-		if !ok || p.OnDemand <= 0 {
-			report.Dropped["no Linux on-demand price"]++
-			continue
-		}
-		zones := []string{""}
-		if zonal {
-			if len(s.Zones) == 0 {
-				report.Dropped["no zone offered"]++
-				continue
-			}
-			zones = nil
-			for _, z := range slices.Sorted(slices.Values(s.Zones)) {
-				zones = append(zones, region+"-"+z)
-				zoneSet[region+"-"+z] = true
-			}
-		}
-		memMiB := int64(math.Round(s.MemoryGiB * 1024))
-		nodeMemory := NodeMemory(memMiB)
-		arch, _ := exclude.KubeArch(s.Architecture) // Unusable accepted it
-		gens := []string{"V1"}
-		if len(s.HyperVGenerations) > 0 {
-			gens = nil
-			for _, g := range s.HyperVGenerations {
-				if g = strings.TrimSpace(g); g == "V1" || g == "V2" {
-					gens = append(gens, g)
-				}
-			}
-			if len(gens) == 0 {
-				report.Dropped["unknown hyper-v generations"]++
-				continue
-			}
-			gens = slices.Compact(slices.Sorted(slices.Values(gens)))
-		}
-		it := fileInstanceType{
-			Name:              s.Name,
-			Architecture:      arch,
-			HyperVGenerations: gens,
-			Capacity:          map[string]string{"cpu": strconv.FormatInt(s.VCPUs, 10), "memory": nodeMemory.String()},
-			// The SKU's memory, not the node's: the label NAP writes.
-			Labels: map[string]string{LabelSKUMemory: strconv.FormatInt(memMiB, 10)},
-		}
-		if s.PremiumIO != nil {
-			it.Labels[LabelSKUStoragePremiumCapable] = strconv.FormatBool(*s.PremiumIO)
-		}
-		if s.AcceleratedNetworking != nil {
-			it.Labels[LabelSKUAcceleratedNetworking] = strconv.FormatBool(*s.AcceleratedNetworking)
-		}
-		if s.GPUs > 0 {
-			g, _ := embeddedGPU(s.Name)
-			resName := ResourceNvidiaGPU
-			if g.manufacturer == "amd" {
-				resName = ResourceAMDGPU
-			}
-			it.Capacity[string(resName)] = strconv.FormatInt(s.GPUs, 10)
-			it.Labels[LabelSKUGPUManufacturer] = g.manufacturer
-			if g.name != "" {
-				if sn, ok := ParseSizeName(s.Name); !ok || sn.Accelerator == "" {
-					it.Labels[LabelSKUGPUName] = g.name
-				}
-			}
-		}
-		for _, z := range zones {
-			it.Offerings = append(it.Offerings, fileOffering{Zone: z, CapacityType: karpv1.CapacityTypeOnDemand, Price: ptrTo(p.OnDemand)})
-			if p.Spot > 0 {
-				it.Offerings = append(it.Offerings, fileOffering{Zone: z, CapacityType: karpv1.CapacityTypeSpot, Price: ptrTo(p.Spot)})
-			}
-		}
-		types = append(types, it)
+		types = append(types, built)
 	}
 	if len(types) == 0 {
 		return nil, report, fmt.Errorf("catalog refresh: no usable VM size in %s has a Linux price (%d SKUs, %d priced; dropped %v)", region, len(skus), len(prices), report.Dropped)
 	}
 	slices.SortFunc(types, func(a, b fileInstanceType) int { return strings.Compare(a.Name, b.Name) })
 	report.Kept = len(types)
-	f := refreshFile{Region: region, Zones: slices.Sorted(func(yield func(string) bool) {
-		for z := range zoneSet {
-			if !yield(z) {
-				return
-			}
-		}
-	}), InstanceTypes: types}
-	if f.Zones == nil {
-		f.Zones = []string{}
+	zones := slices.Sorted(maps.Keys(zoneSet))
+	if zones == nil {
+		zones = []string{}
 	}
-	raw, err := json.MarshalIndent(f, "", " ")
+	raw, err := json.MarshalIndent(refreshFile{Region: region, Zones: zones, InstanceTypes: types}, "", " ")
 	if err != nil {
 		return nil, report, fmt.Errorf("catalog refresh: encoding: %w", err)
 	}
@@ -287,6 +225,97 @@ func BuildFile(region string, skus []SKUFacts, prices map[string]Price) ([]byte,
 		return nil, report, fmt.Errorf("catalog refresh: the built catalog does not parse back: %w", err)
 	}
 	return append(raw, '\n'), report, nil
+}
+
+// buildInstanceType turns one SKU into a catalog file entry, or says why it
+// is dropped. It also returns the SKU's zones in a zonal region: the
+// catalog lists them even when the size is then dropped for its
+// generations.
+func buildInstanceType(region string, sku SKUFacts, prices map[string]Price, zonal bool) (fileInstanceType, []string, string) {
+	if why := sku.Unusable(); why != "" {
+		return fileInstanceType{}, nil, why
+	}
+	price, ok := prices[sku.Name]
+	if !ok || price.OnDemand <= 0 {
+		return fileInstanceType{}, nil, "no Linux on-demand price"
+	}
+	var zonalZones []string
+	if zonal {
+		if len(sku.Zones) == 0 {
+			return fileInstanceType{}, nil, "no zone offered"
+		}
+		for _, zone := range slices.Sorted(slices.Values(sku.Zones)) {
+			zonalZones = append(zonalZones, region+"-"+zone)
+		}
+	}
+	generations := fileGenerations(sku.HyperVGenerations)
+	if len(generations) == 0 {
+		return fileInstanceType{}, zonalZones, "unknown hyper-v generations"
+	}
+	memMiB := int64(math.Round(sku.MemoryGiB * 1024))
+	nodeMemory := NodeMemory(memMiB)
+	arch, _ := exclude.KubeArch(sku.Architecture) // Unusable accepted it
+	built := fileInstanceType{
+		Name:              sku.Name,
+		Architecture:      arch,
+		HyperVGenerations: generations,
+		Capacity:          map[string]string{"cpu": strconv.FormatInt(sku.VCPUs, 10), "memory": nodeMemory.String()},
+		// The SKU's memory, not the node's: the label NAP writes.
+		Labels: map[string]string{LabelSKUMemory: strconv.FormatInt(memMiB, 10)},
+	}
+	if sku.PremiumIO != nil {
+		built.Labels[LabelSKUStoragePremiumCapable] = strconv.FormatBool(*sku.PremiumIO)
+	}
+	if sku.AcceleratedNetworking != nil {
+		built.Labels[LabelSKUAcceleratedNetworking] = strconv.FormatBool(*sku.AcceleratedNetworking)
+	}
+	if sku.GPUs > 0 {
+		addGPU(&built, sku)
+	}
+	offeredZones := zonalZones
+	if !zonal {
+		offeredZones = []string{""}
+	}
+	for _, zone := range offeredZones {
+		built.Offerings = append(built.Offerings, fileOffering{Zone: zone, CapacityType: karpv1.CapacityTypeOnDemand, Price: ptrTo(price.OnDemand)})
+		if price.Spot > 0 {
+			built.Offerings = append(built.Offerings, fileOffering{Zone: zone, CapacityType: karpv1.CapacityTypeSpot, Price: ptrTo(price.Spot)})
+		}
+	}
+	return built, zonalZones, ""
+}
+
+// fileGenerations is the HyperVGenerations capability as the catalog file
+// writes it: V1 when the API omits it (Gen1 only), else the known
+// generations sorted; empty when none is known.
+func fileGenerations(capability []string) []string {
+	if len(capability) == 0 {
+		return []string{"V1"}
+	}
+	var generations []string
+	for _, generation := range capability {
+		if generation = strings.TrimSpace(generation); generation == "V1" || generation == "V2" {
+			generations = append(generations, generation)
+		}
+	}
+	return slices.Compact(slices.Sorted(slices.Values(generations)))
+}
+
+// addGPU adds a GPU size's GPU capacity and labels, from the embedded
+// catalog's knowledge of its GPU.
+func addGPU(built *fileInstanceType, sku SKUFacts) {
+	gpu, _ := embeddedGPU(sku.Name)
+	resourceName := ResourceNvidiaGPU
+	if gpu.manufacturer == "amd" {
+		resourceName = ResourceAMDGPU
+	}
+	built.Capacity[string(resourceName)] = strconv.FormatInt(sku.GPUs, 10)
+	built.Labels[LabelSKUGPUManufacturer] = gpu.manufacturer
+	if gpu.name != "" {
+		if size, ok := ParseSizeName(sku.Name); !ok || size.Accelerator == "" {
+			built.Labels[LabelSKUGPUName] = gpu.name
+		}
+	}
 }
 
 // refreshFile is file with omitempty where the format allows it.

@@ -135,6 +135,22 @@ type decoded struct {
 	warning string
 }
 
+// kinds are the objects the planner reads, by "group/Kind" (the core
+// group is ""), each with a constructor for the value to decode into.
+var kinds = map[string]func() any{
+	"/Pod":                   func() any { return &corev1.Pod{} },
+	"/Node":                  func() any { return &corev1.Node{} },
+	"apps/DaemonSet":         func() any { return &appsv1.DaemonSet{} },
+	"karpenter.sh/NodePool":  func() any { return &karpv1.NodePool{} },
+	"karpenter.sh/NodeClaim": func() any { return &karpv1.NodeClaim{} },
+	v1beta1.SchemeGroupVersion.Group + "/AKSNodeClass": func() any { return &v1beta1.AKSNodeClass{} },
+	"/PersistentVolume":           func() any { return &corev1.PersistentVolume{} },
+	"/PersistentVolumeClaim":      func() any { return &corev1.PersistentVolumeClaim{} },
+	"/Namespace":                  func() any { return &corev1.Namespace{} },
+	"policy/PodDisruptionBudget":  func() any { return &policyv1.PodDisruptionBudget{} },
+	"storage.k8s.io/StorageClass": func() any { return &storagev1.StorageClass{} },
+}
+
 // decode appends the objects in one document (or List item) to out; it
 // touches nothing shared, so documents decode in parallel.
 func decode(out []decoded, file string, doc, item int, js []byte) ([]decoded, error) {
@@ -144,75 +160,63 @@ func decode(out []decoded, file string, doc, item int, js []byte) ([]decoded, er
 	if bytes.Equal(bytes.TrimSpace(js), []byte("null")) {
 		return out, nil
 	}
-	tm, ok := quickTypeMeta(js)
+	meta, ok := quickTypeMeta(js)
 	if !ok {
-		if err := json.Unmarshal(js, &tm); err != nil {
+		if err := json.Unmarshal(js, &meta); err != nil {
 			return out, fail("not a Kubernetes object: %v", err)
 		}
 	}
-	if tm.Kind == "" {
+	if meta.Kind == "" {
 		return out, fail("has no kind; every object needs apiVersion and kind")
 	}
-	group, _, _ := strings.Cut(tm.APIVersion, "/")
-	if !strings.Contains(tm.APIVersion, "/") {
-		group = "" // core: "v1"
-	}
-	if tm.Kind == "List" || strings.HasSuffix(tm.Kind, "List") && tm.Items != nil {
+	if meta.Kind == "List" || strings.HasSuffix(meta.Kind, "List") && meta.Items != nil {
 		if item > 0 {
 			return out, fail("a List inside a List is not supported")
 		}
-		for i, it := range tm.Items {
-			var err error
-			if out, err = decode(out, file, doc, i+1, it); err != nil {
-				return out, err
-			}
-		}
-		return out, nil
+		return decodeItems(out, file, doc, meta.Items)
 	}
 	where := fmt.Sprintf("%s: document %d", file, doc)
 	if item > 0 {
 		where += fmt.Sprintf(", item %d", item)
 	}
-	objName := tm.Metadata.Name
-	if tm.Metadata.Namespace != "" {
-		objName = tm.Metadata.Namespace + "/" + objName
+	objName := meta.Metadata.Name
+	if meta.Metadata.Namespace != "" {
+		objName = meta.Metadata.Namespace + "/" + objName
 	}
-	var obj any
-	switch gk := group + "/" + tm.Kind; gk {
-	case "/Pod":
-		obj = &corev1.Pod{}
-	case "/Node":
-		obj = &corev1.Node{}
-	case "apps/DaemonSet":
-		obj = &appsv1.DaemonSet{}
-	case "karpenter.sh/NodePool":
-		obj = &karpv1.NodePool{}
-	case "karpenter.sh/NodeClaim":
-		obj = &karpv1.NodeClaim{}
-	case v1beta1.SchemeGroupVersion.Group + "/AKSNodeClass":
-		obj = &v1beta1.AKSNodeClass{}
-	case "/PersistentVolume":
-		obj = &corev1.PersistentVolume{}
-	case "/PersistentVolumeClaim":
-		obj = &corev1.PersistentVolumeClaim{}
-	case "/Namespace":
-		obj = &corev1.Namespace{}
-	case "policy/PodDisruptionBudget":
-		obj = &policyv1.PodDisruptionBudget{}
-	case "storage.k8s.io/StorageClass":
-		obj = &storagev1.StorageClass{}
-	default:
+	newObject, ok := kinds[apiGroup(meta.APIVersion)+"/"+meta.Kind]
+	if !ok {
 		return append(out, decoded{warning: fmt.Sprintf("%s: ignoring %s %s (kind %s, apiVersion %s is not used by the planner)",
-			where, tm.Kind, objName, tm.Kind, tm.APIVersion)}), nil
+			where, meta.Kind, objName, meta.Kind, meta.APIVersion)}), nil
 	}
+	obj := newObject()
 	if err := json.Unmarshal(js, obj); err != nil {
-		return out, fail("%s %s: %v", tm.Kind, objName, err)
+		return out, fail("%s %s: %v", meta.Kind, objName, err)
 	}
 	out = append(out, decoded{obj: obj})
-	if nc, ok := obj.(*v1beta1.AKSNodeClass); ok {
-		if unsupported := unsupportedFields(nc); len(unsupported) > 0 {
+	if nodeClass, ok := obj.(*v1beta1.AKSNodeClass); ok {
+		if unsupported := unsupportedFields(nodeClass); len(unsupported) > 0 {
 			out = append(out, decoded{warning: fmt.Sprintf("%s: AKSNodeClass %s sets %s, which karpfunc does not support yet; the API server would reject it",
-				where, nc.Name, strings.Join(unsupported, ", "))})
+				where, nodeClass.Name, strings.Join(unsupported, ", "))})
+		}
+	}
+	return out, nil
+}
+
+// apiGroup is apiVersion's group: "" for the core group ("v1").
+func apiGroup(apiVersion string) string {
+	group, _, found := strings.Cut(apiVersion, "/")
+	if !found {
+		return ""
+	}
+	return group
+}
+
+// decodeItems decodes a List's items, numbered from 1.
+func decodeItems(out []decoded, file string, doc int, items []json.RawMessage) ([]decoded, error) {
+	for index, raw := range items {
+		var err error
+		if out, err = decode(out, file, doc, index+1, raw); err != nil {
+			return out, err
 		}
 	}
 	return out, nil

@@ -12,7 +12,7 @@ import (
 
 	"sigs.k8s.io/yaml"
 
-	"github.com/karpfunc/karpfunc/pkg/plan/yamljson"
+	"github.com/karpfunc/karpfunc/pkg/plan/internal/yamljson"
 )
 
 // JSON input (what `kubectl get -o json` prints) is read as a stream, not

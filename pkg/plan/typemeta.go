@@ -109,6 +109,20 @@ func objectFields(js []byte, f func(key, val []byte) bool) bool {
 	}
 }
 
+// closingQuote returns the index of the quote that ends the string whose
+// text starts at i, or -1.
+func closingQuote(js []byte, i int) int {
+	for ; i < len(js) && js[i] != '"'; i++ {
+		if js[i] == '\\' {
+			i++
+		}
+	}
+	if i >= len(js) {
+		return -1
+	}
+	return i
+}
+
 // skip returns the index just after the compact JSON value at i, or -1.
 func skip(js []byte, i int) int {
 	if i >= len(js) {
@@ -118,12 +132,7 @@ func skip(js []byte, i int) int {
 	for ; i < len(js); i++ {
 		switch js[i] {
 		case '"':
-			for i++; i < len(js) && js[i] != '"'; i++ {
-				if js[i] == '\\' {
-					i++
-				}
-			}
-			if i >= len(js) {
+			if i = closingQuote(js, i+1); i < 0 {
 				return -1
 			}
 		case '{', '[':

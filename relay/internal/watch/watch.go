@@ -144,145 +144,40 @@ type relay struct {
 // error if the options are invalid or the initial sync fails (for example,
 // the karpenter.sh CRDs are not installed, or RBAC forbids a list).
 func Run(ctx context.Context, opts Options) error {
-	if err := opts.defaults(); err != nil {
-		return err
-	}
-	builder, err := events.NewBuilder(opts.Cluster)
+	r, err := newRelay(ctx, opts)
 	if err != nil {
 		return err
 	}
-	b, err := batcher.New(batcher.Options{IdleDuration: opts.BatchIdleDuration, MaxDuration: opts.BatchMaxDuration, Clock: opts.Clock})
-	if err != nil {
-		return err
-	}
-	s, err := sender.New(sender.Options{Publisher: opts.Publisher, Logger: opts.Logger, BaseDelay: opts.RetryBaseDelay, MaxDelay: opts.RetryMaxDelay})
-	if err != nil {
-		return err
-	}
-	// Fail with a reason before starting informers that would otherwise
-	// retry a 404 or 403 forever behind a sync that never completes.
-	if _, err := opts.Metadata.Resource(NodeClaims).List(ctx, metav1.ListOptions{Limit: 1}); err != nil {
-		return fmt.Errorf("watch: listing %s (are the Karpenter CRDs installed and may the relay list them?): %w", NodeClaims.GroupResource(), err)
-	}
-
-	r := &relay{opts: opts, log: opts.Logger, events: builder, batch: b, send: s, lastSent: map[string]string{}, podEvents: map[string]bool{}}
-
-	// Only pods that are not bound matter, so the pod informer lists and
-	// watches spec.nodeName="" alone: in a big cluster that is a tiny
-	// fraction of the pods. A pod that gets bound leaves the selection, which
-	// the informer delivers as a delete.
-	podFactory := informers.NewSharedInformerFactoryWithOptions(opts.Kube, 0,
-		informers.WithTweakListOptions(func(lo *metav1.ListOptions) {
-			lo.FieldSelector = fields.OneTermEqualSelector("spec.nodeName", "").String()
-		}))
-	pendingFactory := informers.NewSharedInformerFactoryWithOptions(opts.Kube, 0,
-		informers.WithTweakListOptions(func(lo *metav1.ListOptions) {
-			lo.FieldSelector = fields.OneTermEqualSelector("status.phase", string(corev1.PodPending)).String()
-		}))
-	nodeFactory := informers.NewSharedInformerFactory(opts.Kube, 0)
-	metaFactory := metadatainformer.NewSharedInformerFactory(opts.Metadata, 0)
-	boundFactory := informers.NewSharedInformerFactoryWithOptions(opts.Kube, 0,
-		informers.WithTweakListOptions(func(lo *metav1.ListOptions) {
-			lo.FieldSelector = fields.OneTermNotEqualSelector("spec.nodeName", "").String()
-		}))
-
-	r.pods = podFactory.Core().V1().Pods().Informer()
-	r.nodes = nodeFactory.Core().V1().Nodes().Informer()
-	r.claims = metaFactory.ForResource(NodeClaims).Informer()
-	r.pending = pendingFactory.Core().V1().Pods().Informer()
+	factories := r.newInformers()
 	if err := r.registerGauges(); err != nil {
 		return fmt.Errorf("watch: registering gauges: %w", err)
 	}
-	r.bound = boundFactory.Core().V1().Pods().Informer()
-	r.specs = []cache.SharedIndexInformer{metaFactory.ForResource(NodePools).Informer(), metaFactory.ForResource(AKSNodeClasses).Informer()}
-
-	for _, set := range []struct {
-		inf cache.SharedIndexInformer
-		tf  cache.TransformFunc
-		h   cache.ResourceEventHandlerFuncs
-	}{
-		{r.pods, TransformPod, cache.ResourceEventHandlerFuncs{AddFunc: r.onPod, UpdateFunc: func(_, n any) { r.onPod(n) }, DeleteFunc: r.onPodDelete}},
-		{r.nodes, TransformNode, cache.ResourceEventHandlerFuncs{AddFunc: r.onNodeAdd, UpdateFunc: r.onNodeUpdate}},
-		{r.claims, TransformMetadata, cache.ResourceEventHandlerFuncs{AddFunc: r.onClaimAdd, UpdateFunc: r.onClaimUpdate}},
-		{r.pending, TransformPod, cache.ResourceEventHandlerFuncs{AddFunc: r.onPendingPod, UpdateFunc: func(_, n any) { r.onPendingPod(n) }, DeleteFunc: r.onPendingPodGone}},
-	} {
-		if err := set.inf.SetTransform(set.tf); err != nil {
-			return fmt.Errorf("watch: setting informer transform: %w", err)
-		}
-		if _, err := set.inf.AddEventHandler(set.h); err != nil {
-			return fmt.Errorf("watch: adding informer handler: %w", err)
-		}
-	}
-
-	// NodePools and AKSNodeClasses: a spec change, a new one or one gone
-	// changes their status (and may drift nodes); the initial list is not
-	// a change (the relay restarted).
-	for _, inf := range r.specs {
-		if err := inf.SetTransform(TransformMetadata); err != nil {
-			return fmt.Errorf("watch: setting informer transform: %w", err)
-		}
-		if _, err := inf.AddEventHandler(cache.ResourceEventHandlerDetailedFuncs{
-			AddFunc: func(_ any, initial bool) {
-				if !initial {
-					r.askDisruption(causeSpecAdded)
-				}
-			},
-			UpdateFunc: r.onSpecUpdate,
-			DeleteFunc: func(any) { r.askDisruption(causeSpecDeleted) },
-		}); err != nil {
-			return fmt.Errorf("watch: adding informer handler: %w", err)
-		}
-	}
-	if err := r.bound.SetTransform(TransformPod); err != nil {
-		return fmt.Errorf("watch: setting informer transform: %w", err)
-	}
-	// Bound pods: the initial list is not a pod event (the relay
-	// restarted, nothing happened on the nodes).
-	if _, err := r.bound.AddEventHandler(cache.ResourceEventHandlerDetailedFuncs{
-		AddFunc: func(obj any, initial bool) {
-			if !initial {
-				r.onPodEvent(obj)
-			}
-		},
-		UpdateFunc: r.onBoundPodUpdate, DeleteFunc: r.onPodEvent,
-	}); err != nil {
-		return fmt.Errorf("watch: adding informer handler: %w", err)
+	if err := r.addHandlers(); err != nil {
+		return err
 	}
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var wg sync.WaitGroup
-	wg.Go(func() { s.Run(ctx) })
+	wg.Go(func() { r.send.Run(ctx) })
 	wg.Go(func() {
-		if err := b.Run(ctx, r.emitWindow); err != nil {
+		if err := r.batch.Run(ctx, r.emitWindow); err != nil {
 			r.log.Error("batcher stopped", "error", err)
 		}
 	})
-	podFactory.Start(ctx.Done())
-	nodeFactory.Start(ctx.Done())
-	metaFactory.Start(ctx.Done())
-	pendingFactory.Start(ctx.Done())
-	boundFactory.Start(ctx.Done())
+	for _, factory := range factories {
+		factory.Start(ctx.Done())
+	}
 	defer func() {
 		cancel()
-		podFactory.Shutdown()
-		nodeFactory.Shutdown()
-		metaFactory.Shutdown()
-		pendingFactory.Shutdown()
-		boundFactory.Shutdown()
+		for _, factory := range factories {
+			factory.Shutdown()
+		}
 		wg.Wait()
 	}()
 
-	syncCtx, syncCancel := context.WithTimeout(ctx, opts.SyncTimeout)
-	defer syncCancel()
-	for name, inf := range map[string]cache.SharedIndexInformer{"pods": r.pods, "nodes": r.nodes, NodeClaims.GroupResource().String(): r.claims,
-		"bound pods": r.bound, NodePools.GroupResource().String(): r.specs[0], AKSNodeClasses.GroupResource().String(): r.specs[1]} {
-		if !cache.WaitForCacheSync(syncCtx.Done(), inf.HasSynced) {
-			if ctx.Err() != nil {
-				return nil
-			}
-			return fmt.Errorf("watch: %s informer did not sync within %s", name, opts.SyncTimeout)
-		}
+	if synced, err := r.waitForSync(ctx); !synced {
+		return err
 	}
 	r.log.Info("relay watching", "cluster", opts.Cluster, "batchIdle", opts.BatchIdleDuration,
 		"batchMax", opts.BatchMaxDuration, "resync", opts.Resync)
@@ -295,15 +190,146 @@ func Run(ctx context.Context, opts Options) error {
 	if len(r.specs[0].GetStore().ListKeys())+len(r.specs[1].GetStore().ListKeys()) > 0 {
 		r.askDisruption(causeRelayStarted)
 	}
+	r.loop(ctx)
+	return nil
+}
 
-	ticker := opts.Clock.NewTicker(opts.Resync)
+// newRelay checks the options and builds the relay's event builder, batcher
+// and sender. It fails with a reason before starting informers that would
+// otherwise retry a 404 or 403 forever behind a sync that never completes.
+func newRelay(ctx context.Context, opts Options) (*relay, error) {
+	if err := opts.defaults(); err != nil {
+		return nil, err
+	}
+	builder, err := events.NewBuilder(opts.Cluster)
+	if err != nil {
+		return nil, err
+	}
+	batch, err := batcher.New(batcher.Options{IdleDuration: opts.BatchIdleDuration, MaxDuration: opts.BatchMaxDuration, Clock: opts.Clock})
+	if err != nil {
+		return nil, err
+	}
+	send, err := sender.New(sender.Options{Publisher: opts.Publisher, Logger: opts.Logger, BaseDelay: opts.RetryBaseDelay, MaxDelay: opts.RetryMaxDelay})
+	if err != nil {
+		return nil, err
+	}
+	if _, err := opts.Metadata.Resource(NodeClaims).List(ctx, metav1.ListOptions{Limit: 1}); err != nil {
+		return nil, fmt.Errorf("watch: listing %s (are the Karpenter CRDs installed and may the relay list them?): %w", NodeClaims.GroupResource(), err)
+	}
+	return &relay{opts: opts, log: opts.Logger, events: builder, batch: batch, send: send, lastSent: map[string]string{}, podEvents: map[string]bool{}}, nil
+}
+
+// informerFactory is what Run does with each informer factory.
+type informerFactory interface {
+	Start(stopCh <-chan struct{})
+	Shutdown()
+}
+
+// newInformers creates the relay's informers and returns their factories in
+// start order.
+//
+// Only pods that are not bound matter for provisioning, so the pod informer
+// lists and watches spec.nodeName="" alone: in a big cluster that is a tiny
+// fraction of the pods. A pod that gets bound leaves the selection, which
+// the informer delivers as a delete.
+func (r *relay) newInformers() []informerFactory {
+	kube := r.opts.Kube
+	selecting := func(selector fields.Selector) informers.SharedInformerOption {
+		return informers.WithTweakListOptions(func(lo *metav1.ListOptions) { lo.FieldSelector = selector.String() })
+	}
+	podFactory := informers.NewSharedInformerFactoryWithOptions(kube, 0, selecting(fields.OneTermEqualSelector("spec.nodeName", "")))
+	pendingFactory := informers.NewSharedInformerFactoryWithOptions(kube, 0, selecting(fields.OneTermEqualSelector("status.phase", string(corev1.PodPending))))
+	nodeFactory := informers.NewSharedInformerFactory(kube, 0)
+	metaFactory := metadatainformer.NewSharedInformerFactory(r.opts.Metadata, 0)
+	boundFactory := informers.NewSharedInformerFactoryWithOptions(kube, 0, selecting(fields.OneTermNotEqualSelector("spec.nodeName", "")))
+
+	r.pods = podFactory.Core().V1().Pods().Informer()
+	r.nodes = nodeFactory.Core().V1().Nodes().Informer()
+	r.claims = metaFactory.ForResource(NodeClaims).Informer()
+	r.pending = pendingFactory.Core().V1().Pods().Informer()
+	r.bound = boundFactory.Core().V1().Pods().Informer()
+	r.specs = []cache.SharedIndexInformer{metaFactory.ForResource(NodePools).Informer(), metaFactory.ForResource(AKSNodeClasses).Informer()}
+	return []informerFactory{podFactory, nodeFactory, metaFactory, pendingFactory, boundFactory}
+}
+
+// informerHandlers is one informer's transform and event handlers.
+type informerHandlers struct {
+	informer  cache.SharedIndexInformer
+	transform cache.TransformFunc
+	handlers  cache.ResourceEventHandler
+}
+
+// addHandlers sets each informer's transform and event handlers.
+//
+// NodePools and AKSNodeClasses: a spec change, a new one or one gone
+// changes their status (and may drift nodes); the initial list is not a
+// change (the relay restarted). Bound pods: the initial list is not a pod
+// event either (nothing happened on the nodes).
+func (r *relay) addHandlers() error {
+	specHandlers := cache.ResourceEventHandlerDetailedFuncs{
+		AddFunc: func(_ any, initial bool) {
+			if !initial {
+				r.askDisruption(causeSpecAdded)
+			}
+		},
+		UpdateFunc: r.onSpecUpdate,
+		DeleteFunc: func(any) { r.askDisruption(causeSpecDeleted) },
+	}
+	table := []informerHandlers{
+		{r.pods, TransformPod, cache.ResourceEventHandlerFuncs{AddFunc: r.onPod, UpdateFunc: func(_, n any) { r.onPod(n) }, DeleteFunc: r.onPodDelete}},
+		{r.nodes, TransformNode, cache.ResourceEventHandlerFuncs{AddFunc: r.onNodeAdd, UpdateFunc: r.onNodeUpdate}},
+		{r.claims, TransformMetadata, cache.ResourceEventHandlerFuncs{AddFunc: r.onClaimAdd, UpdateFunc: r.onClaimUpdate}},
+		{r.pending, TransformPod, cache.ResourceEventHandlerFuncs{AddFunc: r.onPendingPod, UpdateFunc: func(_, n any) { r.onPendingPod(n) }, DeleteFunc: r.onPendingPodGone}},
+		{r.specs[0], TransformMetadata, specHandlers},
+		{r.specs[1], TransformMetadata, specHandlers},
+		{r.bound, TransformPod, cache.ResourceEventHandlerDetailedFuncs{
+			AddFunc: func(obj any, initial bool) {
+				if !initial {
+					r.onPodEvent(obj)
+				}
+			},
+			UpdateFunc: r.onBoundPodUpdate, DeleteFunc: r.onPodEvent,
+		}},
+	}
+	for _, entry := range table {
+		if err := entry.informer.SetTransform(entry.transform); err != nil {
+			return fmt.Errorf("watch: setting informer transform: %w", err)
+		}
+		if _, err := entry.informer.AddEventHandler(entry.handlers); err != nil {
+			return fmt.Errorf("watch: adding informer handler: %w", err)
+		}
+	}
+	return nil
+}
+
+// waitForSync waits until the informers hold their initial lists, for at
+// most SyncTimeout. It reports whether they did; when ctx ends first that
+// is no error.
+func (r *relay) waitForSync(ctx context.Context) (bool, error) {
+	syncCtx, syncCancel := context.WithTimeout(ctx, r.opts.SyncTimeout)
+	defer syncCancel()
+	for name, informer := range map[string]cache.SharedIndexInformer{"pods": r.pods, "nodes": r.nodes, NodeClaims.GroupResource().String(): r.claims,
+		"bound pods": r.bound, NodePools.GroupResource().String(): r.specs[0], AKSNodeClasses.GroupResource().String(): r.specs[1]} {
+		if !cache.WaitForCacheSync(syncCtx.Done(), informer.HasSynced) {
+			if ctx.Err() != nil {
+				return false, nil
+			}
+			return false, fmt.Errorf("watch: %s informer did not sync within %s", name, r.opts.SyncTimeout)
+		}
+	}
+	return true, nil
+}
+
+// loop resyncs and flushes pod events on their tickers until ctx ends.
+func (r *relay) loop(ctx context.Context) {
+	ticker := r.opts.Clock.NewTicker(r.opts.Resync)
 	defer ticker.Stop()
-	flush := opts.Clock.NewTicker(disruptionSlot)
+	flush := r.opts.Clock.NewTicker(disruptionSlot)
 	defer flush.Stop()
 	for {
 		select {
 		case <-ctx.Done():
-			return nil
+			return
 		case <-ticker.C():
 			r.resync()
 		case <-flush.C():

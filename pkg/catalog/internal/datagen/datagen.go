@@ -119,69 +119,96 @@ func Build(src string) ([]byte, Stats, error) {
 		Source:  "built by pkg/catalog/internal/gen from shared/data/azure-catalog (see its README.md for sources and dates)",
 		Regions: map[string]compact.Region{},
 	}
+	file.SKUs = keptSKUs(skus, stats.Dropped)
 	kept := map[string]bool{}
-	for _, s := range skus {
-		if why := exclude.Reason(facts(s)); why != "" {
-			stats.Dropped[why]++
-			continue
-		}
-		if _, err := HyperVGenerations(s.HyperVGens); err != nil {
-			// Without its generations no node image can be picked.
-			stats.Dropped["unknown hyper-v generations"]++
-			continue
-		}
-		kept[s.Name] = true
-		file.SKUs = append(file.SKUs, toCompact(s))
+	for _, keptSKU := range file.SKUs {
+		kept[keptSKU.Name] = true
 	}
 	used := map[string]bool{}
 	for region, byName := range prices {
-		r := compact.Region{Zonal: zonalRegions[region], Prices: map[string][]float64{}}
-		for name, p := range byName {
-			if !kept[name] || p.OnDemand == nil || *p.OnDemand <= 0 {
-				continue
-			}
-			v := []float64{round(*p.OnDemand)}
-			if p.Spot != nil && *p.Spot > 0 {
-				v = append(v, round(*p.Spot))
-			}
-			r.Prices[name] = v
+		built := buildRegion(region, byName, zones[region], kept)
+		for name := range built.Prices {
 			used[name] = true
 		}
-		if r.Zonal {
-			for name, z := range zones[region] {
-				if _, ok := r.Prices[name]; ok && len(z.Zones) > 0 {
-					if r.Zones == nil {
-						r.Zones = map[string][]string{}
-					}
-					r.Zones[name] = z.Zones
-				}
-			}
-		}
-		if len(r.Prices) > 0 {
-			file.Regions[region] = r
+		if len(built.Prices) > 0 {
+			file.Regions[region] = built
 		}
 	}
 	// A SKU priced nowhere cannot be offered; keep the file small.
 	file.SKUs = slices.DeleteFunc(file.SKUs, func(s compact.SKU) bool { return !used[s.Name] })
 	slices.SortFunc(file.SKUs, func(a, b compact.SKU) int { return strings.Compare(a.Name, b.Name) })
-	stats.SKUs, stats.Regions = len(file.SKUs), len(file.Regions)
+	stats.SKUs = len(file.SKUs)
+	stats.Regions = len(file.Regions)
+	out, err := gzipJSON(file)
+	return out, stats, err
+}
 
+// keptSKUs converts the records the exclusion rule accepts and whose
+// generations are known, counting the others in dropped by reason.
+func keptSKUs(skus []sku, dropped map[string]int) []compact.SKU {
+	var kept []compact.SKU
+	for _, record := range skus {
+		if why := exclude.Reason(facts(record)); why != "" {
+			dropped[why]++
+			continue
+		}
+		if _, err := HyperVGenerations(record.HyperVGens); err != nil {
+			// Without its generations no node image can be picked.
+			dropped["unknown hyper-v generations"]++
+			continue
+		}
+		kept = append(kept, toCompact(record))
+	}
+	return kept
+}
+
+// buildRegion is one region's prices for the kept SKUs with an on-demand
+// price (and spot where there is one), and in a zonal region the zones of
+// the priced SKUs.
+func buildRegion(region string, byName map[string]price, zones map[string]zoneRecord, kept map[string]bool) compact.Region {
+	built := compact.Region{Zonal: zonalRegions[region], Prices: map[string][]float64{}}
+	for name, priced := range byName {
+		if !kept[name] || priced.OnDemand == nil || *priced.OnDemand <= 0 {
+			continue
+		}
+		hourly := []float64{round(*priced.OnDemand)}
+		if priced.Spot != nil && *priced.Spot > 0 {
+			hourly = append(hourly, round(*priced.Spot))
+		}
+		built.Prices[name] = hourly
+	}
+	if !built.Zonal {
+		return built
+	}
+	for name, record := range zones {
+		if _, ok := built.Prices[name]; ok && len(record.Zones) > 0 {
+			if built.Zones == nil {
+				built.Zones = map[string][]string{}
+			}
+			built.Zones[name] = record.Zones
+		}
+	}
+	return built
+}
+
+// gzipJSON is file marshalled and gzipped at best compression.
+func gzipJSON(file compact.File) ([]byte, error) {
 	raw, err := json.Marshal(file)
 	if err != nil {
-		return nil, stats, err
+		return nil, err
 	}
 	var buf bytes.Buffer
 	zw, err := gzip.NewWriterLevel(&buf, gzip.BestCompression)
 	if err != nil {
-		return nil, stats, err
+		return nil, err
 	}
 	if _, err := zw.Write(raw); err != nil {
-		return nil, stats, err
+		return nil, err
 	}
 	if err := zw.Close(); err != nil {
-		return nil, stats, err
+		return nil, err
 	}
-	return buf.Bytes(), stats, nil
+	return buf.Bytes(), nil
 }
 
 // facts are what the exclusion rule needs from a source record.

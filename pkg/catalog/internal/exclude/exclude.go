@@ -74,27 +74,38 @@ func KubeArch(azure string) (arch string, ok bool) {
 	return "", false
 }
 
+// rules are Reason's checks in order, each with the reason it gives. The
+// capacity rules after "unknown vcpus/memory/architecture" may dereference
+// what that rule checked.
+var rules = []struct {
+	reason  string
+	matches func(Facts) bool
+}{
+	// Retired, and AKS does not offer them.
+	{"basic tier", func(f Facts) bool { return f.Tier != "Standard" || !strings.HasPrefix(f.Name, "Standard_") }},
+	// Retired promotional sizes.
+	{"promo", func(f Facts) bool { return strings.HasSuffix(f.Name, "_Promo") }},
+	// Capacity could not be stated.
+	{"unknown vcpus/memory/architecture", func(f Facts) bool { return f.VCPUs == nil || f.MemoryGiB == nil || f.Architecture == nil }},
+	// AKS refuses them as nodes.
+	{"fewer than 2 vCPUs", func(f Facts) bool { return *f.VCPUs < 2 }},
+	{"less than 3.5 GiB", func(f Facts) bool { return *f.MemoryGiB < 3.5 }},
+	{"restricted by AKS", func(f Facts) bool { return restricted[f.Name] }},
+	{"constrained vCPU", func(f Facts) bool { return constrainedVCPU.MatchString(f.Name) }},
+	// The provider does not support confidential VMs yet.
+	{"confidential", func(f Facts) bool {
+		return strings.HasPrefix(f.Name, "Standard_DC") || strings.HasPrefix(f.Name, "Standard_EC")
+	}},
+}
+
 // Reason says why f cannot be an AKS Linux node for karpfunc; "" when it can.
 // The first matching reason wins, so the reasons counted by the callers are
 // stable.
 func Reason(f Facts) string {
-	switch {
-	case f.Tier != "Standard" || !strings.HasPrefix(f.Name, "Standard_"):
-		return "basic tier" // retired, and AKS does not offer them
-	case strings.HasSuffix(f.Name, "_Promo"):
-		return "promo" // retired promotional sizes
-	case f.VCPUs == nil || f.MemoryGiB == nil || f.Architecture == nil:
-		return "unknown vcpus/memory/architecture" // capacity could not be stated
-	case *f.VCPUs < 2:
-		return "fewer than 2 vCPUs" // AKS refuses them as nodes
-	case *f.MemoryGiB < 3.5:
-		return "less than 3.5 GiB" // AKS refuses them as nodes
-	case restricted[f.Name]:
-		return "restricted by AKS"
-	case constrainedVCPU.MatchString(f.Name):
-		return "constrained vCPU"
-	case strings.HasPrefix(f.Name, "Standard_DC") || strings.HasPrefix(f.Name, "Standard_EC"):
-		return "confidential" // the provider does not support confidential VMs yet
+	for _, rule := range rules {
+		if rule.matches(f) {
+			return rule.reason
+		}
 	}
 	if _, ok := KubeArch(*f.Architecture); !ok {
 		return fmt.Sprintf("unknown architecture %q", *f.Architecture)

@@ -8,7 +8,7 @@ import (
 
 	"sigs.k8s.io/yaml"
 
-	"github.com/karpfunc/karpfunc/pkg/plan/yamljson"
+	"github.com/karpfunc/karpfunc/pkg/plan/internal/yamljson"
 )
 
 // check converts in both ways: when the fast path answers, the slow path
