@@ -10,7 +10,7 @@ import (
 
 // shipped are the commands users run: the handler deployed to Azure
 // Functions, the in-cluster relay and the user CLI.
-var shipped = []string{"./functions", "./relay"}
+var shipped = []string{"./functions", "./relay", "./cmd/karpfunc"}
 
 // TestShippedBinariesLinkNoStandIns fails when `go list -deps` of a shipped
 // command names a package under the module's top-level internal/.
