@@ -26,7 +26,8 @@ build:
 
 ## demo: the whole loop on a local control plane: 50 pending pods to running nodes
 demo: tools build
-	$(BIN)/karpfunc demo
+	$(GO) build -o $(BIN)/karpfunc-demo ./hack/demo
+	$(BIN)/karpfunc-demo
 
 ## test: the lint gate, unit tests and the end-to-end tests on a real local control plane
 test: tools lint

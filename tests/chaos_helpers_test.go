@@ -19,6 +19,7 @@ import (
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
 	"github.com/karpfunc/karpfunc/internal/localenv"
+	"github.com/karpfunc/karpfunc/internal/testfixtures"
 	"github.com/karpfunc/karpfunc/pkg/azure"
 	"github.com/karpfunc/karpfunc/pkg/offerings"
 )
@@ -169,20 +170,14 @@ func unavailableEntries(ctx context.Context, kube client.Client) []offerings.Ent
 	return set.Entries()
 }
 
-// eventCounts counts karpfunc's events by reason (Count included).
+// eventCounts counts karpfunc's events by reason.
 func eventCounts(ctx context.Context, t *testing.T, kube client.Client) map[string]int {
 	t.Helper()
-	var evs corev1.EventList
-	if err := kube.List(ctx, &evs); err != nil {
+	counts, err := testfixtures.CountEventsByReason(ctx, kube, testfixtures.EventFilter{Component: "karpfunc"})
+	if err != nil {
 		t.Fatal(err)
 	}
-	out := map[string]int{}
-	for _, e := range evs.Items {
-		if e.Source.Component == "karpfunc" {
-			out[e.Reason] += int(max(e.Count, 1))
-		}
-	}
-	return out
+	return counts
 }
 
 func formatCounts(m map[string]int) string {

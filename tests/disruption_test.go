@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"path/filepath"
 	"slices"
 	"sort"
 	"strconv"
@@ -22,6 +21,7 @@ import (
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
 	"github.com/karpfunc/karpfunc/internal/localenv"
+	"github.com/karpfunc/karpfunc/internal/testfixtures"
 	"github.com/karpfunc/karpfunc/pkg/catalog"
 	"github.com/karpfunc/karpfunc/pkg/decisions"
 	"github.com/karpfunc/karpfunc/pkg/disruption"
@@ -34,12 +34,9 @@ import (
 // stops disruption with an event until it is fixed, and expireAfter
 // replaces a node.
 func TestDisruption(t *testing.T) {
-	env := startEnv(t, localenv.Options{ClusterName: "disrupt", BootDelay: time.Second})
+	env := startEnvWithNodePool(t, localenv.Options{ClusterName: "disrupt", BootDelay: time.Second})
 	ctx := context.Background()
 	kube := env.Kube
-	if _, err := env.ApplyFile(ctx, filepath.Join(env.Options.RepoRoot, "examples", "nodepool.yaml")); err != nil {
-		t.Fatal(err)
-	}
 	// Nodes of at most 8 vCPU, so 20 one-vCPU pods take several; a short
 	// consolidateAfter keeps the test quick.
 	patchPool(t, ctx, kube, "general", `{"spec":{"disruption":{"consolidateAfter":"10s"},"template":{"spec":{"requirements":[
@@ -466,19 +463,12 @@ func fleetPrice(cat *catalog.Catalog, ncs []karpv1.NodeClaim) float64 {
 	return total
 }
 
-// eventCount sums the counts of events with reason whose message contains
-// substr.
+// eventCount counts the events with reason whose message contains substr.
 func eventCount(t *testing.T, ctx context.Context, kube client.Client, reason, substr string) int {
 	t.Helper()
-	var list corev1.EventList
-	if err := kube.List(ctx, &list); err != nil {
+	n, err := testfixtures.CountEvents(ctx, kube, testfixtures.EventFilter{Reason: reason, MessageContains: substr})
+	if err != nil {
 		t.Fatal(err)
-	}
-	n := 0
-	for _, ev := range list.Items {
-		if ev.Reason == reason && strings.Contains(ev.Message, substr) {
-			n += int(ev.Count)
-		}
 	}
 	return n
 }
@@ -493,12 +483,9 @@ func TestIdleCost(t *testing.T) {
 	if minutes <= 0 {
 		t.Skip("set KARPFUNC_IDLE_MINUTES to measure")
 	}
-	env := startEnv(t, localenv.Options{ClusterName: "idle", BootDelay: time.Second})
+	env := startEnvWithNodePool(t, localenv.Options{ClusterName: "idle", BootDelay: time.Second})
 	ctx := context.Background()
 	kube := env.Kube
-	if _, err := env.ApplyFile(ctx, filepath.Join(env.Options.RepoRoot, "examples", "nodepool.yaml")); err != nil {
-		t.Fatal(err)
-	}
 	// One pod per node: 5 of 8 vCPUs.
 	patchPool(t, ctx, kube, "general", `{"spec":{"disruption":{"consolidateAfter":"10s"},"template":{"spec":{"requirements":[
 		{"key":"karpenter.sh/capacity-type","operator":"In","values":["on-demand"]},

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -53,6 +54,17 @@ func startEnv(t *testing.T, opts localenv.Options) *localenv.Env {
 			t.Errorf("stopping the local loop: %v", err)
 		}
 	})
+	return env
+}
+
+// startEnvWithNodePool is startEnv with the sample NodePool and
+// AKSNodeClass (examples/nodepool.yaml) applied: the setup most tests share.
+func startEnvWithNodePool(t *testing.T, opts localenv.Options) *localenv.Env {
+	t.Helper()
+	env := startEnv(t, opts)
+	if _, err := env.ApplyFile(context.Background(), filepath.Join(env.Options.RepoRoot, "examples", "nodepool.yaml")); err != nil {
+		t.Fatalf("applying examples/nodepool.yaml: %v", err)
+	}
 	return env
 }
 

@@ -3,7 +3,6 @@ package tests
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -18,15 +17,12 @@ import (
 // (status.imageID names it); when AKS publishes a newer one, the node
 // drifts (ImageDrift) and is replaced first by one on the new image.
 func TestImageDrift(t *testing.T) {
-	env := startEnv(t, localenv.Options{ClusterName: "imagedrift", BootDelay: time.Second,
+	env := startEnvWithNodePool(t, localenv.Options{ClusterName: "imagedrift", BootDelay: time.Second,
 		// A short cache and a frequent safety-net pass: nothing else
 		// announces a gallery release.
 		SweepSchedule: "*/10 * * * * *", HostSettings: map[string]string{"KARPFUNC_NODE_IMAGE_TTL": "5s"}})
 	ctx := context.Background()
 	kube := env.Kube
-	if _, err := env.ApplyFile(ctx, filepath.Join(env.Options.RepoRoot, "examples", "nodepool.yaml")); err != nil {
-		t.Fatal(err)
-	}
 	app := deployment("steady", 1, "500m", "512Mi")
 	app.Spec.Template.Spec.NodeSelector = map[string]string{karpv1.NodePoolLabelKey: "general"}
 	if err := kube.Create(ctx, app); err != nil {

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/http"
 	"os"
-	"path/filepath"
 	"regexp"
 	"sort"
 	"strings"
@@ -18,6 +17,7 @@ import (
 
 	"github.com/karpfunc/karpfunc/internal/armemulator"
 	"github.com/karpfunc/karpfunc/internal/localenv"
+	"github.com/karpfunc/karpfunc/internal/testfixtures"
 	"github.com/karpfunc/karpfunc/pkg/azure"
 	"github.com/karpfunc/karpfunc/pkg/bus"
 	"github.com/karpfunc/karpfunc/pkg/lifecycle"
@@ -34,13 +34,10 @@ const testNotice = 12 * time.Second
 // notice, collapses duplicate signals, and cleans up at once when only
 // Event Grid's after-the-fact signal arrives.
 func TestInterruption(t *testing.T) {
-	env := startEnv(t, localenv.Options{ClusterName: "intr", BootDelay: time.Second, EvictionNotice: testNotice,
+	env := startEnvWithNodePool(t, localenv.Options{ClusterName: "intr", BootDelay: time.Second, EvictionNotice: testNotice,
 		MaxDeliveryCount: 3, RetryDelay: 200 * time.Millisecond, BatchIdle: 300 * time.Millisecond, BatchMax: 2 * time.Second})
 	ctx := context.Background()
 	kube := env.Kube
-	if _, err := env.ApplyFile(ctx, filepath.Join(env.Options.RepoRoot, "examples", "nodepool.yaml")); err != nil {
-		t.Fatal(err)
-	}
 	// Spot only, 2-vCPU sizes: two 800m pods fill a node, so a replacement
 	// is always a new NodeClaim.
 	np := &karpv1.NodePool{}
@@ -363,15 +360,9 @@ func deploymentReplicas(t *testing.T, ctx context.Context, kube client.Client, n
 // and name.
 func eventsFor(t *testing.T, ctx context.Context, kube client.Client, kind, name, reason string) int {
 	t.Helper()
-	var list corev1.EventList
-	if err := kube.List(ctx, &list); err != nil {
+	n, err := testfixtures.CountEvents(ctx, kube, testfixtures.EventFilter{Kind: kind, Name: name, Reason: reason})
+	if err != nil {
 		t.Fatal(err)
-	}
-	n := 0
-	for _, e := range list.Items {
-		if e.InvolvedObject.Kind == kind && e.InvolvedObject.Name == name && e.Reason == reason {
-			n += max(int(e.Count), 1)
-		}
 	}
 	return n
 }

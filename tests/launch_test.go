@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -31,7 +30,7 @@ func TestLongLaunch(t *testing.T) {
 		functionTimeout     = 8 * time.Second
 		launchCheckInterval = 2 * time.Second
 	)
-	env := startEnv(t, localenv.Options{ClusterName: "long", VMCreateDelay: vmCreate, BootDelay: time.Second,
+	env := startEnvWithNodePool(t, localenv.Options{ClusterName: "long", VMCreateDelay: vmCreate, BootDelay: time.Second,
 		MaxDeliveryCount: 3, RetryDelay: 200 * time.Millisecond,
 		HostSettings: map[string]string{
 			funchost.FunctionTimeoutSetting:  "00:00:08",
@@ -39,9 +38,6 @@ func TestLongLaunch(t *testing.T) {
 		}})
 	ctx := context.Background()
 	kube := env.Kube
-	if _, err := env.ApplyFile(ctx, filepath.Join(env.Options.RepoRoot, "examples", "nodepool.yaml")); err != nil {
-		t.Fatal(err)
-	}
 	// Nodes of at most 4 vCPUs: three 3-vCPU pods need three VMs.
 	np := &karpv1.NodePool{}
 	if err := kube.Get(ctx, client.ObjectKey{Name: "general"}, np); err != nil {

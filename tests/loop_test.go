@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/http"
 	"os"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -37,13 +36,10 @@ func TestLoop(t *testing.T) {
 	// the test, as they would to an OpenTelemetry Collector.
 	otlp := otlpreceiver.Start()
 	t.Cleanup(otlp.Close)
-	env := startEnv(t, localenv.Options{ClusterName: "e2e", BootDelay: 3 * time.Second,
+	env := startEnvWithNodePool(t, localenv.Options{ClusterName: "e2e", BootDelay: 3 * time.Second,
 		MaxDeliveryCount: 3, RetryDelay: 200 * time.Millisecond, OTLPEndpoint: otlp.URL()})
 	ctx := context.Background()
 	kube := env.Kube
-	if _, err := env.ApplyFile(ctx, filepath.Join(env.Options.RepoRoot, "examples", "nodepool.yaml")); err != nil {
-		t.Fatal(err)
-	}
 	workload := []struct {
 		app         string
 		replicas    int32

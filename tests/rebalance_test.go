@@ -3,7 +3,6 @@ package tests
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -32,13 +31,10 @@ import (
 func TestRebalancingConsolidation(t *testing.T) {
 	otlp := otlpreceiver.Start()
 	t.Cleanup(otlp.Close)
-	env := startEnv(t, localenv.Options{ClusterName: "rebalance", BootDelay: time.Second, OTLPEndpoint: otlp.URL(),
+	env := startEnvWithNodePool(t, localenv.Options{ClusterName: "rebalance", BootDelay: time.Second, OTLPEndpoint: otlp.URL(),
 		HostSettings: map[string]string{"KARPFUNC_REBALANCE_CONSOLIDATION": "true"}})
 	ctx := context.Background()
 	kube := env.Kube
-	if _, err := env.ApplyFile(ctx, filepath.Join(env.Options.RepoRoot, "examples", "nodepool.yaml")); err != nil {
-		t.Fatal(err)
-	}
 	// Only D16as_v5 at first.
 	patchPool(t, ctx, kube, "general", `{"spec":{"disruption":{"consolidateAfter":"10s","budgets":[{"nodes":"2"}]},"template":{"spec":{"requirements":[
 		{"key":"karpenter.sh/capacity-type","operator":"In","values":["on-demand"]},

@@ -3,7 +3,6 @@ package tests
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -24,12 +23,9 @@ import (
 // that NodeClaim's node, or to another node that satisfies the same
 // constraints, and no pod the engine called schedulable stays pending.
 func TestSchedulerAgrees(t *testing.T) {
-	env := startEnv(t, localenv.Options{ClusterName: "agree", BootDelay: 2 * time.Second})
+	env := startEnvWithNodePool(t, localenv.Options{ClusterName: "agree", BootDelay: 2 * time.Second})
 	ctx := context.Background()
 	kube := env.Kube
-	if _, err := env.ApplyFile(ctx, filepath.Join(env.Options.RepoRoot, "examples", "nodepool.yaml")); err != nil {
-		t.Fatal(err)
-	}
 	type workload struct {
 		app      string
 		replicas int32

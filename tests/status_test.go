@@ -3,7 +3,6 @@ package tests
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -27,12 +26,9 @@ import (
 // FailedScheduling events say why; once fixed they are Ready again and
 // their pods run on nodes launched from them.
 func TestStatus(t *testing.T) {
-	env := startEnv(t, localenv.Options{ClusterName: "status", BootDelay: time.Second})
+	env := startEnvWithNodePool(t, localenv.Options{ClusterName: "status", BootDelay: time.Second})
 	ctx := context.Background()
 	kube := env.Kube
-	if _, err := env.ApplyFile(ctx, filepath.Join(env.Options.RepoRoot, "examples", "nodepool.yaml")); err != nil {
-		t.Fatal(err)
-	}
 	waitClassReady(t, ctx, kube, "default")
 	waitPoolReady(t, ctx, kube, "general", 0)
 

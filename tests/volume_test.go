@@ -2,7 +2,6 @@ package tests
 
 import (
 	"context"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -21,12 +20,9 @@ import (
 // its node in that zone from the whole loop (relay, Provision, ARM, kwok,
 // kube-scheduler), not in the zone that would be cheapest without the volume.
 func TestZonalVolume(t *testing.T) {
-	env := startEnv(t, localenv.Options{ClusterName: "e2e", BootDelay: 2 * time.Second})
+	env := startEnvWithNodePool(t, localenv.Options{ClusterName: "e2e", BootDelay: 2 * time.Second})
 	ctx := context.Background()
 	kube := env.Kube
-	if _, err := env.ApplyFile(ctx, filepath.Join(env.Options.RepoRoot, "examples", "nodepool.yaml")); err != nil {
-		t.Fatal(err)
-	}
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: "default", Labels: map[string]string{"app": "db"}},
 		Spec: corev1.PodSpec{Containers: []corev1.Container{{

@@ -1,7 +1,8 @@
-// Command karpfunc is the developer CLI:
+// Command karpfunc is the user CLI; it links no stand-in (the local loop of
+// `make demo` is hack/demo):
 //
-//	karpfunc demo                 the whole loop on a local control plane
 //	karpfunc plan -f FILE ...     what would be launched for these objects (offline)
+//	karpfunc catalog refresh ...  a catalog file from Azure's Retail Prices and Resource SKUs APIs
 package main
 
 import (
@@ -23,8 +24,6 @@ func main() {
 	}
 	var err error
 	switch os.Args[1] {
-	case "demo":
-		err = runDemo(os.Args[2:])
 	case "plan":
 		err = runPlan(os.Args[2:])
 	case "catalog":
@@ -32,6 +31,9 @@ func main() {
 	case "help", "-h", "--help":
 		usage()
 		return
+	case "demo":
+		fmt.Fprintln(os.Stderr, "karpfunc: the demo is a developer command now: make demo (go run ./hack/demo)")
+		os.Exit(2)
 	default:
 		fmt.Fprintf(os.Stderr, "karpfunc: unknown command %q\n", os.Args[1])
 		usage()
@@ -47,8 +49,6 @@ func usage() {
 	fmt.Fprint(os.Stderr, `usage: karpfunc <command> [flags]
 
 commands:
-  demo   start the local control plane, ARM emulator, Functions host and relay;
-         provision 50 pending pods and print progress and a summary
   plan   plan what karpfunc would launch for Kubernetes objects read from files
   catalog refresh  rebuild a catalog file from the Azure Retail Prices and Resource SKUs APIs
 `)

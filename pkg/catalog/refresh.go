@@ -17,7 +17,8 @@ import (
 // Refreshing a catalog file from Azure: the Retail Prices API gives Linux
 // hourly prices, the Resource SKUs API gives vCPUs, memory, architecture,
 // GPUs, capabilities and zones. This file turns their answers into the
-// catalog file format; fetching them is the caller's (cmd/karpfunc).
+// catalog file format; fetching them is azuresource.go's (the caller
+// supplies the ARM client that lists the Resource SKUs).
 
 // RetailPricesPage is one page of https://prices.azure.com/api/retail/prices.
 type RetailPricesPage struct {

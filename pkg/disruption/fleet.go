@@ -11,7 +11,7 @@ import (
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 	"sigs.k8s.io/karpenter/pkg/scheduling"
 
-	"github.com/karpfunc/karpfunc/internal/pricebound"
+	"github.com/karpfunc/karpfunc/pkg/coverlp"
 )
 
 // fleet is a resource-only view used to skip simulations that cannot
@@ -213,16 +213,16 @@ func lpBound(types []pricedType, need res) float64 {
 // lpMix is lpBound and the optimum's types: an optimum uses one type or
 // two (basis[1] is the zero pricedType when one).
 func lpMix(types []pricedType, need res) (float64, [2]pricedType) {
-	bt := make([]pricebound.Type, len(types))
+	bt := make([]coverlp.Type, len(types))
 	for i, t := range types {
-		bt[i] = pricebound.Type{CPU: float64(t.alloc.cpu), Mem: float64(t.alloc.mem), Price: t.price}
+		bt[i] = coverlp.Type{CPU: float64(t.alloc.cpu), Mem: float64(t.alloc.mem), Price: t.price}
 	}
-	cost, idx := pricebound.PooledBasis(bt, float64(need.cpu), float64(need.mem))
+	sol := coverlp.Solve(bt, float64(need.cpu), float64(need.mem))
 	var basis [2]pricedType
-	for k, i := range idx {
-		if i >= 0 {
-			basis[k] = types[i]
+	for k, u := range sol.Basis {
+		if u.Index >= 0 {
+			basis[k] = types[u.Index]
 		}
 	}
-	return cost, basis
+	return sol.Cost, basis
 }

@@ -15,7 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
-	"github.com/karpfunc/karpfunc/internal/pricebound"
+	"github.com/karpfunc/karpfunc/pkg/coverlp"
 	"github.com/karpfunc/karpfunc/pkg/apis/v1beta1"
 	"github.com/karpfunc/karpfunc/pkg/catalog"
 	"github.com/karpfunc/karpfunc/pkg/scheduler"
@@ -274,17 +274,17 @@ func genericPods(seed int64, n int) (pods []*corev1.Pod, cpu, mem float64) {
 	return pods, cpu, mem
 }
 
-// lpBound is pricebound.Pooled over c's types, each at its cheapest
+// lpBound is coverlp.Solve's cost over c's types, each at its cheapest
 // available offering of the given capacity types (all when none are
 // given).
 func lpBound(c *catalog.Catalog, cpu, mem float64, capacityTypes ...string) float64 {
-	return pricebound.Pooled(boundTypes(c, capacityTypes...), cpu, mem)
+	return coverlp.Solve(boundTypes(c, capacityTypes...), cpu, mem).Cost
 }
 
-// fitBound is pricebound.Fit for pods over c's types (see lpBound).
+// fitBound is coverlp.Fit for pods over c's types (see lpBound).
 func fitBound(c *catalog.Catalog, pods []*corev1.Pod) float64 {
 	idx := map[[2]float64]int{}
-	var classes []pricebound.Class
+	var classes []coverlp.Class
 	for _, p := range pods {
 		r := p.Spec.Containers[0].Resources.Requests
 		k := [2]float64{r.Cpu().AsApproximateFloat64(), r.Memory().AsApproximateFloat64()}
@@ -292,15 +292,15 @@ func fitBound(c *catalog.Catalog, pods []*corev1.Pod) float64 {
 		if !ok {
 			i = len(classes)
 			idx[k] = i
-			classes = append(classes, pricebound.Class{CPU: k[0], Mem: k[1]})
+			classes = append(classes, coverlp.Class{CPU: k[0], Mem: k[1]})
 		}
 		classes[i].N++
 	}
-	return pricebound.Fit(boundTypes(c), classes, 100)
+	return coverlp.Fit(boundTypes(c), classes, 100)
 }
 
-func boundTypes(c *catalog.Catalog, capacityTypes ...string) []pricebound.Type {
-	var types []pricebound.Type
+func boundTypes(c *catalog.Catalog, capacityTypes ...string) []coverlp.Type {
+	var types []coverlp.Type
 	for _, it := range c.InstanceTypes {
 		alloc := it.WithMaxPods(v1beta1.DefaultMaxPods).Allocatable()
 		price := math.Inf(1)
@@ -310,7 +310,7 @@ func boundTypes(c *catalog.Catalog, capacityTypes ...string) []pricebound.Type {
 			}
 		}
 		if !math.IsInf(price, 1) && price > 0 {
-			types = append(types, pricebound.Type{CPU: alloc.Cpu().AsApproximateFloat64(), Mem: alloc.Memory().AsApproximateFloat64(), Price: price})
+			types = append(types, coverlp.Type{CPU: alloc.Cpu().AsApproximateFloat64(), Mem: alloc.Memory().AsApproximateFloat64(), Price: price})
 		}
 	}
 	return types

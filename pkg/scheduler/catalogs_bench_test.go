@@ -188,7 +188,7 @@ func benchmarkRegions(b *testing.B, keep func(*catalog.InstanceType) bool) {
 	}
 	sort.SliceStable(order, func(x, y int) bool { return ratios[order[x]] > ratios[order[y]] })
 	// Above 1.03, measure again against the bound that knows which pods
-	// fit which type and buys whole nodes and pods (pricebound.Fit); it
+	// fit which type and buys whole nodes and pods (coverlp.Fit); it
 	// is slower, and at or below 1.03 it cannot say more.
 	pods, _, _ := genericPods(7, 2000)
 	sum, over, overFit, worstFit := 0.0, 0, 0, 0.0

@@ -16,6 +16,7 @@ import (
 
 	"github.com/karpfunc/karpfunc/pkg/apis/v1beta1"
 	"github.com/karpfunc/karpfunc/pkg/catalog"
+	"github.com/karpfunc/karpfunc/pkg/coverlp"
 )
 
 type solver struct {
@@ -816,53 +817,25 @@ type lpUse struct {
 	x float64
 }
 
-// lpSolve is lpDuals with the optimum's basis (one or two types).
+// lpSolve is lpDuals with the optimum's basis (one or two types), solved by
+// coverlp over the types with a price and usable room.
 func lpSolve(types []*ptype, cpu, mem float64, slack [2]float64) (yCPU, yMem float64, basis [2]lpUse) {
-	type col struct {
-		t       *ptype
-		c, m, p float64
-	}
-	var cols []col
+	cols := make([]coverlp.Type, 0, len(types))
+	colTypes := make([]*ptype, 0, len(types))
 	for _, t := range types {
 		c, m := usable(t, slack)
 		if price, ok := t.cheapest(^uint64(0)); ok && price > 0 && c > 0 && m > 0 {
-			cols = append(cols, col{t, c, m, price})
+			cols = append(cols, coverlp.Type{CPU: c, Mem: m, Price: price})
+			colTypes = append(colTypes, t)
 		}
 	}
-	if len(cols) == 0 || (cpu <= 0 && mem <= 0) {
-		return 0, 0, basis
-	}
-	best := math.Inf(1)
-	for _, a := range cols {
-		if cost := a.p * math.Max(cpu/a.c, mem/a.m); cost < best {
-			best = cost
-			basis = [2]lpUse{{a.t, math.Max(cpu/a.c, mem/a.m)}}
-			if cpu/a.c >= mem/a.m {
-				yCPU, yMem = a.p/a.c, 0
-			} else {
-				yCPU, yMem = 0, a.p/a.m
-			}
+	sol := coverlp.Solve(cols, cpu, mem)
+	for k, u := range sol.Basis {
+		if u.Index >= 0 {
+			basis[k] = lpUse{colTypes[u.Index], u.Nodes}
 		}
 	}
-	for i, a := range cols {
-		for _, d := range cols[i+1:] {
-			det := a.c*d.m - d.c*a.m
-			if det == 0 {
-				continue
-			}
-			xa, xd := (cpu*d.m-d.c*mem)/det, (a.c*mem-cpu*a.m)/det
-			if xa < 0 || xd < 0 {
-				continue
-			}
-			if cost := xa*a.p + xd*d.p; cost < best {
-				best = cost
-				basis = [2]lpUse{{a.t, xa}, {d.t, xd}}
-				// a·y = price for both columns.
-				yCPU, yMem = (a.p*d.m-d.p*a.m)/det, (a.c*d.p-d.c*a.p)/det
-			}
-		}
-	}
-	return yCPU, yMem, basis
+	return sol.DualCPU, sol.DualMem, basis
 }
 
 func withinLimits(pl *pool, t *ptype) bool {

@@ -6,16 +6,18 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
+
+	"github.com/karpfunc/karpfunc/internal/testfixtures"
 )
 
 func pod(name string, mutate func(*corev1.Pod)) *corev1.Pod {
-	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"}}
+	p := testfixtures.Pod(testfixtures.PodOptions{Name: name})
 	mutate(p)
 	return p
 }
 
 func unschedulable(p *corev1.Pod) {
-	p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable}}
+	p.Status.Conditions = []corev1.PodCondition{testfixtures.Unschedulable()}
 }
 
 func TestInputSortsPodsAndCapacity(t *testing.T) {

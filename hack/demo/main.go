@@ -1,3 +1,10 @@
+// Command demo is `make demo`, the developer's first look at the whole
+// loop: it starts the local control plane, the ARM emulator, the local
+// Functions host and the relay (internal/localenv), applies the sample
+// NodePool and 50 pending pods, prints progress and ends with a summary.
+// It is not part of the user CLI (cmd/karpfunc), which links no stand-in.
+//
+//	go run ./hack/demo [-timeout 10m] [-keep] [-vm-create 6s] [-boot 3s]
 package main
 
 import (
@@ -5,6 +12,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"log/slog"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -15,9 +23,22 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/go-logr/logr"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+
 	"github.com/karpfunc/karpfunc/internal/localenv"
 	"github.com/karpfunc/karpfunc/internal/tools"
 )
+
+func main() {
+	// controller-runtime's clients log through logr; the demo prints what
+	// it has to say itself, so their logs go to slog's default (warnings up).
+	ctrllog.SetLogger(logr.FromSlogHandler(slog.Default().Handler()))
+	if err := runDemo(os.Args[1:]); err != nil {
+		fmt.Fprintln(os.Stderr, "karpfunc demo:", err)
+		os.Exit(1)
+	}
+}
 
 func runDemo(args []string) error {
 	fs := flag.NewFlagSet("demo", flag.ContinueOnError)

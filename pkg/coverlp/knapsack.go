@@ -1,4 +1,4 @@
-package pricebound
+package coverlp
 
 import "math"
 

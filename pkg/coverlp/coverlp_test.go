@@ -1,4 +1,4 @@
-package pricebound
+package coverlp
 
 import (
 	"fmt"
@@ -29,7 +29,7 @@ func TestBounds(t *testing.T) {
 			name:    "fits and whole nodes: pods too big for the cheap type buy one large node",
 			types:   []Type{small, big},
 			classes: []Class{{CPU: 1, Mem: 4 * gib, N: 4}},
-			// Pooled: the small type covers the CPU, a quarter of the
+			// Solve: the small type covers the CPU, a quarter of the
 			// large one the memory.
 			pooled: 0.25 * 8, fit: 8,
 		},
@@ -54,8 +54,8 @@ func TestBounds(t *testing.T) {
 				cpu += c.CPU * float64(c.N)
 				mem += c.Mem * float64(c.N)
 			}
-			if got := Pooled(tc.types, cpu, mem); math.Abs(got-tc.pooled) > 1e-9 {
-				t.Errorf("Pooled = %.6f, want %.6f", got, tc.pooled)
+			if got := Solve(tc.types, cpu, mem).Cost; math.Abs(got-tc.pooled) > 1e-9 {
+				t.Errorf("Solve = %.6f, want %.6f", got, tc.pooled)
 			}
 			got := Fit(tc.types, tc.classes, 50)
 			switch {
@@ -68,7 +68,7 @@ func TestBounds(t *testing.T) {
 	}
 }
 
-// TestFitIsALowerBound: on random small instances, Fit lies between Pooled
+// TestFitIsALowerBound: on random small instances, Fit lies between Solve's cost
 // and the cheapest fleet found by trying every type for a first-fit
 // decreasing packing (a real fleet, so at least the optimum).
 func TestFitIsALowerBound(t *testing.T) {
@@ -92,10 +92,11 @@ func TestFitIsALowerBound(t *testing.T) {
 		for _, typ := range types {
 			fleet = math.Min(fleet, firstFitDecreasing(typ, classes))
 		}
-		pooled, fit := Pooled(types, cpu, mem), Fit(types, classes, 100)
+		pooled := Solve(types, cpu, mem).Cost
+		fit := Fit(types, classes, 100)
 		desc := fmt.Sprintf("instance %d: types %v classes %v", i, types, classes)
 		if fit < pooled-1e-6 {
-			t.Errorf("%s: Fit %.4f below Pooled %.4f", desc, fit, pooled)
+			t.Errorf("%s: Fit %.4f below Solve %.4f", desc, fit, pooled)
 		}
 		if fit > fleet+1e-6 {
 			t.Errorf("%s: Fit %.4f above a real fleet's %.4f", desc, fit, fleet)
