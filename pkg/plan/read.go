@@ -79,7 +79,7 @@ func (o *Objects) Read(name string, r io.Reader) error {
 // the pool converts and decodes them in parallel while the rest is split.
 func (o *Objects) readYAML(name string, r *bufio.Reader) error {
 	pool := newDecodePool(name)
-	splitErr := splitYAML(name, r, pool.submit)
+	splitErr := splitYAMLStream(name, r, pool.submit)
 	return o.addUnits(pool.drain(), splitErr)
 }
 
@@ -208,6 +208,7 @@ func decode(out []decoded, file string, doc, item int, js []byte) ([]decoded, er
 	if err := json.Unmarshal(js, obj); err != nil {
 		return out, fail("%s %s: %v", tm.Kind, objName, err)
 	}
+	compactObject(obj)
 	out = append(out, decoded{obj: obj})
 	if nc, ok := obj.(*v1beta1.AKSNodeClass); ok {
 		if unsupported := unsupportedFields(nc); len(unsupported) > 0 {
