@@ -53,6 +53,9 @@ type solver struct {
 	// compare.
 	index      *binIndex
 	linearScan bool
+	// boundOwned are the anti-affinity counters each bound pod owns
+	// (its required anti-affinity terms), found once.
+	boundOwned map[*corev1.Pod][]*counter
 }
 
 type pendingPod struct {
@@ -71,6 +74,8 @@ func newSolver(in Input) *solver {
 		typeKeys: map[string]bool{},
 		counters: counters{byKey: map[string]*counter{}},
 		spread:   in.Spread,
+
+		boundOwned: map[*corev1.Pod][]*counter{},
 
 		packLargest: in.PackLargest,
 	}
@@ -174,7 +179,9 @@ func newSolver(in Input) *solver {
 		bound[pod.Spec.NodeName] = append(bound[pod.Spec.NodeName], pod)
 		reqAnti, _ := podAntiAffinity(pod)
 		for _, t := range reqAnti {
-			_, _ = s.counters.forTerm(t, pod.Namespace, true)
+			if c, err := s.counters.forTerm(t, pod.Namespace, true); err == nil {
+				s.boundOwned[pod] = append(s.boundOwned[pod], c)
+			}
 		}
 	}
 	for _, g := range s.groups {
@@ -601,11 +608,8 @@ func (s *solver) countBound(b *bin, pod *corev1.Pod) {
 			s.count(b, c, 1)
 		}
 	}
-	reqAnti, _ := podAntiAffinity(pod)
-	for _, t := range reqAnti {
-		if c, err := s.counters.forTerm(t, pod.Namespace, true); err == nil {
-			s.count(b, c, 1)
-		}
+	for _, c := range s.boundOwned[pod] {
+		s.count(b, c, 1)
 	}
 }
 
