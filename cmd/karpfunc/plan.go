@@ -38,6 +38,7 @@ func runPlanTo(stdout io.Writer, args []string) error {
 	disrupt := fs.Bool("disruption", false, "print what disruption (expiration, emptiness, drift, consolidation) would do to the nodes in the input, move by move, instead of placing pending pods")
 	maxMoves := fs.Int("max-moves", 100, "with --disruption: stop after this many moves")
 	spotToSpot := fs.Bool("spot-to-spot", false, "with --disruption: allow replacing spot nodes with cheaper spot nodes (Karpenter's SpotToSpotConsolidation)")
+	maxInput := fs.Int64("max-input", 0, "the largest input file in bytes (0: what the memory at hand can hold: GOMEMLIMIT, else the cgroup's memory.max, else available memory)")
 	rebalance := fs.Bool("rebalance", false, "with --disruption: add rebalancing consolidation, beyond Karpenter: groups of nodes replaced by several cheaper nodes of other shapes")
 	fs.SetOutput(os.Stderr)
 	fs.Usage = func() {
@@ -83,9 +84,16 @@ func runPlanTo(stdout io.Writer, args []string) error {
 		}()
 	}
 
+	if *maxInput < 0 {
+		return fmt.Errorf("plan: --max-input %d is negative; give a size in bytes, or 0 for the memory at hand", *maxInput)
+	}
+	limit := inputLimit{bytes: *maxInput, source: "--max-input"}
+	if limit.bytes == 0 {
+		limit.bytes, limit.source = plan.InputLimit()
+	}
 	objs := &plan.Objects{}
 	for _, name := range files {
-		if err := readFile(objs, name); err != nil {
+		if err := readFile(objs, name, limit); err != nil {
 			return err
 		}
 	}
@@ -137,14 +145,27 @@ func runPlanTo(stdout io.Writer, args []string) error {
 	return out.WriteTable(stdout)
 }
 
-func readFile(objs *plan.Objects, name string) error {
-	var r io.Reader = os.Stdin
+// inputLimit is the largest input and where that limit comes from.
+type inputLimit struct {
+	bytes  int64
+	source string
+}
+
+// readFile reads one input, refusing a file larger than limit before
+// reading it (stdin: once more than limit was read), so a dump too large
+// for the memory at hand fails with its size instead of an out-of-memory
+// kill.
+func readFile(objs *plan.Objects, name string, limit inputLimit) error {
+	var r io.Reader = &plan.LimitedReader{R: os.Stdin, File: "<stdin>", Limit: limit.bytes, Source: limit.source}
 	if name != "-" {
 		f, err := os.Open(name)
 		if err != nil {
 			return fmt.Errorf("plan: %w", err)
 		}
 		defer f.Close()
+		if info, err := f.Stat(); err == nil && info.Mode().IsRegular() && info.Size() > limit.bytes {
+			return fmt.Errorf("plan: %w", &plan.SizeError{File: name, Size: info.Size(), Limit: limit.bytes, Source: limit.source})
+		}
 		r = f
 	} else {
 		name = "<stdin>"

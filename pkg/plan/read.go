@@ -8,7 +8,6 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -17,7 +16,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	storagev1 "k8s.io/api/storage/v1"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
 	"github.com/karpfunc/karpfunc/pkg/apis/v1beta1"
@@ -74,32 +72,13 @@ func (o *Objects) Read(name string, r io.Reader) error {
 	return o.readYAML(name, buffered)
 }
 
-// readYAML reads YAML documents separated by "---". Splitting into
-// documents is cheap; converting YAML to JSON and decoding are the cost, so
+// readYAML reads YAML documents separated by "---", a List's items one by
+// one (see splitYAMLStream). Splitting is cheap; converting YAML to JSON and decoding are the cost, so
 // the pool converts and decodes them in parallel while the rest is split.
 func (o *Objects) readYAML(name string, r *bufio.Reader) error {
 	pool := newDecodePool(name)
-	splitErr := splitYAML(name, r, pool.submit)
+	splitErr := splitYAMLStream(name, r, pool.submit)
 	return o.addUnits(pool.drain(), splitErr)
-}
-
-// splitYAML submits each YAML document of r with content.
-func splitYAML(name string, r *bufio.Reader, submit func(*decodeUnit)) error {
-	reader := utilyaml.NewYAMLReader(r)
-	for doc := 1; ; doc++ {
-		raw, err := reader.Read()
-		if errors.Is(err, io.EOF) {
-			return nil
-		}
-		if err != nil {
-			return &DocumentError{File: name, Document: doc, Err: err}
-		}
-		if !hasContent(raw) {
-			doc-- // a leading "---" or an empty document is not counted
-			continue
-		}
-		submit(&decodeUnit{doc: doc, raw: raw, yaml: true})
-	}
 }
 
 // hasContent reports whether raw has a line that is neither blank nor a
@@ -192,6 +171,7 @@ func decode(out []decoded, file string, doc, item int, js []byte) ([]decoded, er
 	if err := json.Unmarshal(js, obj); err != nil {
 		return out, fail("%s %s: %v", meta.Kind, objName, err)
 	}
+	compactObject(obj)
 	out = append(out, decoded{obj: obj})
 	if nodeClass, ok := obj.(*v1beta1.AKSNodeClass); ok {
 		if unsupported := unsupportedFields(nodeClass); len(unsupported) > 0 {

@@ -572,6 +572,7 @@ func (s *solver) commit(b *bin, v *variant, ch choice) {
 			s.charge(b)
 		}
 	}
+	s.index.set(b)
 	s.record(b, g)
 }
 

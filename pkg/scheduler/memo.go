@@ -96,23 +96,44 @@ func (m *Memo) instanceType(it *catalog.InstanceType, maxPods int32) *memoType {
 // resources.RequestsForPods(pods...)) gives, without building the sum.
 // A resource the node does not report has no room.
 func (s *solver) roomLeft(allocatable corev1.ResourceList, pods []*corev1.Pod, memo *Memo) resVec {
-	v := make(resVec, len(s.res.names))
+	left := make([]resource.Quantity, len(s.res.names))
+	reported := make([]bool, len(s.res.names))
 	for i, name := range s.res.names {
-		q, ok := allocatable[name]
-		if !ok {
-			continue
+		if q, ok := allocatable[name]; ok {
+			left[i], reported[i] = q.DeepCopy(), true
 		}
-		left := q.DeepCopy()
-		if name == corev1.ResourcePods {
-			left.Sub(*resource.NewQuantity(int64(len(pods)), resource.DecimalSI))
-		} else {
-			for _, p := range pods {
-				if r, ok := memo.podRequests(p)[name]; ok {
-					left.Sub(r)
-				}
+	}
+	// Each pod's requests once, whatever the number of resources.
+	for _, p := range pods {
+		requests := boundRequests(p, memo)
+		for i, name := range s.res.names {
+			if !reported[i] || name == corev1.ResourcePods {
+				continue
+			}
+			if r, ok := requests[name]; ok {
+				left[i].Sub(r)
 			}
 		}
-		v[i] = quantityValue(name, left)
+	}
+	v := make(resVec, len(s.res.names))
+	for i, name := range s.res.names {
+		if !reported[i] {
+			continue
+		}
+		if name == corev1.ResourcePods {
+			left[i].Sub(*resource.NewQuantity(int64(len(pods)), resource.DecimalSI))
+		}
+		v[i] = quantityValue(name, left[i])
 	}
 	return v
+}
+
+// boundRequests are a pod's requests as roomLeft counts them: from the
+// Memo when there is one, else computed (its "pods" entry, if any, is not
+// read).
+func boundRequests(p *corev1.Pod, memo *Memo) corev1.ResourceList {
+	if memo != nil {
+		return memo.podRequests(p)
+	}
+	return requestsForPod(p)
 }

@@ -146,7 +146,11 @@ type Unschedulable struct {
 // Solve places in.Pods. It never fails: problems with the input become
 // Unschedulable reasons.
 func Solve(in Input) Result {
-	s := newSolver(in)
+	return newSolver(in).solve()
+}
+
+// solve places every pending pod, then repairs and reports.
+func (s *solver) solve() Result {
 	var res Result
 	for _, p := range s.order {
 		s.current, s.prefer = p.pod, p.prefer

@@ -49,6 +49,14 @@ type solver struct {
 	spread bool
 	// packLargest: Input.PackLargest.
 	packLargest bool
+	// index finds the open bins with room for a pod (see binIndex);
+	// linearScan tries every open bin instead, as the index's tests
+	// compare.
+	index      *binIndex
+	linearScan bool
+	// boundOwned are the anti-affinity counters each bound pod owns
+	// (its required anti-affinity terms), found once.
+	boundOwned map[*corev1.Pod][]*counter
 }
 
 type pendingPod struct {
@@ -67,6 +75,8 @@ func newSolver(in Input) *solver {
 		typeKeys: map[string]bool{},
 		counters: counters{byKey: map[string]*counter{}},
 		spread:   in.Spread,
+
+		boundOwned: map[*corev1.Pod][]*counter{},
 
 		packLargest: in.PackLargest,
 	}
@@ -149,6 +159,7 @@ func newSolver(in Input) *solver {
 		}
 	}
 
+	s.index = newBinIndex(len(s.res.names))
 	s.counters.setNamespaces(in.Namespaces, in.Pods, in.BoundPods)
 	// Every counter any pod could use, so that each group knows which it
 	// affects.
@@ -169,7 +180,9 @@ func newSolver(in Input) *solver {
 		bound[pod.Spec.NodeName] = append(bound[pod.Spec.NodeName], pod)
 		reqAnti, _ := podAntiAffinity(pod)
 		for _, t := range reqAnti {
-			_, _ = s.counters.forTerm(t, pod.Namespace, true)
+			if c, err := s.counters.forTerm(t, pod.Namespace, true); err == nil {
+				s.boundOwned[pod] = append(s.boundOwned[pod], c)
+			}
 		}
 	}
 	for _, g := range s.groups {
@@ -193,13 +206,40 @@ func newSolver(in Input) *solver {
 // nothing else that changes requests, it is the container's requests,
 // read without the maps RequestsForPods allocates for requests, limits
 // and their merge.
+//
+// A running pod's container status changes nothing unless it reports
+// resources of its own (an in-place resize) or the pod's resize is
+// pending: Karpenter's Ceiling takes max(spec, actuated, allocated), and
+// with neither reported both fall back to the spec's requests.
 func requestsForPod(pod *corev1.Pod) corev1.ResourceList {
 	if len(pod.Spec.Containers) == 1 && len(pod.Spec.InitContainers) == 0 && pod.Spec.Overhead == nil && pod.Spec.Resources == nil &&
-		len(pod.Status.ContainerStatuses) == 0 && len(pod.Status.InitContainerStatuses) == 0 && len(pod.Status.Conditions) == 0 &&
-		pod.Status.Resources == nil && pod.Status.AllocatedResources == nil && len(pod.Status.NodeAllocatableResourceClaimStatuses) == 0 {
+		len(pod.Status.InitContainerStatuses) == 0 && pod.Status.Resources == nil && pod.Status.AllocatedResources == nil &&
+		len(pod.Status.NodeAllocatableResourceClaimStatuses) == 0 && statusesAtSpec(pod.Status.ContainerStatuses) && !resizePending(pod.Status.Conditions) {
 		return pod.Spec.Containers[0].Resources.Requests
 	}
 	return resources.RequestsForPods(pod)
+}
+
+// statusesAtSpec reports whether no container status reports resources
+// of its own.
+func statusesAtSpec(statuses []corev1.ContainerStatus) bool {
+	for i := range statuses {
+		if statuses[i].AllocatedResources != nil || (statuses[i].Resources != nil && statuses[i].Resources.Requests != nil) {
+			return false
+		}
+	}
+	return true
+}
+
+// resizePending reports whether the pod has a PodResizePending condition
+// (an infeasible resize makes Ceiling ignore the spec).
+func resizePending(conditions []corev1.PodCondition) bool {
+	for _, c := range conditions {
+		if c.Type == corev1.PodResizePending {
+			return true
+		}
+	}
+	return false
 }
 
 // orderPods sorts pods biggest first, size being CPU and memory at the
@@ -558,6 +598,7 @@ func (s *solver) addBin(b *bin) {
 	b.id = len(s.bins)
 	s.bins = append(s.bins, b)
 	s.active = append(s.active, b)
+	s.index.set(b)
 }
 
 // countBound records an already running pod in the topology counters.
@@ -568,11 +609,8 @@ func (s *solver) countBound(b *bin, pod *corev1.Pod) {
 			s.count(b, c, 1)
 		}
 	}
-	reqAnti, _ := podAntiAffinity(pod)
-	for _, t := range reqAnti {
-		if c, err := s.counters.forTerm(t, pod.Namespace, true); err == nil {
-			s.count(b, c, 1)
-		}
+	for _, c := range s.boundOwned[pod] {
+		s.count(b, c, 1)
 	}
 }
 
@@ -645,18 +683,37 @@ func (s *solver) placeVariant(v *variant) bool {
 	if s.spread {
 		return s.spreadVariant(v)
 	}
-	for _, b := range s.active {
-		if b.closed {
-			continue
-		}
-		if ok, _ := s.try(b, v, true); ok {
-			s.maybeClose(b)
-			return true
-		}
+	if s.placeOpen(v) {
+		return true
 	}
 	for i, pl := range s.pools {
 		if b := s.open(pl, i, v); b != nil {
 			s.addBin(b)
+			s.maybeClose(b)
+			return true
+		}
+	}
+	return false
+}
+
+// placeOpen puts one pod of v on the first open bin that takes it, in bin
+// order (first fit).
+func (s *solver) placeOpen(v *variant) bool {
+	if s.linearScan {
+		for _, b := range s.active {
+			if b.closed {
+				continue
+			}
+			if ok, _ := s.try(b, v, true); ok {
+				s.maybeClose(b)
+				return true
+			}
+		}
+		return false
+	}
+	for id := s.index.next(0, v.g.req); id >= 0; id = s.index.next(id+1, v.g.req) {
+		b := s.bins[id]
+		if ok, _ := s.try(b, v, true); ok {
 			s.maybeClose(b)
 			return true
 		}
@@ -670,6 +727,7 @@ func (s *solver) maybeClose(b *bin) {
 		return
 	}
 	b.closed = true
+	s.index.set(b)
 	s.closed++
 	if s.closed > 64 && s.closed > len(s.active)/2 {
 		s.active = slices.DeleteFunc(s.active, func(b *bin) bool { return b.closed })
