@@ -2,7 +2,9 @@ package main
 
 import (
 	"context"
+
 	"fmt"
+	"github.com/awslabs/operatorpkg/status"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -126,8 +128,8 @@ func createNode(ctx context.Context, kube client.Client, i int) error {
 	return kube.Status().Update(ctx, node)
 }
 
-func statusCondition(t string, now metav1.Time) metav1.Condition {
-	return metav1.Condition{Type: t, Status: metav1.ConditionTrue, Reason: t, LastTransitionTime: now}
+func statusCondition(t string, now metav1.Time) status.Condition {
+	return status.Condition{Type: t, Status: metav1.ConditionTrue, Reason: t, LastTransitionTime: now}
 }
 
 func namespace(i, namespaces int) string { return fmt.Sprintf("team-%02d", i%apps%namespaces) }

@@ -47,27 +47,49 @@ func main() {
 	}
 }
 
-func run() error {
-	var s shape
-	flag.IntVar(&s.nodes, "nodes", 5000, "Nodes (each with its NodeClaim)")
-	flag.IntVar(&s.pods, "pods", 150000, "bound pods")
-	flag.IntVar(&s.pending, "pending", 2000, "pending pods (marked Unschedulable)")
-	flag.IntVar(&s.namespaces, "namespaces", 50, "namespaces the pods spread over")
-	flag.IntVar(&s.workers, "workers", 64, "concurrent creators")
-	changes := flag.Int("changes", 100, "changes between the cold and the warm pass")
-	instance := flag.String("instance", "", "internal: run one instance's passes (provision or disruption) against -kubeconfig")
-	kubeconfig := flag.String("kubeconfig", "", "internal: the cluster of -instance")
-	skipPlan := flag.Bool("skip-plan", false, "do not run karpfunc plan on the dumps")
-	dir := flag.String("dir", "", "where the dumps go (default: a temporary directory)")
+type config struct {
+	shape
+	changes              int
+	instance, kubeconfig string
+	skipPlan             bool
+	dir                  string
+}
+
+func parseFlags() (config, error) {
+	var c config
+	flag.IntVar(&c.nodes, "nodes", 5000, "Nodes (each with its NodeClaim)")
+	flag.IntVar(&c.pods, "pods", 150000, "bound pods")
+	flag.IntVar(&c.pending, "pending", 2000, "pending pods (marked Unschedulable)")
+	flag.IntVar(&c.namespaces, "namespaces", 50, "namespaces the pods spread over")
+	flag.IntVar(&c.workers, "workers", 64, "concurrent creators")
+	flag.IntVar(&c.changes, "changes", 100, "changes between the cold and the warm pass")
+	flag.StringVar(&c.instance, "instance", "", "internal: run one instance's passes (provision or disruption) against -kubeconfig")
+	flag.StringVar(&c.kubeconfig, "kubeconfig", "", "internal: the cluster of -instance")
+	flag.BoolVar(&c.skipPlan, "skip-plan", false, "do not run karpfunc plan on the dumps")
+	flag.StringVar(&c.dir, "dir", "", "where the dumps go (default: a temporary directory)")
 	flag.Parse()
+	if c.nodes <= 0 || c.pods < 0 || c.pending < 0 || c.namespaces <= 0 || c.workers <= 0 || c.changes < 0 {
+		return c, fmt.Errorf("-nodes, -namespaces and -workers must be positive; -pods, -pending and -changes not negative")
+	}
+	return c, nil
+}
+
+func run() error {
+	c, err := parseFlags()
+	if err != nil {
+		return err
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if *instance != "" {
-		return runInstance(ctx, *instance, *kubeconfig, s, *changes)
+	if c.instance != "" {
+		return runInstance(ctx, c.instance, c.kubeconfig, c.shape, c.changes)
 	}
-	if s.nodes <= 0 || s.pods < 0 || s.pending < 0 || s.namespaces <= 0 || s.workers <= 0 || *changes < 0 {
-		return fmt.Errorf("-nodes, -namespaces and -workers must be positive; -pods, -pending and -changes not negative")
-	}
+	return drive(ctx, c)
+}
+
+// drive starts the control plane, creates the cluster, runs the instances
+// and times karpfunc plan.
+func drive(ctx context.Context, c config) error {
 	root, err := tools.RepoRoot()
 	if err != nil {
 		return err
@@ -92,24 +114,25 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	if err := createCluster(ctx, kube, root, s); err != nil {
+	if err := createCluster(ctx, kube, root, c.shape); err != nil {
 		return err
 	}
 	for _, which := range []string{"provision", "disruption"} {
-		if err := child(ctx, which, cp.KubeconfigPath(), s, *changes); err != nil {
+		if err := child(ctx, which, cp.KubeconfigPath(), c.shape, c.changes); err != nil {
 			return err
 		}
 	}
-	if *skipPlan {
+	if c.skipPlan {
 		return nil
 	}
-	if *dir == "" {
-		if *dir, err = os.MkdirTemp("", "benchscale-"); err != nil {
+	dir := c.dir
+	if dir == "" {
+		if dir, err = os.MkdirTemp("", "benchscale-"); err != nil {
 			return err
 		}
-		defer func() { _ = os.RemoveAll(*dir) }()
+		defer func() { _ = os.RemoveAll(dir) }()
 	}
-	return benchPlan(ctx, kube, root, *dir)
+	return benchPlan(ctx, kube, root, dir)
 }
 
 // child runs one instance in a new process, so its peak RSS is its own.

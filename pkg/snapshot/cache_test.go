@@ -25,27 +25,7 @@ import (
 // relists, the objects passes write to are copies, and a cluster over the
 // memory budget is refused with its size.
 func TestCache(t *testing.T) {
-	cp := testenv.ControlPlane(t, controlplane.Options{InstallCRDs: true})
-	kube, err := client.NewWithWatch(cp.RESTConfig(), client.Options{Scheme: apis.Scheme})
-	if err != nil {
-		t.Fatal(err)
-	}
-	testenv.DefaultServiceAccounts(t, kube, "default")
-	for i := range 3 {
-		mustCreate(t, kube, testNode(fmt.Sprintf("node-%d", i)))
-	}
-	mustCreate(t, kube, testPod("bound-0", "node-0"))
-	// RelistBelow -1: no kind is relisted for being small, so a kind that
-	// lags must catch up by its watch.
-	cache := NewCache(kube, CacheOptions{RelistBelow: -1})
-	t.Cleanup(cache.Close)
-	snap, err := cache.Cluster(t.Context())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(snap.Nodes) != 3 || len(snap.Pods) != 1 {
-		t.Fatalf("cold snapshot: %d nodes, %d pods; want 3 and 1", len(snap.Nodes), len(snap.Pods))
-	}
+	kube, cache := startCache(t)
 	coldRelists := cache.Stats().Relists
 
 	t.Run("change just before the pass", func(t *testing.T) {
@@ -87,13 +67,16 @@ func TestCache(t *testing.T) {
 		pods.rv = 1
 		pods.mu.Unlock()
 		pods.nudge <- struct{}{}
+		for deadline := time.Now().Add(30 * time.Second); cache.Stats().Relists == before; {
+			if time.Now().After(deadline) {
+				t.Fatal("a watch from resourceVersion 1 did not relist within 30s")
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
 		mustCreate(t, kube, testPod("after-gone", ""))
 		snap := mustCluster(t, cache)
 		if !hasPod(snap, "after-gone") {
 			t.Error("the pod created after the watch expired is not in the snapshot")
-		}
-		if cache.Stats().Relists == before {
-			t.Error("an expired watch did not relist")
 		}
 	})
 
@@ -114,6 +97,30 @@ func TestCache(t *testing.T) {
 			t.Errorf("decoded %d objects before refusing", small.Stats().ListedObjects)
 		}
 	})
+}
+
+// startCache starts a control plane with 3 nodes and a pod, and a cache
+// that has taken its cold snapshot.
+func startCache(t *testing.T) (client.WithWatch, *Cache) {
+	cp := testenv.ControlPlane(t, controlplane.Options{InstallCRDs: true})
+	kube, err := client.NewWithWatch(cp.RESTConfig(), client.Options{Scheme: apis.Scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	testenv.DefaultServiceAccounts(t, kube, "default")
+	for i := range 3 {
+		mustCreate(t, kube, testNode(fmt.Sprintf("node-%d", i)))
+	}
+	mustCreate(t, kube, testPod("bound-0", "node-0"))
+	// RelistBelow -1: no kind is relisted for being small, so a kind that
+	// lags must catch up by its watch.
+	cache := NewCache(kube, CacheOptions{RelistBelow: -1})
+	t.Cleanup(cache.Close)
+	snap := mustCluster(t, cache)
+	if len(snap.Nodes) != 3 || len(snap.Pods) != 1 {
+		t.Fatalf("cold snapshot: %d nodes, %d pods; want 3 and 1", len(snap.Nodes), len(snap.Pods))
+	}
+	return kube, cache
 }
 
 func (c *Cache) kind(name string) *kindCache {
