@@ -65,7 +65,7 @@ var kinds = []kindSpec{
 		fill: fillInto(func(c *Cluster) *[]*corev1.Namespace { return &c.Namespaces })},
 	{name: "poddisruptionbudgets", newList: func() client.ObjectList { return &policyv1.PodDisruptionBudgetList{} }, bytesPerObject: 2 << 10,
 		fill: fillInto(func(c *Cluster) *[]*policyv1.PodDisruptionBudget { return &c.PodDisruptionBudgets })},
-	{name: "pods", newList: func() client.ObjectList { return &corev1.PodList{} }, bytesPerObject: 5 << 10,
+	{name: "pods", newList: func() client.ObjectList { return &corev1.PodList{} }, bytesPerObject: 6 << 10,
 		fill: fillInto(func(c *Cluster) *[]*corev1.Pod { return &c.Pods })},
 }
 
