@@ -91,6 +91,9 @@ type kindCache struct {
 	cancel   context.CancelFunc
 	advanced chan struct{} // closed (and replaced) when rv moves
 	nudge    chan struct{}
+	// failing: the last WATCH request failed (forbidden, unreachable); a
+	// pass relists the kind rather than wait for a watch that is not there.
+	failing atomic.Bool
 }
 
 // NewCache makes an empty cache; the first Cluster call lists everything.
@@ -182,7 +185,7 @@ func (c *Cache) catchUp(ctx context.Context) error {
 		if k.waitFor(ctx, target, settle) {
 			return nil
 		}
-		if k.size() <= c.opts.RelistBelow {
+		if k.size() <= c.opts.RelistBelow || k.failing.Load() {
 			return c.relist(ctx, k)
 		}
 		c.nudges.Add(1)
@@ -304,6 +307,7 @@ func (c *Cache) watchLoop(ctx context.Context, k *kindCache, gen uint64) {
 		}
 		w, err := c.kube.Watch(ctx, k.spec.newList(), &client.ListOptions{Raw: &metav1.ListOptions{
 			ResourceVersion: strconv.FormatUint(k.currentRV(), 10), AllowWatchBookmarks: true, TimeoutSeconds: &timeout}})
+		k.failing.Store(err != nil && !apierrors.IsResourceExpired(err) && !apierrors.IsGone(err))
 		if err == nil {
 			nudged, err = c.consume(ctx, k, gen, w)
 			w.Stop()
