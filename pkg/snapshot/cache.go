@@ -326,7 +326,7 @@ func (c *Cache) watchLoop(ctx context.Context, k *kindCache, gen uint64) {
 		case ctx.Err() == nil:
 			c.log.Warn("snapshot: watch failed", "kind", k.spec.name, "error", err)
 			sleep(ctx, backoff)
-			backoff = min(2*backoff, 10*time.Second)
+			backoff = min(2*backoff, time.Minute)
 		}
 	}
 }
