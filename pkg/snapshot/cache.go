@@ -94,6 +94,13 @@ type kindCache struct {
 	// failing: the last WATCH request failed (forbidden, unreachable); a
 	// pass relists the kind rather than wait for a watch that is not there.
 	failing atomic.Bool
+	// keys and sorted hold objs in the API server's order as of the last
+	// snapshot; changed are the keys changed since (sorted is rebuilt
+	// from them, not sorted again whole); stale: rebuild all.
+	keys    []string
+	sorted  []client.Object
+	changed map[string]struct{}
+	stale   bool
 }
 
 // NewCache makes an empty cache; the first Cluster call lists everything.
@@ -237,7 +244,7 @@ func (c *Cache) relist(ctx context.Context, k *kindCache) error {
 		k.cancel()
 	}
 	k.gen++
-	k.objs, k.rv = objs, rv
+	k.objs, k.rv, k.stale = objs, rv, true
 	k.signalLocked()
 	wctx, cancel := context.WithCancel(c.life)
 	k.cancel = cancel
@@ -383,8 +390,10 @@ func (k *kindCache) apply(gen uint64, ev watch.Event) error {
 	case watch.Added, watch.Modified:
 		Strip(obj)
 		k.objs[key(obj)] = obj
+		k.noteLocked(key(obj))
 	case watch.Deleted:
 		delete(k.objs, key(obj))
+		k.noteLocked(key(obj))
 	}
 	if rv > k.rv {
 		k.rv = rv
@@ -438,15 +447,7 @@ func (c *Cache) build() *Cluster {
 	out := &Cluster{}
 	for _, k := range c.kinds {
 		k.mu.Lock()
-		keys := make([]string, 0, len(k.objs))
-		for name := range k.objs {
-			keys = append(keys, name)
-		}
-		slices.Sort(keys) // the API server's order (etcd's key order)
-		objs := make([]client.Object, len(keys))
-		for i, name := range keys {
-			objs[i] = k.objs[name]
-		}
+		objs := slices.Clone(k.orderedLocked()) // a pass may reorder its slices
 		k.mu.Unlock()
 		if k.spec.copyOnRead {
 			for i, o := range objs {
@@ -456,4 +457,54 @@ func (c *Cache) build() *Cluster {
 		k.spec.fill(out, objs)
 	}
 	return out
+}
+
+func (k *kindCache) noteLocked(name string) {
+	if k.changed == nil {
+		k.changed = map[string]struct{}{}
+	}
+	k.changed[name] = struct{}{}
+}
+
+// orderedLocked is objs in key order (etcd's, so the API server's): sorted
+// whole after a relist, else the last order with the changed keys merged in.
+func (k *kindCache) orderedLocked() []client.Object {
+	if k.stale || k.keys == nil {
+		k.keys = make([]string, 0, len(k.objs))
+		for name := range k.objs {
+			k.keys = append(k.keys, name)
+		}
+		slices.Sort(k.keys)
+		k.changed, k.stale = nil, false
+		k.sorted = make([]client.Object, len(k.keys))
+		for i, name := range k.keys {
+			k.sorted[i] = k.objs[name]
+		}
+		return k.sorted
+	}
+	if len(k.changed) == 0 {
+		return k.sorted
+	}
+	changed := make([]string, 0, len(k.changed))
+	for name := range k.changed {
+		changed = append(changed, name)
+	}
+	slices.Sort(changed)
+	keys := make([]string, 0, len(k.objs))
+	sorted := make([]client.Object, 0, len(k.objs))
+	i := 0
+	for _, name := range changed {
+		for ; i < len(k.keys) && k.keys[i] < name; i++ {
+			keys, sorted = append(keys, k.keys[i]), append(sorted, k.sorted[i])
+		}
+		if i < len(k.keys) && k.keys[i] == name {
+			i++ // its current version, if any, is added below
+		}
+		if obj, ok := k.objs[name]; ok {
+			keys, sorted = append(keys, name), append(sorted, obj)
+		}
+	}
+	keys, sorted = append(keys, k.keys[i:]...), append(sorted, k.sorted[i:]...)
+	k.keys, k.sorted, k.changed = keys, sorted, nil
+	return sorted
 }
