@@ -20,10 +20,12 @@
 //     resourceVersion) and waits until the kind's watch has applied every
 //     event up to it (an event or bookmark at or past it). An idle kind's
 //     watch is nudged: restarted from its resourceVersion with a 3 s
-//     timeout, for which the API server sends a bookmark with its watch
-//     cache's resourceVersion at once (the quorum read made that cache
-//     current). A small kind is relisted instead, and a kind that does not
-//     catch up within CatchUp is relisted (a consistent LIST). This is the
+//     timeout, for which the API server sends a bookmark 2 s before the
+//     deadline (so within about 1-2 s) carrying its watch cache's
+//     resourceVersion. A small kind, or one whose WATCH requests fail, is
+//     relisted instead, and a kind that does not catch up within CatchUp is
+//     relisted (a consistent LIST). No bookmark or event short of the quorum
+//     resourceVersion ever counts as caught up. This is the
 //     guarantee of Kubernetes' consistent reads from cache (KEP-2340), on
 //     the client side: the cache never answers from a resourceVersion older
 //     than the quorum's.
