@@ -8,7 +8,7 @@ PACKAGE_GOARCH ?= amd64
 # The relay image's tag: the chart's appVersion.
 RELAY_VERSION := $(shell sed -n 's/^appVersion: *"\{0,1\}\([^"]*\)"\{0,1\}/\1/p' relay/chart/Chart.yaml)
 
-.PHONY: all tools build demo test lint unit e2e soak bench package image generate vet clean
+.PHONY: all tools build demo test lint unit e2e soak bench bench-scale package image generate vet clean
 
 all: build
 
@@ -51,6 +51,12 @@ soak: tools
 ## bench: Go benchmarks with allocations
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./pkg/... ./cmd/karpfunc/
+
+## bench-scale: passes and `karpfunc plan` at AKS's limits (5,000 nodes, 150,000 pods) on the
+## local control plane; not part of `make test`. BENCH_SCALE_FLAGS="-nodes 500 -pods 15000 -pending 200" for a quick run
+bench-scale: tools
+	$(GO) build -o $(BIN)/benchscale ./hack/benchscale
+	$(BIN)/benchscale $(BENCH_SCALE_FLAGS)
 
 ## package: the Functions app as azd deploys it: dist/app (host.json, function folders,
 ## Linux handler) and the same tree zipped as dist/karpfunc-functions.zip

@@ -28,6 +28,7 @@ import (
 	"github.com/karpfunc/karpfunc/pkg/nodepoolstatus"
 	"github.com/karpfunc/karpfunc/pkg/offerings"
 	"github.com/karpfunc/karpfunc/pkg/provisioning"
+	"github.com/karpfunc/karpfunc/pkg/snapshot"
 	"github.com/karpfunc/karpfunc/pkg/telemetry"
 )
 
@@ -127,10 +128,13 @@ func (d *dependencies) get() (*provisioning.Provisioner, *lifecycle.Controller, 
 	}
 	restConfig.QPS, restConfig.Burst = 50, 100
 	restConfig.Wrap(telemetry.WrapKubeTransport) // a span per API call
-	kube, err := client.New(restConfig, client.Options{Scheme: apis.Scheme})
+	kube, err := client.NewWithWatch(restConfig, client.Options{Scheme: apis.Scheme})
 	if err != nil {
 		return nil, nil, fmt.Errorf("building the Kubernetes client: %w", err)
 	}
+	// The passes' snapshots come from a cache kept for the instance's life
+	// (listed once, then watched; fresh as of each pass: package snapshot).
+	snapKube := snapshot.WithCache(kube, snapshot.NewCache(kube, snapshot.CacheOptions{Logger: d.log}))
 	azOpts, err := azure.OptionsFromEnv()
 	if err != nil {
 		return nil, nil, err
@@ -165,7 +169,7 @@ func (d *dependencies) get() (*provisioning.Provisioner, *lifecycle.Controller, 
 	}
 	clk := clock.RealClock{}
 	rec := decisionRecorder(d.getenv, d.log)
-	d.provisioner = provisioning.New(provisioning.Options{Kube: kube, Launcher: launcher, Catalog: cat,
+	d.provisioner = provisioning.New(provisioning.Options{Kube: snapKube, Launcher: launcher, Catalog: cat,
 		ClusterName: azOpts.ClusterName, Clock: clk, Logger: d.log, Publisher: pub, RegistrationTTL: regTTL,
 		LaunchCheckInterval: waits.launchCheck,
 		Offerings:           offerings.NewStore(kube, d.getenv(EnvNamespace), "", clk), Namespace: d.getenv(EnvNamespace), Decisions: rec,
@@ -187,7 +191,7 @@ func (d *dependencies) get() (*provisioning.Provisioner, *lifecycle.Controller, 
 	if err != nil {
 		return nil, nil, err
 	}
-	d.disruptionCtrl = live.New(live.Options{Kube: kube, Catalog: cat, Replacer: d.provisioner, Publisher: pub,
+	d.disruptionCtrl = live.New(live.Options{Kube: snapKube, Catalog: cat, Replacer: d.provisioner, Publisher: pub,
 		ClusterName: azOpts.ClusterName, Clock: clk, Logger: d.log, Decisions: rec, Engine: engine, Status: statusOpts,
 		Versions: live.NodeVersions{Images: launcher.Images(), Kubernetes: kubeVersion.Get}})
 	d.pub, d.cluster = pub, azOpts.ClusterName

@@ -1,17 +1,50 @@
 // Package snapshot is the one home of the cluster snapshot: the objects
-// karpfunc decides from, listed once, and the single constructor that turns
-// them into a scheduler.Input. The Provision pass, `karpfunc plan` and
-// disruption all go through it, so the live loop and the offline planner
-// see volume topology, namespaces and in-flight capacity by the same rules.
+// karpfunc decides from, and the single constructor that turns them into a
+// scheduler.Input. The Provision pass, `karpfunc plan` and disruption all go
+// through it, so the live loop and the offline planner see volume topology,
+// namespaces and in-flight capacity by the same rules.
+//
+// A snapshot comes from List: one LIST per kind, nothing kept; or, when the
+// reader List is given carries a Cache (WithCache), from the warm cache a
+// long-lived handler keeps between invocations. The Cache's cold start
+// counts the objects against the memory budget (MemoryBudget) before
+// decoding any, then LISTs each kind in pages (PageSize, each page read at
+// the first one's resourceVersion) and starts a WATCH from the list's
+// resourceVersion with bookmarks; a 410 Gone relists. Objects are stripped
+// on arrival (Strip) and kept as the watch delivers them.
 //
 // Invariants:
-//   - List reads every kind with one LIST each and keeps nothing between
-//     calls (messages are triggers, not state).
+//   - Freshness: a snapshot handed to a pass includes every change committed
+//     before the pass asked for it. Per kind, the pass reads the current
+//     resourceVersion with a quorum read (LIST, limit 1, no
+//     resourceVersion) and waits until the kind's watch has applied every
+//     event up to it (an event or bookmark at or past it). An idle kind's
+//     watch is nudged: restarted from its resourceVersion with a 3 s
+//     timeout, for which the API server sends a bookmark 2 s before the
+//     deadline (so within about 1-2 s) carrying its watch cache's
+//     resourceVersion. A small kind, or one whose WATCH requests fail, is
+//     relisted instead, and a kind that does not catch up within CatchUp is
+//     relisted (a consistent LIST). No bookmark or event short of the quorum
+//     resourceVersion ever counts as caught up. This is the
+//     guarantee of Kubernetes' consistent reads from cache (KEP-2340), on
+//     the client side: the cache never answers from a resourceVersion older
+//     than the quorum's.
+//   - Nothing the cache holds is written by a pass: NodeClaims, Nodes,
+//     NodePools and AKSNodeClasses, which the passes patch in place (a
+//     controller-runtime Patch writes the answer into the object it was
+//     given), are handed out as deep copies; pods, DaemonSets, volumes,
+//     claims, StorageClasses, namespaces and PodDisruptionBudgets are shared
+//     and only read (the scheduler, the disruption engine and the passes
+//     never assign to them; a test guards the copies). A watch event
+//     replaces an object, never edits it, so a snapshot stays as it was
+//     handed out for the whole pass.
 //   - Input never copies or mutates the objects; it only sorts them into
 //     pending pods, bound pods and capacity.
 //   - A NodeClaim being deleted is never capacity; a finished pod never
 //     consumes capacity; a DaemonSet pod or a pod being deleted is never
 //     pending.
+//   - A cluster too large for the memory at hand fails with
+//     TooLargeError (counts, estimate, budget), before it is decoded.
 package snapshot
 
 import (
@@ -57,8 +90,27 @@ type ListError struct {
 func (e *ListError) Error() string { return fmt.Sprintf("listing %s: %v", e.Kind, e.error) }
 func (e *ListError) Unwrap() error { return e.error }
 
-// List reads the cluster with one LIST per kind.
+// Source hands out snapshots; *Cache is one.
+type Source interface {
+	Cluster(ctx context.Context) (*Cluster, error)
+}
+
+// Cached is a client whose List reads come from a Source: the passes take
+// their Kubernetes client as before and get the warm cache's snapshots.
+type Cached struct {
+	client.Client
+	Source Source
+}
+
+// WithCache wraps kube so that List(ctx, kube) reads from src.
+func WithCache(kube client.Client, src Source) *Cached { return &Cached{Client: kube, Source: src} }
+
+// List reads the cluster: from the reader's Source when it is Cached, else
+// with one LIST per kind.
 func List(ctx context.Context, kube client.Reader) (*Cluster, error) {
+	if cached, ok := kube.(*Cached); ok {
+		return cached.Source.Cluster(ctx)
+	}
 	var (
 		pods    corev1.PodList
 		nodes   corev1.NodeList

@@ -1,0 +1,250 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"runtime/metrics"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/karpfunc/karpfunc/internal/armemulator"
+	"github.com/karpfunc/karpfunc/pkg/apis"
+	"github.com/karpfunc/karpfunc/pkg/azure"
+	"github.com/karpfunc/karpfunc/pkg/bus"
+	"github.com/karpfunc/karpfunc/pkg/catalog"
+	"github.com/karpfunc/karpfunc/pkg/disruption"
+	"github.com/karpfunc/karpfunc/pkg/disruption/live"
+	"github.com/karpfunc/karpfunc/pkg/provisioning"
+	"github.com/karpfunc/karpfunc/pkg/snapshot"
+)
+
+const (
+	subscriptionID = "00000000-0000-0000-0000-0000000000aa"
+	resourceGroup  = "MC_test"
+	location       = "eastus"
+	clusterName    = "test"
+)
+
+// counter counts what the instance reads from the API server: every
+// response body's bytes, and requests.
+type counter struct{ bytes, requests atomic.Int64 }
+
+func (c *counter) wrap(rt http.RoundTripper) http.RoundTripper {
+	return roundTripper(func(req *http.Request) (*http.Response, error) {
+		resp, err := rt.RoundTrip(req)
+		c.requests.Add(1)
+		if resp != nil && resp.Body != nil {
+			resp.Body = &countingBody{ReadCloser: resp.Body, n: &c.bytes}
+		}
+		return resp, err
+	})
+}
+
+type roundTripper func(*http.Request) (*http.Response, error)
+
+func (f roundTripper) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+type countingBody struct {
+	io.ReadCloser
+	n *atomic.Int64
+}
+
+func (b *countingBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	b.n.Add(int64(n))
+	return n, err
+}
+
+type nopPublisher struct{}
+
+func (nopPublisher) Publish(context.Context, string, ...bus.Message) error { return nil }
+func (nopPublisher) Close(context.Context) error                           { return nil }
+
+// runInstance is one handler instance: a cold pass, the changes, a warm pass.
+func runInstance(ctx context.Context, which, kubeconfig string, s shape, changes int) error {
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		return err
+	}
+	writer := rest.CopyConfig(cfg)
+	cfg.QPS, cfg.Burst = 50, 100 // as the handler
+	reads := &counter{}
+	cfg.Wrap(reads.wrap)
+	kube, err := client.NewWithWatch(cfg, client.Options{Scheme: apis.Scheme})
+	if err != nil {
+		return err
+	}
+	other, err := client.New(writer, client.Options{Scheme: apis.Scheme})
+	if err != nil {
+		return err
+	}
+	cache := snapshot.NewCache(kube, snapshot.CacheOptions{})
+	defer cache.Close()
+	snapKube := snapshot.WithCache(kube, cache)
+	arm, launcher, err := startARM(ctx)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = arm.Close() }()
+	cat, err := catalog.Default(location)
+	if err != nil {
+		return err
+	}
+	quiet := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
+	prov := provisioning.New(provisioning.Options{Kube: snapKube, Launcher: launcher, Catalog: cat, ClusterName: clusterName,
+		Clock: clock.RealClock{}, Logger: quiet, Publisher: nopPublisher{}})
+	dis := live.New(live.Options{Kube: snapKube, Catalog: cat, Replacer: prov, Publisher: nopPublisher{}, ClusterName: clusterName,
+		Clock: clock.RealClock{}, Logger: quiet, Engine: disruption.Options{TimeLimit: time.Minute}})
+	pass := func(ctx context.Context) (string, error) {
+		if which == "provision" {
+			res, err := prov.Provision(ctx)
+			return fmt.Sprintf("solve %s; %d pending, %d NodeClaims created, %d launching", res.SolveDuration.Round(time.Millisecond),
+				res.PendingPods, len(res.Created), len(res.Launching)), err
+		}
+		res, err := dis.Pass(ctx, live.PodEvents{})
+		return fmt.Sprintf("decided %q, %d refused kinds", res.Decided, len(res.Refused)), err
+	}
+	m := &meter{reads: reads, cache: cache}
+	if err := m.measure(ctx, "cold "+which, pass); err != nil {
+		return err
+	}
+	if err := makeChanges(ctx, other, s, changes); err != nil {
+		return err
+	}
+	return m.measure(ctx, "warm "+which, pass)
+}
+
+type meter struct {
+	reads          *counter
+	cache          *snapshot.Cache
+	bytes, reqs    int64
+	listed, events int64
+}
+
+// measure runs one pass and prints its figures. Reads count from the end
+// of the previous pass: a warm pass's include the watch events the
+// changes caused.
+func (m *meter) measure(ctx context.Context, name string, pass func(context.Context) (string, error)) error {
+	resetPeakRSS()
+	stopHeap, peakHeap := sampleHeap()
+	start := time.Now()
+	summary, err := pass(ctx)
+	wall := time.Since(start)
+	stopHeap()
+	if err != nil {
+		return fmt.Errorf("%s: %w", name, err)
+	}
+	st := m.cache.Stats()
+	bytes, reqs := m.reads.bytes.Load(), m.reads.requests.Load()
+	fmt.Printf("%-17s wall %8s  peak RSS %5d MB  peak heap %5d MB  read %8.1f MB in %5d requests, %7d objects (%d listed, %d watch events)  %s\n",
+		name, wall.Round(time.Millisecond), peakRSS()>>20, *peakHeap>>20, float64(bytes-m.bytes)/(1<<20), reqs-m.reqs,
+		st.ListedObjects-m.listed+st.WatchEvents-m.events, st.ListedObjects-m.listed, st.WatchEvents-m.events, summary)
+	m.bytes, m.reqs, m.listed, m.events = bytes, reqs, st.ListedObjects, st.WatchEvents
+	return nil
+}
+
+// resetPeakRSS resets the kernel's high-water mark of this process's RSS
+// (VmHWM), so peakRSS is the pass's own.
+func resetPeakRSS() { _ = os.WriteFile("/proc/self/clear_refs", []byte("5"), 0) }
+
+func peakRSS() int64 {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			kb, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
+			return kb << 10
+		}
+	}
+	return 0
+}
+
+// sampleHeap samples the live heap every 5 ms until stopped.
+func sampleHeap() (stop func(), peak *int64) {
+	peak = new(int64)
+	done := make(chan struct{})
+	finished := make(chan struct{})
+	sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+	go func() {
+		defer close(finished)
+		t := time.NewTicker(5 * time.Millisecond)
+		defer t.Stop()
+		for {
+			metrics.Read(sample)
+			if v := int64(sample[0].Value.Uint64()); v > *peak {
+				*peak = v
+			}
+			select {
+			case <-done:
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	return func() { close(done); <-finished }, peak
+}
+
+// makeChanges: half new pending pods, 40% bound pods deleted, the rest
+// nodes relabelled.
+func makeChanges(ctx context.Context, kube client.Client, s shape, n int) error {
+	creates, deletes := n/2, n*2/5
+	for i := range creates {
+		if err := createPod(ctx, kube, s.pods+s.pending+i, s, true); err != nil {
+			return err
+		}
+	}
+	for i := range deletes {
+		p, _ := boundPod(i*(s.pods/max(deletes, 1)), s, false)
+		if err := kube.Delete(ctx, p); client.IgnoreNotFound(err) != nil {
+			return err
+		}
+	}
+	for i := range n - creates - deletes {
+		node := &corev1.Node{}
+		if err := kube.Get(ctx, client.ObjectKey{Name: nodeName(i % s.nodes)}, node); err != nil {
+			return err
+		}
+		node.Labels["bench/changed"] = strconv.Itoa(i)
+		if err := kube.Update(ctx, node); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// startARM starts the ARM emulator and the real launcher against it, as
+// internal/testenv does for package tests.
+func startARM(ctx context.Context) (*armemulator.Server, *azure.Launcher, error) {
+	arm, err := armemulator.Start(ctx, armemulator.Options{SubscriptionIDs: []string{subscriptionID},
+		OpDelay: 10 * time.Millisecond, Logger: slog.New(slog.DiscardHandler), Network: armemulator.AKSNetwork(subscriptionID, resourceGroup, location)})
+	if err != nil {
+		return nil, nil, err
+	}
+	key, err := azure.GenerateSSHPublicKey("benchscale")
+	if err != nil {
+		return nil, nil, err
+	}
+	subnet := "/subscriptions/" + subscriptionID + "/resourceGroups/" + resourceGroup + "/providers/Microsoft.Network/virtualNetworks/v/subnets/s"
+	l, err := azure.NewLauncher(azure.Options{SubscriptionID: subscriptionID, ResourceGroup: resourceGroup,
+		Location: location, ClusterName: clusterName, SubnetID: subnet, SSHPublicKey: key,
+		Endpoint: arm.URL(), CACertPEM: arm.CACertPEM(), Token: arm.Token(), PollFrequency: time.Second,
+		Bootstrap: &azure.ClusterBootstrap{APIServerFQDN: "test-dns.hcp.eastus.azmk8s.io", ClusterCAPEM: arm.CACertPEM(),
+			KubernetesVersion: "1.33.2", NetworkPlugin: azure.NetworkPluginAzure, NetworkPluginMode: azure.NetworkPluginModeOver,
+			NetworkDataplane: azure.NetworkDataplaneCil, DNSServiceIP: azure.DefaultDNSServiceIP},
+		BootstrapTokens: azure.StaticToken("bench0.0000000000000000")})
+	return arm, l, err
+}

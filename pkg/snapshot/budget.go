@@ -1,0 +1,101 @@
+package snapshot
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"os"
+	"runtime/debug"
+	"sort"
+	"strconv"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// budgetShare is the part of the memory limit the cached objects may take:
+// the rest is the pass itself (the scheduler's compact form, the solve,
+// the disruption engine), the Go runtime and the HTTP buffers.
+const budgetShare = 0.5
+
+// fallbackLimit is the memory assumed when neither GOMEMLIMIT nor a cgroup
+// limit says: a Flex Consumption instance's smallest size, 2,048 MB
+// (https://learn.microsoft.com/azure/azure-functions/flex-consumption-plan#instance-memory).
+const fallbackLimit = 2048 << 20
+
+// MemoryBudget is the heap the snapshot may take: half the memory limit,
+// the limit being GOMEMLIMIT when set, else the cgroup's memory.max, else
+// fallbackLimit.
+func MemoryBudget() int64 {
+	limit, _ := memoryLimit()
+	return int64(float64(limit) * budgetShare)
+}
+
+// memoryLimit returns the limit and where it came from.
+func memoryLimit() (int64, string) {
+	if l := debug.SetMemoryLimit(-1); l > 0 && l < math.MaxInt64 {
+		return l, "GOMEMLIMIT"
+	}
+	if b, err := os.ReadFile("/sys/fs/cgroup/memory.max"); err == nil {
+		if l, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64); err == nil && l > 0 {
+			return l, "cgroup memory.max"
+		}
+	}
+	return fallbackLimit, "the 2 GB instance size"
+}
+
+// TooLargeError says the cluster does not fit the memory at hand.
+type TooLargeError struct {
+	// Counts are the objects per kind that were counted.
+	Counts map[string]int64
+	// Need is the estimated heap for them; Budget what may be used.
+	Need, Budget int64
+	// Partial: counting stopped at the first page that went over.
+	Partial bool
+}
+
+func (e *TooLargeError) Error() string {
+	names := make([]string, 0, len(e.Counts))
+	for n := range e.Counts {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	parts := make([]string, 0, len(names))
+	for _, n := range names {
+		parts = append(parts, fmt.Sprintf("%d %s", e.Counts[n], n))
+	}
+	more := ""
+	if e.Partial {
+		more = " (and more not yet read)"
+	}
+	limit, from := memoryLimit()
+	return fmt.Sprintf("the cluster is too large for this instance's memory: %s%s need about %d MiB as a snapshot, over the budget of %d MiB (%.0f%% of %d MiB, from %s); run on a larger instance or raise GOMEMLIMIT",
+		strings.Join(parts, ", "), more, e.Need>>20, e.Budget>>20, budgetShare*100, limit>>20, from)
+}
+
+// checkBudget counts every kind with a LIST of one object (the API server
+// reports how many remain) and refuses before anything is decoded when
+// the estimate exceeds the budget. A server that does not report the count
+// is checked page by page instead (listPages).
+func (c *Cache) checkBudget(ctx context.Context) error {
+	counts := map[string]int64{}
+	var need int64
+	for _, k := range c.kinds {
+		list := k.spec.newList()
+		c.lists.Add(1)
+		if err := c.kube.List(ctx, list, client.Limit(1)); err != nil {
+			return &ListError{Kind: k.spec.name, error: err}
+		}
+		n := int64(meta.LenList(list))
+		if rem := list.GetRemainingItemCount(); rem != nil {
+			n += *rem
+		}
+		counts[k.spec.name] = n
+		need += n * k.spec.bytesPerObject
+	}
+	if need > c.opts.Budget {
+		return &TooLargeError{Counts: counts, Need: need, Budget: c.opts.Budget}
+	}
+	return nil
+}

@@ -1,0 +1,510 @@
+package snapshot
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// Defaults of CacheOptions.
+const (
+	DefaultPageSize = 500
+	// DefaultCatchUp bounds how long a pass waits for one kind's watch to
+	// reach the pass's resourceVersion (the bookmark a nudged watch gets
+	// arrives within about two seconds) before it relists the kind.
+	DefaultCatchUp = 4 * time.Second
+	// DefaultRelistBelow: a lagging kind with at most this many objects is
+	// relisted at once, cheaper than waiting for a bookmark.
+	DefaultRelistBelow = 1000
+	// nudgeTimeoutSeconds is the timeout of a nudged watch: the API server
+	// sends a bookmark 2 s before a watch's deadline (cacheWatcher's
+	// nextBookmarkTime in k8s.io/apiserver), so 3 s asks for one at once.
+	nudgeTimeoutSeconds = 3
+	// settle is how long a pass lets busy watches pass its resourceVersion
+	// by events alone before it nudges the idle ones.
+	settle = 20 * time.Millisecond
+)
+
+// CacheOptions configure a Cache.
+type CacheOptions struct {
+	// PageSize is the limit of each LIST page (default DefaultPageSize).
+	PageSize int64
+	// CatchUp (default DefaultCatchUp).
+	CatchUp time.Duration
+	// RelistBelow (default DefaultRelistBelow; negative: never relist a
+	// kind for being small).
+	RelistBelow int
+	// Budget is the heap the cached objects may take, in bytes; zero
+	// derives it from the memory limit (MemoryBudget).
+	Budget int64
+	Logger *slog.Logger
+}
+
+// Stats count what the cache read, since it was made.
+type Stats struct {
+	// Lists are LIST requests (pages and resourceVersion probes).
+	Lists int64
+	// Relists are kinds read whole again (cold start, 410 Gone, a kind
+	// that could not catch up, a small lagging kind).
+	Relists int64
+	// ListedObjects are objects decoded from LISTs; WatchEvents from watches.
+	ListedObjects, WatchEvents int64
+	// Nudges are watches restarted to get a bookmark.
+	Nudges int64
+}
+
+// Cache is the warm snapshot: see the package documentation.
+type Cache struct {
+	kube   client.WithWatch
+	opts   CacheOptions
+	log    *slog.Logger
+	kinds  []*kindCache
+	passMu sync.Mutex // one freshness procedure at a time
+	life   context.Context
+	stop   context.CancelFunc
+	warm   bool
+
+	lists, relists, listed, events, nudges atomic.Int64
+}
+
+type kindCache struct {
+	spec *kindSpec
+
+	mu       sync.Mutex
+	objs     map[string]client.Object
+	rv       uint64 // every change up to rv has been applied
+	gen      uint64 // the watch goroutine that may apply events
+	cancel   context.CancelFunc
+	advanced chan struct{} // closed (and replaced) when rv moves
+	nudge    chan struct{}
+	// failing: the last WATCH request failed (forbidden, unreachable); a
+	// pass relists the kind rather than wait for a watch that is not there.
+	failing atomic.Bool
+	// keys and sorted hold objs in the API server's order as of the last
+	// snapshot; changed are the keys changed since (sorted is rebuilt
+	// from them, not sorted again whole); stale: rebuild all.
+	keys    []string
+	sorted  []client.Object
+	changed map[string]struct{}
+	stale   bool
+}
+
+// NewCache makes an empty cache; the first Cluster call lists everything.
+// kube must be able to LIST and WATCH every kind of a Cluster.
+func NewCache(kube client.WithWatch, opts CacheOptions) *Cache {
+	if opts.PageSize <= 0 {
+		opts.PageSize = DefaultPageSize
+	}
+	if opts.CatchUp <= 0 {
+		opts.CatchUp = DefaultCatchUp
+	}
+	if opts.RelistBelow == 0 {
+		opts.RelistBelow = DefaultRelistBelow
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.Budget <= 0 {
+		opts.Budget = MemoryBudget()
+	}
+	life, stop := context.WithCancel(context.Background())
+	c := &Cache{kube: kube, opts: opts, log: opts.Logger, life: life, stop: stop}
+	for i := range kinds {
+		c.kinds = append(c.kinds, &kindCache{spec: &kinds[i], advanced: make(chan struct{}), nudge: make(chan struct{}, 1)})
+	}
+	return c
+}
+
+// Close stops the watches.
+func (c *Cache) Close() { c.stop() }
+
+// Stats reports what the cache has read so far.
+func (c *Cache) Stats() Stats {
+	return Stats{Lists: c.lists.Load(), Relists: c.relists.Load(), ListedObjects: c.listed.Load(),
+		WatchEvents: c.events.Load(), Nudges: c.nudges.Load()}
+}
+
+// Cluster returns a snapshot at least as fresh as the cluster when the call
+// began (see the package documentation). A cold cache lists every kind; a
+// warm one proves each kind has caught up with a quorum resourceVersion.
+func (c *Cache) Cluster(ctx context.Context) (*Cluster, error) {
+	c.passMu.Lock()
+	defer c.passMu.Unlock()
+	if !c.warm {
+		if err := c.coldStart(ctx); err != nil {
+			return nil, err
+		}
+		c.warm = true
+	} else if err := c.catchUp(ctx); err != nil {
+		return nil, err
+	}
+	return c.build(), nil
+}
+
+// coldStart checks the object counts against the budget, then lists every
+// kind (pages of PageSize, each LIST a consistent read) and starts its watch.
+func (c *Cache) coldStart(ctx context.Context) error {
+	if err := c.checkBudget(ctx); err != nil {
+		return err
+	}
+	return c.eachKind(ctx, func(ctx context.Context, k *kindCache) error { return c.relist(ctx, k) })
+}
+
+func (c *Cache) eachKind(ctx context.Context, f func(context.Context, *kindCache) error) error {
+	errs := make([]error, len(c.kinds))
+	var wg sync.WaitGroup
+	for i, k := range c.kinds {
+		wg.Go(func() {
+			if err := f(ctx, k); err != nil {
+				errs[i] = &ListError{Kind: k.spec.name, error: err}
+			}
+		})
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// catchUp reads, per kind, the collection's current resourceVersion with a
+// quorum LIST (limit 1, no resourceVersion) and waits until the kind's
+// watch has applied every change up to it: busy watches get there by
+// events; idle ones are nudged for a bookmark; small kinds, and any kind
+// that has not caught up within CatchUp, are relisted.
+func (c *Cache) catchUp(ctx context.Context) error {
+	return c.eachKind(ctx, func(ctx context.Context, k *kindCache) error {
+		target, err := c.quorumRV(ctx, k)
+		if err != nil {
+			return err
+		}
+		if k.waitFor(ctx, target, settle) {
+			return nil
+		}
+		if k.size() <= c.opts.RelistBelow || k.failing.Load() {
+			return c.relist(ctx, k)
+		}
+		c.nudges.Add(1)
+		select {
+		case k.nudge <- struct{}{}:
+		default:
+		}
+		if k.waitFor(ctx, target, c.opts.CatchUp) {
+			return nil
+		}
+		if err := ctx.Err(); err != nil {
+			return fmt.Errorf("catching up to resourceVersion %d: %w", target, err)
+		}
+		c.log.Warn("snapshot: watch did not catch up; relisting", "kind", k.spec.name, "at", k.currentRV(), "want", target, "bound", c.opts.CatchUp)
+		return c.relist(ctx, k)
+	})
+}
+
+// quorumRV is the kind's current resourceVersion, read from etcd's quorum
+// (a LIST without resourceVersion is a consistent read).
+func (c *Cache) quorumRV(ctx context.Context, k *kindCache) (uint64, error) {
+	list := k.spec.newList()
+	c.lists.Add(1)
+	if err := c.kube.List(ctx, list, client.Limit(1)); err != nil {
+		return 0, err
+	}
+	return parseRV(list.GetResourceVersion())
+}
+
+func parseRV(s string) (uint64, error) {
+	rv, err := strconv.ParseUint(s, 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("resourceVersion %q is not a number: %w", s, err)
+	}
+	return rv, nil
+}
+
+// relist reads the kind whole, replaces what the cache holds and restarts
+// its watch from the list's resourceVersion.
+func (c *Cache) relist(ctx context.Context, k *kindCache) error {
+	c.relists.Add(1)
+	objs, rv, err := c.listAll(ctx, k.spec)
+	if err != nil {
+		return err
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.cancel != nil {
+		k.cancel()
+	}
+	k.gen++
+	k.objs, k.rv, k.stale = objs, rv, true
+	k.signalLocked()
+	wctx, cancel := context.WithCancel(c.life)
+	k.cancel = cancel
+	go c.watchLoop(wctx, k, k.gen)
+	return nil
+}
+
+// listAll pages through a kind; every page after the first is read at the
+// first page's resourceVersion, so the whole list is one consistent view.
+// An expired continue token starts over.
+func (c *Cache) listAll(ctx context.Context, spec *kindSpec) (map[string]client.Object, uint64, error) {
+	for {
+		objs, rv, err := c.listPages(ctx, spec)
+		if apierrors.IsResourceExpired(err) || apierrors.IsGone(err) {
+			continue
+		}
+		return objs, rv, err
+	}
+}
+
+func (c *Cache) listPages(ctx context.Context, spec *kindSpec) (map[string]client.Object, uint64, error) {
+	objs := map[string]client.Object{}
+	cont := ""
+	for {
+		list := spec.newList()
+		c.lists.Add(1)
+		if err := c.kube.List(ctx, list, client.Limit(c.opts.PageSize), client.Continue(cont)); err != nil {
+			return nil, 0, err
+		}
+		err := meta.EachListItem(list, func(o runtime.Object) error {
+			obj := o.(client.Object)
+			Strip(obj)
+			objs[key(obj)] = obj
+			return nil
+		})
+		if err != nil {
+			return nil, 0, err
+		}
+		c.listed.Add(int64(meta.LenList(list)))
+		if need := int64(len(objs)) * spec.bytesPerObject; need > c.opts.Budget {
+			return nil, 0, &TooLargeError{Counts: map[string]int64{spec.name: int64(len(objs))}, Need: need, Budget: c.opts.Budget, Partial: list.GetContinue() != ""}
+		}
+		if cont = list.GetContinue(); cont == "" {
+			rv, err := parseRV(list.GetResourceVersion())
+			return objs, rv, err
+		}
+	}
+}
+
+func key(o client.Object) string {
+	if ns := o.GetNamespace(); ns != "" {
+		return ns + "/" + o.GetName()
+	}
+	return o.GetName()
+}
+
+// watchLoop keeps the kind up to date from its resourceVersion until its
+// context ends (a relist replaced it, or the cache closed). A 410 Gone
+// relists; other failures watch again after a short backoff.
+func (c *Cache) watchLoop(ctx context.Context, k *kindCache, gen uint64) {
+	nudged := false
+	backoff := 100 * time.Millisecond
+	for ctx.Err() == nil {
+		timeout := int64(300 + rand.IntN(300)) // as client-go's reflector: 5-10 minutes
+		if nudged {
+			timeout = nudgeTimeoutSeconds
+		}
+		w, err := c.kube.Watch(ctx, k.spec.newList(), &client.ListOptions{Raw: &metav1.ListOptions{
+			ResourceVersion: strconv.FormatUint(k.currentRV(), 10), AllowWatchBookmarks: true, TimeoutSeconds: &timeout}})
+		k.failing.Store(err != nil && !apierrors.IsResourceExpired(err) && !apierrors.IsGone(err))
+		if err == nil {
+			nudged, err = c.consume(ctx, k, gen, w)
+			w.Stop()
+		}
+		switch {
+		case err == nil:
+			backoff = 100 * time.Millisecond
+		case apierrors.IsResourceExpired(err) || apierrors.IsGone(err):
+			c.log.Info("snapshot: watch expired; relisting", "kind", k.spec.name, "error", err)
+			if rerr := c.relist(ctx, k); rerr != nil && ctx.Err() == nil {
+				c.log.Warn("snapshot: relist failed", "kind", k.spec.name, "error", rerr)
+				sleep(ctx, backoff)
+				continue
+			}
+			return // relist started the next watch
+		case ctx.Err() == nil:
+			c.log.Warn("snapshot: watch failed", "kind", k.spec.name, "error", err)
+			sleep(ctx, backoff)
+			backoff = min(2*backoff, time.Minute)
+		}
+	}
+}
+
+func sleep(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
+}
+
+// consume applies a watch's events until it ends; nudged reports that it
+// was ended to ask the server for a bookmark.
+func (c *Cache) consume(ctx context.Context, k *kindCache, gen uint64, w watch.Interface) (nudged bool, err error) {
+	for {
+		select {
+		case <-ctx.Done():
+			return false, nil
+		case <-k.nudge:
+			return true, nil
+		case ev, ok := <-w.ResultChan():
+			if !ok {
+				return false, nil
+			}
+			if ev.Type == watch.Error {
+				return false, apierrors.FromObject(ev.Object)
+			}
+			c.events.Add(1)
+			if err := k.apply(gen, ev); err != nil {
+				return false, err
+			}
+		}
+	}
+}
+
+// apply records one event if gen's watch is still the kind's.
+func (k *kindCache) apply(gen uint64, ev watch.Event) error {
+	obj, ok := ev.Object.(client.Object)
+	if !ok {
+		return fmt.Errorf("watch event %s carries %T", ev.Type, ev.Object)
+	}
+	rv, err := parseRV(obj.GetResourceVersion())
+	if err != nil {
+		return err
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.gen != gen {
+		return nil
+	}
+	switch ev.Type {
+	case watch.Added, watch.Modified:
+		Strip(obj)
+		k.objs[key(obj)] = obj
+		k.noteLocked(key(obj))
+	case watch.Deleted:
+		delete(k.objs, key(obj))
+		k.noteLocked(key(obj))
+	}
+	if rv > k.rv {
+		k.rv = rv
+		k.signalLocked()
+	}
+	return nil
+}
+
+func (k *kindCache) signalLocked() {
+	close(k.advanced)
+	k.advanced = make(chan struct{})
+}
+
+func (k *kindCache) currentRV() uint64 {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.rv
+}
+
+func (k *kindCache) size() int {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return len(k.objs)
+}
+
+// waitFor reports whether the kind reaches rv within d.
+func (k *kindCache) waitFor(ctx context.Context, rv uint64, d time.Duration) bool {
+	deadline := time.NewTimer(d)
+	defer deadline.Stop()
+	for {
+		k.mu.Lock()
+		at, advanced := k.rv, k.advanced
+		k.mu.Unlock()
+		if at >= rv {
+			return true
+		}
+		select {
+		case <-advanced:
+		case <-deadline.C:
+			return false
+		case <-ctx.Done():
+			return false
+		}
+	}
+}
+
+// build hands out the cached objects: the kinds the passes write to as deep
+// copies, the rest shared (nothing writes them; see the package
+// documentation).
+func (c *Cache) build() *Cluster {
+	out := &Cluster{}
+	for _, k := range c.kinds {
+		k.mu.Lock()
+		objs := slices.Clone(k.orderedLocked()) // a pass may reorder its slices
+		k.mu.Unlock()
+		if k.spec.copyOnRead {
+			for i, o := range objs {
+				objs[i] = o.DeepCopyObject().(client.Object)
+			}
+		}
+		k.spec.fill(out, objs)
+	}
+	return out
+}
+
+func (k *kindCache) noteLocked(name string) {
+	if k.changed == nil {
+		k.changed = map[string]struct{}{}
+	}
+	k.changed[name] = struct{}{}
+}
+
+// orderedLocked is objs in key order (etcd's, so the API server's): sorted
+// whole after a relist, else the last order with the changed keys merged in.
+func (k *kindCache) orderedLocked() []client.Object {
+	if k.stale || k.keys == nil {
+		k.keys = make([]string, 0, len(k.objs))
+		for name := range k.objs {
+			k.keys = append(k.keys, name)
+		}
+		slices.Sort(k.keys)
+		k.changed, k.stale = nil, false
+		k.sorted = make([]client.Object, len(k.keys))
+		for i, name := range k.keys {
+			k.sorted[i] = k.objs[name]
+		}
+		return k.sorted
+	}
+	if len(k.changed) == 0 {
+		return k.sorted
+	}
+	changed := make([]string, 0, len(k.changed))
+	for name := range k.changed {
+		changed = append(changed, name)
+	}
+	slices.Sort(changed)
+	keys := make([]string, 0, len(k.objs))
+	sorted := make([]client.Object, 0, len(k.objs))
+	i := 0
+	for _, name := range changed {
+		for ; i < len(k.keys) && k.keys[i] < name; i++ {
+			keys, sorted = append(keys, k.keys[i]), append(sorted, k.sorted[i])
+		}
+		if i < len(k.keys) && k.keys[i] == name {
+			i++ // its current version, if any, is added below
+		}
+		if obj, ok := k.objs[name]; ok {
+			keys, sorted = append(keys, name), append(sorted, obj)
+		}
+	}
+	keys, sorted = append(keys, k.keys[i:]...), append(sorted, k.sorted[i:]...)
+	k.keys, k.sorted, k.changed = keys, sorted, nil
+	return sorted
+}
