@@ -102,21 +102,21 @@ func (d *dependencies) nodeSignal(ctx context.Context, ev messages.CloudEvent) (
 	}
 	cond := corev1.NodeCondition{Type: interruption.ConditionPreemptionScheduled, Status: corev1.ConditionTrue, Reason: data.Reason, Message: data.Message}
 	providerID := data.ProviderID
-	if kube, err := d.readyKube(); err == nil {
-		node := &corev1.Node{}
-		switch err := kube.Get(ctx, client.ObjectKey{Name: data.Node}, node); {
-		case err == nil:
-			providerID = node.Spec.ProviderID
-			for _, c := range node.Status.Conditions {
-				if c.Type == interruption.ConditionPreemptionScheduled {
-					cond = c
-				}
-			}
-		case !apierrors.IsNotFound(err):
-			return interruption.Signal{}, fmt.Errorf("reading node %s: %w", data.Node, err)
-		}
-	} else {
+	kube, err := d.readyKube()
+	if err != nil {
 		return interruption.Signal{}, err
+	}
+	node := &corev1.Node{}
+	switch err := kube.Get(ctx, client.ObjectKey{Name: data.Node}, node); {
+	case err == nil:
+		providerID = node.Spec.ProviderID
+		for _, c := range node.Status.Conditions {
+			if c.Type == interruption.ConditionPreemptionScheduled {
+				cond = c
+			}
+		}
+	case !apierrors.IsNotFound(err):
+		return interruption.Signal{}, fmt.Errorf("reading node %s: %w", data.Node, err)
 	}
 	return interruption.ParseNodeCondition(data.Node, providerID, cond, d.now(), d.notice)
 }

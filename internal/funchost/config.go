@@ -26,7 +26,7 @@ type HostConfig struct {
 			WorkingDirectory      string   `json:"workingDirectory"`
 			Arguments             []string `json:"arguments"`
 		} `json:"description"`
-		EnableForwardingHttpRequest bool `json:"enableForwardingHttpRequest"`
+		EnableForwardingHTTPRequest bool `json:"enableForwardingHttpRequest"`
 	} `json:"customHandler"`
 	Extensions struct {
 		ServiceBus struct {

@@ -172,7 +172,7 @@ func (s *supervisor) waitReady(ctx context.Context, inst *instance) error {
 		}
 		select {
 		case <-inst.exited:
-			return fmt.Errorf("the handler %s exited before it listened on %s: %v", s.path, inst.base, inst.err)
+			return fmt.Errorf("the handler %s exited before it listened on %s: %w", s.path, inst.base, inst.err)
 		case <-ctx.Done():
 			return fmt.Errorf("waiting for the handler %s: %w", s.path, ctx.Err())
 		case <-time.After(50 * time.Millisecond):

@@ -149,7 +149,7 @@ func (e *AzureJSONError) Unwrap() error { return e.error }
 func RenderAzureJSON(vars map[string]string) ([]byte, error) {
 	secret, err := base64.StdEncoding.DecodeString(vars["SERVICE_PRINCIPAL_FILE_CONTENT"])
 	if err != nil {
-		return nil, &AzureJSONError{error: fmt.Errorf("SERVICE_PRINCIPAL_FILE_CONTENT is not base64 (base64 -d fails in configureAzureJson): %v", err)}
+		return nil, &AzureJSONError{error: fmt.Errorf("SERVICE_PRINCIPAL_FILE_CONTENT is not base64 (base64 -d fails in configureAzureJson): %w", err)}
 	}
 	escaped := strings.NewReplacer(`\`, `\\`, `"`, `\"`).Replace(string(secret))
 	lookup := func(name string) string {
@@ -177,7 +177,7 @@ func RenderAzureJSON(vars map[string]string) ([]byte, error) {
 				empty = append(empty, name)
 			}
 		}
-		return doc, &AzureJSONError{error: fmt.Errorf("%s is not valid JSON: %v (unquoted variables left empty: %v)", AzureJSONPath, err, empty), Unquoted: empty}
+		return doc, &AzureJSONError{error: fmt.Errorf("%s is not valid JSON: %w (unquoted variables left empty: %v)", AzureJSONPath, err, empty), Unquoted: empty}
 	}
 	return doc, nil
 }

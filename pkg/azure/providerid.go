@@ -1,6 +1,7 @@
 package azure
 
 import (
+	"errors"
 	"fmt"
 	"regexp"
 	"strings"
@@ -57,8 +58,9 @@ func ParseProviderID(id string) (string, error) {
 		}
 	}
 	name := parts[7]
-	if err := validateVMName(name); err != nil {
-		return "", NewInvalidRequestError("providerID %q: %s", id, err.(*InvalidRequestError).msg)
+	var invalid *InvalidRequestError
+	if err := validateVMName(name); errors.As(err, &invalid) {
+		return "", NewInvalidRequestError("providerID %q: %s", id, invalid.msg)
 	}
 	return name, nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"time"
 
@@ -79,7 +80,7 @@ func (g *limitGuard) acquire(ctx context.Context, nodePool string) (*coordinatio
 		switch {
 		case err == nil:
 			return lease, nil
-		case err == errLeaseHeld || apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err):
+		case errors.Is(err, errLeaseHeld) || apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err):
 			if g.clock.Now().After(giveUp) {
 				return nil, fmt.Errorf("NodePool %s: Lease %s/%s that serializes limit checks is still held by %s; a later pass retries",
 					nodePool, key.Namespace, key.Name, holderOf(lease))

@@ -57,7 +57,7 @@ type Metadata struct {
 type Sys struct {
 	MethodName string
 	UtcNow     time.Time
-	RandGuid   string
+	RandGUID   string `json:"RandGuid"`
 }
 
 // envelope is the request body.
@@ -284,7 +284,7 @@ func decodeSys(raw json.RawMessage) (Sys, error) {
 		}
 	}
 	if v, ok := lookup(obj, "RandGuid"); ok && !isNull(v) {
-		if s.RandGuid, err = stringLenient(v); err != nil {
+		if s.RandGUID, err = stringLenient(v); err != nil {
 			return s, fmt.Errorf("RandGuid: %w", err)
 		}
 	}
@@ -440,9 +440,9 @@ func propertiesLenient(raw json.RawMessage) (map[string]any, error) {
 }
 
 func abbreviate(raw []byte) string {
-	const max = 80
-	if len(raw) > max {
-		return string(raw[:max]) + "…"
+	const limit = 80
+	if len(raw) > limit {
+		return string(raw[:limit]) + "…"
 	}
 	if len(raw) == 0 {
 		return "nothing"

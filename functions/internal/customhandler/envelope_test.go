@@ -45,7 +45,7 @@ func TestDecodeInvocation(t *testing.T) {
 			LockToken: "4e77ab12-0000-4000-8000-000000000001", ContentType: "application/json",
 			EnqueuedTimeUTC:       utc("2023-10-12T20:13:49Z"),
 			ApplicationProperties: map[string]any{"kind": "provision", "n": json.Number("12")},
-			Sys:                   Sys{MethodName: "Provision", UtcNow: utc("2023-10-12T20:13:49.64Z"), RandGuid: "b1c2d3e4-0000-4000-8000-000000000002"}},
+			Sys:                   Sys{MethodName: "Provision", UtcNow: utc("2023-10-12T20:13:49.64Z"), RandGUID: "b1c2d3e4-0000-4000-8000-000000000002"}},
 	}, {
 		name: "numbers as numbers, strings quoted once, offset timestamp, lowercase keys",
 		body: `{"Data":{},"Metadata":{"deliveryCount":2,"messageId":"m-1","lockToken":"t","enqueuedTimeUtc":"2023-10-12T22:13:49.5+02:00","Sys":{"methodName":"X"}}}`,

@@ -130,9 +130,10 @@ func (b *Batcher) deadline() (time.Time, bool) {
 	if len(b.pods) == 0 {
 		return time.Time{}, false
 	}
-	idle, max := b.last.Add(b.idle), b.opened.Add(b.max)
-	if max.Before(idle) {
-		return max, true
+	idle := b.last.Add(b.idle)
+	longest := b.opened.Add(b.max)
+	if longest.Before(idle) {
+		return longest, true
 	}
 	return idle, true
 }
