@@ -687,11 +687,11 @@ func (s *solver) countBound(b *bin, pod *corev1.Pod) {
 	set := labels.Set(pod.Labels)
 	for _, c := range s.counters.all {
 		if !c.owners && c.matches(pod.Namespace, set) {
-			s.count(b, c, 1)
+			s.count(b, c)
 		}
 	}
 	for _, c := range s.boundOwned[pod] {
-		s.count(b, c, 1)
+		s.count(b, c)
 	}
 }
 
