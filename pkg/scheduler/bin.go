@@ -106,7 +106,13 @@ func (s *solver) universe(k *constraint, v *variant) uint64 {
 	if k.universeSet {
 		return k.universe
 	}
-	var u uint64
+	k.universe, k.universeSet = s.poolDomains(k, v)|s.nodeDomains(k, v), true
+	return k.universe
+}
+
+// poolDomains is the part of the universe the NodePools can launch into.
+func (s *solver) poolDomains(k *constraint, v *variant) uint64 {
+	var domains uint64
 	for i, pl := range s.pools {
 		vp := s.variantPool(v, i)
 		if k.ignoreAffinity {
@@ -122,15 +128,22 @@ func (s *solver) universe(k *constraint, v *variant) uint64 {
 		}
 		switch k.c.kind {
 		case keyZone:
-			u |= vp.offeredZones
+			domains |= vp.offeredZones
 		case keyCapacityType:
-			u |= vp.offeredCTs
+			domains |= vp.offeredCTs
 		case keyCustom:
 			if vp.custom.Has(k.c.key) {
-				u |= maskOf(s.dom.table(k.c.key), vp.custom.Get(k.c.key))
+				domains |= maskOf(s.dom.table(k.c.key), vp.custom.Get(k.c.key))
 			}
 		}
 	}
+	return domains
+}
+
+// nodeDomains is the part of the universe existing nodes and in-flight
+// claims are settled in.
+func (s *solver) nodeDomains(k *constraint, v *variant) uint64 {
+	var domains uint64
 	for _, b := range s.bins {
 		if b.claim {
 			break
@@ -145,23 +158,30 @@ func (s *solver) universe(k *constraint, v *variant) uint64 {
 		if k.honorTaints && len(b.taints) > 0 && b.taints.Tolerates(v.tolerations) != nil {
 			continue
 		}
-		switch k.c.kind {
-		case keyZone:
-			if !b.inFlight || popcount(b.zones) == 1 {
-				u |= b.zones
-			}
-		case keyCapacityType:
-			if !b.inFlight || popcount(b.cts) == 1 {
-				u |= b.cts
-			}
-		case keyCustom:
-			if m := s.customMask(b, nil, k.c.key); popcount(m) == 1 {
-				u |= m
-			}
+		domains |= s.settledDomain(b, k.c)
+	}
+	return domains
+}
+
+// settledDomain is the domain mask of existing bin b for c's key when it
+// is settled on one domain (a node always is for zone and capacity type),
+// else 0.
+func (s *solver) settledDomain(b *bin, c *counter) uint64 {
+	switch c.kind {
+	case keyZone:
+		if !b.inFlight || popcount(b.zones) == 1 {
+			return b.zones
+		}
+	case keyCapacityType:
+		if !b.inFlight || popcount(b.cts) == 1 {
+			return b.cts
+		}
+	case keyCustom:
+		if m := s.customMask(b, nil, c.key); popcount(m) == 1 {
+			return m
 		}
 	}
-	k.universe, k.universeSet = u, true
-	return u
+	return 0
 }
 
 // nodeFilterMatches reports whether existing bin b passes the group's
@@ -281,89 +301,34 @@ type dimension struct {
 // try places one pod of v's group on b if it can, committing when commit
 // is set. failed is the topology rule that ruled b out, if one did.
 func (s *solver) try(b *bin, v *variant, commit bool) (ok bool, failed *constraint) {
-	g := v.g
-	if !fitsSum(b.used, g.req, b.maxRoom) {
+	if !fitsSum(b.used, v.g.req, b.maxRoom) {
 		return false, nil
 	}
 	ch := choice{zones: b.zones, cts: b.cts}
 	if b.claim {
-		vp := s.variantPool(v, b.poolIdx)
-		if !vp.ok || !v.toleratesPool(b.pool, b.poolIdx) {
+		if !s.narrowClaim(b, v, &ch) {
 			return false, nil
 		}
-		ch.vp = vp
-		if !b.absorbed[vp] {
-			if !b.types.subsetOf(vp.types) {
-				ch.types = b.types.and(vp.types)
-			}
-			ch.zones &= vp.zones
-			ch.cts &= vp.cts
-			if !b.customKeys[vp.customKey] {
-				if b.custom.Intersects(vp.custom) != nil {
-					return false, nil
-				}
-				ch.custom = copyRequirements(b.custom)
-				ch.custom.Add(vp.custom.Values()...)
-			}
-		}
-	} else {
-		if len(b.taints) > 0 && b.taints.Tolerates(v.tolerations) != nil {
-			return false, nil
-		}
-		compatible, known := b.compat[v.reqsKey]
-		if !known {
-			if b.inFlight {
-				compatible = b.reqs.Compatible(v.reqs, allowWellKnown) == nil
-			} else {
-				compatible = b.reqs.Compatible(v.reqs) == nil
-			}
-			b.compat[v.reqsKey] = compatible
-		}
-		if !compatible {
-			return false, nil
-		}
+	} else if !existingAdmits(b, v) {
+		return false, nil
 	}
-	for _, p := range g.ports {
-		if slices.ContainsFunc(b.ports, p.conflicts) {
-			return false, nil
-		}
+	if portsConflict(b, v.g) {
+		return false, nil
 	}
 
 	// Topology: what each constrained key allows on this bin.
 	var dimBuf [4]dimension
 	dims := dimBuf[:0]
 	if len(v.constraints) > 0 {
-		var failed *constraint
 		if dims, failed = s.topology(b, v, &ch, dims); failed != nil {
 			return false, failed
 		}
 	}
-	if !b.claim {
-		// Existing capacity cannot change: each constrained key must
-		// already be settled on an allowed domain.
-		for _, d := range dims {
-			if len(d.cands) != 1 || popcount(d.cands[0]) != 1 {
-				return false, nil
-			}
-			var have uint64
-			switch d.kind {
-			case keyZone:
-				have = b.zones
-			case keyCapacityType:
-				have = b.cts
-			default:
-				have = s.customMask(b, nil, d.key)
-			}
-			if have != d.cands[0] {
-				return false, nil
-			}
+	if b.claim {
+		if !s.settle(b, v, &ch, dims, 0) {
+			return false, nil
 		}
-		if commit {
-			s.commit(b, v, ch)
-		}
-		return true, nil
-	}
-	if !s.settle(b, v, &ch, dims, 0) {
+	} else if !s.settledOn(b, dims) {
 		return false, nil
 	}
 	if commit {
@@ -372,67 +337,166 @@ func (s *solver) try(b *bin, v *variant, commit bool) (ok bool, failed *constrai
 	return true, nil
 }
 
+// narrowClaim narrows ch, a new claim's state, to what v's pool variant
+// allows, and reports whether anything is left.
+func (s *solver) narrowClaim(b *bin, v *variant, ch *choice) bool {
+	vp := s.variantPool(v, b.poolIdx)
+	if !vp.ok || !v.toleratesPool(b.pool, b.poolIdx) {
+		return false
+	}
+	ch.vp = vp
+	if b.absorbed[vp] {
+		return true
+	}
+	if !b.types.subsetOf(vp.types) {
+		ch.types = b.types.and(vp.types)
+	}
+	ch.zones &= vp.zones
+	ch.cts &= vp.cts
+	if !b.customKeys[vp.customKey] {
+		if b.custom.Intersects(vp.custom) != nil {
+			return false
+		}
+		ch.custom = copyRequirements(b.custom)
+		ch.custom.Add(vp.custom.Values()...)
+	}
+	return true
+}
+
+// existingAdmits reports whether v's pods tolerate existing bin b's taints
+// and their requirements are compatible with its labels (cached per
+// requirements key).
+func existingAdmits(b *bin, v *variant) bool {
+	if len(b.taints) > 0 && b.taints.Tolerates(v.tolerations) != nil {
+		return false
+	}
+	compatible, known := b.compat[v.reqsKey]
+	if !known {
+		if b.inFlight {
+			compatible = b.reqs.Compatible(v.reqs, allowWellKnown) == nil
+		} else {
+			compatible = b.reqs.Compatible(v.reqs) == nil
+		}
+		b.compat[v.reqsKey] = compatible
+	}
+	return compatible
+}
+
+// portsConflict reports whether a host port of g's pods is taken on b.
+func portsConflict(b *bin, g *group) bool {
+	for _, p := range g.ports {
+		if slices.ContainsFunc(b.ports, p.conflicts) {
+			return true
+		}
+	}
+	return false
+}
+
+// settledOn reports whether existing bin b, which cannot change, is
+// already settled on an allowed domain of each constrained key.
+func (s *solver) settledOn(b *bin, dims []dimension) bool {
+	for _, d := range dims {
+		if len(d.cands) != 1 || popcount(d.cands[0]) != 1 {
+			return false
+		}
+		var have uint64
+		switch d.kind {
+		case keyZone:
+			have = b.zones
+		case keyCapacityType:
+			have = b.cts
+		default:
+			have = s.customMask(b, nil, d.key)
+		}
+		if have != d.cands[0] {
+			return false
+		}
+	}
+	return true
+}
+
+// topologyMasks is what the topology rules evaluated so far allow on a
+// bin, per key, and the first spread rule of each key (which orders its
+// candidates).
+type topologyMasks struct {
+	zone, ct                       uint64
+	zoneConstrained, ctConstrained bool
+	zoneSpread, ctSpread           *constraint
+	custom                         map[string]uint64
+	customSpread                   map[string]*constraint
+}
+
 // topology evaluates v's topology rules on b and returns the keys to
 // settle, or nil and a reason when a rule rules b out.
 func (s *solver) topology(b *bin, v *variant, ch *choice, dims []dimension) ([]dimension, *constraint) {
-	zoneMask, ctMask := ch.zones, ch.cts
-	var customMasks map[string]uint64
-	var customSpread map[string]*constraint
-	var zoneSpread, ctSpread *constraint
-	zoneConstrained, ctConstrained := false, false
+	masks := topologyMasks{zone: ch.zones, ct: ch.cts}
 	for _, k := range v.constraints {
-		switch k.c.kind {
-		case keyHostname:
-			if !hostAllowed(k, b) {
-				return nil, k
-			}
-		case keyZone:
-			zoneConstrained = true
-			if zoneMask = s.allowed(k, v, zoneMask); zoneMask == 0 {
-				return nil, k
-			}
-			if k.kind == spread && zoneSpread == nil {
-				zoneSpread = k
-			}
-		case keyCapacityType:
-			ctConstrained = true
-			if ctMask = s.allowed(k, v, ctMask); ctMask == 0 {
-				return nil, k
-			}
-			if k.kind == spread && ctSpread == nil {
-				ctSpread = k
-			}
-		case keyCustom:
-			if customMasks == nil {
-				customMasks, customSpread = map[string]uint64{}, map[string]*constraint{}
-			}
-			m, seen := customMasks[k.c.key]
-			if !seen {
-				custom := b.custom
-				if ch.custom != nil {
-					custom = ch.custom
-				}
-				m = s.customMask(b, custom, k.c.key)
-			}
-			if m = s.allowed(k, v, m); m == 0 {
-				return nil, k
-			}
-			customMasks[k.c.key] = m
-			if k.kind == spread && customSpread[k.c.key] == nil {
-				customSpread[k.c.key] = k
-			}
+		if !s.applyConstraint(&masks, b, v, ch, k) {
+			return nil, k
 		}
 	}
-	if zoneConstrained {
-		dims = append(dims, dimension{kind: keyZone, cands: candidates(zoneMask, zoneSpread)})
+	if masks.zoneConstrained {
+		dims = append(dims, dimension{kind: keyZone, cands: candidates(masks.zone, masks.zoneSpread)})
 	}
-	if ctConstrained {
-		dims = append(dims, dimension{kind: keyCapacityType, cands: candidates(ctMask, ctSpread)})
+	if masks.ctConstrained {
+		dims = append(dims, dimension{kind: keyCapacityType, cands: candidates(masks.ct, masks.ctSpread)})
 	}
-	for _, key := range sortedKeys(customMasks) {
-		dims = append(dims, dimension{kind: keyCustom, key: key, cands: candidates(customMasks[key], customSpread[key])})
+	for _, key := range sortedKeys(masks.custom) {
+		dims = append(dims, dimension{kind: keyCustom, key: key, cands: candidates(masks.custom[key], masks.customSpread[key])})
 	}
 	return dims, nil
+}
+
+// applyConstraint narrows masks by rule k on b and reports whether any
+// domain is left.
+func (s *solver) applyConstraint(masks *topologyMasks, b *bin, v *variant, ch *choice, k *constraint) bool {
+	switch k.c.kind {
+	case keyHostname:
+		return hostAllowed(k, b)
+	case keyZone:
+		masks.zoneConstrained = true
+		if masks.zone = s.allowed(k, v, masks.zone); masks.zone == 0 {
+			return false
+		}
+		if k.kind == spread && masks.zoneSpread == nil {
+			masks.zoneSpread = k
+		}
+	case keyCapacityType:
+		masks.ctConstrained = true
+		if masks.ct = s.allowed(k, v, masks.ct); masks.ct == 0 {
+			return false
+		}
+		if k.kind == spread && masks.ctSpread == nil {
+			masks.ctSpread = k
+		}
+	case keyCustom:
+		return s.applyCustomConstraint(masks, b, v, ch, k)
+	}
+	return true
+}
+
+// applyCustomConstraint is applyConstraint for a custom topology key.
+func (s *solver) applyCustomConstraint(masks *topologyMasks, b *bin, v *variant, ch *choice, k *constraint) bool {
+	if masks.custom == nil {
+		masks.custom = map[string]uint64{}
+		masks.customSpread = map[string]*constraint{}
+	}
+	mask, seen := masks.custom[k.c.key]
+	if !seen {
+		custom := b.custom
+		if ch.custom != nil {
+			custom = ch.custom
+		}
+		mask = s.customMask(b, custom, k.c.key)
+	}
+	if mask = s.allowed(k, v, mask); mask == 0 {
+		return false
+	}
+	masks.custom[k.c.key] = mask
+	if k.kind == spread && masks.customSpread[k.c.key] == nil {
+		masks.customSpread[k.c.key] = k
+	}
+	return true
 }
 
 // candidates orders the single domains of mask for a key with topology
@@ -599,10 +663,10 @@ func (s *solver) charge(b *bin) {
 // pending counts of keys b has now narrowed to one domain.
 func (s *solver) record(b *bin, g *group) {
 	for _, c := range g.matched {
-		s.count(b, c, 1)
+		s.count(b, c)
 	}
 	for _, c := range g.owned {
-		s.count(b, c, 1)
+		s.count(b, c)
 	}
 	if len(b.pending) > 0 {
 		kept := b.pending[:0]
@@ -617,26 +681,28 @@ func (s *solver) record(b *bin, g *group) {
 	}
 }
 
-func (s *solver) count(b *bin, c *counter, n int32) {
+// count counts one pod on b for c: in b's domain if settled, in every
+// domain b may land in for an owner, else pending until b settles.
+func (s *solver) count(b *bin, c *counter) {
 	if d, ok := s.domainOf(b, c); ok {
-		c.add(d, n)
+		c.add(d, 1)
 		return
 	}
 	if c.owners {
 		// An anti-affinity owner on a bin that may land in several domains
 		// keeps matching pods out of all of them, as Karpenter does.
 		for m := s.binMask(b, c); m != 0; m &= m - 1 {
-			c.add(bits.TrailingZeros64(m), n)
+			c.add(bits.TrailingZeros64(m), 1)
 		}
 		return
 	}
 	for i := range b.pending {
 		if b.pending[i].c == c {
-			b.pending[i].n += n
+			b.pending[i].n++
 			return
 		}
 	}
-	b.pending = append(b.pending, pendingCount{c: c, n: n})
+	b.pending = append(b.pending, pendingCount{c: c, n: 1})
 }
 
 func (s *solver) binMask(b *bin, c *counter) uint64 {

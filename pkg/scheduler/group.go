@@ -257,86 +257,119 @@ func (s *solver) variantAt(g *group, i int) *variant {
 func (s *solver) newVariant(g *group, r relaxation) *variant {
 	pod := g.pod
 	v := &variant{g: g, relax: r, pools: make([]*poolVariant, len(s.pools)), tolerates: make([]int8, len(s.pools))}
-	v.reqs = scheduling.NewLabelRequirements(pod.Spec.NodeSelector)
-	if a := pod.Spec.Affinity; a != nil && a.NodeAffinity != nil && a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution != nil {
-		if terms := a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms; r.term < len(terms) {
-			v.reqs.Add(scheduling.NewNodeSelectorRequirements(terms[r.term].MatchExpressions...).Values()...)
-		}
-	}
-	// Like Karpenter, the heaviest remaining preferred term is required
-	// until relaxed.
-	if prefs := preferredNodeTerms(pod); r.nodePreference < len(prefs) {
-		v.reqs.Add(scheduling.NewNodeSelectorRequirements(prefs[r.nodePreference].Preference.MatchExpressions...).Values()...)
-	}
-	if g.volumeReqs != nil {
-		v.reqs.Add(g.volumeReqs.Values()...)
-	}
+	v.reqs = variantRequirements(g, r)
 	v.reqsKey = requirementsKey(v.reqs)
 	v.tolerations = pod.Spec.Tolerations
 	if r.tolerateSoft {
 		v.tolerations = append(slices.Clone(v.tolerations), corev1.Toleration{Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectPreferNoSchedule})
 	}
 
-	anyway := 0
-	for _, tsc := range pod.Spec.TopologySpreadConstraints {
-		if tsc.WhenUnsatisfiable == corev1.ScheduleAnyway {
-			anyway++
-			if anyway <= r.scheduleAnyway {
-				continue
-			}
-		}
-		var extra map[string]string
-		for _, k := range tsc.MatchLabelKeys {
-			if val, ok := pod.Labels[k]; ok {
-				if extra == nil {
-					extra = map[string]string{}
-				}
-				extra[k] = val
-			}
-		}
-		c, err := s.counters.get(tsc.TopologyKey, tsc.LabelSelector, extra, false, []string{g.ns}, false)
-		if err != nil {
-			v.err = fmt.Sprintf("invalid topologySpreadConstraints labelSelector: %v", err)
-			continue
-		}
-		// Defaults as in Kubernetes and Karpenter: taints Ignore, affinity Honor.
-		k := &constraint{kind: spread, c: c, maxSkew: max(tsc.MaxSkew, 1),
-			honorTaints:    tsc.NodeTaintsPolicy != nil && *tsc.NodeTaintsPolicy == corev1.NodeInclusionPolicyHonor,
-			ignoreAffinity: tsc.NodeAffinityPolicy != nil && *tsc.NodeAffinityPolicy == corev1.NodeInclusionPolicyIgnore}
-		if tsc.MinDomains != nil {
-			k.minDomains = *tsc.MinDomains
-		}
-		if c.matches(g.ns, g.labels) {
-			k.self = 1
-		}
-		k.desc = fmt.Sprintf("topology spread on %s (maxSkew %d) over %s", tsc.TopologyKey, k.maxSkew, c.selector.String())
-		v.constraints = append(v.constraints, k)
-	}
-	addTerms := func(kind constraintKind, terms []corev1.PodAffinityTerm, what string) {
-		for _, t := range terms {
-			c, err := s.counters.forTerm(t, g.ns, false)
-			if err != nil {
-				v.err = fmt.Sprintf("invalid %s labelSelector: %v", what, err)
-				continue
-			}
-			k := &constraint{kind: kind, c: c, desc: fmt.Sprintf("%s on %s to pods matching %q", what, t.TopologyKey, c.selector.String())}
-			if c.matches(g.ns, g.labels) {
-				k.self = 1
-			}
-			v.constraints = append(v.constraints, k)
-		}
-	}
+	s.addSpreadConstraints(v)
 	reqAff, prefAff := podAffinity(pod)
 	reqAnti, prefAnti := podAntiAffinity(pod)
-	addTerms(affinity, reqAff, "required pod affinity")
-	addTerms(affinity, prefAff[min(r.podAffinity, len(prefAff)):], "preferred pod affinity")
-	addTerms(antiAffinity, reqAnti, "required pod anti-affinity")
-	addTerms(antiAffinity, prefAnti[min(r.podAntiAffinity, len(prefAnti)):], "preferred pod anti-affinity")
+	s.addTermConstraints(v, affinity, reqAff, "required pod affinity")
+	s.addTermConstraints(v, affinity, prefAff[min(r.podAffinity, len(prefAff)):], "preferred pod affinity")
+	s.addTermConstraints(v, antiAffinity, reqAnti, "required pod anti-affinity")
+	s.addTermConstraints(v, antiAffinity, prefAnti[min(r.podAntiAffinity, len(prefAnti)):], "preferred pod anti-affinity")
 	for _, c := range g.blockers {
 		v.constraints = append(v.constraints, &constraint{kind: blocked, c: c,
 			desc: fmt.Sprintf("the required pod anti-affinity of pods already placed (on %s, against pods matching %q)", c.key, c.selector.String())})
 	}
 	return v
+}
+
+// variantRequirements is what the group's pods require of a node under
+// relaxation r: the nodeSelector, the required node affinity term r is
+// at, the heaviest preferred term not yet relaxed, and the volumes'
+// requirements.
+func variantRequirements(g *group, r relaxation) scheduling.Requirements {
+	pod := g.pod
+	reqs := scheduling.NewLabelRequirements(pod.Spec.NodeSelector)
+	if a := pod.Spec.Affinity; a != nil && a.NodeAffinity != nil && a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution != nil {
+		if terms := a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms; r.term < len(terms) {
+			reqs.Add(scheduling.NewNodeSelectorRequirements(terms[r.term].MatchExpressions...).Values()...)
+		}
+	}
+	// Like Karpenter, the heaviest remaining preferred term is required
+	// until relaxed.
+	if prefs := preferredNodeTerms(pod); r.nodePreference < len(prefs) {
+		reqs.Add(scheduling.NewNodeSelectorRequirements(prefs[r.nodePreference].Preference.MatchExpressions...).Values()...)
+	}
+	if g.volumeReqs != nil {
+		reqs.Add(g.volumeReqs.Values()...)
+	}
+	return reqs
+}
+
+// addSpreadConstraints adds the pod's topology spread constraints, less
+// the first ScheduleAnyway ones the variant's relaxation dropped.
+func (s *solver) addSpreadConstraints(v *variant) {
+	g := v.g
+	anyway := 0
+	for _, tsc := range g.pod.Spec.TopologySpreadConstraints {
+		if tsc.WhenUnsatisfiable == corev1.ScheduleAnyway {
+			anyway++
+			if anyway <= v.relax.scheduleAnyway {
+				continue
+			}
+		}
+		c, err := s.counters.get(tsc.TopologyKey, tsc.LabelSelector, matchLabelValues(g.pod, tsc.MatchLabelKeys), false, []string{g.ns}, false)
+		if err != nil {
+			v.err = fmt.Sprintf("invalid topologySpreadConstraints labelSelector: %v", err)
+			continue
+		}
+		v.constraints = append(v.constraints, spreadConstraint(g, tsc, c))
+	}
+}
+
+// matchLabelValues is the pod's value of each of keys it has (nil when
+// none), added to a spread constraint's selector.
+func matchLabelValues(pod *corev1.Pod, keys []string) map[string]string {
+	var extra map[string]string
+	for _, k := range keys {
+		if val, ok := pod.Labels[k]; ok {
+			if extra == nil {
+				extra = map[string]string{}
+			}
+			extra[k] = val
+		}
+	}
+	return extra
+}
+
+// spreadConstraint is the rule a topology spread constraint counted by c
+// puts on g's pods.
+func spreadConstraint(g *group, tsc corev1.TopologySpreadConstraint, c *counter) *constraint {
+	// Defaults as in Kubernetes and Karpenter: taints Ignore, affinity Honor.
+	k := &constraint{kind: spread, c: c, maxSkew: max(tsc.MaxSkew, 1),
+		honorTaints:    tsc.NodeTaintsPolicy != nil && *tsc.NodeTaintsPolicy == corev1.NodeInclusionPolicyHonor,
+		ignoreAffinity: tsc.NodeAffinityPolicy != nil && *tsc.NodeAffinityPolicy == corev1.NodeInclusionPolicyIgnore}
+	if tsc.MinDomains != nil {
+		k.minDomains = *tsc.MinDomains
+	}
+	if c.matches(g.ns, g.labels) {
+		k.self = 1
+	}
+	k.desc = fmt.Sprintf("topology spread on %s (maxSkew %d) over %s", tsc.TopologyKey, k.maxSkew, c.selector.String())
+	return k
+}
+
+// addTermConstraints adds a rule of the given kind for each pod
+// (anti-)affinity term; what names the terms in messages.
+func (s *solver) addTermConstraints(v *variant, kind constraintKind, terms []corev1.PodAffinityTerm, what string) {
+	g := v.g
+	for _, t := range terms {
+		c, err := s.counters.forTerm(t, g.ns, false)
+		if err != nil {
+			v.err = fmt.Sprintf("invalid %s labelSelector: %v", what, err)
+			continue
+		}
+		k := &constraint{kind: kind, c: c, desc: fmt.Sprintf("%s on %s to pods matching %q", what, t.TopologyKey, c.selector.String())}
+		if c.matches(g.ns, g.labels) {
+			k.self = 1
+		}
+		v.constraints = append(v.constraints, k)
+	}
 }
 
 func requirementsKey(r scheduling.Requirements) string {

@@ -137,29 +137,57 @@ func (s *solver) newPools(in Input) {
 
 func (s *solver) newPool(np *karpv1.NodePool, classes map[string]*v1beta1.AKSNodeClass, in Input) *pool {
 	pl := &pool{np: np, maxPods: v1beta1.DefaultMaxPods, variants: map[string]*poolVariant{}}
-	ref := np.Spec.Template.Spec.NodeClassRef
-	if why, ok := in.NotReady[np.Name]; ok {
-		pl.invalid = fmt.Sprintf("NodePool %s is not ready: %s", np.Name, why)
+	if problem := nodeClassProblem(np, classes, in.NotReady); problem != "" {
+		pl.invalid = problem
 		return pl
 	}
-	switch {
-	case ref == nil:
-		pl.invalid = fmt.Sprintf("NodePool %s has no nodeClassRef; point it at an AKSNodeClass (group karpenter.azure.com)", np.Name)
-		return pl
-	case ref.Group != v1beta1.SchemeGroupVersion.Group || ref.Kind != "AKSNodeClass":
-		pl.invalid = fmt.Sprintf("NodePool %s references %s %q in group %q; karpfunc launches only AKSNodeClass (group karpenter.azure.com)", np.Name, ref.Kind, ref.Name, ref.Group)
-		return pl
-	case classes[ref.Name] == nil:
-		pl.invalid = fmt.Sprintf("NodePool %s references AKSNodeClass %q which does not exist", np.Name, ref.Name)
-		return pl
-	}
-	pl.class = classes[ref.Name]
+	pl.class = classes[np.Spec.Template.Spec.NodeClassRef.Name]
 	pl.maxPods = *pl.class.DefaultedSpec().MaxPods
 	if in.Catalog == nil {
 		pl.invalid = "no instance-type catalog was given to the scheduler"
 		return pl
 	}
+	pl.setRequirements()
+	if len(np.Spec.Limits) > 0 {
+		pl.setLimits(in)
+	}
+	s.addPoolTypes(pl, in)
+	if len(pl.types) == 0 && len(pl.noImage) > 0 {
+		pl.invalid = noImageReason(pl, pl.noImage)
+		pl.invalidNodePool = true
+	}
+	slices.SortStableFunc(pl.types, func(a, b *ptype) int {
+		return cmp.Or(-cmp.Compare(a.room[rCPU], b.room[rCPU]), -cmp.Compare(a.room[rMemory], b.room[rMemory]), cmp.Compare(a.it.Name, b.it.Name))
+	})
+	for i, t := range pl.types {
+		t.idx = i
+	}
+	return pl
+}
 
+// nodeClassProblem says why the NodePool cannot launch: it is not ready,
+// or its nodeClassRef is missing, of another kind, or names no
+// AKSNodeClass; "" when none of these holds.
+func nodeClassProblem(np *karpv1.NodePool, classes map[string]*v1beta1.AKSNodeClass, notReady map[string]string) string {
+	ref := np.Spec.Template.Spec.NodeClassRef
+	if why, ok := notReady[np.Name]; ok {
+		return fmt.Sprintf("NodePool %s is not ready: %s", np.Name, why)
+	}
+	switch {
+	case ref == nil:
+		return fmt.Sprintf("NodePool %s has no nodeClassRef; point it at an AKSNodeClass (group karpenter.azure.com)", np.Name)
+	case ref.Group != v1beta1.SchemeGroupVersion.Group || ref.Kind != "AKSNodeClass":
+		return fmt.Sprintf("NodePool %s references %s %q in group %q; karpfunc launches only AKSNodeClass (group karpenter.azure.com)", np.Name, ref.Kind, ref.Name, ref.Group)
+	case classes[ref.Name] == nil:
+		return fmt.Sprintf("NodePool %s references AKSNodeClass %q which does not exist", np.Name, ref.Name)
+	}
+	return ""
+}
+
+// setRequirements sets the pool's requirements, minValues, taints and
+// whether any taint is PreferNoSchedule.
+func (pl *pool) setRequirements() {
+	np := pl.np
 	// As Karpenter's NodeClaimTemplate: template requirements, template
 	// labels and the nodepool label.
 	pl.reqs = scheduling.NewNodeSelectorRequirementsWithMinValues(np.Spec.Template.Spec.Requirements...)
@@ -179,29 +207,38 @@ func (s *solver) newPool(np *karpv1.NodePool, classes map[string]*v1beta1.AKSNod
 			pl.preferNoSchedule = true
 		}
 	}
-	if len(np.Spec.Limits) > 0 {
-		pl.limits = corev1.ResourceList(np.Spec.Limits).DeepCopy()
-		var held []corev1.ResourceList
-		nodes := int64(0)
-		for _, nc := range slices.Concat(in.NodeClaims, in.HeldNodeClaims) {
-			if nc != nil && nc.Labels[karpv1.NodePoolLabelKey] == np.Name {
-				held = append(held, ChargedCapacity(nc, in.Catalog, pl.maxPods))
-				nodes++
-			}
-		}
-		pl.held = resources.Merge(held...)
-		for name, limit := range pl.limits {
-			pl.limitNames = append(pl.limitNames, name)
-			left := quantityValue(name, limit)
-			if name == resourceNodes {
-				left -= nodes
-			} else if q, ok := pl.held[name]; ok {
-				left -= quantityValue(name, q)
-			}
-			pl.limitLeft = append(pl.limitLeft, left)
+}
+
+// setLimits sets the pool's limits and what is left of each after the
+// capacity its NodeClaims (live and held) are charged.
+func (pl *pool) setLimits(in Input) {
+	np := pl.np
+	pl.limits = corev1.ResourceList(np.Spec.Limits).DeepCopy()
+	var held []corev1.ResourceList
+	nodes := int64(0)
+	for _, nc := range slices.Concat(in.NodeClaims, in.HeldNodeClaims) {
+		if nc != nil && nc.Labels[karpv1.NodePoolLabelKey] == np.Name {
+			held = append(held, ChargedCapacity(nc, in.Catalog, pl.maxPods))
+			nodes++
 		}
 	}
+	pl.held = resources.Merge(held...)
+	for name, limit := range pl.limits {
+		pl.limitNames = append(pl.limitNames, name)
+		left := quantityValue(name, limit)
+		if name == resourceNodes {
+			left -= nodes
+		} else if q, ok := pl.held[name]; ok {
+			left -= quantityValue(name, q)
+		}
+		pl.limitLeft = append(pl.limitLeft, left)
+	}
+}
 
+// addPoolTypes adds the catalog's instance types the pool's requirements
+// allow: those without a node image in the pool's image family to
+// noImage, those with an offering the pool can buy to types.
+func (s *solver) addPoolTypes(pl *pool, in Input) {
 	family := *pl.class.DefaultedSpec().ImageFamily
 	daemons := s.daemonsFor(pl, in)
 	for _, it := range in.Catalog.InstanceTypes {
@@ -209,62 +246,66 @@ func (s *solver) newPool(np *karpv1.NodePool, classes map[string]*v1beta1.AKSNod
 			continue
 		}
 		mt := in.Memo.instanceType(it, pl.maxPods)
-		it, reqs := mt.it, mt.reqs
-		if reqs.Intersects(pl.reqs) != nil {
+		if mt.reqs.Intersects(pl.reqs) != nil {
 			continue
 		}
-		if err := nodeimage.Supports(family, it.Architecture, it.HyperVGenerations); err != nil {
-			pl.noImage = append(pl.noImage, noImageType{it: it, reqs: reqs, err: err})
+		if err := nodeimage.Supports(family, mt.it.Architecture, mt.it.HyperVGenerations); err != nil {
+			pl.noImage = append(pl.noImage, noImageType{it: mt.it, reqs: mt.reqs, err: err})
 			continue
 		}
-		t := &ptype{it: it, reqs: reqs}
-		// Only the offerings the pool allows: prices that rank types (cost
-		// efficiency, the LP duals) must be ones the pool can buy.
-		zoneReq, ctReq := pl.reqs.Get(corev1.LabelTopologyZone), pl.reqs.Get(karpv1.CapacityTypeLabelKey)
-		for _, o := range it.Offerings {
-			if !zoneReq.Has(o.Zone) || !ctReq.Has(o.CapacityType) {
-				continue
-			}
-			if z := s.dom.zone(o.Zone); o.Available && z >= 0 {
-				bit := uint64(1) << (2*z + ctIndex(o.CapacityType))
-				t.offers |= bit
-				t.prices = append(t.prices, offerPrice{bit: bit, price: o.Price})
-			}
+		if t := s.newPoolType(pl, mt, daemons); t != nil {
+			pl.types = append(pl.types, t)
 		}
-		if t.offers == 0 {
+	}
+}
+
+// newPoolType returns the pool's view of an instance type, or nil when
+// the pool can buy none of its offerings.
+func (s *solver) newPoolType(pl *pool, mt *memoType, daemons []daemon) *ptype {
+	it, reqs := mt.it, mt.reqs
+	t := &ptype{it: it, reqs: reqs}
+	// Only the offerings the pool allows: prices that rank types (cost
+	// efficiency, the LP duals) must be ones the pool can buy.
+	zoneReq := pl.reqs.Get(corev1.LabelTopologyZone)
+	capacityTypeReq := pl.reqs.Get(karpv1.CapacityTypeLabelKey)
+	for _, o := range it.Offerings {
+		if !zoneReq.Has(o.Zone) || !capacityTypeReq.Has(o.CapacityType) {
 			continue
 		}
-		var dsPods []*corev1.Pod
-		for _, d := range daemons {
-			if slices.ContainsFunc(d.terms, func(term scheduling.Requirements) bool { return reqs.Intersects(term) == nil }) {
-				dsPods = append(dsPods, d.pod)
-			}
+		if z := s.dom.zone(o.Zone); o.Available && z >= 0 {
+			bit := uint64(1) << (2*z + ctIndex(o.CapacityType))
+			t.offers |= bit
+			t.prices = append(t.prices, offerPrice{bit: bit, price: o.Price})
 		}
-		t.daemon = corev1.ResourceList{}
-		if len(dsPods) > 0 {
-			t.daemon = resources.RequestsForPods(dsPods...)
+	}
+	if t.offers == 0 {
+		return nil
+	}
+	t.daemon = daemonRequests(daemons, reqs)
+	t.room = s.res.vec(resources.Subtract(mt.alloc, t.daemon))
+	for _, name := range pl.limitNames {
+		if name == resourceNodes {
+			t.limitCap = append(t.limitCap, 1)
+		} else {
+			t.limitCap = append(t.limitCap, quantityValue(name, it.Capacity[name]))
 		}
-		t.room = s.res.vec(resources.Subtract(mt.alloc, t.daemon))
-		for _, name := range pl.limitNames {
-			if name == resourceNodes {
-				t.limitCap = append(t.limitCap, 1)
-			} else {
-				t.limitCap = append(t.limitCap, quantityValue(name, it.Capacity[name]))
-			}
+	}
+	return t
+}
+
+// daemonRequests sums the requests of the daemons whose terms admit the
+// type's requirements.
+func daemonRequests(daemons []daemon, reqs scheduling.Requirements) corev1.ResourceList {
+	var dsPods []*corev1.Pod
+	for _, d := range daemons {
+		if slices.ContainsFunc(d.terms, func(term scheduling.Requirements) bool { return reqs.Intersects(term) == nil }) {
+			dsPods = append(dsPods, d.pod)
 		}
-		pl.types = append(pl.types, t)
 	}
-	if len(pl.types) == 0 && len(pl.noImage) > 0 {
-		pl.invalid = noImageReason(pl, pl.noImage)
-		pl.invalidNodePool = true
+	if len(dsPods) > 0 {
+		return resources.RequestsForPods(dsPods...)
 	}
-	slices.SortStableFunc(pl.types, func(a, b *ptype) int {
-		return cmp.Or(-cmp.Compare(a.room[rCPU], b.room[rCPU]), -cmp.Compare(a.room[rMemory], b.room[rMemory]), cmp.Compare(a.it.Name, b.it.Name))
-	})
-	for i, t := range pl.types {
-		t.idx = i
-	}
-	return pl
+	return corev1.ResourceList{}
 }
 
 // noImageReason says which allowed instance types have no node image in

@@ -274,79 +274,26 @@ type move struct {
 // another claim above its current type. It undoes everything and returns
 // false when no step brings t closer.
 func (r *repairer) reach(t *repairClaim, room, norm resVec) bool {
-	excess := func(used resVec) float64 {
-		e := 0.0
-		for i, u := range used {
-			if u > room[i] {
-				e += float64(u-room[i]) / float64(max(norm[i], 1))
-			}
-		}
-		return e
-	}
+	goal := &reachGoal{t: t, room: room, norm: norm, next: make(resVec, len(t.b.used))}
 	type step struct {
 		c    *repairClaim
 		a, b int
 	}
 	var log []step
-	next := make(resVec, len(t.b.used))
 	limit := 2*len(t.b.pods) + 8
 	for range limit {
-		cur := excess(t.b.used)
+		cur := goal.excess(t.b.used)
 		if cur == 0 {
 			return true
 		}
-		best := move{a: -1, b: -1}
-		for _, a := range t.have {
-			ra := r.kinds[a].req
-			for _, c := range r.claims {
-				if c == t || !r.accepts(c, a) {
-					continue
-				}
-				capRoom := c.cur.room
-				// a alone.
-				r.budget--
-				if fitsSum(c.b.used, ra, capRoom) {
-					for i := range next {
-						next[i] = t.b.used[i] - ra[i]
-					}
-					// Ties go to a move: it leaves the other claim less full.
-					if g := cur - excess(next); g > 0 && (g > best.gain+1e-12 || (best.b >= 0 && g >= best.gain-1e-12)) {
-						best = move{c: c, a: a, b: -1, gain: g}
-					}
-				}
-				// a for b.
-				for _, b := range c.have {
-					if b == a || !r.accepts(t, b) {
-						continue
-					}
-					r.budget--
-					rb := r.kinds[b].req
-					ok := true
-					for i := range ra {
-						if c.b.used[i]+ra[i]-rb[i] > capRoom[i] {
-							ok = false
-							break
-						}
-					}
-					if !ok {
-						continue
-					}
-					for i := range next {
-						next[i] = t.b.used[i] - ra[i] + rb[i]
-					}
-					if g := cur - excess(next); g > best.gain+1e-12 {
-						best = move{c: c, a: a, b: b, gain: g}
-					}
-				}
-			}
-		}
+		best := r.bestMove(goal, cur)
 		if best.c == nil || r.budget < 0 {
 			break
 		}
 		r.apply(t, best.c, best.a, best.b)
 		log = append(log, step{best.c, best.a, best.b})
 	}
-	if excess(t.b.used) == 0 {
+	if goal.excess(t.b.used) == 0 {
 		return true
 	}
 	for i := len(log) - 1; i >= 0; i-- {
@@ -354,6 +301,90 @@ func (r *repairer) reach(t *repairClaim, room, norm resVec) bool {
 		r.apply(st.c, t, st.a, st.b)
 	}
 	return false
+}
+
+// reachGoal is what reach aims at: claim t's used within room.
+type reachGoal struct {
+	t          *repairClaim
+	room, norm resVec
+	next       resVec // t's used after the step being weighed
+}
+
+// excess is how far used is above room, each resource in units of norm.
+func (goal *reachGoal) excess(used resVec) float64 {
+	e := 0.0
+	for i, u := range used {
+		if u > goal.room[i] {
+			e += float64(u-goal.room[i]) / float64(max(goal.norm[i], 1))
+		}
+	}
+	return e
+}
+
+// bestMove is the step that lowers t's excess (cur) the most: a pod kind
+// of t moved to another claim, alone or swapped for one of that claim's.
+// Its c is nil when no step helps.
+func (r *repairer) bestMove(goal *reachGoal, cur float64) move {
+	best := move{a: -1, b: -1}
+	for _, a := range goal.t.have {
+		for _, c := range r.claims {
+			if c == goal.t || !r.accepts(c, a) {
+				continue
+			}
+			r.weighMove(goal, cur, c, a, &best)
+			r.weighSwaps(goal, cur, c, a, &best)
+		}
+	}
+	return best
+}
+
+// weighMove makes moving one pod of kind a to c the best step if it fits
+// c's current type and beats best.
+func (r *repairer) weighMove(goal *reachGoal, cur float64, c *repairClaim, a int, best *move) {
+	ra := r.kinds[a].req
+	r.budget--
+	if !fitsSum(c.b.used, ra, c.cur.room) {
+		return
+	}
+	for i := range goal.next {
+		goal.next[i] = goal.t.b.used[i] - ra[i]
+	}
+	// Ties go to a move: it leaves the other claim less full.
+	if g := cur - goal.excess(goal.next); g > 0 && (g > best.gain+1e-12 || (best.b >= 0 && g >= best.gain-1e-12)) {
+		*best = move{c: c, a: a, b: -1, gain: g}
+	}
+}
+
+// weighSwaps makes swapping one pod of kind a for one of c's kinds the
+// best step if it fits c's current type and beats best.
+func (r *repairer) weighSwaps(goal *reachGoal, cur float64, c *repairClaim, a int, best *move) {
+	ra := r.kinds[a].req
+	for _, b := range c.have {
+		if b == a || !r.accepts(goal.t, b) {
+			continue
+		}
+		r.budget--
+		rb := r.kinds[b].req
+		if !swapFits(c.b.used, ra, rb, c.cur.room) {
+			continue
+		}
+		for i := range goal.next {
+			goal.next[i] = goal.t.b.used[i] - ra[i] + rb[i]
+		}
+		if g := cur - goal.excess(goal.next); g > best.gain+1e-12 {
+			*best = move{c: c, a: a, b: b, gain: g}
+		}
+	}
+}
+
+// swapFits reports whether used plus in less out stays within room.
+func swapFits(used, in, out, room resVec) bool {
+	for i := range in {
+		if used[i]+in[i]-out[i] > room[i] {
+			return false
+		}
+	}
+	return true
 }
 
 // apply moves one pod of kind a from x to y and, if b >= 0, one pod of

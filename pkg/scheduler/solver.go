@@ -80,7 +80,30 @@ func newSolver(in Input) *solver {
 
 		packLargest: in.PackLargest,
 	}
-	var rls []corev1.ResourceList
+	pods, requests := s.collectPods(in)
+	s.internCatalog(in.Catalog)
+	s.newPools(in)
+	s.lastWhy = make([]string, len(s.pools))
+	s.internPoolValues()
+	s.groupPods(in, pods, requests)
+	if !s.spread {
+		s.orderPods()
+	}
+	s.setMinReq()
+
+	s.index = newBinIndex(len(s.res.names))
+	s.counters.setNamespaces(in.Namespaces, in.Pods, in.BoundPods)
+	s.internGroupCounters()
+	bound := s.boundByNode(in.BoundPods)
+	s.matchGroupCounters()
+	s.newExisting(in, bound)
+	return s
+}
+
+// collectPods returns the input's pods with their requests, registering
+// every resource they name.
+func (s *solver) collectPods(in Input) ([]*corev1.Pod, []corev1.ResourceList) {
+	var requests []corev1.ResourceList
 	var pods []*corev1.Pod
 	for _, pod := range in.Pods {
 		if pod == nil {
@@ -95,46 +118,59 @@ func newSolver(in Input) *solver {
 		for n := range rl {
 			s.res.add(n)
 		}
-		pods, rls = append(pods, pod), append(rls, rl)
+		pods = append(pods, pod)
+		requests = append(requests, rl)
 	}
-	if in.Catalog != nil {
-		for _, z := range in.Catalog.Zones {
-			s.dom.zone(z)
+	return pods, requests
+}
+
+// internCatalog registers the catalog's zones and instance-type label keys.
+func (s *solver) internCatalog(cat *catalog.Catalog) {
+	if cat == nil {
+		return
+	}
+	for _, z := range cat.Zones {
+		s.dom.zone(z)
+	}
+	for _, it := range cat.InstanceTypes {
+		if it == nil {
+			continue
 		}
-		for _, it := range in.Catalog.InstanceTypes {
-			if it == nil {
-				continue
-			}
-			for k := range it.Labels {
-				s.typeKeys[k] = true
-			}
-			for _, o := range it.Offerings {
-				s.dom.zone(o.Zone)
-			}
-		}
-		for _, k := range catalog.SKULabels {
+		for k := range it.Labels {
 			s.typeKeys[k] = true
 		}
+		for _, o := range it.Offerings {
+			s.dom.zone(o.Zone)
+		}
 	}
-	s.newPools(in)
-	s.lastWhy = make([]string, len(s.pools))
+	for _, k := range catalog.SKULabels {
+		s.typeKeys[k] = true
+	}
+}
+
+// internPoolValues notes whether any pool has a PreferNoSchedule taint
+// and interns the values of the pools' custom requirements.
+func (s *solver) internPoolValues() {
 	for _, pl := range s.pools {
 		s.preferNoSchedule = s.preferNoSchedule || pl.preferNoSchedule
 		for key, r := range pl.reqs {
-			if kindOf(key) == keyCustom {
-				t := s.dom.table(key)
-				for _, v := range r.Values() {
-					t.intern(v)
-				}
+			if kindOf(key) != keyCustom {
+				continue
+			}
+			table := s.dom.table(key)
+			for _, v := range r.Values() {
+				table.intern(v)
 			}
 		}
 	}
+}
 
-	// Group identical pods; place biggest first (first-fit decreasing).
+// groupPods groups identical pods and queues every pod in input order.
+func (s *solver) groupPods(in Input, pods []*corev1.Pod, requests []corev1.ResourceList) {
 	byKey := map[string]*group{}
 	volumes := newVolumes(in)
 	for i, pod := range pods {
-		req := s.res.vec(rls[i])
+		req := s.res.vec(requests[i])
 		req[rPods] = 1 // as resources.RequestsForPods counts it
 		key := groupKey(pod, req)
 		g := byKey[key]
@@ -146,9 +182,11 @@ func newSolver(in Input) *solver {
 		}
 		s.order = append(s.order, pendingPod{pod: pod, g: g, req: req})
 	}
-	if !s.spread {
-		s.orderPods()
-	}
+}
+
+// setMinReq sets minReq to the element-wise minimum of the groups'
+// requests (nil without groups).
+func (s *solver) setMinReq() {
 	s.minReq = nil
 	for _, g := range s.groups {
 		if s.minReq == nil {
@@ -158,11 +196,12 @@ func newSolver(in Input) *solver {
 			s.minReq[i] = min(s.minReq[i], v)
 		}
 	}
+}
 
-	s.index = newBinIndex(len(s.res.names))
-	s.counters.setNamespaces(in.Namespaces, in.Pods, in.BoundPods)
-	// Every counter any pod could use, so that each group knows which it
-	// affects.
+// internGroupCounters interns every counter any pod could use, so that
+// each group knows which it affects, and the counters each group's
+// required anti-affinity owns.
+func (s *solver) internGroupCounters() {
 	for _, g := range s.groups {
 		s.internCounters(g.pod, g.ns)
 		reqAnti, _ := podAntiAffinity(g.pod)
@@ -172,8 +211,13 @@ func newSolver(in Input) *solver {
 			}
 		}
 	}
+}
+
+// boundByNode returns the running bound pods by node name, recording the
+// counters each one's required anti-affinity owns.
+func (s *solver) boundByNode(boundPods []*corev1.Pod) map[string][]*corev1.Pod {
 	bound := map[string][]*corev1.Pod{}
-	for _, pod := range in.BoundPods {
+	for _, pod := range boundPods {
 		if pod == nil || pod.Spec.NodeName == "" || pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
 			continue
 		}
@@ -185,6 +229,12 @@ func newSolver(in Input) *solver {
 			}
 		}
 	}
+	return bound
+}
+
+// matchGroupCounters lists, for each group, the counters its pods match:
+// owner counters block it, the others count it.
+func (s *solver) matchGroupCounters() {
 	for _, g := range s.groups {
 		for _, c := range s.counters.all {
 			if !c.matches(g.ns, g.labels) {
@@ -197,8 +247,6 @@ func newSolver(in Input) *solver {
 			}
 		}
 	}
-	s.newExisting(in, bound)
-	return s
 }
 
 // requestsForPod is resources.RequestsForPods(pod) less its "pods" entry
@@ -498,20 +546,51 @@ func (s *solver) newExisting(in Input, bound map[string][]*corev1.Pod) {
 	for i, pl := range s.pools {
 		poolIdx[pl.np.Name] = i
 	}
-	nodes := map[string]*corev1.Node{}
-	nodesByProviderID := map[string]*corev1.Node{}
-	for _, n := range in.Nodes {
+	nodes, nodesByProviderID := indexNodes(in.Nodes)
+	claimOfNode, inFlight := matchClaims(in.NodeClaims, nodes, nodesByProviderID)
+	for _, n := range sortedBy(slices.Collect(func(yield func(*corev1.Node) bool) {
+		for _, n := range nodes {
+			if !yield(n) {
+				return
+			}
+		}
+	}), func(n *corev1.Node) string { return n.Name }) {
+		if n.Spec.Unschedulable || n.DeletionTimestamp != nil {
+			continue
+		}
+		s.addNodeBin(in, n, claimOfNode[n.Name], bound[n.Name])
+	}
+	for _, nc := range sortedBy(inFlight, func(nc *karpv1.NodeClaim) string { return nc.Name }) {
+		var pl *pool
+		if i, ok := poolIdx[nc.Labels[karpv1.NodePoolLabelKey]]; ok {
+			pl = s.pools[i]
+		}
+		s.addInFlightBin(in, nc, pl, bound[nc.Status.NodeName])
+	}
+}
+
+// indexNodes returns the nodes by name and by provider ID.
+func indexNodes(list []*corev1.Node) (byName, byProviderID map[string]*corev1.Node) {
+	byName = map[string]*corev1.Node{}
+	byProviderID = map[string]*corev1.Node{}
+	for _, n := range list {
 		if n == nil {
 			continue
 		}
-		nodes[n.Name] = n
+		byName[n.Name] = n
 		if n.Spec.ProviderID != "" {
-			nodesByProviderID[n.Spec.ProviderID] = n
+			byProviderID[n.Spec.ProviderID] = n
 		}
 	}
+	return byName, byProviderID
+}
+
+// matchClaims returns the NodeClaims whose node exists, by node name, and
+// the in-flight ones (no node yet and not being deleted).
+func matchClaims(claims []*karpv1.NodeClaim, nodes, nodesByProviderID map[string]*corev1.Node) (map[string]*karpv1.NodeClaim, []*karpv1.NodeClaim) {
 	claimOfNode := map[string]*karpv1.NodeClaim{}
 	var inFlight []*karpv1.NodeClaim
-	for _, nc := range in.NodeClaims {
+	for _, nc := range claims {
 		if nc == nil {
 			continue
 		}
@@ -525,73 +604,75 @@ func (s *solver) newExisting(in Input, bound map[string][]*corev1.Pod) {
 			inFlight = append(inFlight, nc)
 		}
 	}
-	for _, n := range sortedBy(slices.Collect(func(yield func(*corev1.Node) bool) {
-		for _, n := range nodes {
-			if !yield(n) {
-				return
-			}
-		}
-	}), func(n *corev1.Node) string { return n.Name }) {
-		if n.Spec.Unschedulable || n.DeletionTimestamp != nil {
-			continue
-		}
-		b := &bin{id: len(s.bins), node: n.Name, labels: labels.Set(n.Labels), reqs: in.Memo.nodeRequirements(n), compat: map[string]bool{}}
-		var startup []corev1.Taint
-		if nc := claimOfNode[n.Name]; nc != nil {
-			b.claimName = nc.Name
-			startup = nc.Spec.StartupTaints
-		}
-		for _, t := range n.Spec.Taints {
-			// Taints that go away once a node is up do not keep pods off it.
-			if !scheduling.IsKnownEphemeralTaint(&t) && !slices.ContainsFunc(startup, func(st corev1.Taint) bool { return st.MatchTaint(&t) }) {
-				b.taints = append(b.taints, t)
-			}
-		}
-		if z, ok := n.Labels[corev1.LabelTopologyZone]; ok {
-			if i := s.dom.zone(z); i >= 0 {
-				b.zones = 1 << i
-			}
-		}
-		if ct, ok := n.Labels[karpv1.CapacityTypeLabelKey]; ok {
-			b.cts = 1 << ctIndex(ct)
-		}
-		b.maxRoom = s.roomLeft(n.Status.Allocatable, bound[n.Name], in.Memo)
-		b.alloc = s.roomLeft(n.Status.Allocatable, nil, in.Memo)
-		b.used = make(resVec, len(s.res.names))
-		s.addBin(b)
-		for _, pod := range bound[n.Name] {
-			s.countBound(b, pod)
+	return claimOfNode, inFlight
+}
+
+// addNodeBin adds a bin for a schedulable node (claim is its NodeClaim,
+// if any) and counts the pods bound to it.
+func (s *solver) addNodeBin(in Input, n *corev1.Node, claim *karpv1.NodeClaim, boundPods []*corev1.Pod) {
+	b := &bin{id: len(s.bins), node: n.Name, labels: labels.Set(n.Labels), reqs: in.Memo.nodeRequirements(n), compat: map[string]bool{}}
+	var startup []corev1.Taint
+	if claim != nil {
+		b.claimName = claim.Name
+		startup = claim.Spec.StartupTaints
+	}
+	b.taints = lastingTaints(n.Spec.Taints, startup)
+	if z, ok := n.Labels[corev1.LabelTopologyZone]; ok {
+		if i := s.dom.zone(z); i >= 0 {
+			b.zones = 1 << i
 		}
 	}
-	for _, nc := range sortedBy(inFlight, func(nc *karpv1.NodeClaim) string { return nc.Name }) {
-		var pl *pool
-		if i, ok := poolIdx[nc.Labels[karpv1.NodePoolLabelKey]]; ok {
-			pl = s.pools[i]
-		}
-		reqs := scheduling.NewNodeSelectorRequirementsWithMinValues(nc.Spec.Requirements...)
-		reqs.Add(scheduling.NewLabelRequirements(nc.Labels).Values()...)
-		available := inFlightAllocatable(nc, reqs, pl, in.Catalog)
-		if available == nil {
-			continue // neither launched nor naming a known instance type: no capacity to count on
-		}
-		b := &bin{id: len(s.bins), claimName: nc.Name, labels: labels.Set(nc.Labels), reqs: reqs, inFlight: true, taints: nc.Spec.Taints, compat: map[string]bool{}}
-		zr := reqs.Get(corev1.LabelTopologyZone)
-		for i, z := range s.dom.zones {
-			if zr.Has(z) {
-				b.zones |= 1 << i
-			}
-		}
-		ctr := reqs.Get(karpv1.CapacityTypeLabelKey)
-		for i, ct := range capacityTypes {
-			if ctr.Has(ct) {
-				b.cts |= 1 << i
-			}
-		}
-		b.maxRoom = s.roomLeft(available, bound[nc.Status.NodeName], in.Memo)
-		b.alloc = s.roomLeft(available, nil, in.Memo)
-		b.used = make(resVec, len(s.res.names))
-		s.addBin(b)
+	if ct, ok := n.Labels[karpv1.CapacityTypeLabelKey]; ok {
+		b.cts = 1 << ctIndex(ct)
 	}
+	b.maxRoom = s.roomLeft(n.Status.Allocatable, boundPods, in.Memo)
+	b.alloc = s.roomLeft(n.Status.Allocatable, nil, in.Memo)
+	b.used = make(resVec, len(s.res.names))
+	s.addBin(b)
+	for _, pod := range boundPods {
+		s.countBound(b, pod)
+	}
+}
+
+// lastingTaints returns the node's taints less those that go away once a
+// node is up (known ephemeral taints and the claim's startup taints): they
+// do not keep pods off it.
+func lastingTaints(taints, startup []corev1.Taint) []corev1.Taint {
+	var lasting []corev1.Taint
+	for _, t := range taints {
+		if !scheduling.IsKnownEphemeralTaint(&t) && !slices.ContainsFunc(startup, func(st corev1.Taint) bool { return st.MatchTaint(&t) }) {
+			lasting = append(lasting, t)
+		}
+	}
+	return lasting
+}
+
+// addInFlightBin adds a bin for a NodeClaim without a node yet (pl is its
+// pool, if known), unless its capacity is unknown.
+func (s *solver) addInFlightBin(in Input, nc *karpv1.NodeClaim, pl *pool, boundPods []*corev1.Pod) {
+	reqs := scheduling.NewNodeSelectorRequirementsWithMinValues(nc.Spec.Requirements...)
+	reqs.Add(scheduling.NewLabelRequirements(nc.Labels).Values()...)
+	available := inFlightAllocatable(nc, reqs, pl, in.Catalog)
+	if available == nil {
+		return // neither launched nor naming a known instance type: no capacity to count on
+	}
+	b := &bin{id: len(s.bins), claimName: nc.Name, labels: labels.Set(nc.Labels), reqs: reqs, inFlight: true, taints: nc.Spec.Taints, compat: map[string]bool{}}
+	zoneReq := reqs.Get(corev1.LabelTopologyZone)
+	for i, z := range s.dom.zones {
+		if zoneReq.Has(z) {
+			b.zones |= 1 << i
+		}
+	}
+	capacityTypeReq := reqs.Get(karpv1.CapacityTypeLabelKey)
+	for i, ct := range capacityTypes {
+		if capacityTypeReq.Has(ct) {
+			b.cts |= 1 << i
+		}
+	}
+	b.maxRoom = s.roomLeft(available, boundPods, in.Memo)
+	b.alloc = s.roomLeft(available, nil, in.Memo)
+	b.used = make(resVec, len(s.res.names))
+	s.addBin(b)
 }
 
 func (s *solver) addBin(b *bin) {
@@ -606,11 +687,11 @@ func (s *solver) countBound(b *bin, pod *corev1.Pod) {
 	set := labels.Set(pod.Labels)
 	for _, c := range s.counters.all {
 		if !c.owners && c.matches(pod.Namespace, set) {
-			s.count(b, c, 1)
+			s.count(b, c)
 		}
 	}
 	for _, c := range s.boundOwned[pod] {
-		s.count(b, c, 1)
+		s.count(b, c)
 	}
 }
 
@@ -941,41 +1022,12 @@ func (s *solver) explainPool(pl *pool, i int, v *variant) (reason string, taint 
 	if !vp.ok {
 		return vp.why, false
 	}
-	// Count first: this runs for every pod that does not fit, and the
-	// slices are needed only for the rarer reasons.
-	nAllowed, nFitting, inLimits := 0, 0, false
-	for _, t := range pl.types {
-		if vp.types.has(t.idx) {
-			nAllowed++
-			if v.g.req.fitsIn(t.room) {
-				nFitting++
-				inLimits = inLimits || withinLimits(pl, t)
-			}
-		}
+	if reason, over := overLimitsReason(pl, vp, v.g); over {
+		return reason, false
 	}
-	if nFitting > 0 && !inLimits {
-		if pl.overLimits == "" {
-			pl.overLimits = fmt.Sprintf("NodePool %s: launching another node would exceed its limits (%s)", pl.np.Name, resources.String(pl.limits))
-		}
-		return pl.overLimits, false
-	}
-	allowed := make([]*ptype, 0, nAllowed)
-	for _, t := range pl.types {
-		if vp.types.has(t.idx) {
-			allowed = append(allowed, t)
-		}
-	}
+	allowed := allowedTypes(pl, vp)
 	if len(allowed) == 0 {
-		var noImage []noImageType
-		for _, t := range pl.noImage {
-			if t.reqs.Intersects(vp.reqs) == nil {
-				noImage = append(noImage, t)
-			}
-		}
-		if len(noImage) > 0 {
-			return noImageReason(pl, noImage), false
-		}
-		return fmt.Sprintf("NodePool %s: no instance type in the catalog matches both the NodePool's and the pod's requirements (%s)", pl.np.Name, vp.reqs), false
+		return noTypeReason(pl, vp), false
 	}
 	fitting := slices.DeleteFunc(slices.Clone(allowed), func(t *ptype) bool { return !v.g.req.fitsIn(t.room) })
 	if len(fitting) == 0 {
@@ -988,6 +1040,59 @@ func (s *solver) explainPool(pl *pool, i int, v *variant) (reason string, taint 
 		return fmt.Sprintf("NodePool %s: fewer instance types fit the pod than the requirements' minValues ask for", pl.np.Name), false
 	}
 	return fmt.Sprintf("NodePool %s: no instance type fits the pod", pl.np.Name), false
+}
+
+// overLimitsReason reports whether some allowed type fits the group but
+// none within the pool's limits, and then why. Counting comes first: this
+// runs for every pod that does not fit, and the slices are needed only for
+// the rarer reasons.
+func overLimitsReason(pl *pool, vp *poolVariant, g *group) (string, bool) {
+	fittingCount, inLimits := 0, false
+	for _, t := range pl.types {
+		if vp.types.has(t.idx) && g.req.fitsIn(t.room) {
+			fittingCount++
+			inLimits = inLimits || withinLimits(pl, t)
+		}
+	}
+	if fittingCount == 0 || inLimits {
+		return "", false
+	}
+	if pl.overLimits == "" {
+		pl.overLimits = fmt.Sprintf("NodePool %s: launching another node would exceed its limits (%s)", pl.np.Name, resources.String(pl.limits))
+	}
+	return pl.overLimits, true
+}
+
+// allowedTypes returns the pool's types the variant allows.
+func allowedTypes(pl *pool, vp *poolVariant) []*ptype {
+	allowedCount := 0
+	for _, t := range pl.types {
+		if vp.types.has(t.idx) {
+			allowedCount++
+		}
+	}
+	allowed := make([]*ptype, 0, allowedCount)
+	for _, t := range pl.types {
+		if vp.types.has(t.idx) {
+			allowed = append(allowed, t)
+		}
+	}
+	return allowed
+}
+
+// noTypeReason says why no type of the pool is allowed: the matching ones
+// have no image, or none matches at all.
+func noTypeReason(pl *pool, vp *poolVariant) string {
+	var noImage []noImageType
+	for _, t := range pl.noImage {
+		if t.reqs.Intersects(vp.reqs) == nil {
+			noImage = append(noImage, t)
+		}
+	}
+	if len(noImage) > 0 {
+		return noImageReason(pl, noImage)
+	}
+	return fmt.Sprintf("NodePool %s: no instance type in the catalog matches both the NodePool's and the pod's requirements (%s)", pl.np.Name, vp.reqs)
 }
 
 // tooBig names the first requested resource no allowed type has enough of.

@@ -52,71 +52,105 @@ func newVolumes(in Input) *volumes {
 
 func (v *volumes) requirements(pod *corev1.Pod) (scheduling.Requirements, string) {
 	var reqs scheduling.Requirements
-	add := func(exprs []corev1.NodeSelectorRequirement) {
+	for i := range pod.Spec.Volumes {
+		exprs, constrains, problem := v.volumeTopology(pod, &pod.Spec.Volumes[i])
+		if problem != "" {
+			return nil, problem
+		}
+		if !constrains {
+			continue
+		}
 		if reqs == nil {
 			reqs = scheduling.NewRequirements()
 		}
-		translated := make([]corev1.NodeSelectorRequirement, len(exprs))
-		for i, e := range exprs {
-			if e.Key == azureDiskZoneKey {
-				e.Key = corev1.LabelTopologyZone
-			}
-			translated[i] = e
-		}
-		reqs.Add(scheduling.NewNodeSelectorRequirements(translated...).Values()...)
-	}
-	for _, vol := range pod.Spec.Volumes {
-		var name string
-		var className *string
-		switch {
-		case vol.PersistentVolumeClaim != nil:
-			name = vol.PersistentVolumeClaim.ClaimName
-		case vol.Ephemeral != nil && vol.Ephemeral.VolumeClaimTemplate != nil:
-			name = pod.Name + "-" + vol.Name
-			className = vol.Ephemeral.VolumeClaimTemplate.Spec.StorageClassName
-		default:
-			continue
-		}
-		pvc := v.pvcs[pod.Namespace+"/"+name]
-		switch {
-		case pvc != nil:
-			className = pvc.Spec.StorageClassName
-		case vol.Ephemeral != nil:
-		case !v.havePVCs:
-			continue
-		default:
-			return nil, fmt.Sprintf("volume %s uses PersistentVolumeClaim %s/%s, which does not exist", vol.Name, pod.Namespace, name)
-		}
-		if pvc != nil && pvc.Spec.VolumeName != "" {
-			pv, ok := v.pvs[pvc.Spec.VolumeName]
-			if !ok {
-				if len(v.pvs) > 0 {
-					return nil, fmt.Sprintf("PersistentVolumeClaim %s/%s is bound to PersistentVolume %s, which does not exist", pod.Namespace, name, pvc.Spec.VolumeName)
-				}
-				continue
-			}
-			if na := pv.Spec.NodeAffinity; na != nil && na.Required != nil && len(na.Required.NodeSelectorTerms) > 0 {
-				add(na.Required.NodeSelectorTerms[0].MatchExpressions)
-			}
-			continue
-		}
-		sc := v.defaultSC
-		if className != nil && *className != "" {
-			sc = v.classes[*className]
-			if sc == nil {
-				if len(v.classes) > 0 {
-					return nil, fmt.Sprintf("PersistentVolumeClaim %s/%s uses StorageClass %s, which does not exist", pod.Namespace, name, *className)
-				}
-				continue
-			}
-		}
-		if sc != nil && len(sc.AllowedTopologies) > 0 {
-			var exprs []corev1.NodeSelectorRequirement
-			for _, e := range sc.AllowedTopologies[0].MatchLabelExpressions {
-				exprs = append(exprs, corev1.NodeSelectorRequirement{Key: e.Key, Operator: corev1.NodeSelectorOpIn, Values: e.Values})
-			}
-			add(exprs)
-		}
+		reqs.Add(scheduling.NewNodeSelectorRequirements(translateDiskZone(exprs)...).Values()...)
 	}
 	return reqs, ""
+}
+
+// translateDiskZone returns exprs with Azure Disk's zone key replaced by
+// the well-known zone label.
+func translateDiskZone(exprs []corev1.NodeSelectorRequirement) []corev1.NodeSelectorRequirement {
+	translated := make([]corev1.NodeSelectorRequirement, len(exprs))
+	for i, e := range exprs {
+		if e.Key == azureDiskZoneKey {
+			e.Key = corev1.LabelTopologyZone
+		}
+		translated[i] = e
+	}
+	return translated
+}
+
+// volumeTopology returns the node selector expressions a pod volume's
+// claim puts on the node (constrains set even when they are empty), or why
+// the claim, its volume or its class is missing. A volume without a claim,
+// or whose claim, volume or class is unknown because none of that kind was
+// given, constrains nothing.
+func (v *volumes) volumeTopology(pod *corev1.Pod, vol *corev1.Volume) (exprs []corev1.NodeSelectorRequirement, constrains bool, problem string) {
+	var name string
+	var className *string
+	switch {
+	case vol.PersistentVolumeClaim != nil:
+		name = vol.PersistentVolumeClaim.ClaimName
+	case vol.Ephemeral != nil && vol.Ephemeral.VolumeClaimTemplate != nil:
+		name = pod.Name + "-" + vol.Name
+		className = vol.Ephemeral.VolumeClaimTemplate.Spec.StorageClassName
+	default:
+		return nil, false, ""
+	}
+	pvc := v.pvcs[pod.Namespace+"/"+name]
+	switch {
+	case pvc != nil:
+		className = pvc.Spec.StorageClassName
+	case vol.Ephemeral != nil:
+	case !v.havePVCs:
+		return nil, false, ""
+	default:
+		return nil, false, fmt.Sprintf("volume %s uses PersistentVolumeClaim %s/%s, which does not exist", vol.Name, pod.Namespace, name)
+	}
+	if pvc != nil && pvc.Spec.VolumeName != "" {
+		return v.boundTopology(pod.Namespace, name, pvc.Spec.VolumeName)
+	}
+	return v.classTopology(pod.Namespace, name, className)
+}
+
+// boundTopology is volumeTopology for claim namespace/name bound to
+// PersistentVolume volumeName: the first term of its required node
+// affinity.
+func (v *volumes) boundTopology(namespace, name, volumeName string) ([]corev1.NodeSelectorRequirement, bool, string) {
+	pv, ok := v.pvs[volumeName]
+	if !ok {
+		if len(v.pvs) > 0 {
+			return nil, false, fmt.Sprintf("PersistentVolumeClaim %s/%s is bound to PersistentVolume %s, which does not exist", namespace, name, volumeName)
+		}
+		return nil, false, ""
+	}
+	if na := pv.Spec.NodeAffinity; na != nil && na.Required != nil && len(na.Required.NodeSelectorTerms) > 0 {
+		return na.Required.NodeSelectorTerms[0].MatchExpressions, true, ""
+	}
+	return nil, false, ""
+}
+
+// classTopology is volumeTopology for unbound claim namespace/name of
+// StorageClass className (nil or empty: the default class): the first
+// of the class's allowed topologies.
+func (v *volumes) classTopology(namespace, name string, className *string) ([]corev1.NodeSelectorRequirement, bool, string) {
+	sc := v.defaultSC
+	if className != nil && *className != "" {
+		sc = v.classes[*className]
+		if sc == nil {
+			if len(v.classes) > 0 {
+				return nil, false, fmt.Sprintf("PersistentVolumeClaim %s/%s uses StorageClass %s, which does not exist", namespace, name, *className)
+			}
+			return nil, false, ""
+		}
+	}
+	if sc == nil || len(sc.AllowedTopologies) == 0 {
+		return nil, false, ""
+	}
+	var exprs []corev1.NodeSelectorRequirement
+	for _, e := range sc.AllowedTopologies[0].MatchLabelExpressions {
+		exprs = append(exprs, corev1.NodeSelectorRequirement{Key: e.Key, Operator: corev1.NodeSelectorOpIn, Values: e.Values})
+	}
+	return exprs, true, ""
 }
