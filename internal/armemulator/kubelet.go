@@ -91,12 +91,12 @@ func (p *provisioning) readCredentials(vars map[string]string) error {
 	p.token = vars["TLS_BOOTSTRAP_TOKEN"]
 	var err error
 	if p.caPEM, err = base64.StdEncoding.DecodeString(vars["KUBE_CA_CRT"]); err != nil {
-		return fmt.Errorf("KUBE_CA_CRT is not base64: %v", err)
+		return fmt.Errorf("KUBE_CA_CRT is not base64: %w", err)
 	}
 	if b, _ := pem.Decode(p.caPEM); b == nil || b.Type != "CERTIFICATE" {
 		return fmt.Errorf("KUBE_CA_CRT is not a PEM certificate")
 	} else if _, err := x509.ParseCertificate(b.Bytes); err != nil {
-		return fmt.Errorf("KUBE_CA_CRT: %v", err)
+		return fmt.Errorf("KUBE_CA_CRT: %w", err)
 	}
 	return nil
 }
@@ -106,7 +106,7 @@ func (p *provisioning) readCredentials(vars map[string]string) error {
 func (p *provisioning) readKubelet(vars map[string]string) error {
 	v, err := version.ParseSemantic(vars["KUBERNETES_VERSION"])
 	if err != nil {
-		return fmt.Errorf("KUBERNETES_VERSION %q: %v (no kubelet binary to install)", vars["KUBERNETES_VERSION"], err)
+		return fmt.Errorf("KUBERNETES_VERSION %q: %w (no kubelet binary to install)", vars["KUBERNETES_VERSION"], err)
 	}
 	p.version = "v" + v.String()
 	switch vars["NETWORK_PLUGIN"] {
@@ -116,7 +116,7 @@ func (p *provisioning) readKubelet(vars map[string]string) error {
 	}
 	flags, err := azure.ParseKubeletFlags(vars["KUBELET_FLAGS"])
 	if err != nil {
-		return fmt.Errorf("KUBELET_FLAGS: %v", err)
+		return fmt.Errorf("KUBELET_FLAGS: %w", err)
 	}
 	if flags["--kubeconfig"] == "" {
 		return fmt.Errorf("KUBELET_FLAGS has no --kubeconfig: the kubelet would not know where to write its credentials")
