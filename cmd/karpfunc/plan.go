@@ -27,119 +27,173 @@ func (f *fileList) Set(v string) error { *f = append(*f, v); return nil }
 // read; pods that cannot be placed are part of the plan.
 func runPlan(args []string) error { return runPlanTo(os.Stdout, args) }
 
+// planFlags are the plan command's settings.
+type planFlags struct {
+	files       fileList
+	region      string
+	catalogFile string
+	output      string
+	disrupt     bool
+	maxMoves    int
+	spotToSpot  bool
+	maxInput    int64
+	rebalance   bool
+}
+
 // runPlanTo is runPlan printing the plan to stdout.
 func runPlanTo(stdout io.Writer, args []string) error {
+	opts, err := parsePlanFlags(args)
+	if err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
+		return err
+	}
+	if err := opts.validate(); err != nil {
+		return err
+	}
+
+	// The embedded catalog loads while the input is read. The region may
+	// come from the input's Nodes, known only after reading: the guess
+	// loaded early is used only if it is the region chosen.
+	guess := opts.region
+	if guess == "" {
+		guess = "eastus"
+	}
+	var early chan loadedCatalog
+	if opts.catalogFile == "" {
+		early = make(chan loadedCatalog, 1)
+		go func() {
+			c, err := catalog.Default(guess)
+			early <- loadedCatalog{c, err}
+		}()
+	}
+
+	objs, err := readInputs(opts.files, opts.maxInput)
+	if err != nil {
+		return err
+	}
+	cat, err := opts.loadCatalog(objs, guess, early)
+	if err != nil {
+		return fmt.Errorf("plan: %w", err)
+	}
+	return opts.writePlan(stdout, objs, cat)
+}
+
+// parsePlanFlags reads the plan command's flags from args; flag.ErrHelp
+// means help was asked for (and printed).
+func parsePlanFlags(args []string) (*planFlags, error) {
+	opts := &planFlags{}
 	fs := flag.NewFlagSet("plan", flag.ContinueOnError)
-	var files fileList
-	fs.Var(&files, "f", "a YAML or JSON file of Kubernetes objects (repeatable; - for stdin)")
-	region := fs.String("region", "", "Azure region of the embedded catalog (default: the Nodes' topology.kubernetes.io/region, else eastus)")
-	catalogFile := fs.String("catalog", "", "a catalog file to use instead of the embedded catalog")
-	output := fs.String("o", "table", "output format: json or table")
-	disrupt := fs.Bool("disruption", false, "print what disruption (expiration, emptiness, drift, consolidation) would do to the nodes in the input, move by move, instead of placing pending pods")
-	maxMoves := fs.Int("max-moves", 100, "with --disruption: stop after this many moves")
-	spotToSpot := fs.Bool("spot-to-spot", false, "with --disruption: allow replacing spot nodes with cheaper spot nodes (Karpenter's SpotToSpotConsolidation)")
-	maxInput := fs.Int64("max-input", 0, "the largest input file in bytes (0: what the memory at hand can hold: GOMEMLIMIT, else the cgroup's memory.max, else available memory)")
-	rebalance := fs.Bool("rebalance", false, "with --disruption: add rebalancing consolidation, beyond Karpenter: groups of nodes replaced by several cheaper nodes of other shapes")
+	fs.Var(&opts.files, "f", "a YAML or JSON file of Kubernetes objects (repeatable; - for stdin)")
+	fs.StringVar(&opts.region, "region", "", "Azure region of the embedded catalog (default: the Nodes' topology.kubernetes.io/region, else eastus)")
+	fs.StringVar(&opts.catalogFile, "catalog", "", "a catalog file to use instead of the embedded catalog")
+	fs.StringVar(&opts.output, "o", "table", "output format: json or table")
+	fs.BoolVar(&opts.disrupt, "disruption", false, "print what disruption (expiration, emptiness, drift, consolidation) would do to the nodes in the input, move by move, instead of placing pending pods")
+	fs.IntVar(&opts.maxMoves, "max-moves", 100, "with --disruption: stop after this many moves")
+	fs.BoolVar(&opts.spotToSpot, "spot-to-spot", false, "with --disruption: allow replacing spot nodes with cheaper spot nodes (Karpenter's SpotToSpotConsolidation)")
+	fs.Int64Var(&opts.maxInput, "max-input", 0, "the largest input file in bytes (0: what the memory at hand can hold: GOMEMLIMIT, else the cgroup's memory.max, else available memory)")
+	fs.BoolVar(&opts.rebalance, "rebalance", false, "with --disruption: add rebalancing consolidation, beyond Karpenter: groups of nodes replaced by several cheaper nodes of other shapes")
 	fs.SetOutput(os.Stderr)
 	fs.Usage = func() {
 		fmt.Fprintln(os.Stderr, "usage: karpfunc plan -f FILE [-f FILE ...] [--region REGION] [--catalog FILE] [-o json|table] [--disruption [--max-moves N] [--spot-to-spot] [--rebalance]]")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil
-		}
-		return err
+		return nil, err
 	}
 	if fs.NArg() > 0 {
-		return fmt.Errorf("plan: unexpected argument %q; pass files with -f", fs.Arg(0))
+		return nil, fmt.Errorf("plan: unexpected argument %q; pass files with -f", fs.Arg(0))
 	}
-	if len(files) == 0 {
+	return opts, nil
+}
+
+// validate refuses flag combinations and values plan cannot act on.
+func (opts *planFlags) validate() error {
+	if len(opts.files) == 0 {
 		return errors.New("plan: no input; pass at least one -f FILE (- reads stdin)")
 	}
-	if *rebalance && !*disrupt {
+	if opts.rebalance && !opts.disrupt {
 		return errors.New("plan: --rebalance applies to --disruption only; add --disruption")
 	}
-	if *output != "json" && *output != "table" {
-		return fmt.Errorf("plan: -o %q is not a format; use json or table", *output)
+	if opts.output != "json" && opts.output != "table" {
+		return fmt.Errorf("plan: -o %q is not a format; use json or table", opts.output)
 	}
+	if opts.maxInput < 0 {
+		return fmt.Errorf("plan: --max-input %d is negative; give a size in bytes, or 0 for the memory at hand", opts.maxInput)
+	}
+	return nil
+}
 
-	// The embedded catalog loads while the input is read. The region may
-	// come from the input's Nodes, known only after reading: the guess
-	// loaded early is used only if it is the region chosen.
-	type loaded struct {
-		cat *catalog.Catalog
-		err error
-	}
-	guess := *region
-	if guess == "" {
-		guess = "eastus"
-	}
-	var early chan loaded
-	if *catalogFile == "" {
-		early = make(chan loaded, 1)
-		go func() {
-			c, err := catalog.Default(guess)
-			early <- loaded{c, err}
-		}()
-	}
+// loadedCatalog is the outcome of loading a catalog in the background.
+type loadedCatalog struct {
+	cat *catalog.Catalog
+	err error
+}
 
-	if *maxInput < 0 {
-		return fmt.Errorf("plan: --max-input %d is negative; give a size in bytes, or 0 for the memory at hand", *maxInput)
-	}
-	limit := inputLimit{bytes: *maxInput, source: "--max-input"}
+// readInputs reads the input files, each no larger than maxInput bytes (0:
+// the memory at hand), and prints their warnings.
+func readInputs(files []string, maxInput int64) (*plan.Objects, error) {
+	limit := inputLimit{bytes: maxInput, source: "--max-input"}
 	if limit.bytes == 0 {
 		limit.bytes, limit.source = plan.InputLimit()
 	}
 	objs := &plan.Objects{}
 	for _, name := range files {
 		if err := readFile(objs, name, limit); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	for _, w := range objs.Warnings {
 		fmt.Fprintln(os.Stderr, "warning:", w)
 	}
+	return objs, nil
+}
 
-	var cat *catalog.Catalog
-	var err error
-	if *catalogFile != "" {
-		if *region != "" {
+// loadCatalog is the --catalog file, else the embedded catalog of the
+// --region, the input's region or eastus; early carries the embedded
+// catalog of guess, loading since the start.
+func (opts *planFlags) loadCatalog(objs *plan.Objects, guess string, early <-chan loadedCatalog) (*catalog.Catalog, error) {
+	if opts.catalogFile != "" {
+		if opts.region != "" {
 			fmt.Fprintln(os.Stderr, "warning: --region is ignored when --catalog is given")
 		}
-		cat, err = catalog.Load(*catalogFile)
-	} else {
-		r := *region
-		if r == "" {
-			r = objs.Region()
-		}
-		if r == "" {
-			r = "eastus"
-		}
-		if r == guess {
-			l := <-early
-			cat, err = l.cat, l.err
-		} else {
-			cat, err = catalog.Default(r)
-		}
+		return catalog.Load(opts.catalogFile)
 	}
-	if err != nil {
-		return fmt.Errorf("plan: %w", err)
+	region := opts.region
+	if region == "" {
+		region = objs.Region()
 	}
+	if region == "" {
+		region = "eastus"
+	}
+	if region == guess {
+		l := <-early
+		return l.cat, l.err
+	}
+	return catalog.Default(region)
+}
 
-	if *disrupt {
+// planOutput is a plan or disruption replay ready to print.
+type planOutput interface {
+	WriteJSON(w io.Writer) error
+	WriteTable(w io.Writer) error
+}
+
+// writePlan prints what disruption would do to the input's nodes with
+// --disruption, else where its pending pods would be placed.
+func (opts *planFlags) writePlan(stdout io.Writer, objs *plan.Objects, cat *catalog.Catalog) error {
+	var out planOutput
+	if opts.disrupt {
 		moves, before, last := disruption.Replay(disruption.State{Cluster: &objs.Cluster, Catalog: cat, Now: time.Now(),
-			Options: disruption.Options{SpotToSpot: *spotToSpot, Rebalance: *rebalance}}, *maxMoves)
-		out := plan.NewDisruptionOutput(moves, before, last)
-		if *output == "json" {
-			return out.WriteJSON(stdout)
-		}
-		return out.WriteTable(stdout)
+			Options: disruption.Options{SpotToSpot: opts.spotToSpot, Rebalance: opts.rebalance}}, opts.maxMoves)
+		out = plan.NewDisruptionOutput(moves, before, last)
+	} else {
+		start := time.Now()
+		res := scheduler.Solve(objs.Input(cat))
+		out = plan.NewOutput(res, time.Since(start))
 	}
-	start := time.Now()
-	res := scheduler.Solve(objs.Input(cat))
-	out := plan.NewOutput(res, time.Since(start))
-	if *output == "json" {
+	if opts.output == "json" {
 		return out.WriteJSON(stdout)
 	}
 	return out.WriteTable(stdout)

@@ -40,13 +40,30 @@ func main() {
 	}
 }
 
-func runDemo(args []string) error {
+// demoFlags are the demo's command-line settings.
+type demoFlags struct {
+	timeout  time.Duration // give up if the pods are not all running by then
+	keep     bool          // keep everything running after the summary
+	vmCreate time.Duration // the ARM emulator's VM create time
+	boot     time.Duration // a created VM's boot time
+}
+
+// parseDemoFlags reads the demo's flags from args.
+func parseDemoFlags(args []string) (demoFlags, error) {
 	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
 	timeout := fs.Duration("timeout", 10*time.Minute, "give up if the pods are not all running by then")
 	keep := fs.Bool("keep", false, "keep everything running after the summary until Ctrl-C")
 	vmCreate := fs.Duration("vm-create", demoVMCreate, "how long the ARM emulator takes to create a VM")
 	boot := fs.Duration("boot", demoBoot, "how long a created VM takes to boot and register its Node")
 	if err := fs.Parse(args); err != nil {
+		return demoFlags{}, err
+	}
+	return demoFlags{timeout: *timeout, keep: *keep, vmCreate: *vmCreate, boot: *boot}, nil
+}
+
+func runDemo(args []string) error {
+	opts, err := parseDemoFlags(args)
+	if err != nil {
 		return err
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -59,9 +76,9 @@ func runDemo(args []string) error {
 	fmt.Println("karpfunc demo: starting the local loop (control plane, ARM emulator, Functions host, relay)")
 	started := time.Now()
 	fmt.Printf("  · time is compressed: the emulator creates a VM in %s and boots it in %s (on Azure, roughly %s and %s: %.0fx faster)\n",
-		*vmCreate, *boot, azureVMCreate, azureBoot, compression(*vmCreate+*boot))
+		opts.vmCreate, opts.boot, azureVMCreate, azureBoot, compression(opts.vmCreate+opts.boot))
 	env, err := localenv.Start(ctx, localenv.Options{RepoRoot: root, ClusterName: "demo", Progress: os.Stdout,
-		VMCreateDelay: *vmCreate, BootDelay: *boot})
+		VMCreateDelay: opts.vmCreate, BootDelay: opts.boot})
 	if err != nil {
 		return err
 	}
@@ -73,6 +90,25 @@ func runDemo(args []string) error {
 	}()
 	fmt.Printf("  · everything up in %s; process logs in %s\n", time.Since(started).Round(100*time.Millisecond), env.LogPath)
 
+	if err := applyExamples(ctx, env, root); err != nil {
+		return err
+	}
+	took, err := waitForPods(ctx, env, opts.timeout)
+	if err != nil {
+		return err
+	}
+	if err := printSummary(ctx, env, opts, took); err != nil {
+		return err
+	}
+	if opts.keep {
+		fmt.Printf("\nkeeping it running; KUBECONFIG=%s ; Ctrl-C to stop\n", env.ControlPlane.KubeconfigPath())
+		<-ctx.Done()
+	}
+	return nil
+}
+
+// applyExamples applies the sample NodePool and workload.
+func applyExamples(ctx context.Context, env *localenv.Env, root string) error {
 	for _, f := range []string{"examples/nodepool.yaml", "examples/workload.yaml"} {
 		objs, err := env.ApplyFile(ctx, filepath.Join(root, f))
 		if err != nil {
@@ -82,24 +118,29 @@ func runDemo(args []string) error {
 			fmt.Printf("  · applied %s/%s from %s\n", o.GetKind(), o.GetName(), f)
 		}
 	}
+	return nil
+}
 
+// waitForPods prints the workload's progress as it changes until all 50
+// pods run, and returns how long that took from the first pending pod.
+func waitForPods(ctx context.Context, env *localenv.Env, timeout time.Duration) (time.Duration, error) {
 	sel := client.MatchingLabelsSelector{Selector: mustSelector("app in (web, api, worker)")}
-	deadline := time.After(*timeout)
+	deadline := time.After(timeout)
 	tick := time.NewTicker(250 * time.Millisecond)
 	defer tick.Stop()
-	var firstPending, allRunning time.Time
+	var firstPending time.Time
 	last := ""
-	for allRunning.IsZero() {
+	for {
 		select {
 		case <-ctx.Done():
-			return errors.New("interrupted")
+			return 0, errors.New("interrupted")
 		case <-deadline:
-			return fmt.Errorf("pods not all running after %s; see %s", *timeout, env.LogPath)
+			return 0, fmt.Errorf("pods not all running after %s; see %s", timeout, env.LogPath)
 		case <-tick.C:
 		}
 		p, err := env.Observe(ctx, "default", sel)
 		if err != nil {
-			return err
+			return 0, err
 		}
 		now := time.Now()
 		if firstPending.IsZero() && p.Pending > 0 {
@@ -114,10 +155,14 @@ func runDemo(args []string) error {
 			last = line
 		}
 		if p.Pods >= 50 && p.Running == p.Pods && !firstPending.IsZero() {
-			allRunning = now
+			return now.Sub(firstPending), nil
 		}
 	}
+}
 
+// printSummary prints the fleet the workload got, its price and how long
+// the launches took (took, from the first pending pod to all running).
+func printSummary(ctx context.Context, env *localenv.Env, opts demoFlags, took time.Duration) error {
 	fleet, total, err := env.Fleet(ctx)
 	if err != nil {
 		return err
@@ -131,15 +176,10 @@ func runDemo(args []string) error {
 	_ = w.Flush()
 	c := env.ARM.Counters()
 	fmt.Printf("  fleet: $%.4f/hour, %d VMs created through ARM\n", total, c.VMCreates)
-	took := allRunning.Sub(firstPending)
 	fmt.Printf("  first pending pod -> all 50 running: %s, with the emulator's VM creates of %s and boots of %s (launch time compressed %.0fx from Azure's typical %s + %s)\n",
-		took.Round(10*time.Millisecond), *vmCreate, *boot, compression(*vmCreate+*boot), azureVMCreate, azureBoot)
+		took.Round(10*time.Millisecond), opts.vmCreate, opts.boot, compression(opts.vmCreate+opts.boot), azureVMCreate, azureBoot)
 	if dl, err := env.Host.DeadLetters("provision"); err == nil && len(dl) > 0 {
 		fmt.Printf("  warning: %d provision messages dead-lettered\n", len(dl))
-	}
-	if *keep {
-		fmt.Printf("\nkeeping it running; KUBECONFIG=%s ; Ctrl-C to stop\n", env.ControlPlane.KubeconfigPath())
-		<-ctx.Done()
 	}
 	return nil
 }

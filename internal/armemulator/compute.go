@@ -249,31 +249,47 @@ func (s *Server) skuUnavailableLocked(sku, location, zone string) string {
 		if rs == nil || !strings.EqualFold(deref(rs.ResourceType), "virtualMachines") || !strings.EqualFold(deref(rs.Name), sku) || !containsFold(rs.Locations, location) {
 			continue
 		}
-		for _, r := range rs.Restrictions {
-			if r == nil || r.RestrictionInfo == nil {
-				continue
-			}
-			switch deref(r.Type) {
-			case armcompute.ResourceSKURestrictionsTypeLocation:
-				if containsFold(r.RestrictionInfo.Locations, location) {
-					return unavailable
-				}
-			case armcompute.ResourceSKURestrictionsTypeZone:
-				if zone != "" && containsFold(r.RestrictionInfo.Zones, zone) {
-					return unavailable
-				}
-			}
-		}
-		if zone != "" {
-			for _, li := range rs.LocationInfo {
-				if li != nil && strings.EqualFold(deref(li.Location), location) && !containsFold(li.Zones, zone) {
-					return unavailable
-				}
-			}
+		if skuRestricted(rs, location, zone) || skuZoneMissing(rs, location, zone) {
+			return unavailable
 		}
 		return ""
 	}
 	return unavailable
+}
+
+// skuRestricted: one of the SKU's restrictions covers the location, or the
+// zone when one is asked for.
+func skuRestricted(rs *armcompute.ResourceSKU, location, zone string) bool {
+	for _, r := range rs.Restrictions {
+		if r == nil || r.RestrictionInfo == nil {
+			continue
+		}
+		switch deref(r.Type) {
+		case armcompute.ResourceSKURestrictionsTypeLocation:
+			if containsFold(r.RestrictionInfo.Locations, location) {
+				return true
+			}
+		case armcompute.ResourceSKURestrictionsTypeZone:
+			if zone != "" && containsFold(r.RestrictionInfo.Zones, zone) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// skuZoneMissing: a zone is asked for and the SKU's location info for the
+// location does not list it.
+func skuZoneMissing(rs *armcompute.ResourceSKU, location, zone string) bool {
+	if zone == "" {
+		return false
+	}
+	for _, li := range rs.LocationInfo {
+		if li != nil && strings.EqualFold(deref(li.Location), location) && !containsFold(li.Zones, zone) {
+			return true
+		}
+	}
+	return false
 }
 
 func (s *Server) deleteVM(w http.ResponseWriter, r *http.Request, sub, rg, name string) {

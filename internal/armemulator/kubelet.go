@@ -36,65 +36,15 @@ type provisioning struct {
 // scripts do, and refuses what they (or the kubelet they start) would choke
 // on; the error is the reason the node never joins.
 func provision(customData string) (*provisioning, error) {
-	if customData == "" {
-		return nil, fmt.Errorf("no customData: the node image has no provisioning environment, so no kubelet starts")
-	}
-	vars, err := azure.ParseCustomData(customData)
+	vars, err := provisioningVars(customData)
 	if err != nil {
 		return nil, err
-	}
-	for _, name := range []string{"API_SERVER_NAME", "KUBE_CA_CRT", "KUBERNETES_VERSION", "KUBELET_FLAGS", "NETWORK_PLUGIN"} {
-		if vars[name] == "" {
-			return nil, fmt.Errorf("provisioning variable %s is not set", name)
-		}
 	}
 	p := &provisioning{apiServer: vars["API_SERVER_NAME"], kubeletIdentity: vars["USER_ASSIGNED_IDENTITY_ID"]}
-	if strings.ContainsAny(p.apiServer, "/: ") {
-		return nil, fmt.Errorf("API_SERVER_NAME %q is not a host name", p.apiServer)
-	}
-	if vars["ENABLE_TLS_BOOTSTRAPPING"] != "true" || vars["TLS_BOOTSTRAP_TOKEN"] == "" {
-		return nil, fmt.Errorf("no kubelet credentials: ENABLE_TLS_BOOTSTRAPPING=%q and TLS_BOOTSTRAP_TOKEN empty=%v (the emulated node image only joins by TLS bootstrapping)",
-			vars["ENABLE_TLS_BOOTSTRAPPING"], vars["TLS_BOOTSTRAP_TOKEN"] == "")
-	}
-	p.token = vars["TLS_BOOTSTRAP_TOKEN"]
-	if p.caPEM, err = base64.StdEncoding.DecodeString(vars["KUBE_CA_CRT"]); err != nil {
-		return nil, fmt.Errorf("KUBE_CA_CRT is not base64: %v", err)
-	}
-	if b, _ := pem.Decode(p.caPEM); b == nil || b.Type != "CERTIFICATE" {
-		return nil, fmt.Errorf("KUBE_CA_CRT is not a PEM certificate")
-	} else if _, err := x509.ParseCertificate(b.Bytes); err != nil {
-		return nil, fmt.Errorf("KUBE_CA_CRT: %v", err)
-	}
-	v, err := version.ParseSemantic(vars["KUBERNETES_VERSION"])
-	if err != nil {
-		return nil, fmt.Errorf("KUBERNETES_VERSION %q: %v (no kubelet binary to install)", vars["KUBERNETES_VERSION"], err)
-	}
-	p.version = "v" + v.String()
-	switch vars["NETWORK_PLUGIN"] {
-	case "azure", "none", "kubenet":
-	default:
-		return nil, fmt.Errorf("NETWORK_PLUGIN %q is not azure, none or kubenet", vars["NETWORK_PLUGIN"])
-	}
-	flags, err := azure.ParseKubeletFlags(vars["KUBELET_FLAGS"])
-	if err != nil {
-		return nil, fmt.Errorf("KUBELET_FLAGS: %v", err)
-	}
-	if flags["--kubeconfig"] == "" {
-		return nil, fmt.Errorf("KUBELET_FLAGS has no --kubeconfig: the kubelet would not know where to write its credentials")
-	}
-	if mp, ok := flags["--max-pods"]; ok {
-		n, err := strconv.ParseInt(mp, 10, 32)
-		if err != nil || n <= 0 {
-			return nil, fmt.Errorf("kubelet refuses --max-pods=%q", mp)
-		}
-		p.maxPods = int32(n)
-	} else {
-		p.maxPods = 110 // the kubelet's default
-	}
-	if p.taints, err = parseTaints(flags["--register-with-taints"]); err != nil {
+	if err := p.readCredentials(vars); err != nil {
 		return nil, err
 	}
-	if p.labels, err = parseNodeLabels(vars["KUBELET_NODE_LABELS"]); err != nil {
+	if err := p.readKubelet(vars); err != nil {
 		return nil, err
 	}
 	// The node image writes /etc/kubernetes/azure.json before it starts
@@ -108,6 +58,92 @@ func provision(customData string) (*provisioning, error) {
 	// it, azure-vnet CNI takes them from the NIC (nicPodIPsProblem).
 	p.classicCNI = vars["NETWORK_PLUGIN"] == azure.NetworkPluginAzure && p.labels[azure.LabelAKSPodNetworkType] != azure.NetworkPluginModeOver
 	return p, nil
+}
+
+// provisioningVars decodes customData's provisioning environment and checks
+// the variables every node image script needs are set.
+func provisioningVars(customData string) (map[string]string, error) {
+	if customData == "" {
+		return nil, fmt.Errorf("no customData: the node image has no provisioning environment, so no kubelet starts")
+	}
+	vars, err := azure.ParseCustomData(customData)
+	if err != nil {
+		return nil, err
+	}
+	for _, name := range []string{"API_SERVER_NAME", "KUBE_CA_CRT", "KUBERNETES_VERSION", "KUBELET_FLAGS", "NETWORK_PLUGIN"} {
+		if vars[name] == "" {
+			return nil, fmt.Errorf("provisioning variable %s is not set", name)
+		}
+	}
+	return vars, nil
+}
+
+// readCredentials checks how the kubelet reaches and trusts the API server:
+// its host name, the TLS bootstrap token and the cluster CA.
+func (p *provisioning) readCredentials(vars map[string]string) error {
+	if strings.ContainsAny(p.apiServer, "/: ") {
+		return fmt.Errorf("API_SERVER_NAME %q is not a host name", p.apiServer)
+	}
+	if vars["ENABLE_TLS_BOOTSTRAPPING"] != "true" || vars["TLS_BOOTSTRAP_TOKEN"] == "" {
+		return fmt.Errorf("no kubelet credentials: ENABLE_TLS_BOOTSTRAPPING=%q and TLS_BOOTSTRAP_TOKEN empty=%v (the emulated node image only joins by TLS bootstrapping)",
+			vars["ENABLE_TLS_BOOTSTRAPPING"], vars["TLS_BOOTSTRAP_TOKEN"] == "")
+	}
+	p.token = vars["TLS_BOOTSTRAP_TOKEN"]
+	var err error
+	if p.caPEM, err = base64.StdEncoding.DecodeString(vars["KUBE_CA_CRT"]); err != nil {
+		return fmt.Errorf("KUBE_CA_CRT is not base64: %w", err)
+	}
+	if b, _ := pem.Decode(p.caPEM); b == nil || b.Type != "CERTIFICATE" {
+		return fmt.Errorf("KUBE_CA_CRT is not a PEM certificate")
+	} else if _, err := x509.ParseCertificate(b.Bytes); err != nil {
+		return fmt.Errorf("KUBE_CA_CRT: %w", err)
+	}
+	return nil
+}
+
+// readKubelet checks what the kubelet is installed and started with: its
+// version, the network plugin, its flags, taints and node labels.
+func (p *provisioning) readKubelet(vars map[string]string) error {
+	v, err := version.ParseSemantic(vars["KUBERNETES_VERSION"])
+	if err != nil {
+		return fmt.Errorf("KUBERNETES_VERSION %q: %w (no kubelet binary to install)", vars["KUBERNETES_VERSION"], err)
+	}
+	p.version = "v" + v.String()
+	switch vars["NETWORK_PLUGIN"] {
+	case "azure", "none", "kubenet":
+	default:
+		return fmt.Errorf("NETWORK_PLUGIN %q is not azure, none or kubenet", vars["NETWORK_PLUGIN"])
+	}
+	flags, err := azure.ParseKubeletFlags(vars["KUBELET_FLAGS"])
+	if err != nil {
+		return fmt.Errorf("KUBELET_FLAGS: %w", err)
+	}
+	if flags["--kubeconfig"] == "" {
+		return fmt.Errorf("KUBELET_FLAGS has no --kubeconfig: the kubelet would not know where to write its credentials")
+	}
+	if p.maxPods, err = kubeletMaxPods(flags); err != nil {
+		return err
+	}
+	if p.taints, err = parseTaints(flags["--register-with-taints"]); err != nil {
+		return err
+	}
+	if p.labels, err = parseNodeLabels(vars["KUBELET_NODE_LABELS"]); err != nil {
+		return err
+	}
+	return nil
+}
+
+// kubeletMaxPods is the kubelet's --max-pods, 110 (its default) without one.
+func kubeletMaxPods(flags map[string]string) (int32, error) {
+	mp, ok := flags["--max-pods"]
+	if !ok {
+		return 110, nil // the kubelet's default
+	}
+	n, err := strconv.ParseInt(mp, 10, 32)
+	if err != nil || n <= 0 {
+		return 0, fmt.Errorf("kubelet refuses --max-pods=%q", mp)
+	}
+	return int32(n), nil
 }
 
 // parseTaints reads --register-with-taints: key[=value]:Effect, comma separated.

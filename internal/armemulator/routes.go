@@ -9,109 +9,160 @@ import (
 // routing compares them with EqualFold.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("x-ms-request-id", newUUID())
+	apiVersion, ok := authenticate(w, r)
+	if !ok {
+		return
+	}
+	seg := strings.Split(strings.Trim(r.URL.Path, "/"), "/")
+	if !segIs(seg, 0, "subscriptions") || len(seg) < 2 || seg[1] == "" {
+		s.unsupported(w, r)
+		return
+	}
+	if !s.admit(w, seg, apiVersion) {
+		return
+	}
+	if !s.route(w, r, seg) {
+		s.unsupported(w, r)
+	}
+}
+
+// authenticate checks the headers and query every ARM request needs: a
+// bearer token and an api-version. It returns the api-version, or answers
+// the request and returns false.
+func authenticate(w http.ResponseWriter, r *http.Request) (string, bool) {
 	auth := r.Header.Get("Authorization")
 	if !strings.HasPrefix(auth, "Bearer ") || strings.TrimSpace(strings.TrimPrefix(auth, "Bearer ")) == "" {
 		writeError(w, http.StatusUnauthorized, "AuthenticationFailed", "Authentication failed. The 'Authorization' header is missing or is not a bearer token.")
-		return
+		return "", false
 	}
 	apiVersion := r.URL.Query().Get("api-version")
 	if apiVersion == "" {
 		writeError(w, http.StatusBadRequest, "MissingApiVersionParameter", "The api-version query parameter (?api-version=) is required for all requests.")
-		return
+		return "", false
 	}
-	seg := strings.Split(strings.Trim(r.URL.Path, "/"), "/")
-	is := func(i int, want string) bool { return i < len(seg) && strings.EqualFold(seg[i], want) }
-	if !is(0, "subscriptions") || len(seg) < 2 || seg[1] == "" {
-		s.unsupported(w, r)
-		return
-	}
+	return apiVersion, true
+}
+
+// admit checks the subscription seg[1] is served and the api-version is one
+// the addressed resource type knows; otherwise it answers the request and
+// returns false.
+func (s *Server) admit(w http.ResponseWriter, seg []string, apiVersion string) bool {
 	sub := seg[1]
 	if !s.subscriptionAllowed(sub) {
 		writeError(w, http.StatusForbidden, "AuthorizationFailed",
 			"The client does not have authorization to perform action over scope '/subscriptions/"+sub+"' or the scope is invalid.")
-		return
+		return false
 	}
 	if typ := resourceType(seg); typ != "" {
 		if ref := checkAPIVersion(typ, apiVersion, s.location()); !ref.ok() {
 			writeRefusal(w, ref)
-			return
+			return false
 		}
 	}
+	return true
+}
+
+// route serves a request under /subscriptions/{sub}; false means the
+// emulator does not serve that method on that path.
+func (s *Server) route(w http.ResponseWriter, r *http.Request, seg []string) bool {
+	sub := seg[1]
 	switch {
 	// /subscriptions/{sub}/providers/Microsoft.Compute/skus
-	case len(seg) == 5 && is(2, "providers") && is(3, "Microsoft.Compute") && is(4, "skus"):
-		if r.Method == http.MethodGet {
-			s.listSKUs(w, r, sub)
-			return
-		}
+	case isSKUList(seg) && r.Method == http.MethodGet:
+		s.listSKUs(w, r, sub)
 	// /subscriptions/{sub}/providers/Microsoft.Compute/locations/{loc}/communityGalleries/{gallery}/images/{definition}/versions
-	case isGalleryVersions(seg):
-		if r.Method == http.MethodGet {
-			s.listGalleryVersions(w, r, sub, seg[5], seg[7], seg[9])
-			return
-		}
+	case isGalleryVersions(seg) && r.Method == http.MethodGet:
+		s.listGalleryVersions(w, r, sub, seg[5], seg[7], seg[9])
 	// /subscriptions/{sub}/providers/{ns}/locations/{loc}/operations|operationResults/{id}
-	case len(seg) == 8 && is(2, "providers") && is(4, "locations") && (is(6, "operations") || is(6, "operationResults")):
-		if r.Method == http.MethodGet {
-			s.getOperation(w, r, sub, seg[7], is(6, "operationResults"))
-			return
-		}
-	// /subscriptions/{sub}/resourceGroups/{rg}/providers/{ns}/{type}[/{name}]
-	case (len(seg) == 7 || len(seg) == 8) && is(2, "resourceGroups") && is(4, "providers"):
-		rg := seg[3]
-		name := ""
-		if len(seg) == 8 {
-			name = seg[7]
-		}
-		switch {
-		case is(5, "Microsoft.Compute") && is(6, "virtualMachines"):
-			if s.routeResource(w, r, name, func() { s.listVMs(w, r, sub, rg) }, func() { s.getVM(w, r, sub, rg, name) },
-				func() { s.putVM(w, r, sub, rg, name) }, func() { s.deleteVM(w, r, sub, rg, name) }) {
-				return
-			}
-		case is(5, "Microsoft.Compute") && is(6, "disks") && r.Method != http.MethodPut:
-			// Disks are made by VM creates only; a disk PUT is not served.
-			if s.routeResource(w, r, name, func() { s.listDisks(w, r, sub, rg) }, func() { s.getDisk(w, r, sub, rg, name) },
-				nil, func() { s.deleteDisk(w, r, sub, rg, name) }) {
-				return
-			}
-		case is(5, "Microsoft.Network") && is(6, "networkInterfaces"):
-			if s.routeResource(w, r, name, func() { s.listNICs(w, r, sub, rg) }, func() { s.getNIC(w, r, sub, rg, name) },
-				func() { s.putNIC(w, r, sub, rg, name) }, func() { s.deleteNIC(w, r, sub, rg, name) }) {
-				return
-			}
-		case is(5, "Microsoft.Network") && is(6, "loadBalancers") && r.Method == http.MethodGet:
-			s.routeRead(w, r, name, func() { s.listLoadBalancers(w, r, sub, rg) }, func() { s.getLoadBalancer(w, r, sub, rg, name) })
-			return
-		case is(5, "Microsoft.Network") && is(6, "networkSecurityGroups") && r.Method == http.MethodGet:
-			s.routeRead(w, r, name, func() { s.listSecurityGroups(w, r, sub, rg) }, func() { s.getSecurityGroup(w, r, sub, rg, name) })
-			return
+	case isOperation(seg) && r.Method == http.MethodGet:
+		s.getOperation(w, r, sub, seg[7], segIs(seg, 6, "operationResults"))
+	default:
+		return s.routeResourceGroup(w, r, seg)
+	}
+	return true
+}
+
+// resourceGroupRoute is one resource type served under
+// /subscriptions/{sub}/resourceGroups/{rg}/providers/{namespace}/{typ}[/{name}].
+// A nil put or del means that method is not served.
+type resourceGroupRoute struct {
+	namespace, typ string
+	list           func(s *Server, w http.ResponseWriter, r *http.Request, sub, rg string)
+	get, put, del  func(s *Server, w http.ResponseWriter, r *http.Request, sub, rg, name string)
+}
+
+// resourceGroupRoutes are the resource group resource types the emulator
+// serves. Disks are made by VM creates only; a disk PUT is not served. Load
+// balancers and network security groups are read-only.
+var resourceGroupRoutes = []resourceGroupRoute{
+	{namespace: "Microsoft.Compute", typ: "virtualMachines",
+		list: (*Server).listVMs, get: (*Server).getVM, put: (*Server).putVM, del: (*Server).deleteVM},
+	{namespace: "Microsoft.Network", typ: "networkInterfaces",
+		list: (*Server).listNICs, get: (*Server).getNIC, put: (*Server).putNIC, del: (*Server).deleteNIC},
+	{namespace: "Microsoft.Network", typ: "loadBalancers",
+		list: (*Server).listLoadBalancers, get: (*Server).getLoadBalancer},
+	{namespace: "Microsoft.Network", typ: "networkSecurityGroups",
+		list: (*Server).listSecurityGroups, get: (*Server).getSecurityGroup},
+	{namespace: "Microsoft.Compute", typ: "disks",
+		list: (*Server).listDisks, get: (*Server).getDisk, del: (*Server).deleteDisk},
+}
+
+// findResourceGroupRoute is the route for a resource group resource path,
+// nil for other paths.
+func findResourceGroupRoute(seg []string) *resourceGroupRoute {
+	if (len(seg) != 7 && len(seg) != 8) || !segIs(seg, 2, "resourceGroups") || !segIs(seg, 4, "providers") {
+		return nil
+	}
+	for i := range resourceGroupRoutes {
+		route := &resourceGroupRoutes[i]
+		if segIs(seg, 5, route.namespace) && segIs(seg, 6, route.typ) {
+			return route
 		}
 	}
-	s.unsupported(w, r)
+	return nil
+}
+
+// routeResourceGroup serves a resource group resource: list without a name,
+// get, put or delete with one.
+func (s *Server) routeResourceGroup(w http.ResponseWriter, r *http.Request, seg []string) bool {
+	route := findResourceGroupRoute(seg)
+	if route == nil {
+		return false
+	}
+	sub := seg[1]
+	rg := seg[3]
+	name := ""
+	if len(seg) == 8 {
+		name = seg[7]
+	}
+	switch {
+	case name == "" && r.Method == http.MethodGet:
+		route.list(s, w, r, sub, rg)
+	case name != "" && r.Method == http.MethodGet:
+		route.get(s, w, r, sub, rg, name)
+	case name != "" && r.Method == http.MethodPut && route.put != nil:
+		route.put(s, w, r, sub, rg, name)
+	case name != "" && r.Method == http.MethodDelete && route.del != nil:
+		route.del(s, w, r, sub, rg, name)
+	default:
+		return false
+	}
+	return true
 }
 
 // resourceType is the ARM resource type a path addresses, "" for paths
 // the emulator does not serve.
 func resourceType(seg []string) string {
-	is := func(i int, want string) bool { return i < len(seg) && strings.EqualFold(seg[i], want) }
 	switch {
-	case len(seg) == 5 && is(2, "providers") && is(3, "Microsoft.Compute") && is(4, "skus"):
+	case isSKUList(seg):
 		return "skus"
-	case len(seg) == 8 && is(2, "providers") && is(4, "locations") && (is(6, "operations") || is(6, "operationResults")):
+	case isOperation(seg):
 		return "operations"
 	case isGalleryVersions(seg):
 		return "communityGalleryImageVersions"
-	case (len(seg) == 7 || len(seg) == 8) && is(2, "resourceGroups") && is(4, "providers") && is(5, "Microsoft.Compute") && is(6, "virtualMachines"):
-		return "virtualMachines"
-	case (len(seg) == 7 || len(seg) == 8) && is(2, "resourceGroups") && is(4, "providers") && is(5, "Microsoft.Network") && is(6, "networkInterfaces"):
-		return "networkInterfaces"
-	case (len(seg) == 7 || len(seg) == 8) && is(2, "resourceGroups") && is(4, "providers") && is(5, "Microsoft.Network") && is(6, "loadBalancers"):
-		return "loadBalancers"
-	case (len(seg) == 7 || len(seg) == 8) && is(2, "resourceGroups") && is(4, "providers") && is(5, "Microsoft.Network") && is(6, "networkSecurityGroups"):
-		return "networkSecurityGroups"
-	case (len(seg) == 7 || len(seg) == 8) && is(2, "resourceGroups") && is(4, "providers") && is(5, "Microsoft.Compute") && is(6, "disks"):
-		return "disks"
+	}
+	if route := findResourceGroupRoute(seg); route != nil {
+		return route.typ
 	}
 	return ""
 }
@@ -124,32 +175,6 @@ func (s *Server) location() string {
 		}
 	}
 	return ""
-}
-
-func (s *Server) routeResource(w http.ResponseWriter, r *http.Request, name string, list, get, put, del func()) bool {
-	switch {
-	case name == "" && r.Method == http.MethodGet:
-		list()
-	case name != "" && r.Method == http.MethodGet:
-		get()
-	case name != "" && r.Method == http.MethodPut:
-		put()
-	case name != "" && r.Method == http.MethodDelete:
-		del()
-	default:
-		return false
-	}
-	return true
-}
-
-// routeRead serves a read-only resource type: list without a name, get
-// with one.
-func (s *Server) routeRead(w http.ResponseWriter, r *http.Request, name string, list, get func()) {
-	if name == "" {
-		list()
-		return
-	}
-	get()
 }
 
 // unsupported answers routes the emulator does not serve. It is a 400, not
@@ -216,9 +241,26 @@ func (s *Server) inject(w http.ResponseWriter, r *http.Request, req Request) (*F
 	return nil, true
 }
 
+// segIs: path segment i exists and is the keyword want (ARM keywords are
+// case-insensitive).
+func segIs(seg []string, i int, want string) bool {
+	return i < len(seg) && strings.EqualFold(seg[i], want)
+}
+
+// isSKUList: seg addresses /subscriptions/{sub}/providers/Microsoft.Compute/skus.
+func isSKUList(seg []string) bool {
+	return len(seg) == 5 && segIs(seg, 2, "providers") && segIs(seg, 3, "Microsoft.Compute") && segIs(seg, 4, "skus")
+}
+
+// isOperation: seg addresses an async operation's status or result,
+// /subscriptions/{sub}/providers/{ns}/locations/{loc}/operations|operationResults/{id}.
+func isOperation(seg []string) bool {
+	return len(seg) == 8 && segIs(seg, 2, "providers") && segIs(seg, 4, "locations") &&
+		(segIs(seg, 6, "operations") || segIs(seg, 6, "operationResults"))
+}
+
 // isGalleryVersions: seg addresses a community gallery image's versions.
 func isGalleryVersions(seg []string) bool {
-	is := func(i int, want string) bool { return i < len(seg) && strings.EqualFold(seg[i], want) }
-	return len(seg) == 11 && is(2, "providers") && is(3, "Microsoft.Compute") && is(4, "locations") &&
-		is(6, "communityGalleries") && is(8, "images") && is(10, "versions")
+	return len(seg) == 11 && segIs(seg, 2, "providers") && segIs(seg, 3, "Microsoft.Compute") && segIs(seg, 4, "locations") &&
+		segIs(seg, 6, "communityGalleries") && segIs(seg, 8, "images") && segIs(seg, 10, "versions")
 }

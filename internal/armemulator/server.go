@@ -164,11 +164,55 @@ type Server struct {
 
 // Start starts an emulator; it serves until ctx is done or Close.
 func Start(ctx context.Context, opts Options) (*Server, error) {
+	if err := opts.applyDefaults(); err != nil {
+		return nil, err
+	}
+	s := newServer(opts)
+
+	cert, caPEM, err := testcert.SelfSigned("karpfunc ARM emulator")
+	if err != nil {
+		return nil, err
+	}
+	s.caPEM = caPEM
+	ln, err := net.Listen("tcp", opts.Addr)
+	if err != nil {
+		return nil, fmt.Errorf("armemulator: listen on %s: %w", opts.Addr, err)
+	}
+	s.listener = ln
+	s.url = "https://" + ln.Addr().String()
+
+	ctx, cancel := context.WithCancel(ctx)
+	s.cancel = cancel
+	if opts.Kube != nil {
+		if err := s.startNodeWorker(ctx); err != nil {
+			cancel()
+			_ = ln.Close()
+			return nil, err
+		}
+	}
+
+	s.http = &http.Server{
+		Handler:           s,
+		TLSConfig:         &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12},
+		ReadHeaderTimeout: 10 * time.Second,
+		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
+		BaseContext:       func(net.Listener) context.Context { return ctx },
+	}
+	s.wg.Add(2)
+	go s.serve(ln)
+	go s.settleLoop(ctx)
+	go func() { <-ctx.Done(); _ = s.http.Close() }()
+	s.log.Info("ARM emulator listening", "url", s.url)
+	return s, nil
+}
+
+// applyDefaults fills the options left zero and refuses invalid ones.
+func (opts *Options) applyDefaults() error {
 	if opts.Addr == "" {
 		opts.Addr = "127.0.0.1:0"
 	}
 	if opts.OpDelay < 0 || opts.BootDelay < 0 || opts.VMCreateDelay < 0 || opts.VMDeleteDelay < 0 {
-		return nil, errors.New("armemulator: OpDelay, VMCreateDelay, VMDeleteDelay and BootDelay must not be negative")
+		return errors.New("armemulator: OpDelay, VMCreateDelay, VMDeleteDelay and BootDelay must not be negative")
 	}
 	if opts.VMDeleteDelay == 0 {
 		opts.VMDeleteDelay = opts.OpDelay
@@ -177,7 +221,7 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 		opts.VMCreateDelay = opts.OpDelay
 	}
 	if err := opts.Network.validate(); err != nil {
-		return nil, err
+		return err
 	}
 	if opts.Clock == nil {
 		opts.Clock = clock.RealClock{}
@@ -185,6 +229,11 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
+	return nil
+}
+
+// newServer is an emulator with empty state for opts (defaults applied).
+func newServer(opts Options) *Server {
 	s := &Server{
 		opts:       opts,
 		log:        opts.Logger.With("component", "armemulator"),
@@ -205,68 +254,47 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 		s.gallery = DefaultGalleryVersions()
 	}
 	s.counters.Requests = map[Operation]int{}
+	return s
+}
 
-	cert, caPEM, err := testcert.SelfSigned("karpfunc ARM emulator")
+// startNodeWorker starts the worker that joins booted VMs to opts.Kube as
+// nodes.
+func (s *Server) startNodeWorker(ctx context.Context) error {
+	nw, err := newNodeWorker(ctx, s.opts.Kube, s.opts.DNS, s.log)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	s.caPEM = caPEM
-	ln, err := net.Listen("tcp", opts.Addr)
-	if err != nil {
-		return nil, fmt.Errorf("armemulator: listen on %s: %w", opts.Addr, err)
-	}
-	s.listener = ln
-	s.url = "https://" + ln.Addr().String()
+	nw.onDone = s.countNode
+	s.nodes = nw
+	s.wg.Add(1)
+	go func() { defer s.wg.Done(); nw.run(ctx) }()
+	return nil
+}
 
-	ctx, cancel := context.WithCancel(ctx)
-	s.cancel = cancel
-	if opts.Kube != nil {
-		nw, err := newNodeWorker(ctx, opts.Kube, opts.DNS, s.log)
-		if err != nil {
-			cancel()
-			_ = ln.Close()
-			return nil, err
-		}
-		nw.onDone = s.countNode
-		s.nodes = nw
-		s.wg.Add(1)
-		go func() { defer s.wg.Done(); nw.run(ctx) }()
+// serve serves HTTPS on ln until the server is closed.
+func (s *Server) serve(ln net.Listener) {
+	defer s.wg.Done()
+	if err := s.http.ServeTLS(ln, "", ""); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		s.log.Error("serve failed", "error", err)
 	}
+}
 
-	s.http = &http.Server{
-		Handler:           s,
-		TLSConfig:         &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12},
-		ReadHeaderTimeout: 10 * time.Second,
-		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
-		BaseContext:       func(net.Listener) context.Context { return ctx },
+// settleLoop moves resources through their states as the clock advances
+// even when nobody is asking (so VMs boot on their own), until ctx is done.
+func (s *Server) settleLoop(ctx context.Context) {
+	defer s.wg.Done()
+	t := time.NewTicker(20 * time.Millisecond)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			s.mu.Lock()
+			s.settleLocked()
+			s.mu.Unlock()
+		}
 	}
-	s.wg.Add(2)
-	go func() {
-		defer s.wg.Done()
-		if err := s.http.ServeTLS(ln, "", ""); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			s.log.Error("serve failed", "error", err)
-		}
-	}()
-	// The settle loop moves resources through their states as the clock
-	// advances even when nobody is asking (so VMs boot on their own).
-	go func() {
-		defer s.wg.Done()
-		t := time.NewTicker(20 * time.Millisecond)
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-				s.mu.Lock()
-				s.settleLocked()
-				s.mu.Unlock()
-			}
-		}
-	}()
-	go func() { <-ctx.Done(); _ = s.http.Close() }()
-	s.log.Info("ARM emulator listening", "url", s.url)
-	return s, nil
 }
 
 // URL is the ARM endpoint, e.g. https://127.0.0.1:41234.

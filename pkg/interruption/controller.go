@@ -117,37 +117,19 @@ func (c *Controller) Interrupt(ctx context.Context, sig Signal) (Result, error) 
 	}
 	res.NodeClaim = nc.Name
 	now := c.clock.Now()
-	deadline := sig.Deadline
-	if deadline.IsZero() || (sig.Gone && deadline.After(now)) {
-		deadline = now
-	}
+	deadline := signalDeadline(sig, now)
 	_, was := lifecycle.InterruptionDeadline(nc)
 	node, err := c.lc.NodeOf(ctx, nc)
 	if err != nil {
 		return res, err
 	}
-	nodeName := nc.Status.NodeName
+	res.Node = nc.Status.NodeName
 	if node != nil {
-		nodeName = node.Name
+		res.Node = node.Name
 	}
-	res.Node = nodeName
 	if !was {
-		if res.Marked, err = c.markOffering(ctx, nc, now); err != nil {
+		if err := c.replace(ctx, nc, node, now, &res); err != nil {
 			return res, err
-		}
-		if node != nil {
-			if _, err := c.lc.TaintDisrupted(ctx, node); err != nil && !apierrors.IsNotFound(err) {
-				return res, err
-			}
-		}
-		var nodes []string
-		if nodeName != "" {
-			nodes = append(nodes, nodeName)
-		}
-		pr, err := c.evac.Evacuate(ctx, nodes...)
-		res.Replacements, res.Placed = pr.Created, pr.Pods.Count(provisioning.OnNode)+pr.Pods.Count(provisioning.OnInFlight)
-		if err != nil {
-			return res, fmt.Errorf("provisioning the replacement for NodeClaim %s: %w", nc.Name, err)
 		}
 	}
 	nc, first, err := c.lc.MarkInterrupted(ctx, nc, deadline, sig.Detail)
@@ -162,26 +144,74 @@ func (c *Controller) Interrupt(ctx context.Context, sig Signal) (Result, error) 
 	c.recordNotice(ctx, sig, nc, res)
 	res.Deadline, _ = lifecycle.InterruptionDeadline(nc)
 	if first {
-		msg := fmt.Sprintf("%s; node must be gone by %s", sig.Detail, res.Deadline.Format(time.RFC3339))
-		if sig.DeadlineAssumed {
-			msg += fmt.Sprintf(" (the notice carried no deadline: assumed %s of notice)", deadline.Sub(now).Round(time.Second))
-		}
-		c.event(ctx, nc, msg)
-		if node != nil {
-			c.event(ctx, node, msg)
+		c.announce(ctx, sig, nc, node, res.Deadline, deadline.Sub(now))
+	}
+	return res, c.terminate(ctx, nc)
+}
+
+// signalDeadline is when the signal's node must be gone: its deadline, or
+// now when it carries none or the VM is already gone.
+func signalDeadline(sig Signal, now time.Time) time.Time {
+	deadline := sig.Deadline
+	if deadline.IsZero() || (sig.Gone && deadline.After(now)) {
+		deadline = now
+	}
+	return deadline
+}
+
+// replace acts on the first signal for a NodeClaim: mark its spot offering
+// unavailable, taint its node (nil when none) and provision the
+// replacement for its pods, recording both in res.
+func (c *Controller) replace(ctx context.Context, nc *karpv1.NodeClaim, node *corev1.Node, now time.Time, res *Result) error {
+	var err error
+	if res.Marked, err = c.markOffering(ctx, nc, now); err != nil {
+		return err
+	}
+	if node != nil {
+		if _, err := c.lc.TaintDisrupted(ctx, node); err != nil && !apierrors.IsNotFound(err) {
+			return err
 		}
 	}
+	var nodes []string
+	if res.Node != "" {
+		nodes = append(nodes, res.Node)
+	}
+	pr, err := c.evac.Evacuate(ctx, nodes...)
+	res.Replacements = pr.Created
+	res.Placed = pr.Pods.Count(provisioning.OnNode) + pr.Pods.Count(provisioning.OnInFlight)
+	if err != nil {
+		return fmt.Errorf("provisioning the replacement for NodeClaim %s: %w", nc.Name, err)
+	}
+	return nil
+}
+
+// announce records events on the NodeClaim and its node (nil when none)
+// that the node must be gone by deadline; notice is how much notice the
+// signal gave.
+func (c *Controller) announce(ctx context.Context, sig Signal, nc *karpv1.NodeClaim, node *corev1.Node, deadline time.Time, notice time.Duration) {
+	msg := fmt.Sprintf("%s; node must be gone by %s", sig.Detail, deadline.Format(time.RFC3339))
+	if sig.DeadlineAssumed {
+		msg += fmt.Sprintf(" (the notice carried no deadline: assumed %s of notice)", notice.Round(time.Second))
+	}
+	c.event(ctx, nc, msg)
+	if node != nil {
+		c.event(ctx, node, msg)
+	}
+}
+
+// terminate deletes the interrupted NodeClaim and asks the Lifecycle
+// function to drain it. The drain runs there, at once: one Terminate chain
+// however many signals arrive (see RequestTerminate).
+func (c *Controller) terminate(ctx context.Context, nc *karpv1.NodeClaim) error {
 	if nc.DeletionTimestamp == nil {
 		if err := c.kube.Delete(ctx, nc); client.IgnoreNotFound(err) != nil {
-			return res, fmt.Errorf("deleting interrupted NodeClaim %s: %w", nc.Name, err)
+			return fmt.Errorf("deleting interrupted NodeClaim %s: %w", nc.Name, err)
 		}
 	}
-	// The drain runs in the Lifecycle function, at once: one Terminate
-	// chain however many signals arrive (see RequestTerminate).
 	if err := c.lc.RequestTerminate(ctx, nc); err != nil {
-		return res, fmt.Errorf("requesting the termination of interrupted NodeClaim %s: %w", nc.Name, err)
+		return fmt.Errorf("requesting the termination of interrupted NodeClaim %s: %w", nc.Name, err)
 	}
-	return res, nil
+	return nil
 }
 
 // nodeClaimFor finds the NodeClaim a signal is about: by its Node's name

@@ -79,47 +79,13 @@ func ParseEventGrid(body []byte, props map[string]any) (Signal, error) {
 	if n, ok := stringProp(props, PropDeliveryCount); ok {
 		sig.DeliveryCount, _ = strconv.Atoi(n)
 	}
-	b := bytes.TrimSpace(body)
-	if len(b) > 0 && b[0] == '[' {
-		// Event Grid sends one event per Service Bus message; an array
-		// (the webhook batch form) is read when it holds exactly one.
-		var arr []json.RawMessage
-		if err := json.Unmarshal(b, &arr); err != nil {
-			return sig, messages.NewInvalidError("Event Grid message is not JSON: %v", err)
-		}
-		if len(arr) != 1 {
-			return sig, messages.NewInvalidError("Event Grid message holds %d events; Service Bus deliveries carry exactly one", len(arr))
-		}
-		b = arr[0]
+	event, err := singleEvent(body)
+	if err != nil {
+		return sig, err
 	}
-	var keys map[string]json.RawMessage
-	if err := json.Unmarshal(b, &keys); err != nil {
-		return sig, messages.NewInvalidError("Event Grid message is not a JSON object: %v", err)
-	}
-	var typ string
-	var data []byte
-	switch {
-	case keys["specversion"] != nil:
-		sig.Schema = SchemaCloudEvents
-		var ce messaging.CloudEvent
-		if err := ce.UnmarshalJSON(b); err != nil {
-			return sig, messages.NewInvalidError("CloudEvent from Event Grid: %v", err)
-		}
-		typ, sig.EventID = ce.Type, ce.ID
-		data, _ = ce.Data.([]byte)
-	case keys["eventType"] != nil:
-		sig.Schema = SchemaEventGrid
-		var ev azsystemevents.EventGridEvent
-		if err := ev.UnmarshalJSON(b); err != nil {
-			return sig, messages.NewInvalidError("Event Grid schema event: %v", err)
-		}
-		typ, sig.EventID = deref(ev.EventType), deref(ev.ID)
-		data, _ = ev.Data.([]byte)
-		if data == nil && keys["data"] != nil {
-			data = keys["data"]
-		}
-	default:
-		return sig, messages.NewInvalidError("message has neither \"specversion\" (CloudEvents 1.0) nor \"eventType\" (Event Grid schema)")
+	typ, data, err := sig.readEnvelope(event)
+	if err != nil {
+		return sig, err
 	}
 	if typ != azsystemevents.TypeResourceNotificationsHealthResourcesAnnotated {
 		return sig, NewIgnoredError("event %s is of type %q; the interruption queue's subscription should deliver only %s",
@@ -135,32 +101,92 @@ func ParseEventGrid(body []byte, props map[string]any) (Signal, error) {
 	if ann.ResourceDetails == nil || ann.ResourceDetails.Properties == nil {
 		return sig, messages.NewInvalidError("%s event %s has no resourceInfo.properties", typ, sig.EventID)
 	}
+	return sig, sig.readPreemption(typ, &ann)
+}
+
+// singleEvent is the one event of an Event Grid message body. Event Grid
+// sends one event per Service Bus message; an array (the webhook batch
+// form) is read when it holds exactly one.
+func singleEvent(body []byte) ([]byte, error) {
+	b := bytes.TrimSpace(body)
+	if len(b) == 0 || b[0] != '[' {
+		return b, nil
+	}
+	var arr []json.RawMessage
+	if err := json.Unmarshal(b, &arr); err != nil {
+		return nil, messages.NewInvalidError("Event Grid message is not JSON: %v", err)
+	}
+	if len(arr) != 1 {
+		return nil, messages.NewInvalidError("Event Grid message holds %d events; Service Bus deliveries carry exactly one", len(arr))
+	}
+	return arr[0], nil
+}
+
+// readEnvelope reads an event in either delivery schema (CloudEvents 1.0 or
+// the Event Grid schema) into s's schema and event ID, and returns its
+// type and data.
+func (s *Signal) readEnvelope(event []byte) (string, []byte, error) {
+	var keys map[string]json.RawMessage
+	if err := json.Unmarshal(event, &keys); err != nil {
+		return "", nil, messages.NewInvalidError("Event Grid message is not a JSON object: %v", err)
+	}
+	switch {
+	case keys["specversion"] != nil:
+		s.Schema = SchemaCloudEvents
+		var ce messaging.CloudEvent
+		if err := ce.UnmarshalJSON(event); err != nil {
+			return "", nil, messages.NewInvalidError("CloudEvent from Event Grid: %v", err)
+		}
+		s.EventID = ce.ID
+		data, _ := ce.Data.([]byte)
+		return ce.Type, data, nil
+	case keys["eventType"] != nil:
+		s.Schema = SchemaEventGrid
+		var ev azsystemevents.EventGridEvent
+		if err := ev.UnmarshalJSON(event); err != nil {
+			return "", nil, messages.NewInvalidError("Event Grid schema event: %v", err)
+		}
+		s.EventID = deref(ev.ID)
+		data, _ := ev.Data.([]byte)
+		if data == nil && keys["data"] != nil {
+			data = keys["data"]
+		}
+		return deref(ev.EventType), data, nil
+	default:
+		return "", nil, messages.NewInvalidError("message has neither \"specversion\" (CloudEvents 1.0) nor \"eventType\" (Event Grid schema)")
+	}
+}
+
+// readPreemption reads a health resources annotation of type typ (its
+// resourceInfo.properties set) into s when it says a standalone VM was
+// preempted; other annotations are ignored.
+func (s *Signal) readPreemption(typ string, ann *azsystemevents.ResourceNotificationsHealthResourcesAnnotatedEventData) error {
 	p := ann.ResourceDetails.Properties
 	name, _ := p["annotationName"].(string)
 	target, _ := p["targetResourceId"].(string)
 	targetType, _ := p["targetResourceType"].(string)
 	if name == "" || target == "" {
-		return sig, messages.NewInvalidError("%s event %s lacks resourceInfo.properties.annotationName or targetResourceId", typ, sig.EventID)
+		return messages.NewInvalidError("%s event %s lacks resourceInfo.properties.annotationName or targetResourceId", typ, s.EventID)
 	}
 	if targetType != "" && !strings.EqualFold(targetType, resourceTypeVM) {
-		return sig, NewIgnoredError("annotation %s is on a %s, not a standalone VM", name, targetType)
+		return NewIgnoredError("annotation %s is on a %s, not a standalone VM", name, targetType)
 	}
 	if name != AnnotationPreempted {
-		return sig, NewIgnoredError("annotation %s on %s does not mean the VM is going away", name, target)
+		return NewIgnoredError("annotation %s on %s does not mean the VM is going away", name, target)
 	}
-	sig.ProviderID = "azure://" + target
-	sig.Gone = true
+	s.ProviderID = "azure://" + target
+	s.Gone = true
 	// After the fact: the deadline is when it happened (the VM is gone).
-	sig.Deadline = parseTime(p["occurredTime"])
-	if sig.Deadline.IsZero() && ann.OperationalDetails != nil && ann.OperationalDetails.ResourceEventTime != nil {
-		sig.Deadline = ann.OperationalDetails.ResourceEventTime.UTC()
+	s.Deadline = parseTime(p["occurredTime"])
+	if s.Deadline.IsZero() && ann.OperationalDetails != nil && ann.OperationalDetails.ResourceEventTime != nil {
+		s.Deadline = ann.OperationalDetails.ResourceEventTime.UTC()
 	}
-	if sig.Deadline.IsZero() {
-		sig.DeadlineAssumed = true
+	if s.Deadline.IsZero() {
+		s.DeadlineAssumed = true
 	}
 	reason, _ := p["reason"].(string)
-	sig.Detail = fmt.Sprintf("Azure preempted the spot VM (Event Grid %s, %s)", name, strings.TrimSpace(reason))
-	return sig, nil
+	s.Detail = fmt.Sprintf("Azure preempted the spot VM (Event Grid %s, %s)", name, strings.TrimSpace(reason))
+	return nil
 }
 
 func parseTime(v any) time.Time {
