@@ -102,7 +102,7 @@ func acrRefreshToken(ctx context.Context, client *http.Client, registry, entraTo
 		RefreshToken string `json:"refresh_token"`
 	}
 	if err := json.Unmarshal(body, &out); err != nil || out.RefreshToken == "" {
-		return "", RegistryError{"exchanging the Entra ID token at " + registry, fmt.Errorf("the answer holds no refresh_token (%v)", err)}
+		return "", RegistryError{"exchanging the Entra ID token at " + registry, fmt.Errorf("the answer holds no refresh_token (%w)", err)}
 	}
 	return out.RefreshToken, nil
 }

@@ -230,7 +230,7 @@ func kubeconfigCluster(body []byte, name string) (*clientcmdapi.Cluster, error) 
 		} `json:"kubeconfigs"`
 	}
 	if err := json.Unmarshal(body, &creds); err != nil || len(creds.Kubeconfigs) == 0 {
-		return nil, fmt.Errorf("the cluster user credential of %s holds no kubeconfig (%v)", name, err)
+		return nil, fmt.Errorf("the cluster user credential of %s holds no kubeconfig (%w)", name, err)
 	}
 	kc, err := clientcmd.Load(creds.Kubeconfigs[0].Value)
 	if err != nil {

@@ -226,7 +226,7 @@ func (c *ControlPlane) waitFor(ctx context.Context, what string, check func(cont
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("controlplane: waiting for %s: %w (last check: %v)", what, ctx.Err(), lastErr)
+			return fmt.Errorf("controlplane: waiting for %s: %w (last check: %w)", what, ctx.Err(), lastErr)
 		case <-time.After(interval):
 		}
 	}

@@ -48,7 +48,7 @@ func Start(ctx context.Context, opts Options) (_ *ControlPlane, err error) {
 	defer func() {
 		if err != nil {
 			if stopErr := cp.Stop(); stopErr != nil {
-				err = fmt.Errorf("%w (and cleaning up: %v)", err, stopErr)
+				err = fmt.Errorf("%w (and cleaning up: %w)", err, stopErr)
 			}
 		}
 	}()

@@ -240,7 +240,7 @@ func checkCA(pemData []byte) error {
 			continue
 		}
 		if _, err := x509.ParseCertificate(b.Bytes); err != nil {
-			return fmt.Errorf("not a valid certificate: %v", err)
+			return fmt.Errorf("not a valid certificate: %w", err)
 		}
 		n++
 	}
@@ -253,7 +253,7 @@ func checkCA(pemData []byte) error {
 func kubernetesVersion(s string) (*version.Version, error) {
 	v, err := version.ParseSemantic(s)
 	if err != nil {
-		return nil, fmt.Errorf("Kubernetes version %q is not a version like 1.33.2: %v", s, err)
+		return nil, fmt.Errorf("Kubernetes version %q is not a version like 1.33.2: %w", s, err)
 	}
 	if v.Major() != 1 || v.Minor() < MinKubernetesMinor {
 		return nil, fmt.Errorf("Kubernetes version %q is older than 1.%d, the oldest karpfunc bootstraps nodes for", s, MinKubernetesMinor)

@@ -14,7 +14,7 @@ import (
 func ParseCustomData(customData string) (map[string]string, error) {
 	raw, err := base64.StdEncoding.DecodeString(customData)
 	if err != nil {
-		return nil, fmt.Errorf("customData is not base64: %v", err)
+		return nil, fmt.Errorf("customData is not base64: %w", err)
 	}
 	script := string(raw)
 	if !strings.HasPrefix(script, "#!/bin/bash\n") {
@@ -28,7 +28,7 @@ func ParseCustomData(customData string) (map[string]string, error) {
 		}
 		v, err := shellUnquote(value)
 		if err != nil {
-			return nil, fmt.Errorf("customData line %d (%s): %v", i+1, name, err)
+			return nil, fmt.Errorf("customData line %d (%s): %w", i+1, name, err)
 		}
 		vars[name] = v
 	}

@@ -324,7 +324,7 @@ func (l *launch) failed(ctx context.Context, cause error) (retryIn time.Duration
 		entries := offerings.EntriesFor(capacity.Unavailable, l.now)
 		p.warn(ctx, nc, events.ReasonLaunchFailed, fmt.Sprintf("launching %s (%s, %s): %v", it.Name, off.Zone, off.CapacityType, cause))
 		if err := l.mark(ctx, entries...); err != nil {
-			return 0, false, fmt.Errorf("launching NodeClaim %s: %v; then recording the unavailable offering: %w", nc.Name, cause, err)
+			return 0, false, fmt.Errorf("launching NodeClaim %s: %s; then recording the unavailable offering: %w", nc.Name, cause.Error(), err)
 		}
 		st.clearOffering()
 		return 0, false, nil
@@ -459,7 +459,7 @@ func (l *launch) giveUp(ctx context.Context, cause error) (LaunchResult, error) 
 	}
 	p.warn(ctx, nc, reason, fmt.Sprintf("NodeClaim %s event: %v; deleting the NodeClaim", nc.Name, cause))
 	if err := p.kube.Delete(ctx, nc, client.Preconditions{UID: &nc.UID}); client.IgnoreNotFound(err) != nil {
-		return l.res, fmt.Errorf("%v; then deleting the NodeClaim: %w", cause, err)
+		return l.res, fmt.Errorf("%s; then deleting the NodeClaim: %w", cause.Error(), err)
 	}
 	p.log.Warn("gave up nodeclaim", "nodeclaim", nc.Name, "reason", cause)
 	p.decide(ctx, decisions.GiveUp, nc, cause.Error(), nil)

@@ -416,7 +416,7 @@ func objectLenient(raw json.RawMessage) (map[string]json.RawMessage, error) {
 	}
 	var obj map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &obj); err != nil {
-		return nil, fmt.Errorf("want a JSON object: %v", err)
+		return nil, fmt.Errorf("want a JSON object: %w", err)
 	}
 	return obj, nil
 }
@@ -432,7 +432,7 @@ func propertiesLenient(raw json.RawMessage) (map[string]any, error) {
 		dec := json.NewDecoder(bytes.NewReader(v))
 		dec.UseNumber() // keep int64 properties exact
 		if err := dec.Decode(&val); err != nil {
-			return nil, fmt.Errorf("property %q: %v", k, err)
+			return nil, fmt.Errorf("property %q: %w", k, err)
 		}
 		props[k] = val
 	}
