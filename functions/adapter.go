@@ -81,7 +81,7 @@ func adapt(fn function, deps runtimeDeps) customhandler.Func {
 		}
 		rt, ok := fn.routes[ev.Type]
 		if !ok {
-			err := messages.NewInvalidError("%s got CloudEvent %s of unknown type %q; it handles %s", fn.name, ev.ID, ev.Type, fn.types())
+			err := messages.NewInvalidError("%s got CloudEvent %s of unknown type %q; it handles %s", fn.name, ev.ID, ev.Type, fn.handled())
 			log.Printf("%s: %v", fn.name, err)
 			return err
 		}
@@ -112,6 +112,14 @@ func (fn function) types() string {
 	}
 	slices.Sort(types)
 	return strings.Join(types, ", ")
+}
+
+// handled is types as the refusal says it: "only X" when fn handles one.
+func (fn function) handled() string {
+	if len(fn.routes) == 1 {
+		return "only " + fn.types()
+	}
+	return fn.types()
 }
 
 // publishOutcome sends the outcome's continuations. Continuations without
