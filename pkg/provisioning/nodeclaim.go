@@ -50,8 +50,16 @@ const (
 // concurrent pass created it after this pass's snapshot), or a
 // LimitExceededError when a fresh count of the NodePool's claims leaves no
 // room for it.
-func (p *Provisioner) create(ctx context.Context, plan *scheduler.NodeClaimPlan, held func(string) bool, view int64) (*karpv1.NodeClaim, bool, error) {
+func (p *Provisioner) create(ctx context.Context, plan *scheduler.NodeClaimPlan, held func(string) bool, view int64, annotations map[string]string) (*karpv1.NodeClaim, bool, error) {
 	nc := NodeClaimFor(plan)
+	// Born with the caller's annotations (a replacement's command): no
+	// reader ever sees the claim without them.
+	for key, value := range annotations {
+		if nc.Annotations == nil {
+			nc.Annotations = map[string]string{}
+		}
+		nc.Annotations[key] = value
+	}
 	name, generation := claimnames.Free(plan.NodePool.Name, plan.Pods, view, held)
 	nc.Name = name
 	claimnames.SetGeneration(nc, generation)

@@ -289,7 +289,7 @@ func (p *Provisioner) createPlanned(ctx context.Context, ps *pass, snap *snapsho
 	}
 	retire := int64(-1) // the highest generation this pass created
 	for _, plan := range plans {
-		nc, created, err := p.create(ctx, plan, func(name string) bool { return held[name] }, view)
+		nc, created, err := p.create(ctx, plan, func(name string) bool { return held[name] }, view, nil)
 		if err != nil {
 			p.notCreated(ctx, ps, plan, err)
 			continue

@@ -32,7 +32,7 @@ func (p *Provisioner) Replace(ctx context.Context, plan *scheduler.NodeClaimPlan
 	for _, nc := range list.Items {
 		held[nc.Name] = true
 	}
-	nc, created, err := p.create(ctx, plan, func(name string) bool { return held[name] }, view)
+	nc, created, err := p.create(ctx, plan, func(name string) bool { return held[name] }, view, annotations)
 	if err != nil {
 		return nil, err
 	}
