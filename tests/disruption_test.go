@@ -404,6 +404,25 @@ func onlyPod(t *testing.T, ctx context.Context, kube client.Client, app string) 
 	return live[0]
 }
 
+// soleLivePod is app's one live pod, if it has exactly one (not while a
+// replacement is on its way).
+func soleLivePod(ctx context.Context, kube client.Client, app string) (corev1.Pod, bool) {
+	pods, err := podsWithLabel(ctx, kube, "app", app)
+	if err != nil {
+		return corev1.Pod{}, false
+	}
+	var live []corev1.Pod
+	for _, pod := range pods {
+		if pod.DeletionTimestamp == nil {
+			live = append(live, pod)
+		}
+	}
+	if len(live) != 1 {
+		return corev1.Pod{}, false
+	}
+	return live[0], true
+}
+
 func claimOfPod(t *testing.T, ctx context.Context, kube client.Client, pod corev1.Pod) karpv1.NodeClaim {
 	t.Helper()
 	for _, nc := range nodeClaimList(t, ctx, kube) {

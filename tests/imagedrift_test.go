@@ -37,7 +37,12 @@ func TestImageDrift(t *testing.T) {
 	const release = "202612.01.0"
 	env.ARM.SetGalleryVersions(append(latest, armemulator.GalleryVersion{Name: release, Published: time.Now().Add(-time.Hour)}))
 	eventually(t, 3*time.Minute, "the node on the old image replaced by one on "+release, func() (bool, string) {
-		now := claimOfPod(t, ctx, kube, onlyPod(t, ctx, kube, "steady"))
+		pod, ok := soleLivePod(ctx, kube, "steady")
+		if !ok || pod.Spec.NodeName == "" {
+			// Between the eviction and the new pod's binding.
+			return false, "the steady pod is being replaced"
+		}
+		now := claimOfPod(t, ctx, kube, pod)
 		if now.Name == before.Name {
 			cond := now.StatusConditions().Get(karpv1.ConditionTypeDrifted)
 			return false, fmt.Sprintf("still on %s (Drifted %v)", now.Name, cond)
