@@ -11,7 +11,9 @@ import (
 // serverVersion is the API server's /version answer.
 type serverVersion struct{ git string }
 
-func (s *serverVersion) ServerVersion() (*version.Info, error) { return &version.Info{GitVersion: s.git}, nil }
+func (s *serverVersion) ServerVersion() (*version.Info, error) {
+	return &version.Info{GitVersion: s.git}, nil
+}
 
 // TestKubernetesVersionStatus: AKSNodeClass status compares the nodes'
 // version (the setting when set) with the control plane's, and a warm
