@@ -269,3 +269,24 @@ func TestTerminateRetryAfter(t *testing.T) {
 		}
 	}
 }
+
+// A Lifecycle message that names no object is invalid (dead-lettered with
+// the reason), not passed on to the controller as an empty name.
+func TestLifecycleRefusesUnnamed(t *testing.T) {
+	d := &dependencies{}
+	for _, tc := range []struct {
+		typ     string
+		handler func(context.Context, *call) (triggers.Outcome, error)
+		want    string
+	}{
+		{messages.TypeNode, d.nodeChanged, `required field "name"`},
+		{messages.TypeNodeClaimDeleting, d.terminate, `required field "name"`},
+		{messages.TypeNodeClaimLiveness, d.liveness, `required field "name"`},
+		{messages.TypeNodeClaimLaunch, d.launchCheck, `required field "name"`},
+	} {
+		_, err := tc.handler(t.Context(), &call{ev: event(t, "e1", tc.typ, map[string]string{"cluster": "c", "name": ""})})
+		if !messages.IsInvalid(err) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s with no name: error %v, want an invalid message naming %s", tc.typ, err, tc.want)
+		}
+	}
+}

@@ -25,17 +25,25 @@ func (d *dependencies) lifecycleFunction() function {
 	}}
 }
 
+// lifecycleCall decodes a Lifecycle event's data (DecodeData refuses one
+// that names no object as an invalid message) and returns the lifecycle
+// controller.
+func lifecycleCall[T any](d *dependencies, ev messages.CloudEvent) (T, *lifecycle.Controller, error) {
+	data, err := messages.DecodeData[T](ev)
+	if err != nil {
+		return data, nil, err
+	}
+	_, lc, err := d.get()
+	return data, lc, err
+}
+
 // initializedSlot collects the disruption passes that initialized nodes
 // ask for: new capacity can change disruption's answer (a replacement is
 // ready; pods may now fit elsewhere).
 const initializedSlot = time.Second
 
 func (d *dependencies) nodeChanged(ctx context.Context, c *call) (triggers.Outcome, error) {
-	data, err := messages.DecodeData[messages.Node](c.ev)
-	if err != nil {
-		return triggers.Outcome{}, err
-	}
-	_, lc, err := d.get()
+	data, lc, err := lifecycleCall[messages.Node](d, c.ev)
 	if err != nil {
 		return triggers.Outcome{}, err
 	}
@@ -56,11 +64,7 @@ func (d *dependencies) nodeChanged(ctx context.Context, c *call) (triggers.Outco
 // throttling completes this message and looks again later, so a PDB that
 // blocks for an hour never dead-letters.
 func (d *dependencies) terminate(ctx context.Context, c *call) (triggers.Outcome, error) {
-	data, err := messages.DecodeData[messages.NodeClaim](c.ev)
-	if err != nil {
-		return triggers.Outcome{}, err
-	}
-	_, lc, err := d.get()
+	data, lc, err := lifecycleCall[messages.NodeClaim](d, c.ev)
 	if err != nil {
 		return triggers.Outcome{}, err
 	}
@@ -104,11 +108,7 @@ func terminateRetryAfter(err error, drainRetry time.Duration) (time.Duration, bo
 }
 
 func (d *dependencies) liveness(ctx context.Context, c *call) (triggers.Outcome, error) {
-	data, err := messages.DecodeData[messages.NodeClaim](c.ev)
-	if err != nil {
-		return triggers.Outcome{}, err
-	}
-	_, lc, err := d.get()
+	data, lc, err := lifecycleCall[messages.NodeClaim](d, c.ev)
 	if err != nil {
 		return triggers.Outcome{}, err
 	}
@@ -121,11 +121,7 @@ func (d *dependencies) liveness(ctx context.Context, c *call) (triggers.Outcome,
 }
 
 func (d *dependencies) launchCheck(ctx context.Context, c *call) (triggers.Outcome, error) {
-	data, err := messages.DecodeData[messages.NodeClaim](c.ev)
-	if err != nil {
-		return triggers.Outcome{}, err
-	}
-	_, lc, err := d.get()
+	data, lc, err := lifecycleCall[messages.NodeClaim](d, c.ev)
 	if err != nil {
 		return triggers.Outcome{}, err
 	}
