@@ -8,7 +8,7 @@ PACKAGE_GOARCH ?= amd64
 # The relay image's tag: the chart's appVersion.
 RELAY_VERSION := $(shell sed -n 's/^appVersion: *"\{0,1\}\([^"]*\)"\{0,1\}/\1/p' relay/chart/Chart.yaml)
 
-.PHONY: all tools build demo test lint unit e2e soak bench bench-scale package image generate vet clean
+.PHONY: all tools build demo test lint unit e2e soak bench bench-scale bench-burst package image generate vet clean
 
 all: build
 
@@ -57,6 +57,14 @@ bench:
 bench-scale: tools
 	$(GO) build -o $(BIN)/benchscale ./hack/benchscale
 	$(BIN)/benchscale $(BENCH_SCALE_FLAGS)
+
+## bench-burst: the demo's loop with one Deployment of 1,000 replicas on an empty cluster: the
+## time from its creation to all pods Running, with the breakdown (first NodeClaim, all created,
+## launched, registered, Nodes Ready, pods bound, Running); not part of `make test`.
+## BENCH_BURST_FLAGS="-pods 200" for a quick run
+bench-burst: tools
+	$(GO) build -o $(BIN)/karpfunc-demo ./hack/demo
+	$(BIN)/karpfunc-demo -pods 1000 $(BENCH_BURST_FLAGS)
 
 ## package: the Functions app as azd deploys it: dist/app (host.json, function folders,
 ## Linux handler) and the same tree zipped as dist/karpfunc-functions.zip

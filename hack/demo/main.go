@@ -3,8 +3,11 @@
 // Functions host and the relay (internal/localenv), applies the sample
 // NodePool and 50 pending pods, prints progress and ends with a summary.
 // It is not part of the user CLI (cmd/karpfunc), which links no stand-in.
+// With -pods N it applies one Deployment of N replicas instead (the burst,
+// `make bench-burst`) and ends with the burst's breakdown, read from the
+// pods', NodeClaims' and Nodes' own timestamps.
 //
-//	go run ./hack/demo [-timeout 10m] [-keep] [-vm-create 6s] [-boot 3s]
+//	go run ./hack/demo [-timeout 10m] [-keep] [-vm-create 6s] [-boot 3s] [-pods N]
 package main
 
 import (
@@ -46,6 +49,7 @@ type demoFlags struct {
 	keep     bool          // keep everything running after the summary
 	vmCreate time.Duration // the ARM emulator's VM create time
 	boot     time.Duration // a created VM's boot time
+	pods     int           // 0: the sample workload; else the burst's replicas
 }
 
 // parseDemoFlags reads the demo's flags from args.
@@ -55,10 +59,14 @@ func parseDemoFlags(args []string) (demoFlags, error) {
 	keep := fs.Bool("keep", false, "keep everything running after the summary until Ctrl-C")
 	vmCreate := fs.Duration("vm-create", demoVMCreate, "how long the ARM emulator takes to create a VM")
 	boot := fs.Duration("boot", demoBoot, "how long a created VM takes to boot and register its Node")
+	pods := fs.Int("pods", 0, "apply one Deployment of this many replicas instead of the sample workload, and print the burst's breakdown")
 	if err := fs.Parse(args); err != nil {
 		return demoFlags{}, err
 	}
-	return demoFlags{timeout: *timeout, keep: *keep, vmCreate: *vmCreate, boot: *boot}, nil
+	if *pods < 0 || *pods > burstPodsMax {
+		return demoFlags{}, fmt.Errorf("-pods %d: the burst takes 1 to %d pods (0 runs the sample workload)", *pods, burstPodsMax)
+	}
+	return demoFlags{timeout: *timeout, keep: *keep, vmCreate: *vmCreate, boot: *boot, pods: *pods}, nil
 }
 
 func runDemo(args []string) error {
@@ -90,14 +98,15 @@ func runDemo(args []string) error {
 	}()
 	fmt.Printf("  · everything up in %s; process logs in %s\n", time.Since(started).Round(100*time.Millisecond), env.LogPath)
 
-	if err := applyExamples(ctx, env, root); err != nil {
-		return err
-	}
-	took, err := waitForPods(ctx, env, opts.timeout)
+	load, err := applyWorkload(ctx, env, root, opts.pods)
 	if err != nil {
 		return err
 	}
-	if err := printSummary(ctx, env, opts, took); err != nil {
+	took, err := waitForPods(ctx, env, load, opts.timeout)
+	if err != nil {
+		return err
+	}
+	if err := printSummary(ctx, env, opts, load, took); err != nil {
 		return err
 	}
 	if opts.keep {
@@ -107,26 +116,51 @@ func runDemo(args []string) error {
 	return nil
 }
 
-// applyExamples applies the sample NodePool and workload.
-func applyExamples(ctx context.Context, env *localenv.Env, root string) error {
-	for _, f := range []string{"examples/nodepool.yaml", "examples/workload.yaml"} {
-		objs, err := env.ApplyFile(ctx, filepath.Join(root, f))
-		if err != nil {
-			return err
-		}
-		for _, o := range objs {
-			fmt.Printf("  · applied %s/%s from %s\n", o.GetKind(), o.GetName(), f)
-		}
-	}
-	return nil
+// workload is what the demo applied: the pods it waits for.
+type workload struct {
+	selector client.MatchingLabelsSelector
+	pods     int
+	// start is when the burst's Deployment was created (zero for the
+	// sample workload, whose time runs from the first pending pod).
+	start time.Time
+	// poll is how often the progress is read: a LIST of every pod costs
+	// the shared machine more the more pods there are.
+	poll time.Duration
 }
 
-// waitForPods prints the workload's progress as it changes until all 50
+// applyWorkload applies the sample NodePool and either the sample workload
+// (burstPods 0) or the burst Deployment.
+func applyWorkload(ctx context.Context, env *localenv.Env, root string, burstPods int) (workload, error) {
+	files := []string{"examples/nodepool.yaml", "examples/workload.yaml"}
+	if burstPods > 0 {
+		files = files[:1]
+	}
+	for _, file := range files {
+		objs, err := env.ApplyFile(ctx, filepath.Join(root, file))
+		if err != nil {
+			return workload{}, err
+		}
+		for _, obj := range objs {
+			fmt.Printf("  · applied %s/%s from %s\n", obj.GetKind(), obj.GetName(), file)
+		}
+	}
+	if burstPods == 0 {
+		return workload{selector: client.MatchingLabelsSelector{Selector: mustSelector("app in (web, api, worker)")},
+			pods: 50, poll: 250 * time.Millisecond}, nil
+	}
+	start, err := applyBurst(ctx, env, burstPods)
+	if err != nil {
+		return workload{}, err
+	}
+	return workload{selector: client.MatchingLabelsSelector{Selector: mustSelector("app=" + burstName)},
+		pods: burstPods, start: start, poll: time.Second}, nil
+}
+
+// waitForPods prints the workload's progress as it changes until all its
 // pods run, and returns how long that took from the first pending pod.
-func waitForPods(ctx context.Context, env *localenv.Env, timeout time.Duration) (time.Duration, error) {
-	sel := client.MatchingLabelsSelector{Selector: mustSelector("app in (web, api, worker)")}
+func waitForPods(ctx context.Context, env *localenv.Env, load workload, timeout time.Duration) (time.Duration, error) {
 	deadline := time.After(timeout)
-	tick := time.NewTicker(250 * time.Millisecond)
+	tick := time.NewTicker(load.poll)
 	defer tick.Stop()
 	var firstPending time.Time
 	last := ""
@@ -138,15 +172,15 @@ func waitForPods(ctx context.Context, env *localenv.Env, timeout time.Duration) 
 			return 0, fmt.Errorf("pods not all running after %s; see %s", timeout, env.LogPath)
 		case <-tick.C:
 		}
-		p, err := env.Observe(ctx, "default", sel)
+		progress, err := env.Observe(ctx, "default", load.selector)
 		if err != nil {
 			return 0, err
 		}
 		now := time.Now()
-		if firstPending.IsZero() && p.Pending > 0 {
+		if firstPending.IsZero() && progress.Pending > 0 {
 			firstPending = now
 		}
-		if line := p.String(); line != last {
+		if line := progress.String(); line != last {
 			elapsed := time.Duration(0)
 			if !firstPending.IsZero() {
 				elapsed = now.Sub(firstPending)
@@ -154,7 +188,7 @@ func waitForPods(ctx context.Context, env *localenv.Env, timeout time.Duration) 
 			fmt.Printf("[%6.1fs] %s\n", elapsed.Seconds(), line)
 			last = line
 		}
-		if p.Pods >= 50 && p.Running == p.Pods && !firstPending.IsZero() {
+		if progress.Pods >= load.pods && progress.Running == progress.Pods && !firstPending.IsZero() {
 			return now.Sub(firstPending), nil
 		}
 	}
@@ -162,25 +196,33 @@ func waitForPods(ctx context.Context, env *localenv.Env, timeout time.Duration) 
 
 // printSummary prints the fleet the workload got, its price and how long
 // the launches took (took, from the first pending pod to all running).
-func printSummary(ctx context.Context, env *localenv.Env, opts demoFlags, took time.Duration) error {
+func printSummary(ctx context.Context, env *localenv.Env, opts demoFlags, load workload, took time.Duration) error {
 	fleet, total, err := env.Fleet(ctx)
 	if err != nil {
 		return err
 	}
 	fmt.Println("\nsummary")
-	w := tabwriter.NewWriter(os.Stdout, 2, 4, 2, ' ', 0)
-	fmt.Fprintln(w, "  NODES\tSKU\tZONE\tCAPACITY\t$/HOUR")
-	for _, l := range fleet {
-		fmt.Fprintf(w, "  %d\t%s\t%s\t%s\t%.4f\n", l.Nodes, l.SKU, l.Zone, l.CapacityType, l.PricePerHour)
+	table := tabwriter.NewWriter(os.Stdout, 2, 4, 2, ' ', 0)
+	fmt.Fprintln(table, "  NODES\tSKU\tZONE\tCAPACITY\t$/HOUR")
+	for _, group := range fleet {
+		fmt.Fprintf(table, "  %d\t%s\t%s\t%s\t%.4f\n", group.Nodes, group.SKU, group.Zone, group.CapacityType, group.PricePerHour)
 	}
-	_ = w.Flush()
-	c := env.ARM.Counters()
-	fmt.Printf("  fleet: $%.4f/hour, %d VMs created through ARM\n", total, c.VMCreates)
-	fmt.Printf("  first pending pod -> all 50 running: %s, with the emulator's VM creates of %s and boots of %s (launch time compressed %.0fx from Azure's typical %s + %s)\n",
-		took.Round(10*time.Millisecond), opts.vmCreate, opts.boot, compression(opts.vmCreate+opts.boot), azureVMCreate, azureBoot)
-	if dl, err := env.Host.DeadLetters("provision"); err == nil && len(dl) > 0 {
-		fmt.Printf("  warning: %d provision messages dead-lettered\n", len(dl))
+	_ = table.Flush()
+	counters := env.ARM.Counters()
+	fmt.Printf("  fleet: $%.4f/hour, %d VMs created through ARM\n", total, counters.VMCreates)
+	fmt.Printf("  first pending pod -> all %d running: %s, with the emulator's VM creates of %s and boots of %s (launch time compressed %.0fx from Azure's typical %s + %s)\n",
+		load.pods, took.Round(10*time.Millisecond), opts.vmCreate, opts.boot, compression(opts.vmCreate+opts.boot), azureVMCreate, azureBoot)
+	if dead, err := env.Host.DeadLetters("provision"); err == nil && len(dead) > 0 {
+		fmt.Printf("  warning: %d provision messages dead-lettered\n", len(dead))
 	}
+	if load.start.IsZero() {
+		return nil
+	}
+	line, err := readTimeline(ctx, env.Kube, load.start)
+	if err != nil {
+		return fmt.Errorf("reading the burst's timeline: %w", err)
+	}
+	line.print(os.Stdout)
 	return nil
 }
 

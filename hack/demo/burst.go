@@ -1,0 +1,222 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"slices"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
+
+	"github.com/karpfunc/karpfunc/internal/localenv"
+)
+
+// The burst workload (`-pods N`): one Deployment of N replicas in the
+// default namespace, each pod asking what a small web or API replica asks.
+const (
+	burstName    = "burst"
+	burstCPU     = "500m"
+	burstMemory  = "1Gi"
+	burstPodsMax = 5000
+)
+
+// burstManifest is the burst Deployment as YAML, applied like the
+// examples.
+func burstManifest(replicas int) []byte {
+	return fmt.Appendf(nil, `apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: %[1]s
+  namespace: default
+spec:
+  replicas: %[2]d
+  selector:
+    matchLabels: {app: %[1]s}
+  template:
+    metadata:
+      labels: {app: %[1]s}
+    spec:
+      containers:
+        - name: app
+          image: registry.k8s.io/pause:3.10
+          resources:
+            requests: {cpu: %[3]s, memory: %[4]s}
+`, burstName, replicas, burstCPU, burstMemory)
+}
+
+// applyBurst creates the burst Deployment and returns its creation time as
+// the API server recorded it.
+func applyBurst(ctx context.Context, env *localenv.Env, replicas int) (time.Time, error) {
+	objs, err := env.Apply(ctx, burstManifest(replicas), "burst deployment")
+	if err != nil {
+		return time.Time{}, err
+	}
+	for _, obj := range objs {
+		fmt.Printf("  · applied %s/%s with %d replicas (%s CPU, %s memory each)\n", obj.GetKind(), obj.GetName(), replicas, burstCPU, burstMemory)
+	}
+	var created metav1.PartialObjectMetadata
+	created.SetGroupVersionKind(objs[0].GroupVersionKind())
+	if err := env.Kube.Get(ctx, client.ObjectKey{Namespace: "default", Name: burstName}, &created); err != nil {
+		return time.Time{}, fmt.Errorf("reading the burst deployment back: %w", err)
+	}
+	return created.CreationTimestamp.Time, nil
+}
+
+// burstTimeline is when each phase of the burst ended, from the objects'
+// own timestamps (creation times and condition transitions, which the API
+// server keeps to the second). Each field is the last object to reach that
+// phase, except firstClaim and firstPod.
+type burstTimeline struct {
+	start          time.Time // the Deployment's creation
+	firstPod       time.Time // the first pod created
+	lastPod        time.Time // the last pod created
+	firstClaim     time.Time // the first NodeClaim created
+	lastClaim      time.Time // the last NodeClaim created
+	lastLaunched   time.Time // the last NodeClaim Launched
+	lastRegistered time.Time // the last NodeClaim Registered (its Node joined)
+	lastNodeReady  time.Time // the last Node Ready
+	lastBound      time.Time // the last pod bound (PodScheduled)
+	lastRunning    time.Time // the last pod Running (Ready)
+
+	pods, claims, nodes int
+	// launchTimes are the NodeClaims' creation-to-Launched durations,
+	// registerTimes their Launched-to-Registered ones, sorted.
+	launchTimes, registerTimes []time.Duration
+}
+
+// readTimeline reads the burst's pods, the NodeClaims and the Nodes.
+func readTimeline(ctx context.Context, kube client.Client, start time.Time) (burstTimeline, error) {
+	line := burstTimeline{start: start}
+	var pods corev1.PodList
+	if err := kube.List(ctx, &pods, client.InNamespace("default"), client.MatchingLabels{"app": burstName}); err != nil {
+		return line, err
+	}
+	for i := range pods.Items {
+		line.addPod(&pods.Items[i])
+	}
+	var claims karpv1.NodeClaimList
+	if err := kube.List(ctx, &claims); err != nil {
+		return line, err
+	}
+	for i := range claims.Items {
+		line.addClaim(&claims.Items[i])
+	}
+	var nodes corev1.NodeList
+	if err := kube.List(ctx, &nodes); err != nil {
+		return line, err
+	}
+	for i := range nodes.Items {
+		line.nodes++
+		line.lastNodeReady = latest(line.lastNodeReady, nodeReadySince(&nodes.Items[i]))
+	}
+	slices.Sort(line.launchTimes)
+	slices.Sort(line.registerTimes)
+	return line, nil
+}
+
+func (line *burstTimeline) addPod(pod *corev1.Pod) {
+	line.pods++
+	created := pod.CreationTimestamp.Time
+	line.firstPod = earliest(line.firstPod, created)
+	line.lastPod = latest(line.lastPod, created)
+	for _, cond := range pod.Status.Conditions {
+		if cond.Status != corev1.ConditionTrue {
+			continue
+		}
+		switch cond.Type {
+		case corev1.PodScheduled:
+			line.lastBound = latest(line.lastBound, cond.LastTransitionTime.Time)
+		case corev1.PodReady:
+			line.lastRunning = latest(line.lastRunning, cond.LastTransitionTime.Time)
+		}
+	}
+}
+
+func (line *burstTimeline) addClaim(claim *karpv1.NodeClaim) {
+	line.claims++
+	created := claim.CreationTimestamp.Time
+	line.firstClaim = earliest(line.firstClaim, created)
+	line.lastClaim = latest(line.lastClaim, created)
+	launched := claim.StatusConditions().Get(karpv1.ConditionTypeLaunched)
+	if launched == nil || !launched.IsTrue() {
+		return
+	}
+	line.lastLaunched = latest(line.lastLaunched, launched.LastTransitionTime.Time)
+	line.launchTimes = append(line.launchTimes, launched.LastTransitionTime.Sub(created))
+	registered := claim.StatusConditions().Get(karpv1.ConditionTypeRegistered)
+	if registered == nil || !registered.IsTrue() {
+		return
+	}
+	line.lastRegistered = latest(line.lastRegistered, registered.LastTransitionTime.Time)
+	line.registerTimes = append(line.registerTimes, registered.LastTransitionTime.Sub(launched.LastTransitionTime.Time))
+}
+
+// nodeReadySince is when the node turned Ready; zero while it is not.
+func nodeReadySince(node *corev1.Node) time.Time {
+	for _, cond := range node.Status.Conditions {
+		if cond.Type == corev1.NodeReady && cond.Status == corev1.ConditionTrue {
+			return cond.LastTransitionTime.Time
+		}
+	}
+	return time.Time{}
+}
+
+func earliest(current, candidate time.Time) time.Time {
+	if current.IsZero() || candidate.Before(current) {
+		return candidate
+	}
+	return current
+}
+
+func latest(current, candidate time.Time) time.Time {
+	if candidate.After(current) {
+		return candidate
+	}
+	return current
+}
+
+// print writes the breakdown: each phase's end as seconds after the
+// Deployment's creation, and the launch and registration spreads.
+func (line burstTimeline) print(out io.Writer) {
+	fmt.Fprintf(out, "\nburst breakdown: %d pods, %d NodeClaims, %d Nodes (object timestamps, to the second, after the Deployment's creation)\n",
+		line.pods, line.claims, line.nodes)
+	for _, phase := range []struct {
+		what string
+		at   time.Time
+	}{
+		{"first pod created", line.firstPod},
+		{"all pods created", line.lastPod},
+		{"first NodeClaim created", line.firstClaim},
+		{"all NodeClaims created", line.lastClaim},
+		{"all NodeClaims launched", line.lastLaunched},
+		{"all NodeClaims registered", line.lastRegistered},
+		{"all Nodes Ready", line.lastNodeReady},
+		{"all pods bound", line.lastBound},
+		{"all pods Running", line.lastRunning},
+	} {
+		fmt.Fprintf(out, "  %-27s %s\n", phase.what, line.since(phase.at))
+	}
+	fmt.Fprintf(out, "  NodeClaim created -> Launched:    %s\n", spread(line.launchTimes))
+	fmt.Fprintf(out, "  NodeClaim Launched -> Registered: %s\n", spread(line.registerTimes))
+}
+
+// since is at as seconds after the start, or "-" when it never happened.
+func (line burstTimeline) since(at time.Time) string {
+	if at.IsZero() {
+		return "     -"
+	}
+	return fmt.Sprintf("%5.0fs", at.Sub(line.start).Seconds())
+}
+
+// spread is the minimum, median and maximum of sorted durations.
+func spread(sorted []time.Duration) string {
+	if len(sorted) == 0 {
+		return "none"
+	}
+	return fmt.Sprintf("min %s, median %s, max %s (%d)",
+		sorted[0], sorted[len(sorted)/2], sorted[len(sorted)-1], len(sorted))
+}
