@@ -4,9 +4,10 @@
 // client-go's broadcaster sends events from a background goroutine; a
 // Function invocation may end (and its instance be frozen) before that
 // goroutine runs, so events would be lost. Writing them inline costs one API
-// call and lets the same reason on the same object be deduplicated across
-// invocations: the event name is derived from object, reason and message,
-// and a repeat only bumps its count.
+// call (a create; a repeat is read and has its count bumped) and lets the
+// same reason on the same object be deduplicated across invocations: the
+// event name is derived from object, reason and message, and a repeat only
+// bumps its count.
 //
 // An event with DedupeValues is deduplicated as Karpenter's recorder does
 // (sigs.k8s.io/karpenter pkg/events/recorder.go): the same reason and
@@ -130,12 +131,33 @@ func (r *Recorder) Publish(ctx context.Context, ev Event) error {
 		}
 	}
 	apiVersion, kind := gvk.ToAPIVersionAndKind()
+	fresh := func() *corev1.Event {
+		return &corev1.Event{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+			InvolvedObject: corev1.ObjectReference{
+				APIVersion: apiVersion, Kind: kind, Namespace: obj.GetNamespace(), Name: obj.GetName(),
+				UID: obj.GetUID(), ResourceVersion: obj.GetResourceVersion(),
+			},
+			Reason: ev.Reason, Message: truncate(ev.Message, 1024), Type: ev.Type,
+			Source:         corev1.EventSource{Component: Component},
+			FirstTimestamp: now, LastTimestamp: now, Count: 1,
+			ReportingController: apis.ReportingControllerPrefix + Component, ReportingInstance: Component,
+		}
+	}
 	// Two invocations can publish the same event at once (a duplicate
 	// message, two drains of one pod). The loser of the create or of the
 	// count update starts again from a fresh read, so every publish counts.
 	retryable := func(err error) bool { return apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err) }
 	writtenAt := now.Time
 	err = retry.OnError(publishRetry, retryable, func() error {
+		if window == 0 {
+			// Without a window most events are new (a pod nominated to a
+			// claim): the create comes first and costs the one request;
+			// only a repeat reads the event to bump its count.
+			if err := r.kube.Create(ctx, fresh()); !apierrors.IsAlreadyExists(err) {
+				return err
+			}
+		}
 		existing := &corev1.Event{}
 		err := r.kube.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, existing)
 		switch {
@@ -152,17 +174,7 @@ func (r *Recorder) Publish(ctx context.Context, ev Event) error {
 		case !apierrors.IsNotFound(err):
 			return fmt.Errorf("reading event %s/%s: %w", ns, name, err)
 		}
-		return r.kube.Create(ctx, &corev1.Event{
-			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-			InvolvedObject: corev1.ObjectReference{
-				APIVersion: apiVersion, Kind: kind, Namespace: obj.GetNamespace(), Name: obj.GetName(),
-				UID: obj.GetUID(), ResourceVersion: obj.GetResourceVersion(),
-			},
-			Reason: ev.Reason, Message: truncate(ev.Message, 1024), Type: ev.Type,
-			Source:         corev1.EventSource{Component: Component},
-			FirstTimestamp: now, LastTimestamp: now, Count: 1,
-			ReportingController: apis.ReportingControllerPrefix + Component, ReportingInstance: Component,
-		})
+		return r.kube.Create(ctx, fresh())
 	})
 	if err != nil {
 		return fmt.Errorf("writing event %s on %s %s: %w", ev.Reason, kind, obj.GetName(), err)

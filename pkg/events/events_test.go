@@ -12,9 +12,11 @@ import (
 	"k8s.io/utils/clock"
 	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/karpfunc/karpfunc/internal/controlplane"
 	"github.com/karpfunc/karpfunc/internal/testenv"
+	"github.com/karpfunc/karpfunc/pkg/apis"
 	"github.com/karpfunc/karpfunc/pkg/events"
 )
 
@@ -155,3 +157,75 @@ func TestDedupeWindow(t *testing.T) {
 		t.Fatalf("after a second window: %d events, %d occurrences, message %q; want one event, two occurrences, message %q", n, total, last, want)
 	}
 }
+
+// TestPublishRequests: a new event costs one request (the create), so a
+// pass nominating a thousand pods writes a thousand, not two thousand; a
+// repeat is read and has its count bumped. Deduplicated events still read
+// first (the event is the record of the window).
+func TestPublishRequests(t *testing.T) {
+	cp := testenv.ControlPlane(t, controlplane.Options{})
+	kube, err := client.NewWithWatch(cp.RESTConfig(), client.Options{Scheme: apis.Scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name      string
+		publishes int
+		dedupe    bool
+		want      requestCounts
+	}{
+		{name: "a new event is one create", publishes: 1, want: requestCounts{creates: 1}},
+		{name: "a repeat reads and bumps the count", publishes: 2,
+			want: requestCounts{creates: 2, gets: 1, updates: 1}},
+		{name: "a deduplicated event reads before it creates", publishes: 1, dedupe: true,
+			want: requestCounts{creates: 1, gets: 1}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pod := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: fmt.Sprintf("pod-%d", time.Now().UnixNano())}}
+			if err := kube.Create(ctx, pod); err != nil {
+				t.Fatal(err)
+			}
+			var got requestCounts
+			counting := interceptor.NewClient(kube, interceptor.Funcs{
+				Create: func(ctx context.Context, inner client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+					got.creates++
+					return inner.Create(ctx, obj, opts...)
+				},
+				Get: func(ctx context.Context, inner client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+					got.gets++
+					return inner.Get(ctx, key, obj, opts...)
+				},
+				Update: func(ctx context.Context, inner client.WithWatch, obj client.Object, opts ...client.UpdateOption) error {
+					got.updates++
+					return inner.Update(ctx, obj, opts...)
+				},
+			})
+			recorder := events.NewRecorder(counting, clock.RealClock{})
+			ev := events.Event{Object: pod, Type: corev1.EventTypeNormal, Reason: events.ReasonNominated,
+				Message: "Pod should schedule on: nodeclaim/general-abc"}
+			if tc.dedupe {
+				ev.DedupeValues = []string{string(pod.UID)}
+			}
+			for range tc.publishes {
+				if err := recorder.Publish(ctx, ev); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if got != tc.want {
+				t.Fatalf("%d publishes made %+v requests; want %+v", tc.publishes, got, tc.want)
+			}
+			var list corev1.EventList
+			if err := kube.List(ctx, &list, client.InNamespace("default")); err != nil {
+				t.Fatal(err)
+			}
+			for _, item := range list.Items {
+				if item.InvolvedObject.UID == pod.UID && item.Count != int32(tc.publishes) {
+					t.Fatalf("event count %d after %d publishes", item.Count, tc.publishes)
+				}
+			}
+		})
+	}
+}
+
+type requestCounts struct{ creates, gets, updates int }
