@@ -84,8 +84,9 @@ type burstTimeline struct {
 
 	pods, claims, nodes int
 	// launchTimes are the NodeClaims' creation-to-Launched durations,
-	// registerTimes their Launched-to-Registered ones, sorted.
-	launchTimes, registerTimes []time.Duration
+	// registerTimes their Launched-to-Registered ones, podTimes the pods'
+	// creation-to-Ready ones, sorted.
+	launchTimes, registerTimes, podTimes []time.Duration
 }
 
 // readTimeline reads the burst's pods, the NodeClaims and the Nodes.
@@ -115,6 +116,7 @@ func readTimeline(ctx context.Context, kube client.Client, start time.Time) (bur
 	}
 	slices.Sort(line.launchTimes)
 	slices.Sort(line.registerTimes)
+	slices.Sort(line.podTimes)
 	return line, nil
 }
 
@@ -132,6 +134,7 @@ func (line *burstTimeline) addPod(pod *corev1.Pod) {
 			line.lastBound = latest(line.lastBound, cond.LastTransitionTime.Time)
 		case corev1.PodReady:
 			line.lastRunning = latest(line.lastRunning, cond.LastTransitionTime.Time)
+			line.podTimes = append(line.podTimes, cond.LastTransitionTime.Sub(created))
 		}
 	}
 }
@@ -200,6 +203,10 @@ func (line burstTimeline) print(out io.Writer) {
 	} {
 		fmt.Fprintf(out, "  %-27s %s\n", phase.what, line.since(phase.at))
 	}
+	if !line.lastPod.IsZero() && !line.lastRunning.IsZero() {
+		fmt.Fprintf(out, "  %-27s %5.0fs\n", "all pods created -> Running", line.lastRunning.Sub(line.lastPod).Seconds())
+	}
+	fmt.Fprintf(out, "  pod created -> Running:           %s\n", spread(line.podTimes))
 	fmt.Fprintf(out, "  NodeClaim created -> Launched:    %s\n", spread(line.launchTimes))
 	fmt.Fprintf(out, "  NodeClaim Launched -> Registered: %s\n", spread(line.registerTimes))
 }
