@@ -64,7 +64,7 @@ bench-scale: tools
 ## BENCH_BURST_FLAGS="-pods 200" for a quick run
 bench-burst: tools
 	$(GO) build -o $(BIN)/karpfunc-demo ./hack/demo
-	$(BIN)/karpfunc-demo -pods 1000 $(BENCH_BURST_FLAGS)
+	$(BIN)/karpfunc-demo -pods 1000 -trace $(BENCH_BURST_FLAGS)
 
 ## package: the Functions app as azd deploys it: dist/app (host.json, function folders,
 ## Linux handler) and the same tree zipped as dist/karpfunc-functions.zip

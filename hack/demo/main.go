@@ -7,7 +7,7 @@
 // `make bench-burst`) and ends with the burst's breakdown, read from the
 // pods', NodeClaims' and Nodes' own timestamps.
 //
-//	go run ./hack/demo [-timeout 10m] [-keep] [-vm-create 6s] [-boot 3s] [-pods N]
+//	go run ./hack/demo [-timeout 10m] [-keep] [-vm-create 6s] [-boot 3s] [-pods N [-trace]]
 package main
 
 import (
@@ -30,6 +30,7 @@ import (
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/karpfunc/karpfunc/internal/localenv"
+	"github.com/karpfunc/karpfunc/internal/otlpreceiver"
 	"github.com/karpfunc/karpfunc/internal/tools"
 )
 
@@ -50,6 +51,7 @@ type demoFlags struct {
 	vmCreate time.Duration // the ARM emulator's VM create time
 	boot     time.Duration // a created VM's boot time
 	pods     int           // 0: the sample workload; else the burst's replicas
+	trace    bool          // collect the handler's traces and profile the Provision passes
 }
 
 // parseDemoFlags reads the demo's flags from args.
@@ -60,13 +62,14 @@ func parseDemoFlags(args []string) (demoFlags, error) {
 	vmCreate := fs.Duration("vm-create", demoVMCreate, "how long the ARM emulator takes to create a VM")
 	boot := fs.Duration("boot", demoBoot, "how long a created VM takes to boot and register its Node")
 	pods := fs.Int("pods", 0, "apply one Deployment of this many replicas instead of the sample workload, and print the burst's breakdown")
+	trace := fs.Bool("trace", false, "collect the handler's traces (OTLP) and print where the Provision passes spent their time")
 	if err := fs.Parse(args); err != nil {
 		return demoFlags{}, err
 	}
 	if *pods < 0 || *pods > burstPodsMax {
 		return demoFlags{}, fmt.Errorf("-pods %d: the burst takes 1 to %d pods (0 runs the sample workload)", *pods, burstPodsMax)
 	}
-	return demoFlags{timeout: *timeout, keep: *keep, vmCreate: *vmCreate, boot: *boot, pods: *pods}, nil
+	return demoFlags{timeout: *timeout, keep: *keep, vmCreate: *vmCreate, boot: *boot, pods: *pods, trace: *trace}, nil
 }
 
 func runDemo(args []string) error {
@@ -85,8 +88,15 @@ func runDemo(args []string) error {
 	started := time.Now()
 	fmt.Printf("  · time is compressed: the emulator creates a VM in %s and boots it in %s (on Azure, roughly %s and %s: %.0fx faster)\n",
 		opts.vmCreate, opts.boot, azureVMCreate, azureBoot, compression(opts.vmCreate+opts.boot))
-	env, err := localenv.Start(ctx, localenv.Options{RepoRoot: root, ClusterName: "demo", Progress: os.Stdout,
-		VMCreateDelay: opts.vmCreate, BootDelay: opts.boot})
+	envOpts := localenv.Options{RepoRoot: root, ClusterName: "demo", Progress: os.Stdout,
+		VMCreateDelay: opts.vmCreate, BootDelay: opts.boot}
+	var traces *otlpreceiver.Receiver
+	if opts.trace {
+		traces = otlpreceiver.Start()
+		defer traces.Close()
+		envOpts.OTLPEndpoint = traces.URL()
+	}
+	env, err := localenv.Start(ctx, envOpts)
 	if err != nil {
 		return err
 	}
@@ -108,6 +118,9 @@ func runDemo(args []string) error {
 	}
 	if err := printSummary(ctx, env, opts, load, took); err != nil {
 		return err
+	}
+	if traces != nil && !load.start.IsZero() {
+		printProvisionProfile(os.Stdout, traces.Spans(), load.start)
 	}
 	if opts.keep {
 		fmt.Printf("\nkeeping it running; KUBECONFIG=%s ; Ctrl-C to stop\n", env.ControlPlane.KubeconfigPath())

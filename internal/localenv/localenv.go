@@ -82,12 +82,16 @@ type Options struct {
 
 // OTLPEnv are the settings a process exports its telemetry to endpoint
 // with: the standard OpenTelemetry settings, with short export intervals
-// for the relay's batches (the Functions flush on every invocation).
+// for the relay's batches (the Functions flush on every invocation) and a
+// span queue that holds a burst's passes (a pass makes a request per
+// NodeClaim and per pod it nominates; the SDK's default queue of 2,048
+// drops the rest).
 func OTLPEnv(endpoint string) []string {
 	if endpoint == "" {
 		return nil
 	}
-	return []string{"OTEL_EXPORTER_OTLP_ENDPOINT=" + endpoint, "OTEL_BSP_SCHEDULE_DELAY=500", "OTEL_METRIC_EXPORT_INTERVAL=2000"}
+	return []string{"OTEL_EXPORTER_OTLP_ENDPOINT=" + endpoint, "OTEL_BSP_SCHEDULE_DELAY=500", "OTEL_METRIC_EXPORT_INTERVAL=2000",
+		"OTEL_BSP_MAX_QUEUE_SIZE=65536"}
 }
 
 // Env is a running local environment. Stop it when done.

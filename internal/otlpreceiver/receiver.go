@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"sync"
+	"time"
 
 	colmetricpb "go.opentelemetry.io/proto/otlp/collector/metrics/v1"
 	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
@@ -29,6 +30,8 @@ type Span struct {
 	Kind                          string
 	Attributes                    map[string]string
 	Error                         bool
+	// Start and End are when the span began and ended.
+	Start, End time.Time
 }
 
 // Point is one received data point: Value for sums and gauges; Count and
@@ -137,7 +140,8 @@ func (r *Receiver) traces(w http.ResponseWriter, req *http.Request) {
 			for _, s := range ss.Spans {
 				spans = append(spans, Span{Service: svc, TraceID: hex.EncodeToString(s.TraceId), SpanID: hex.EncodeToString(s.SpanId),
 					ParentSpanID: hex.EncodeToString(s.ParentSpanId), Name: s.Name, Kind: s.Kind.String(),
-					Attributes: attrs(s.Attributes), Error: s.GetStatus().GetCode() == 2})
+					Attributes: attrs(s.Attributes), Error: s.GetStatus().GetCode() == 2,
+					Start: time.Unix(0, int64(s.StartTimeUnixNano)), End: time.Unix(0, int64(s.EndTimeUnixNano))})
 			}
 		}
 	}
