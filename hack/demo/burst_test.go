@@ -1,0 +1,93 @@
+package main
+
+import (
+	"testing"
+	"time"
+
+	"github.com/awslabs/operatorpkg/status"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
+)
+
+// TestTimeline: each phase ends with the last object to reach it, from the
+// objects' own timestamps; objects not there yet leave it open.
+func TestTimeline(t *testing.T) {
+	start := time.Date(2026, 12, 2, 17, 0, 0, 0, time.UTC)
+	at := func(seconds int) metav1.Time { return metav1.NewTime(start.Add(time.Duration(seconds) * time.Second)) }
+	pod := func(created, bound, ready int) *corev1.Pod {
+		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{CreationTimestamp: at(created)}}
+		if bound > 0 {
+			pod.Status.Conditions = append(pod.Status.Conditions, corev1.PodCondition{Type: corev1.PodScheduled, Status: corev1.ConditionTrue, LastTransitionTime: at(bound)})
+		}
+		if ready > 0 {
+			pod.Status.Conditions = append(pod.Status.Conditions, corev1.PodCondition{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: at(ready)})
+		}
+		return pod
+	}
+	claim := func(created, launched, registered int) *karpv1.NodeClaim {
+		claim := &karpv1.NodeClaim{ObjectMeta: metav1.ObjectMeta{CreationTimestamp: at(created)}}
+		for _, cond := range []struct {
+			kind string
+			at   int
+		}{{karpv1.ConditionTypeLaunched, launched}, {karpv1.ConditionTypeRegistered, registered}} {
+			if cond.at > 0 {
+				claim.Status.Conditions = append(claim.Status.Conditions, status.Condition{Type: cond.kind, Status: metav1.ConditionTrue, LastTransitionTime: at(cond.at)})
+			}
+		}
+		return claim
+	}
+	for _, tc := range []struct {
+		name                            string
+		pods                            []*corev1.Pod
+		claims                          []*karpv1.NodeClaim
+		wantLastPod, wantBound, wantRun string
+		wantFirstClaim, wantLaunched    string
+		wantLaunchTimes                 []time.Duration
+	}{
+		{
+			name:        "all there",
+			pods:        []*corev1.Pod{pod(0, 20, 25), pod(30, 40, 44)},
+			claims:      []*karpv1.NodeClaim{claim(9, 18, 19), claim(12, 30, 31)},
+			wantLastPod: "   30s", wantBound: "   40s", wantRun: "   44s",
+			wantFirstClaim: "    9s", wantLaunched: "   30s",
+			wantLaunchTimes: []time.Duration{9 * time.Second, 18 * time.Second},
+		},
+		{
+			name:        "nothing bound or launched yet",
+			pods:        []*corev1.Pod{pod(0, 0, 0)},
+			claims:      []*karpv1.NodeClaim{claim(5, 0, 0)},
+			wantLastPod: "    0s", wantBound: "     -", wantRun: "     -",
+			wantFirstClaim: "    5s", wantLaunched: "     -",
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			line := burstTimeline{start: start}
+			for _, pod := range tc.pods {
+				line.addPod(pod)
+			}
+			for _, claim := range tc.claims {
+				line.addClaim(claim)
+			}
+			for _, check := range []struct{ what, got, want string }{
+				{"all pods created", line.since(line.lastPod), tc.wantLastPod},
+				{"all pods bound", line.since(line.lastBound), tc.wantBound},
+				{"all pods Running", line.since(line.lastRunning), tc.wantRun},
+				{"first NodeClaim", line.since(line.firstClaim), tc.wantFirstClaim},
+				{"all launched", line.since(line.lastLaunched), tc.wantLaunched},
+			} {
+				if check.got != check.want {
+					t.Errorf("%s at %q; want %q", check.what, check.got, check.want)
+				}
+			}
+			if len(line.launchTimes) != len(tc.wantLaunchTimes) {
+				t.Fatalf("launch times %v; want %v", line.launchTimes, tc.wantLaunchTimes)
+			}
+			for i, want := range tc.wantLaunchTimes {
+				if line.launchTimes[i] != want {
+					t.Errorf("launch time %d: %s; want %s", i, line.launchTimes[i], want)
+				}
+			}
+		})
+	}
+}
