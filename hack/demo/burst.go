@@ -9,6 +9,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
@@ -79,14 +80,18 @@ type burstTimeline struct {
 	lastLaunched   time.Time // the last NodeClaim Launched
 	lastRegistered time.Time // the last NodeClaim Registered (its Node joined)
 	lastNodeReady  time.Time // the last Node Ready
+	lastMarked     time.Time // the last pod kube-scheduler first found unschedulable
+	lastNominated  time.Time // the last pod nominated to a NodeClaim (karpfunc's pass)
 	lastBound      time.Time // the last pod bound (PodScheduled)
 	lastRunning    time.Time // the last pod Running (Ready)
 
 	pods, claims, nodes int
 	// launchTimes are the NodeClaims' creation-to-Launched durations,
 	// registerTimes their Launched-to-Registered ones, podTimes the pods'
-	// creation-to-Ready ones, sorted.
-	launchTimes, registerTimes, podTimes []time.Duration
+	// creation-to-Ready ones, markTimes their creation-to-first-
+	// FailedScheduling ones, nominateTimes their FailedScheduling-to-
+	// Nominated ones (the relay's window and the Provision pass), sorted.
+	launchTimes, registerTimes, podTimes, markTimes, nominateTimes []time.Duration
 }
 
 // readTimeline reads the burst's pods, the NodeClaims and the Nodes.
@@ -96,9 +101,16 @@ func readTimeline(ctx context.Context, kube client.Client, start time.Time) (bur
 	if err := kube.List(ctx, &pods, client.InNamespace("default"), client.MatchingLabels{"app": burstName}); err != nil {
 		return line, err
 	}
+	created := make(map[types.UID]time.Time, len(pods.Items))
 	for i := range pods.Items {
 		line.addPod(&pods.Items[i])
+		created[pods.Items[i].UID] = pods.Items[i].CreationTimestamp.Time
 	}
+	var events corev1.EventList
+	if err := kube.List(ctx, &events, client.InNamespace("default")); err != nil {
+		return line, err
+	}
+	line.addPodEvents(events.Items, created)
 	var claims karpv1.NodeClaimList
 	if err := kube.List(ctx, &claims); err != nil {
 		return line, err
@@ -117,6 +129,8 @@ func readTimeline(ctx context.Context, kube client.Client, start time.Time) (bur
 	slices.Sort(line.launchTimes)
 	slices.Sort(line.registerTimes)
 	slices.Sort(line.podTimes)
+	slices.Sort(line.markTimes)
+	slices.Sort(line.nominateTimes)
 	return line, nil
 }
 
@@ -137,6 +151,49 @@ func (line *burstTimeline) addPod(pod *corev1.Pod) {
 			line.podTimes = append(line.podTimes, cond.LastTransitionTime.Sub(created))
 		}
 	}
+}
+
+// addPodEvents reads, for each pod in created, when kube-scheduler first
+// reported it unschedulable (FailedScheduling) and when a Provision pass
+// nominated it to a NodeClaim (Nominated): the first of each.
+func (line *burstTimeline) addPodEvents(events []corev1.Event, created map[types.UID]time.Time) {
+	marked := map[types.UID]time.Time{}
+	nominated := map[types.UID]time.Time{}
+	for i := range events {
+		event := &events[i]
+		uid := event.InvolvedObject.UID
+		if _, ours := created[uid]; !ours {
+			continue
+		}
+		switch event.Reason {
+		case "FailedScheduling":
+			if event.Source.Component == "default-scheduler" || event.ReportingController == "default-scheduler" {
+				marked[uid] = earliest(marked[uid], eventTime(event))
+			}
+		case "Nominated":
+			nominated[uid] = earliest(nominated[uid], eventTime(event))
+		}
+	}
+	for uid, at := range marked {
+		line.lastMarked = latest(line.lastMarked, at)
+		line.markTimes = append(line.markTimes, at.Sub(created[uid]))
+		if nominatedAt, ok := nominated[uid]; ok {
+			line.nominateTimes = append(line.nominateTimes, nominatedAt.Sub(at))
+		}
+	}
+	for _, at := range nominated {
+		line.lastNominated = latest(line.lastNominated, at)
+	}
+}
+
+// eventTime is when an event first happened: kube-scheduler writes
+// events.k8s.io events (eventTime, to the microsecond), karpfunc core ones
+// (firstTimestamp).
+func eventTime(event *corev1.Event) time.Time {
+	if !event.EventTime.IsZero() {
+		return event.EventTime.Time
+	}
+	return event.FirstTimestamp.Time
 }
 
 func (line *burstTimeline) addClaim(claim *karpv1.NodeClaim) {
@@ -193,7 +250,9 @@ func (line burstTimeline) print(out io.Writer) {
 	}{
 		{"first pod created", line.firstPod},
 		{"all pods created", line.lastPod},
+		{"all pods unschedulable", line.lastMarked},
 		{"first NodeClaim created", line.firstClaim},
+		{"all pods nominated", line.lastNominated},
 		{"all NodeClaims created", line.lastClaim},
 		{"all NodeClaims launched", line.lastLaunched},
 		{"all NodeClaims registered", line.lastRegistered},
@@ -207,6 +266,8 @@ func (line burstTimeline) print(out io.Writer) {
 		fmt.Fprintf(out, "  %-27s %5.0fs\n", "all pods created -> Running", line.lastRunning.Sub(line.lastPod).Seconds())
 	}
 	fmt.Fprintf(out, "  pod created -> Running:           %s\n", spread(line.podTimes))
+	fmt.Fprintf(out, "  pod created -> unschedulable:     %s\n", spread(line.markTimes))
+	fmt.Fprintf(out, "  unschedulable -> nominated:       %s\n", spread(line.nominateTimes))
 	fmt.Fprintf(out, "  NodeClaim created -> Launched:    %s\n", spread(line.launchTimes))
 	fmt.Fprintf(out, "  NodeClaim Launched -> Registered: %s\n", spread(line.registerTimes))
 }

@@ -1,12 +1,14 @@
 package main
 
 import (
+	"slices"
 	"testing"
 	"time"
 
 	"github.com/awslabs/operatorpkg/status"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 )
 
@@ -89,5 +91,44 @@ func TestTimeline(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestPodEvents: a pod's first FailedScheduling (kube-scheduler's
+// events.k8s.io event) and first Nominated (karpfunc's core event) are
+// what count; another pod's events and other reporters' are left out.
+func TestPodEvents(t *testing.T) {
+	start := time.Date(2026, 12, 2, 17, 0, 0, 0, time.UTC)
+	at := func(seconds int) time.Time { return start.Add(time.Duration(seconds) * time.Second) }
+	scheduler := func(uid types.UID, seconds int) corev1.Event {
+		return corev1.Event{InvolvedObject: corev1.ObjectReference{UID: uid}, Reason: "FailedScheduling",
+			ReportingController: "default-scheduler", EventTime: metav1.NewMicroTime(at(seconds))}
+	}
+	nominated := func(uid types.UID, seconds int) corev1.Event {
+		return corev1.Event{InvolvedObject: corev1.ObjectReference{UID: uid}, Reason: "Nominated",
+			Source: corev1.EventSource{Component: "karpfunc"}, FirstTimestamp: metav1.NewTime(at(seconds))}
+	}
+	created := map[types.UID]time.Time{"a": at(0), "b": at(10)}
+	line := burstTimeline{start: start}
+	line.addPodEvents([]corev1.Event{
+		scheduler("a", 3), scheduler("a", 20), nominated("a", 8),
+		scheduler("b", 12), nominated("b", 30),
+		scheduler("other", 90), nominated("other", 95),
+		{InvolvedObject: corev1.ObjectReference{UID: "b"}, Reason: "FailedScheduling", Source: corev1.EventSource{Component: "karpfunc"},
+			FirstTimestamp: metav1.NewTime(at(60))},
+	}, created)
+	slices.Sort(line.markTimes)
+	slices.Sort(line.nominateTimes)
+	if got := line.since(line.lastMarked); got != "   12s" {
+		t.Errorf("all pods unschedulable at %q; want 12s", got)
+	}
+	if got := line.since(line.lastNominated); got != "   30s" {
+		t.Errorf("all pods nominated at %q; want 30s", got)
+	}
+	wantMarks := []time.Duration{2 * time.Second, 3 * time.Second}
+	wantNominations := []time.Duration{5 * time.Second, 18 * time.Second}
+	if !slices.Equal(line.markTimes, wantMarks) || !slices.Equal(line.nominateTimes, wantNominations) {
+		t.Errorf("created -> unschedulable %v, unschedulable -> nominated %v; want %v and %v",
+			line.markTimes, line.nominateTimes, wantMarks, wantNominations)
 	}
 }
