@@ -285,6 +285,7 @@ func spread(sorted []time.Duration) string {
 	if len(sorted) == 0 {
 		return "none"
 	}
+	tenth := func(d time.Duration) time.Duration { return d.Round(100 * time.Millisecond) }
 	return fmt.Sprintf("min %s, median %s, max %s (%d)",
-		sorted[0], sorted[len(sorted)/2], sorted[len(sorted)-1], len(sorted))
+		tenth(sorted[0]), tenth(sorted[len(sorted)/2]), tenth(sorted[len(sorted)-1]), len(sorted))
 }
