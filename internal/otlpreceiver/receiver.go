@@ -10,6 +10,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"sync"
@@ -128,20 +129,26 @@ func respond(w http.ResponseWriter, m proto.Message) {
 	_, _ = w.Write(b)
 }
 
+// unixNano is an OTLP timestamp (nanoseconds since the epoch) as a time;
+// one past the int64 range (after the year 2262) is the latest time.
+func unixNano(nanos uint64) time.Time {
+	return time.Unix(0, int64(min(nanos, math.MaxInt64)))
+}
+
 func (r *Receiver) traces(w http.ResponseWriter, req *http.Request) {
 	var in coltracepb.ExportTraceServiceRequest
 	if !read(w, req, &in) {
 		return
 	}
 	var spans []Span
-	for _, rs := range in.ResourceSpans {
-		svc := attrs(rs.GetResource().GetAttributes())["service.name"]
-		for _, ss := range rs.ScopeSpans {
-			for _, s := range ss.Spans {
-				spans = append(spans, Span{Service: svc, TraceID: hex.EncodeToString(s.TraceId), SpanID: hex.EncodeToString(s.SpanId),
-					ParentSpanID: hex.EncodeToString(s.ParentSpanId), Name: s.Name, Kind: s.Kind.String(),
-					Attributes: attrs(s.Attributes), Error: s.GetStatus().GetCode() == 2,
-					Start: time.Unix(0, int64(s.StartTimeUnixNano)), End: time.Unix(0, int64(s.EndTimeUnixNano))})
+	for _, resource := range in.ResourceSpans {
+		svc := attrs(resource.GetResource().GetAttributes())["service.name"]
+		for _, scope := range resource.ScopeSpans {
+			for _, span := range scope.Spans {
+				spans = append(spans, Span{Service: svc, TraceID: hex.EncodeToString(span.TraceId), SpanID: hex.EncodeToString(span.SpanId),
+					ParentSpanID: hex.EncodeToString(span.ParentSpanId), Name: span.Name, Kind: span.Kind.String(),
+					Attributes: attrs(span.Attributes), Error: span.GetStatus().GetCode() == 2,
+					Start: unixNano(span.StartTimeUnixNano), End: unixNano(span.EndTimeUnixNano)})
 			}
 		}
 	}
