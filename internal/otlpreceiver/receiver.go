@@ -54,12 +54,12 @@ type Receiver struct {
 
 // Start starts a receiver on loopback.
 func Start() *Receiver {
-	r := &Receiver{points: map[string][]Point{}}
+	receiver := &Receiver{points: map[string][]Point{}}
 	mux := http.NewServeMux()
-	mux.HandleFunc("POST /v1/traces", r.traces)
-	mux.HandleFunc("POST /v1/metrics", r.metrics)
-	r.srv = httptest.NewServer(mux)
-	return r
+	mux.HandleFunc("POST /v1/traces", receiver.traces)
+	mux.HandleFunc("POST /v1/metrics", receiver.metrics)
+	receiver.srv = httptest.NewServer(mux)
+	return receiver
 }
 
 // URL is the base URL, the value of OTEL_EXPORTER_OTLP_ENDPOINT.
@@ -88,8 +88,8 @@ func (r *Receiver) MetricNames() []string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	out := make([]string, 0, len(r.points))
-	for n := range r.points {
-		out = append(out, n)
+	for name := range r.points {
+		out = append(out, name)
 	}
 	return out
 }
@@ -108,9 +108,9 @@ func read(w http.ResponseWriter, req *http.Request, m proto.Message) bool {
 		}
 		body = zr
 	}
-	b, err := io.ReadAll(body)
+	raw, err := io.ReadAll(body)
 	if err == nil {
-		err = proto.Unmarshal(b, m)
+		err = proto.Unmarshal(raw, m)
 	}
 	if err != nil {
 		http.Error(w, "not an OTLP export request: "+err.Error(), http.StatusBadRequest)
@@ -120,9 +120,9 @@ func read(w http.ResponseWriter, req *http.Request, m proto.Message) bool {
 }
 
 func respond(w http.ResponseWriter, m proto.Message) {
-	b, _ := proto.Marshal(m)
+	raw, _ := proto.Marshal(m)
 	w.Header().Set("Content-Type", "application/x-protobuf")
-	_, _ = w.Write(b)
+	_, _ = w.Write(raw)
 }
 
 func (r *Receiver) traces(w http.ResponseWriter, req *http.Request) {
@@ -134,10 +134,10 @@ func (r *Receiver) traces(w http.ResponseWriter, req *http.Request) {
 	for _, rs := range in.ResourceSpans {
 		svc := attrs(rs.GetResource().GetAttributes())["service.name"]
 		for _, ss := range rs.ScopeSpans {
-			for _, s := range ss.Spans {
-				spans = append(spans, Span{Service: svc, TraceID: hex.EncodeToString(s.TraceId), SpanID: hex.EncodeToString(s.SpanId),
-					ParentSpanID: hex.EncodeToString(s.ParentSpanId), Name: s.Name, Kind: s.Kind.String(),
-					Attributes: attrs(s.Attributes), Error: s.GetStatus().GetCode() == 2})
+			for _, span := range ss.Spans {
+				spans = append(spans, Span{Service: svc, TraceID: hex.EncodeToString(span.TraceId), SpanID: hex.EncodeToString(span.SpanId),
+					ParentSpanID: hex.EncodeToString(span.ParentSpanId), Name: span.Name, Kind: span.Kind.String(),
+					Attributes: attrs(span.Attributes), Error: span.GetStatus().GetCode() == 2})
 			}
 		}
 	}
@@ -159,10 +159,10 @@ func (r *Receiver) metrics(w http.ResponseWriter, req *http.Request) {
 	for _, rm := range in.ResourceMetrics {
 		svc := attrs(rm.GetResource().GetAttributes())["service.name"]
 		for _, sm := range rm.ScopeMetrics {
-			for _, m := range sm.Metrics {
-				for _, p := range flatten(m) {
-					p.Service = svc
-					r.points[m.Name] = append(r.points[m.Name], p)
+			for _, metric := range sm.Metrics {
+				for _, point := range flatten(metric) {
+					point.Service = svc
+					r.points[metric.Name] = append(r.points[metric.Name], point)
 				}
 			}
 		}
@@ -173,11 +173,11 @@ func (r *Receiver) metrics(w http.ResponseWriter, req *http.Request) {
 func flatten(m *metricpb.Metric) []Point {
 	var out []Point
 	number := func(dp *metricpb.NumberDataPoint) Point {
-		v := dp.GetAsDouble()
+		value := dp.GetAsDouble()
 		if _, ok := dp.Value.(*metricpb.NumberDataPoint_AsInt); ok {
-			v = float64(dp.GetAsInt())
+			value = float64(dp.GetAsInt())
 		}
-		return Point{Attributes: attrs(dp.Attributes), Value: v}
+		return Point{Attributes: attrs(dp.Attributes), Value: value}
 	}
 	switch d := m.Data.(type) {
 	case *metricpb.Metric_Sum:
@@ -199,8 +199,8 @@ func flatten(m *metricpb.Metric) []Point {
 func attrs(kvs []*commonpb.KeyValue) map[string]string {
 	out := make(map[string]string, len(kvs))
 	for _, kv := range kvs {
-		v := kv.GetValue()
-		switch x := v.GetValue().(type) {
+		value := kv.GetValue()
+		switch x := value.GetValue().(type) {
 		case *commonpb.AnyValue_StringValue:
 			out[kv.Key] = x.StringValue
 		case *commonpb.AnyValue_IntValue:
@@ -210,7 +210,7 @@ func attrs(kvs []*commonpb.KeyValue) map[string]string {
 		case *commonpb.AnyValue_DoubleValue:
 			out[kv.Key] = fmt.Sprint(x.DoubleValue)
 		default:
-			out[kv.Key] = v.String()
+			out[kv.Key] = value.String()
 		}
 	}
 	return out
