@@ -179,17 +179,17 @@ func flatten(m *metricpb.Metric) []Point {
 		}
 		return Point{Attributes: attrs(dp.Attributes), Value: value}
 	}
-	switch d := m.Data.(type) {
+	switch data := m.Data.(type) {
 	case *metricpb.Metric_Sum:
-		for _, dp := range d.Sum.DataPoints {
+		for _, dp := range data.Sum.DataPoints {
 			out = append(out, number(dp))
 		}
 	case *metricpb.Metric_Gauge:
-		for _, dp := range d.Gauge.DataPoints {
+		for _, dp := range data.Gauge.DataPoints {
 			out = append(out, number(dp))
 		}
 	case *metricpb.Metric_Histogram:
-		for _, dp := range d.Histogram.DataPoints {
+		for _, dp := range data.Histogram.DataPoints {
 			out = append(out, Point{Attributes: attrs(dp.Attributes), Count: dp.Count, Sum: dp.GetSum(), Histogram: true})
 		}
 	}
@@ -200,15 +200,15 @@ func attrs(kvs []*commonpb.KeyValue) map[string]string {
 	out := make(map[string]string, len(kvs))
 	for _, kv := range kvs {
 		value := kv.GetValue()
-		switch x := value.GetValue().(type) {
+		switch variant := value.GetValue().(type) {
 		case *commonpb.AnyValue_StringValue:
-			out[kv.Key] = x.StringValue
+			out[kv.Key] = variant.StringValue
 		case *commonpb.AnyValue_IntValue:
-			out[kv.Key] = fmt.Sprint(x.IntValue)
+			out[kv.Key] = fmt.Sprint(variant.IntValue)
 		case *commonpb.AnyValue_BoolValue:
-			out[kv.Key] = fmt.Sprint(x.BoolValue)
+			out[kv.Key] = fmt.Sprint(variant.BoolValue)
 		case *commonpb.AnyValue_DoubleValue:
-			out[kv.Key] = fmt.Sprint(x.DoubleValue)
+			out[kv.Key] = fmt.Sprint(variant.DoubleValue)
 		default:
 			out[kv.Key] = value.String()
 		}
