@@ -47,36 +47,36 @@ type flags struct {
 }
 
 func parseFlags(args []string) (flags, error) {
-	var f flags
+	var parsed flags
 	fs := flag.NewFlagSet("relay", flag.ContinueOnError)
-	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "path to a kubeconfig; empty means the in-cluster service account")
-	fs.StringVar(&f.cluster, "cluster-name", "", "name of this cluster in every event and the provisioning session ID (required)")
-	fs.DurationVar(&f.batchIdle, "batch-idle-duration", time.Second, "close a provisioning window after this long without a new unschedulable pod")
-	fs.DurationVar(&f.batchMax, "batch-max-duration", 10*time.Second, "close a provisioning window at the latest this long after it opened")
-	fs.DurationVar(&f.resync, "resync", 30*time.Second, "re-announce still-unschedulable pods this often (safety net for lost triggers)")
-	fs.StringVar(&f.healthAddr, "health-probe-bind-address", ":8081", "address serving /healthz and /readyz; empty disables")
-	fs.TextVar(&f.logLevel, "log-level", slog.LevelInfo, "log level: DEBUG, INFO, WARN or ERROR")
-	fs.Float64Var(&f.kubeQPS, "kube-api-qps", 20, "client QPS towards the API server")
-	fs.IntVar(&f.kubeBurst, "kube-api-burst", 40, "client burst towards the API server")
+	fs.StringVar(&parsed.kubeconfig, "kubeconfig", "", "path to a kubeconfig; empty means the in-cluster service account")
+	fs.StringVar(&parsed.cluster, "cluster-name", "", "name of this cluster in every event and the provisioning session ID (required)")
+	fs.DurationVar(&parsed.batchIdle, "batch-idle-duration", time.Second, "close a provisioning window after this long without a new unschedulable pod")
+	fs.DurationVar(&parsed.batchMax, "batch-max-duration", 10*time.Second, "close a provisioning window at the latest this long after it opened")
+	fs.DurationVar(&parsed.resync, "resync", 30*time.Second, "re-announce still-unschedulable pods this often (safety net for lost triggers)")
+	fs.StringVar(&parsed.healthAddr, "health-probe-bind-address", ":8081", "address serving /healthz and /readyz; empty disables")
+	fs.TextVar(&parsed.logLevel, "log-level", slog.LevelInfo, "log level: DEBUG, INFO, WARN or ERROR")
+	fs.Float64Var(&parsed.kubeQPS, "kube-api-qps", 20, "client QPS towards the API server")
+	fs.IntVar(&parsed.kubeBurst, "kube-api-burst", 40, "client burst towards the API server")
 	if err := fs.Parse(args); err != nil {
-		return f, err
+		return parsed, err
 	}
 	if fs.NArg() > 0 {
-		return f, fmt.Errorf("unexpected arguments: %v", fs.Args())
+		return parsed, fmt.Errorf("unexpected arguments: %v", fs.Args())
 	}
 	switch {
-	case f.cluster == "":
-		return f, errors.New("--cluster-name is required")
-	case f.batchIdle <= 0 || f.batchMax <= 0 || f.resync <= 0:
-		return f, errors.New("--batch-idle-duration, --batch-max-duration and --resync must be positive")
-	case f.batchIdle > f.batchMax:
-		return f, fmt.Errorf("--batch-idle-duration %s is longer than --batch-max-duration %s", f.batchIdle, f.batchMax)
+	case parsed.cluster == "":
+		return parsed, errors.New("--cluster-name is required")
+	case parsed.batchIdle <= 0 || parsed.batchMax <= 0 || parsed.resync <= 0:
+		return parsed, errors.New("--batch-idle-duration, --batch-max-duration and --resync must be positive")
+	case parsed.batchIdle > parsed.batchMax:
+		return parsed, fmt.Errorf("--batch-idle-duration %s is longer than --batch-max-duration %s", parsed.batchIdle, parsed.batchMax)
 	}
-	return f, nil
+	return parsed, nil
 }
 
 func main() {
-	f, err := parseFlags(os.Args[1:])
+	flagValues, err := parseFlags(os.Args[1:])
 	if err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			os.Exit(0)
@@ -84,7 +84,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, "relay:", err)
 		os.Exit(2)
 	}
-	log := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: f.logLevel}))
+	log := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: flagValues.logLevel}))
 	slog.SetDefault(log)
 	// controller-runtime's clients log through logr: send it to the same
 	// handler, instead of its "SetLogger was never called" stack trace.
@@ -93,7 +93,7 @@ func main() {
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, f, log); err != nil {
+	if err := run(ctx, flagValues, log); err != nil {
 		log.Error("relay failed", "error", err)
 		os.Exit(1)
 	}
@@ -104,7 +104,8 @@ func run(ctx context.Context, f flags, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	cfg.QPS, cfg.Burst = float32(f.kubeQPS), f.kubeBurst
+	cfg.QPS = float32(f.kubeQPS)
+	cfg.Burst = f.kubeBurst
 	cfg.UserAgent = "karpfunc-relay"
 	kube, err := kubernetes.NewForConfig(cfg)
 	if err != nil {

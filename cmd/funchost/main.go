@@ -27,11 +27,11 @@ type settingsFlag map[string]string
 func (s settingsFlag) String() string { return fmt.Sprint(map[string]string(s)) }
 
 func (s settingsFlag) Set(v string) error {
-	k, val, ok := strings.Cut(v, "=")
-	if !ok || k == "" {
+	name, val, ok := strings.Cut(v, "=")
+	if !ok || name == "" {
 		return fmt.Errorf("want NAME=VALUE, got %q", v)
 	}
-	s[k] = val
+	s[name] = val
 	return nil
 }
 
@@ -54,12 +54,12 @@ func main() {
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	h, err := funchost.Start(ctx, opts)
+	host, err := funchost.Start(ctx, opts)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "funchost:", err)
 		os.Exit(1)
 	}
-	fmt.Println(h.BusURL())
+	fmt.Println(host.BusURL())
 	<-ctx.Done()
-	h.Stop()
+	host.Stop()
 }

@@ -23,13 +23,13 @@ func runCatalog(args []string) error {
 		return fmt.Errorf("catalog: unknown subcommand %q; the only one is refresh", args[0])
 	}
 	fs := flag.NewFlagSet("catalog refresh", flag.ContinueOnError)
-	var o refreshOptions
-	fs.StringVar(&o.Region, "region", "", "ARM region to build the catalog for, e.g. eastus (required)")
-	fs.StringVar(&o.Subscription, "subscription", os.Getenv(azure.EnvSubscriptionID), "subscription whose Resource SKUs (sizes, zones, restrictions) are read (default $"+azure.EnvSubscriptionID+")")
-	fs.StringVar(&o.PricesURL, "prices-url", catalog.DefaultPricesURL, "Azure Retail Prices API endpoint")
-	fs.StringVar(&o.ARMEndpoint, "arm-endpoint", os.Getenv(azure.EnvEndpoint), "ARM endpoint (default $"+azure.EnvEndpoint+", else "+azure.DefaultEndpoint+")")
+	var opts refreshOptions
+	fs.StringVar(&opts.Region, "region", "", "ARM region to build the catalog for, e.g. eastus (required)")
+	fs.StringVar(&opts.Subscription, "subscription", os.Getenv(azure.EnvSubscriptionID), "subscription whose Resource SKUs (sizes, zones, restrictions) are read (default $"+azure.EnvSubscriptionID+")")
+	fs.StringVar(&opts.PricesURL, "prices-url", catalog.DefaultPricesURL, "Azure Retail Prices API endpoint")
+	fs.StringVar(&opts.ARMEndpoint, "arm-endpoint", os.Getenv(azure.EnvEndpoint), "ARM endpoint (default $"+azure.EnvEndpoint+", else "+azure.DefaultEndpoint+")")
 	caFile := fs.String("arm-ca-file", os.Getenv(azure.EnvCAFile), "extra CA certificate (PEM) to trust for the ARM endpoint (default $"+azure.EnvCAFile+")")
-	fs.StringVar(&o.ARMToken, "arm-token", os.Getenv(azure.EnvToken), "static ARM bearer token (default $"+azure.EnvToken+"; empty uses azidentity)")
+	fs.StringVar(&opts.ARMToken, "arm-token", os.Getenv(azure.EnvToken), "static ARM bearer token (default $"+azure.EnvToken+"; empty uses azidentity)")
 	out := fs.String("o", "", "catalog file to write; - for stdout (required)")
 	timeout := fs.Duration("timeout", 5*time.Minute, "give up after this long")
 	fs.SetOutput(os.Stderr)
@@ -50,11 +50,11 @@ func runCatalog(args []string) error {
 		if err != nil {
 			return fmt.Errorf("catalog refresh: reading --arm-ca-file: %w", err)
 		}
-		o.ARMCACertPEM = pem
+		opts.ARMCACertPEM = pem
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
 	defer cancel()
-	raw, report, err := refreshCatalog(ctx, o)
+	raw, report, err := refreshCatalog(ctx, opts)
 	if err != nil {
 		return err
 	}
@@ -66,7 +66,7 @@ func runCatalog(args []string) error {
 	if err != nil {
 		return fmt.Errorf("catalog refresh: writing %s: %w", *out, err)
 	}
-	fmt.Fprintf(os.Stderr, "catalog refresh: %s: %d instance types; dropped %v\n", o.Region, report.Kept, report.Dropped)
+	fmt.Fprintf(os.Stderr, "catalog refresh: %s: %d instance types; dropped %v\n", opts.Region, report.Kept, report.Dropped)
 	return nil
 }
 

@@ -64,8 +64,8 @@ func runPlanTo(stdout io.Writer, args []string) error {
 	if opts.catalogFile == "" {
 		early = make(chan loadedCatalog, 1)
 		go func() {
-			c, err := catalog.Default(guess)
-			early <- loadedCatalog{c, err}
+			cat, err := catalog.Default(guess)
+			early <- loadedCatalog{cat, err}
 		}()
 	}
 
@@ -144,8 +144,8 @@ func readInputs(files []string, maxInput int64) (*plan.Objects, error) {
 			return nil, err
 		}
 	}
-	for _, w := range objs.Warnings {
-		fmt.Fprintln(os.Stderr, "warning:", w)
+	for _, warning := range objs.Warnings {
+		fmt.Fprintln(os.Stderr, "warning:", warning)
 	}
 	return objs, nil
 }
@@ -168,8 +168,8 @@ func (opts *planFlags) loadCatalog(objs *plan.Objects, guess string, early <-cha
 		region = "eastus"
 	}
 	if region == guess {
-		l := <-early
-		return l.cat, l.err
+		loaded := <-early
+		return loaded.cat, loaded.err
 	}
 	return catalog.Default(region)
 }
@@ -210,21 +210,21 @@ type inputLimit struct {
 // for the memory at hand fails with its size instead of an out-of-memory
 // kill.
 func readFile(objs *plan.Objects, name string, limit inputLimit) error {
-	var r io.Reader = &plan.LimitedReader{R: os.Stdin, File: "<stdin>", Limit: limit.bytes, Source: limit.source}
+	var input io.Reader = &plan.LimitedReader{R: os.Stdin, File: "<stdin>", Limit: limit.bytes, Source: limit.source}
 	if name != "-" {
-		f, err := os.Open(name)
+		file, err := os.Open(name)
 		if err != nil {
 			return fmt.Errorf("plan: %w", err)
 		}
-		defer f.Close()
-		if info, err := f.Stat(); err == nil && info.Mode().IsRegular() && info.Size() > limit.bytes {
+		defer file.Close()
+		if info, err := file.Stat(); err == nil && info.Mode().IsRegular() && info.Size() > limit.bytes {
 			return fmt.Errorf("plan: %w", &plan.SizeError{File: name, Size: info.Size(), Limit: limit.bytes, Source: limit.source})
 		}
-		r = f
+		input = file
 	} else {
 		name = "<stdin>"
 	}
-	if err := objs.Read(name, r); err != nil {
+	if err := objs.Read(name, input); err != nil {
 		return fmt.Errorf("plan: %w", err)
 	}
 	return nil

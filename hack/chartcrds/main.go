@@ -34,22 +34,22 @@ func write(dir string) error {
 	if err != nil {
 		return err
 	}
-	for _, f := range old {
-		if err := os.Remove(f); err != nil {
+	for _, file := range old {
+		if err := os.Remove(file); err != nil {
 			return err
 		}
 	}
 	files := apis.CRDFiles()
 	names := make([]string, 0, len(files))
-	for n := range files {
-		names = append(names, n)
+	for name := range files {
+		names = append(names, name)
 	}
 	sort.Strings(names)
-	for _, n := range names {
-		if err := os.WriteFile(filepath.Join(dir, n), files[n], 0o644); err != nil {
+	for _, name := range names {
+		if err := os.WriteFile(filepath.Join(dir, name), files[name], 0o644); err != nil {
 			return err
 		}
-		fmt.Println(filepath.Join(dir, n))
+		fmt.Println(filepath.Join(dir, name))
 	}
 	return nil
 }

@@ -193,19 +193,19 @@ func shortPosition(pos token.Position) string {
 func complexity(fn *ast.FuncDecl) int {
 	count := 1
 	ast.Inspect(fn, func(node ast.Node) bool {
-		switch n := node.(type) {
+		switch typed := node.(type) {
 		case *ast.IfStmt, *ast.ForStmt, *ast.RangeStmt:
 			count++
 		case *ast.CaseClause:
-			if n.List != nil {
+			if typed.List != nil {
 				count++
 			}
 		case *ast.CommClause:
-			if n.Comm != nil {
+			if typed.Comm != nil {
 				count++
 			}
 		case *ast.BinaryExpr:
-			if n.Op == token.LAND || n.Op == token.LOR {
+			if typed.Op == token.LAND || typed.Op == token.LOR {
 				count++
 			}
 		}

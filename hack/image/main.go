@@ -49,11 +49,11 @@ func run(pkg, out, tag, push string) error {
 	if err := writeOCIArchive(idx, tag, out); err != nil {
 		return err
 	}
-	d, err := idx.Digest()
+	digest, err := idx.Digest()
 	if err != nil {
 		return err
 	}
-	fmt.Printf("%s: relay image index %s (%s)\n", out, d, strings.Join(relayimage.Platforms, ", "))
+	fmt.Printf("%s: relay image index %s (%s)\n", out, digest, strings.Join(relayimage.Platforms, ", "))
 	if push != "" {
 		ref, err := name.ParseReference(push)
 		if err != nil {
@@ -62,7 +62,7 @@ func run(pkg, out, tag, push string) error {
 		if err := remote.WriteIndex(ref, idx, remote.WithAuthFromKeychain(authn.DefaultKeychain)); err != nil {
 			return fmt.Errorf("pushing %s: %w", ref, err)
 		}
-		fmt.Printf("pushed %s@%s\n", ref, d)
+		fmt.Printf("pushed %s@%s\n", ref, digest)
 	}
 	return nil
 }
@@ -75,21 +75,21 @@ func writeOCIArchive(idx v1.ImageIndex, tag, out string) error {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	p, err := layout.Write(dir, empty.Index)
+	layoutPath, err := layout.Write(dir, empty.Index)
 	if err != nil {
 		return err
 	}
-	if err := p.AppendIndex(idx, layout.WithAnnotations(map[string]string{"org.opencontainers.image.ref.name": tag})); err != nil {
+	if err := layoutPath.AppendIndex(idx, layout.WithAnnotations(map[string]string{"org.opencontainers.image.ref.name": tag})); err != nil {
 		return err
 	}
 	if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
 		return err
 	}
-	f, err := os.Create(out)
+	file, err := os.Create(out)
 	if err != nil {
 		return err
 	}
-	tw := tar.NewWriter(f)
+	tw := tar.NewWriter(file)
 	err = filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
 		if err != nil || path == dir {
 			return err
@@ -111,5 +111,5 @@ func writeOCIArchive(idx v1.ImageIndex, tag, out string) error {
 		_, err = tw.Write(data)
 		return err
 	})
-	return errors.Join(err, tw.Close(), f.Close())
+	return errors.Join(err, tw.Close(), file.Close())
 }

@@ -26,16 +26,16 @@ func main() {
 }
 
 func zipDir(dir, out string) (err error) {
-	f, err := os.Create(out)
+	file, err := os.Create(out)
 	if err != nil {
 		return err
 	}
 	defer func() {
-		if cerr := f.Close(); err == nil {
+		if cerr := file.Close(); err == nil {
 			err = cerr
 		}
 	}()
-	zw := zip.NewWriter(f)
+	zw := zip.NewWriter(file)
 	err = filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
 			return err
@@ -51,12 +51,13 @@ func zipDir(dir, out string) (err error) {
 		if err != nil {
 			return err
 		}
-		h, err := zip.FileInfoHeader(info)
+		header, err := zip.FileInfoHeader(info)
 		if err != nil {
 			return err
 		}
-		h.Name, h.Method = filepath.ToSlash(rel), zip.Deflate
-		w, err := zw.CreateHeader(h)
+		header.Name = filepath.ToSlash(rel)
+		header.Method = zip.Deflate
+		entry, err := zw.CreateHeader(header)
 		if err != nil {
 			return err
 		}
@@ -65,7 +66,7 @@ func zipDir(dir, out string) (err error) {
 			return err
 		}
 		defer src.Close()
-		_, err = io.Copy(w, src)
+		_, err = io.Copy(entry, src)
 		return err
 	})
 	if err != nil {

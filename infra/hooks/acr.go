@@ -70,11 +70,11 @@ func pushImage(ctx context.Context, idx v1.ImageIndex, opts pushOptions) (string
 	if err := remote.WriteIndex(ref, idx, remote.WithAuth(auth), remote.WithContext(ctx), remote.WithTransport(opts.Transport)); err != nil {
 		return "", RegistryError{"pushing " + ref.String() + " (you need AcrPush on the registry)", err}
 	}
-	d, err := idx.Digest()
+	digest, err := idx.Digest()
 	if err != nil {
 		return "", err
 	}
-	return ref.Context().Name() + ":" + ref.Identifier() + "@" + d.String(), nil
+	return ref.Context().Name() + ":" + ref.Identifier() + "@" + digest.String(), nil
 }
 
 // acrRefreshToken calls the registry's POST /oauth2/exchange with an Entra

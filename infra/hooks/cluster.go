@@ -216,17 +216,17 @@ type virtualNetworkList struct {
 // managedSubnet finds the AKS-managed VNet's node subnet (aks-vnet-*/aks-subnet)
 // in the node resource group's VNet list.
 func managedSubnet(raw []byte, nodeResourceGroup string) (string, error) {
-	var l virtualNetworkList
-	if err := json.Unmarshal(raw, &l); err != nil {
+	var vnets virtualNetworkList
+	if err := json.Unmarshal(raw, &vnets); err != nil {
 		return "", fmt.Errorf("decoding the virtual networks of %s: %w", nodeResourceGroup, err)
 	}
-	for _, v := range l.Value {
-		if !strings.HasPrefix(v.Name, "aks-vnet-") {
+	for _, vnet := range vnets.Value {
+		if !strings.HasPrefix(vnet.Name, "aks-vnet-") {
 			continue
 		}
-		for _, s := range v.Properties.Subnets {
-			if s.Name == "aks-subnet" {
-				return s.ID, nil
+		for _, subnet := range vnet.Properties.Subnets {
+			if subnet.Name == "aks-subnet" {
+				return subnet.ID, nil
 			}
 		}
 	}

@@ -50,13 +50,13 @@ func main() {
 func required(getenv func(string) string, names ...string) (map[string]string, error) {
 	out := map[string]string{}
 	var missing []string
-	for _, n := range names {
-		v := strings.TrimSpace(getenv(n))
-		if v == "" {
-			missing = append(missing, "azd env set "+n+" <value>")
+	for _, name := range names {
+		value := strings.TrimSpace(getenv(name))
+		if value == "" {
+			missing = append(missing, "azd env set "+name+" <value>")
 			continue
 		}
-		out[n] = v
+		out[name] = value
 	}
 	if len(missing) > 0 {
 		return nil, fmt.Errorf("the azd environment lacks required values; set them:\n  %s", strings.Join(missing, "\n  "))

@@ -61,7 +61,7 @@ var postdeployOutputs = []string{envSubscription, envClusterName, envClusterGrou
 
 // chartValues builds the chart's values from the provisioned outputs.
 func chartValues(env map[string]string, image string) (map[string]any, error) {
-	v := map[string]any{
+	values := map[string]any{
 		"clusterName": env[envClusterName],
 		"serviceBus": map[string]any{
 			"namespace": env[envServiceBus],
@@ -76,9 +76,9 @@ func chartValues(env map[string]string, image string) (map[string]any, error) {
 		if err != nil {
 			return nil, err
 		}
-		v["image"] = map[string]any{"repository": repo, "tag": tag}
+		values["image"] = map[string]any{"repository": repo, "tag": tag}
 	}
-	return v, nil
+	return values, nil
 }
 
 // splitImage splits repository:tag[@digest]; a registry port is not a tag,
@@ -86,13 +86,14 @@ func chartValues(env map[string]string, image string) (map[string]any, error) {
 func splitImage(ref string) (string, string, error) {
 	digest := ""
 	if at := strings.Index(ref, "@"); at >= 0 {
-		ref, digest = ref[:at], ref[at:]
+		digest = ref[at:]
+		ref = ref[:at]
 	}
-	i := strings.LastIndex(ref, ":")
-	if i < 0 || strings.Contains(ref[i:], "/") || i == len(ref)-1 {
+	colon := strings.LastIndex(ref, ":")
+	if colon < 0 || strings.Contains(ref[colon:], "/") || colon == len(ref)-1 {
 		return "", "", fmt.Errorf("%s=%q: want <registry>/<repository>:<tag>", envRelayImage, ref)
 	}
-	return ref[:i], ref[i+1:] + digest, nil
+	return ref[:colon], ref[colon+1:] + digest, nil
 }
 
 func postdeploy(ctx context.Context, getenv func(string) string) error {
@@ -133,8 +134,11 @@ func postdeploy(ctx context.Context, getenv func(string) string) error {
 	}
 	if _, err := action.NewHistory(cfg).Run(releaseName); errors.Is(err, driver.ErrReleaseNotFound) {
 		in := action.NewInstall(cfg)
-		in.ReleaseName, in.Namespace, in.CreateNamespace = releaseName, env[envNamespace], true
-		in.Wait, in.Timeout = true, 5*time.Minute
+		in.ReleaseName = releaseName
+		in.Namespace = env[envNamespace]
+		in.CreateNamespace = true
+		in.Wait = true
+		in.Timeout = 5 * time.Minute
 		_, err = in.RunWithContext(ctx, chrt, values)
 		if err != nil {
 			return fmt.Errorf("helm install %s: %w", releaseName, err)
@@ -143,7 +147,9 @@ func postdeploy(ctx context.Context, getenv func(string) string) error {
 		return fmt.Errorf("helm history %s: %w", releaseName, err)
 	} else {
 		up := action.NewUpgrade(cfg)
-		up.Namespace, up.Wait, up.Timeout = env[envNamespace], true, 5*time.Minute
+		up.Namespace = env[envNamespace]
+		up.Wait = true
+		up.Timeout = 5 * time.Minute
 		if _, err := up.RunWithContext(ctx, releaseName, chrt, values); err != nil {
 			return fmt.Errorf("helm upgrade %s: %w", releaseName, err)
 		}
@@ -201,7 +207,11 @@ func clusterAccess(ctx context.Context, arm *armClient, env map[string]string) (
 		return nil, nil, err
 	}
 	ns := env[envNamespace]
-	flags.KubeConfig, flags.APIServer, flags.CAFile, flags.BearerToken, flags.Namespace = &empty, &cluster.Server, &caFile, &tok, &ns
+	flags.KubeConfig = &empty
+	flags.APIServer = &cluster.Server
+	flags.CAFile = &caFile
+	flags.BearerToken = &tok
+	flags.Namespace = &ns
 	return flags, cleanup, nil
 }
 

@@ -55,7 +55,8 @@ func predown(ctx context.Context, getenv func(string) string) error {
 		return fmt.Errorf("helm: %w", err)
 	}
 	un := action.NewUninstall(hc)
-	un.Wait, un.Timeout = true, 5*time.Minute
+	un.Wait = true
+	un.Timeout = 5 * time.Minute
 	if _, err := un.Run(releaseName); err != nil && !errors.Is(err, driver.ErrReleaseNotFound) {
 		return fmt.Errorf("helm uninstall %s: %w", releaseName, err)
 	}

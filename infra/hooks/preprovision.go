@@ -174,11 +174,11 @@ func vnetGUID(ctx context.Context, arm *armClient, subnet string) (string, error
 // Linux VMs; the private half is discarded, so no one can SSH to the nodes
 // with it (use az vm user update to add access when debugging).
 func newSSHPublicKey() (string, error) {
-	k, err := rsa.GenerateKey(rand.Reader, 3072)
+	key, err := rsa.GenerateKey(rand.Reader, 3072)
 	if err != nil {
 		return "", fmt.Errorf("generating the node SSH key: %w", err)
 	}
-	pub, err := ssh.NewPublicKey(&k.PublicKey)
+	pub, err := ssh.NewPublicKey(&key.PublicKey)
 	if err != nil {
 		return "", fmt.Errorf("encoding the node SSH key: %w", err)
 	}

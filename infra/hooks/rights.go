@@ -42,8 +42,8 @@ func missingActions(perms []permission) []string {
 	var missing []string
 	for _, need := range deployerActions {
 		allowed := false
-		for _, p := range perms {
-			if anyMatch(p.Actions, need.action) && !anyMatch(p.NotActions, need.action) {
+		for _, perm := range perms {
+			if anyMatch(perm.Actions, need.action) && !anyMatch(perm.NotActions, need.action) {
 				allowed = true
 				break
 			}
@@ -56,8 +56,8 @@ func missingActions(perms []permission) []string {
 }
 
 func anyMatch(patterns []string, action string) bool {
-	for _, p := range patterns {
-		re := "(?i)^" + strings.ReplaceAll(regexp.QuoteMeta(p), `\*`, ".*") + "$"
+	for _, pattern := range patterns {
+		re := "(?i)^" + strings.ReplaceAll(regexp.QuoteMeta(pattern), `\*`, ".*") + "$"
 		if regexp.MustCompile(re).MatchString(action) {
 			return true
 		}

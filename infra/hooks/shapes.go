@@ -24,20 +24,20 @@ import "strings"
 // shapeProblems lists what in the cluster's network and access shape
 // karpfunc cannot serve, each with its fix. ref is "-g <rg> -n <name>".
 func shapeProblems(mc managedCluster, ref string) []string {
-	p := mc.Properties
-	problems := networkProblems(p.NetworkProfile, p.AgentPoolProfiles, ref)
-	if a := p.APIServerAccessProfile; a != nil && a.EnablePrivateCluster {
+	props := mc.Properties
+	problems := networkProblems(props.NetworkProfile, props.AgentPoolProfiles, ref)
+	if access := props.APIServerAccessProfile; access != nil && access.EnablePrivateCluster {
 		problems = append(problems, "the API server is private (apiServerAccessProfile.enablePrivateCluster); karpfunc's Flex Consumption "+
 			"app is not VNet-integrated and reaches the API server over the internet: use a cluster with a public API server "+
 			"(a cluster with API Server VNet Integration can be made public: az aks update "+ref+" --disable-private-cluster)")
 	}
-	if a := p.APIServerAccessProfile; a != nil && len(a.AuthorizedIPRanges) > 0 {
-		problems = append(problems, "the API server accepts only authorized IP ranges ("+strings.Join(a.AuthorizedIPRanges, ", ")+
+	if access := props.APIServerAccessProfile; access != nil && len(access.AuthorizedIPRanges) > 0 {
+		problems = append(problems, "the API server accepts only authorized IP ranges ("+strings.Join(access.AuthorizedIPRanges, ", ")+
 			"); a Flex Consumption app calls it from no fixed outbound address: az aks update "+ref+` --api-server-authorized-ip-ranges ""`)
 	}
-	if r := p.NodeResourceGroupProfile; r != nil && strings.EqualFold(r.RestrictionLevel, "ReadOnly") {
+	if nrg := props.NodeResourceGroupProfile; nrg != nil && strings.EqualFold(nrg.RestrictionLevel, "ReadOnly") {
 		problems = append(problems, "node resource group lockdown is on (nodeResourceGroupProfile.restrictionLevel ReadOnly); its deny "+
-			"assignment refuses karpfunc's VM and NIC writes in "+p.NodeResourceGroup+": az aks update "+ref+" --nrg-lockdown-restriction-level Unrestricted")
+			"assignment refuses karpfunc's VM and NIC writes in "+props.NodeResourceGroup+": az aks update "+ref+" --nrg-lockdown-restriction-level Unrestricted")
 	}
 	return problems
 }

@@ -75,9 +75,9 @@ func armPath(link string) (string, error) {
 	if link == "" {
 		return "", nil
 	}
-	u, err := url.Parse(link)
-	if err != nil || !strings.EqualFold(u.Host, "management.azure.com") {
+	parsed, err := url.Parse(link)
+	if err != nil || !strings.EqualFold(parsed.Host, "management.azure.com") {
 		return "", fmt.Errorf("ARM returned a nextLink %q that is not a management.azure.com URL", link)
 	}
-	return u.RequestURI(), nil
+	return parsed.RequestURI(), nil
 }

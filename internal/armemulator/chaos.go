@@ -92,17 +92,17 @@ func (c *Chaos) Inject(req Request) *Fault {
 			record(kind)
 		}
 	}
-	for i, r := range c.rules {
-		if r.Operation != req.Operation || (r.SKU != "" && !strings.EqualFold(r.SKU, req.SKU)) ||
-			(r.Zone != "" && r.Zone != req.Zone && !strings.HasSuffix(req.Zone, "-"+r.Zone)) {
+	for i, rule := range c.rules {
+		if rule.Operation != req.Operation || (rule.SKU != "" && !strings.EqualFold(rule.SKU, req.SKU)) ||
+			(rule.Zone != "" && rule.Zone != req.Zone && !strings.HasSuffix(req.Zone, "-"+rule.Zone)) {
 			continue
 		}
-		if float64(uint64(c.draw(req.Operation, resource, attempt, i))>>11)/(1<<52) >= r.Rate {
+		if float64(uint64(c.draw(req.Operation, resource, attempt, i))>>11)/(1<<52) >= rule.Rate {
 			continue
 		}
-		record(r.Kind)
-		f := r.Fault
-		return &f
+		record(rule.Kind)
+		fault := rule.Fault
+		return &fault
 	}
 	return nil
 }
@@ -125,8 +125,8 @@ func (c *Chaos) Counts() map[string]int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	out := make(map[string]int, len(c.counts))
-	for k, v := range c.counts {
-		out[k] = v
+	for kind, count := range c.counts {
+		out[kind] = count
 	}
 	return out
 }

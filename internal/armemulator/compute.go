@@ -64,12 +64,12 @@ func (s *Server) getVM(w http.ResponseWriter, r *http.Request, sub, rg, name str
 	}
 	s.mu.Lock()
 	s.settleLocked()
-	v, ok := s.vms[resourceKey(sub, rg, name)]
+	vmRecord, ok := s.vms[resourceKey(sub, rg, name)]
 	var out *armcompute.VirtualMachine
 	if ok {
-		out = v.public()
+		out = vmRecord.public()
 		if strings.EqualFold(r.URL.Query().Get("$expand"), "instanceView") {
-			out.Properties.InstanceView = v.instanceView()
+			out.Properties.InstanceView = vmRecord.instanceView()
 		}
 	}
 	s.mu.Unlock()
@@ -87,9 +87,9 @@ func (s *Server) listVMs(w http.ResponseWriter, r *http.Request, sub, rg string)
 	s.mu.Lock()
 	s.settleLocked()
 	res := armcompute.VirtualMachineListResult{Value: []*armcompute.VirtualMachine{}}
-	for _, v := range s.vms {
-		if strings.EqualFold(v.sub, sub) && strings.EqualFold(v.rg, rg) {
-			res.Value = append(res.Value, v.public())
+	for _, vmRecord := range s.vms {
+		if strings.EqualFold(vmRecord.sub, sub) && strings.EqualFold(vmRecord.rg, rg) {
+			res.Value = append(res.Value, vmRecord.public())
 		}
 	}
 	s.mu.Unlock()
@@ -113,7 +113,8 @@ func (s *Server) putVM(w http.ResponseWriter, r *http.Request, sub, rg, name str
 	if vm.Properties != nil && vm.Properties.HardwareProfile != nil {
 		sku = string(deref(vm.Properties.HardwareProfile.VMSize))
 	}
-	armZone, zone := "", ""
+	armZone := ""
+	zone := ""
 	if len(vm.Zones) > 1 {
 		writeError(w, http.StatusBadRequest, "InvalidParameter", "A virtual machine can be placed in at most one availability zone.")
 		return
@@ -155,7 +156,7 @@ func (s *Server) putVM(w http.ResponseWriter, r *http.Request, sub, rg, name str
 
 	now := s.clock.Now()
 	id := s.vmID(sub, rg, name)
-	v := &vmState{sub: sub, rg: rg, location: location, zone: zone, readyAt: now.Add(s.opts.VMCreateDelay)}
+	vmRecord := &vmState{sub: sub, rg: rg, location: location, zone: zone, readyAt: now.Add(s.opts.VMCreateDelay)}
 	vm.ID = ptr(id)
 	vm.Name = ptr(name)
 	vm.Type = ptr("Microsoft.Compute/virtualMachines")
@@ -163,24 +164,24 @@ func (s *Server) putVM(w http.ResponseWriter, r *http.Request, sub, rg, name str
 	vm.Properties.TimeCreated = ptr(now.UTC())
 	vm.Properties.ProvisioningState = ptr("Creating")
 	s.fillIdentityLocked(&vm)
-	v.vm = vm
-	s.createOSDiskLocked(v, key, diskName)
+	vmRecord.vm = vm
+	s.createOSDiskLocked(vmRecord, key, diskName)
 	for _, ref := range vm.Properties.NetworkProfile.NetworkInterfaces {
 		nk := nicKeyFromID(deref(ref.ID))
-		v.nicKeys = append(v.nicKeys, nk)
-		n := s.nics[nk]
-		n.vmKey = key
-		n.nic.Properties.VirtualMachine = subResource(id)
+		vmRecord.nicKeys = append(vmRecord.nicKeys, nk)
+		nicRecord := s.nics[nk]
+		nicRecord.vmKey = key
+		nicRecord.nic.Properties.VirtualMachine = subResource(id)
 	}
 	if fault != nil {
-		v.failure = fault
+		vmRecord.failure = fault
 	}
-	s.vms[key] = v
+	s.vms[key] = vmRecord
 	s.counters.VMCreates++
-	op := s.newOperationLocked("Microsoft.Compute", location, v.readyAt, fault)
+	op := s.newOperationLocked("Microsoft.Compute", location, vmRecord.readyAt, fault)
 	s.acceptLRO(w, sub, op, false)
 	s.log.Info("VM creating", "name", name, "sku", sku, "zone", zone)
-	writeJSON(w, http.StatusCreated, v.public())
+	writeJSON(w, http.StatusCreated, vmRecord.public())
 }
 
 // validateVMLocked checks what ARM would reject synchronously (the list is
@@ -211,18 +212,18 @@ func (s *Server) validateVMLocked(sub, rg, name string, vm *armcompute.VirtualMa
 	}
 	for _, ref := range vm.Properties.NetworkProfile.NetworkInterfaces {
 		id := deref(ref.ID)
-		n, ok := s.nics[nicKeyFromID(id)]
-		if !ok || n.deleting {
+		nicRecord, ok := s.nics[nicKeyFromID(id)]
+		if !ok || nicRecord.deleting {
 			return bad("Network interface '%s' referenced by virtual machine '%s' was not found.", id, name)
 		}
-		if code, msg, status := nicNotProvisioned(n, id, s.vmID(sub, rg, name)); code != "" {
+		if code, msg, status := nicNotProvisioned(nicRecord, id, s.vmID(sub, rg, name)); code != "" {
 			return refusal{status: status, code: code, message: msg}
 		}
-		if !strings.EqualFold(deref(n.nic.Location), location) {
-			return bad("Network interface '%s' is in location '%s', the virtual machine in '%s'.", id, deref(n.nic.Location), location)
+		if !strings.EqualFold(deref(nicRecord.nic.Location), location) {
+			return bad("Network interface '%s' is in location '%s', the virtual machine in '%s'.", id, deref(nicRecord.nic.Location), location)
 		}
-		if n.vmKey != "" && n.vmKey != resourceKey(sub, rg, name) {
-			return refusal{status: http.StatusBadRequest, code: "NicInUse", message: fmt.Sprintf("Network interface '%s' is used by existing virtual machine '%s'.", id, s.vms[n.vmKey].name())}
+		if nicRecord.vmKey != "" && nicRecord.vmKey != resourceKey(sub, rg, name) {
+			return refusal{status: http.StatusBadRequest, code: "NicInUse", message: fmt.Sprintf("Network interface '%s' is used by existing virtual machine '%s'.", id, s.vms[nicRecord.vmKey].name())}
 		}
 	}
 	if ref := s.checkIdentityLocked(vm, s.vmID(sub, rg, name)); !ref.ok() {
@@ -260,17 +261,17 @@ func (s *Server) skuUnavailableLocked(sku, location, zone string) string {
 // skuRestricted: one of the SKU's restrictions covers the location, or the
 // zone when one is asked for.
 func skuRestricted(rs *armcompute.ResourceSKU, location, zone string) bool {
-	for _, r := range rs.Restrictions {
-		if r == nil || r.RestrictionInfo == nil {
+	for _, restriction := range rs.Restrictions {
+		if restriction == nil || restriction.RestrictionInfo == nil {
 			continue
 		}
-		switch deref(r.Type) {
+		switch deref(restriction.Type) {
 		case armcompute.ResourceSKURestrictionsTypeLocation:
-			if containsFold(r.RestrictionInfo.Locations, location) {
+			if containsFold(restriction.RestrictionInfo.Locations, location) {
 				return true
 			}
 		case armcompute.ResourceSKURestrictionsTypeZone:
-			if zone != "" && containsFold(r.RestrictionInfo.Zones, zone) {
+			if zone != "" && containsFold(restriction.RestrictionInfo.Zones, zone) {
 				return true
 			}
 		}
@@ -300,22 +301,24 @@ func (s *Server) deleteVM(w http.ResponseWriter, r *http.Request, sub, rg, name 
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.settleLocked()
-	v, ok := s.vms[resourceKey(sub, rg, name)]
+	vmRecord, ok := s.vms[resourceKey(sub, rg, name)]
 	if !ok {
 		w.WriteHeader(http.StatusNoContent) // ARM: deleting what is not there succeeds
 		return
 	}
-	if v.deleting {
-		s.acceptLRO(w, sub, v.deleteOp, true)
+	if vmRecord.deleting {
+		s.acceptLRO(w, sub, vmRecord.deleteOp, true)
 		w.WriteHeader(http.StatusAccepted)
 		return
 	}
 	now := s.clock.Now()
 	doneAt := now.Add(s.opts.VMDeleteDelay)
-	op := s.newOperationLocked("Microsoft.Compute", v.location, doneAt, fault)
+	op := s.newOperationLocked("Microsoft.Compute", vmRecord.location, doneAt, fault)
 	if fault == nil {
-		v.deleting, v.deleteAt, v.deleteOp = true, doneAt, op
-		v.vm.Properties.ProvisioningState = ptr("Deleting")
+		vmRecord.deleting = true
+		vmRecord.deleteAt = doneAt
+		vmRecord.deleteOp = op
+		vmRecord.vm.Properties.ProvisioningState = ptr("Deleting")
 		s.counters.VMDeletes++
 		s.log.Info("VM deleting", "name", name)
 	}
@@ -330,13 +333,13 @@ func (s *Server) listSKUs(w http.ResponseWriter, r *http.Request, sub string) {
 		return
 	}
 	location := ""
-	if f := r.URL.Query().Get("$filter"); f != "" {
-		m := skuFilterRE.FindStringSubmatch(f)
-		if m == nil {
-			writeError(w, http.StatusBadRequest, "InvalidFilterInQueryString", "The filter '"+f+"' is not supported; use location eq '<location>'.")
+	if filter := r.URL.Query().Get("$filter"); filter != "" {
+		match := skuFilterRE.FindStringSubmatch(filter)
+		if match == nil {
+			writeError(w, http.StatusBadRequest, "InvalidFilterInQueryString", "The filter '"+filter+"' is not supported; use location eq '<location>'.")
 			return
 		}
-		location = m[1]
+		location = match[1]
 	}
 	res := armcompute.ResourceSKUsResult{Value: []*armcompute.ResourceSKU{}}
 	for _, rs := range s.opts.SKUs {
@@ -348,8 +351,8 @@ func (s *Server) listSKUs(w http.ResponseWriter, r *http.Request, sub string) {
 }
 
 func containsFold(list []*string, s string) bool {
-	for _, p := range list {
-		if p != nil && strings.EqualFold(*p, s) {
+	for _, item := range list {
+		if item != nil && strings.EqualFold(*item, s) {
 			return true
 		}
 	}

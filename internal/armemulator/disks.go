@@ -47,25 +47,25 @@ func osDiskName(vm *armcompute.VirtualMachine, vmName string) string {
 // checkOSDiskLocked refuses a VM whose OS disk name is taken in its
 // resource group.
 func (s *Server) checkOSDiskLocked(sub, rg, name string) refusal {
-	d, ok := s.disks[resourceKey(sub, rg, name)]
+	diskRecord, ok := s.disks[resourceKey(sub, rg, name)]
 	if !ok {
 		return refusal{}
 	}
-	return refusal{status: http.StatusConflict, code: "ConflictingUserInput", target: deref(d.disk.ID),
+	return refusal{status: http.StatusConflict, code: "ConflictingUserInput", target: deref(diskRecord.disk.ID),
 		message: fmt.Sprintf("Disk %s already exists in resource group %s. Only CreateOption.Attach is supported.", name, strings.ToUpper(rg))}
 }
 
 // createOSDiskLocked creates v's OS disk, attached to it, and points the
 // VM's osDisk.managedDisk at it (as Azure fills it in).
 func (s *Server) createOSDiskLocked(v *vmState, vmKey, name string) {
-	p := v.vm.Properties
-	if p.StorageProfile == nil {
-		p.StorageProfile = &armcompute.StorageProfile{}
+	props := v.vm.Properties
+	if props.StorageProfile == nil {
+		props.StorageProfile = &armcompute.StorageProfile{}
 	}
-	if p.StorageProfile.OSDisk == nil {
-		p.StorageProfile.OSDisk = &armcompute.OSDisk{CreateOption: ptr(armcompute.DiskCreateOptionTypesFromImage)}
+	if props.StorageProfile.OSDisk == nil {
+		props.StorageProfile.OSDisk = &armcompute.OSDisk{CreateOption: ptr(armcompute.DiskCreateOptionTypesFromImage)}
 	}
-	od := p.StorageProfile.OSDisk
+	od := props.StorageProfile.OSDisk
 	od.Name = ptr(name)
 	if od.DeleteOption == nil {
 		od.DeleteOption = ptr(armcompute.DiskDeleteOptionTypesDetach)
@@ -98,8 +98,8 @@ func (s *Server) releaseOSDiskLocked(v *vmState, vmKey string) {
 		return
 	}
 	key := resourceKey(v.sub, v.rg, deref(sp.OSDisk.Name))
-	d, ok := s.disks[key]
-	if !ok || d.vmKey != vmKey {
+	diskRecord, ok := s.disks[key]
+	if !ok || diskRecord.vmKey != vmKey {
 		return
 	}
 	if deref(sp.OSDisk.DeleteOption) == armcompute.DiskDeleteOptionTypesDelete {
@@ -107,9 +107,9 @@ func (s *Server) releaseOSDiskLocked(v *vmState, vmKey string) {
 		s.counters.DiskDeletes++
 		return
 	}
-	d.vmKey = ""
-	d.disk.ManagedBy = nil
-	d.disk.Properties.DiskState = ptr(armcompute.DiskStateUnattached)
+	diskRecord.vmKey = ""
+	diskRecord.disk.ManagedBy = nil
+	diskRecord.disk.Properties.DiskState = ptr(armcompute.DiskStateUnattached)
 }
 
 func deepCopyDisk(d *armcompute.Disk) *armcompute.Disk {
@@ -125,10 +125,10 @@ func (s *Server) getDisk(w http.ResponseWriter, r *http.Request, sub, rg, name s
 	}
 	s.mu.Lock()
 	s.settleLocked()
-	d, ok := s.disks[resourceKey(sub, rg, name)]
+	diskRecord, ok := s.disks[resourceKey(sub, rg, name)]
 	var out *armcompute.Disk
 	if ok {
-		out = deepCopyDisk(&d.disk)
+		out = deepCopyDisk(&diskRecord.disk)
 	}
 	s.mu.Unlock()
 	if !ok {
@@ -146,9 +146,9 @@ func (s *Server) listDisks(w http.ResponseWriter, r *http.Request, sub, rg strin
 	s.settleLocked()
 	res := armcompute.DiskList{Value: []*armcompute.Disk{}}
 	prefix := strings.ToLower(sub + "/" + rg + "/")
-	for key, d := range s.disks {
+	for key, diskRecord := range s.disks {
 		if strings.HasPrefix(key, prefix) {
-			res.Value = append(res.Value, deepCopyDisk(&d.disk))
+			res.Value = append(res.Value, deepCopyDisk(&diskRecord.disk))
 		}
 	}
 	s.mu.Unlock()
@@ -164,13 +164,13 @@ func (s *Server) deleteDisk(w http.ResponseWriter, r *http.Request, sub, rg, nam
 	defer s.mu.Unlock()
 	s.settleLocked()
 	key := resourceKey(sub, rg, name)
-	d, ok := s.disks[key]
+	diskRecord, ok := s.disks[key]
 	switch {
 	case !ok:
 		w.WriteHeader(http.StatusNoContent) // ARM: deleting what is not there succeeds
-	case d.vmKey != "":
+	case diskRecord.vmKey != "":
 		writeError(w, http.StatusConflict, "OperationNotAllowed",
-			fmt.Sprintf("Disk %s is attached to VM %s.", name, deref(d.disk.ManagedBy)))
+			fmt.Sprintf("Disk %s is attached to VM %s.", name, deref(diskRecord.disk.ManagedBy)))
 	default:
 		delete(s.disks, key)
 		s.counters.DiskDeletes++
@@ -184,8 +184,8 @@ func (s *Server) Disks() []*armcompute.Disk {
 	defer s.mu.Unlock()
 	s.settleLocked()
 	out := make([]*armcompute.Disk, 0, len(s.disks))
-	for _, d := range s.disks {
-		out = append(out, deepCopyDisk(&d.disk))
+	for _, diskRecord := range s.disks {
+		out = append(out, deepCopyDisk(&diskRecord.disk))
 	}
 	sort.Slice(out, func(i, j int) bool { return deref(out[i].Name) < deref(out[j].Name) })
 	return out

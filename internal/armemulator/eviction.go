@@ -88,22 +88,22 @@ func (s *Server) Evict(name string) error { return s.EvictWith(name, EvictOption
 func (s *Server) EvictWith(name string, opts EvictOptions) error {
 	s.mu.Lock()
 	s.settleLocked()
-	var v *vmState
+	var vmRecord *vmState
 	for _, cand := range s.vms {
 		if strings.EqualFold(cand.name(), name) {
-			v = cand
+			vmRecord = cand
 			break
 		}
 	}
-	if v == nil {
+	if vmRecord == nil {
 		s.mu.Unlock()
 		return fmt.Errorf("armemulator: no VM %q", name)
 	}
-	if deref(v.vm.Properties.Priority) != armcompute.VirtualMachinePriorityTypesSpot {
+	if deref(vmRecord.vm.Properties.Priority) != armcompute.VirtualMachinePriorityTypesSpot {
 		s.mu.Unlock()
 		return fmt.Errorf("armemulator: VM %q is not a spot VM", name)
 	}
-	if v.eviction != nil {
+	if vmRecord.eviction != nil {
 		s.mu.Unlock()
 		return fmt.Errorf("armemulator: VM %q is already being evicted", name)
 	}
@@ -119,10 +119,10 @@ func (s *Server) EvictWith(name string, opts EvictOptions) error {
 	}
 	now := s.clock.Now()
 	ev := &eviction{at: now.Add(notice), eventID: newUUID(), schema: opts.Schema}
-	v.eviction = ev
+	vmRecord.eviction = ev
 	s.counters.Evictions++
-	node := nodeName(v)
-	booted := v.booted
+	node := nodeName(vmRecord)
+	booted := vmRecord.booted
 	s.mu.Unlock()
 	if booted && !opts.NoNodeCondition && s.nodes != nil {
 		s.nodes.condition(node, corev1.NodeCondition{
@@ -205,7 +205,8 @@ func PreemptedMessage(eg EventGrid, eventID, vmID string, occurred time.Time) (b
 		topic = "/subscriptions/" + sub[1]
 	}
 	occurred = occurred.UTC()
-	apiVersion, typ := "2022-08-01", azsystemevents.TypeResourceNotificationsHealthResourcesAnnotated
+	apiVersion := "2022-08-01"
+	typ := azsystemevents.TypeResourceNotificationsHealthResourcesAnnotated
 	data := azsystemevents.ResourceNotificationsHealthResourcesAnnotatedEventData{
 		APIVersion:         &apiVersion,
 		OperationalDetails: &azsystemevents.ResourceNotificationsOperationalDetails{ResourceEventTime: &occurred},
@@ -247,7 +248,8 @@ func PreemptedMessage(eg EventGrid, eventID, vmID string, occurred time.Time) (b
 			ID: &eventID, Topic: &topic, Subject: &vmID, EventType: &typ, EventTime: &occurred,
 			DataVersion: ptr("1"), MetadataVersion: ptr("1"), Data: json.RawMessage(rawData),
 		})
-		props["aeg-metadata-version"], props["aeg-data-version"] = "1", "1"
+		props["aeg-metadata-version"] = "1"
+		props["aeg-data-version"] = "1"
 	case SchemaCloudEvents:
 		ce, cerr := messaging.NewCloudEvent(topic, typ, json.RawMessage(rawData), &messaging.CloudEventOptions{Subject: &vmID, Time: &occurred})
 		if cerr != nil {

@@ -157,11 +157,11 @@ type ruleState struct {
 
 // NewRules returns an Injector for rules.
 func NewRules(rules ...Rule) *Rules {
-	r := &Rules{}
+	set := &Rules{}
 	for _, rule := range rules {
-		r.Add(rule)
+		set.Add(rule)
 	}
-	return r
+	return set
 }
 
 // Add appends a rule.

@@ -51,8 +51,8 @@ func (s *Server) GalleryVersions() []GalleryVersion {
 // knownDefinition reports whether gallery/definition is one of AKS's node
 // image definitions.
 func knownDefinition(gallery, definition string) bool {
-	for _, d := range nodeimage.Definitions() {
-		if strings.EqualFold(d.Gallery, gallery) && strings.EqualFold(d.Definition, definition) {
+	for _, image := range nodeimage.Definitions() {
+		if strings.EqualFold(image.Gallery, gallery) && strings.EqualFold(image.Definition, definition) {
 			return true
 		}
 	}
@@ -83,19 +83,19 @@ func (s *Server) listGalleryVersions(w http.ResponseWriter, r *http.Request, sub
 		return
 	}
 	res := armcompute.CommunityGalleryImageVersionList{Value: []*armcompute.CommunityGalleryImageVersion{}}
-	for _, v := range s.GalleryVersions() {
+	for _, version := range s.GalleryVersions() {
 		item := &armcompute.CommunityGalleryImageVersion{
-			Name:       ptr(v.Name),
+			Name:       ptr(version.Name),
 			Location:   ptr(location),
 			Type:       ptr("Microsoft.Compute/Locations/CommunityGalleries/Images/Versions"),
-			Identifier: &armcompute.CommunityGalleryIdentifier{UniqueID: ptr("/CommunityGalleries/" + gallery + "/Images/" + definition + "/Versions/" + v.Name)},
+			Identifier: &armcompute.CommunityGalleryIdentifier{UniqueID: ptr("/CommunityGalleries/" + gallery + "/Images/" + definition + "/Versions/" + version.Name)},
 			Properties: &armcompute.CommunityGalleryImageVersionProperties{
-				PublishedDate:     ptr(v.Published),
-				ExcludeFromLatest: ptr(v.ExcludeFromLatest),
+				PublishedDate:     ptr(version.Published),
+				ExcludeFromLatest: ptr(version.ExcludeFromLatest),
 			},
 		}
-		if !v.EndOfLife.IsZero() {
-			item.Properties.EndOfLifeDate = ptr(v.EndOfLife)
+		if !version.EndOfLife.IsZero() {
+			item.Properties.EndOfLifeDate = ptr(version.EndOfLife)
 		}
 		res.Value = append(res.Value, item)
 	}
@@ -109,8 +109,8 @@ func (s *Server) checkGalleryVersionLocked(img nodeimage.Image, id, location str
 	if strings.EqualFold(img.Version, "latest") {
 		return refusal{}
 	}
-	for _, v := range s.gallery {
-		if v.Name == img.Version {
+	for _, version := range s.gallery {
+		if version.Name == img.Version {
 			return refusal{}
 		}
 	}

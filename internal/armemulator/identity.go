@@ -88,7 +88,8 @@ func (s *Server) fillIdentityLocked(vm *armcompute.VirtualMachine) {
 			val = &armcompute.UserAssignedIdentitiesValue{}
 			vm.Identity.UserAssignedIdentities[id] = val
 		}
-		val.ClientID, val.PrincipalID = ptr(ident.ClientID), ptr(ident.PrincipalID)
+		val.ClientID = ptr(ident.ClientID)
+		val.PrincipalID = ptr(ident.PrincipalID)
 	}
 }
 

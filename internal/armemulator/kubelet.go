@@ -40,11 +40,11 @@ func provision(customData string) (*provisioning, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &provisioning{apiServer: vars["API_SERVER_NAME"], kubeletIdentity: vars["USER_ASSIGNED_IDENTITY_ID"]}
-	if err := p.readCredentials(vars); err != nil {
+	prov := &provisioning{apiServer: vars["API_SERVER_NAME"], kubeletIdentity: vars["USER_ASSIGNED_IDENTITY_ID"]}
+	if err := prov.readCredentials(vars); err != nil {
 		return nil, err
 	}
-	if err := p.readKubelet(vars); err != nil {
+	if err := prov.readKubelet(vars); err != nil {
 		return nil, err
 	}
 	// The node image writes /etc/kubernetes/azure.json before it starts
@@ -56,8 +56,8 @@ func provision(customData string) (*provisioning, error) {
 	// On overlay, Azure CNS gives pods addresses from the overlay pod CIDR
 	// on nodes labelled kubernetes.azure.com/podnetwork-type=overlay; without
 	// it, azure-vnet CNI takes them from the NIC (nicPodIPsProblem).
-	p.classicCNI = vars["NETWORK_PLUGIN"] == azure.NetworkPluginAzure && p.labels[azure.LabelAKSPodNetworkType] != azure.NetworkPluginModeOver
-	return p, nil
+	prov.classicCNI = vars["NETWORK_PLUGIN"] == azure.NetworkPluginAzure && prov.labels[azure.LabelAKSPodNetworkType] != azure.NetworkPluginModeOver
+	return prov, nil
 }
 
 // provisioningVars decodes customData's provisioning environment and checks
@@ -93,9 +93,9 @@ func (p *provisioning) readCredentials(vars map[string]string) error {
 	if p.caPEM, err = base64.StdEncoding.DecodeString(vars["KUBE_CA_CRT"]); err != nil {
 		return fmt.Errorf("KUBE_CA_CRT is not base64: %w", err)
 	}
-	if b, _ := pem.Decode(p.caPEM); b == nil || b.Type != "CERTIFICATE" {
+	if block, _ := pem.Decode(p.caPEM); block == nil || block.Type != "CERTIFICATE" {
 		return fmt.Errorf("KUBE_CA_CRT is not a PEM certificate")
-	} else if _, err := x509.ParseCertificate(b.Bytes); err != nil {
+	} else if _, err := x509.ParseCertificate(block.Bytes); err != nil {
 		return fmt.Errorf("KUBE_CA_CRT: %w", err)
 	}
 	return nil
@@ -104,11 +104,11 @@ func (p *provisioning) readCredentials(vars map[string]string) error {
 // readKubelet checks what the kubelet is installed and started with: its
 // version, the network plugin, its flags, taints and node labels.
 func (p *provisioning) readKubelet(vars map[string]string) error {
-	v, err := version.ParseSemantic(vars["KUBERNETES_VERSION"])
+	parsed, err := version.ParseSemantic(vars["KUBERNETES_VERSION"])
 	if err != nil {
 		return fmt.Errorf("KUBERNETES_VERSION %q: %w (no kubelet binary to install)", vars["KUBERNETES_VERSION"], err)
 	}
-	p.version = "v" + v.String()
+	p.version = "v" + parsed.String()
 	switch vars["NETWORK_PLUGIN"] {
 	case "azure", "none", "kubenet":
 	default:
@@ -139,11 +139,11 @@ func kubeletMaxPods(flags map[string]string) (int32, error) {
 	if !ok {
 		return 110, nil // the kubelet's default
 	}
-	n, err := strconv.ParseInt(mp, 10, 32)
-	if err != nil || n <= 0 {
+	maxPods, err := strconv.ParseInt(mp, 10, 32)
+	if err != nil || maxPods <= 0 {
 		return 0, fmt.Errorf("kubelet refuses --max-pods=%q", mp)
 	}
-	return int32(n), nil
+	return int32(maxPods), nil
 }
 
 // parseTaints reads --register-with-taints: key[=value]:Effect, comma separated.
@@ -178,14 +178,14 @@ func parseNodeLabels(s string) (map[string]string, error) {
 	}
 	var refused []string
 	for _, kv := range strings.Split(s, ",") {
-		k, v, ok := strings.Cut(kv, "=")
-		if !ok || k == "" {
+		key, value, ok := strings.Cut(kv, "=")
+		if !ok || key == "" {
 			return nil, fmt.Errorf("kubelet refuses --node-labels entry %q (want key=value)", kv)
 		}
-		if !azure.KubeletCanSetLabel(k) {
-			refused = append(refused, k)
+		if !azure.KubeletCanSetLabel(key) {
+			refused = append(refused, key)
 		}
-		out[k] = v
+		out[key] = value
 	}
 	if len(refused) > 0 {
 		return nil, fmt.Errorf("kubelet refuses to start: unknown 'kubernetes.io' or 'k8s.io' labels specified with --node-labels: %v", refused)

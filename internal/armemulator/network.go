@@ -51,10 +51,10 @@ func (s *Server) getNIC(w http.ResponseWriter, r *http.Request, sub, rg, name st
 	}
 	s.mu.Lock()
 	s.settleLocked()
-	n, ok := s.nics[resourceKey(sub, rg, name)]
+	nicRecord, ok := s.nics[resourceKey(sub, rg, name)]
 	var out *armnetwork.Interface
 	if ok {
-		out = deepCopyNIC(&n.nic)
+		out = deepCopyNIC(&nicRecord.nic)
 	}
 	s.mu.Unlock()
 	if !ok {
@@ -71,9 +71,9 @@ func (s *Server) listNICs(w http.ResponseWriter, r *http.Request, sub, rg string
 	s.mu.Lock()
 	s.settleLocked()
 	res := armnetwork.InterfaceListResult{Value: []*armnetwork.Interface{}}
-	for _, n := range s.nics {
-		if strings.EqualFold(n.sub, sub) && strings.EqualFold(n.rg, rg) {
-			res.Value = append(res.Value, deepCopyNIC(&n.nic))
+	for _, nicRecord := range s.nics {
+		if strings.EqualFold(nicRecord.sub, sub) && strings.EqualFold(nicRecord.rg, rg) {
+			res.Value = append(res.Value, deepCopyNIC(&nicRecord.nic))
 		}
 	}
 	s.mu.Unlock()
@@ -147,19 +147,19 @@ func (s *Server) putNIC(w http.ResponseWriter, r *http.Request, sub, rg, name st
 		return
 	}
 	now := s.clock.Now()
-	n := &nicState{sub: sub, rg: rg, readyAt: now.Add(s.opts.OpDelay), failure: fault}
+	nicRecord := &nicState{sub: sub, rg: rg, readyAt: now.Add(s.opts.OpDelay), failure: fault}
 	nic.ID = ptr(id)
 	nic.Name = ptr(name)
 	nic.Type = ptr("Microsoft.Network/networkInterfaces")
 	nic.Etag = ptr(`W/"` + newUUID() + `"`)
 	nic.Properties.ResourceGUID = ptr(newUUID())
 	nic.Properties.ProvisioningState = ptr(armnetwork.ProvisioningStateUpdating)
-	n.nic = nic
-	s.nics[key] = n
+	nicRecord.nic = nic
+	s.nics[key] = nicRecord
 	s.counters.NICCreates++
-	op := s.newOperationLocked("Microsoft.Network", location, n.readyAt, fault)
+	op := s.newOperationLocked("Microsoft.Network", location, nicRecord.readyAt, fault)
 	s.acceptLRO(w, sub, op, false)
-	writeJSON(w, http.StatusCreated, deepCopyNIC(&n.nic))
+	writeJSON(w, http.StatusCreated, deepCopyNIC(&nicRecord.nic))
 }
 
 func (s *Server) deleteNIC(w http.ResponseWriter, r *http.Request, sub, rg, name string) {
@@ -170,27 +170,29 @@ func (s *Server) deleteNIC(w http.ResponseWriter, r *http.Request, sub, rg, name
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.settleLocked()
-	n, ok := s.nics[resourceKey(sub, rg, name)]
+	nicRecord, ok := s.nics[resourceKey(sub, rg, name)]
 	if !ok {
 		w.WriteHeader(http.StatusNoContent)
 		return
 	}
-	if n.vmKey != "" {
+	if nicRecord.vmKey != "" {
 		writeError(w, http.StatusBadRequest, "NicInUse", fmt.Sprintf(
 			"Network Interface %s is used by existing resource %s. In order to delete the network interface, it must be dissociated from the resource.",
-			deref(n.nic.ID), deref(n.nic.Properties.VirtualMachine.ID)))
+			deref(nicRecord.nic.ID), deref(nicRecord.nic.Properties.VirtualMachine.ID)))
 		return
 	}
-	if n.deleting {
-		s.acceptLRO(w, sub, n.deleteOp, true)
+	if nicRecord.deleting {
+		s.acceptLRO(w, sub, nicRecord.deleteOp, true)
 		w.WriteHeader(http.StatusAccepted)
 		return
 	}
 	doneAt := s.clock.Now().Add(s.opts.OpDelay)
-	op := s.newOperationLocked("Microsoft.Network", strings.ToLower(deref(n.nic.Location)), doneAt, fault)
+	op := s.newOperationLocked("Microsoft.Network", strings.ToLower(deref(nicRecord.nic.Location)), doneAt, fault)
 	if fault == nil {
-		n.deleting, n.deleteAt, n.deleteOp = true, doneAt, op
-		n.nic.Properties.ProvisioningState = ptr(armnetwork.ProvisioningStateDeleting)
+		nicRecord.deleting = true
+		nicRecord.deleteAt = doneAt
+		nicRecord.deleteOp = op
+		nicRecord.nic.Properties.ProvisioningState = ptr(armnetwork.ProvisioningStateDeleting)
 		s.counters.NICDeletes++
 	}
 	s.acceptLRO(w, sub, op, true)

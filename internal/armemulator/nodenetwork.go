@@ -127,9 +127,9 @@ func (n Network) validate() error {
 			return fmt.Errorf("armemulator: Network.LoadBalancers: %q is not a load balancer ID", idOf(lb))
 		}
 	}
-	for _, g := range n.SecurityGroups {
-		if g == nil || parentKey(deref(g.ID), "networkSecurityGroups") == "" {
-			return fmt.Errorf("armemulator: Network.SecurityGroups: %q is not a network security group ID", idOfNSG(g))
+	for _, nsg := range n.SecurityGroups {
+		if nsg == nil || parentKey(deref(nsg.ID), "networkSecurityGroups") == "" {
+			return fmt.Errorf("armemulator: Network.SecurityGroups: %q is not a network security group ID", idOfNSG(nsg))
 		}
 	}
 	for _, sn := range n.Subnets {
@@ -182,10 +182,10 @@ func newNetworkState(n Network) *networkState {
 		cp.Type = ptr("Microsoft.Network/loadBalancers")
 		st.lbs[parentKey(deref(lb.ID), "loadBalancers")] = cp
 	}
-	for _, g := range n.SecurityGroups {
-		cp := deepCopyJSON(g)
+	for _, nsg := range n.SecurityGroups {
+		cp := deepCopyJSON(nsg)
 		cp.Type = ptr("Microsoft.Network/networkSecurityGroups")
-		st.nsgs[parentKey(deref(g.ID), "networkSecurityGroups")] = cp
+		st.nsgs[parentKey(deref(nsg.ID), "networkSecurityGroups")] = cp
 	}
 	for _, sn := range n.Subnets {
 		st.subnets[strings.ToLower(deref(sn.ID))] = deepCopyJSON(sn)
@@ -210,9 +210,9 @@ func (st *networkState) pool(id string) (*armnetwork.LoadBalancer, *armnetwork.B
 	if lb == nil || lb.Properties == nil {
 		return nil, nil
 	}
-	for _, p := range lb.Properties.BackendAddressPools {
-		if p != nil && strings.EqualFold(deref(p.ID), id) {
-			return lb, p
+	for _, pool := range lb.Properties.BackendAddressPools {
+		if pool != nil && strings.EqualFold(deref(pool.ID), id) {
+			return lb, pool
 		}
 	}
 	return nil, nil
@@ -221,11 +221,11 @@ func (st *networkState) pool(id string) (*armnetwork.LoadBalancer, *armnetwork.B
 // checkNICReferences checks the backend pools and the NSG a NIC references.
 func (s *Server) checkNICReferences(nic *armnetwork.Interface, nicID string) refusal {
 	for i, ipc := range nic.Properties.IPConfigurations {
-		for j, p := range ipc.Properties.LoadBalancerBackendAddressPools {
+		for j, pool := range ipc.Properties.LoadBalancerBackendAddressPools {
 			path := fmt.Sprintf("properties.ipConfigurations[%d].properties.loadBalancerBackendAddressPools[%d].id", i, j)
 			id := ""
-			if p != nil {
-				id = deref(p.ID)
+			if pool != nil {
+				id = deref(pool.ID)
 			}
 			if !backendPoolIDRE.MatchString(id) {
 				return invalidPropertyID(id, path)
@@ -235,8 +235,8 @@ func (s *Server) checkNICReferences(nic *armnetwork.Interface, nicID string) ref
 			}
 		}
 	}
-	if g := nic.Properties.NetworkSecurityGroup; g != nil {
-		id := deref(g.ID)
+	if nsg := nic.Properties.NetworkSecurityGroup; nsg != nil {
+		id := deref(nsg.ID)
 		key := parentKey(id, "networkSecurityGroups")
 		if key == "" {
 			return invalidPropertyID(id, "properties.networkSecurityGroup.id")
@@ -264,11 +264,11 @@ func missingReference(id, nicID string) refusal {
 func (s *Server) noOutboundLocked(v *vmState) string {
 	var reasons []string
 	for _, nk := range v.nicKeys {
-		n, ok := s.nics[nk]
-		if !ok || n.nic.Properties == nil {
+		nicRecord, ok := s.nics[nk]
+		if !ok || nicRecord.nic.Properties == nil {
 			continue
 		}
-		for _, ipc := range n.nic.Properties.IPConfigurations {
+		for _, ipc := range nicRecord.nic.Properties.IPConfigurations {
 			if ipc == nil || ipc.Properties == nil {
 				continue
 			}
@@ -328,15 +328,15 @@ func (st *networkState) poolHasOutbound(id string) bool {
 	if lb == nil {
 		return false
 	}
-	for _, r := range lb.Properties.OutboundRules {
-		if r != nil && r.Properties != nil && r.Properties.BackendAddressPool != nil &&
-			strings.EqualFold(deref(r.Properties.BackendAddressPool.ID), id) {
+	for _, rule := range lb.Properties.OutboundRules {
+		if rule != nil && rule.Properties != nil && rule.Properties.BackendAddressPool != nil &&
+			strings.EqualFold(deref(rule.Properties.BackendAddressPool.ID), id) {
 			return true
 		}
 	}
-	for _, r := range lb.Properties.LoadBalancingRules {
-		if r != nil && r.Properties != nil && r.Properties.BackendAddressPool != nil &&
-			strings.EqualFold(deref(r.Properties.BackendAddressPool.ID), id) && !deref(r.Properties.DisableOutboundSnat) {
+	for _, rule := range lb.Properties.LoadBalancingRules {
+		if rule != nil && rule.Properties != nil && rule.Properties.BackendAddressPool != nil &&
+			strings.EqualFold(deref(rule.Properties.BackendAddressPool.ID), id) && !deref(rule.Properties.DisableOutboundSnat) {
 			return true
 		}
 	}
@@ -350,25 +350,25 @@ func (s *Server) loadBalancerLocked(lb *armnetwork.LoadBalancer) *armnetwork.Loa
 	if out.Properties == nil {
 		return out
 	}
-	for _, p := range out.Properties.BackendAddressPools {
-		if p == nil {
+	for _, pool := range out.Properties.BackendAddressPools {
+		if pool == nil {
 			continue
 		}
-		if p.Properties == nil {
-			p.Properties = &armnetwork.BackendAddressPoolPropertiesFormat{}
+		if pool.Properties == nil {
+			pool.Properties = &armnetwork.BackendAddressPoolPropertiesFormat{}
 		}
-		p.Properties.BackendIPConfigurations = s.poolMembersLocked(deref(p.ID))
+		pool.Properties.BackendIPConfigurations = s.poolMembersLocked(deref(pool.ID))
 	}
 	return out
 }
 
 func (s *Server) poolMembersLocked(poolID string) []*armnetwork.InterfaceIPConfiguration {
 	var out []*armnetwork.InterfaceIPConfiguration
-	for _, n := range s.nics {
-		if n.deleting || n.nic.Properties == nil {
+	for _, nicRecord := range s.nics {
+		if nicRecord.deleting || nicRecord.nic.Properties == nil {
 			continue
 		}
-		for _, ipc := range n.nic.Properties.IPConfigurations {
+		for _, ipc := range nicRecord.nic.Properties.IPConfigurations {
 			if ipc == nil || ipc.Properties == nil {
 				continue
 			}
@@ -425,10 +425,10 @@ func (s *Server) getSecurityGroup(w http.ResponseWriter, r *http.Request, sub, r
 		return
 	}
 	s.mu.Lock()
-	g, ok := s.network.nsgs[resourceKey(sub, rg, name)]
+	nsg, ok := s.network.nsgs[resourceKey(sub, rg, name)]
 	var out *armnetwork.SecurityGroup
 	if ok {
-		out = deepCopyJSON(g)
+		out = deepCopyJSON(nsg)
 	}
 	s.mu.Unlock()
 	if !ok {
@@ -445,9 +445,9 @@ func (s *Server) listSecurityGroups(w http.ResponseWriter, r *http.Request, sub,
 	s.mu.Lock()
 	res := armnetwork.SecurityGroupListResult{Value: []*armnetwork.SecurityGroup{}}
 	prefix := strings.ToLower(sub + "/" + rg + "/")
-	for key, g := range s.network.nsgs {
+	for key, nsg := range s.network.nsgs {
 		if strings.HasPrefix(key, prefix) {
-			res.Value = append(res.Value, deepCopyJSON(g))
+			res.Value = append(res.Value, deepCopyJSON(nsg))
 		}
 	}
 	s.mu.Unlock()

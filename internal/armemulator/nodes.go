@@ -76,7 +76,8 @@ type kubelet struct {
 
 // start boots k's kubelet: it joins in the background.
 func (nw *nodeWorker) start(k kubelet) {
-	ctx, name := nw.ctx, k.node.Name
+	ctx := nw.ctx
+	name := k.node.Name
 	nw.mu.Lock()
 	nw.wanted[name] = true
 	delete(nw.joinErr, name)
@@ -128,17 +129,18 @@ func (nw *nodeWorker) joinError(name string) string {
 func (nw *nodeWorker) join(ctx context.Context, k kubelet) error {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	name, p := k.node.Name, k.prov
-	addr, ok := nw.dns[p.apiServer]
+	name := k.node.Name
+	prov := k.prov
+	addr, ok := nw.dns[prov.apiServer]
 	if !ok {
-		return fmt.Errorf("cannot reach the API server: no such host %s", p.apiServer)
+		return fmt.Errorf("cannot reach the API server: no such host %s", prov.apiServer)
 	}
 	server := rest.Config{Host: "https://" + addr, Timeout: 10 * time.Second,
-		TLSClientConfig: rest.TLSClientConfig{CAData: p.caPEM, ServerName: p.apiServer}}
+		TLSClientConfig: rest.TLSClientConfig{CAData: prov.caPEM, ServerName: prov.apiServer}}
 
 	// TLS bootstrap: a client certificate for system:node:<name>.
 	bootstrap := server
-	bootstrap.BearerToken = p.token
+	bootstrap.BearerToken = prov.token
 	bootClient, err := kubernetes.NewForConfig(&bootstrap)
 	if err != nil {
 		return err
@@ -167,7 +169,8 @@ func (nw *nodeWorker) join(ctx context.Context, k kubelet) error {
 
 	// Registration as system:node:<name>.
 	kubeletCfg := server
-	kubeletCfg.CertData, kubeletCfg.KeyData = certPEM, keyPEM
+	kubeletCfg.CertData = certPEM
+	kubeletCfg.KeyData = keyPEM
 	client, err := kubernetes.NewForConfig(&kubeletCfg)
 	if err != nil {
 		return err
@@ -216,7 +219,8 @@ func (nw *nodeWorker) run(ctx context.Context) {
 		var name string
 		have := len(nw.queue) > 0
 		if have {
-			name, nw.queue = nw.queue[0], nw.queue[1:]
+			name = nw.queue[0]
+			nw.queue = nw.queue[1:]
 		}
 		nw.mu.Unlock()
 		if !have {

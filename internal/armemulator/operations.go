@@ -46,9 +46,9 @@ func (s *Server) acceptLRO(w http.ResponseWriter, sub string, op *operation, wit
 // setPollHint asks the client to come back when the operation should be
 // done (at least 10ms, at most 1s later).
 func (s *Server) setPollHint(w http.ResponseWriter, op *operation) {
-	d := op.doneAt.Sub(s.clock.Now())
-	d = min(max(d, 10*time.Millisecond), time.Second)
-	setRetryAfter(w.Header(), d)
+	hint := op.doneAt.Sub(s.clock.Now())
+	hint = min(max(hint, 10*time.Millisecond), time.Second)
+	setRetryAfter(w.Header(), hint)
 }
 
 type operationStatus struct {

@@ -205,39 +205,39 @@ func (s *Server) inject(w http.ResponseWriter, r *http.Request, req Request) (*F
 	s.counters.Requests[req.Operation]++
 	s.mu.Unlock()
 
-	var f *Fault
+	var fault *Fault
 	s.mu.Lock()
 	inj := s.opts.Injector
 	s.mu.Unlock()
 	if inj != nil {
-		f = inj.Inject(req)
+		fault = inj.Inject(req)
 	}
-	if f == nil {
-		f = s.faults.Inject(req)
+	if fault == nil {
+		fault = s.faults.Inject(req)
 	}
-	if f == nil {
+	if fault == nil {
 		return nil, false
 	}
-	if f.Delay > 0 {
+	if fault.Delay > 0 {
 		select {
 		case <-r.Context().Done():
 			return nil, true
-		case <-s.afterReal(f.Delay):
+		case <-s.afterReal(fault.Delay):
 		}
 	}
-	if !f.fails() {
+	if !fault.fails() {
 		return nil, false
 	}
-	if f.Drop {
+	if fault.Drop {
 		s.log.Info("injecting fault: dropping the connection", "operation", req.Operation, "name", req.Name)
 		panic(http.ErrAbortHandler)
 	}
 	asyncOK := req.Operation == OpPutVM || req.Operation == OpDeleteVM || req.Operation == OpPutNIC || req.Operation == OpDeleteNIC
-	if f.Async && asyncOK {
-		return f, false
+	if fault.Async && asyncOK {
+		return fault, false
 	}
-	s.log.Info("injecting fault", "operation", req.Operation, "name", req.Name, "code", f.Code, "status", f.status())
-	writeFault(w, f)
+	s.log.Info("injecting fault", "operation", req.Operation, "name", req.Name, "code", fault.Code, "status", fault.status())
+	writeFault(w, fault)
 	return nil, true
 }
 

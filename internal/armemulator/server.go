@@ -167,43 +167,43 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 	if err := opts.applyDefaults(); err != nil {
 		return nil, err
 	}
-	s := newServer(opts)
+	server := newServer(opts)
 
 	cert, caPEM, err := testcert.SelfSigned("karpfunc ARM emulator")
 	if err != nil {
 		return nil, err
 	}
-	s.caPEM = caPEM
+	server.caPEM = caPEM
 	ln, err := net.Listen("tcp", opts.Addr)
 	if err != nil {
 		return nil, fmt.Errorf("armemulator: listen on %s: %w", opts.Addr, err)
 	}
-	s.listener = ln
-	s.url = "https://" + ln.Addr().String()
+	server.listener = ln
+	server.url = "https://" + ln.Addr().String()
 
 	ctx, cancel := context.WithCancel(ctx)
-	s.cancel = cancel
+	server.cancel = cancel
 	if opts.Kube != nil {
-		if err := s.startNodeWorker(ctx); err != nil {
+		if err := server.startNodeWorker(ctx); err != nil {
 			cancel()
 			_ = ln.Close()
 			return nil, err
 		}
 	}
 
-	s.http = &http.Server{
-		Handler:           s,
+	server.http = &http.Server{
+		Handler:           server,
 		TLSConfig:         &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12},
 		ReadHeaderTimeout: 10 * time.Second,
-		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
+		ErrorLog:          slog.NewLogLogger(server.log.Handler(), slog.LevelDebug),
 		BaseContext:       func(net.Listener) context.Context { return ctx },
 	}
-	s.wg.Add(2)
-	go s.serve(ln)
-	go s.settleLoop(ctx)
-	go func() { <-ctx.Done(); _ = s.http.Close() }()
-	s.log.Info("ARM emulator listening", "url", s.url)
-	return s, nil
+	server.wg.Add(2)
+	go server.serve(ln)
+	go server.settleLoop(ctx)
+	go func() { <-ctx.Done(); _ = server.http.Close() }()
+	server.log.Info("ARM emulator listening", "url", server.url)
+	return server, nil
 }
 
 // applyDefaults fills the options left zero and refuses invalid ones.
@@ -234,7 +234,7 @@ func (opts *Options) applyDefaults() error {
 
 // newServer is an emulator with empty state for opts (defaults applied).
 func newServer(opts Options) *Server {
-	s := &Server{
+	server := &Server{
 		opts:       opts,
 		log:        opts.Logger.With("component", "armemulator"),
 		clock:      opts.Clock,
@@ -250,11 +250,11 @@ func newServer(opts Options) *Server {
 		eventGrid:  opts.EventGrid,
 		gallery:    opts.GalleryVersions,
 	}
-	if s.gallery == nil {
-		s.gallery = DefaultGalleryVersions()
+	if server.gallery == nil {
+		server.gallery = DefaultGalleryVersions()
 	}
-	s.counters.Requests = map[Operation]int{}
-	return s
+	server.counters.Requests = map[Operation]int{}
+	return server
 }
 
 // startNodeWorker starts the worker that joins booted VMs to opts.Kube as
@@ -283,13 +283,13 @@ func (s *Server) serve(ln net.Listener) {
 // even when nobody is asking (so VMs boot on their own), until ctx is done.
 func (s *Server) settleLoop(ctx context.Context) {
 	defer s.wg.Done()
-	t := time.NewTicker(20 * time.Millisecond)
-	defer t.Stop()
+	ticker := time.NewTicker(20 * time.Millisecond)
+	defer ticker.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case <-t.C:
+		case <-ticker.C:
 			s.mu.Lock()
 			s.settleLocked()
 			s.mu.Unlock()
@@ -343,9 +343,9 @@ func (s *Server) BootError(vmName string) string {
 	s.mu.Lock()
 	msg := s.bootErrors[strings.ToLower(vmName)]
 	var node string
-	for _, v := range s.vms {
-		if strings.EqualFold(v.name(), vmName) {
-			node = nodeName(v)
+	for _, vmRecord := range s.vms {
+		if strings.EqualFold(vmRecord.name(), vmName) {
+			node = nodeName(vmRecord)
 		}
 	}
 	s.mu.Unlock()
@@ -367,12 +367,12 @@ func (s *Server) Close() error {
 func (s *Server) Counters() Counters {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	c := s.counters
-	c.Requests = make(map[Operation]int, len(s.counters.Requests))
-	for k, v := range s.counters.Requests {
-		c.Requests[k] = v
+	counters := s.counters
+	counters.Requests = make(map[Operation]int, len(s.counters.Requests))
+	for op, count := range s.counters.Requests {
+		counters.Requests[op] = count
 	}
-	return c
+	return counters
 }
 
 func (s *Server) countNode(created bool) {
@@ -386,18 +386,18 @@ func (s *Server) countNode(created bool) {
 }
 
 func randHex(n int) string {
-	b := make([]byte, n)
-	_, _ = rand.Read(b)
-	return hex.EncodeToString(b)
+	buf := make([]byte, n)
+	_, _ = rand.Read(buf)
+	return hex.EncodeToString(buf)
 }
 
 func newUUID() string {
-	b := make([]byte, 16)
-	_, _ = rand.Read(b)
-	b[6] = (b[6] & 0x0f) | 0x40
-	b[8] = (b[8] & 0x3f) | 0x80
-	h := hex.EncodeToString(b)
-	return h[0:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
+	buf := make([]byte, 16)
+	_, _ = rand.Read(buf)
+	buf[6] = (buf[6] & 0x0f) | 0x40
+	buf[8] = (buf[8] & 0x3f) | 0x80
+	digits := hex.EncodeToString(buf)
+	return digits[0:8] + "-" + digits[8:12] + "-" + digits[12:16] + "-" + digits[16:20] + "-" + digits[20:]
 }
 
 // resourceKey identifies a resource case-insensitively, as ARM does.

@@ -35,40 +35,40 @@ const opRetention = time.Hour
 // based goes through here, so a fake clock drives the emulator completely.
 func (s *Server) settleLocked() {
 	now := s.clock.Now()
-	for key, v := range s.vms {
-		if v.deleting {
-			if !now.Before(v.deleteAt) {
-				s.removeVMLocked(key, v)
+	for key, vmRecord := range s.vms {
+		if vmRecord.deleting {
+			if !now.Before(vmRecord.deleteAt) {
+				s.removeVMLocked(key, vmRecord)
 			}
 			continue
 		}
-		if v.eviction != nil && !now.Before(v.eviction.at) {
-			s.evictLocked(key, v)
+		if vmRecord.eviction != nil && !now.Before(vmRecord.eviction.at) {
+			s.evictLocked(key, vmRecord)
 			continue
 		}
 		state := "Creating"
-		if !now.Before(v.readyAt) {
+		if !now.Before(vmRecord.readyAt) {
 			state = "Succeeded"
-			if v.failure != nil {
+			if vmRecord.failure != nil {
 				state = "Failed"
 			}
 		}
-		v.vm.Properties.ProvisioningState = ptr(state)
-		if state == "Succeeded" && !v.booted && !now.Before(v.readyAt.Add(s.opts.BootDelay)) {
-			v.booted = true
-			s.bootLocked(v)
+		vmRecord.vm.Properties.ProvisioningState = ptr(state)
+		if state == "Succeeded" && !vmRecord.booted && !now.Before(vmRecord.readyAt.Add(s.opts.BootDelay)) {
+			vmRecord.booted = true
+			s.bootLocked(vmRecord)
 		}
 	}
-	for key, n := range s.nics {
+	for key, nicRecord := range s.nics {
 		switch {
-		case n.deleting && !now.Before(n.deleteAt):
+		case nicRecord.deleting && !now.Before(nicRecord.deleteAt):
 			delete(s.nics, key)
-		case !n.deleting && !now.Before(n.readyAt):
+		case !nicRecord.deleting && !now.Before(nicRecord.readyAt):
 			st := armnetwork.ProvisioningStateSucceeded
-			if n.failure != nil {
+			if nicRecord.failure != nil {
 				st = armnetwork.ProvisioningStateFailed
 			}
-			n.nic.Properties.ProvisioningState = ptr(st)
+			nicRecord.nic.Properties.ProvisioningState = ptr(st)
 		}
 	}
 	for id, op := range s.ops {
@@ -91,12 +91,12 @@ func (s *Server) removeVMLocked(key string, v *vmState) {
 		}
 	}
 	for _, nk := range v.nicKeys {
-		n, ok := s.nics[nk]
-		if !ok || n.vmKey != key {
+		nicRecord, ok := s.nics[nk]
+		if !ok || nicRecord.vmKey != key {
 			continue
 		}
-		n.vmKey = ""
-		n.nic.Properties.VirtualMachine = nil
+		nicRecord.vmKey = ""
+		nicRecord.nic.Properties.VirtualMachine = nil
 		if deleteNIC[nk] {
 			delete(s.nics, nk)
 			s.counters.NICDeletes++
@@ -110,8 +110,8 @@ func (s *Server) removeVMLocked(key string, v *vmState) {
 }
 
 func nodeName(v *vmState) string {
-	if p := v.vm.Properties; p != nil && p.OSProfile != nil && deref(p.OSProfile.ComputerName) != "" {
-		return strings.ToLower(deref(p.OSProfile.ComputerName))
+	if props := v.vm.Properties; props != nil && props.OSProfile != nil && deref(props.OSProfile.ComputerName) != "" {
+		return strings.ToLower(deref(props.OSProfile.ComputerName))
 	}
 	return strings.ToLower(v.name())
 }
@@ -136,13 +136,13 @@ func (s *Server) bootLocked(v *vmState) {
 		s.log.Warn("VM booted but will not join the cluster (fault)", "name", v.name())
 		return
 	}
-	k, err := s.kubeletFor(v)
+	node, err := s.kubeletFor(v)
 	if err != nil {
 		s.bootErrors[strings.ToLower(v.name())] = err.Error()
 		s.log.Warn("VM booted but its node image cannot start a kubelet", "name", v.name(), "reason", err)
 		return
 	}
-	s.nodes.start(k)
+	s.nodes.start(node)
 }
 
 // kubeletFor is the kubelet v's node image starts: the Node it registers
@@ -150,10 +150,10 @@ func (s *Server) bootLocked(v *vmState) {
 // cloud node manager set themselves (hostname, OS, architecture, instance
 // type, region, zone, provider ID, addresses, resources).
 func (s *Server) kubeletFor(v *vmState) (kubelet, error) {
-	p := v.vm.Properties
+	props := v.vm.Properties
 	customData := ""
-	if p.OSProfile != nil {
-		customData = deref(p.OSProfile.CustomData)
+	if props.OSProfile != nil {
+		customData = deref(props.OSProfile.CustomData)
 	}
 	prov, err := provision(customData)
 	if err != nil {
@@ -165,15 +165,15 @@ func (s *Server) kubeletFor(v *vmState) (kubelet, error) {
 	if msg := nicPodIPsProblem(prov, s.ipConfigurationsLocked(v)); msg != "" {
 		return kubelet{}, errors.New(msg)
 	}
-	sku := string(deref(p.HardwareProfile.VMSize))
+	sku := string(deref(props.HardwareProfile.VMSize))
 	capacity, allocatable, arch, err := s.nodeResources(sku, prov.maxPods)
 	if err != nil {
 		return kubelet{}, err
 	}
 	name := nodeName(v)
 	labels := map[string]string{}
-	for k, val := range prov.labels {
-		labels[k] = val
+	for key, val := range prov.labels {
+		labels[key] = val
 	}
 	labels[labelHostname] = name
 	labels[labelInstanceType] = sku
@@ -210,19 +210,19 @@ func (s *Server) kubeletFor(v *vmState) (kubelet, error) {
 
 // ipConfigurationsLocked counts the IP configurations of v's NICs.
 func (s *Server) ipConfigurationsLocked(v *vmState) int {
-	n := 0
+	count := 0
 	for _, nk := range v.nicKeys {
 		if nic, ok := s.nics[nk]; ok && nic.nic.Properties != nil {
-			n += len(nic.nic.Properties.IPConfigurations)
+			count += len(nic.nic.Properties.IPConfigurations)
 		}
 	}
-	return n
+	return count
 }
 
 func (s *Server) privateIPLocked(v *vmState) string {
 	for _, nk := range v.nicKeys {
-		if n, ok := s.nics[nk]; ok && n.nic.Properties != nil {
-			for _, ipc := range n.nic.Properties.IPConfigurations {
+		if nicRecord, ok := s.nics[nk]; ok && nicRecord.nic.Properties != nil {
+			for _, ipc := range nicRecord.nic.Properties.IPConfigurations {
 				if ipc != nil && ipc.Properties != nil && deref(ipc.Properties.PrivateIPAddress) != "" {
 					return *ipc.Properties.PrivateIPAddress
 				}
@@ -236,11 +236,11 @@ func (s *Server) privateIPLocked(v *vmState) string {
 // capabilities (allocatable = capacity: no reservations modelled).
 func (s *Server) nodeResources(sku string, maxPods int32) (corev1.ResourceList, corev1.ResourceList, string, error) {
 	if s.opts.NodeResources != nil {
-		if c, a, arch, ok := s.opts.NodeResources(sku, maxPods); ok {
+		if capacity, allocatable, arch, ok := s.opts.NodeResources(sku, maxPods); ok {
 			if arch == "" {
 				arch = "amd64"
 			}
-			return c, a, arch, nil
+			return capacity, allocatable, arch, nil
 		}
 	}
 	for _, rs := range s.opts.SKUs {
@@ -248,14 +248,14 @@ func (s *Server) nodeResources(sku string, maxPods int32) (corev1.ResourceList, 
 			continue
 		}
 		var cpu, memGB, arch string
-		for _, c := range rs.Capabilities {
-			switch deref(c.Name) {
+		for _, capability := range rs.Capabilities {
+			switch deref(capability.Name) {
 			case "vCPUs":
-				cpu = deref(c.Value)
+				cpu = deref(capability.Value)
 			case "MemoryGB":
-				memGB = deref(c.Value)
+				memGB = deref(capability.Value)
 			case "CpuArchitectureType":
-				arch = deref(c.Value)
+				arch = deref(capability.Value)
 			}
 		}
 		if cpu == "" || memGB == "" {
@@ -274,11 +274,11 @@ func (s *Server) nodeResources(sku string, maxPods int32) (corev1.ResourceList, 
 			corev1.ResourceMemory: *resource.NewQuantity(int64(gb*1024)*1024*1024, resource.BinarySI),
 			corev1.ResourcePods:   *resource.NewQuantity(int64(maxPods), resource.DecimalSI),
 		}
-		a := "amd64"
+		nodeArch := "amd64"
 		if strings.EqualFold(arch, "Arm64") {
-			a = "arm64"
+			nodeArch = "arm64"
 		}
-		return list, list.DeepCopy(), a, nil
+		return list, list.DeepCopy(), nodeArch, nil
 	}
 	return nil, nil, "", fmt.Errorf("no resources known for VM size %q (no NodeResources answer, no SKU capabilities)", sku)
 }
@@ -290,8 +290,8 @@ func (s *Server) VMs() []*armcompute.VirtualMachine {
 	defer s.mu.Unlock()
 	s.settleLocked()
 	out := make([]*armcompute.VirtualMachine, 0, len(s.vms))
-	for _, v := range s.vms {
-		out = append(out, deepCopyVM(&v.vm))
+	for _, vmRecord := range s.vms {
+		out = append(out, deepCopyVM(&vmRecord.vm))
 	}
 	sort.Slice(out, func(i, j int) bool { return deref(out[i].Name) < deref(out[j].Name) })
 	return out
@@ -303,8 +303,8 @@ func (s *Server) NICs() []*armnetwork.Interface {
 	defer s.mu.Unlock()
 	s.settleLocked()
 	out := make([]*armnetwork.Interface, 0, len(s.nics))
-	for _, n := range s.nics {
-		out = append(out, deepCopyNIC(&n.nic))
+	for _, nicRecord := range s.nics {
+		out = append(out, deepCopyNIC(&nicRecord.nic))
 	}
 	sort.Slice(out, func(i, j int) bool { return deref(out[i].Name) < deref(out[j].Name) })
 	return out

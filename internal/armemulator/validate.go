@@ -114,8 +114,8 @@ func checkTags(tags map[string]*string) refusal {
 			message: fmt.Sprintf("The number of tags %d exceeds the maximum of %d tags per resource.", len(tags), maxTags)}
 	}
 	for _, name := range slices.Sorted(func(yield func(string) bool) {
-		for k := range tags {
-			if !yield(k) {
+		for tagName := range tags {
+			if !yield(tagName) {
 				return
 			}
 		}
@@ -157,8 +157,8 @@ func checkOSProfile(p *armcompute.OSProfile) refusal {
 	} else if deref(p.AdminPassword) == "" {
 		return badParameter("adminPassword", "Required parameter 'adminPassword' is missing (null).")
 	}
-	for _, k := range keys {
-		if k == nil || !validSSHKey(deref(k.KeyData)) {
+	for _, key := range keys {
+		if key == nil || !validSSHKey(deref(key.KeyData)) {
 			return badParameter("linuxConfiguration.ssh.publicKeys.keyData", "The value of parameter linuxConfiguration.ssh.publicKeys.keyData is invalid.")
 		}
 	}
@@ -168,16 +168,16 @@ func checkOSProfile(p *armcompute.OSProfile) refusal {
 // validSSHKey accepts an OpenSSH ssh-rsa or ssh-ed25519 public key, the
 // types Azure takes for Linux VMs.
 func validSSHKey(key string) bool {
-	f := strings.Fields(key)
-	if len(f) < 2 || (f[0] != "ssh-rsa" && f[0] != "ssh-ed25519") {
+	fields := strings.Fields(key)
+	if len(fields) < 2 || (fields[0] != "ssh-rsa" && fields[0] != "ssh-ed25519") {
 		return false
 	}
-	blob, err := base64.StdEncoding.DecodeString(f[1])
+	blob, err := base64.StdEncoding.DecodeString(fields[1])
 	if err != nil || len(blob) < 4 {
 		return false
 	}
-	n := binary.BigEndian.Uint32(blob)
-	return uint64(n)+4 <= uint64(len(blob)) && string(blob[4:4+n]) == f[0]
+	algoLen := binary.BigEndian.Uint32(blob)
+	return uint64(algoLen)+4 <= uint64(len(blob)) && string(blob[4:4+algoLen]) == fields[0]
 }
 
 // checkPriority checks the spot fields against the priority.
@@ -227,10 +227,10 @@ func (s *Server) checkImageLocked(vm *armcompute.VirtualMachine, size, location 
 		return refusal{}
 	}
 	if len(gens) > 0 && !slices.Contains(gens, img.Generation) {
-		g := strings.TrimPrefix(img.Generation, "V")
+		generation := strings.TrimPrefix(img.Generation, "V")
 		return refusal{status: http.StatusBadRequest, code: "BadRequest", message: fmt.Sprintf(
 			"The selected VM size '%s' cannot boot Hypervisor Generation '%s'. If this was a Create operation please check that the Hypervisor Generation of the Image matches the Hypervisor Generation of the selected VM Size. If this was an Update operation please select a Hypervisor Generation '%s' VM Size. For more information, see https://aka.ms/azuregen2vm",
-			size, g, g)}
+			size, generation, generation)}
 	}
 	imageArch := map[string]string{"amd64": "x64", "arm64": "Arm64"}[img.Architecture]
 	if arch != "" && !strings.EqualFold(arch, imageArch) {
@@ -248,15 +248,15 @@ func (s *Server) skuCapabilitiesLocked(size, location string) (gens []string, ar
 			continue
 		}
 		gens = []string{nodeimage.GenerationV1} // ARM: no capability means Gen1 only
-		for _, c := range rs.Capabilities {
-			if c == nil {
+		for _, capability := range rs.Capabilities {
+			if capability == nil {
 				continue
 			}
-			switch deref(c.Name) {
+			switch deref(capability.Name) {
 			case "HyperVGenerations":
-				gens = strings.Split(deref(c.Value), ",")
+				gens = strings.Split(deref(capability.Value), ",")
 			case "CpuArchitectureType":
-				arch = deref(c.Value)
+				arch = deref(capability.Value)
 			}
 		}
 		return gens, arch, true

@@ -143,8 +143,8 @@ func (c *ControlPlane) Err() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	var errs []error
-	for _, p := range c.procs {
-		if err := p.unexpectedExit(); err != nil {
+	for _, proc := range c.procs {
+		if err := proc.unexpectedExit(); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -162,22 +162,22 @@ func (c *ControlPlane) Stop() error {
 		c.mu.Unlock()
 		var errs []error
 		var clients, core []*process
-		for _, p := range procs {
-			if p.name == "etcd" || p.name == "kube-apiserver" {
-				core = append(core, p)
+		for _, proc := range procs {
+			if proc.name == "etcd" || proc.name == "kube-apiserver" {
+				core = append(core, proc)
 			} else {
-				clients = append(clients, p)
+				clients = append(clients, proc)
 			}
 		}
 		// Clients together (they do not depend on each other), then the
 		// API server, then etcd.
 		var wg sync.WaitGroup
 		var emu sync.Mutex
-		for _, p := range clients {
+		for _, proc := range clients {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				if err := p.stop(c.grace); err != nil {
+				if err := proc.stop(c.grace); err != nil {
 					emu.Lock()
 					errs = append(errs, err)
 					emu.Unlock()
@@ -201,12 +201,12 @@ func (c *ControlPlane) Stop() error {
 }
 
 func (c *ControlPlane) start(name, bin string, log *logwriter.Synced, env []string, args ...string) error {
-	p, err := startProcess(name, bin, args, env, log)
+	proc, err := startProcess(name, bin, args, env, log)
 	if err != nil {
 		return fmt.Errorf("controlplane: %w", err)
 	}
 	c.mu.Lock()
-	c.procs = append(c.procs, p)
+	c.procs = append(c.procs, proc)
 	c.mu.Unlock()
 	return nil
 }
@@ -296,17 +296,17 @@ func freePorts(n int) ([]int, error) {
 	var ports []int
 	var ls []net.Listener
 	defer func() {
-		for _, l := range ls {
-			_ = l.Close()
+		for _, listener := range ls {
+			_ = listener.Close()
 		}
 	}()
 	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
+		listener, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
 			return nil, fmt.Errorf("controlplane: finding a free port: %w", err)
 		}
-		ls = append(ls, l)
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+		ls = append(ls, listener)
+		ports = append(ports, listener.Addr().(*net.TCPAddr).Port)
 	}
 	return ports, nil
 }

@@ -29,7 +29,7 @@ type pki struct {
 // writePKI generates the key material into dir. ECDSA P-256 keeps it fast:
 // generating RSA keys on a loaded 2-core machine costs seconds.
 func writePKI(dir string, serviceIP net.IP, fqdn string) (*pki, error) {
-	p := &pki{
+	paths := &pki{
 		caCert: filepath.Join(dir, "ca.crt"), caKey: filepath.Join(dir, "ca.key"),
 		servingCert: filepath.Join(dir, "apiserver.crt"), servingKey: filepath.Join(dir, "apiserver.key"),
 		saKey: filepath.Join(dir, "service-account.key"),
@@ -83,49 +83,49 @@ func writePKI(dir string, serviceIP net.IP, fqdn string) (*pki, error) {
 		return nil, fmt.Errorf("generating service-account key: %w", err)
 	}
 
-	p.caPEM = pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER})
+	paths.caPEM = pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER})
 	files := []struct {
 		path string
 		data []byte
 	}{
-		{p.caCert, p.caPEM},
-		{p.servingCert, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: servingDER})},
+		{paths.caCert, paths.caPEM},
+		{paths.servingCert, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: servingDER})},
 	}
-	for _, k := range []struct {
+	for _, keyFile := range []struct {
 		path string
 		key  *ecdsa.PrivateKey
-	}{{p.caKey, caKey}, {p.servingKey, servingKey}, {p.saKey, saKey}} {
-		der, err := x509.MarshalECPrivateKey(k.key)
+	}{{paths.caKey, caKey}, {paths.servingKey, servingKey}, {paths.saKey, saKey}} {
+		der, err := x509.MarshalECPrivateKey(keyFile.key)
 		if err != nil {
-			return nil, fmt.Errorf("encoding %s: %w", filepath.Base(k.path), err)
+			return nil, fmt.Errorf("encoding %s: %w", filepath.Base(keyFile.path), err)
 		}
 		files = append(files, struct {
 			path string
 			data []byte
-		}{k.path, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: der})})
+		}{keyFile.path, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: der})})
 	}
-	for _, f := range files {
-		if err := os.WriteFile(f.path, f.data, 0o600); err != nil {
-			return nil, fmt.Errorf("writing %s: %w", f.path, err)
+	for _, file := range files {
+		if err := os.WriteFile(file.path, file.data, 0o600); err != nil {
+			return nil, fmt.Errorf("writing %s: %w", file.path, err)
 		}
 	}
-	return p, nil
+	return paths, nil
 }
 
 func serial() *big.Int {
-	n, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 120))
+	serialNumber, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 120))
 	if err != nil {
 		// crypto/rand does not fail on Linux; a fixed serial is still valid.
 		return big.NewInt(1)
 	}
-	return n
+	return serialNumber
 }
 
 // newToken returns a random bearer token.
 func newToken() (string, error) {
-	b := make([]byte, 24)
-	if _, err := rand.Read(b); err != nil {
+	token := make([]byte, 24)
+	if _, err := rand.Read(token); err != nil {
 		return "", fmt.Errorf("generating token: %w", err)
 	}
-	return hex.EncodeToString(b), nil
+	return hex.EncodeToString(token), nil
 }

@@ -30,23 +30,24 @@ type process struct {
 // startProcess starts bin with args; its output goes line by line to log
 // (prefixed with its name) and to a tail kept for error messages.
 func startProcess(name, bin string, args, env []string, log *logwriter.Synced) (*process, error) {
-	p := &process{name: name, out: logwriter.NewLines(log, "["+name+"] ", tailLines), done: make(chan struct{})}
-	p.cmd = exec.Command(bin, args...)
-	p.cmd.Env = append(os.Environ(), env...)
-	p.cmd.Stdout, p.cmd.Stderr = p.out, p.out
-	p.cmd.SysProcAttr = sysProcAttr()
-	if err := onStarterThread(p.cmd.Start); err != nil {
+	proc := &process{name: name, out: logwriter.NewLines(log, "["+name+"] ", tailLines), done: make(chan struct{})}
+	proc.cmd = exec.Command(bin, args...)
+	proc.cmd.Env = append(os.Environ(), env...)
+	proc.cmd.Stdout = proc.out
+	proc.cmd.Stderr = proc.out
+	proc.cmd.SysProcAttr = sysProcAttr()
+	if err := onStarterThread(proc.cmd.Start); err != nil {
 		return nil, fmt.Errorf("starting %s (%s): %w", name, bin, err)
 	}
 	go func() {
-		err := p.cmd.Wait()
-		p.out.Flush()
-		p.mu.Lock()
-		p.exitErr = err
-		p.mu.Unlock()
-		close(p.done)
+		err := proc.cmd.Wait()
+		proc.out.Flush()
+		proc.mu.Lock()
+		proc.exitErr = err
+		proc.mu.Unlock()
+		close(proc.done)
 	}()
-	return p, nil
+	return proc, nil
 }
 
 // exited reports whether the process has exited, and why, with its last lines
@@ -123,8 +124,8 @@ func onStarterThread(start func() error) error {
 		starterCh = make(chan func())
 		go func() {
 			runtime.LockOSThread() // never unlocked: the thread must outlive every child
-			for f := range starterCh {
-				f()
+			for call := range starterCh {
+				call()
 			}
 		}()
 	})

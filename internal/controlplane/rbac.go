@@ -72,15 +72,15 @@ func aksBootstrapToken() (*corev1.Secret, error) {
 
 func randomToken(n int) (string, error) {
 	const chars = "0123456789abcdefghijklmnopqrstuvwxyz"
-	b := make([]byte, n)
-	for i := range b {
-		v, err := rand.Int(rand.Reader, big.NewInt(int64(len(chars))))
+	token := make([]byte, n)
+	for i := range token {
+		index, err := rand.Int(rand.Reader, big.NewInt(int64(len(chars))))
 		if err != nil {
 			return "", fmt.Errorf("controlplane: reading randomness: %w", err)
 		}
-		b[i] = chars[v.Int64()]
+		token[i] = chars[index.Int64()]
 	}
-	return string(b), nil
+	return string(token), nil
 }
 
 func (c *ControlPlane) createNodeBootstrapBindings(ctx context.Context) error {
@@ -88,9 +88,9 @@ func (c *ControlPlane) createNodeBootstrapBindings(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("controlplane: %w", err)
 	}
-	for _, b := range nodeBootstrapBindings() {
-		if _, err := cs.RbacV1().ClusterRoleBindings().Create(ctx, b, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-			return fmt.Errorf("controlplane: creating ClusterRoleBinding %s: %w", b.Name, err)
+	for _, binding := range nodeBootstrapBindings() {
+		if _, err := cs.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("controlplane: creating ClusterRoleBinding %s: %w", binding.Name, err)
 		}
 	}
 	token, err := aksBootstrapToken()

@@ -100,13 +100,13 @@ func Start(opts Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{opts: opts, key: key, caPEM: caPEM, header: randHex(16)}
+	server := &Server{opts: opts, key: key, caPEM: caPEM, header: randHex(16)}
 	der, err := x509.MarshalPKIXPublicKey(&key.PublicKey)
 	if err != nil {
 		return nil, err
 	}
 	sum := sha256.Sum256(der)
-	s.keyID = hex.EncodeToString(sum[:8])
+	server.keyID = hex.EncodeToString(sum[:8])
 
 	oidcL, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -117,20 +117,20 @@ func Start(opts Options) (*Server, error) {
 		_ = oidcL.Close()
 		return nil, fmt.Errorf("entra: %w", err)
 	}
-	s.issuer = "https://" + oidcL.Addr().String() + "/" + opts.TenantID + "/"
-	s.msiURL = "http://" + msiL.Addr().String() + "/msi/token"
+	server.issuer = "https://" + oidcL.Addr().String() + "/" + opts.TenantID + "/"
+	server.msiURL = "http://" + msiL.Addr().String() + "/msi/token"
 
 	oidcMux := http.NewServeMux()
-	oidcMux.HandleFunc("GET /"+opts.TenantID+"/.well-known/openid-configuration", s.discovery)
-	oidcMux.HandleFunc("GET /"+opts.TenantID+"/discovery/keys", s.keys)
-	s.oidc = &http.Server{Handler: oidcMux, ReadHeaderTimeout: 10 * time.Second,
+	oidcMux.HandleFunc("GET /"+opts.TenantID+"/.well-known/openid-configuration", server.discovery)
+	oidcMux.HandleFunc("GET /"+opts.TenantID+"/discovery/keys", server.keys)
+	server.oidc = &http.Server{Handler: oidcMux, ReadHeaderTimeout: 10 * time.Second,
 		TLSConfig: &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}}
 	msiMux := http.NewServeMux()
-	msiMux.HandleFunc("/msi/token", s.token)
-	s.msi = &http.Server{Handler: msiMux, ReadHeaderTimeout: 10 * time.Second}
-	go func() { _ = s.oidc.ServeTLS(oidcL, "", "") }()
-	go func() { _ = s.msi.Serve(msiL) }()
-	return s, nil
+	msiMux.HandleFunc("/msi/token", server.token)
+	server.msi = &http.Server{Handler: msiMux, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = server.oidc.ServeTLS(oidcL, "", "") }()
+	go func() { _ = server.msi.Serve(msiL) }()
+	return server, nil
 }
 
 // Issuer is the tokens' iss claim and the OIDC discovery base URL.
@@ -156,14 +156,14 @@ func (s *Server) Minted() int {
 // (--authentication-config) that accepts this issuer's tokens for audience,
 // with the oid claim as the user name, as AKS does for Entra identities.
 func (s *Server) AuthenticationConfig(audience string) []byte {
-	var b strings.Builder
-	b.WriteString("apiVersion: apiserver.config.k8s.io/v1\nkind: AuthenticationConfiguration\njwt:\n")
-	fmt.Fprintf(&b, "- issuer:\n    url: %q\n    audiences: [%q]\n    certificateAuthority: |\n", s.issuer, audience)
+	var out strings.Builder
+	out.WriteString("apiVersion: apiserver.config.k8s.io/v1\nkind: AuthenticationConfiguration\njwt:\n")
+	fmt.Fprintf(&out, "- issuer:\n    url: %q\n    audiences: [%q]\n    certificateAuthority: |\n", s.issuer, audience)
 	for _, line := range strings.Split(strings.TrimSpace(string(s.caPEM)), "\n") {
-		b.WriteString("      " + line + "\n")
+		out.WriteString("      " + line + "\n")
 	}
-	b.WriteString("  claimMappings:\n    username:\n      claim: oid\n      prefix: \"\"\n")
-	return []byte(b.String())
+	out.WriteString("  claimMappings:\n    username:\n      claim: oid\n      prefix: \"\"\n")
+	return []byte(out.String())
 }
 
 // Close stops both endpoints.
@@ -208,21 +208,21 @@ func (s *Server) token(w http.ResponseWriter, r *http.Request) {
 		fail(http.StatusBadRequest, "missing or invalid X-IDENTITY-HEADER")
 		return
 	}
-	q := r.URL.Query()
-	if v := q.Get("api-version"); v != AppServiceAPIVersion {
-		fail(http.StatusBadRequest, fmt.Sprintf("api-version %q is not supported; use %s", v, AppServiceAPIVersion))
+	query := r.URL.Query()
+	if apiVersion := query.Get("api-version"); apiVersion != AppServiceAPIVersion {
+		fail(http.StatusBadRequest, fmt.Sprintf("api-version %q is not supported; use %s", apiVersion, AppServiceAPIVersion))
 		return
 	}
-	resource := q.Get("resource")
+	resource := query.Get("resource")
 	if resource == "" {
 		fail(http.StatusBadRequest, "the resource parameter is required")
 		return
 	}
-	if q.Get("mi_res_id") != "" || q.Get("principal_id") != "" || q.Get("object_id") != "" {
+	if query.Get("mi_res_id") != "" || query.Get("principal_id") != "" || query.Get("object_id") != "" {
 		fail(http.StatusBadRequest, "only client_id selects an identity here")
 		return
 	}
-	clientID := q.Get("client_id")
+	clientID := query.Get("client_id")
 	var id *Identity
 	for i := range s.opts.Identities {
 		if s.opts.Identities[i].ClientID == clientID {
@@ -283,7 +283,7 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 }
 
 func randHex(n int) string {
-	b := make([]byte, n)
-	_, _ = rand.Read(b)
-	return hex.EncodeToString(b)
+	buf := make([]byte, n)
+	_, _ = rand.Read(buf)
+	return hex.EncodeToString(buf)
 }

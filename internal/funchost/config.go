@@ -174,17 +174,17 @@ var timeSpanRE = regexp.MustCompile(`^(?:(\d+)\.)?(\d{1,2}):(\d{1,2}):(\d{1,2})(
 
 // parseTimeSpan reads a .NET TimeSpan ("[d.]hh:mm:ss[.fffffff]").
 func parseTimeSpan(s string) (time.Duration, error) {
-	m := timeSpanRE.FindStringSubmatch(strings.TrimSpace(s))
-	if m == nil {
+	match := timeSpanRE.FindStringSubmatch(strings.TrimSpace(s))
+	if match == nil {
 		return 0, fmt.Errorf("%q is not a TimeSpan ([d.]hh:mm:ss[.fffffff])", s)
 	}
-	num := func(v string) time.Duration { n, _ := strconv.Atoi(v); return time.Duration(n) }
-	d := num(m[1])*24*time.Hour + num(m[2])*time.Hour + num(m[3])*time.Minute + num(m[4])*time.Second
-	if m[5] != "" {
-		f, _ := strconv.ParseFloat("0"+m[5], 64)
-		d += time.Duration(f * float64(time.Second))
+	num := func(v string) time.Duration { parsed, _ := strconv.Atoi(v); return time.Duration(parsed) }
+	span := num(match[1])*24*time.Hour + num(match[2])*time.Hour + num(match[3])*time.Minute + num(match[4])*time.Second
+	if match[5] != "" {
+		fraction, _ := strconv.ParseFloat("0"+match[5], 64)
+		span += time.Duration(fraction * float64(time.Second))
 	}
-	return d, nil
+	return span, nil
 }
 
 var settingRE = regexp.MustCompile(`%([^%]*)%`)
@@ -198,11 +198,11 @@ func expandSettings(s string, lookup func(string) (string, bool)) (string, error
 			missing = append(missing, `"" (an empty "%%")`)
 			return m
 		}
-		v, ok := lookup(name)
+		value, ok := lookup(name)
 		if !ok {
 			missing = append(missing, name)
 		}
-		return v
+		return value
 	})
 	if len(missing) > 0 {
 		return "", fmt.Errorf("%q refers to app setting %s, which is not set (in Options.Settings or the environment)", s, strings.Join(missing, ", "))
@@ -250,11 +250,11 @@ func loadFunctions(dir string, lookup func(string) (string, bool)) ([]*Function,
 		return nil, fmt.Errorf("reading the functions directory: %w", err)
 	}
 	var fns []*Function
-	for _, e := range entries {
-		if !e.IsDir() {
+	for _, entry := range entries {
+		if !entry.IsDir() {
 			continue
 		}
-		file := filepath.Join(dir, e.Name(), "function.json")
+		file := filepath.Join(dir, entry.Name(), "function.json")
 		raw, err := os.ReadFile(file)
 		if errors.Is(err, os.ErrNotExist) {
 			continue
@@ -262,7 +262,7 @@ func loadFunctions(dir string, lookup func(string) (string, bool)) ([]*Function,
 		if err != nil {
 			return nil, err
 		}
-		fn, err := parseFunction(e.Name(), file, raw, lookup)
+		fn, err := parseFunction(entry.Name(), file, raw, lookup)
 		if err != nil {
 			return nil, err
 		}

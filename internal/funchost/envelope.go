@@ -25,8 +25,8 @@ const (
 
 // doubleQuoted is how the host serializes a string-typed metadata value.
 func doubleQuoted(s string) string {
-	b, _ := json.Marshal(s)
-	return string(b)
+	quoted, _ := json.Marshal(s)
+	return string(quoted)
 }
 
 func sysMetadata(function string, now time.Time) map[string]any {

@@ -135,37 +135,37 @@ func Start(ctx context.Context, opts Options) (*Host, error) {
 		return nil, err
 	}
 	out := logwriter.NewSynced(opts.Log)
-	h := &Host{opts: opts, log: log.New(out, "funchost: ", log.Ltime|log.Lmicroseconds), stats: map[string]*FunctionStats{}}
-	lookup := h.lookupSetting
+	host := &Host{opts: opts, log: log.New(out, "funchost: ", log.Ltime|log.Lmicroseconds), stats: map[string]*FunctionStats{}}
+	lookup := host.lookupSetting
 
-	if h.settings, err = loadHostJSON(opts.AppRoot, lookup); err != nil {
+	if host.settings, err = loadHostJSON(opts.AppRoot, lookup); err != nil {
 		return nil, err
 	}
-	if h.functions, err = loadFunctions(opts.FunctionsDir, lookup); err != nil {
+	if host.functions, err = loadFunctions(opts.FunctionsDir, lookup); err != nil {
 		return nil, err
 	}
-	sortFunctions(h.functions)
-	executable, err := h.resolveExecutable()
+	sortFunctions(host.functions)
+	executable, err := host.resolveExecutable()
 	if err != nil {
 		return nil, err
 	}
-	if err := h.startBus(); err != nil {
+	if err := host.startBus(); err != nil {
 		return nil, err
 	}
-	h.proc = &supervisor{path: executable, args: h.settings.arguments, dir: h.settings.workingDirectory,
-		env: h.handlerEnv(), output: logwriter.NewLines(out, "handler: ", 0), log: h.log,
+	host.proc = &supervisor{path: executable, args: host.settings.arguments, dir: host.settings.workingDirectory,
+		env: host.handlerEnv(), output: logwriter.NewLines(out, "handler: ", 0), log: host.log,
 		startupTimeout: opts.StartupTimeout, stopTimeout: opts.StopTimeout}
-	if err := h.proc.start(ctx); err != nil {
-		_ = h.busServer.Close()
+	if err := host.proc.start(ctx); err != nil {
+		_ = host.busServer.Close()
 		return nil, err
 	}
 	// One transport for all invocations; no client timeout, functionTimeout
 	// bounds each invocation through its context.
-	h.client = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64, DisableCompression: true}}
-	h.startLoops(ctx)
-	h.checkScaleRights()
-	h.log.Printf("bus API on %s", h.busURL)
-	return h, nil
+	host.client = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64, DisableCompression: true}}
+	host.startLoops(ctx)
+	host.checkScaleRights()
+	host.log.Printf("bus API on %s", host.busURL)
+	return host, nil
 }
 
 // withDefaults checks opts, makes its directories absolute and fills the
@@ -268,7 +268,7 @@ func (h *Host) entityRights() ([]bus.Grant, error) {
 		h.log.Printf("no rights table: every identity may send to and receive from every queue (as with a namespace key holding every claim)")
 		return nil, nil
 	}
-	names, err := bus.QueueNamesFromEnv(func(k string) string { v, _ := h.lookupSetting(k); return v })
+	names, err := bus.QueueNamesFromEnv(func(k string) string { value, _ := h.lookupSetting(k); return value })
 	if err != nil {
 		return nil, fmt.Errorf("funchost: %w", err)
 	}
@@ -293,8 +293,8 @@ func (h *Host) checkScaleRights() {
 }
 
 func (h *Host) lookupSetting(name string) (string, bool) {
-	if v, ok := h.opts.Settings[name]; ok {
-		return v, true
+	if value, ok := h.opts.Settings[name]; ok {
+		return value, true
 	}
 	return os.LookupEnv(name)
 }
@@ -304,8 +304,8 @@ func (h *Host) lookupSetting(name string) (string, bool) {
 // for "python" and the like.
 func (h *Host) resolveExecutable() (string, error) {
 	exe := h.settings.executable
-	if v, ok := h.lookupSetting(ExecutableSetting); ok && v != "" {
-		exe = v
+	if configured, ok := h.lookupSetting(ExecutableSetting); ok && configured != "" {
+		exe = configured
 	}
 	if h.opts.Executable != "" {
 		exe = h.opts.Executable
@@ -321,8 +321,8 @@ func (h *Host) resolveExecutable() (string, error) {
 		return candidate, nil
 	}
 	if !strings.ContainsRune(exe, filepath.Separator) {
-		if p, err := exec.LookPath(exe); err == nil {
-			return p, nil
+		if path, err := exec.LookPath(exe); err == nil {
+			return path, nil
 		}
 	}
 	return "", fmt.Errorf("funchost: handler executable %q not found in %s or on PATH", exe, h.settings.workingDirectory)
@@ -334,8 +334,8 @@ func (h *Host) handlerEnv() []string {
 		env = os.Environ()
 	}
 	env = slices.Clone(env)
-	for _, k := range slices.Sorted(maps.Keys(h.opts.Settings)) {
-		env = append(env, k+"="+h.opts.Settings[k])
+	for _, name := range slices.Sorted(maps.Keys(h.opts.Settings)) {
+		env = append(env, name+"="+h.opts.Settings[name])
 	}
 	return append(env, EnvBusURL+"="+h.busURL, bus.EnvLocalBusCredential+"="+h.bus.Credential(bus.IdentityFunctions))
 }
@@ -343,7 +343,7 @@ func (h *Host) handlerEnv() []string {
 // receiveLoop is one concurrent call slot of a serviceBusTrigger function.
 func (h *Host) receiveLoop(ctx context.Context, fn *Function) {
 	for {
-		d, err := h.identity.Receive(ctx, fn.ServiceBus.Queue)
+		delivery, err := h.identity.Receive(ctx, fn.ServiceBus.Queue)
 		if err != nil {
 			if ctx.Err() != nil || errors.Is(err, localbus.ErrClosed) {
 				return
@@ -352,22 +352,22 @@ func (h *Host) receiveLoop(ctx context.Context, fn *Function) {
 			sleepCtx(ctx, listenerRetry(err))
 			continue
 		}
-		req, err := serviceBusRequest(fn, d, h.opts.Clock.Now())
+		req, err := serviceBusRequest(fn, delivery, h.opts.Clock.Now())
 		var failure string
 		if err != nil {
 			failure = fmt.Sprintf("encoding the request: %v", err)
 		} else {
-			failure = h.invoke(fn, req, fmt.Sprintf("New ServiceBus message detected on '%s' (MessageId=%s, DeliveryCount=%d)", d.Queue, d.Message.ID, d.DeliveryCount))
+			failure = h.invoke(fn, req, fmt.Sprintf("New ServiceBus message detected on '%s' (MessageId=%s, DeliveryCount=%d)", delivery.Queue, delivery.Message.ID, delivery.DeliveryCount))
 		}
 		if failure == "" {
-			err = h.identity.Complete(d)
+			err = h.identity.Complete(delivery)
 		} else {
-			err = h.identity.Abandon(d, failure)
+			err = h.identity.Abandon(delivery, failure)
 		}
 		if err != nil {
 			// The lock ran out during the invocation: the message was
 			// already released to another delivery, as in Service Bus.
-			h.log.Printf("function %s: settling message %q: %v", fn.Name, d.Message.ID, err)
+			h.log.Printf("function %s: settling message %q: %v", fn.Name, delivery.Message.ID, err)
 		}
 	}
 }
@@ -382,11 +382,11 @@ func listenerRetry(err error) time.Duration {
 }
 
 func sleepCtx(ctx context.Context, d time.Duration) {
-	t := time.NewTimer(d)
-	defer t.Stop()
+	timer := time.NewTimer(d)
+	defer timer.Stop()
 	select {
 	case <-ctx.Done():
-	case <-t.C:
+	case <-timer.C:
 	}
 }
 
@@ -418,12 +418,12 @@ func (h *Host) timerLoop(ctx context.Context, fn *Function) {
 	}
 	for {
 		next := fn.Timer.Schedule.Next(h.opts.Clock.Now())
-		t := h.opts.Clock.NewTimer(max(next.Sub(h.opts.Clock.Now()), 0))
+		timer := h.opts.Clock.NewTimer(max(next.Sub(h.opts.Clock.Now()), 0))
 		select {
 		case <-ctx.Done():
-			t.Stop()
+			timer.Stop()
 			return
-		case <-t.C():
+		case <-timer.C():
 		}
 		fire(next, fmt.Sprintf("Timer fired at %s", next.UTC().Format(time.RFC3339)))
 	}
@@ -437,12 +437,12 @@ func (h *Host) invoke(fn *Function, body []byte, reason string) (failure string)
 	h.log.Printf("Executing 'Functions.%s' (Reason='%s', Id=%s)", fn.Name, reason, id)
 	defer func() {
 		h.mu.Lock()
-		s := h.stats[fn.Name]
-		s.Invocations++
+		stats := h.stats[fn.Name]
+		stats.Invocations++
 		if failure == "" {
-			s.Succeeded++
+			stats.Succeeded++
 		} else {
-			s.Failed++
+			stats.Failed++
 		}
 		h.mu.Unlock()
 		if failure == "" {
@@ -500,11 +500,11 @@ func (h *Host) outcome(fn *Function, invocationID string, resp *http.Response, b
 	if resp.StatusCode/100 != 2 {
 		return fmt.Sprintf("Response status code does not indicate success: %d (%s).", resp.StatusCode, http.StatusText(resp.StatusCode))
 	}
-	var r struct{ Logs []string }
-	if err := json.Unmarshal(body, &r); err != nil {
+	var reply struct{ Logs []string }
+	if err := json.Unmarshal(body, &reply); err != nil {
 		return truncateTail(fmt.Sprintf("Invalid HttpResponseMessage: POST /%s answered %s with a body that is not JSON: %s", fn.Name, resp.Status, body))
 	}
-	for _, line := range r.Logs {
+	for _, line := range reply.Logs {
 		h.log.Printf("Function.%s.User (Id=%s): %s", fn.Name, invocationID, line)
 	}
 	return ""
@@ -561,8 +561,8 @@ func (h *Host) FunctionStats() map[string]FunctionStats {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	out := make(map[string]FunctionStats, len(h.stats))
-	for k, v := range h.stats {
-		out[k] = *v
+	for name, stats := range h.stats {
+		out[name] = *stats
 	}
 	return out
 }
@@ -604,9 +604,9 @@ func (h *Host) WaitIdleUntil(ctx context.Context, horizon time.Time) error {
 func (h *Host) describeStats() string {
 	stats := h.Stats()
 	var parts []string
-	for _, q := range slices.Sorted(maps.Keys(stats)) {
-		s := stats[q]
-		parts = append(parts, fmt.Sprintf("%s active=%d inFlight=%d scheduled=%d", q, s.Active, s.InFlight, s.Scheduled))
+	for _, queueName := range slices.Sorted(maps.Keys(stats)) {
+		queueStats := stats[queueName]
+		parts = append(parts, fmt.Sprintf("%s active=%d inFlight=%d scheduled=%d", queueName, queueStats.Active, queueStats.InFlight, queueStats.Scheduled))
 	}
 	return strings.Join(parts, ", ")
 }

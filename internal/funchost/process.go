@@ -138,7 +138,8 @@ func (s *supervisor) launch(ctx context.Context) (*instance, error) {
 	cmd.Env = append(append([]string(nil), s.env...),
 		"FUNCTIONS_CUSTOMHANDLER_PORT="+strconv.Itoa(port),
 		"FUNCTIONS_CUSTOMHANDLER_WORKER_ID="+localbus.NewGUID())
-	cmd.Stdout, cmd.Stderr = s.output, s.output
+	cmd.Stdout = s.output
+	cmd.Stderr = s.output
 	cmd.SysProcAttr = sysProcAttr()
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("starting the handler %s: %w", s.path, err)

@@ -132,17 +132,17 @@ func (in *Injector) configuration() *admissionregistrationv1.ValidatingWebhookCo
 	none := admissionregistrationv1.SideEffectClassNone
 	timeout := int32(5)
 	var rules []admissionregistrationv1.RuleWithOperations
-	for _, r := range in.opts.Rules {
+	for _, rule := range in.opts.Rules {
 		group := "karpenter.sh"
-		switch r.Resource {
+		switch rule.Resource {
 		case "pods/eviction", "nodes", "configmaps", "pods", "events":
 			group = ""
 		case "leases":
 			group = "coordination.k8s.io"
 		}
 		rules = append(rules, admissionregistrationv1.RuleWithOperations{
-			Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.OperationType(r.Operation)},
-			Rule:       admissionregistrationv1.Rule{APIGroups: []string{group}, APIVersions: []string{"*"}, Resources: []string{r.Resource}},
+			Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.OperationType(rule.Operation)},
+			Rule:       admissionregistrationv1.Rule{APIGroups: []string{group}, APIVersions: []string{"*"}, Resources: []string{rule.Resource}},
 		})
 	}
 	var conditions []admissionregistrationv1.MatchCondition
@@ -225,17 +225,17 @@ func (in *Injector) decide(resource, operation, name string) (Rule, int, bool) {
 	key := operation + " " + resource + " " + name
 	in.attempts[key]++
 	attempt := in.attempts[key]
-	for i, r := range in.opts.Rules {
-		if r.Resource != resource || r.Operation != operation {
+	for i, rule := range in.opts.Rules {
+		if rule.Resource != resource || rule.Operation != operation {
 			continue
 		}
 		sum := sha256.Sum256(fmt.Appendf(nil, "%d/%s/%d/%d", in.opts.Seed, key, attempt, i))
-		if float64(binary.BigEndian.Uint64(sum[:8])>>11)/(1<<53) >= r.Rate {
+		if float64(binary.BigEndian.Uint64(sum[:8])>>11)/(1<<53) >= rule.Rate {
 			continue
 		}
-		in.counts[r.Kind]++
-		in.schedule = append(in.schedule, Injection{Resource: resource, Operation: operation, Name: name, Attempt: attempt, Kind: r.Kind})
-		return r, attempt, true
+		in.counts[rule.Kind]++
+		in.schedule = append(in.schedule, Injection{Resource: resource, Operation: operation, Name: name, Attempt: attempt, Kind: rule.Kind})
+		return rule, attempt, true
 	}
 	return Rule{}, 0, false
 }
@@ -260,8 +260,8 @@ func (in *Injector) Counts() map[string]int {
 	in.mu.Lock()
 	defer in.mu.Unlock()
 	out := make(map[string]int, len(in.counts))
-	for k, v := range in.counts {
-		out[k] = v
+	for key, count := range in.counts {
+		out[key] = count
 	}
 	return out
 }

@@ -255,10 +255,10 @@ func (b *Bus) CreateQueue(name string, opts QueueOptions) error {
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if q, ok := b.queues[name]; ok {
-		if q.opts != opts {
+	if existing, ok := b.queues[name]; ok {
+		if existing.opts != opts {
 			return fmt.Errorf("queue %q already exists with requiresSession=%t; cannot use it with requiresSession=%t",
-				name, q.opts.RequiresSession, opts.RequiresSession)
+				name, existing.opts.RequiresSession, opts.RequiresSession)
 		}
 		return nil
 	}
@@ -287,49 +287,49 @@ func (b *Bus) Publish(ctx context.Context, queueName string, msgs ...bus.Message
 	if b.closed {
 		return ErrClosed
 	}
-	q := b.queues[queueName]
-	if q == nil {
+	target := b.queues[queueName]
+	if target == nil {
 		return &QueueNotFoundError{Queue: queueName}
 	}
-	requiresSession := q.opts.RequiresSession
+	requiresSession := target.opts.RequiresSession
 	copies := make([]bus.Message, len(msgs))
-	for i, m := range msgs {
-		if err := b.validate(m, requiresSession); err != nil {
+	for i, msg := range msgs {
+		if err := b.validate(msg, requiresSession); err != nil {
 			return &InvalidMessageError{Queue: queueName, Index: i, Reason: err.Error()}
 		}
-		m.Body = slices.Clone(m.Body)
-		m.ApplicationProperties = maps.Clone(m.ApplicationProperties)
-		if m.ID == "" {
-			m.ID = NewGUID() // the SDK's behaviour when MessageId is unset
+		msg.Body = slices.Clone(msg.Body)
+		msg.ApplicationProperties = maps.Clone(msg.ApplicationProperties)
+		if msg.ID == "" {
+			msg.ID = NewGUID() // the SDK's behaviour when MessageId is unset
 		}
-		copies[i] = m
+		copies[i] = msg
 	}
 	now := b.opts.Clock.Now()
-	for id, t := range q.seen {
-		if now.Sub(t) >= b.dupWindow(q) {
-			delete(q.seen, id)
+	for id, seenAt := range target.seen {
+		if now.Sub(seenAt) >= b.dupWindow(target) {
+			delete(target.seen, id)
 		}
 	}
-	for _, m := range copies {
-		if q.opts.RequiresDuplicateDetection {
-			if _, dup := q.seen[m.ID]; dup {
-				q.stats.Duplicates++
+	for _, msg := range copies {
+		if target.opts.RequiresDuplicateDetection {
+			if _, dup := target.seen[msg.ID]; dup {
+				target.stats.Duplicates++
 				continue
 			}
-			q.seen[m.ID] = now
+			target.seen[msg.ID] = now
 		}
-		e := &entry{msg: m}
-		if m.ScheduledEnqueueTime.After(now) {
-			i, _ := slices.BinarySearchFunc(q.scheduled, m.ScheduledEnqueueTime, func(e *entry, t time.Time) int {
+		queued := &entry{msg: msg}
+		if msg.ScheduledEnqueueTime.After(now) {
+			slot, _ := slices.BinarySearchFunc(target.scheduled, msg.ScheduledEnqueueTime, func(e *entry, t time.Time) int {
 				if e.msg.ScheduledEnqueueTime.After(t) {
 					return 1
 				}
 				return -1 // equal times keep publish order
 			})
-			q.scheduled = slices.Insert(q.scheduled, i, e)
+			target.scheduled = slices.Insert(target.scheduled, slot, queued)
 			continue
 		}
-		q.enqueue(e, now)
+		target.enqueue(queued, now)
 	}
 	b.broadcast()
 	return nil
@@ -351,8 +351,8 @@ func (b *Bus) validate(m bus.Message, requiresSession bool) error {
 
 // dupWindow is how long q remembers a MessageId.
 func (b *Bus) dupWindow(q *queue) time.Duration {
-	if w := q.opts.DuplicateDetectionHistoryTimeWindow; w > 0 {
-		return w
+	if window := q.opts.DuplicateDetectionHistoryTimeWindow; window > 0 {
+		return window
 	}
 	return b.opts.DuplicateDetectionWindow
 }
@@ -387,16 +387,16 @@ func (b *Bus) tick(q *queue, now time.Time) {
 			b.broadcast()
 		}
 	}()
-	n := 0
-	for n < len(q.scheduled) && !q.scheduled[n].msg.ScheduledEnqueueTime.After(now) {
-		q.enqueue(q.scheduled[n], now)
-		n++
+	due := 0
+	for due < len(q.scheduled) && !q.scheduled[due].msg.ScheduledEnqueueTime.After(now) {
+		q.enqueue(q.scheduled[due], now)
+		due++
 		changed = true
 	}
-	q.scheduled = q.scheduled[n:]
-	for _, e := range slices.Clone(q.active) {
-		if e.lockToken != "" && !now.Before(e.lockedUntil) {
-			b.release(q, e, e.lockedUntil, fmt.Sprintf("lock expired after %s without the message being settled", b.lockFor()))
+	q.scheduled = q.scheduled[due:]
+	for _, queued := range slices.Clone(q.active) {
+		if queued.lockToken != "" && !now.Before(queued.lockedUntil) {
+			b.release(q, queued, queued.lockedUntil, fmt.Sprintf("lock expired after %s without the message being settled", b.lockFor()))
 			changed = true
 		}
 	}
@@ -407,7 +407,9 @@ func (b *Bus) lockFor() time.Duration { return max(b.opts.LockDuration, b.opts.M
 // release returns a locked message to the queue after a failed delivery, or
 // dead-letters it when it has had all its deliveries.
 func (b *Bus) release(q *queue, e *entry, now time.Time, description string) {
-	e.lockToken, e.lockedUntil, e.lastFailure = "", time.Time{}, description
+	e.lockToken = ""
+	e.lockedUntil = time.Time{}
+	e.lastFailure = description
 	q.stats.Abandoned++
 	if e.deliveryCount >= b.opts.MaxDeliveryCount {
 		q.active = slices.DeleteFunc(q.active, func(x *entry) bool { return x == e })
@@ -427,15 +429,15 @@ func (q *queue) pick(now time.Time) *entry {
 	if q.opts.RequiresSession {
 		blocked = map[string]bool{}
 	}
-	for _, e := range q.active {
-		if blocked != nil && blocked[e.msg.SessionID] {
+	for _, queued := range q.active {
+		if blocked != nil && blocked[queued.msg.SessionID] {
 			continue
 		}
-		if e.lockToken == "" && !now.Before(e.availableAt) {
-			return e
+		if queued.lockToken == "" && !now.Before(queued.availableAt) {
+			return queued
 		}
 		if blocked != nil {
-			blocked[e.msg.SessionID] = true
+			blocked[queued.msg.SessionID] = true
 		}
 	}
 	return nil
@@ -454,11 +456,11 @@ func (q *queue) nextEvent(now time.Time) time.Time {
 	if len(q.scheduled) > 0 {
 		consider(q.scheduled[0].msg.ScheduledEnqueueTime)
 	}
-	for _, e := range q.active {
-		if e.lockToken != "" {
-			consider(e.lockedUntil)
+	for _, queued := range q.active {
+		if queued.lockToken != "" {
+			consider(queued.lockedUntil)
 		} else {
-			consider(e.availableAt)
+			consider(queued.availableAt)
 		}
 	}
 	return next
@@ -473,32 +475,33 @@ func (b *Bus) Receive(ctx context.Context, queueName string) (*Delivery, error) 
 			b.mu.Unlock()
 			return nil, ErrClosed
 		}
-		q, ok := b.queues[queueName]
+		source, ok := b.queues[queueName]
 		if !ok {
 			b.mu.Unlock()
 			return nil, &QueueNotFoundError{Queue: queueName}
 		}
 		now := b.opts.Clock.Now()
-		b.tick(q, now)
-		e := q.pick(now)
-		if e != nil && b.chaos != nil {
-			if r := b.chaos.reorder(q, now); r != nil && r != e {
-				e = r
-				q.stats.Reordered++
+		b.tick(source, now)
+		picked := source.pick(now)
+		if picked != nil && b.chaos != nil {
+			if reordered := b.chaos.reorder(source, now); reordered != nil && reordered != picked {
+				picked = reordered
+				source.stats.Reordered++
 			}
 		}
-		if e != nil {
-			e.deliveryCount++
-			e.lockToken = NewGUID()
-			e.lockedUntil = now.Add(b.lockFor())
-			q.stats.Delivered++
-			d := &Delivery{Queue: q.name, Message: e.msg, LockToken: e.lockToken, DeliveryCount: e.deliveryCount,
-				SequenceNumber: e.seq, EnqueuedTime: e.enqueued, LockedUntil: e.lockedUntil}
-			d.Message.Body = slices.Clone(e.msg.Body)
+		if picked != nil {
+			picked.deliveryCount++
+			picked.lockToken = NewGUID()
+			picked.lockedUntil = now.Add(b.lockFor())
+			source.stats.Delivered++
+			delivery := &Delivery{Queue: source.name, Message: picked.msg, LockToken: picked.lockToken, DeliveryCount: picked.deliveryCount,
+				SequenceNumber: picked.seq, EnqueuedTime: picked.enqueued, LockedUntil: picked.lockedUntil}
+			delivery.Message.Body = slices.Clone(picked.msg.Body)
 			b.mu.Unlock()
-			return d, nil
+			return delivery, nil
 		}
-		changed, next := b.changed, q.nextEvent(now)
+		changed := b.changed
+		next := source.nextEvent(now)
 		b.mu.Unlock()
 		if err := b.wait(ctx, changed, next); err != nil {
 			return nil, err
@@ -509,9 +512,9 @@ func (b *Bus) Receive(ctx context.Context, queueName string) (*Delivery, error) 
 func (b *Bus) wait(ctx context.Context, changed <-chan struct{}, next time.Time) error {
 	var timeout <-chan time.Time
 	if !next.IsZero() {
-		t := b.opts.Clock.NewTimer(max(next.Sub(b.opts.Clock.Now()), 0))
-		defer t.Stop()
-		timeout = t.C()
+		timer := b.opts.Clock.NewTimer(max(next.Sub(b.opts.Clock.Now()), 0))
+		defer timer.Stop()
+		timeout = timer.C()
 	}
 	select {
 	case <-ctx.Done():
@@ -523,35 +526,35 @@ func (b *Bus) wait(ctx context.Context, changed <-chan struct{}, next time.Time)
 }
 
 func (b *Bus) locked(d *Delivery) (*queue, *entry, error) {
-	q, ok := b.queues[d.Queue]
+	owner, ok := b.queues[d.Queue]
 	if !ok {
 		return nil, nil, &QueueNotFoundError{Queue: d.Queue}
 	}
-	b.tick(q, b.opts.Clock.Now())
-	for _, e := range q.active {
-		if e.lockToken != "" && e.lockToken == d.LockToken {
-			return q, e, nil
+	b.tick(owner, b.opts.Clock.Now())
+	for _, queued := range owner.active {
+		if queued.lockToken != "" && queued.lockToken == d.LockToken {
+			return owner, queued, nil
 		}
 	}
-	return q, nil, fmt.Errorf("%w: message %q on queue %q (lock %s)", ErrLockLost, d.Message.ID, d.Queue, d.LockToken)
+	return owner, nil, fmt.Errorf("%w: message %q on queue %q (lock %s)", ErrLockLost, d.Message.ID, d.Queue, d.LockToken)
 }
 
 // Complete removes a delivered message from its queue.
 func (b *Bus) Complete(d *Delivery) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	q, e, err := b.locked(d)
+	owner, held, err := b.locked(d)
 	if err != nil {
 		return err
 	}
-	q.active = slices.DeleteFunc(q.active, func(x *entry) bool { return x == e })
-	q.stats.Completed++
+	owner.active = slices.DeleteFunc(owner.active, func(x *entry) bool { return x == held })
+	owner.stats.Completed++
 	if b.chaos != nil && b.chaos.duplicate() {
 		// At-least-once: the settlement was "lost" and the message comes
 		// again, with its delivery count, like after a lock expiry.
-		dup := &entry{msg: e.msg, deliveryCount: e.deliveryCount, availableAt: b.opts.Clock.Now().Add(b.opts.RetryDelay)}
-		q.enqueue(dup, b.opts.Clock.Now())
-		q.stats.Redelivered++
+		dup := &entry{msg: held.msg, deliveryCount: held.deliveryCount, availableAt: b.opts.Clock.Now().Add(b.opts.RetryDelay)}
+		owner.enqueue(dup, b.opts.Clock.Now())
+		owner.stats.Redelivered++
 	}
 	b.broadcast()
 	return nil
@@ -567,11 +570,11 @@ func (b *Bus) Complete(d *Delivery) error {
 func (b *Bus) Abandon(d *Delivery, description string) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	q, e, err := b.locked(d)
+	owner, held, err := b.locked(d)
 	if err != nil {
 		return err
 	}
-	b.release(q, e, b.opts.Clock.Now(), description)
+	b.release(owner, held, b.opts.Clock.Now(), description)
 	b.broadcast()
 	return nil
 }
@@ -580,12 +583,12 @@ func (b *Bus) Abandon(d *Delivery, description string) error {
 func (b *Bus) DeadLetters(queueName string) ([]DeadLetter, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	q, ok := b.queues[queueName]
+	source, ok := b.queues[queueName]
 	if !ok {
 		return nil, &QueueNotFoundError{Queue: queueName}
 	}
-	b.tick(q, b.opts.Clock.Now())
-	return slices.Clone(q.dead), nil
+	b.tick(source, b.opts.Clock.Now())
+	return slices.Clone(source.dead), nil
 }
 
 // Stats returns every queue's counters.
@@ -594,16 +597,18 @@ func (b *Bus) Stats() map[string]QueueStats {
 	defer b.mu.Unlock()
 	now := b.opts.Clock.Now()
 	out := make(map[string]QueueStats, len(b.queues))
-	for name, q := range b.queues {
-		b.tick(q, now)
-		s := q.stats
-		s.Active, s.Scheduled, s.DeadLettered = len(q.active), len(q.scheduled), len(q.dead)
-		for _, e := range q.active {
-			if e.lockToken != "" {
-				s.InFlight++
+	for name, named := range b.queues {
+		b.tick(named, now)
+		stats := named.stats
+		stats.Active = len(named.active)
+		stats.Scheduled = len(named.scheduled)
+		stats.DeadLettered = len(named.dead)
+		for _, queued := range named.active {
+			if queued.lockToken != "" {
+				stats.InFlight++
 			}
 		}
-		out[name] = s
+		out[name] = stats
 	}
 	return out
 }
@@ -619,19 +624,20 @@ func (b *Bus) Queues() []string {
 // due before horizon, and the earliest such scheduled time otherwise.
 func (b *Bus) idle(horizon time.Time) (bool, time.Time) {
 	now := b.opts.Clock.Now()
-	idle, next := true, time.Time{}
-	for _, q := range b.queues {
-		b.tick(q, now)
-		if len(q.active) > 0 {
+	idle := true
+	next := time.Time{}
+	for _, named := range b.queues {
+		b.tick(named, now)
+		if len(named.active) > 0 {
 			idle = false
-			if t := q.nextEvent(now); !t.IsZero() && (next.IsZero() || t.Before(next)) {
-				next = t
+			if nextAt := named.nextEvent(now); !nextAt.IsZero() && (next.IsZero() || nextAt.Before(next)) {
+				next = nextAt
 			}
 		}
-		if len(q.scheduled) > 0 && q.scheduled[0].msg.ScheduledEnqueueTime.Before(horizon) {
+		if len(named.scheduled) > 0 && named.scheduled[0].msg.ScheduledEnqueueTime.Before(horizon) {
 			idle = false
-			if t := q.scheduled[0].msg.ScheduledEnqueueTime; next.IsZero() || t.Before(next) {
-				next = t
+			if dueAt := named.scheduled[0].msg.ScheduledEnqueueTime; next.IsZero() || dueAt.Before(next) {
+				next = dueAt
 			}
 		}
 	}
@@ -677,9 +683,9 @@ func (b *Bus) Idle(horizon time.Time) bool {
 // NewGUID returns a random RFC 4122 version 4 GUID, the form of Service Bus
 // lock tokens and the host's invocation ids.
 func NewGUID() string {
-	var u [16]byte
-	_, _ = rand.Read(u[:])
-	u[6] = u[6]&0x0f | 0x40
-	u[8] = u[8]&0x3f | 0x80
-	return fmt.Sprintf("%x-%x-%x-%x-%x", u[0:4], u[4:6], u[6:8], u[8:10], u[10:16])
+	var guid [16]byte
+	_, _ = rand.Read(guid[:])
+	guid[6] = guid[6]&0x0f | 0x40
+	guid[8] = guid[8]&0x3f | 0x80
+	return fmt.Sprintf("%x-%x-%x-%x-%x", guid[0:4], guid[4:6], guid[6:8], guid[8:10], guid[10:16])
 }

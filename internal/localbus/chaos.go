@@ -47,15 +47,15 @@ func (c *chaosState) reorder(q *queue, now time.Time) *entry {
 	}
 	var ready []*entry
 	busy := map[string]bool{}
-	for _, e := range q.active {
+	for _, queued := range q.active {
 		if q.opts.RequiresSession {
-			if busy[e.msg.SessionID] {
+			if busy[queued.msg.SessionID] {
 				continue
 			}
-			busy[e.msg.SessionID] = true // only a session's first message may go
+			busy[queued.msg.SessionID] = true // only a session's first message may go
 		}
-		if e.lockToken == "" && !now.Before(e.availableAt) {
-			ready = append(ready, e)
+		if queued.lockToken == "" && !now.Before(queued.availableAt) {
+			ready = append(ready, queued)
 		}
 	}
 	if len(ready) < 2 {

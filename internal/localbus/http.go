@@ -83,16 +83,20 @@ func (b *Bus) servePublish(w http.ResponseWriter, r *http.Request) {
 }
 
 func writeError(w http.ResponseWriter, err error) {
-	status, code := http.StatusBadRequest, ""
+	status := http.StatusBadRequest
+	code := ""
 	var nf *QueueNotFoundError
 	var unauthorized *bus.UnauthorizedError
 	switch {
 	case errors.As(err, &unauthorized):
 		// The description alone: the client wraps it in its own
 		// *bus.UnauthorizedError again.
-		status, code, err = http.StatusUnauthorized, CodeUnauthorizedAccess, errors.New(unauthorized.Description)
+		status = http.StatusUnauthorized
+		code = CodeUnauthorizedAccess
+		err = errors.New(unauthorized.Description)
 	case errors.As(err, &nf):
-		status, code = http.StatusNotFound, CodeMessagingEntityNotFound
+		status = http.StatusNotFound
+		code = CodeMessagingEntityNotFound
 	case errors.Is(err, ErrClosed):
 		status = http.StatusServiceUnavailable
 	}
@@ -106,7 +110,8 @@ func writeError(w http.ResponseWriter, err error) {
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	body, err := json.Marshal(v)
 	if err != nil {
-		status, body = http.StatusInternalServerError, []byte(fmt.Sprintf(`{"error":%q}`, err.Error()))
+		status = http.StatusInternalServerError
+		body = []byte(fmt.Sprintf(`{"error":%q}`, err.Error()))
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)

@@ -60,8 +60,8 @@ func (e *Env) startEntra() ([]string, error) {
 func (e *Env) handlerEnv() []string {
 	var env []string
 	for _, kv := range os.Environ() {
-		k, _, _ := strings.Cut(kv, "=")
-		switch k {
+		name, _, _ := strings.Cut(kv, "=")
+		switch name {
 		case kubeauth.EnvKubeconfig, kubeauth.EnvAPIServerURL, kubeauth.EnvAPIServerCA, kubeauth.EnvClientID,
 			"IDENTITY_ENDPOINT", "IDENTITY_HEADER", "IDENTITY_SERVER_THUMBPRINT", "MSI_ENDPOINT", "MSI_SECRET", "IMDS_ENDPOINT",
 			"KARPFUNC_NAMESPACE", "KARPFUNC_NODE_PROVISIONING_MODE":

@@ -341,7 +341,8 @@ func (e *Env) startRelay() error {
 		bus.EnvProvisionQueue+"="+bus.QueueProvision, bus.EnvLifecycleQueue+"="+bus.QueueLifecycle,
 		bus.EnvInterruptionQueue+"="+bus.QueueInterruption, bus.EnvDisruptionQueue+"="+bus.QueueDisruption)
 	e.relay.Env = append(e.relay.Env, OTLPEnv(e.Options.OTLPEndpoint)...)
-	e.relay.Stdout, e.relay.Stderr = e.relayOut, e.relayOut
+	e.relay.Stdout = e.relayOut
+	e.relay.Stderr = e.relayOut
 	setPdeathsig(e.relay)
 	if err := e.relay.Start(); err != nil {
 		return fmt.Errorf("starting the relay: %w", err)
@@ -402,11 +403,11 @@ func (e *Env) Stop() error {
 // BuildBinaries builds the handler and relay into dir with `go build`; with
 // a warm build cache this takes seconds.
 func BuildBinaries(ctx context.Context, repoRoot, dir string) error {
-	for _, b := range []struct{ out, pkg string }{{"handler", "./functions"}, {"relay", "./relay"}} {
-		cmd := exec.CommandContext(ctx, "go", "build", "-o", filepath.Join(dir, b.out), b.pkg)
+	for _, binary := range []struct{ out, pkg string }{{"handler", "./functions"}, {"relay", "./relay"}} {
+		cmd := exec.CommandContext(ctx, "go", "build", "-o", filepath.Join(dir, binary.out), binary.pkg)
 		cmd.Dir = repoRoot
 		if out, err := cmd.CombinedOutput(); err != nil {
-			return fmt.Errorf("go build %s: %w\n%s", b.pkg, err, out)
+			return fmt.Errorf("go build %s: %w\n%s", binary.pkg, err, out)
 		}
 	}
 	return nil

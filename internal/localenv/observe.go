@@ -25,57 +25,57 @@ func (p Progress) String() string {
 
 // Observe reads the current Progress of pods matching selector in namespace.
 func (e *Env) Observe(ctx context.Context, namespace string, selector client.MatchingLabelsSelector) (Progress, error) {
-	var p Progress
+	var progress Progress
 	var pods corev1.PodList
 	opts := []client.ListOption{client.InNamespace(namespace)}
 	if selector.Selector != nil {
 		opts = append(opts, selector)
 	}
 	if err := e.Kube.List(ctx, &pods, opts...); err != nil {
-		return p, err
+		return progress, err
 	}
 	for _, pod := range pods.Items {
 		if pod.DeletionTimestamp != nil {
 			continue
 		}
-		p.Pods++
+		progress.Pods++
 		switch {
 		case pod.Status.Phase == corev1.PodRunning:
-			p.Running++
+			progress.Running++
 		case pod.Spec.NodeName == "":
-			p.Pending++
+			progress.Pending++
 		}
 	}
 	var ncs karpv1.NodeClaimList
 	if err := e.Kube.List(ctx, &ncs); err != nil {
-		return p, err
+		return progress, err
 	}
 	for i := range ncs.Items {
 		nc := &ncs.Items[i]
-		p.NodeClaims++
+		progress.NodeClaims++
 		if nc.StatusConditions().Get(karpv1.ConditionTypeLaunched).IsTrue() {
-			p.Launched++
+			progress.Launched++
 		}
 		if nc.StatusConditions().Get(karpv1.ConditionTypeRegistered).IsTrue() {
-			p.Registered++
+			progress.Registered++
 		}
 		if nc.StatusConditions().Get(karpv1.ConditionTypeInitialized).IsTrue() {
-			p.Initialized++
+			progress.Initialized++
 		}
 	}
 	var nodes corev1.NodeList
 	if err := e.Kube.List(ctx, &nodes); err != nil {
-		return p, err
+		return progress, err
 	}
-	for _, n := range nodes.Items {
-		p.Nodes++
-		for _, c := range n.Status.Conditions {
-			if c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue {
-				p.NodesReady++
+	for _, node := range nodes.Items {
+		progress.Nodes++
+		for _, cond := range node.Status.Conditions {
+			if cond.Type == corev1.NodeReady && cond.Status == corev1.ConditionTrue {
+				progress.NodesReady++
 			}
 		}
 	}
-	return p, nil
+	return progress, nil
 }
 
 // FleetLine is one group of nodes in a Fleet summary.
@@ -94,30 +94,30 @@ func (e *Env) Fleet(ctx context.Context) ([]FleetLine, float64, error) {
 	}
 	lines := map[string]*FleetLine{}
 	total := 0.0
-	for _, n := range nodes.Items {
-		sku := n.Labels[corev1.LabelInstanceTypeStable]
-		zone := n.Labels[corev1.LabelTopologyZone]
-		ct := n.Labels[karpv1.CapacityTypeLabelKey]
+	for _, node := range nodes.Items {
+		sku := node.Labels[corev1.LabelInstanceTypeStable]
+		zone := node.Labels[corev1.LabelTopologyZone]
+		ct := node.Labels[karpv1.CapacityTypeLabelKey]
 		key := sku + "|" + zone + "|" + ct
-		l, ok := lines[key]
+		line, ok := lines[key]
 		if !ok {
-			l = &FleetLine{SKU: sku, Zone: zone, CapacityType: ct}
-			lines[key] = l
+			line = &FleetLine{SKU: sku, Zone: zone, CapacityType: ct}
+			lines[key] = line
 		}
-		l.Nodes++
+		line.Nodes++
 		if it, ok := e.Catalog.Get(sku); ok {
-			for _, o := range it.Offerings {
-				if o.Zone == zone && o.CapacityType == ct {
-					l.PricePerHour += o.Price
-					total += o.Price
+			for _, offering := range it.Offerings {
+				if offering.Zone == zone && offering.CapacityType == ct {
+					line.PricePerHour += offering.Price
+					total += offering.Price
 					break
 				}
 			}
 		}
 	}
 	out := make([]FleetLine, 0, len(lines))
-	for _, l := range lines {
-		out = append(out, *l)
+	for _, line := range lines {
+		out = append(out, *line)
 	}
 	sort.Slice(out, func(i, j int) bool {
 		return strings.Join([]string{out[i].SKU, out[i].Zone, out[i].CapacityType}, "|") <

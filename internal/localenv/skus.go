@@ -17,15 +17,15 @@ func ResourceSKUs(cat *catalog.Catalog) []*armcompute.ResourceSKU {
 	out := make([]*armcompute.ResourceSKU, 0, len(cat.InstanceTypes))
 	for _, it := range cat.InstanceTypes {
 		zones := map[string]bool{}
-		for _, o := range it.Offerings {
-			if n := strings.TrimPrefix(o.Zone, cat.Region+"-"); o.Zone != "" && n != o.Zone {
-				zones[n] = true
+		for _, offering := range it.Offerings {
+			if zoneNumber := strings.TrimPrefix(offering.Zone, cat.Region+"-"); offering.Zone != "" && zoneNumber != offering.Zone {
+				zones[zoneNumber] = true
 			}
 		}
 		info := &armcompute.ResourceSKULocationInfo{Location: to(cat.Region)}
-		for _, z := range []string{"1", "2", "3", "4", "5"} {
-			if zones[z] {
-				info.Zones = append(info.Zones, to(z))
+		for _, zone := range []string{"1", "2", "3", "4", "5"} {
+			if zones[zone] {
+				info.Zones = append(info.Zones, to(zone))
 			}
 		}
 		arch := "x64"

@@ -61,12 +61,12 @@ func (w *Lines) Write(b []byte) (int, error) {
 	defer w.mu.Unlock()
 	w.partial = append(w.partial, b...)
 	for {
-		i := bytes.IndexByte(w.partial, '\n')
-		if i < 0 {
+		newline := bytes.IndexByte(w.partial, '\n')
+		if newline < 0 {
 			break
 		}
-		w.line(string(w.partial[:i]))
-		w.partial = w.partial[i+1:]
+		w.line(string(w.partial[:newline]))
+		w.partial = w.partial[newline+1:]
 	}
 	if len(w.partial) > maxPartial {
 		w.line(string(w.partial))

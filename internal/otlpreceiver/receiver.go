@@ -58,12 +58,12 @@ type Receiver struct {
 
 // Start starts a receiver on loopback.
 func Start() *Receiver {
-	r := &Receiver{points: map[string][]Point{}}
+	receiver := &Receiver{points: map[string][]Point{}}
 	mux := http.NewServeMux()
-	mux.HandleFunc("POST /v1/traces", r.traces)
-	mux.HandleFunc("POST /v1/metrics", r.metrics)
-	r.srv = httptest.NewServer(mux)
-	return r
+	mux.HandleFunc("POST /v1/traces", receiver.traces)
+	mux.HandleFunc("POST /v1/metrics", receiver.metrics)
+	receiver.srv = httptest.NewServer(mux)
+	return receiver
 }
 
 // URL is the base URL, the value of OTEL_EXPORTER_OTLP_ENDPOINT.
@@ -92,8 +92,8 @@ func (r *Receiver) MetricNames() []string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	out := make([]string, 0, len(r.points))
-	for n := range r.points {
-		out = append(out, n)
+	for name := range r.points {
+		out = append(out, name)
 	}
 	return out
 }
@@ -112,9 +112,9 @@ func read(w http.ResponseWriter, req *http.Request, m proto.Message) bool {
 		}
 		body = zr
 	}
-	b, err := io.ReadAll(body)
+	raw, err := io.ReadAll(body)
 	if err == nil {
-		err = proto.Unmarshal(b, m)
+		err = proto.Unmarshal(raw, m)
 	}
 	if err != nil {
 		http.Error(w, "not an OTLP export request: "+err.Error(), http.StatusBadRequest)
@@ -124,9 +124,9 @@ func read(w http.ResponseWriter, req *http.Request, m proto.Message) bool {
 }
 
 func respond(w http.ResponseWriter, m proto.Message) {
-	b, _ := proto.Marshal(m)
+	raw, _ := proto.Marshal(m)
 	w.Header().Set("Content-Type", "application/x-protobuf")
-	_, _ = w.Write(b)
+	_, _ = w.Write(raw)
 }
 
 // unixNano is an OTLP timestamp (nanoseconds since the epoch) as a time;
@@ -170,10 +170,10 @@ func (r *Receiver) metrics(w http.ResponseWriter, req *http.Request) {
 	for _, rm := range in.ResourceMetrics {
 		svc := attrs(rm.GetResource().GetAttributes())["service.name"]
 		for _, sm := range rm.ScopeMetrics {
-			for _, m := range sm.Metrics {
-				for _, p := range flatten(m) {
-					p.Service = svc
-					r.points[m.Name] = append(r.points[m.Name], p)
+			for _, metric := range sm.Metrics {
+				for _, point := range flatten(metric) {
+					point.Service = svc
+					r.points[metric.Name] = append(r.points[metric.Name], point)
 				}
 			}
 		}
@@ -184,23 +184,23 @@ func (r *Receiver) metrics(w http.ResponseWriter, req *http.Request) {
 func flatten(m *metricpb.Metric) []Point {
 	var out []Point
 	number := func(dp *metricpb.NumberDataPoint) Point {
-		v := dp.GetAsDouble()
+		value := dp.GetAsDouble()
 		if _, ok := dp.Value.(*metricpb.NumberDataPoint_AsInt); ok {
-			v = float64(dp.GetAsInt())
+			value = float64(dp.GetAsInt())
 		}
-		return Point{Attributes: attrs(dp.Attributes), Value: v}
+		return Point{Attributes: attrs(dp.Attributes), Value: value}
 	}
-	switch d := m.Data.(type) {
+	switch data := m.Data.(type) {
 	case *metricpb.Metric_Sum:
-		for _, dp := range d.Sum.DataPoints {
+		for _, dp := range data.Sum.DataPoints {
 			out = append(out, number(dp))
 		}
 	case *metricpb.Metric_Gauge:
-		for _, dp := range d.Gauge.DataPoints {
+		for _, dp := range data.Gauge.DataPoints {
 			out = append(out, number(dp))
 		}
 	case *metricpb.Metric_Histogram:
-		for _, dp := range d.Histogram.DataPoints {
+		for _, dp := range data.Histogram.DataPoints {
 			out = append(out, Point{Attributes: attrs(dp.Attributes), Count: dp.Count, Sum: dp.GetSum(), Histogram: true})
 		}
 	}
@@ -210,18 +210,18 @@ func flatten(m *metricpb.Metric) []Point {
 func attrs(kvs []*commonpb.KeyValue) map[string]string {
 	out := make(map[string]string, len(kvs))
 	for _, kv := range kvs {
-		v := kv.GetValue()
-		switch x := v.GetValue().(type) {
+		value := kv.GetValue()
+		switch variant := value.GetValue().(type) {
 		case *commonpb.AnyValue_StringValue:
-			out[kv.Key] = x.StringValue
+			out[kv.Key] = variant.StringValue
 		case *commonpb.AnyValue_IntValue:
-			out[kv.Key] = fmt.Sprint(x.IntValue)
+			out[kv.Key] = fmt.Sprint(variant.IntValue)
 		case *commonpb.AnyValue_BoolValue:
-			out[kv.Key] = fmt.Sprint(x.BoolValue)
+			out[kv.Key] = fmt.Sprint(variant.BoolValue)
 		case *commonpb.AnyValue_DoubleValue:
-			out[kv.Key] = fmt.Sprint(x.DoubleValue)
+			out[kv.Key] = fmt.Sprint(variant.DoubleValue)
 		default:
-			out[kv.Key] = v.String()
+			out[kv.Key] = value.String()
 		}
 	}
 	return out

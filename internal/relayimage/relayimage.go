@@ -36,11 +36,11 @@ const NonRoot = "65532:65532"
 func Build(pkg string) (v1.ImageIndex, error) {
 	bins := map[string][]byte{}
 	for _, arch := range Platforms {
-		b, err := compile(pkg, arch)
+		exe, err := compile(pkg, arch)
 		if err != nil {
 			return nil, err
 		}
-		bins[arch] = b
+		bins[arch] = exe
 	}
 	return Index(bins)
 }
@@ -55,7 +55,8 @@ func compile(pkg, arch string) ([]byte, error) {
 	bin := filepath.Join(dir, "relay")
 	cmd := exec.Command(goTool(), "build", "-trimpath", "-ldflags=-s -w -buildid=", "-o", bin, pkg)
 	cmd.Env = append(os.Environ(), "GOOS=linux", "GOARCH="+arch, "CGO_ENABLED=0")
-	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	cmd.Stdout = os.Stderr
+	cmd.Stderr = os.Stderr
 	if err := cmd.Run(); err != nil {
 		return nil, fmt.Errorf("go build %s for linux/%s: %w", pkg, arch, err)
 	}
@@ -63,8 +64,8 @@ func compile(pkg, arch string) ([]byte, error) {
 }
 
 func goTool() string {
-	if p := filepath.Join(runtime.GOROOT(), "bin", "go"); fileExists(p) {
-		return p
+	if path := filepath.Join(runtime.GOROOT(), "bin", "go"); fileExists(path) {
+		return path
 	}
 	return "go"
 }
@@ -120,7 +121,8 @@ func image(bin []byte, arch string) (v1.Image, error) {
 		return nil, err
 	}
 	cfg = cfg.DeepCopy()
-	cfg.OS, cfg.Architecture = "linux", arch
+	cfg.OS = "linux"
+	cfg.Architecture = arch
 	cfg.Config.Entrypoint = []string{"/relay"}
 	cfg.Config.User = NonRoot
 	cfg.Config.Labels = map[string]string{"org.opencontainers.image.source": "https://github.com/karpfunc/karpfunc",

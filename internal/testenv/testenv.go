@@ -97,7 +97,7 @@ func ARM(t testing.TB) (*armemulator.Server, *azure.Launcher) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l, err := azure.NewLauncher(azure.Options{SubscriptionID: SubscriptionID, ResourceGroup: ResourceGroup,
+	launcher, err := azure.NewLauncher(azure.Options{SubscriptionID: SubscriptionID, ResourceGroup: ResourceGroup,
 		Location: Location, ClusterName: ClusterName, SubnetID: SubnetID(), SSHPublicKey: key,
 		Endpoint: arm.URL(), CACertPEM: arm.CACertPEM(), Token: arm.Token(), PollFrequency: time.Second,
 		// No cluster joins: the customData is rendered as in production,
@@ -109,7 +109,7 @@ func ARM(t testing.TB) (*armemulator.Server, *azure.Launcher) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return arm, l
+	return arm, launcher
 }
 
 // Network is the node resource group's network as AKS creates it (load

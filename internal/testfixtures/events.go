@@ -40,8 +40,8 @@ func occurrences(e *corev1.Event) int {
 func CountEvents(ctx context.Context, kube client.Reader, filter EventFilter) (int, error) {
 	byReason, err := CountEventsByReason(ctx, kube, filter)
 	total := 0
-	for _, n := range byReason {
-		total += n
+	for _, count := range byReason {
+		total += count
 	}
 	return total, err
 }
@@ -54,8 +54,8 @@ func CountEventsByReason(ctx context.Context, kube client.Reader, filter EventFi
 	}
 	out := map[string]int{}
 	for i := range list.Items {
-		if e := &list.Items[i]; filter.matches(e) {
-			out[e.Reason] += occurrences(e)
+		if event := &list.Items[i]; filter.matches(event) {
+			out[event.Reason] += occurrences(event)
 		}
 	}
 	return out, nil

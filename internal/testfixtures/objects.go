@@ -123,11 +123,11 @@ func Node(o NodeOptions) *corev1.Node {
 // is none.
 func Catalog(t testing.TB, region string) *catalog.Catalog {
 	t.Helper()
-	c, err := catalog.Default(region)
+	cat, err := catalog.Default(region)
 	if err != nil {
 		t.Fatalf("embedded catalog for %s: %v", region, err)
 	}
-	return c
+	return cat
 }
 
 func requests(cpu, memory string) corev1.ResourceList {

@@ -48,19 +48,19 @@ func RepoRoot() (string, error) {
 
 // modulePath reads the module line of a go.mod file.
 func modulePath(goMod string) (string, error) {
-	f, err := os.Open(goMod)
+	file, err := os.Open(goMod)
 	if err != nil {
 		return "", err
 	}
-	defer f.Close()
-	s := bufio.NewScanner(f)
-	for s.Scan() {
-		line := strings.TrimSpace(s.Text())
+	defer file.Close()
+	scanner := bufio.NewScanner(file)
+	for scanner.Scan() {
+		line := strings.TrimSpace(scanner.Text())
 		if rest, ok := strings.CutPrefix(line, "module"); ok && (rest == "" || rest[0] == ' ' || rest[0] == '\t') {
 			return strings.Trim(strings.TrimSpace(rest), `"`), nil
 		}
 	}
-	if err := s.Err(); err != nil {
+	if err := scanner.Err(); err != nil {
 		return "", fmt.Errorf("reading %s: %w", goMod, err)
 	}
 	return "", nil
@@ -99,7 +99,8 @@ func EnsureBinaries(ctx context.Context, repoRoot string, log io.Writer) (string
 	fmt.Fprintf(log, "building the local control plane from source (first time only, ~10 min)… missing: %s\n", strings.Join(missing, ", "))
 	cmd := exec.CommandContext(ctx, "bash", script)
 	cmd.Dir = repoRoot
-	cmd.Stdout, cmd.Stderr = log, log
+	cmd.Stdout = log
+	cmd.Stderr = log
 	if err := cmd.Run(); err != nil {
 		return "", fmt.Errorf("running %s to build %s: %w", script, strings.Join(missing, ", "), err)
 	}

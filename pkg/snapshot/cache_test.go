@@ -9,13 +9,12 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
 	"github.com/karpfunc/karpfunc/internal/controlplane"
 	"github.com/karpfunc/karpfunc/internal/testenv"
+	"github.com/karpfunc/karpfunc/internal/testfixtures"
 	"github.com/karpfunc/karpfunc/pkg/apis"
 )
 
@@ -129,15 +128,11 @@ func mustCreate(t *testing.T, kube client.Client, obj client.Object) {
 }
 
 func testNode(name string) *corev1.Node {
-	return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{karpv1.NodePoolLabelKey: "default"}}}
+	return testfixtures.Node(testfixtures.NodeOptions{Name: name, Labels: map[string]string{karpv1.NodePoolLabelKey: "default"}})
 }
 
 func testPod(name, node string) *corev1.Pod {
-	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"}, Spec: corev1.PodSpec{
-		NodeName: node,
-		Containers: []corev1.Container{{Name: "c", Image: "busybox", Resources: corev1.ResourceRequirements{
-			Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m")}}}},
-	}}
+	return testfixtures.Pod(testfixtures.PodOptions{Name: name, NodeName: node, CPU: "100m"})
 }
 
 func hasPod(c *Cluster, name string) bool {

@@ -38,11 +38,11 @@ func Load() (*chart.Chart, error) {
 	if err != nil {
 		return nil, fmt.Errorf("chart: reading embedded files: %w", err)
 	}
-	c, err := loader.LoadFiles(buffered)
+	loaded, err := loader.LoadFiles(buffered)
 	if err != nil {
 		return nil, fmt.Errorf("chart: loading: %w", err)
 	}
-	return c, nil
+	return loaded, nil
 }
 
 // Render renders the chart for a release named release in namespace with
@@ -50,17 +50,17 @@ func Load() (*chart.Chart, error) {
 // returns every object, sorted by kind and name. A values error is the
 // chart's own fail message.
 func Render(release, namespace string, values map[string]any) ([]*unstructured.Unstructured, error) {
-	c, err := Load()
+	loaded, err := Load()
 	if err != nil {
 		return nil, err
 	}
-	vals, err := chartutil.ToRenderValues(c, values, chartutil.ReleaseOptions{
+	vals, err := chartutil.ToRenderValues(loaded, values, chartutil.ReleaseOptions{
 		Name: release, Namespace: namespace, Revision: 1, IsInstall: true,
 	}, chartutil.DefaultCapabilities)
 	if err != nil {
 		return nil, fmt.Errorf("chart: values: %w", err)
 	}
-	out, err := engine.Render(c, vals)
+	out, err := engine.Render(loaded, vals)
 	if err != nil {
 		return nil, fmt.Errorf("chart: rendering: %w", err)
 	}
@@ -78,18 +78,18 @@ func Render(release, namespace string, values map[string]any) ([]*unstructured.U
 			if strings.TrimSpace(doc) == "" {
 				continue
 			}
-			var m map[string]any
-			if err := yaml.Unmarshal([]byte(doc), &m); err != nil {
+			var object map[string]any
+			if err := yaml.Unmarshal([]byte(doc), &object); err != nil {
 				return nil, fmt.Errorf("chart: %s: %w", name, err)
 			}
-			if len(m) == 0 {
+			if len(object) == 0 {
 				continue
 			}
-			u := &unstructured.Unstructured{Object: m}
-			if u.GetNamespace() == "" && namespaced(u.GetKind()) {
-				u.SetNamespace(namespace)
+			manifest := &unstructured.Unstructured{Object: object}
+			if manifest.GetNamespace() == "" && namespaced(manifest.GetKind()) {
+				manifest.SetNamespace(namespace)
 			}
-			objs = append(objs, u)
+			objs = append(objs, manifest)
 		}
 	}
 	sort.SliceStable(objs, func(i, j int) bool {

@@ -101,11 +101,11 @@ func (inv *Invocation) Message(binding string) ([]byte, error) {
 	case isNull(raw) || len(raw) == 0:
 		return nil, messages.NewInvalidError("binding %q is null: the message has no body", binding)
 	case raw[0] == '"':
-		s, err := unquoteLenient(raw)
+		text, err := unquoteLenient(raw)
 		if err != nil {
 			return nil, messages.NewInvalidError("binding %q: %v", binding, err)
 		}
-		return []byte(s), nil
+		return []byte(text), nil
 	default:
 		return raw, nil
 	}
@@ -140,8 +140,8 @@ func (inv *Invocation) Timer(binding string) (TimerInfo, error) {
 	if ti.Schedule.AdjustForDST, err = timerSchedule(obj); err != nil {
 		return ti, messages.NewInvalidError("timer binding %q: %v", binding, err)
 	}
-	if v, ok := lookup(obj, "IsPastDue"); ok {
-		if ti.IsPastDue, err = boolLenient(v); err != nil {
+	if value, ok := lookup(obj, "IsPastDue"); ok {
+		if ti.IsPastDue, err = boolLenient(value); err != nil {
 			return ti, messages.NewInvalidError("timer binding %q: IsPastDue: %v", binding, err)
 		}
 	}
@@ -161,11 +161,11 @@ func timerSchedule(obj map[string]json.RawMessage) (bool, error) {
 	if err != nil {
 		return false, fmt.Errorf("Schedule: %w", err)
 	}
-	v, ok := lookup(schedule, "AdjustForDST")
+	value, ok := lookup(schedule, "AdjustForDST")
 	if !ok {
 		return false, nil
 	}
-	adjust, err := boolLenient(v)
+	adjust, err := boolLenient(value)
 	if err != nil {
 		return false, fmt.Errorf("Schedule.AdjustForDST: %w", err)
 	}
@@ -184,8 +184,8 @@ func scheduleStatus(obj map[string]json.RawMessage) (*ScheduleStatus, error) {
 	}
 	status := &ScheduleStatus{}
 	for name, dst := range map[string]*time.Time{"Last": &status.Last, "Next": &status.Next, "LastUpdated": &status.LastUpdated} {
-		if v, ok := lookup(fields, name); ok {
-			if *dst, err = timeLenient(v); err != nil {
+		if value, ok := lookup(fields, name); ok {
+			if *dst, err = timeLenient(value); err != nil {
 				return nil, fmt.Errorf("ScheduleStatus.%s: %w", name, err)
 			}
 		}
@@ -220,11 +220,11 @@ func decodeMetadata(raw json.RawMessage) (Metadata, error) {
 	}
 	md.Raw = obj
 	field := func(name string, decode func(json.RawMessage) error) error {
-		v, ok := lookup(obj, name)
-		if !ok || isNull(v) {
+		value, ok := lookup(obj, name)
+		if !ok || isNull(value) {
 			return nil
 		}
-		if err := decode(v); err != nil {
+		if err := decode(value); err != nil {
 			return messages.NewInvalidError("Metadata.%s: %v", name, err)
 		}
 		return nil
@@ -234,8 +234,8 @@ func decodeMetadata(raw json.RawMessage) (Metadata, error) {
 	}
 	steps := []error{
 		field("DeliveryCount", func(v json.RawMessage) error {
-			n, err := intLenient(v)
-			md.DeliveryCount = int(n)
+			count, err := intLenient(v)
+			md.DeliveryCount = int(count)
 			return err
 		}),
 		field("SequenceNumber", func(v json.RawMessage) (err error) { md.SequenceNumber, err = intLenient(v); return err }),
@@ -268,38 +268,38 @@ func decodeMetadata(raw json.RawMessage) (Metadata, error) {
 }
 
 func decodeSys(raw json.RawMessage) (Sys, error) {
-	var s Sys
+	var sys Sys
 	obj, err := objectLenient(raw)
 	if err != nil {
-		return s, err
+		return sys, err
 	}
-	if v, ok := lookup(obj, "MethodName"); ok && !isNull(v) {
-		if s.MethodName, err = stringLenient(v); err != nil {
-			return s, fmt.Errorf("MethodName: %w", err)
+	if value, ok := lookup(obj, "MethodName"); ok && !isNull(value) {
+		if sys.MethodName, err = stringLenient(value); err != nil {
+			return sys, fmt.Errorf("MethodName: %w", err)
 		}
 	}
-	if v, ok := lookup(obj, "UtcNow"); ok && !isNull(v) {
-		if s.UtcNow, err = timeLenient(v); err != nil {
-			return s, fmt.Errorf("UtcNow: %w", err)
+	if value, ok := lookup(obj, "UtcNow"); ok && !isNull(value) {
+		if sys.UtcNow, err = timeLenient(value); err != nil {
+			return sys, fmt.Errorf("UtcNow: %w", err)
 		}
 	}
-	if v, ok := lookup(obj, "RandGuid"); ok && !isNull(v) {
-		if s.RandGUID, err = stringLenient(v); err != nil {
-			return s, fmt.Errorf("RandGuid: %w", err)
+	if value, ok := lookup(obj, "RandGuid"); ok && !isNull(value) {
+		if sys.RandGUID, err = stringLenient(value); err != nil {
+			return sys, fmt.Errorf("RandGuid: %w", err)
 		}
 	}
-	return s, nil
+	return sys, nil
 }
 
 // lookup finds key in obj, exactly or else case-insensitively: the host's
 // casing of metadata names ("sys", "MessageId") is not part of any contract.
 func lookup(obj map[string]json.RawMessage, key string) (json.RawMessage, bool) {
-	if v, ok := obj[key]; ok {
-		return v, true
+	if value, ok := obj[key]; ok {
+		return value, true
 	}
-	for k, v := range obj {
-		if strings.EqualFold(k, key) {
-			return v, true
+	for name, value := range obj {
+		if strings.EqualFold(name, key) {
+			return value, true
 		}
 	}
 	return nil, false
@@ -310,17 +310,17 @@ func isNull(raw json.RawMessage) bool { return string(bytes.TrimSpace(raw)) == "
 // unquoteLenient decodes a JSON string, and decodes the result once more if
 // it is itself a quoted JSON string (the host's `"\"value\""` form).
 func unquoteLenient(raw json.RawMessage) (string, error) {
-	var s string
-	if err := json.Unmarshal(raw, &s); err != nil {
+	var text string
+	if err := json.Unmarshal(raw, &text); err != nil {
 		return "", fmt.Errorf("not a JSON string: %s", abbreviate(raw))
 	}
-	if len(s) >= 2 && s[0] == '"' && s[len(s)-1] == '"' {
+	if len(text) >= 2 && text[0] == '"' && text[len(text)-1] == '"' {
 		var inner string
-		if err := json.Unmarshal([]byte(s), &inner); err == nil {
+		if err := json.Unmarshal([]byte(text), &inner); err == nil {
 			return inner, nil
 		}
 	}
-	return s, nil
+	return text, nil
 }
 
 // stringLenient reads a string sent as a (possibly doubly) quoted JSON
@@ -330,47 +330,47 @@ func stringLenient(raw json.RawMessage) (string, error) {
 	if len(raw) == 0 {
 		return "", fmt.Errorf("empty value")
 	}
-	switch c := raw[0]; {
-	case c == '"':
+	switch first := raw[0]; {
+	case first == '"':
 		return unquoteLenient(raw)
-	case c == '-' || (c >= '0' && c <= '9'):
-		var n json.Number
-		if err := json.Unmarshal(raw, &n); err != nil {
+	case first == '-' || (first >= '0' && first <= '9'):
+		var number json.Number
+		if err := json.Unmarshal(raw, &number); err != nil {
 			return "", fmt.Errorf("not a string or number: %s", abbreviate(raw))
 		}
-		return n.String(), nil
+		return number.String(), nil
 	default:
 		return "", fmt.Errorf("want a string, got %s", abbreviate(raw))
 	}
 }
 
 func intLenient(raw json.RawMessage) (int64, error) {
-	s, err := stringLenient(raw)
+	text, err := stringLenient(raw)
 	if err != nil {
 		return 0, err
 	}
-	n, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64)
+	parsed, err := strconv.ParseInt(strings.TrimSpace(text), 10, 64)
 	if err != nil {
-		return 0, fmt.Errorf("want an integer, got %q", s)
+		return 0, fmt.Errorf("want an integer, got %q", text)
 	}
-	return n, nil
+	return parsed, nil
 }
 
 func boolLenient(raw json.RawMessage) (bool, error) {
 	raw = bytes.TrimSpace(raw)
-	var b bool
-	if err := json.Unmarshal(raw, &b); err == nil {
-		return b, nil
+	var flag bool
+	if err := json.Unmarshal(raw, &flag); err == nil {
+		return flag, nil
 	}
-	s, err := stringLenient(raw)
+	text, err := stringLenient(raw)
 	if err != nil {
 		return false, err
 	}
-	b, err = strconv.ParseBool(strings.TrimSpace(s))
+	flag, err = strconv.ParseBool(strings.TrimSpace(text))
 	if err != nil {
-		return false, fmt.Errorf("want a boolean, got %q", s)
+		return false, fmt.Errorf("want a boolean, got %q", text)
 	}
-	return b, nil
+	return flag, nil
 }
 
 // timeLayouts are the forms .NET writes a DateTime or DateTimeOffset in.
@@ -385,31 +385,31 @@ var timeLayouts = []string{
 }
 
 func timeLenient(raw json.RawMessage) (time.Time, error) {
-	s, err := stringLenient(raw)
+	text, err := stringLenient(raw)
 	if err != nil {
 		return time.Time{}, err
 	}
-	s = strings.TrimSpace(s)
-	if s == "" {
+	text = strings.TrimSpace(text)
+	if text == "" {
 		return time.Time{}, nil
 	}
 	for _, layout := range timeLayouts {
-		if t, err := time.ParseInLocation(layout, s, time.UTC); err == nil {
-			return t.UTC(), nil
+		if parsed, err := time.ParseInLocation(layout, text, time.UTC); err == nil {
+			return parsed.UTC(), nil
 		}
 	}
-	return time.Time{}, fmt.Errorf("not a timestamp: %q", s)
+	return time.Time{}, fmt.Errorf("not a timestamp: %q", text)
 }
 
 // objectLenient reads a JSON object, or a JSON string that holds one.
 func objectLenient(raw json.RawMessage) (map[string]json.RawMessage, error) {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) > 0 && raw[0] == '"' {
-		s, err := unquoteLenient(raw)
+		text, err := unquoteLenient(raw)
 		if err != nil {
 			return nil, err
 		}
-		raw = json.RawMessage(strings.TrimSpace(s))
+		raw = json.RawMessage(strings.TrimSpace(text))
 	}
 	if len(raw) == 0 || raw[0] != '{' {
 		return nil, fmt.Errorf("want a JSON object, got %s", abbreviate(raw))
@@ -427,14 +427,14 @@ func propertiesLenient(raw json.RawMessage) (map[string]any, error) {
 		return nil, err
 	}
 	props := make(map[string]any, len(obj))
-	for k, v := range obj {
+	for name, value := range obj {
 		var val any
-		dec := json.NewDecoder(bytes.NewReader(v))
+		dec := json.NewDecoder(bytes.NewReader(value))
 		dec.UseNumber() // keep int64 properties exact
 		if err := dec.Decode(&val); err != nil {
-			return nil, fmt.Errorf("property %q: %w", k, err)
+			return nil, fmt.Errorf("property %q: %w", name, err)
 		}
-		props[k] = val
+		props[name] = val
 	}
 	return props, nil
 }

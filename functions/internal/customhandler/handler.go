@@ -46,8 +46,8 @@ func NewPermanentError(format string, args ...any) error {
 // IsPermanent reports whether err is, or wraps, a PermanentError or a
 // messages.InvalidError.
 func IsPermanent(err error) bool {
-	var p *PermanentError
-	return errors.As(err, &p) || messages.IsInvalid(err)
+	var permanent *PermanentError
+	return errors.As(err, &permanent) || messages.IsInvalid(err)
 }
 
 // Logger collects an invocation's log lines for the response's Logs and
@@ -165,8 +165,8 @@ func (e *PanicError) Error() string { return fmt.Sprintf("panic: %v\n%s", e.Valu
 
 func run(ctx context.Context, fn Func, inv *Invocation, log *Logger) (err error) {
 	defer func() {
-		if v := recover(); v != nil {
-			err = &PanicError{Value: v, Stack: debug.Stack()}
+		if recovered := recover(); recovered != nil {
+			err = &PanicError{Value: recovered, Stack: debug.Stack()}
 		}
 	}()
 	return fn(ctx, inv, log)

@@ -29,8 +29,8 @@ var ErrNoPort = errors.New("neither " + EnvPort + " nor " + EnvLegacyPort + " is
 // Port returns the loopback port the host told the handler to listen on.
 func Port(getenv func(string) string) (string, error) {
 	for _, name := range []string{EnvPort, EnvLegacyPort} {
-		if v := strings.TrimSpace(getenv(name)); v != "" {
-			return v, nil
+		if port := strings.TrimSpace(getenv(name)); port != "" {
+			return port, nil
 		}
 	}
 	return "", ErrNoPort
@@ -96,12 +96,12 @@ func (s *Server) Handler() http.Handler {
 			s.refuse(w, http.StatusMethodNotAllowed, "error: "+r.Method+" / is not allowed; the host probes readiness with GET /")
 			return
 		}
-		h, ok := s.functions[strings.ToLower(name)]
+		handler, ok := s.functions[strings.ToLower(name)]
 		if !ok {
 			s.refuse(w, http.StatusNotFound, fmt.Sprintf("error: no function named %q in this handler (have %s)", name, s.names()))
 			return
 		}
-		h.ServeHTTP(w, r)
+		handler.ServeHTTP(w, r)
 	})
 }
 

@@ -57,11 +57,11 @@ func New(opts Options) (*Batcher, error) {
 	case opts.IdleDuration > opts.MaxDuration:
 		return nil, fmt.Errorf("batcher: idle duration %s is longer than max duration %s", opts.IdleDuration, opts.MaxDuration)
 	}
-	c := opts.Clock
-	if c == nil {
-		c = clock.RealClock{}
+	clk := opts.Clock
+	if clk == nil {
+		clk = clock.RealClock{}
 	}
-	return &Batcher{idle: opts.IdleDuration, max: opts.MaxDuration, clock: c,
+	return &Batcher{idle: opts.IdleDuration, max: opts.MaxDuration, clock: clk,
 		pods: map[string]messages.ObjectRef{}, wake: make(chan struct{}, 1)}, nil
 }
 
@@ -99,7 +99,8 @@ func (b *Batcher) Remove(uid string) {
 	}
 	delete(b.pods, uid)
 	if len(b.pods) == 0 {
-		b.opened, b.last = time.Time{}, time.Time{}
+		b.opened = time.Time{}
+		b.last = time.Time{}
 	}
 	b.signal()
 }
@@ -144,31 +145,33 @@ func (b *Batcher) deadline() (time.Time, bool) {
 func (b *Batcher) Flush() []messages.ObjectRef {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	d, ok := b.deadline()
-	if !ok || b.clock.Now().Before(d) {
+	deadline, ok := b.deadline()
+	if !ok || b.clock.Now().Before(deadline) {
 		return nil
 	}
 	out := make([]messages.ObjectRef, 0, len(b.pods))
-	for _, p := range b.pods {
-		out = append(out, p)
+	for _, pod := range b.pods {
+		out = append(out, pod)
 	}
 	Sort(out)
 	b.pods = map[string]messages.ObjectRef{}
-	b.opened, b.last = time.Time{}, time.Time{}
+	b.opened = time.Time{}
+	b.last = time.Time{}
 	return out
 }
 
 // Sort orders pod references by namespace, name, then UID.
 func Sort(pods []messages.ObjectRef) {
 	sort.Slice(pods, func(i, j int) bool {
-		a, c := pods[i], pods[j]
-		if a.Namespace != c.Namespace {
-			return a.Namespace < c.Namespace
+		left := pods[i]
+		right := pods[j]
+		if left.Namespace != right.Namespace {
+			return left.Namespace < right.Namespace
 		}
-		if a.Name != c.Name {
-			return a.Name < c.Name
+		if left.Name != right.Name {
+			return left.Name < right.Name
 		}
-		return a.UID < c.UID
+		return left.UID < right.UID
 	})
 }
 
@@ -189,8 +192,8 @@ func (b *Batcher) Run(ctx context.Context, emit func([]messages.ObjectRef)) erro
 	for {
 		var timer clock.Timer
 		var fire <-chan time.Time
-		if d, ok := b.Deadline(); ok {
-			timer = b.clock.NewTimer(d.Sub(b.clock.Now()))
+		if deadline, ok := b.Deadline(); ok {
+			timer = b.clock.NewTimer(deadline.Sub(b.clock.Now()))
 			fire = timer.C()
 		}
 		select {

@@ -84,11 +84,11 @@ func (b Builder) messages(conts []triggers.Continuation, err error) ([]bus.Messa
 	}
 	out := make([]bus.Message, 0, len(conts))
 	for _, cont := range conts {
-		m, err := b.message(cont, nil)
+		msg, err := b.message(cont, nil)
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, m)
+		out = append(out, msg)
 	}
 	return out, nil
 }
@@ -96,9 +96,9 @@ func (b Builder) messages(conts []triggers.Continuation, err error) ([]bus.Messa
 // NodeReady reports whether the node's Ready condition is True, and that
 // condition's last transition time (zero when there is none).
 func NodeReady(n *corev1.Node) (bool, metav1.Time) {
-	for _, c := range n.Status.Conditions {
-		if c.Type == corev1.NodeReady {
-			return c.Status == corev1.ConditionTrue, c.LastTransitionTime
+	for _, cond := range n.Status.Conditions {
+		if cond.Type == corev1.NodeReady {
+			return cond.Status == corev1.ConditionTrue, cond.LastTransitionTime
 		}
 	}
 	return false, metav1.Time{}
@@ -154,9 +154,9 @@ const PreemptionScheduled corev1.NodeConditionType = "PreemptionScheduled"
 // Preemption returns the node's PreemptionScheduled condition when it is
 // True.
 func Preemption(n *corev1.Node) (corev1.NodeCondition, bool) {
-	for _, c := range n.Status.Conditions {
-		if c.Type == PreemptionScheduled {
-			return c, c.Status == corev1.ConditionTrue
+	for _, cond := range n.Status.Conditions {
+		if cond.Type == PreemptionScheduled {
+			return cond, cond.Status == corev1.ConditionTrue
 		}
 	}
 	return corev1.NodeCondition{}, false
@@ -171,13 +171,13 @@ func (b Builder) Interruption(n *corev1.Node, now time.Time) (bus.Message, error
 	if n.UID == "" || n.Name == "" {
 		return bus.Message{}, fmt.Errorf("events: node %q (uid %q) lacks a name or UID", n.Name, n.UID)
 	}
-	c, ok := Preemption(n)
+	cond, ok := Preemption(n)
 	if !ok {
 		return bus.Message{}, fmt.Errorf("events: node %s has no PreemptionScheduled=True condition", n.Name)
 	}
 	return b.message(triggers.Interruption(messages.Interruption{
 		Cluster: b.Cluster, Node: n.Name, UID: string(n.UID), ProviderID: n.Spec.ProviderID,
-		Reason: c.Reason, Message: c.Message, Since: c.LastTransitionTime.UTC(),
+		Reason: cond.Reason, Message: cond.Message, Since: cond.LastTransitionTime.UTC(),
 	}, now))
 }
 
@@ -189,9 +189,9 @@ func (b Builder) message(cont triggers.Continuation, err error) (bus.Message, er
 	if b.Cluster == "" {
 		return bus.Message{}, errors.New("events: builder has no cluster name")
 	}
-	m, err := cont.Message(b.source())
+	msg, err := cont.Message(b.source())
 	if err != nil {
 		return bus.Message{}, fmt.Errorf("events: %w", err)
 	}
-	return m, nil
+	return msg, nil
 }

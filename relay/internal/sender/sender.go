@@ -95,12 +95,12 @@ func New(opts Options) (*Sender, error) {
 // already waiting replaces the waiting copy (same ID, same event).
 func (s *Sender) Send(queue string, msgs ...bus.Message) {
 	for i := range msgs {
-		m := msgs[i]
-		k := key{queue: queue, id: m.ID}
+		msg := msgs[i]
+		pendingKey := key{queue: queue, id: msg.ID}
 		s.mu.Lock()
-		s.pending[k] = &m
+		s.pending[pendingKey] = &msg
 		s.mu.Unlock()
-		s.queue.Add(k)
+		s.queue.Add(pendingKey)
 	}
 }
 
@@ -130,8 +130,8 @@ func (s *Sender) Run(ctx context.Context) {
 		return
 	}
 	ids := make([]string, 0, len(s.pending))
-	for k := range s.pending {
-		ids = append(ids, k.queue+":"+k.id)
+	for pendingKey := range s.pending {
+		ids = append(ids, pendingKey.queue+":"+pendingKey.id)
 	}
 	sort.Strings(ids)
 	// Not silent: the next relay re-lists the cluster and its resync
@@ -141,41 +141,41 @@ func (s *Sender) Run(ctx context.Context) {
 }
 
 func (s *Sender) next(ctx context.Context) bool {
-	k, shutdown := s.queue.Get()
+	pendingKey, shutdown := s.queue.Get()
 	if shutdown {
 		return false
 	}
-	defer s.queue.Done(k)
+	defer s.queue.Done(pendingKey)
 	if ctx.Err() != nil {
 		return false // stays pending; Run reports it
 	}
 	s.mu.Lock()
-	msg := s.pending[k]
+	msg := s.pending[pendingKey]
 	s.mu.Unlock()
 	if msg == nil { // already published under this key
-		s.queue.Forget(k)
+		s.queue.Forget(pendingKey)
 		return true
 	}
 
 	attemptCtx, cancel := context.WithTimeout(ctx, s.timeout)
-	err := s.publish(attemptCtx, k.queue, *msg)
+	err := s.publish(attemptCtx, pendingKey.queue, *msg)
 	cancel()
 	if err != nil {
 		if ctx.Err() != nil {
 			return false
 		}
-		s.log.Warn("publishing failed; will retry", "queue", k.queue, "id", k.id,
-			"attempt", s.queue.NumRequeues(k)+1, "error", err)
-		s.queue.AddRateLimited(k)
+		s.log.Warn("publishing failed; will retry", "queue", pendingKey.queue, "id", pendingKey.id,
+			"attempt", s.queue.NumRequeues(pendingKey)+1, "error", err)
+		s.queue.AddRateLimited(pendingKey)
 		return true
 	}
-	s.queue.Forget(k)
+	s.queue.Forget(pendingKey)
 	s.mu.Lock()
-	if s.pending[k] == msg { // a newer copy that arrived meanwhile stays queued
-		delete(s.pending, k)
+	if s.pending[pendingKey] == msg { // a newer copy that arrived meanwhile stays queued
+		delete(s.pending, pendingKey)
 	}
 	s.mu.Unlock()
-	s.log.Debug("published", "queue", k.queue, "id", k.id)
+	s.log.Debug("published", "queue", pendingKey.queue, "id", pendingKey.id)
 	return true
 }
 

@@ -38,13 +38,13 @@ func (r *relay) registerGauges() error {
 	_, err := meter.Int64ObservableGauge("karpfunc_pods_unschedulable",
 		metric.WithDescription("Pods kube-scheduler marked Unschedulable, as the relay sees them now."),
 		metric.WithInt64Callback(func(_ context.Context, o metric.Int64Observer) error {
-			n := 0
+			count := 0
 			for _, obj := range r.pods.GetStore().List() {
-				if p, ok := obj.(*corev1.Pod); ok && Unschedulable(p) {
-					n++
+				if pod, ok := obj.(*corev1.Pod); ok && Unschedulable(pod) {
+					count++
 				}
 			}
-			o.Observe(int64(n))
+			o.Observe(int64(count))
 			return nil
 		}))
 	return err
@@ -70,19 +70,19 @@ func (r *relay) onPendingPod(obj any) {
 	if !ok {
 		return
 	}
-	v, _ := r.progress.LoadOrStore(pod.UID, &podProgress{})
-	p := v.(*podProgress)
+	stored, _ := r.progress.LoadOrStore(pod.UID, &podProgress{})
+	progress := stored.(*podProgress)
 	if pod.DeletionTimestamp != nil {
-		p.deleting = true
+		progress.deleting = true
 	}
-	if pod.Spec.NodeName == "" || p.bound {
+	if pod.Spec.NodeName == "" || progress.bound {
 		return
 	}
-	p.bound = true
+	progress.bound = true
 	bound := r.opts.Clock.Now()
-	for _, c := range pod.Status.Conditions {
-		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionTrue && !c.LastTransitionTime.IsZero() {
-			bound = c.LastTransitionTime.Time
+	for _, cond := range pod.Status.Conditions {
+		if cond.Type == corev1.PodScheduled && cond.Status == corev1.ConditionTrue && !cond.LastTransitionTime.IsZero() {
+			bound = cond.LastTransitionTime.Time
 		}
 	}
 	ctx := context.Background()
@@ -97,19 +97,19 @@ func (r *relay) onPendingPod(obj any) {
 // onPendingPodGone records the startup of a bound pod that left phase
 // Pending without being deleted.
 func (r *relay) onPendingPodGone(obj any) {
-	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = d.Obj
+	if tombstone, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = tombstone.Obj
 	}
 	pod, ok := obj.(*corev1.Pod)
 	if !ok {
 		return
 	}
 	r.unschedulableSince.Delete(pod.UID)
-	v, ok := r.progress.LoadAndDelete(pod.UID)
+	stored, ok := r.progress.LoadAndDelete(pod.UID)
 	if !ok {
 		return
 	}
-	if p := v.(*podProgress); p.bound && !p.deleting && pod.DeletionTimestamp == nil && !pod.CreationTimestamp.IsZero() {
+	if progress := stored.(*podProgress); progress.bound && !progress.deleting && pod.DeletionTimestamp == nil && !pod.CreationTimestamp.IsZero() {
 		podsStartupDuration.Record(context.Background(), r.opts.Clock.Since(pod.CreationTimestamp.Time).Seconds())
 	}
 }
@@ -117,9 +117,9 @@ func (r *relay) onPendingPodGone(obj any) {
 // pendingSince is when kube-scheduler marked pod Unschedulable (now when
 // the condition has no time).
 func pendingSince(pod *corev1.Pod, now time.Time) time.Time {
-	for _, c := range pod.Status.Conditions {
-		if c.Type == corev1.PodScheduled && !c.LastTransitionTime.IsZero() {
-			return c.LastTransitionTime.Time
+	for _, cond := range pod.Status.Conditions {
+		if cond.Type == corev1.PodScheduled && !cond.LastTransitionTime.IsZero() {
+			return cond.LastTransitionTime.Time
 		}
 	}
 	return now

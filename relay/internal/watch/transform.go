@@ -26,9 +26,9 @@ func TransformPod(obj any) (any, error) {
 		Spec:       corev1.PodSpec{NodeName: pod.Spec.NodeName},
 		Status:     corev1.PodStatus{Phase: pod.Status.Phase},
 	}
-	for _, c := range pod.Status.Conditions {
-		if c.Type == corev1.PodScheduled {
-			out.Status.Conditions = append(out.Status.Conditions, c)
+	for _, cond := range pod.Status.Conditions {
+		if cond.Type == corev1.PodScheduled {
+			out.Status.Conditions = append(out.Status.Conditions, cond)
 		}
 	}
 	return out, nil
@@ -46,9 +46,9 @@ func TransformNode(obj any) (any, error) {
 		ObjectMeta: slimMeta(node.ObjectMeta),
 		Spec:       corev1.NodeSpec{ProviderID: node.Spec.ProviderID},
 	}
-	for _, c := range node.Status.Conditions {
-		if c.Type == corev1.NodeReady || c.Type == events.PreemptionScheduled {
-			out.Status.Conditions = append(out.Status.Conditions, c)
+	for _, cond := range node.Status.Conditions {
+		if cond.Type == corev1.NodeReady || cond.Type == events.PreemptionScheduled {
+			out.Status.Conditions = append(out.Status.Conditions, cond)
 		}
 	}
 	return out, nil
@@ -58,11 +58,11 @@ func TransformNode(obj any) (any, error) {
 // object (NodeClaims); annotations can be large (last-applied-configuration)
 // and the relay reads none.
 func TransformMetadata(obj any) (any, error) {
-	m, ok := obj.(*metav1.PartialObjectMetadata)
+	meta, ok := obj.(*metav1.PartialObjectMetadata)
 	if !ok {
 		return obj, nil
 	}
-	out := m.DeepCopy()
+	out := meta.DeepCopy()
 	out.ManagedFields = nil
 	out.Annotations = nil
 	return out, nil

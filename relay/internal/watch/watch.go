@@ -144,25 +144,25 @@ type relay struct {
 // error if the options are invalid or the initial sync fails (for example,
 // the karpenter.sh CRDs are not installed, or RBAC forbids a list).
 func Run(ctx context.Context, opts Options) error {
-	r, err := newRelay(ctx, opts)
+	watcher, err := newRelay(ctx, opts)
 	if err != nil {
 		return err
 	}
-	factories := r.newInformers()
-	if err := r.registerGauges(); err != nil {
+	factories := watcher.newInformers()
+	if err := watcher.registerGauges(); err != nil {
 		return fmt.Errorf("watch: registering gauges: %w", err)
 	}
-	if err := r.addHandlers(); err != nil {
+	if err := watcher.addHandlers(); err != nil {
 		return err
 	}
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var wg sync.WaitGroup
-	wg.Go(func() { r.send.Run(ctx) })
+	wg.Go(func() { watcher.send.Run(ctx) })
 	wg.Go(func() {
-		if err := r.batch.Run(ctx, r.emitWindow); err != nil {
-			r.log.Error("batcher stopped", "error", err)
+		if err := watcher.batch.Run(ctx, watcher.emitWindow); err != nil {
+			watcher.log.Error("batcher stopped", "error", err)
 		}
 	})
 	for _, factory := range factories {
@@ -176,10 +176,10 @@ func Run(ctx context.Context, opts Options) error {
 		wg.Wait()
 	}()
 
-	if synced, err := r.waitForSync(ctx); !synced {
+	if synced, err := watcher.waitForSync(ctx); !synced {
 		return err
 	}
-	r.log.Info("relay watching", "cluster", opts.Cluster, "batchIdle", opts.BatchIdleDuration,
+	watcher.log.Info("relay watching", "cluster", opts.Cluster, "batchIdle", opts.BatchIdleDuration,
 		"batchMax", opts.BatchMaxDuration, "resync", opts.Resync)
 	if opts.OnSynced != nil {
 		opts.OnSynced()
@@ -187,10 +187,10 @@ func Run(ctx context.Context, opts Options) error {
 	// NodePools and AKSNodeClasses created or changed while no relay ran
 	// came in the initial list, which is no change: one pass brings their
 	// status up to date.
-	if len(r.specs[0].GetStore().ListKeys())+len(r.specs[1].GetStore().ListKeys()) > 0 {
-		r.askDisruption(causeRelayStarted)
+	if len(watcher.specs[0].GetStore().ListKeys())+len(watcher.specs[1].GetStore().ListKeys()) > 0 {
+		watcher.askDisruption(causeRelayStarted)
 	}
-	r.loop(ctx)
+	watcher.loop(ctx)
 	return nil
 }
 
@@ -347,9 +347,9 @@ func Unschedulable(pod *corev1.Pod) bool {
 		pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
 		return false
 	}
-	for _, c := range pod.Status.Conditions {
-		if c.Type == corev1.PodScheduled {
-			return c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable
+	for _, cond := range pod.Status.Conditions {
+		if cond.Type == corev1.PodScheduled {
+			return cond.Status == corev1.ConditionFalse && cond.Reason == corev1.PodReasonUnschedulable
 		}
 	}
 	return false
@@ -376,8 +376,8 @@ func (r *relay) onPod(obj any) {
 }
 
 func (r *relay) onPodDelete(obj any) {
-	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = d.Obj
+	if tombstone, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = tombstone.Obj
 	}
 	if pod, ok := obj.(*corev1.Pod); ok {
 		r.batch.Remove(string(pod.UID))
@@ -400,8 +400,8 @@ func (r *relay) emitWindow(pods []messages.ObjectRef) {
 func (r *relay) resync() {
 	var pods []messages.ObjectRef
 	for _, obj := range r.pods.GetStore().List() {
-		if p, ok := obj.(*corev1.Pod); ok && Unschedulable(p) && !r.batch.Has(string(p.UID)) {
-			pods = append(pods, podRef(p))
+		if pod, ok := obj.(*corev1.Pod); ok && Unschedulable(pod) && !r.batch.Has(string(pod.UID)) {
+			pods = append(pods, podRef(pod))
 		}
 	}
 	if len(pods) == 0 {
@@ -418,10 +418,10 @@ func (r *relay) resync() {
 }
 
 func (r *relay) onNodeAdd(obj any) {
-	if n, ok := obj.(*corev1.Node); ok {
-		r.emitNode(n)
-		if _, preempt := events.Preemption(n); preempt {
-			r.emitInterruption(n)
+	if node, ok := obj.(*corev1.Node); ok {
+		r.emitNode(node)
+		if _, preempt := events.Preemption(node); preempt {
+			r.emitInterruption(node)
 		}
 	}
 }
@@ -429,43 +429,43 @@ func (r *relay) onNodeAdd(obj any) {
 // emitInterruption publishes a spot preemption notice at once, not batched:
 // the node has seconds left.
 func (r *relay) emitInterruption(n *corev1.Node) {
-	m, err := r.events.Interruption(n, r.opts.Clock.Now())
+	msg, err := r.events.Interruption(n, r.opts.Clock.Now())
 	if err != nil {
 		r.log.Error("interruption event not built", "node", n.Name, "error", err)
 		return
 	}
-	r.log.Info("spot preemption scheduled", "node", n.Name, "id", m.ID)
-	r.send.Send(bus.QueueInterruption, m)
+	r.log.Info("spot preemption scheduled", "node", n.Name, "id", msg.ID)
+	r.send.Send(bus.QueueInterruption, msg)
 }
 
 // onNodeUpdate reports Ready transitions and new spot preemption notices
 // only: a status heartbeat that changes nothing the Functions act on is not
 // an event.
 func (r *relay) onNodeUpdate(oldObj, newObj any) {
-	o, ok1 := oldObj.(*corev1.Node)
-	n, ok2 := newObj.(*corev1.Node)
+	oldNode, ok1 := oldObj.(*corev1.Node)
+	newNode, ok2 := newObj.(*corev1.Node)
 	if !ok1 || !ok2 {
 		return
 	}
-	oldReady, oldSince := events.NodeReady(o)
-	newReady, newSince := events.NodeReady(n)
+	oldReady, oldSince := events.NodeReady(oldNode)
+	newReady, newSince := events.NodeReady(newNode)
 	if oldReady != newReady || !oldSince.Equal(&newSince) {
-		r.emitNode(n)
+		r.emitNode(newNode)
 	}
-	oldCond, wasPreempt := events.Preemption(o)
-	newCond, preempt := events.Preemption(n)
+	oldCond, wasPreempt := events.Preemption(oldNode)
+	newCond, preempt := events.Preemption(newNode)
 	if preempt && (!wasPreempt || !oldCond.LastTransitionTime.Equal(&newCond.LastTransitionTime) || oldCond.Message != newCond.Message) {
-		r.emitInterruption(n)
+		r.emitInterruption(newNode)
 	}
 }
 
 func (r *relay) emitNode(n *corev1.Node) {
-	m, err := r.events.Node(n, r.opts.Clock.Now())
+	msg, err := r.events.Node(n, r.opts.Clock.Now())
 	if err != nil {
 		r.log.Error("node event not built", "node", n.Name, "error", err)
 		return
 	}
-	r.send.Send(bus.QueueLifecycle, m)
+	r.send.Send(bus.QueueLifecycle, msg)
 }
 
 func (r *relay) onClaimAdd(obj any) {
@@ -475,29 +475,29 @@ func (r *relay) onClaimAdd(obj any) {
 }
 
 func (r *relay) onClaimUpdate(oldObj, newObj any) {
-	o, ok1 := oldObj.(*metav1.PartialObjectMetadata)
-	n, ok2 := newObj.(*metav1.PartialObjectMetadata)
-	if ok1 && ok2 && o.DeletionTimestamp == nil && n.DeletionTimestamp != nil {
-		r.emitClaimDeleting(n)
+	oldClaim, ok1 := oldObj.(*metav1.PartialObjectMetadata)
+	newClaim, ok2 := newObj.(*metav1.PartialObjectMetadata)
+	if ok1 && ok2 && oldClaim.DeletionTimestamp == nil && newClaim.DeletionTimestamp != nil {
+		r.emitClaimDeleting(newClaim)
 	}
 }
 
 func (r *relay) emitClaimDeleting(nc *metav1.PartialObjectMetadata) {
-	m, err := r.events.NodeClaimDeleting(nc, r.opts.Clock.Now())
+	msg, err := r.events.NodeClaimDeleting(nc, r.opts.Clock.Now())
 	if err != nil {
 		r.log.Error("nodeclaim event not built", "nodeclaim", nc.Name, "error", err)
 		return
 	}
 	r.log.Info("nodeclaim deleting", "nodeclaim", nc.Name)
-	r.send.Send(bus.QueueLifecycle, m)
+	r.send.Send(bus.QueueLifecycle, msg)
 }
 
 // onBoundPodUpdate: a bound pod that finished frees its node's capacity.
 func (r *relay) onBoundPodUpdate(oldObj, newObj any) {
-	o, ok1 := oldObj.(*corev1.Pod)
-	n, ok2 := newObj.(*corev1.Pod)
-	if ok1 && ok2 && !finished(o) && finished(n) {
-		r.onPodEvent(n)
+	oldPod, ok1 := oldObj.(*corev1.Pod)
+	newPod, ok2 := newObj.(*corev1.Pod)
+	if ok1 && ok2 && !finished(oldPod) && finished(newPod) {
+		r.onPodEvent(newPod)
 	}
 }
 
@@ -505,8 +505,8 @@ func (r *relay) onBoundPodUpdate(oldObj, newObj any) {
 // finished): it may leave the node empty or underutilized, or restart its
 // consolidateAfter. Events are flushed as one Disruption event per slot.
 func (r *relay) onPodEvent(obj any) {
-	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = d.Obj
+	if tombstone, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = tombstone.Obj
 	}
 	pod, ok := obj.(*corev1.Pod)
 	if !ok || pod.Spec.NodeName == "" {
@@ -531,8 +531,8 @@ func (r *relay) flushPodEvents() {
 		return
 	}
 	nodes := make([]string, 0, len(r.podEvents))
-	for n := range r.podEvents {
-		nodes = append(nodes, n)
+	for node := range r.podEvents {
+		nodes = append(nodes, node)
 	}
 	at := r.podEventsAt
 	r.podEvents = map[string]bool{}
@@ -541,21 +541,21 @@ func (r *relay) flushPodEvents() {
 	if len(nodes) > maxPodEventNodes {
 		nodes = nodes[:maxPodEventNodes]
 	}
-	m, err := r.events.PodEvents(nodes, at, r.opts.Clock.Now())
+	msg, err := r.events.PodEvents(nodes, at, r.opts.Clock.Now())
 	if err != nil {
 		r.log.Error("disruption event not built", "nodes", len(nodes), "error", err)
 		return
 	}
-	r.log.Info("disruption pass asked", "cause", "pod-events", "nodes", len(nodes), "id", m.ID)
-	r.send.Send(bus.QueueDisruption, m)
+	r.log.Info("disruption pass asked", "cause", "pod-events", "nodes", len(nodes), "id", msg.ID)
+	r.send.Send(bus.QueueDisruption, msg)
 }
 
 // onSpecUpdate: a NodePool or AKSNodeClass whose spec changed (its
 // generation moved) may have drifted nodes, and its status follows.
 func (r *relay) onSpecUpdate(oldObj, newObj any) {
-	o, ok1 := oldObj.(*metav1.PartialObjectMetadata)
-	n, ok2 := newObj.(*metav1.PartialObjectMetadata)
-	if ok1 && ok2 && o.Generation != n.Generation {
+	oldMeta, ok1 := oldObj.(*metav1.PartialObjectMetadata)
+	newMeta, ok2 := newObj.(*metav1.PartialObjectMetadata)
+	if ok1 && ok2 && oldMeta.Generation != newMeta.Generation {
 		r.askDisruption(causeSpecChange)
 	}
 }
@@ -567,18 +567,18 @@ func finished(p *corev1.Pod) bool {
 // askDisruption sends one Disruption event per cause and slot: the first
 // event of a slot is sent, the rest would carry the same ID and are not.
 func (r *relay) askDisruption(cause string) {
-	m, err := r.events.Disruption(cause, r.opts.Clock.Now(), disruptionSlot)
+	msg, err := r.events.Disruption(cause, r.opts.Clock.Now(), disruptionSlot)
 	if err != nil {
 		r.log.Error("disruption event not built", "cause", cause, "error", err)
 		return
 	}
 	r.mu.Lock()
-	dup := r.lastSent[cause] == m.ID
-	r.lastSent[cause] = m.ID
+	dup := r.lastSent[cause] == msg.ID
+	r.lastSent[cause] = msg.ID
 	r.mu.Unlock()
 	if dup {
 		return
 	}
-	r.log.Info("disruption pass asked", "cause", cause, "id", m.ID, "at", m.ScheduledEnqueueTime)
-	r.send.Send(bus.QueueDisruption, m)
+	r.log.Info("disruption pass asked", "cause", cause, "id", msg.ID, "at", msg.ScheduledEnqueueTime)
+	r.send.Send(bus.QueueDisruption, msg)
 }

@@ -25,6 +25,7 @@ import (
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
 	"github.com/karpfunc/karpfunc/internal/controlplane"
+	"github.com/karpfunc/karpfunc/internal/testfixtures"
 	"github.com/karpfunc/karpfunc/internal/tools"
 	"github.com/karpfunc/karpfunc/pkg/apis"
 	"github.com/karpfunc/karpfunc/pkg/bus"
@@ -286,10 +287,7 @@ func TestRelay(t *testing.T) {
 
 	t.Run("unschedulable pods are batched into one provision event", func(t *testing.T) {
 		newPod := func(name string) *corev1.Pod {
-			p, err := kube.CoreV1().Pods(ns).Create(ctx, &corev1.Pod{
-				ObjectMeta: metav1.ObjectMeta{Name: name},
-				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "registry.k8s.io/pause:3.10"}}},
-			}, metav1.CreateOptions{})
+			p, err := kube.CoreV1().Pods(ns).Create(ctx, testfixtures.Pod(testfixtures.PodOptions{Name: name, Namespace: ns}), metav1.CreateOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -347,10 +345,7 @@ func TestRelay(t *testing.T) {
 	})
 
 	t.Run("pod events on nodes and NodePool changes ask for a disruption pass", func(t *testing.T) {
-		p, err := kube.CoreV1().Pods(ns).Create(ctx, &corev1.Pod{
-			ObjectMeta: metav1.ObjectMeta{Name: "bound"},
-			Spec:       corev1.PodSpec{NodeName: "node-busy", Containers: []corev1.Container{{Name: "c", Image: "registry.k8s.io/pause:3.10"}}},
-		}, metav1.CreateOptions{})
+		p, err := kube.CoreV1().Pods(ns).Create(ctx, testfixtures.Pod(testfixtures.PodOptions{Name: "bound", Namespace: ns, NodeName: "node-busy"}), metav1.CreateOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
