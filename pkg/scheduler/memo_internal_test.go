@@ -5,6 +5,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"sigs.k8s.io/karpenter/pkg/scheduling"
 	"sigs.k8s.io/karpenter/pkg/utils/resources"
 )
 
@@ -46,5 +47,62 @@ func TestRoomLeft(t *testing.T) {
 	}
 	if want[rCPU] != 7820-250-3000-1670 || want[rPods] != 107 {
 		t.Errorf("reference room %v: cpu want %d, pods want 107", want, 7820-250-3000-1670)
+	}
+}
+
+// TestLabelRequirementsShared: requirements built from shared label
+// Requirements equal scheduling.NewLabelRequirements key by key, for label
+// sets that share labels, differ in one value, and carry a beta label that
+// normalizes onto a stable one (with the same and with a different value);
+// and narrowing one set's copy leaves the others as they were.
+func TestLabelRequirementsShared(t *testing.T) {
+	sets := []map[string]string{
+		{corev1.LabelHostname: "a", corev1.LabelTopologyZone: "z1", "team": "x"},
+		{corev1.LabelHostname: "b", corev1.LabelTopologyZone: "z1", "team": "x"},
+		{corev1.LabelHostname: "c", corev1.LabelTopologyZone: "z2", "failure-domain.beta.kubernetes.io/zone": "z2", "team": "y"},
+		{corev1.LabelHostname: "d", corev1.LabelTopologyZone: "z1", "failure-domain.beta.kubernetes.io/zone": "z2"},
+		{corev1.LabelInstanceTypeStable: "D4", "beta.kubernetes.io/instance-type": "D4", "team": ""},
+		{},
+	}
+	shared := newLabelRequirements()
+	var built []scheduling.Requirements
+	for range 2 { // the second round is served from shared Requirements
+		for i, labels := range sets {
+			got, want := shared.of(labels), scheduling.NewLabelRequirements(labels)
+			assertSameRequirements(t, i, got, want)
+			built = append(built, got)
+		}
+	}
+	if len(shared.byLabel) == 0 || len(shared.byLabel) >= 2*countLabels(sets) {
+		t.Errorf("%d shared Requirements for %d labels: not shared", len(shared.byLabel), countLabels(sets))
+	}
+	narrowed := copyRequirements(built[0])
+	narrowed.Add(scheduling.NewRequirement("team", corev1.NodeSelectorOpIn, "y"))
+	if narrowed.Get("team").Has("x") {
+		t.Fatalf("narrowing a copy did not narrow it: %s", narrowed)
+	}
+	for i, labels := range sets {
+		assertSameRequirements(t, i, built[i], scheduling.NewLabelRequirements(labels))
+	}
+}
+
+func countLabels(sets []map[string]string) int {
+	total := 0
+	for _, labels := range sets {
+		total += len(labels)
+	}
+	return total
+}
+
+func assertSameRequirements(t *testing.T, set int, got, want scheduling.Requirements) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Errorf("set %d: %d keys (%s), want %d (%s)", set, len(got), got, len(want), want)
+		return
+	}
+	for key, req := range want {
+		if !got.Has(key) || got.Get(key).String() != req.String() {
+			t.Errorf("set %d, key %s: %v, want %v", set, key, got.Get(key), req)
+		}
 	}
 }

@@ -57,6 +57,10 @@ type solver struct {
 	// boundOwned are the anti-affinity counters each bound pod owns
 	// (its required anti-affinity terms), found once.
 	boundOwned map[*corev1.Pod][]*counter
+	// labelReqs builds existing nodes' requirements from shared parts.
+	labelReqs *labelRequirements
+	// matchedScratch holds the counters a bound pod matches (countBound).
+	matchedScratch []*counter
 }
 
 type pendingPod struct {
@@ -77,6 +81,7 @@ func newSolver(in Input) *solver {
 		spread:   in.Spread,
 
 		boundOwned: map[*corev1.Pod][]*counter{},
+		labelReqs:  newLabelRequirements(),
 
 		packLargest: in.PackLargest,
 	}
@@ -548,6 +553,7 @@ func (s *solver) newExisting(in Input, bound map[string][]*corev1.Pod) {
 	}
 	nodes, nodesByProviderID := indexNodes(in.Nodes)
 	claimOfNode, inFlight := matchClaims(in.NodeClaims, nodes, nodesByProviderID)
+	byNamespace := newCountersByNamespace(&s.counters)
 	for _, n := range sortedBy(slices.Collect(func(yield func(*corev1.Node) bool) {
 		for _, n := range nodes {
 			if !yield(n) {
@@ -558,7 +564,7 @@ func (s *solver) newExisting(in Input, bound map[string][]*corev1.Pod) {
 		if n.Spec.Unschedulable || n.DeletionTimestamp != nil {
 			continue
 		}
-		s.addNodeBin(in, n, claimOfNode[n.Name], bound[n.Name])
+		s.addNodeBin(in, n, claimOfNode[n.Name], bound[n.Name], byNamespace)
 	}
 	for _, nc := range sortedBy(inFlight, func(nc *karpv1.NodeClaim) string { return nc.Name }) {
 		var pl *pool
@@ -609,8 +615,8 @@ func matchClaims(claims []*karpv1.NodeClaim, nodes, nodesByProviderID map[string
 
 // addNodeBin adds a bin for a schedulable node (claim is its NodeClaim,
 // if any) and counts the pods bound to it.
-func (s *solver) addNodeBin(in Input, n *corev1.Node, claim *karpv1.NodeClaim, boundPods []*corev1.Pod) {
-	b := &bin{id: len(s.bins), node: n.Name, labels: labels.Set(n.Labels), reqs: in.Memo.nodeRequirements(n), compat: map[string]bool{}}
+func (s *solver) addNodeBin(in Input, n *corev1.Node, claim *karpv1.NodeClaim, boundPods []*corev1.Pod, byNamespace *countersByNamespace) {
+	b := &bin{id: len(s.bins), node: n.Name, labels: labels.Set(n.Labels), reqs: in.Memo.nodeRequirements(n, s.labelReqs), compat: map[string]bool{}}
 	var startup []corev1.Taint
 	if claim != nil {
 		b.claimName = claim.Name
@@ -630,7 +636,7 @@ func (s *solver) addNodeBin(in Input, n *corev1.Node, claim *karpv1.NodeClaim, b
 	b.used = make(resVec, len(s.res.names))
 	s.addBin(b)
 	for _, pod := range boundPods {
-		s.countBound(b, pod)
+		s.countBound(b, pod, byNamespace)
 	}
 }
 
@@ -683,12 +689,10 @@ func (s *solver) addBin(b *bin) {
 }
 
 // countBound records an already running pod in the topology counters.
-func (s *solver) countBound(b *bin, pod *corev1.Pod) {
-	set := labels.Set(pod.Labels)
-	for _, c := range s.counters.all {
-		if !c.owners && c.matches(pod.Namespace, set) {
-			s.count(b, c)
-		}
+func (s *solver) countBound(b *bin, pod *corev1.Pod, byNamespace *countersByNamespace) {
+	s.matchedScratch = byNamespace.matched(pod, s.matchedScratch[:0])
+	for _, c := range s.matchedScratch {
+		s.count(b, c)
 	}
 	for _, c := range s.boundOwned[pod] {
 		s.count(b, c)
