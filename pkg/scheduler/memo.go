@@ -123,44 +123,57 @@ func (m *Memo) instanceType(it *catalog.InstanceType, maxPods int32) *memoType {
 	return t
 }
 
-// roomLeft is allocatable less the requests of the pods bound there (one
-// pod slot each), as a vector: what resources.Subtract(allocatable,
-// resources.RequestsForPods(pods...)) gives, without building the sum.
-// A resource the node does not report has no room.
-func (s *solver) roomLeft(allocatable corev1.ResourceList, pods []*corev1.Pod, memo *Memo) resVec {
-	left := make([]resource.Quantity, len(s.res.names))
-	reported := make([]bool, len(s.res.names))
-	for i, name := range s.res.names {
-		if q, ok := allocatable[name]; ok {
-			left[i], reported[i] = q.DeepCopy(), true
-		}
-	}
-	// Each pod's requests once, whatever the number of resources.
-	for _, p := range pods {
-		requests := boundRequests(p, memo)
-		for i, name := range s.res.names {
-			if !reported[i] || name == corev1.ResourcePods {
-				continue
-			}
-			if r, ok := requests[name]; ok {
-				left[i].Sub(r)
-			}
-		}
-	}
-	v := make(resVec, len(s.res.names))
-	for i, name := range s.res.names {
-		if !reported[i] {
-			continue
-		}
-		if name == corev1.ResourcePods {
-			left[i].Sub(*resource.NewQuantity(int64(len(pods)), resource.DecimalSI))
-		}
-		v[i] = quantityValue(name, left[i])
-	}
-	return v
+// boundOnNode is what the pods bound to one node take.
+type boundOnNode struct {
+	// pods is how many there are (each takes a pod slot).
+	pods int64
+	// requested is the sum of their requests, per resource of the
+	// solver's resIndex ("pods" left out: pods counts it). Quantities sum
+	// exactly, so the sum is the same in any order.
+	requested []resource.Quantity
+	// counted are, per pod, the counters it counts in.
+	counted [][]*counter
 }
 
-// boundRequests are a pod's requests as roomLeft counts them: from the
+// addBoundPod adds pod's requests (from memo, if any) to onNode.
+func (s *solver) addBoundPod(onNode *boundOnNode, pod *corev1.Pod, memo *Memo) {
+	requests := boundRequests(pod, memo)
+	for i, name := range s.res.names {
+		if name == corev1.ResourcePods {
+			continue
+		}
+		if request, ok := requests[name]; ok {
+			onNode.requested[i].Add(request)
+		}
+	}
+	onNode.pods++
+}
+
+// roomLeft is allocatable less what the pods bound there take (onNode;
+// nil: no pods), as a vector: what resources.Subtract(allocatable,
+// resources.RequestsForPods(pods...)) gives, without building the sum. A
+// resource the node does not report has no room.
+func (s *solver) roomLeft(allocatable corev1.ResourceList, onNode *boundOnNode) resVec {
+	room := make(resVec, len(s.res.names))
+	for i, name := range s.res.names {
+		reported, ok := allocatable[name]
+		if !ok {
+			continue
+		}
+		left := reported.DeepCopy()
+		switch {
+		case onNode == nil:
+		case name == corev1.ResourcePods:
+			left.Sub(*resource.NewQuantity(onNode.pods, resource.DecimalSI))
+		default:
+			left.Sub(onNode.requested[i])
+		}
+		room[i] = quantityValue(name, left)
+	}
+	return room
+}
+
+// boundRequests are a pod's requests as addBoundPod counts them: from the
 // Memo when there is one, else computed (its "pods" entry, if any, is not
 // read).
 func boundRequests(p *corev1.Pod, memo *Memo) corev1.ResourceList {

@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"slices"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -10,8 +11,11 @@ import (
 )
 
 // TestRoomLeft: roomLeft is allocatable less Karpenter's requests of the
-// bound pods, with and without a Memo, for pods with init containers,
-// sidecars, overhead and a resource the node does not report.
+// bound pods, with and without a Memo, in either order, for pods with init
+// containers, sidecars, overhead, a resource the node does not report and
+// requests finer than the vector's unit (two pods of 500 microcores take
+// 1m, not 2m: requests sum exactly, then round); and allocatable without
+// pods.
 func TestRoomLeft(t *testing.T) {
 	always := corev1.ContainerRestartPolicyAlways
 	rl := func(kv ...string) corev1.ResourceList {
@@ -30,6 +34,8 @@ func TestRoomLeft(t *testing.T) {
 			InitContainers: []corev1.Container{{Name: "sidecar", RestartPolicy: &always, Resources: corev1.ResourceRequirements{Requests: rl("cpu", "50m", "memory", "128Mi")}}},
 			Containers:     []corev1.Container{{Name: "a", Resources: corev1.ResourceRequirements{Requests: rl("cpu", "1500m")}}},
 			Overhead:       rl("cpu", "120m", "memory", "100Mi")}},
+		{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "a", Resources: corev1.ResourceRequirements{Requests: rl("cpu", "500u", "memory", "100m")}}}}},
+		{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "a", Resources: corev1.ResourceRequirements{Requests: rl("cpu", "500u", "memory", "100m")}}}}},
 	}
 	allocatable := rl("cpu", "7820m", "memory", "27Gi", "pods", "110", "ephemeral-storage", "100Gi")
 	s := &solver{res: newResIndex()}
@@ -37,16 +43,28 @@ func TestRoomLeft(t *testing.T) {
 	s.res.add(corev1.ResourceEphemeralStorage)
 	want := s.res.vec(resources.Subtract(allocatable, resources.RequestsForPods(pods...)))
 	memo := NewMemo()
+	reversed := slices.Clone(pods)
+	slices.Reverse(reversed)
 	for _, m := range []*Memo{nil, memo, memo} {
-		got := s.roomLeft(allocatable, pods, m)
-		for i, name := range s.res.names {
-			if got[i] != want[i] {
-				t.Errorf("memo %v: %s left %d, want %d", m != nil, name, got[i], want[i])
+		for _, order := range [][]*corev1.Pod{pods, reversed} {
+			onNode := &boundOnNode{requested: make([]resource.Quantity, len(s.res.names))}
+			for _, pod := range order {
+				s.addBoundPod(onNode, pod, m)
+			}
+			got := s.roomLeft(allocatable, onNode)
+			for i, name := range s.res.names {
+				if got[i] != want[i] {
+					t.Errorf("memo %v: %s left %d, want %d", m != nil, name, got[i], want[i])
+				}
 			}
 		}
 	}
-	if want[rCPU] != 7820-250-3000-1670 || want[rPods] != 107 {
-		t.Errorf("reference room %v: cpu want %d, pods want 107", want, 7820-250-3000-1670)
+	if want[rCPU] != 7820-250-3000-1670-1 || want[rPods] != 105 {
+		t.Errorf("reference room %v: cpu want %d, pods want 105", want, 7820-250-3000-1670-1)
+	}
+	empty := s.roomLeft(allocatable, nil)
+	if wantEmpty := s.res.vec(allocatable); !slices.Equal(empty, wantEmpty) {
+		t.Errorf("room without pods %v, want allocatable %v", empty, wantEmpty)
 	}
 }
 

@@ -54,13 +54,8 @@ type solver struct {
 	// compare.
 	index      *binIndex
 	linearScan bool
-	// boundOwned are the anti-affinity counters each bound pod owns
-	// (its required anti-affinity terms), found once.
-	boundOwned map[*corev1.Pod][]*counter
 	// labelReqs builds existing nodes' requirements from shared parts.
 	labelReqs *labelRequirements
-	// matchedScratch holds the counters a bound pod matches (countBound).
-	matchedScratch []*counter
 }
 
 type pendingPod struct {
@@ -80,7 +75,6 @@ func newSolver(in Input) *solver {
 		counters: counters{byKey: map[string]*counter{}},
 		spread:   in.Spread,
 
-		boundOwned: map[*corev1.Pod][]*counter{},
 		labelReqs:  newLabelRequirements(),
 
 		packLargest: in.PackLargest,
@@ -99,7 +93,7 @@ func newSolver(in Input) *solver {
 	s.index = newBinIndex(len(s.res.names))
 	s.counters.setNamespaces(in.Namespaces, in.Pods, in.BoundPods)
 	s.internGroupCounters()
-	bound := s.boundByNode(in.BoundPods)
+	bound := s.boundByNode(in.BoundPods, in.Memo)
 	s.matchGroupCounters()
 	s.newExisting(in, bound)
 	return s
@@ -218,21 +212,33 @@ func (s *solver) internGroupCounters() {
 	}
 }
 
-// boundByNode returns the running bound pods by node name, recording the
-// counters each one's required anti-affinity owns.
-func (s *solver) boundByNode(boundPods []*corev1.Pod) map[string][]*corev1.Pod {
-	bound := map[string][]*corev1.Pod{}
+// boundByNode returns what the running bound pods take, by node name:
+// their requests, summed, and the counters each one counts in. The pods
+// are read in one pass, in input order (the order they were decoded and
+// laid out in memory in), and not again.
+func (s *solver) boundByNode(boundPods []*corev1.Pod, memo *Memo) map[string]*boundOnNode {
+	byNamespace := newCountersByNamespace(&s.counters)
+	bound := map[string]*boundOnNode{}
 	for _, pod := range boundPods {
 		if pod == nil || pod.Spec.NodeName == "" || pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
 			continue
 		}
-		bound[pod.Spec.NodeName] = append(bound[pod.Spec.NodeName], pod)
+		onNode := bound[pod.Spec.NodeName]
+		if onNode == nil {
+			onNode = &boundOnNode{requested: make([]resource.Quantity, len(s.res.names))}
+			bound[pod.Spec.NodeName] = onNode
+		}
+		s.addBoundPod(onNode, pod, memo)
+		// The counters it matches, then those its required anti-affinity
+		// owns.
+		counted := byNamespace.matched(pod, nil)
 		reqAnti, _ := podAntiAffinity(pod)
-		for _, t := range reqAnti {
-			if c, err := s.counters.forTerm(t, pod.Namespace, true); err == nil {
-				s.boundOwned[pod] = append(s.boundOwned[pod], c)
+		for _, term := range reqAnti {
+			if owned, err := s.counters.forTerm(term, pod.Namespace, true); err == nil {
+				counted = append(counted, owned)
 			}
 		}
+		onNode.counted = append(onNode.counted, counted)
 	}
 	return bound
 }
@@ -546,14 +552,13 @@ func (s *solver) internCounters(pod *corev1.Pod, ns string) {
 
 // newExisting makes bins of Nodes and in-flight NodeClaims, and counts the
 // pods bound to them.
-func (s *solver) newExisting(in Input, bound map[string][]*corev1.Pod) {
+func (s *solver) newExisting(in Input, bound map[string]*boundOnNode) {
 	poolIdx := map[string]int{}
 	for i, pl := range s.pools {
 		poolIdx[pl.np.Name] = i
 	}
 	nodes, nodesByProviderID := indexNodes(in.Nodes)
 	claimOfNode, inFlight := matchClaims(in.NodeClaims, nodes, nodesByProviderID)
-	byNamespace := newCountersByNamespace(&s.counters)
 	for _, n := range sortedBy(slices.Collect(func(yield func(*corev1.Node) bool) {
 		for _, n := range nodes {
 			if !yield(n) {
@@ -564,7 +569,7 @@ func (s *solver) newExisting(in Input, bound map[string][]*corev1.Pod) {
 		if n.Spec.Unschedulable || n.DeletionTimestamp != nil {
 			continue
 		}
-		s.addNodeBin(in, n, claimOfNode[n.Name], bound[n.Name], byNamespace)
+		s.addNodeBin(in, n, claimOfNode[n.Name], bound[n.Name])
 	}
 	for _, nc := range sortedBy(inFlight, func(nc *karpv1.NodeClaim) string { return nc.Name }) {
 		var pl *pool
@@ -615,7 +620,7 @@ func matchClaims(claims []*karpv1.NodeClaim, nodes, nodesByProviderID map[string
 
 // addNodeBin adds a bin for a schedulable node (claim is its NodeClaim,
 // if any) and counts the pods bound to it.
-func (s *solver) addNodeBin(in Input, n *corev1.Node, claim *karpv1.NodeClaim, boundPods []*corev1.Pod, byNamespace *countersByNamespace) {
+func (s *solver) addNodeBin(in Input, n *corev1.Node, claim *karpv1.NodeClaim, onNode *boundOnNode) {
 	b := &bin{id: len(s.bins), node: n.Name, labels: labels.Set(n.Labels), reqs: in.Memo.nodeRequirements(n, s.labelReqs), compat: map[string]bool{}}
 	var startup []corev1.Taint
 	if claim != nil {
@@ -631,12 +636,16 @@ func (s *solver) addNodeBin(in Input, n *corev1.Node, claim *karpv1.NodeClaim, b
 	if ct, ok := n.Labels[karpv1.CapacityTypeLabelKey]; ok {
 		b.cts = 1 << ctIndex(ct)
 	}
-	b.maxRoom = s.roomLeft(n.Status.Allocatable, boundPods, in.Memo)
-	b.alloc = s.roomLeft(n.Status.Allocatable, nil, in.Memo)
+	b.maxRoom = s.roomLeft(n.Status.Allocatable, onNode)
+	b.alloc = s.roomLeft(n.Status.Allocatable, nil)
 	b.used = make(resVec, len(s.res.names))
 	s.addBin(b)
-	for _, pod := range boundPods {
-		s.countBound(b, pod, byNamespace)
+	if onNode != nil {
+		for _, counted := range onNode.counted {
+			for _, c := range counted {
+				s.count(b, c)
+			}
+		}
 	}
 }
 
@@ -655,7 +664,7 @@ func lastingTaints(taints, startup []corev1.Taint) []corev1.Taint {
 
 // addInFlightBin adds a bin for a NodeClaim without a node yet (pl is its
 // pool, if known), unless its capacity is unknown.
-func (s *solver) addInFlightBin(in Input, nc *karpv1.NodeClaim, pl *pool, boundPods []*corev1.Pod) {
+func (s *solver) addInFlightBin(in Input, nc *karpv1.NodeClaim, pl *pool, onNode *boundOnNode) {
 	reqs := scheduling.NewNodeSelectorRequirementsWithMinValues(nc.Spec.Requirements...)
 	reqs.Add(scheduling.NewLabelRequirements(nc.Labels).Values()...)
 	available := inFlightAllocatable(nc, reqs, pl, in.Catalog)
@@ -675,8 +684,8 @@ func (s *solver) addInFlightBin(in Input, nc *karpv1.NodeClaim, pl *pool, boundP
 			b.cts |= 1 << i
 		}
 	}
-	b.maxRoom = s.roomLeft(available, boundPods, in.Memo)
-	b.alloc = s.roomLeft(available, nil, in.Memo)
+	b.maxRoom = s.roomLeft(available, onNode)
+	b.alloc = s.roomLeft(available, nil)
 	b.used = make(resVec, len(s.res.names))
 	s.addBin(b)
 }
@@ -686,17 +695,6 @@ func (s *solver) addBin(b *bin) {
 	s.bins = append(s.bins, b)
 	s.active = append(s.active, b)
 	s.index.set(b)
-}
-
-// countBound records an already running pod in the topology counters.
-func (s *solver) countBound(b *bin, pod *corev1.Pod, byNamespace *countersByNamespace) {
-	s.matchedScratch = byNamespace.matched(pod, s.matchedScratch[:0])
-	for _, c := range s.matchedScratch {
-		s.count(b, c)
-	}
-	for _, c := range s.boundOwned[pod] {
-		s.count(b, c)
-	}
 }
 
 // inFlightAllocatable is a launched claim's reported allocatable, else the
