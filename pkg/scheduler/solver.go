@@ -75,7 +75,7 @@ func newSolver(in Input) *solver {
 		counters: counters{byKey: map[string]*counter{}},
 		spread:   in.Spread,
 
-		labelReqs:  newLabelRequirements(),
+		labelReqs: newLabelRequirements(),
 
 		packLargest: in.PackLargest,
 	}
