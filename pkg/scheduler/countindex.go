@@ -32,9 +32,9 @@ func (idx *countersByNamespace) inNamespace(namespace string) []*counter {
 	if ok {
 		return list
 	}
-	for _, c := range idx.counters.all {
-		if !c.owners && (c.allNS || slices.Contains(c.ns, namespace)) {
-			list = append(list, c)
+	for _, counter := range idx.counters.all {
+		if !counter.owners && (counter.allNS || slices.Contains(counter.ns, namespace)) {
+			list = append(list, counter)
 		}
 	}
 	idx.byNamespace[namespace] = list
@@ -45,9 +45,9 @@ func (idx *countersByNamespace) inNamespace(namespace string) []*counter {
 // pod's labels) for every counter c that is not an owner counter.
 func (idx *countersByNamespace) matched(pod *corev1.Pod, out []*counter) []*counter {
 	podLabels := labels.Set(pod.Labels)
-	for _, c := range idx.inNamespace(pod.Namespace) {
-		if c.selector.Matches(podLabels) {
-			out = append(out, c)
+	for _, counter := range idx.inNamespace(pod.Namespace) {
+		if counter.selector.Matches(podLabels) {
+			out = append(out, counter)
 		}
 	}
 	return out

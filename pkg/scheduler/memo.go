@@ -52,12 +52,12 @@ func (m *Memo) podRequests(p *corev1.Pod) corev1.ResourceList {
 	if m == nil {
 		return resources.RequestsForPods(p)
 	}
-	r, ok := m.requests[p]
+	list, ok := m.requests[p]
 	if !ok {
-		r = resources.RequestsForPods(p)
-		m.requests[p] = r
+		list = resources.RequestsForPods(p)
+		m.requests[p] = list
 	}
-	return r
+	return list
 }
 
 // nodeRequirements are the requirements of n's labels, built with shared
@@ -111,16 +111,16 @@ func (lr *labelRequirements) of(labels map[string]string) scheduling.Requirement
 func (m *Memo) instanceType(it *catalog.InstanceType, maxPods int32) *memoType {
 	key := memoTypeKey{it, maxPods}
 	if m != nil {
-		if t, ok := m.types[key]; ok {
-			return t
+		if memoType, ok := m.types[key]; ok {
+			return memoType
 		}
 	}
 	withPods := it.WithMaxPods(maxPods)
-	t := &memoType{it: withPods, reqs: withPods.Requirements(), alloc: withPods.Allocatable()}
+	launchable := &memoType{it: withPods, reqs: withPods.Requirements(), alloc: withPods.Allocatable()}
 	if m != nil {
-		m.types[key] = t
+		m.types[key] = launchable
 	}
-	return t
+	return launchable
 }
 
 // boundOnNode is what the pods bound to one node take.
