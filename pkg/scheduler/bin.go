@@ -70,32 +70,32 @@ type choice struct {
 // customMask is the set of values (as a mask over the key's table) a bin's
 // node may carry for a custom topology key.
 func (s *solver) customMask(b *bin, custom scheduling.Requirements, key string) uint64 {
-	t := s.dom.table(key)
+	table := s.dom.table(key)
 	if !b.claim {
-		if v, ok := b.labels[key]; ok {
-			if i := t.intern(v); i >= 0 {
+		if value, ok := b.labels[key]; ok {
+			if i := table.intern(value); i >= 0 {
 				return 1 << i
 			}
 		}
 		if b.inFlight && b.reqs.Has(key) {
-			return maskOf(t, b.reqs.Get(key))
+			return maskOf(table, b.reqs.Get(key))
 		}
 		return 0
 	}
 	if custom == nil || !custom.Has(key) {
 		return 0
 	}
-	return maskOf(t, custom.Get(key))
+	return maskOf(table, custom.Get(key))
 }
 
 func maskOf(t *valueTable, r *scheduling.Requirement) uint64 {
-	var m uint64
-	for i, v := range t.values {
-		if r.Has(v) {
-			m |= 1 << i
+	var mask uint64
+	for i, value := range t.values {
+		if r.Has(value) {
+			mask |= 1 << i
 		}
 	}
-	return m
+	return mask
 }
 
 // universe is the set of domains a spread constraint counts: those some
@@ -144,21 +144,21 @@ func (s *solver) poolDomains(k *constraint, v *variant) uint64 {
 // claims are settled in.
 func (s *solver) nodeDomains(k *constraint, v *variant) uint64 {
 	var domains uint64
-	for _, b := range s.bins {
-		if b.claim {
+	for _, bin := range s.bins {
+		if bin.claim {
 			break
 		}
 		// Under Honor, as in Kubernetes and Karpenter's node filter, a node
 		// the pod's nodeSelector and required node affinity (any term)
 		// exclude is no domain, nor is one whose taints the pod does not
 		// tolerate when nodeTaintsPolicy is Honor.
-		if !k.ignoreAffinity && !s.nodeFilterMatches(b, v) {
+		if !k.ignoreAffinity && !s.nodeFilterMatches(bin, v) {
 			continue
 		}
-		if k.honorTaints && len(b.taints) > 0 && b.taints.Tolerates(v.tolerations) != nil {
+		if k.honorTaints && len(bin.taints) > 0 && bin.taints.Tolerates(v.tolerations) != nil {
 			continue
 		}
-		domains |= s.settledDomain(b, k.c)
+		domains |= s.settledDomain(bin, k.c)
 	}
 	return domains
 }
@@ -177,8 +177,8 @@ func (s *solver) settledDomain(b *bin, c *counter) uint64 {
 			return b.cts
 		}
 	case keyCustom:
-		if m := s.customMask(b, nil, c.key); popcount(m) == 1 {
-			return m
+		if mask := s.customMask(b, nil, c.key); popcount(mask) == 1 {
+			return mask
 		}
 	}
 	return 0
@@ -189,16 +189,16 @@ func (s *solver) settledDomain(b *bin, c *counter) uint64 {
 // node affinity terms. Preferred terms and volume requirements are not part
 // of it, as in Karpenter's TopologyNodeFilter.
 func (s *solver) nodeFilterMatches(b *bin, v *variant) bool {
-	g := v.g
-	if g.nodeFilter == nil {
-		g.nodeFilter = topologyNodeFilter(g.pod)
+	group := v.g
+	if group.nodeFilter == nil {
+		group.nodeFilter = topologyNodeFilter(group.pod)
 	}
-	for _, r := range g.nodeFilter {
+	for _, reqs := range group.nodeFilter {
 		var err error
 		if b.inFlight {
-			err = b.reqs.Compatible(r, allowWellKnown)
+			err = b.reqs.Compatible(reqs, allowWellKnown)
 		} else {
-			err = b.reqs.Compatible(r)
+			err = b.reqs.Compatible(reqs)
 		}
 		if err == nil {
 			return true
@@ -209,15 +209,15 @@ func (s *solver) nodeFilterMatches(b *bin, v *variant) bool {
 
 func topologyNodeFilter(pod *corev1.Pod) []scheduling.Requirements {
 	sel := scheduling.NewLabelRequirements(pod.Spec.NodeSelector)
-	a := pod.Spec.Affinity
-	if a == nil || a.NodeAffinity == nil || a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution == nil {
+	affinity := pod.Spec.Affinity
+	if affinity == nil || affinity.NodeAffinity == nil || affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution == nil {
 		return []scheduling.Requirements{sel}
 	}
 	var out []scheduling.Requirements
-	for _, term := range a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms {
-		r := scheduling.NewRequirements(sel.Values()...)
-		r.Add(scheduling.NewNodeSelectorRequirements(term.MatchExpressions...).Values()...)
-		out = append(out, r)
+	for _, term := range affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms {
+		reqs := scheduling.NewRequirements(sel.Values()...)
+		reqs.Add(scheduling.NewNodeSelectorRequirements(term.MatchExpressions...).Values()...)
+		out = append(out, reqs)
 	}
 	return out
 }
@@ -225,42 +225,42 @@ func topologyNodeFilter(pod *corev1.Pod) []scheduling.Requirements {
 // allowed narrows mask (the domains a bin may be in) to those where the
 // constraint lets the pod go.
 func (s *solver) allowed(k *constraint, v *variant, mask uint64) uint64 {
-	c := k.c
+	counter := k.c
 	var out uint64
 	switch k.kind {
 	case spread:
-		u := s.universe(k, v)
+		universe := s.universe(k, v)
 		minimum := int32(0)
-		if k.minDomains == 0 || int32(popcount(u)) >= k.minDomains {
+		if k.minDomains == 0 || int32(popcount(universe)) >= k.minDomains {
 			first := true
-			for m := u; m != 0; m &= m - 1 {
-				if n := c.count(bits.TrailingZeros64(m)); first || n < minimum {
-					minimum, first = n, false
+			for mask := universe; mask != 0; mask &= mask - 1 {
+				if count := counter.count(bits.TrailingZeros64(mask)); first || count < minimum {
+					minimum, first = count, false
 				}
 			}
 		}
-		for m := mask & u; m != 0; m &= m - 1 {
-			d := bits.TrailingZeros64(m)
-			if c.count(d)+k.self-minimum <= k.maxSkew {
-				out |= 1 << d
+		for rest := mask & universe; rest != 0; rest &= rest - 1 {
+			domain := bits.TrailingZeros64(rest)
+			if counter.count(domain)+k.self-minimum <= k.maxSkew {
+				out |= 1 << domain
 			}
 		}
 	case affinity:
-		if c.total == 0 {
+		if counter.total == 0 {
 			if k.self == 1 {
 				return mask // the first of a self-affine set goes anywhere
 			}
 			return 0
 		}
-		for m := mask; m != 0; m &= m - 1 {
-			if d := bits.TrailingZeros64(m); c.count(d) > 0 {
-				out |= 1 << d
+		for rest := mask; rest != 0; rest &= rest - 1 {
+			if domain := bits.TrailingZeros64(rest); counter.count(domain) > 0 {
+				out |= 1 << domain
 			}
 		}
 	case antiAffinity, blocked:
-		for m := mask; m != 0; m &= m - 1 {
-			if d := bits.TrailingZeros64(m); c.count(d) == 0 {
-				out |= 1 << d
+		for rest := mask; rest != 0; rest &= rest - 1 {
+			if domain := bits.TrailingZeros64(rest); counter.count(domain) == 0 {
+				out |= 1 << domain
 			}
 		}
 	}
@@ -280,14 +280,14 @@ func (s *solver) allowed(k *constraint, v *variant, mask uint64) uint64 {
 // node; the node Karpenter's rule picks satisfies kube-scheduler as well,
 // since a count of at most maxSkew never exceeds min+maxSkew.
 func hostAllowed(k *constraint, b *bin) bool {
-	n := k.c.count(b.id)
+	count := k.c.count(b.id)
 	switch k.kind {
 	case spread:
-		return n+k.self <= k.maxSkew
+		return count+k.self <= k.maxSkew
 	case affinity:
-		return n > 0 || (k.c.total == 0 && k.self == 1)
+		return count > 0 || (k.c.total == 0 && k.self == 1)
 	default:
-		return n == 0
+		return count == 0
 	}
 }
 
@@ -384,8 +384,8 @@ func existingAdmits(b *bin, v *variant) bool {
 
 // portsConflict reports whether a host port of g's pods is taken on b.
 func portsConflict(b *bin, g *group) bool {
-	for _, p := range g.ports {
-		if slices.ContainsFunc(b.ports, p.conflicts) {
+	for _, port := range g.ports {
+		if slices.ContainsFunc(b.ports, port.conflicts) {
 			return true
 		}
 	}
@@ -395,20 +395,20 @@ func portsConflict(b *bin, g *group) bool {
 // settledOn reports whether existing bin b, which cannot change, is
 // already settled on an allowed domain of each constrained key.
 func (s *solver) settledOn(b *bin, dims []dimension) bool {
-	for _, d := range dims {
-		if len(d.cands) != 1 || popcount(d.cands[0]) != 1 {
+	for _, dim := range dims {
+		if len(dim.cands) != 1 || popcount(dim.cands[0]) != 1 {
 			return false
 		}
 		var have uint64
-		switch d.kind {
+		switch dim.kind {
 		case keyZone:
 			have = b.zones
 		case keyCapacityType:
 			have = b.cts
 		default:
-			have = s.customMask(b, nil, d.key)
+			have = s.customMask(b, nil, dim.key)
 		}
-		if have != d.cands[0] {
+		if have != dim.cands[0] {
 			return false
 		}
 	}
@@ -430,9 +430,9 @@ type topologyMasks struct {
 // settle, or nil and a reason when a rule rules b out.
 func (s *solver) topology(b *bin, v *variant, ch *choice, dims []dimension) ([]dimension, *constraint) {
 	masks := topologyMasks{zone: ch.zones, ct: ch.cts}
-	for _, k := range v.constraints {
-		if !s.applyConstraint(&masks, b, v, ch, k) {
-			return nil, k
+	for _, constraint := range v.constraints {
+		if !s.applyConstraint(&masks, b, v, ch, constraint) {
+			return nil, constraint
 		}
 	}
 	if masks.zoneConstrained {
@@ -503,8 +503,8 @@ func (s *solver) applyCustomConstraint(masks *topologyMasks, b *bin, v *variant,
 // rules: least crowded first for spread, else lowest index.
 func candidates(mask uint64, k *constraint) []uint64 {
 	var out []uint64
-	for m := mask; m != 0; m &= m - 1 {
-		out = append(out, 1<<bits.TrailingZeros64(m))
+	for rest := mask; rest != 0; rest &= rest - 1 {
+		out = append(out, 1<<bits.TrailingZeros64(rest))
 	}
 	if k != nil {
 		slices.SortStableFunc(out, func(a, b uint64) int {
@@ -520,26 +520,26 @@ func (s *solver) settle(b *bin, v *variant, ch *choice, dims []dimension, i int)
 	if i == len(dims) {
 		return s.fits(b, v, ch)
 	}
-	d := dims[i]
+	dim := dims[i]
 	saved := *ch
-	for _, cand := range d.cands {
-		switch d.kind {
+	for _, cand := range dim.cands {
+		switch dim.kind {
 		case keyZone:
 			ch.zones = cand
 		case keyCapacityType:
 			ch.cts = cand
 		case keyCustom:
 			values := []string{}
-			t := s.dom.table(d.key)
-			for m := cand; m != 0; m &= m - 1 {
-				values = append(values, t.values[bits.TrailingZeros64(m)])
+			table := s.dom.table(dim.key)
+			for mask := cand; mask != 0; mask &= mask - 1 {
+				values = append(values, table.values[bits.TrailingZeros64(mask)])
 			}
 			base := b.custom
 			if ch.custom != nil {
 				base = ch.custom
 			}
 			ch.custom = copyRequirements(base)
-			ch.custom.Add(scheduling.NewRequirement(d.key, corev1.NodeSelectorOpIn, values...))
+			ch.custom.Add(scheduling.NewRequirement(dim.key, corev1.NodeSelectorOpIn, values...))
 		}
 		if s.settle(b, v, ch, dims, i+1) {
 			return true
@@ -563,38 +563,38 @@ func (s *solver) fits(b *bin, v *variant, ch *choice) bool {
 	// but do not draw more pods in; if narrowing rules the target out, the
 	// next most efficient option that fits takes over.
 	ch.target = nil
-	if t := b.target; t != nil && valid(t) && !s.packLargest {
-		if !fitsSum(b.used, req, t.room) {
+	if target := b.target; target != nil && valid(target) && !s.packLargest {
+		if !fitsSum(b.used, req, target.room) {
 			return false
 		}
-		ch.target = t
+		ch.target = target
 	}
 	mv := b.pool.minValues
 	var fitting []*ptype
-	for _, t := range b.opts {
-		if !valid(t) || !fitsSum(b.used, req, t.room) {
+	for _, instType := range b.opts {
+		if !valid(instType) || !fitsSum(b.used, req, instType.room) {
 			continue
 		}
 		if ch.target == nil {
-			ch.target = t
+			ch.target = instType
 		}
 		if mv == nil {
 			return true
 		}
-		fitting = append(fitting, t)
+		fitting = append(fitting, instType)
 	}
 	return ch.target != nil && (mv == nil || satisfiesMinValues(fitting, mv))
 }
 
 func satisfiesMinValues(types []*ptype, mv map[string]int) bool {
-	for key, n := range mv {
+	for key, count := range mv {
 		seen := map[string]bool{}
-		for _, t := range types {
-			for _, val := range t.reqs.Get(key).Values() {
+		for _, instType := range types {
+			for _, val := range instType.reqs.Get(key).Values() {
 				seen[val] = true
 			}
 		}
-		if len(seen) < n {
+		if len(seen) < count {
 			return false
 		}
 	}
@@ -603,13 +603,13 @@ func satisfiesMinValues(types []*ptype, mv map[string]int) bool {
 
 // commit adds one pod of v's group to b in the narrowed state ch.
 func (s *solver) commit(b *bin, v *variant, ch choice) {
-	g := v.g
+	group := v.g
 	pod := s.current
-	b.used.addInPlace(g.req)
+	b.used.addInPlace(group.req)
 	b.pods = append(b.pods, pod)
-	b.ports = append(b.ports, g.ports...)
+	b.ports = append(b.ports, group.ports...)
 	if b.claim {
-		b.placed = append(b.placed, placed{pod: pod, vp: ch.vp, req: g.req, movable: movable(v)})
+		b.placed = append(b.placed, placed{pod: pod, vp: ch.vp, req: group.req, movable: movable(v)})
 		if ch.types != nil {
 			b.types = ch.types
 		}
@@ -625,10 +625,10 @@ func (s *solver) commit(b *bin, v *variant, ch choice) {
 		for i := range b.maxRoom {
 			b.maxRoom[i] = 0
 		}
-		for _, t := range b.opts {
-			if b.types.has(t.idx) && t.offers&offers != 0 && b.used.fitsIn(t.room) {
-				kept = append(kept, t)
-				b.maxRoom.maxInPlace(t.room)
+		for _, instType := range b.opts {
+			if b.types.has(instType.idx) && instType.offers&offers != 0 && b.used.fitsIn(instType.room) {
+				kept = append(kept, instType)
+				b.maxRoom.maxInPlace(instType.room)
 			}
 		}
 		b.opts = kept
@@ -637,16 +637,16 @@ func (s *solver) commit(b *bin, v *variant, ch choice) {
 		}
 	}
 	s.index.set(b)
-	s.record(b, g)
+	s.record(b, group)
 }
 
 // charge holds the largest option's capacity against the pool's limits.
 func (s *solver) charge(b *bin) {
 	pl := b.pool
 	next := make([]int64, len(pl.limitNames))
-	for _, t := range b.opts {
-		for j, c := range t.limitCap {
-			next[j] = max(next[j], c)
+	for _, instType := range b.opts {
+		for j, amount := range instType.limitCap {
+			next[j] = max(next[j], amount)
 		}
 	}
 	for j := range next {
@@ -662,19 +662,19 @@ func (s *solver) charge(b *bin) {
 // record counts a pod of g on b for every counter it affects, and settles
 // pending counts of keys b has now narrowed to one domain.
 func (s *solver) record(b *bin, g *group) {
-	for _, c := range g.matched {
-		s.count(b, c)
+	for _, counter := range g.matched {
+		s.count(b, counter)
 	}
-	for _, c := range g.owned {
-		s.count(b, c)
+	for _, counter := range g.owned {
+		s.count(b, counter)
 	}
 	if len(b.pending) > 0 {
 		kept := b.pending[:0]
-		for _, p := range b.pending {
-			if d, ok := s.domainOf(b, p.c); ok {
-				p.c.add(d, p.n)
+		for _, waiting := range b.pending {
+			if domain, ok := s.domainOf(b, waiting.c); ok {
+				waiting.c.add(domain, waiting.n)
 			} else {
-				kept = append(kept, p)
+				kept = append(kept, waiting)
 			}
 		}
 		b.pending = kept
@@ -684,15 +684,15 @@ func (s *solver) record(b *bin, g *group) {
 // count counts one pod on b for c: in b's domain if settled, in every
 // domain b may land in for an owner, else pending until b settles.
 func (s *solver) count(b *bin, c *counter) {
-	if d, ok := s.domainOf(b, c); ok {
-		c.add(d, 1)
+	if domain, ok := s.domainOf(b, c); ok {
+		c.add(domain, 1)
 		return
 	}
 	if c.owners {
 		// An anti-affinity owner on a bin that may land in several domains
 		// keeps matching pods out of all of them, as Karpenter does.
-		for m := s.binMask(b, c); m != 0; m &= m - 1 {
-			c.add(bits.TrailingZeros64(m), 1)
+		for mask := s.binMask(b, c); mask != 0; mask &= mask - 1 {
+			c.add(bits.TrailingZeros64(mask), 1)
 		}
 		return
 	}
@@ -722,17 +722,17 @@ func (s *solver) domainOf(b *bin, c *counter) (int, bool) {
 	if c.kind == keyHostname {
 		return b.id, true
 	}
-	m := s.binMask(b, c)
-	if popcount(m) != 1 {
+	mask := s.binMask(b, c)
+	if popcount(mask) != 1 {
 		return 0, false
 	}
-	return bits.TrailingZeros64(m), true
+	return bits.TrailingZeros64(mask), true
 }
 
 func sortedKeys[V any](m map[string]V) []string {
 	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
+	for key := range m {
+		out = append(out, key)
 	}
 	slices.Sort(out)
 	return out

@@ -62,8 +62,8 @@ func (x *binIndex) leafFree(i int) []int64 { return x.node(x.leaves + i) }
 // pull sets inner node k to the component-wise largest of its children.
 func (x *binIndex) pull(k int) {
 	parent, left, right := x.node(k), x.node(2*k), x.node(2*k+1)
-	for d := range parent {
-		parent[d] = max(left[d], right[d])
+	for dim := range parent {
+		parent[dim] = max(left[dim], right[dim])
 	}
 }
 
@@ -71,15 +71,15 @@ func (x *binIndex) pull(k int) {
 func (x *binIndex) set(b *bin) {
 	x.grow(b.id + 1)
 	leaf := x.leafFree(b.id)
-	for d := range leaf {
+	for dim := range leaf {
 		if b.closed {
-			leaf[d] = noRoom
+			leaf[dim] = noRoom
 		} else {
-			leaf[d] = b.maxRoom[d] - b.used[d]
+			leaf[dim] = b.maxRoom[dim] - b.used[dim]
 		}
 	}
-	for k := (x.leaves + b.id) / 2; k >= 1; k /= 2 {
-		x.pull(k)
+	for node := (x.leaves + b.id) / 2; node >= 1; node /= 2 {
+		x.pull(node)
 	}
 }
 
@@ -107,8 +107,8 @@ func (x *binIndex) search(k, lo, hi, from int, req resVec) int {
 // resource.
 func (x *binIndex) holds(k int, req resVec) bool {
 	free := x.node(k)
-	for d, want := range req {
-		if free[d] < want {
+	for dim, want := range req {
+		if free[dim] < want {
 			return false
 		}
 	}

@@ -76,14 +76,14 @@ func (a hostPort) conflicts(b hostPort) bool {
 func podHostPorts(pod *corev1.Pod) []hostPort {
 	var out []hostPort
 	add := func(cs []corev1.Container) {
-		for _, c := range cs {
-			for _, p := range c.Ports {
-				if p.HostPort > 0 {
-					proto := p.Protocol
+		for _, container := range cs {
+			for _, port := range container.Ports {
+				if port.HostPort > 0 {
+					proto := port.Protocol
 					if proto == "" {
 						proto = corev1.ProtocolTCP
 					}
-					out = append(out, hostPort{protocol: proto, ip: p.HostIP, port: p.HostPort})
+					out = append(out, hostPort{protocol: proto, ip: port.HostIP, port: port.HostPort})
 				}
 			}
 		}
@@ -109,62 +109,62 @@ func isNil(part any) bool {
 // groupKey is the identity of a pod for scheduling: everything the solver
 // reads from a pending pod.
 func groupKey(pod *corev1.Pod, req resVec) string {
-	var b strings.Builder
-	b.WriteString(pod.Namespace)
-	b.WriteByte('|')
+	var builder strings.Builder
+	builder.WriteString(pod.Namespace)
+	builder.WriteByte('|')
 	keys := make([]string, 0, len(pod.Labels))
-	for k := range pod.Labels {
-		keys = append(keys, k)
+	for key := range pod.Labels {
+		keys = append(keys, key)
 	}
 	slices.Sort(keys)
-	for _, k := range keys {
-		b.WriteString(k)
-		b.WriteByte('=')
-		b.WriteString(pod.Labels[k])
-		b.WriteByte(',')
+	for _, key := range keys {
+		builder.WriteString(key)
+		builder.WriteByte('=')
+		builder.WriteString(pod.Labels[key])
+		builder.WriteByte(',')
 	}
-	b.WriteByte('|')
-	for _, v := range req {
-		b.WriteString(strconv.FormatInt(v, 36))
-		b.WriteByte(',')
+	builder.WriteByte('|')
+	for _, value := range req {
+		builder.WriteString(strconv.FormatInt(value, 36))
+		builder.WriteByte(',')
 	}
-	b.WriteByte('|')
+	builder.WriteByte('|')
 	if len(pod.Spec.NodeSelector) > 0 {
-		fmt.Fprint(&b, pod.Spec.NodeSelector)
+		fmt.Fprint(&builder, pod.Spec.NodeSelector)
 	}
 	spec := pod.Spec
 	for _, part := range []any{spec.Affinity, spec.Tolerations, spec.TopologySpreadConstraints} {
-		b.WriteByte('|')
+		builder.WriteByte('|')
 		if isNil(part) {
 			continue // what json.Marshal writes as null, without marshalling
 		}
 		if raw, err := json.Marshal(part); err == nil && string(raw) != "null" {
-			b.Write(raw)
+			builder.Write(raw)
 		}
 	}
-	b.WriteByte('|')
-	for _, p := range podHostPorts(pod) {
-		fmt.Fprintf(&b, "%s/%s:%d,", p.protocol, p.ip, p.port)
+	builder.WriteByte('|')
+	for _, port := range podHostPorts(pod) {
+		fmt.Fprintf(&builder, "%s/%s:%d,", port.protocol, port.ip, port.port)
 	}
-	b.WriteByte('|')
-	for _, v := range spec.Volumes {
-		if v.PersistentVolumeClaim != nil {
-			b.WriteString(v.PersistentVolumeClaim.ClaimName)
-			b.WriteByte(',')
-		} else if v.Ephemeral != nil {
-			b.WriteString("~" + pod.Name + "-" + v.Name) // a per-pod PVC
-			b.WriteByte(',')
+	builder.WriteByte('|')
+	for _, volume := range spec.Volumes {
+		if volume.PersistentVolumeClaim != nil {
+			builder.WriteString(volume.PersistentVolumeClaim.ClaimName)
+			builder.WriteByte(',')
+		} else if volume.Ephemeral != nil {
+			builder.WriteString("~" + pod.Name + "-" + volume.Name) // a per-pod PVC
+			builder.WriteByte(',')
 		}
 	}
-	return b.String()
+	return builder.String()
 }
 
 func preferredNodeTerms(pod *corev1.Pod) []corev1.PreferredSchedulingTerm {
-	a := pod.Spec.Affinity
-	if a == nil || a.NodeAffinity == nil {
+	affinity := pod.Spec.Affinity
+	if affinity == nil || affinity.NodeAffinity == nil {
 		return nil
 	}
-	terms := slices.Clone(a.NodeAffinity.PreferredDuringSchedulingIgnoredDuringExecution)
+	terms := slices.Clone(affinity.NodeAffinity.PreferredDuringSchedulingIgnoredDuringExecution)
 	slices.SortStableFunc(terms, func(x, y corev1.PreferredSchedulingTerm) int { return -cmp.Compare(x.Weight, y.Weight) })
 	return terms
 }
@@ -173,41 +173,41 @@ func preferredPodTerms(terms []corev1.WeightedPodAffinityTerm) []corev1.PodAffin
 	sorted := slices.Clone(terms)
 	slices.SortStableFunc(sorted, func(x, y corev1.WeightedPodAffinityTerm) int { return -cmp.Compare(x.Weight, y.Weight) })
 	out := make([]corev1.PodAffinityTerm, len(sorted))
-	for i, t := range sorted {
-		out[i] = t.PodAffinityTerm
+	for i, weighted := range sorted {
+		out[i] = weighted.PodAffinityTerm
 	}
 	return out
 }
 
 func podAffinity(pod *corev1.Pod) (required []corev1.PodAffinityTerm, preferred []corev1.PodAffinityTerm) {
-	if a := pod.Spec.Affinity; a != nil && a.PodAffinity != nil {
-		return a.PodAffinity.RequiredDuringSchedulingIgnoredDuringExecution, preferredPodTerms(a.PodAffinity.PreferredDuringSchedulingIgnoredDuringExecution)
+	if affinity := pod.Spec.Affinity; affinity != nil && affinity.PodAffinity != nil {
+		return affinity.PodAffinity.RequiredDuringSchedulingIgnoredDuringExecution, preferredPodTerms(affinity.PodAffinity.PreferredDuringSchedulingIgnoredDuringExecution)
 	}
 	return nil, nil
 }
 
 func podAntiAffinity(pod *corev1.Pod) (required []corev1.PodAffinityTerm, preferred []corev1.PodAffinityTerm) {
-	if a := pod.Spec.Affinity; a != nil && a.PodAntiAffinity != nil {
-		return a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution, preferredPodTerms(a.PodAntiAffinity.PreferredDuringSchedulingIgnoredDuringExecution)
+	if affinity := pod.Spec.Affinity; affinity != nil && affinity.PodAntiAffinity != nil {
+		return affinity.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution, preferredPodTerms(affinity.PodAntiAffinity.PreferredDuringSchedulingIgnoredDuringExecution)
 	}
 	return nil, nil
 }
 
 func requiredNodeTermCount(pod *corev1.Pod) int {
-	if a := pod.Spec.Affinity; a != nil && a.NodeAffinity != nil && a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution != nil {
-		return len(a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms)
+	if affinity := pod.Spec.Affinity; affinity != nil && affinity.NodeAffinity != nil && affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution != nil {
+		return len(affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms)
 	}
 	return 0
 }
 
 func scheduleAnyway(pod *corev1.Pod) int {
-	n := 0
+	count := 0
 	for _, tsc := range pod.Spec.TopologySpreadConstraints {
 		if tsc.WhenUnsatisfiable == corev1.ScheduleAnyway {
-			n++
+			count++
 		}
 	}
-	return n
+	return count
 }
 
 // next is the relaxation after r, or false when nothing is left to relax.
@@ -241,41 +241,41 @@ func (s *solver) variantAt(g *group, i int) *variant {
 		if g.done {
 			return nil
 		}
-		var r relaxation
-		if n := len(g.variants); n > 0 {
+		var relax relaxation
+		if count := len(g.variants); count > 0 {
 			var ok bool
-			if r, ok = s.next(g, g.variants[n-1].relax); !ok {
+			if relax, ok = s.next(g, g.variants[count-1].relax); !ok {
 				g.done = true
 				return nil
 			}
 		}
-		g.variants = append(g.variants, s.newVariant(g, r))
+		g.variants = append(g.variants, s.newVariant(g, relax))
 	}
 	return g.variants[i]
 }
 
 func (s *solver) newVariant(g *group, r relaxation) *variant {
 	pod := g.pod
-	v := &variant{g: g, relax: r, pools: make([]*poolVariant, len(s.pools)), tolerates: make([]int8, len(s.pools))}
-	v.reqs = variantRequirements(g, r)
-	v.reqsKey = requirementsKey(v.reqs)
-	v.tolerations = pod.Spec.Tolerations
+	built := &variant{g: g, relax: r, pools: make([]*poolVariant, len(s.pools)), tolerates: make([]int8, len(s.pools))}
+	built.reqs = variantRequirements(g, r)
+	built.reqsKey = requirementsKey(built.reqs)
+	built.tolerations = pod.Spec.Tolerations
 	if r.tolerateSoft {
-		v.tolerations = append(slices.Clone(v.tolerations), corev1.Toleration{Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectPreferNoSchedule})
+		built.tolerations = append(slices.Clone(built.tolerations), corev1.Toleration{Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectPreferNoSchedule})
 	}
 
-	s.addSpreadConstraints(v)
+	s.addSpreadConstraints(built)
 	reqAff, prefAff := podAffinity(pod)
 	reqAnti, prefAnti := podAntiAffinity(pod)
-	s.addTermConstraints(v, affinity, reqAff, "required pod affinity")
-	s.addTermConstraints(v, affinity, prefAff[min(r.podAffinity, len(prefAff)):], "preferred pod affinity")
-	s.addTermConstraints(v, antiAffinity, reqAnti, "required pod anti-affinity")
-	s.addTermConstraints(v, antiAffinity, prefAnti[min(r.podAntiAffinity, len(prefAnti)):], "preferred pod anti-affinity")
-	for _, c := range g.blockers {
-		v.constraints = append(v.constraints, &constraint{kind: blocked, c: c,
-			desc: fmt.Sprintf("the required pod anti-affinity of pods already placed (on %s, against pods matching %q)", c.key, c.selector.String())})
+	s.addTermConstraints(built, affinity, reqAff, "required pod affinity")
+	s.addTermConstraints(built, affinity, prefAff[min(r.podAffinity, len(prefAff)):], "preferred pod affinity")
+	s.addTermConstraints(built, antiAffinity, reqAnti, "required pod anti-affinity")
+	s.addTermConstraints(built, antiAffinity, prefAnti[min(r.podAntiAffinity, len(prefAnti)):], "preferred pod anti-affinity")
+	for _, counter := range g.blockers {
+		built.constraints = append(built.constraints, &constraint{kind: blocked, c: counter,
+			desc: fmt.Sprintf("the required pod anti-affinity of pods already placed (on %s, against pods matching %q)", counter.key, counter.selector.String())})
 	}
-	return v
+	return built
 }
 
 // variantRequirements is what the group's pods require of a node under
@@ -285,8 +285,8 @@ func (s *solver) newVariant(g *group, r relaxation) *variant {
 func variantRequirements(g *group, r relaxation) scheduling.Requirements {
 	pod := g.pod
 	reqs := scheduling.NewLabelRequirements(pod.Spec.NodeSelector)
-	if a := pod.Spec.Affinity; a != nil && a.NodeAffinity != nil && a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution != nil {
-		if terms := a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms; r.term < len(terms) {
+	if affinity := pod.Spec.Affinity; affinity != nil && affinity.NodeAffinity != nil && affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution != nil {
+		if terms := affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms; r.term < len(terms) {
 			reqs.Add(scheduling.NewNodeSelectorRequirements(terms[r.term].MatchExpressions...).Values()...)
 		}
 	}
@@ -304,21 +304,21 @@ func variantRequirements(g *group, r relaxation) scheduling.Requirements {
 // addSpreadConstraints adds the pod's topology spread constraints, less
 // the first ScheduleAnyway ones the variant's relaxation dropped.
 func (s *solver) addSpreadConstraints(v *variant) {
-	g := v.g
+	group := v.g
 	anyway := 0
-	for _, tsc := range g.pod.Spec.TopologySpreadConstraints {
+	for _, tsc := range group.pod.Spec.TopologySpreadConstraints {
 		if tsc.WhenUnsatisfiable == corev1.ScheduleAnyway {
 			anyway++
 			if anyway <= v.relax.scheduleAnyway {
 				continue
 			}
 		}
-		c, err := s.counters.get(tsc.TopologyKey, tsc.LabelSelector, matchLabelValues(g.pod, tsc.MatchLabelKeys), false, []string{g.ns}, false)
+		counter, err := s.counters.get(tsc.TopologyKey, tsc.LabelSelector, matchLabelValues(group.pod, tsc.MatchLabelKeys), false, []string{group.ns}, false)
 		if err != nil {
 			v.err = fmt.Sprintf("invalid topologySpreadConstraints labelSelector: %v", err)
 			continue
 		}
-		v.constraints = append(v.constraints, spreadConstraint(g, tsc, c))
+		v.constraints = append(v.constraints, spreadConstraint(group, tsc, counter))
 	}
 }
 
@@ -326,12 +326,12 @@ func (s *solver) addSpreadConstraints(v *variant) {
 // none), added to a spread constraint's selector.
 func matchLabelValues(pod *corev1.Pod, keys []string) map[string]string {
 	var extra map[string]string
-	for _, k := range keys {
-		if val, ok := pod.Labels[k]; ok {
+	for _, key := range keys {
+		if val, ok := pod.Labels[key]; ok {
 			if extra == nil {
 				extra = map[string]string{}
 			}
-			extra[k] = val
+			extra[key] = val
 		}
 	}
 	return extra
@@ -341,46 +341,46 @@ func matchLabelValues(pod *corev1.Pod, keys []string) map[string]string {
 // puts on g's pods.
 func spreadConstraint(g *group, tsc corev1.TopologySpreadConstraint, c *counter) *constraint {
 	// Defaults as in Kubernetes and Karpenter: taints Ignore, affinity Honor.
-	k := &constraint{kind: spread, c: c, maxSkew: max(tsc.MaxSkew, 1),
+	rule := &constraint{kind: spread, c: c, maxSkew: max(tsc.MaxSkew, 1),
 		honorTaints:    tsc.NodeTaintsPolicy != nil && *tsc.NodeTaintsPolicy == corev1.NodeInclusionPolicyHonor,
 		ignoreAffinity: tsc.NodeAffinityPolicy != nil && *tsc.NodeAffinityPolicy == corev1.NodeInclusionPolicyIgnore}
 	if tsc.MinDomains != nil {
-		k.minDomains = *tsc.MinDomains
+		rule.minDomains = *tsc.MinDomains
 	}
 	if c.matches(g.ns, g.labels) {
-		k.self = 1
+		rule.self = 1
 	}
-	k.desc = fmt.Sprintf("topology spread on %s (maxSkew %d) over %s", tsc.TopologyKey, k.maxSkew, c.selector.String())
-	return k
+	rule.desc = fmt.Sprintf("topology spread on %s (maxSkew %d) over %s", tsc.TopologyKey, rule.maxSkew, c.selector.String())
+	return rule
 }
 
 // addTermConstraints adds a rule of the given kind for each pod
 // (anti-)affinity term; what names the terms in messages.
 func (s *solver) addTermConstraints(v *variant, kind constraintKind, terms []corev1.PodAffinityTerm, what string) {
-	g := v.g
-	for _, t := range terms {
-		c, err := s.counters.forTerm(t, g.ns, false)
+	group := v.g
+	for _, term := range terms {
+		counter, err := s.counters.forTerm(term, group.ns, false)
 		if err != nil {
 			v.err = fmt.Sprintf("invalid %s labelSelector: %v", what, err)
 			continue
 		}
-		k := &constraint{kind: kind, c: c, desc: fmt.Sprintf("%s on %s to pods matching %q", what, t.TopologyKey, c.selector.String())}
-		if c.matches(g.ns, g.labels) {
-			k.self = 1
+		rule := &constraint{kind: kind, c: counter, desc: fmt.Sprintf("%s on %s to pods matching %q", what, term.TopologyKey, counter.selector.String())}
+		if counter.matches(group.ns, group.labels) {
+			rule.self = 1
 		}
-		v.constraints = append(v.constraints, k)
+		v.constraints = append(v.constraints, rule)
 	}
 }
 
 func requirementsKey(r scheduling.Requirements) string {
 	keys := r.Keys().UnsortedList()
 	slices.Sort(keys)
-	var b strings.Builder
-	for _, k := range keys {
-		b.WriteString(r.Get(k).String())
-		b.WriteByte(';')
+	var builder strings.Builder
+	for _, key := range keys {
+		builder.WriteString(r.Get(key).String())
+		builder.WriteByte(';')
 	}
-	return b.String()
+	return builder.String()
 }
 
 // poolVariant is the variant's view of pool i.

@@ -52,83 +52,128 @@ func (m *Memo) podRequests(p *corev1.Pod) corev1.ResourceList {
 	if m == nil {
 		return resources.RequestsForPods(p)
 	}
-	r, ok := m.requests[p]
+	list, ok := m.requests[p]
 	if !ok {
-		r = resources.RequestsForPods(p)
-		m.requests[p] = r
+		list = resources.RequestsForPods(p)
+		m.requests[p] = list
 	}
-	return r
+	return list
 }
 
-// nodeRequirements are the requirements of n's labels. Callers must not
-// change them (scheduling.Requirements.Add replaces, it does not mutate,
-// so a copy made with copyRequirements is safe to narrow).
-func (m *Memo) nodeRequirements(n *corev1.Node) scheduling.Requirements {
+// nodeRequirements are the requirements of n's labels, built with shared
+// (see labelRequirements). Callers must not change them
+// (scheduling.Requirements.Add replaces, it does not mutate, so a copy
+// made with copyRequirements is safe to narrow).
+func (m *Memo) nodeRequirements(n *corev1.Node, shared *labelRequirements) scheduling.Requirements {
 	if m == nil {
-		return scheduling.NewLabelRequirements(n.Labels)
+		return shared.of(n.Labels)
 	}
-	r, ok := m.nodeReqs[n]
+	reqs, ok := m.nodeReqs[n]
 	if !ok {
-		r = scheduling.NewLabelRequirements(n.Labels)
-		m.nodeReqs[n] = r
+		reqs = shared.of(n.Labels)
+		m.nodeReqs[n] = reqs
 	}
-	return r
+	return reqs
+}
+
+// labelRequirements builds the requirements of label sets as
+// scheduling.NewLabelRequirements does, with one Requirement per distinct
+// label (key In value) shared by every set that carries it: the nodes of a
+// cluster carry mostly the same labels, so 5,000 nodes need a few thousand
+// Requirements, not 120,000. Sharing is safe because a Requirement is never
+// changed once built: Requirements.Add puts an intersection in its place.
+type labelRequirements struct {
+	byLabel map[labelPair]*scheduling.Requirement
+}
+
+type labelPair struct{ key, value string }
+
+func newLabelRequirements() *labelRequirements {
+	return &labelRequirements{byLabel: map[labelPair]*scheduling.Requirement{}}
+}
+
+// of is scheduling.NewLabelRequirements(labels), from shared Requirements.
+func (lr *labelRequirements) of(labels map[string]string) scheduling.Requirements {
+	reqs := make(scheduling.Requirements, len(labels))
+	for key, value := range labels {
+		label := labelPair{key, value}
+		req, ok := lr.byLabel[label]
+		if !ok {
+			req = scheduling.NewRequirement(key, corev1.NodeSelectorOpIn, value)
+			lr.byLabel[label] = req
+		}
+		reqs.Add(req)
+	}
+	return reqs
 }
 
 // instanceType is it with maxPods, its requirements and allocatable.
 func (m *Memo) instanceType(it *catalog.InstanceType, maxPods int32) *memoType {
 	key := memoTypeKey{it, maxPods}
 	if m != nil {
-		if t, ok := m.types[key]; ok {
-			return t
+		if memoType, ok := m.types[key]; ok {
+			return memoType
 		}
 	}
 	withPods := it.WithMaxPods(maxPods)
-	t := &memoType{it: withPods, reqs: withPods.Requirements(), alloc: withPods.Allocatable()}
+	launchable := &memoType{it: withPods, reqs: withPods.Requirements(), alloc: withPods.Allocatable()}
 	if m != nil {
-		m.types[key] = t
+		m.types[key] = launchable
 	}
-	return t
+	return launchable
 }
 
-// roomLeft is allocatable less the requests of the pods bound there (one
-// pod slot each), as a vector: what resources.Subtract(allocatable,
-// resources.RequestsForPods(pods...)) gives, without building the sum.
-// A resource the node does not report has no room.
-func (s *solver) roomLeft(allocatable corev1.ResourceList, pods []*corev1.Pod, memo *Memo) resVec {
-	left := make([]resource.Quantity, len(s.res.names))
-	reported := make([]bool, len(s.res.names))
+// boundOnNode is what the pods bound to one node take.
+type boundOnNode struct {
+	// pods is how many there are (each takes a pod slot).
+	pods int64
+	// requested is the sum of their requests, per resource of the
+	// solver's resIndex ("pods" left out: pods counts it). Quantities sum
+	// exactly, so the sum is the same in any order.
+	requested []resource.Quantity
+	// counted are, per pod, the counters it counts in.
+	counted [][]*counter
+}
+
+// addBoundPod adds pod's requests (from memo, if any) to onNode.
+func (s *solver) addBoundPod(onNode *boundOnNode, pod *corev1.Pod, memo *Memo) {
+	requests := boundRequests(pod, memo)
 	for i, name := range s.res.names {
-		if q, ok := allocatable[name]; ok {
-			left[i], reported[i] = q.DeepCopy(), true
-		}
-	}
-	// Each pod's requests once, whatever the number of resources.
-	for _, p := range pods {
-		requests := boundRequests(p, memo)
-		for i, name := range s.res.names {
-			if !reported[i] || name == corev1.ResourcePods {
-				continue
-			}
-			if r, ok := requests[name]; ok {
-				left[i].Sub(r)
-			}
-		}
-	}
-	v := make(resVec, len(s.res.names))
-	for i, name := range s.res.names {
-		if !reported[i] {
+		if name == corev1.ResourcePods {
 			continue
 		}
-		if name == corev1.ResourcePods {
-			left[i].Sub(*resource.NewQuantity(int64(len(pods)), resource.DecimalSI))
+		if request, ok := requests[name]; ok {
+			onNode.requested[i].Add(request)
 		}
-		v[i] = quantityValue(name, left[i])
 	}
-	return v
+	onNode.pods++
 }
 
-// boundRequests are a pod's requests as roomLeft counts them: from the
+// roomLeft is allocatable less what the pods bound there take (onNode;
+// nil: no pods), as a vector: what resources.Subtract(allocatable,
+// resources.RequestsForPods(pods...)) gives, without building the sum. A
+// resource the node does not report has no room.
+func (s *solver) roomLeft(allocatable corev1.ResourceList, onNode *boundOnNode) resVec {
+	room := make(resVec, len(s.res.names))
+	for i, name := range s.res.names {
+		reported, ok := allocatable[name]
+		if !ok {
+			continue
+		}
+		left := reported.DeepCopy()
+		switch {
+		case onNode == nil:
+		case name == corev1.ResourcePods:
+			left.Sub(*resource.NewQuantity(onNode.pods, resource.DecimalSI))
+		default:
+			left.Sub(onNode.requested[i])
+		}
+		room[i] = quantityValue(name, left)
+	}
+	return room
+}
+
+// boundRequests are a pod's requests as addBoundPod counts them: from the
 // Memo when there is one, else computed (its "pods" entry, if any, is not
 // read).
 func boundRequests(p *corev1.Pod, memo *Memo) corev1.ResourceList {

@@ -91,9 +91,9 @@ type offerPrice struct {
 // cheapest is the lowest price among offerings in mask.
 func (t *ptype) cheapest(mask uint64) (float64, bool) {
 	best, found := 0.0, false
-	for _, p := range t.prices {
-		if p.bit&mask != 0 && (!found || p.price < best) {
-			best, found = p.price, true
+	for _, offer := range t.prices {
+		if offer.bit&mask != 0 && (!found || offer.price < best) {
+			best, found = offer.price, true
 		}
 	}
 	return best, found
@@ -121,9 +121,9 @@ type poolVariant struct {
 
 func (s *solver) newPools(in Input) {
 	classes := map[string]*v1beta1.AKSNodeClass{}
-	for _, c := range in.NodeClasses {
-		if c != nil {
-			classes[c.Name] = c
+	for _, nodeClass := range in.NodeClasses {
+		if nodeClass != nil {
+			classes[nodeClass.Name] = nodeClass
 		}
 	}
 	nps := slices.DeleteFunc(slices.Clone(in.NodePools), func(np *karpv1.NodePool) bool { return np == nil || np.DeletionTimestamp != nil })
@@ -159,8 +159,8 @@ func (s *solver) newPool(np *karpv1.NodePool, classes map[string]*v1beta1.AKSNod
 	slices.SortStableFunc(pl.types, func(a, b *ptype) int {
 		return cmp.Or(-cmp.Compare(a.room[rCPU], b.room[rCPU]), -cmp.Compare(a.room[rMemory], b.room[rMemory]), cmp.Compare(a.it.Name, b.it.Name))
 	})
-	for i, t := range pl.types {
-		t.idx = i
+	for i, instType := range pl.types {
+		instType.idx = i
 	}
 	return pl
 }
@@ -193,17 +193,17 @@ func (pl *pool) setRequirements() {
 	pl.reqs = scheduling.NewNodeSelectorRequirementsWithMinValues(np.Spec.Template.Spec.Requirements...)
 	pl.reqs.Add(scheduling.NewLabelRequirements(np.Spec.Template.Labels).Values()...)
 	pl.reqs.Add(scheduling.NewRequirement(karpv1.NodePoolLabelKey, corev1.NodeSelectorOpIn, np.Name))
-	for _, r := range np.Spec.Template.Spec.Requirements {
-		if r.MinValues != nil {
+	for _, req := range np.Spec.Template.Spec.Requirements {
+		if req.MinValues != nil {
 			if pl.minValues == nil {
 				pl.minValues = map[string]int{}
 			}
-			pl.minValues[r.Key] = max(pl.minValues[r.Key], *r.MinValues)
+			pl.minValues[req.Key] = max(pl.minValues[req.Key], *req.MinValues)
 		}
 	}
 	pl.taints = np.Spec.Template.Spec.Taints
-	for _, t := range pl.taints {
-		if t.Effect == corev1.TaintEffectPreferNoSchedule {
+	for _, taint := range pl.taints {
+		if taint.Effect == corev1.TaintEffectPreferNoSchedule {
 			pl.preferNoSchedule = true
 		}
 	}
@@ -228,8 +228,8 @@ func (pl *pool) setLimits(in Input) {
 		left := quantityValue(name, limit)
 		if name == resourceNodes {
 			left -= nodes
-		} else if q, ok := pl.held[name]; ok {
-			left -= quantityValue(name, q)
+		} else if quantity, ok := pl.held[name]; ok {
+			left -= quantityValue(name, quantity)
 		}
 		pl.limitLeft = append(pl.limitLeft, left)
 	}
@@ -253,8 +253,8 @@ func (s *solver) addPoolTypes(pl *pool, in Input) {
 			pl.noImage = append(pl.noImage, noImageType{it: mt.it, reqs: mt.reqs, err: err})
 			continue
 		}
-		if t := s.newPoolType(pl, mt, daemons); t != nil {
-			pl.types = append(pl.types, t)
+		if instType := s.newPoolType(pl, mt, daemons); instType != nil {
+			pl.types = append(pl.types, instType)
 		}
 	}
 }
@@ -263,43 +263,43 @@ func (s *solver) addPoolTypes(pl *pool, in Input) {
 // the pool can buy none of its offerings.
 func (s *solver) newPoolType(pl *pool, mt *memoType, daemons []daemon) *ptype {
 	it, reqs := mt.it, mt.reqs
-	t := &ptype{it: it, reqs: reqs}
+	instType := &ptype{it: it, reqs: reqs}
 	// Only the offerings the pool allows: prices that rank types (cost
 	// efficiency, the LP duals) must be ones the pool can buy.
 	zoneReq := pl.reqs.Get(corev1.LabelTopologyZone)
 	capacityTypeReq := pl.reqs.Get(karpv1.CapacityTypeLabelKey)
-	for _, o := range it.Offerings {
-		if !zoneReq.Has(o.Zone) || !capacityTypeReq.Has(o.CapacityType) {
+	for _, offering := range it.Offerings {
+		if !zoneReq.Has(offering.Zone) || !capacityTypeReq.Has(offering.CapacityType) {
 			continue
 		}
-		if z := s.dom.zone(o.Zone); o.Available && z >= 0 {
-			bit := uint64(1) << (2*z + ctIndex(o.CapacityType))
-			t.offers |= bit
-			t.prices = append(t.prices, offerPrice{bit: bit, price: o.Price})
+		if zone := s.dom.zone(offering.Zone); offering.Available && zone >= 0 {
+			bit := uint64(1) << (2*zone + ctIndex(offering.CapacityType))
+			instType.offers |= bit
+			instType.prices = append(instType.prices, offerPrice{bit: bit, price: offering.Price})
 		}
 	}
-	if t.offers == 0 {
+	if instType.offers == 0 {
 		return nil
 	}
-	t.daemon = daemonRequests(daemons, reqs)
-	t.room = s.res.vec(resources.Subtract(mt.alloc, t.daemon))
+	instType.daemon = daemonRequests(daemons, reqs)
+	instType.room = s.res.vec(resources.Subtract(mt.alloc, instType.daemon))
 	for _, name := range pl.limitNames {
 		if name == resourceNodes {
-			t.limitCap = append(t.limitCap, 1)
+			instType.limitCap = append(instType.limitCap, 1)
 		} else {
-			t.limitCap = append(t.limitCap, quantityValue(name, it.Capacity[name]))
+			instType.limitCap = append(instType.limitCap, quantityValue(name, it.Capacity[name]))
 		}
 	}
-	return t
+	return instType
 }
 
 // daemonRequests sums the requests of the daemons whose terms admit the
 // type's requirements.
 func daemonRequests(daemons []daemon, reqs scheduling.Requirements) corev1.ResourceList {
 	var dsPods []*corev1.Pod
-	for _, d := range daemons {
-		if slices.ContainsFunc(d.terms, func(term scheduling.Requirements) bool { return reqs.Intersects(term) == nil }) {
-			dsPods = append(dsPods, d.pod)
+	for _, ds := range daemons {
+		if slices.ContainsFunc(ds.terms, func(term scheduling.Requirements) bool { return reqs.Intersects(term) == nil }) {
+			dsPods = append(dsPods, ds.pod)
 		}
 	}
 	if len(dsPods) > 0 {
@@ -312,12 +312,12 @@ func daemonRequests(daemons []daemon, reqs scheduling.Requirements) corev1.Resou
 // the pool's image family, and what to change.
 func noImageReason(pl *pool, types []noImageType) string {
 	var names []string
-	for i, t := range types {
+	for i, noImage := range types {
 		if i == 5 {
 			names = append(names, fmt.Sprintf("and %d more", len(types)-i))
 			break
 		}
-		names = append(names, fmt.Sprintf("%s (%s, Hyper-V %s)", t.it.Name, t.it.Architecture, strings.Join(t.it.HyperVGenerations, "/")))
+		names = append(names, fmt.Sprintf("%s (%s, Hyper-V %s)", noImage.it.Name, noImage.it.Architecture, strings.Join(noImage.it.HyperVGenerations, "/")))
 	}
 	family := *pl.class.DefaultedSpec().ImageFamily
 	return fmt.Sprintf("NodePool %s: AKSNodeClass %s (imageFamily %s) has no AKS node image for the instance types its requirements allow: %s; "+
@@ -345,9 +345,9 @@ func (s *solver) daemonsFor(pl *pool, in Input) []daemon {
 			continue
 		}
 		var terms []scheduling.Requirements
-		for _, t := range requiredTerms(pod) {
-			if pl.reqs.Compatible(t, allowWellKnown) == nil {
-				terms = append(terms, t)
+		for _, reqs := range requiredTerms(pod) {
+			if pl.reqs.Compatible(reqs, allowWellKnown) == nil {
+				terms = append(terms, reqs)
 			}
 		}
 		if len(terms) > 0 {
@@ -361,16 +361,16 @@ func (s *solver) daemonsFor(pl *pool, in Input) []daemon {
 // node affinity terms.
 func requiredTerms(pod *corev1.Pod) []scheduling.Requirements {
 	var terms []corev1.NodeSelectorTerm
-	if a := pod.Spec.Affinity; a != nil && a.NodeAffinity != nil && a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution != nil {
-		terms = a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms
+	if affinity := pod.Spec.Affinity; affinity != nil && affinity.NodeAffinity != nil && affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution != nil {
+		terms = affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms
 	}
 	if len(terms) == 0 {
 		return []scheduling.Requirements{scheduling.NewLabelRequirements(pod.Spec.NodeSelector)}
 	}
 	out := make([]scheduling.Requirements, 0, len(terms))
-	for _, t := range terms {
+	for _, term := range terms {
 		reqs := scheduling.NewLabelRequirements(pod.Spec.NodeSelector)
-		reqs.Add(scheduling.NewNodeSelectorRequirements(t.MatchExpressions...).Values()...)
+		reqs.Add(scheduling.NewNodeSelectorRequirements(term.MatchExpressions...).Values()...)
 		out = append(out, reqs)
 	}
 	return out
@@ -387,12 +387,12 @@ var capacityTypes = []string{karpv1.CapacityTypeOnDemand, karpv1.CapacityTypeSpo
 
 // offerMask expands zone and capacity-type masks into offering bits.
 func offerMask(zones, cts uint64) uint64 {
-	var m uint64
+	var mask uint64
 	for z := zones; z != 0; z &= z - 1 {
 		i := bits.TrailingZeros64(z)
-		m |= (cts & 3) << (2 * i)
+		mask |= (cts & 3) << (2 * i)
 	}
-	return m
+	return mask
 }
 
 // variant returns the pool narrowed by pod requirements reqs (key is their
@@ -411,16 +411,16 @@ func (s *solver) poolVariant(pl *pool, reqs scheduling.Requirements, key string)
 		vp.why = fmt.Sprintf("NodePool %s: the pod's node selector/affinity conflicts with the NodePool's requirements: %v", pl.np.Name, err)
 		return vp
 	}
-	m := copyRequirements(pl.reqs)
-	m.Add(reqs.Values()...)
-	vp.reqs = m
-	zr := m.Get(corev1.LabelTopologyZone)
-	for i, z := range s.dom.zones {
-		if zr.Has(z) {
+	requirements := copyRequirements(pl.reqs)
+	requirements.Add(reqs.Values()...)
+	vp.reqs = requirements
+	zr := requirements.Get(corev1.LabelTopologyZone)
+	for i, zone := range s.dom.zones {
+		if zr.Has(zone) {
 			vp.zones |= 1 << i
 		}
 	}
-	ctr := m.Get(karpv1.CapacityTypeLabelKey)
+	ctr := requirements.Get(karpv1.CapacityTypeLabelKey)
 	for i, ct := range capacityTypes {
 		if ctr.Has(ct) {
 			vp.cts |= 1 << i
@@ -429,14 +429,14 @@ func (s *solver) poolVariant(pl *pool, reqs scheduling.Requirements, key string)
 	vp.offerMask = offerMask(vp.zones, vp.cts)
 	vp.types = newBitset(len(pl.types))
 	vp.maxRoom = make(resVec, len(s.res.names))
-	for _, t := range pl.types {
-		if t.offers&vp.offerMask != 0 && t.reqs.Intersects(m) == nil {
-			vp.types.set(t.idx)
-			vp.maxRoom.maxInPlace(t.room)
-			offered := t.offers & vp.offerMask
-			for z := range s.dom.zones {
-				if ct := (offered >> (2 * z)) & 3; ct != 0 {
-					vp.offeredZones |= 1 << z
+	for _, instType := range pl.types {
+		if instType.offers&vp.offerMask != 0 && instType.reqs.Intersects(requirements) == nil {
+			vp.types.set(instType.idx)
+			vp.maxRoom.maxInPlace(instType.room)
+			offered := instType.offers & vp.offerMask
+			for zone := range s.dom.zones {
+				if ct := (offered >> (2 * zone)) & 3; ct != 0 {
+					vp.offeredZones |= 1 << zone
 					vp.offeredCTs |= ct
 				}
 			}
@@ -444,19 +444,19 @@ func (s *solver) poolVariant(pl *pool, reqs scheduling.Requirements, key string)
 	}
 	vp.custom = scheduling.NewRequirements()
 	var keys []string
-	for key := range m {
+	for key := range requirements {
 		if !s.typeKeys[key] && key != corev1.LabelTopologyZone && key != karpv1.CapacityTypeLabelKey {
-			vp.custom.Add(m.Get(key))
+			vp.custom.Add(requirements.Get(key))
 			keys = append(keys, key)
 		}
 	}
 	slices.Sort(keys)
-	var b strings.Builder
-	for _, k := range keys {
-		b.WriteString(m.Get(k).String())
-		b.WriteByte(';')
+	var builder strings.Builder
+	for _, key := range keys {
+		builder.WriteString(requirements.Get(key).String())
+		builder.WriteByte(';')
 	}
-	vp.customKey = b.String()
+	vp.customKey = builder.String()
 	vp.ok = true
 	return vp
 }
@@ -481,8 +481,8 @@ func ChargedCapacity(nc *karpv1.NodeClaim, c *catalog.Catalog, maxPods int32) co
 
 func copyRequirements(r scheduling.Requirements) scheduling.Requirements {
 	out := make(scheduling.Requirements, len(r))
-	for k, v := range r {
-		out[k] = v
+	for key, req := range r {
+		out[key] = req
 	}
 	return out
 }

@@ -23,9 +23,9 @@ type placed struct {
 }
 
 func movable(v *variant) bool {
-	g := v.g
-	return len(v.constraints) == 0 && len(g.ports) == 0 && g.volumeReqs == nil &&
-		len(g.matched) == 0 && len(g.owned) == 0 && len(g.blockers) == 0
+	group := v.g
+	return len(v.constraints) == 0 && len(group.ports) == 0 && group.volumeReqs == nil &&
+		len(group.matched) == 0 && len(group.owned) == 0 && len(group.blockers) == 0
 }
 
 // Repair budget: candidate moves and swaps evaluated per solve, and
@@ -77,32 +77,32 @@ type repairer struct {
 // fit leaves a tail: a claim filled on one resource with another left
 // over, and a last claim bought for what was left. This pass fixes both.
 func (s *solver) repair() {
-	r := &repairer{s: s, byKey: map[string]int{}, budget: repairBudget}
+	repairs := &repairer{s: s, byKey: map[string]int{}, budget: repairBudget}
 	for i, pl := range s.pools {
 		if pl.minValues != nil || pl.invalid != "" {
 			continue // minValues ask for type diversity the moves could break
 		}
 		var bins []*bin
 		anyMovable := false
-		for _, b := range s.bins {
-			if b.claim && b.poolIdx == i && len(b.pods) > 0 {
-				bins = append(bins, b)
-				anyMovable = anyMovable || slices.ContainsFunc(b.placed, func(p placed) bool { return p.movable })
+		for _, bin := range s.bins {
+			if bin.claim && bin.poolIdx == i && len(bin.pods) > 0 {
+				bins = append(bins, bin)
+				anyMovable = anyMovable || slices.ContainsFunc(bin.placed, func(p placed) bool { return p.movable })
 			}
 		}
 		if len(bins) < 2 || !anyMovable {
 			continue
 		}
-		r.claims = r.claims[:0]
-		for _, b := range bins {
-			if c := r.newClaim(b); c != nil {
-				r.claims = append(r.claims, c)
+		repairs.claims = repairs.claims[:0]
+		for _, bin := range bins {
+			if claim := repairs.newClaim(bin); claim != nil {
+				repairs.claims = append(repairs.claims, claim)
 			}
 		}
-		r.run(pl)
-		for _, c := range r.claims {
-			if c.dirty {
-				r.finish(c)
+		repairs.run(pl)
+		for _, claim := range repairs.claims {
+			if claim.dirty {
+				repairs.finish(claim)
 			}
 		}
 	}
@@ -110,8 +110,8 @@ func (s *solver) repair() {
 
 func (r *repairer) kind(p placed) int {
 	key := fmt.Sprintf("%p%v", p.vp, p.req)
-	if k, ok := r.byKey[key]; ok {
-		return k
+	if kind, ok := r.byKey[key]; ok {
+		return kind
 	}
 	r.kinds = append(r.kinds, repairKind{vp: p.vp, req: p.req})
 	r.byKey[key] = len(r.kinds) - 1
@@ -119,44 +119,44 @@ func (r *repairer) kind(p placed) int {
 }
 
 func (r *repairer) newClaim(b *bin) *repairClaim {
-	c := &repairClaim{b: b}
+	claim := &repairClaim{b: b}
 	offers := offerMask(b.zones, b.cts)
-	for _, t := range b.opts {
-		if price, ok := t.cheapest(offers); ok && (c.cur == nil || price < c.price) {
-			c.cur, c.price = t, price
+	for _, instType := range b.opts {
+		if price, ok := instType.cheapest(offers); ok && (claim.cur == nil || price < claim.price) {
+			claim.cur, claim.price = instType, price
 		}
 	}
-	if c.cur == nil {
+	if claim.cur == nil {
 		return nil // nothing offered: leave it as it is
 	}
-	for _, p := range b.placed {
-		if !p.movable {
-			c.fixed = append(c.fixed, p)
+	for _, placedPod := range b.placed {
+		if !placedPod.movable {
+			claim.fixed = append(claim.fixed, placedPod)
 			continue
 		}
-		k := r.kind(p)
-		for len(c.kinds) <= k {
-			c.kinds = append(c.kinds, nil)
+		kind := r.kind(placedPod)
+		for len(claim.kinds) <= kind {
+			claim.kinds = append(claim.kinds, nil)
 		}
-		c.kinds[k] = append(c.kinds[k], p)
+		claim.kinds[kind] = append(claim.kinds[kind], placedPod)
 	}
-	c.reindex()
-	return c
+	claim.reindex()
+	return claim
 }
 
 // allowed are the types c may become, cheapest first: its instance types,
 // offered in its zones and capacity types, and for a pool with limits no
 // larger (in any limited resource) than what c already holds against them.
 func (c *repairClaim) allowed() []repairType {
-	b := c.b
-	offers := offerMask(b.zones, b.cts)
+	bin := c.b
+	offers := offerMask(bin.zones, bin.cts)
 	var out []repairType
-	for _, t := range b.pool.types {
-		if !b.types.has(t.idx) || (b.charge != nil && !withinCharge(t, b.charge)) {
+	for _, instType := range bin.pool.types {
+		if !bin.types.has(instType.idx) || (bin.charge != nil && !withinCharge(instType, bin.charge)) {
 			continue
 		}
-		if price, ok := t.cheapest(offers); ok {
-			out = append(out, repairType{t: t, price: price})
+		if price, ok := instType.cheapest(offers); ok {
+			out = append(out, repairType{t: instType, price: price})
 		}
 	}
 	slices.SortStableFunc(out, func(a, b repairType) int { return cmp.Compare(a.price, b.price) })
@@ -164,8 +164,8 @@ func (c *repairClaim) allowed() []repairType {
 }
 
 func withinCharge(t *ptype, charge []int64) bool {
-	for j, v := range t.limitCap {
-		if v > charge[j] {
+	for j, value := range t.limitCap {
+		if value > charge[j] {
 			return false
 		}
 	}
@@ -174,9 +174,9 @@ func withinCharge(t *ptype, charge []int64) bool {
 
 func (c *repairClaim) reindex() {
 	c.have = c.have[:0]
-	for k, ps := range c.kinds {
+	for kind, ps := range c.kinds {
 		if len(ps) > 0 {
-			c.have = append(c.have, k)
+			c.have = append(c.have, kind)
 		}
 	}
 }
@@ -189,8 +189,8 @@ func (r *repairer) accepts(c *repairClaim, k int) bool {
 
 func (r *repairer) run(pl *pool) {
 	total := make(resVec, len(r.s.res.names))
-	for _, c := range r.claims {
-		total.addInPlace(c.b.used)
+	for _, claim := range r.claims {
+		total.addInPlace(claim.b.used)
 	}
 	yCPU, yMem := lpDuals(r.s.lpTypes(pl), float64(total[rCPU]), float64(total[rMemory]), r.s.slack)
 	waste := func(c *repairClaim) float64 {
@@ -198,12 +198,12 @@ func (r *repairer) run(pl *pool) {
 	}
 	order := slices.Clone(r.claims)
 	slices.SortStableFunc(order, func(a, b *repairClaim) int { return -cmp.Compare(waste(a), waste(b)) })
-	for _, t := range order {
+	for _, claim := range order {
 		if r.budget <= 0 {
 			return
 		}
-		if len(t.have) > 0 && waste(t) > 1e-9 && !r.shrink(t) {
-			r.split(t)
+		if len(claim.have) > 0 && waste(claim) > 1e-9 && !r.shrink(claim) {
+			r.split(claim)
 		}
 	}
 }
@@ -211,19 +211,19 @@ func (r *repairer) run(pl *pool) {
 // shrink tries the cheapest few targets below t's price, emptying it
 // first, and keeps the first that the moves reach.
 func (r *repairer) shrink(t *repairClaim) bool {
-	n := len(r.s.res.names)
+	count := len(r.s.res.names)
 	// What t must keep whatever the moves: its fixed pods, and what the
 	// other claims have no room for.
-	need := make(resVec, n)
-	for _, p := range t.fixed {
-		need.addInPlace(p.req)
+	need := make(resVec, count)
+	for _, placedPod := range t.fixed {
+		need.addInPlace(placedPod.req)
 	}
-	slack := make(resVec, n)
-	for _, c := range r.claims {
-		if c != t {
-			room := c.cur.room
+	slack := make(resVec, count)
+	for _, claim := range r.claims {
+		if claim != t {
+			room := claim.cur.room
 			for i := range slack {
-				slack[i] += room[i] - c.b.used[i]
+				slack[i] += room[i] - claim.b.used[i]
 			}
 		}
 	}
@@ -231,16 +231,16 @@ func (r *repairer) shrink(t *repairClaim) bool {
 		need[i] = max(need[i], t.b.used[i]-slack[i])
 	}
 	var targets []resVec
-	if len(t.fixed) == 0 && need.fitsIn(make(resVec, n)) {
-		targets = append(targets, make(resVec, n)) // empty: the claim goes away
+	if len(t.fixed) == 0 && need.fitsIn(make(resVec, count)) {
+		targets = append(targets, make(resVec, count)) // empty: the claim goes away
 	}
 	allowed := t.allowed()
-	for _, a := range allowed {
-		if len(targets) >= repairCandidates || a.price >= t.price {
+	for _, repairType := range allowed {
+		if len(targets) >= repairCandidates || repairType.price >= t.price {
 			break
 		}
-		if need.fitsIn(a.t.room) {
-			targets = append(targets, a.t.room)
+		if need.fitsIn(repairType.t.room) {
+			targets = append(targets, repairType.t.room)
 		}
 	}
 	norm := t.cur.room
@@ -250,9 +250,9 @@ func (r *repairer) shrink(t *repairClaim) bool {
 		}
 		if r.reach(t, room, norm) {
 			t.dirty = true
-			for _, a := range allowed {
-				if t.b.used.fitsIn(a.t.room) {
-					t.cur, t.price = a.t, a.price
+			for _, repairType := range allowed {
+				if t.b.used.fitsIn(repairType.t.room) {
+					t.cur, t.price = repairType.t, repairType.price
 					break
 				}
 			}
@@ -326,13 +326,13 @@ func (goal *reachGoal) excess(used resVec) float64 {
 // Its c is nil when no step helps.
 func (r *repairer) bestMove(goal *reachGoal, cur float64) move {
 	best := move{a: -1, b: -1}
-	for _, a := range goal.t.have {
-		for _, c := range r.claims {
-			if c == goal.t || !r.accepts(c, a) {
+	for _, first := range goal.t.have {
+		for _, claim := range r.claims {
+			if claim == goal.t || !r.accepts(claim, first) {
 				continue
 			}
-			r.weighMove(goal, cur, c, a, &best)
-			r.weighSwaps(goal, cur, c, a, &best)
+			r.weighMove(goal, cur, claim, first, &best)
+			r.weighSwaps(goal, cur, claim, first, &best)
 		}
 	}
 	return best
@@ -350,8 +350,8 @@ func (r *repairer) weighMove(goal *reachGoal, cur float64, c *repairClaim, a int
 		goal.next[i] = goal.t.b.used[i] - ra[i]
 	}
 	// Ties go to a move: it leaves the other claim less full.
-	if g := cur - goal.excess(goal.next); g > 0 && (g > best.gain+1e-12 || (best.b >= 0 && g >= best.gain-1e-12)) {
-		*best = move{c: c, a: a, b: -1, gain: g}
+	if gap := cur - goal.excess(goal.next); gap > 0 && (gap > best.gain+1e-12 || (best.b >= 0 && gap >= best.gain-1e-12)) {
+		*best = move{c: c, a: a, b: -1, gain: gap}
 	}
 }
 
@@ -359,20 +359,20 @@ func (r *repairer) weighMove(goal *reachGoal, cur float64, c *repairClaim, a int
 // best step if it fits c's current type and beats best.
 func (r *repairer) weighSwaps(goal *reachGoal, cur float64, c *repairClaim, a int, best *move) {
 	ra := r.kinds[a].req
-	for _, b := range c.have {
-		if b == a || !r.accepts(goal.t, b) {
+	for _, second := range c.have {
+		if second == a || !r.accepts(goal.t, second) {
 			continue
 		}
 		r.budget--
-		rb := r.kinds[b].req
+		rb := r.kinds[second].req
 		if !swapFits(c.b.used, ra, rb, c.cur.room) {
 			continue
 		}
 		for i := range goal.next {
 			goal.next[i] = goal.t.b.used[i] - ra[i] + rb[i]
 		}
-		if g := cur - goal.excess(goal.next); g > best.gain+1e-12 {
-			*best = move{c: c, a: a, b: b, gain: g}
+		if gap := cur - goal.excess(goal.next); gap > best.gain+1e-12 {
+			*best = move{c: c, a: a, b: second, gain: gap}
 		}
 	}
 }
@@ -403,37 +403,37 @@ func (r *repairer) apply(x, y *repairClaim, a, b int) {
 
 func (r *repairer) transfer(from, to *repairClaim, k int) {
 	ps := from.kinds[k]
-	p := ps[len(ps)-1]
+	placedPod := ps[len(ps)-1]
 	from.kinds[k] = ps[:len(ps)-1]
 	for len(to.kinds) <= k {
 		to.kinds = append(to.kinds, nil)
 	}
-	to.kinds[k] = append(to.kinds[k], p)
-	for i, v := range p.req {
-		from.b.used[i] -= v
-		to.b.used[i] += v
+	to.kinds[k] = append(to.kinds[k], placedPod)
+	for i, value := range placedPod.req {
+		from.b.used[i] -= value
+		to.b.used[i] += value
 	}
 }
 
 // finish writes a changed claim back into its bin: pods, and the options
 // that hold them.
 func (r *repairer) finish(c *repairClaim) {
-	b := c.b
-	b.placed = append(b.placed[:0], c.fixed...)
+	bin := c.b
+	bin.placed = append(bin.placed[:0], c.fixed...)
 	for _, ps := range c.kinds {
-		b.placed = append(b.placed, ps...)
+		bin.placed = append(bin.placed, ps...)
 	}
-	b.pods = b.pods[:0]
-	for _, p := range b.placed {
-		b.pods = append(b.pods, p.pod)
+	bin.pods = bin.pods[:0]
+	for _, placedPod := range bin.placed {
+		bin.pods = append(bin.pods, placedPod.pod)
 	}
-	b.opts = b.opts[:0]
-	if len(b.pods) == 0 {
+	bin.opts = bin.opts[:0]
+	if len(bin.pods) == 0 {
 		return
 	}
-	for _, a := range c.allowed() {
-		if b.used.fitsIn(a.t.room) {
-			b.opts = append(b.opts, a.t)
+	for _, repairType := range c.allowed() {
+		if bin.used.fitsIn(repairType.t.room) {
+			bin.opts = append(bin.opts, repairType.t)
 		}
 	}
 }
@@ -449,14 +449,14 @@ func (r *repairer) split(t *repairClaim) {
 	if pl.limitNames != nil && !withinLimitsAll(pl, allowed) {
 		return
 	}
-	n := len(r.s.res.names)
-	fixed := make(resVec, n)
-	for _, p := range t.fixed {
-		fixed.addInPlace(p.req)
+	count := len(r.s.res.names)
+	fixed := make(resVec, count)
+	for _, placedPod := range t.fixed {
+		fixed.addInPlace(placedPod.req)
 	}
 	var pods []placed
-	for _, k := range t.have {
-		pods = append(pods, t.kinds[k]...)
+	for _, kind := range t.have {
+		pods = append(pods, t.kinds[kind]...)
 	}
 	// Biggest first, by share of t's current room.
 	room := t.cur.room
@@ -468,25 +468,25 @@ func (r *repairer) split(t *repairClaim) {
 	bestPrice, best := t.price, -1
 	var bestKeep []bool
 	keep := make([]bool, len(pods))
-	kept, rest := make(resVec, n), make(resVec, n)
-	for i, a := range allowed {
-		if a.price >= t.price {
+	kept, rest := make(resVec, count), make(resVec, count)
+	for i, repairType := range allowed {
+		if repairType.price >= t.price {
 			break
 		}
 		if r.budget -= len(pods); r.budget < 0 {
 			return
 		}
-		if !fixed.fitsIn(a.t.room) {
+		if !fixed.fitsIn(repairType.t.room) {
 			continue
 		}
 		copy(kept, fixed)
 		clear(rest)
-		for j, p := range pods {
-			keep[j] = fitsSum(kept, p.req, a.t.room)
+		for j, placedPod := range pods {
+			keep[j] = fitsSum(kept, placedPod.req, repairType.t.room)
 			if keep[j] {
-				kept.addInPlace(p.req)
+				kept.addInPlace(placedPod.req)
 			} else {
-				rest.addInPlace(p.req)
+				rest.addInPlace(placedPod.req)
 			}
 		}
 		if !slices.Contains(keep[:len(pods)], false) {
@@ -496,7 +496,7 @@ func (r *repairer) split(t *repairClaim) {
 		if other < 0 {
 			continue
 		}
-		if total := a.price + allowed[other].price; total < bestPrice-1e-9 {
+		if total := repairType.price + allowed[other].price; total < bestPrice-1e-9 {
 			bestPrice, best, bestKeep = total, i, slices.Clone(keep)
 		}
 	}
@@ -504,30 +504,30 @@ func (r *repairer) split(t *repairClaim) {
 		return
 	}
 	nb := &bin{claim: true, id: len(r.s.bins), pool: pl, poolIdx: t.b.poolIdx, types: t.b.types, zones: t.b.zones, cts: t.b.cts,
-		custom: t.b.custom, customKeys: maps.Clone(t.b.customKeys), absorbed: maps.Clone(t.b.absorbed), used: make(resVec, n)}
+		custom: t.b.custom, customKeys: maps.Clone(t.b.customKeys), absorbed: maps.Clone(t.b.absorbed), used: make(resVec, count)}
 	r.s.bins = append(r.s.bins, nb)
 	nc := &repairClaim{b: nb}
-	for j, p := range pods {
+	for j, placedPod := range pods {
 		if bestKeep[j] {
 			continue
 		}
-		k := r.kind(p)
-		for len(nc.kinds) <= k {
+		kind := r.kind(placedPod)
+		for len(nc.kinds) <= kind {
 			nc.kinds = append(nc.kinds, nil)
 		}
 		// Take the same pod out of t: kinds are stacks of equal pods.
-		r.transfer(t, nc, k)
+		r.transfer(t, nc, kind)
 	}
 	t.reindex()
 	nc.reindex()
 	t.dirty, nc.dirty = true, true
 	t.cur, t.price = allowed[best].t, allowed[best].price
-	o := cheapestFor(allowed, nb.used, pl)
-	nc.cur, nc.price = allowed[o].t, allowed[o].price
+	cheapest := cheapestFor(allowed, nb.used, pl)
+	nc.cur, nc.price = allowed[cheapest].t, allowed[cheapest].price
 	if pl.limitNames != nil {
 		nb.charge = slices.Clone(nc.cur.limitCap)
-		for j, c := range nb.charge {
-			pl.limitLeft[j] -= c
+		for j, amount := range nb.charge {
+			pl.limitLeft[j] -= amount
 		}
 	}
 	r.claims = append(r.claims, nc)
@@ -536,8 +536,8 @@ func (r *repairer) split(t *repairClaim) {
 // cheapestFor is the index of the cheapest of allowed that holds used and,
 // for a new claim in a pool with limits, stays within them; -1 if none.
 func cheapestFor(allowed []repairType, used resVec, pl *pool) int {
-	for i, a := range allowed {
-		if used.fitsIn(a.t.room) && (pl.limitNames == nil || withinLimits(pl, a.t)) {
+	for i, repairType := range allowed {
+		if used.fitsIn(repairType.t.room) && (pl.limitNames == nil || withinLimits(pl, repairType.t)) {
 			return i
 		}
 	}

@@ -25,8 +25,8 @@ type resIndex struct {
 
 func newResIndex() *resIndex {
 	ri := &resIndex{index: map[corev1.ResourceName]int{}}
-	for _, n := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory, corev1.ResourcePods} {
-		ri.add(n)
+	for _, name := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory, corev1.ResourcePods} {
+		ri.add(name)
 	}
 	return ri
 }
@@ -47,28 +47,28 @@ func quantityValue(n corev1.ResourceName, q resource.Quantity) int64 {
 
 // vec converts rl; resources outside the index are dropped.
 func (ri *resIndex) vec(rl corev1.ResourceList) resVec {
-	v := make(resVec, len(ri.names))
-	for n, q := range rl {
-		if i, ok := ri.index[n]; ok {
-			v[i] = quantityValue(n, q)
+	vec := make(resVec, len(ri.names))
+	for name, quantity := range rl {
+		if i, ok := ri.index[name]; ok {
+			vec[i] = quantityValue(name, quantity)
 		}
 	}
-	return v
+	return vec
 }
 
 // list converts v back, leaving out zeros except cpu and memory.
 func (ri *resIndex) list(v resVec) corev1.ResourceList {
 	rl := corev1.ResourceList{}
-	for i, n := range ri.names {
+	for i, name := range ri.names {
 		if v[i] == 0 && i > rMemory {
 			continue
 		}
-		if n == corev1.ResourceCPU {
-			rl[n] = *resource.NewMilliQuantity(v[i], resource.DecimalSI)
-		} else if n == corev1.ResourceMemory || n == corev1.ResourceEphemeralStorage {
-			rl[n] = *resource.NewQuantity(v[i], resource.BinarySI)
+		if name == corev1.ResourceCPU {
+			rl[name] = *resource.NewMilliQuantity(v[i], resource.DecimalSI)
+		} else if name == corev1.ResourceMemory || name == corev1.ResourceEphemeralStorage {
+			rl[name] = *resource.NewQuantity(v[i], resource.BinarySI)
 		} else {
-			rl[n] = *resource.NewQuantity(v[i], resource.DecimalSI)
+			rl[name] = *resource.NewQuantity(v[i], resource.DecimalSI)
 		}
 	}
 	return rl
@@ -76,8 +76,8 @@ func (ri *resIndex) list(v resVec) corev1.ResourceList {
 
 // fitsSum reports whether used+add fits in room.
 func fitsSum(used, add, room resVec) bool {
-	for i, a := range add {
-		if used[i]+a > room[i] {
+	for i, value := range add {
+		if used[i]+value > room[i] {
 			return false
 		}
 	}
@@ -85,8 +85,8 @@ func fitsSum(used, add, room resVec) bool {
 }
 
 func (v resVec) fitsIn(room resVec) bool {
-	for i, x := range v {
-		if x > room[i] {
+	for i, value := range v {
+		if value > room[i] {
 			return false
 		}
 	}

@@ -152,10 +152,10 @@ func Solve(in Input) Result {
 // solve places every pending pod, then repairs and reports.
 func (s *solver) solve() Result {
 	var res Result
-	for _, p := range s.order {
-		s.current, s.prefer = p.pod, p.prefer
-		if !s.place(p.g) {
-			res.Unschedulable = append(res.Unschedulable, Unschedulable{Pod: p.pod, Reason: s.unplacedReason(p.g)})
+	for _, pending := range s.order {
+		s.current, s.prefer = pending.pod, pending.prefer
+		if !s.place(pending.g) {
+			res.Unschedulable = append(res.Unschedulable, Unschedulable{Pod: pending.pod, Reason: s.unplacedReason(pending.g)})
 		}
 	}
 	if !s.spread {
@@ -166,14 +166,14 @@ func (s *solver) solve() Result {
 			res.InvalidNodePools = append(res.InvalidNodePools, InvalidNodePool{NodePool: pl.np, Reason: pl.invalid})
 		}
 	}
-	for _, b := range s.bins {
-		if b.claim {
-			if len(b.pods) == 0 {
+	for _, bin := range s.bins {
+		if bin.claim {
+			if len(bin.pods) == 0 {
 				continue // the repair pass emptied it
 			}
-			res.NewNodeClaims = append(res.NewNodeClaims, s.plan(b))
-		} else if len(b.pods) > 0 {
-			res.Existing = append(res.Existing, Placement{Node: b.node, NodeClaim: b.claimName, Pods: b.pods})
+			res.NewNodeClaims = append(res.NewNodeClaims, s.plan(bin))
+		} else if len(bin.pods) > 0 {
+			res.Existing = append(res.Existing, Placement{Node: bin.node, NodeClaim: bin.claimName, Pods: bin.pods})
 		}
 	}
 	return res

@@ -54,9 +54,8 @@ type solver struct {
 	// compare.
 	index      *binIndex
 	linearScan bool
-	// boundOwned are the anti-affinity counters each bound pod owns
-	// (its required anti-affinity terms), found once.
-	boundOwned map[*corev1.Pod][]*counter
+	// labelReqs builds existing nodes' requirements from shared parts.
+	labelReqs *labelRequirements
 }
 
 type pendingPod struct {
@@ -76,7 +75,7 @@ func newSolver(in Input) *solver {
 		counters: counters{byKey: map[string]*counter{}},
 		spread:   in.Spread,
 
-		boundOwned: map[*corev1.Pod][]*counter{},
+		labelReqs: newLabelRequirements(),
 
 		packLargest: in.PackLargest,
 	}
@@ -94,7 +93,7 @@ func newSolver(in Input) *solver {
 	s.index = newBinIndex(len(s.res.names))
 	s.counters.setNamespaces(in.Namespaces, in.Pods, in.BoundPods)
 	s.internGroupCounters()
-	bound := s.boundByNode(in.BoundPods)
+	bound := s.boundByNode(in.BoundPods, in.Memo)
 	s.matchGroupCounters()
 	s.newExisting(in, bound)
 	return s
@@ -115,8 +114,8 @@ func (s *solver) collectPods(in Input) ([]*corev1.Pod, []corev1.ResourceList) {
 		} else {
 			rl = requestsForPod(pod)
 		}
-		for n := range rl {
-			s.res.add(n)
+		for name := range rl {
+			s.res.add(name)
 		}
 		pods = append(pods, pod)
 		requests = append(requests, rl)
@@ -129,22 +128,22 @@ func (s *solver) internCatalog(cat *catalog.Catalog) {
 	if cat == nil {
 		return
 	}
-	for _, z := range cat.Zones {
-		s.dom.zone(z)
+	for _, zone := range cat.Zones {
+		s.dom.zone(zone)
 	}
 	for _, it := range cat.InstanceTypes {
 		if it == nil {
 			continue
 		}
-		for k := range it.Labels {
-			s.typeKeys[k] = true
+		for key := range it.Labels {
+			s.typeKeys[key] = true
 		}
-		for _, o := range it.Offerings {
-			s.dom.zone(o.Zone)
+		for _, offering := range it.Offerings {
+			s.dom.zone(offering.Zone)
 		}
 	}
-	for _, k := range catalog.SKULabels {
-		s.typeKeys[k] = true
+	for _, key := range catalog.SKULabels {
+		s.typeKeys[key] = true
 	}
 }
 
@@ -153,13 +152,13 @@ func (s *solver) internCatalog(cat *catalog.Catalog) {
 func (s *solver) internPoolValues() {
 	for _, pl := range s.pools {
 		s.preferNoSchedule = s.preferNoSchedule || pl.preferNoSchedule
-		for key, r := range pl.reqs {
+		for key, req := range pl.reqs {
 			if kindOf(key) != keyCustom {
 				continue
 			}
 			table := s.dom.table(key)
-			for _, v := range r.Values() {
-				table.intern(v)
+			for _, value := range req.Values() {
+				table.intern(value)
 			}
 		}
 	}
@@ -173,14 +172,14 @@ func (s *solver) groupPods(in Input, pods []*corev1.Pod, requests []corev1.Resou
 		req := s.res.vec(requests[i])
 		req[rPods] = 1 // as resources.RequestsForPods counts it
 		key := groupKey(pod, req)
-		g := byKey[key]
-		if g == nil {
-			g = &group{id: len(s.groups), pod: pod, ns: pod.Namespace, labels: labels.Set(pod.Labels), req: req, ports: podHostPorts(pod)}
-			g.volumeReqs, g.volumeErr = volumes.requirements(pod)
-			byKey[key] = g
-			s.groups = append(s.groups, g)
+		podGroup := byKey[key]
+		if podGroup == nil {
+			podGroup = &group{id: len(s.groups), pod: pod, ns: pod.Namespace, labels: labels.Set(pod.Labels), req: req, ports: podHostPorts(pod)}
+			podGroup.volumeReqs, podGroup.volumeErr = volumes.requirements(pod)
+			byKey[key] = podGroup
+			s.groups = append(s.groups, podGroup)
 		}
-		s.order = append(s.order, pendingPod{pod: pod, g: g, req: req})
+		s.order = append(s.order, pendingPod{pod: pod, g: podGroup, req: req})
 	}
 }
 
@@ -188,12 +187,12 @@ func (s *solver) groupPods(in Input, pods []*corev1.Pod, requests []corev1.Resou
 // requests (nil without groups).
 func (s *solver) setMinReq() {
 	s.minReq = nil
-	for _, g := range s.groups {
+	for _, group := range s.groups {
 		if s.minReq == nil {
-			s.minReq = g.req.clone()
+			s.minReq = group.req.clone()
 		}
-		for i, v := range g.req {
-			s.minReq[i] = min(s.minReq[i], v)
+		for i, value := range group.req {
+			s.minReq[i] = min(s.minReq[i], value)
 		}
 	}
 }
@@ -202,32 +201,44 @@ func (s *solver) setMinReq() {
 // each group knows which it affects, and the counters each group's
 // required anti-affinity owns.
 func (s *solver) internGroupCounters() {
-	for _, g := range s.groups {
-		s.internCounters(g.pod, g.ns)
-		reqAnti, _ := podAntiAffinity(g.pod)
-		for _, t := range reqAnti {
-			if c, err := s.counters.forTerm(t, g.ns, true); err == nil {
-				g.owned = append(g.owned, c)
+	for _, group := range s.groups {
+		s.internCounters(group.pod, group.ns)
+		reqAnti, _ := podAntiAffinity(group.pod)
+		for _, term := range reqAnti {
+			if counter, err := s.counters.forTerm(term, group.ns, true); err == nil {
+				group.owned = append(group.owned, counter)
 			}
 		}
 	}
 }
 
-// boundByNode returns the running bound pods by node name, recording the
-// counters each one's required anti-affinity owns.
-func (s *solver) boundByNode(boundPods []*corev1.Pod) map[string][]*corev1.Pod {
-	bound := map[string][]*corev1.Pod{}
+// boundByNode returns what the running bound pods take, by node name:
+// their requests, summed, and the counters each one counts in. The pods
+// are read in one pass, in input order (the order they were decoded and
+// laid out in memory in), and not again.
+func (s *solver) boundByNode(boundPods []*corev1.Pod, memo *Memo) map[string]*boundOnNode {
+	byNamespace := newCountersByNamespace(&s.counters)
+	bound := map[string]*boundOnNode{}
 	for _, pod := range boundPods {
 		if pod == nil || pod.Spec.NodeName == "" || pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
 			continue
 		}
-		bound[pod.Spec.NodeName] = append(bound[pod.Spec.NodeName], pod)
+		onNode := bound[pod.Spec.NodeName]
+		if onNode == nil {
+			onNode = &boundOnNode{requested: make([]resource.Quantity, len(s.res.names))}
+			bound[pod.Spec.NodeName] = onNode
+		}
+		s.addBoundPod(onNode, pod, memo)
+		// The counters it matches, then those its required anti-affinity
+		// owns.
+		counted := byNamespace.matched(pod, nil)
 		reqAnti, _ := podAntiAffinity(pod)
-		for _, t := range reqAnti {
-			if c, err := s.counters.forTerm(t, pod.Namespace, true); err == nil {
-				s.boundOwned[pod] = append(s.boundOwned[pod], c)
+		for _, term := range reqAnti {
+			if owned, err := s.counters.forTerm(term, pod.Namespace, true); err == nil {
+				counted = append(counted, owned)
 			}
 		}
+		onNode.counted = append(onNode.counted, counted)
 	}
 	return bound
 }
@@ -235,15 +246,15 @@ func (s *solver) boundByNode(boundPods []*corev1.Pod) map[string][]*corev1.Pod {
 // matchGroupCounters lists, for each group, the counters its pods match:
 // owner counters block it, the others count it.
 func (s *solver) matchGroupCounters() {
-	for _, g := range s.groups {
-		for _, c := range s.counters.all {
-			if !c.matches(g.ns, g.labels) {
+	for _, group := range s.groups {
+		for _, counter := range s.counters.all {
+			if !counter.matches(group.ns, group.labels) {
 				continue
 			}
-			if c.owners {
-				g.blockers = append(g.blockers, c)
+			if counter.owners {
+				group.blockers = append(group.blockers, counter)
 			} else {
-				g.matched = append(g.matched, c)
+				group.matched = append(group.matched, counter)
 			}
 		}
 	}
@@ -282,8 +293,8 @@ func statusesAtSpec(statuses []corev1.ContainerStatus) bool {
 // resizePending reports whether the pod has a PodResizePending condition
 // (an infeasible resize makes Ceiling ignore the spec).
 func resizePending(conditions []corev1.PodCondition) bool {
-	for _, c := range conditions {
-		if c.Type == corev1.PodResizePending {
+	for _, cond := range conditions {
+		if cond.Type == corev1.PodResizePending {
 			return true
 		}
 	}
@@ -306,11 +317,11 @@ func resizePending(conditions []corev1.PodCondition) bool {
 func (s *solver) orderPods() {
 	var yCPU, yMem float64
 	total := make(resVec, len(s.res.names))
-	for _, p := range s.order {
-		total.addInPlace(p.req)
+	for _, pending := range s.order {
+		total.addInPlace(pending.req)
 	}
-	if n := float64(len(s.order)); n > 0 {
-		s.slack = [2]float64{float64(total[rCPU]) / n, float64(total[rMemory]) / n}
+	if count := float64(len(s.order)); count > 0 {
+		s.slack = [2]float64{float64(total[rCPU]) / count, float64(total[rMemory]) / count}
 	}
 	var parts [][]pendingPod
 	for _, pl := range s.pools {
@@ -362,8 +373,8 @@ func arrange(order []pendingPod, size func(pendingPod) float64) []pendingPod {
 		return out
 	}
 	sum := 0.0
-	for _, p := range order {
-		sum += size(p)
+	for _, pending := range order {
+		sum += size(pending)
 	}
 	avg := sum / float64(len(order))
 	out := make([]pendingPod, 0, len(order))
@@ -398,8 +409,8 @@ const mixGain = 0.01
 // ones left. Each pod remembers its side's type as the one to open a
 // claim with (pendingPod.prefer).
 func (s *solver) divide(pl *pool, basis [2]lpUse, total resVec) [][]pendingPod {
-	a, b := basis[0], basis[1]
-	if a.t == nil || b.t == nil || a.x < 1 || b.x < 1 || total[rCPU] <= 0 || total[rMemory] <= 0 {
+	use, b := basis[0], basis[1]
+	if use.t == nil || b.t == nil || use.x < 1 || b.x < 1 || total[rCPU] <= 0 || total[rMemory] <= 0 {
 		return nil
 	}
 	type side struct {
@@ -411,17 +422,17 @@ func (s *solver) divide(pl *pool, basis [2]lpUse, total resVec) [][]pendingPod {
 	}
 	mk := func(u lpUse) *side {
 		price, _ := u.t.cheapest(^uint64(0))
-		c, m := usable(u.t, s.slack)
-		return &side{t: u.t, price: price, cpu: c, mem: m}
+		cpu, mem := usable(u.t, s.slack)
+		return &side{t: u.t, price: price, cpu: cpu, mem: mem}
 	}
-	sides := [2]*side{mk(a), mk(b)}
+	sides := [2]*side{mk(use), mk(b)}
 	C, M := float64(total[rCPU]), float64(total[rMemory])
-	mixed := a.x*sides[0].price + b.x*sides[1].price
+	mixed := use.x*sides[0].price + b.x*sides[1].price
 	single := math.Inf(1)
-	for _, t := range s.lpTypes(pl) {
-		if price, ok := t.cheapest(^uint64(0)); ok && price > 0 {
-			if c, m := usable(t, s.slack); c > 0 && m > 0 {
-				single = min(single, price*max(C/c, M/m))
+	for _, instType := range s.lpTypes(pl) {
+		if price, ok := instType.cheapest(^uint64(0)); ok && price > 0 {
+			if cpu, mem := usable(instType, s.slack); cpu > 0 && mem > 0 {
+				single = min(single, price*max(C/cpu, M/mem))
 			}
 		}
 	}
@@ -432,20 +443,20 @@ func (s *solver) divide(pl *pool, basis [2]lpUse, total resVec) [][]pendingPod {
 	// CPU, in shares of the total memory.
 	off := func(sd *side, c, m float64) float64 { return math.Abs(c*sd.mem/sd.cpu-m) / M }
 	order := arrange(slices.Clone(s.order), func(p pendingPod) float64 { return float64(p.req[rCPU])/C + float64(p.req[rMemory])/M })
-	for _, p := range order {
-		c, m := float64(p.req[rCPU]), float64(p.req[rMemory])
+	for _, pending := range order {
+		cpu, mem := float64(pending.req[rCPU]), float64(pending.req[rMemory])
 		best, bestOff := 0, math.Inf(1)
 		for i, sd := range sides {
 			other := sides[1-i]
-			d := off(sd, sd.usedC+c, sd.usedM+m) + off(other, other.usedC, other.usedM)
-			if d < bestOff-1e-12 {
-				best, bestOff = i, d
+			dist := off(sd, sd.usedC+cpu, sd.usedM+mem) + off(other, other.usedC, other.usedM)
+			if dist < bestOff-1e-12 {
+				best, bestOff = i, dist
 			}
 		}
 		sd := sides[best]
-		sd.usedC, sd.usedM = sd.usedC+c, sd.usedM+m
-		p.prefer = sd.t
-		sd.pods = append(sd.pods, p)
+		sd.usedC, sd.usedM = sd.usedC+cpu, sd.usedM+mem
+		pending.prefer = sd.t
+		sd.pods = append(sd.pods, pending)
 	}
 	s.preferPool = pl
 	return [][]pendingPod{sides[0].pods, sides[1].pods}
@@ -471,9 +482,9 @@ func balance(order []pendingPod) ([]pendingPod, bool) {
 	var classes []*class
 	index := map[[2]int64]int{}
 	var totalCPU, totalMem float64
-	for _, p := range order {
-		totalCPU, totalMem = totalCPU+float64(p.req[rCPU]), totalMem+float64(p.req[rMemory])
-		key := [2]int64{p.req[rCPU], p.req[rMemory]}
+	for _, pending := range order {
+		totalCPU, totalMem = totalCPU+float64(pending.req[rCPU]), totalMem+float64(pending.req[rMemory])
+		key := [2]int64{pending.req[rCPU], pending.req[rMemory]}
 		i, ok := index[key]
 		if !ok {
 			if len(classes) == maxBalanceClasses {
@@ -481,9 +492,9 @@ func balance(order []pendingPod) ([]pendingPod, bool) {
 			}
 			i = len(classes)
 			index[key] = i
-			classes = append(classes, &class{cpu: float64(p.req[rCPU]), mem: float64(p.req[rMemory])})
+			classes = append(classes, &class{cpu: float64(pending.req[rCPU]), mem: float64(pending.req[rMemory])})
 		}
-		classes[i].pods = append(classes[i].pods, p)
+		classes[i].pods = append(classes[i].pods, pending)
 	}
 	cpuW, memW := 0.0, 0.0
 	if totalCPU > 0 {
@@ -492,20 +503,20 @@ func balance(order []pendingPod) ([]pendingPod, bool) {
 	if totalMem > 0 {
 		memW = 1 / totalMem
 	}
-	n := float64(len(order))
+	count := float64(len(order))
 	out := make([]pendingPod, 0, len(order))
 	var cpu, mem float64
-	for k := range order {
-		share := float64(k+1) / n
+	for idx := range order {
+		share := float64(idx+1) / count
 		var best *class
 		bestD := math.Inf(1)
-		for _, c := range classes {
-			if c.next == len(c.pods) {
+		for _, cand := range classes {
+			if cand.next == len(cand.pods) {
 				continue
 			}
-			d := math.Abs((cpu+c.cpu)*cpuW-share) + math.Abs((mem+c.mem)*memW-share)
-			if d < bestD-1e-12 {
-				best, bestD = c, d
+			dist := math.Abs((cpu+cand.cpu)*cpuW-share) + math.Abs((mem+cand.mem)*memW-share)
+			if dist < bestD-1e-12 {
+				best, bestD = cand, dist
 			}
 		}
 		out = append(out, best.pods[best.next])
@@ -520,12 +531,12 @@ func balance(order []pendingPod) ([]pendingPod, bool) {
 func (s *solver) internCounters(pod *corev1.Pod, ns string) {
 	for _, tsc := range pod.Spec.TopologySpreadConstraints {
 		var extra map[string]string
-		for _, k := range tsc.MatchLabelKeys {
-			if v, ok := pod.Labels[k]; ok {
+		for _, key := range tsc.MatchLabelKeys {
+			if value, ok := pod.Labels[key]; ok {
 				if extra == nil {
 					extra = map[string]string{}
 				}
-				extra[k] = v
+				extra[key] = value
 			}
 		}
 		_, _ = s.counters.get(tsc.TopologyKey, tsc.LabelSelector, extra, false, []string{ns}, false)
@@ -533,32 +544,32 @@ func (s *solver) internCounters(pod *corev1.Pod, ns string) {
 	reqAff, prefAff := podAffinity(pod)
 	reqAnti, prefAnti := podAntiAffinity(pod)
 	for _, terms := range [][]corev1.PodAffinityTerm{reqAff, prefAff, reqAnti, prefAnti} {
-		for _, t := range terms {
-			_, _ = s.counters.forTerm(t, ns, false)
+		for _, term := range terms {
+			_, _ = s.counters.forTerm(term, ns, false)
 		}
 	}
 }
 
 // newExisting makes bins of Nodes and in-flight NodeClaims, and counts the
 // pods bound to them.
-func (s *solver) newExisting(in Input, bound map[string][]*corev1.Pod) {
+func (s *solver) newExisting(in Input, bound map[string]*boundOnNode) {
 	poolIdx := map[string]int{}
 	for i, pl := range s.pools {
 		poolIdx[pl.np.Name] = i
 	}
 	nodes, nodesByProviderID := indexNodes(in.Nodes)
 	claimOfNode, inFlight := matchClaims(in.NodeClaims, nodes, nodesByProviderID)
-	for _, n := range sortedBy(slices.Collect(func(yield func(*corev1.Node) bool) {
-		for _, n := range nodes {
-			if !yield(n) {
+	for _, node := range sortedBy(slices.Collect(func(yield func(*corev1.Node) bool) {
+		for _, node := range nodes {
+			if !yield(node) {
 				return
 			}
 		}
 	}), func(n *corev1.Node) string { return n.Name }) {
-		if n.Spec.Unschedulable || n.DeletionTimestamp != nil {
+		if node.Spec.Unschedulable || node.DeletionTimestamp != nil {
 			continue
 		}
-		s.addNodeBin(in, n, claimOfNode[n.Name], bound[n.Name])
+		s.addNodeBin(in, node, claimOfNode[node.Name], bound[node.Name])
 	}
 	for _, nc := range sortedBy(inFlight, func(nc *karpv1.NodeClaim) string { return nc.Name }) {
 		var pl *pool
@@ -573,13 +584,13 @@ func (s *solver) newExisting(in Input, bound map[string][]*corev1.Pod) {
 func indexNodes(list []*corev1.Node) (byName, byProviderID map[string]*corev1.Node) {
 	byName = map[string]*corev1.Node{}
 	byProviderID = map[string]*corev1.Node{}
-	for _, n := range list {
-		if n == nil {
+	for _, node := range list {
+		if node == nil {
 			continue
 		}
-		byName[n.Name] = n
-		if n.Spec.ProviderID != "" {
-			byProviderID[n.Spec.ProviderID] = n
+		byName[node.Name] = node
+		if node.Spec.ProviderID != "" {
+			byProviderID[node.Spec.ProviderID] = node
 		}
 	}
 	return byName, byProviderID
@@ -594,12 +605,12 @@ func matchClaims(claims []*karpv1.NodeClaim, nodes, nodesByProviderID map[string
 		if nc == nil {
 			continue
 		}
-		n := nodes[nc.Status.NodeName]
-		if n == nil && nc.Status.ProviderID != "" {
-			n = nodesByProviderID[nc.Status.ProviderID]
+		node := nodes[nc.Status.NodeName]
+		if node == nil && nc.Status.ProviderID != "" {
+			node = nodesByProviderID[nc.Status.ProviderID]
 		}
-		if n != nil {
-			claimOfNode[n.Name] = nc
+		if node != nil {
+			claimOfNode[node.Name] = nc
 		} else if nc.DeletionTimestamp == nil {
 			inFlight = append(inFlight, nc)
 		}
@@ -609,28 +620,32 @@ func matchClaims(claims []*karpv1.NodeClaim, nodes, nodesByProviderID map[string
 
 // addNodeBin adds a bin for a schedulable node (claim is its NodeClaim,
 // if any) and counts the pods bound to it.
-func (s *solver) addNodeBin(in Input, n *corev1.Node, claim *karpv1.NodeClaim, boundPods []*corev1.Pod) {
-	b := &bin{id: len(s.bins), node: n.Name, labels: labels.Set(n.Labels), reqs: in.Memo.nodeRequirements(n), compat: map[string]bool{}}
+func (s *solver) addNodeBin(in Input, n *corev1.Node, claim *karpv1.NodeClaim, onNode *boundOnNode) {
+	target := &bin{id: len(s.bins), node: n.Name, labels: labels.Set(n.Labels), reqs: in.Memo.nodeRequirements(n, s.labelReqs), compat: map[string]bool{}}
 	var startup []corev1.Taint
 	if claim != nil {
-		b.claimName = claim.Name
+		target.claimName = claim.Name
 		startup = claim.Spec.StartupTaints
 	}
-	b.taints = lastingTaints(n.Spec.Taints, startup)
-	if z, ok := n.Labels[corev1.LabelTopologyZone]; ok {
-		if i := s.dom.zone(z); i >= 0 {
-			b.zones = 1 << i
+	target.taints = lastingTaints(n.Spec.Taints, startup)
+	if zone, ok := n.Labels[corev1.LabelTopologyZone]; ok {
+		if i := s.dom.zone(zone); i >= 0 {
+			target.zones = 1 << i
 		}
 	}
 	if ct, ok := n.Labels[karpv1.CapacityTypeLabelKey]; ok {
-		b.cts = 1 << ctIndex(ct)
+		target.cts = 1 << ctIndex(ct)
 	}
-	b.maxRoom = s.roomLeft(n.Status.Allocatable, boundPods, in.Memo)
-	b.alloc = s.roomLeft(n.Status.Allocatable, nil, in.Memo)
-	b.used = make(resVec, len(s.res.names))
-	s.addBin(b)
-	for _, pod := range boundPods {
-		s.countBound(b, pod)
+	target.maxRoom = s.roomLeft(n.Status.Allocatable, onNode)
+	target.alloc = s.roomLeft(n.Status.Allocatable, nil)
+	target.used = make(resVec, len(s.res.names))
+	s.addBin(target)
+	if onNode != nil {
+		for _, counted := range onNode.counted {
+			for _, counter := range counted {
+				s.count(target, counter)
+			}
+		}
 	}
 }
 
@@ -639,9 +654,9 @@ func (s *solver) addNodeBin(in Input, n *corev1.Node, claim *karpv1.NodeClaim, b
 // do not keep pods off it.
 func lastingTaints(taints, startup []corev1.Taint) []corev1.Taint {
 	var lasting []corev1.Taint
-	for _, t := range taints {
-		if !scheduling.IsKnownEphemeralTaint(&t) && !slices.ContainsFunc(startup, func(st corev1.Taint) bool { return st.MatchTaint(&t) }) {
-			lasting = append(lasting, t)
+	for _, taint := range taints {
+		if !scheduling.IsKnownEphemeralTaint(&taint) && !slices.ContainsFunc(startup, func(st corev1.Taint) bool { return st.MatchTaint(&taint) }) {
+			lasting = append(lasting, taint)
 		}
 	}
 	return lasting
@@ -649,30 +664,30 @@ func lastingTaints(taints, startup []corev1.Taint) []corev1.Taint {
 
 // addInFlightBin adds a bin for a NodeClaim without a node yet (pl is its
 // pool, if known), unless its capacity is unknown.
-func (s *solver) addInFlightBin(in Input, nc *karpv1.NodeClaim, pl *pool, boundPods []*corev1.Pod) {
+func (s *solver) addInFlightBin(in Input, nc *karpv1.NodeClaim, pl *pool, onNode *boundOnNode) {
 	reqs := scheduling.NewNodeSelectorRequirementsWithMinValues(nc.Spec.Requirements...)
 	reqs.Add(scheduling.NewLabelRequirements(nc.Labels).Values()...)
 	available := inFlightAllocatable(nc, reqs, pl, in.Catalog)
 	if available == nil {
 		return // neither launched nor naming a known instance type: no capacity to count on
 	}
-	b := &bin{id: len(s.bins), claimName: nc.Name, labels: labels.Set(nc.Labels), reqs: reqs, inFlight: true, taints: nc.Spec.Taints, compat: map[string]bool{}}
+	target := &bin{id: len(s.bins), claimName: nc.Name, labels: labels.Set(nc.Labels), reqs: reqs, inFlight: true, taints: nc.Spec.Taints, compat: map[string]bool{}}
 	zoneReq := reqs.Get(corev1.LabelTopologyZone)
-	for i, z := range s.dom.zones {
-		if zoneReq.Has(z) {
-			b.zones |= 1 << i
+	for i, zone := range s.dom.zones {
+		if zoneReq.Has(zone) {
+			target.zones |= 1 << i
 		}
 	}
 	capacityTypeReq := reqs.Get(karpv1.CapacityTypeLabelKey)
 	for i, ct := range capacityTypes {
 		if capacityTypeReq.Has(ct) {
-			b.cts |= 1 << i
+			target.cts |= 1 << i
 		}
 	}
-	b.maxRoom = s.roomLeft(available, boundPods, in.Memo)
-	b.alloc = s.roomLeft(available, nil, in.Memo)
-	b.used = make(resVec, len(s.res.names))
-	s.addBin(b)
+	target.maxRoom = s.roomLeft(available, onNode)
+	target.alloc = s.roomLeft(available, nil)
+	target.used = make(resVec, len(s.res.names))
+	s.addBin(target)
 }
 
 func (s *solver) addBin(b *bin) {
@@ -682,19 +697,6 @@ func (s *solver) addBin(b *bin) {
 	s.index.set(b)
 }
 
-// countBound records an already running pod in the topology counters.
-func (s *solver) countBound(b *bin, pod *corev1.Pod) {
-	set := labels.Set(pod.Labels)
-	for _, c := range s.counters.all {
-		if !c.owners && c.matches(pod.Namespace, set) {
-			s.count(b, c)
-		}
-	}
-	for _, c := range s.boundOwned[pod] {
-		s.count(b, c)
-	}
-}
-
 // inFlightAllocatable is a launched claim's reported allocatable, else the
 // smallest of the instance types its requirements allow (component-wise, so
 // whichever one launches has at least that much), less daemonsets.
@@ -702,8 +704,8 @@ func inFlightAllocatable(nc *karpv1.NodeClaim, reqs scheduling.Requirements, pl 
 	var daemon corev1.ResourceList
 	if pl != nil {
 		var ds []corev1.ResourceList
-		for _, t := range pl.types {
-			ds = append(ds, t.daemon)
+		for _, instType := range pl.types {
+			ds = append(ds, instType.daemon)
 		}
 		daemon = resources.MaxResources(ds...)
 	}
@@ -747,14 +749,14 @@ func sortedBy[T any](in []T, key func(T) string) []T {
 // built once per group, so retrying costs only the placement attempts.
 func (s *solver) place(g *group) bool {
 	for lvl := 0; ; lvl++ {
-		v := s.variantAt(g, lvl)
-		if v == nil {
+		variant := s.variantAt(g, lvl)
+		if variant == nil {
 			return false
 		}
-		if v.err != "" || g.volumeErr != "" {
+		if variant.err != "" || g.volumeErr != "" {
 			continue
 		}
-		if s.placeVariant(v) {
+		if s.placeVariant(variant) {
 			return true
 		}
 	}
@@ -768,9 +770,9 @@ func (s *solver) placeVariant(v *variant) bool {
 		return true
 	}
 	for i, pl := range s.pools {
-		if b := s.open(pl, i, v); b != nil {
-			s.addBin(b)
-			s.maybeClose(b)
+		if bin := s.open(pl, i, v); bin != nil {
+			s.addBin(bin)
+			s.maybeClose(bin)
 			return true
 		}
 	}
@@ -781,21 +783,21 @@ func (s *solver) placeVariant(v *variant) bool {
 // order (first fit).
 func (s *solver) placeOpen(v *variant) bool {
 	if s.linearScan {
-		for _, b := range s.active {
-			if b.closed {
+		for _, bin := range s.active {
+			if bin.closed {
 				continue
 			}
-			if ok, _ := s.try(b, v, true); ok {
-				s.maybeClose(b)
+			if ok, _ := s.try(bin, v, true); ok {
+				s.maybeClose(bin)
 				return true
 			}
 		}
 		return false
 	}
 	for id := s.index.next(0, v.g.req); id >= 0; id = s.index.next(id+1, v.g.req) {
-		b := s.bins[id]
-		if ok, _ := s.try(b, v, true); ok {
-			s.maybeClose(b)
+		bin := s.bins[id]
+		if ok, _ := s.try(bin, v, true); ok {
+			s.maybeClose(bin)
 			return true
 		}
 	}
@@ -824,10 +826,10 @@ func (s *solver) open(pl *pool, i int, v *variant) *bin {
 	}
 	var opts []*ptype
 	maxRoom := make(resVec, len(s.res.names))
-	for _, t := range s.byEfficiency(pl) {
-		if vp.types.has(t.idx) && v.g.req.fitsIn(t.room) && withinLimits(pl, t) {
-			opts = append(opts, t)
-			maxRoom.maxInPlace(t.room)
+	for _, instType := range s.byEfficiency(pl) {
+		if vp.types.has(instType.idx) && v.g.req.fitsIn(instType.room) && withinLimits(pl, instType) {
+			opts = append(opts, instType)
+			maxRoom.maxInPlace(instType.room)
 		}
 	}
 	if len(opts) == 0 {
@@ -842,15 +844,15 @@ func (s *solver) open(pl *pool, i int, v *variant) *bin {
 	} else if pl == s.preferPool && s.prefer != nil {
 		// The claim packs to its first option: make it the pod's side of
 		// the LP's mix (see divide).
-		if k := slices.Index(opts, s.prefer); k > 0 {
-			copy(opts[1:k+1], opts[:k])
+		if idx := slices.Index(opts, s.prefer); idx > 0 {
+			copy(opts[1:idx+1], opts[:idx])
 			opts[0] = s.prefer
 		}
 	}
-	b := &bin{claim: true, id: len(s.bins), pool: pl, poolIdx: i, types: vp.types, zones: vp.zones, cts: vp.cts,
+	target := &bin{claim: true, id: len(s.bins), pool: pl, poolIdx: i, types: vp.types, zones: vp.zones, cts: vp.cts,
 		custom: vp.custom, customKeys: map[string]bool{}, absorbed: map[*poolVariant]bool{},
 		opts: opts, maxRoom: maxRoom, used: make(resVec, len(s.res.names))}
-	ok, failed := s.try(b, v, true)
+	ok, failed := s.try(target, v, true)
 	if !ok {
 		s.lastWhy[i] = ""
 		if failed != nil {
@@ -858,7 +860,7 @@ func (s *solver) open(pl *pool, i int, v *variant) *bin {
 		}
 		return nil
 	}
-	return b
+	return target
 }
 
 // byEfficiency is the pool's types, most cost-efficient first: value is
@@ -870,15 +872,15 @@ func (s *solver) byEfficiency(pl *pool) []*ptype {
 		return pl.byEfficiency
 	}
 	total := make(resVec, len(s.res.names))
-	for _, p := range s.order {
-		total.addInPlace(p.req)
+	for _, pending := range s.order {
+		total.addInPlace(pending.req)
 	}
 	yCPU, yMem := lpDuals(s.lpTypes(pl), float64(total[rCPU]), float64(total[rMemory]), s.slack)
 	eff := make(map[*ptype]float64, len(pl.types))
-	for _, t := range pl.types {
-		if price, ok := t.cheapest(^uint64(0)); ok && price > 0 {
-			c, m := usable(t, s.slack)
-			eff[t] = (yCPU*c + yMem*m) / price
+	for _, instType := range pl.types {
+		if price, ok := instType.cheapest(^uint64(0)); ok && price > 0 {
+			cpu, mem := usable(instType, s.slack)
+			eff[instType] = (yCPU*cpu + yMem*mem) / price
 		}
 	}
 	pl.byEfficiency = slices.Clone(pl.types)
@@ -903,15 +905,15 @@ func (s *solver) lpTypes(pl *pool) []*ptype {
 	}
 	var big [2]int64
 	total := make(resVec, len(s.res.names))
-	for _, p := range s.order {
-		total.addInPlace(p.req)
+	for _, pending := range s.order {
+		total.addInPlace(pending.req)
 	}
-	for _, g := range s.groups {
-		big[0], big[1] = max(big[0], g.req[rCPU]), max(big[1], g.req[rMemory])
+	for _, group := range s.groups {
+		big[0], big[1] = max(big[0], group.req[rCPU]), max(big[1], group.req[rMemory])
 	}
-	for _, t := range pl.types {
-		if t.room[rCPU] >= big[0] && t.room[rMemory] >= big[1] {
-			pl.lpTypes = append(pl.lpTypes, t)
+	for _, instType := range pl.types {
+		if instType.room[rCPU] >= big[0] && instType.room[rMemory] >= big[1] {
+			pl.lpTypes = append(pl.lpTypes, instType)
 		}
 	}
 	if len(pl.lpTypes) == 0 {
@@ -920,9 +922,9 @@ func (s *solver) lpTypes(pl *pool) []*ptype {
 	for range len(pl.lpTypes) {
 		_, _, basis := lpSolve(pl.lpTypes, float64(total[rCPU]), float64(total[rMemory]), s.slack)
 		var partial []*ptype
-		for _, u := range basis {
-			if u.t != nil && u.x < 1 {
-				partial = append(partial, u.t)
+		for _, use := range basis {
+			if use.t != nil && use.x < 1 {
+				partial = append(partial, use.t)
 			}
 		}
 		if len(partial) == 0 || len(partial) == len(pl.lpTypes) {
@@ -961,25 +963,25 @@ type lpUse struct {
 func lpSolve(types []*ptype, cpu, mem float64, slack [2]float64) (yCPU, yMem float64, basis [2]lpUse) {
 	cols := make([]coverlp.Type, 0, len(types))
 	colTypes := make([]*ptype, 0, len(types))
-	for _, t := range types {
-		c, m := usable(t, slack)
-		if price, ok := t.cheapest(^uint64(0)); ok && price > 0 && c > 0 && m > 0 {
-			cols = append(cols, coverlp.Type{CPU: c, Mem: m, Price: price})
-			colTypes = append(colTypes, t)
+	for _, instType := range types {
+		cpu, mem := usable(instType, slack)
+		if price, ok := instType.cheapest(^uint64(0)); ok && price > 0 && cpu > 0 && mem > 0 {
+			cols = append(cols, coverlp.Type{CPU: cpu, Mem: mem, Price: price})
+			colTypes = append(colTypes, instType)
 		}
 	}
 	sol := coverlp.Solve(cols, cpu, mem)
-	for k, u := range sol.Basis {
+	for idx, u := range sol.Basis {
 		if u.Index >= 0 {
-			basis[k] = lpUse{colTypes[u.Index], u.Nodes}
+			basis[idx] = lpUse{colTypes[u.Index], u.Nodes}
 		}
 	}
 	return sol.DualCPU, sol.DualMem, basis
 }
 
 func withinLimits(pl *pool, t *ptype) bool {
-	for j, c := range t.limitCap {
-		if c > pl.limitLeft[j] {
+	for j, amount := range t.limitCap {
+		if amount > pl.limitLeft[j] {
 			return false
 		}
 	}
@@ -991,9 +993,9 @@ func (s *solver) explain(g *group) string {
 	if g.volumeErr != "" {
 		return g.volumeErr
 	}
-	v := g.variants[len(g.variants)-1]
-	if v.err != "" {
-		return v.err
+	variant := g.variants[len(g.variants)-1]
+	if variant.err != "" {
+		return variant.err
 	}
 	if len(s.pools) == 0 {
 		return "no NodePool exists; create a karpenter.sh/v1 NodePool whose AKSNodeClass exists"
@@ -1001,7 +1003,7 @@ func (s *solver) explain(g *group) string {
 	var reasons []string
 	allTaints := true
 	for i, pl := range s.pools {
-		reason, taint := s.explainPool(pl, i, v)
+		reason, taint := s.explainPool(pl, i, variant)
 		allTaints = allTaints && taint
 		reasons = append(reasons, reason)
 	}
@@ -1048,10 +1050,10 @@ func (s *solver) explainPool(pl *pool, i int, v *variant) (reason string, taint 
 // the rarer reasons.
 func overLimitsReason(pl *pool, vp *poolVariant, g *group) (string, bool) {
 	fittingCount, inLimits := 0, false
-	for _, t := range pl.types {
-		if vp.types.has(t.idx) && g.req.fitsIn(t.room) {
+	for _, instType := range pl.types {
+		if vp.types.has(instType.idx) && g.req.fitsIn(instType.room) {
 			fittingCount++
-			inLimits = inLimits || withinLimits(pl, t)
+			inLimits = inLimits || withinLimits(pl, instType)
 		}
 	}
 	if fittingCount == 0 || inLimits {
@@ -1066,15 +1068,15 @@ func overLimitsReason(pl *pool, vp *poolVariant, g *group) (string, bool) {
 // allowedTypes returns the pool's types the variant allows.
 func allowedTypes(pl *pool, vp *poolVariant) []*ptype {
 	allowedCount := 0
-	for _, t := range pl.types {
-		if vp.types.has(t.idx) {
+	for _, instType := range pl.types {
+		if vp.types.has(instType.idx) {
 			allowedCount++
 		}
 	}
 	allowed := make([]*ptype, 0, allowedCount)
-	for _, t := range pl.types {
-		if vp.types.has(t.idx) {
-			allowed = append(allowed, t)
+	for _, instType := range pl.types {
+		if vp.types.has(instType.idx) {
+			allowed = append(allowed, instType)
 		}
 	}
 	return allowed
@@ -1084,9 +1086,9 @@ func allowedTypes(pl *pool, vp *poolVariant) []*ptype {
 // have no image, or none matches at all.
 func noTypeReason(pl *pool, vp *poolVariant) string {
 	var noImage []noImageType
-	for _, t := range pl.noImage {
-		if t.reqs.Intersects(vp.reqs) == nil {
-			noImage = append(noImage, t)
+	for _, unlaunchable := range pl.noImage {
+		if unlaunchable.reqs.Intersects(vp.reqs) == nil {
+			noImage = append(noImage, unlaunchable)
 		}
 	}
 	if len(noImage) > 0 {
@@ -1100,9 +1102,9 @@ func (s *solver) tooBig(pl *pool, g *group, allowed []*ptype) string {
 	for i, name := range s.res.names {
 		want := g.req[i]
 		var best *ptype
-		for _, t := range allowed {
-			if best == nil || t.room[i] > best.room[i] {
-				best = t
+		for _, instType := range allowed {
+			if best == nil || instType.room[i] > best.room[i] {
+				best = instType
 			}
 		}
 		if want <= best.room[i] {
@@ -1147,9 +1149,9 @@ func (s *solver) plan(b *bin) *NodeClaimPlan {
 	}
 	reqs.Add(b.custom.Values()...)
 	var zones []string
-	for i, z := range s.dom.zones {
-		if b.zones&(1<<i) != 0 && z != "" {
-			zones = append(zones, z)
+	for i, zone := range s.dom.zones {
+		if b.zones&(1<<i) != 0 && zone != "" {
+			zones = append(zones, zone)
 		}
 	}
 	if len(zones) > 0 {
@@ -1169,9 +1171,9 @@ func (s *solver) plan(b *bin) *NodeClaimPlan {
 		price float64
 	}
 	opts := make([]option, 0, len(b.opts))
-	for _, t := range b.opts {
-		if price, ok := t.cheapest(offers); ok {
-			opts = append(opts, option{t, price})
+	for _, instType := range b.opts {
+		if price, ok := instType.cheapest(offers); ok {
+			opts = append(opts, option{instType, price})
 		}
 	}
 	slices.SortFunc(opts, func(a, b option) int {
@@ -1179,8 +1181,8 @@ func (s *solver) plan(b *bin) *NodeClaimPlan {
 	})
 	types := make([]*catalog.InstanceType, len(opts))
 	names := make([]string, len(opts))
-	for i, o := range opts {
-		types[i], names[i] = o.t.it, o.t.it.Name
+	for i, opt := range opts {
+		types[i], names[i] = opt.t.it, opt.t.it.Name
 	}
 	reqs.Add(scheduling.NewRequirement(corev1.LabelInstanceTypeStable, corev1.NodeSelectorOpIn, names...))
 	var daemon corev1.ResourceList

@@ -12,15 +12,15 @@ package scheduler
 func (s *solver) spreadVariant(v *variant) bool {
 	var best *bin
 	bestScore := 0.0
-	for _, b := range s.active {
-		if b.closed || b.claim {
+	for _, bin := range s.active {
+		if bin.closed || bin.claim {
 			continue
 		}
-		if ok, _ := s.try(b, v, false); !ok {
+		if ok, _ := s.try(bin, v, false); !ok {
 			continue
 		}
-		if score := spreadScore(b, v.g.req); best == nil || score > bestScore {
-			best, bestScore = b, score
+		if score := spreadScore(bin, v.g.req); best == nil || score > bestScore {
+			best, bestScore = bin, score
 		}
 	}
 	if best == nil {

@@ -63,12 +63,12 @@ func (d *domains) zone(z string) int {
 }
 
 func (d *domains) table(key string) *valueTable {
-	t := d.custom[key]
-	if t == nil {
-		t = &valueTable{index: map[string]int{}}
-		d.custom[key] = t
+	table := d.custom[key]
+	if table == nil {
+		table = &valueTable{index: map[string]int{}}
+		d.custom[key] = table
 	}
-	return t
+	return table
 }
 
 func kindOf(key string) keyKind {
@@ -170,26 +170,26 @@ func (cs *counters) forTerm(t corev1.PodAffinityTerm, ns string, owners bool) (*
 // of those pods use, for namespaceSelector terms.
 func (cs *counters) setNamespaces(nss []*corev1.Namespace, pods ...[]*corev1.Pod) {
 	cs.nsLabels = map[string]labels.Set{}
-	for _, n := range nss {
-		if n == nil || n.Name == "" {
+	for _, namespace := range nss {
+		if namespace == nil || namespace.Name == "" {
 			continue
 		}
-		l := labels.Set{}
-		for k, v := range n.Labels {
-			l[k] = v
+		withName := labels.Set{}
+		for key, value := range namespace.Labels {
+			withName[key] = value
 		}
 		// The API server sets it on every namespace; a hand-written
 		// manifest may leave it out.
-		l[corev1.LabelMetadataName] = n.Name
-		cs.nsLabels[n.Name] = l
+		withName[corev1.LabelMetadataName] = namespace.Name
+		cs.nsLabels[namespace.Name] = withName
 	}
 	for _, ps := range pods {
-		for _, p := range ps {
-			if p == nil {
+		for _, pod := range ps {
+			if pod == nil {
 				continue
 			}
-			if _, ok := cs.nsLabels[p.Namespace]; !ok {
-				cs.nsLabels[p.Namespace] = labels.Set{corev1.LabelMetadataName: p.Namespace}
+			if _, ok := cs.nsLabels[pod.Namespace]; !ok {
+				cs.nsLabels[pod.Namespace] = labels.Set{corev1.LabelMetadataName: pod.Namespace}
 			}
 		}
 	}
@@ -213,14 +213,14 @@ func (cs *counters) get(key string, ls *metav1.LabelSelector, extra map[string]s
 		}
 	}
 	id := fmt.Sprintf("%t|%s|%t|%s|%s", owners, key, allNS, strings.Join(nss, ","), sel.String())
-	if c, ok := cs.byKey[id]; ok {
-		return c, nil
+	if counter, ok := cs.byKey[id]; ok {
+		return counter, nil
 	}
-	c := &counter{key: key, kind: kindOf(key), owners: owners, allNS: allNS, ns: nss, selector: sel}
-	c.desc = fmt.Sprintf("%s pods matching %q", key, sel.String())
-	cs.byKey[id] = c
-	cs.all = append(cs.all, c)
-	return c, nil
+	tally := &counter{key: key, kind: kindOf(key), owners: owners, allNS: allNS, ns: nss, selector: sel}
+	tally.desc = fmt.Sprintf("%s pods matching %q", key, sel.String())
+	cs.byKey[id] = tally
+	cs.all = append(cs.all, tally)
+	return tally, nil
 }
 
 type constraintKind uint8

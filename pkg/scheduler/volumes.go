@@ -72,11 +72,11 @@ func (v *volumes) requirements(pod *corev1.Pod) (scheduling.Requirements, string
 // the well-known zone label.
 func translateDiskZone(exprs []corev1.NodeSelectorRequirement) []corev1.NodeSelectorRequirement {
 	translated := make([]corev1.NodeSelectorRequirement, len(exprs))
-	for i, e := range exprs {
-		if e.Key == azureDiskZoneKey {
-			e.Key = corev1.LabelTopologyZone
+	for i, expr := range exprs {
+		if expr.Key == azureDiskZoneKey {
+			expr.Key = corev1.LabelTopologyZone
 		}
-		translated[i] = e
+		translated[i] = expr
 	}
 	return translated
 }
@@ -149,8 +149,8 @@ func (v *volumes) classTopology(namespace, name string, className *string) ([]co
 		return nil, false, ""
 	}
 	var exprs []corev1.NodeSelectorRequirement
-	for _, e := range sc.AllowedTopologies[0].MatchLabelExpressions {
-		exprs = append(exprs, corev1.NodeSelectorRequirement{Key: e.Key, Operator: corev1.NodeSelectorOpIn, Values: e.Values})
+	for _, expr := range sc.AllowedTopologies[0].MatchLabelExpressions {
+		exprs = append(exprs, corev1.NodeSelectorRequirement{Key: expr.Key, Operator: corev1.NodeSelectorOpIn, Values: expr.Values})
 	}
 	return exprs, true, ""
 }
