@@ -532,37 +532,8 @@ func (b NodeBootstrap) kubeletFlags(kv *version.Version) (string, error) {
 		return "", err
 	}
 	flags["--register-with-taints"] = taints
-	if kubelet := b.Kubelet; kubelet != nil {
-		if kubelet.CPUManagerPolicy != "" {
-			flags["--cpu-manager-policy"] = kubelet.CPUManagerPolicy
-		}
-		if kubelet.CPUCFSQuota != nil {
-			flags["--cpu-cfs-quota"] = strconv.FormatBool(*kubelet.CPUCFSQuota)
-		}
-		if kubelet.CPUCFSQuotaPeriod.Duration > 0 {
-			flags["--cpu-cfs-quota-period"] = kubelet.CPUCFSQuotaPeriod.Duration.String()
-		}
-		if kubelet.ImageGCHighThresholdPercent != nil {
-			flags["--image-gc-high-threshold"] = strconv.Itoa(int(*kubelet.ImageGCHighThresholdPercent))
-		}
-		if kubelet.ImageGCLowThresholdPercent != nil {
-			flags["--image-gc-low-threshold"] = strconv.Itoa(int(*kubelet.ImageGCLowThresholdPercent))
-		}
-		if kubelet.TopologyManagerPolicy != "" {
-			flags["--topology-manager-policy"] = kubelet.TopologyManagerPolicy
-		}
-		if len(kubelet.AllowedUnsafeSysctls) > 0 {
-			flags["--allowed-unsafe-sysctls"] = strings.Join(kubelet.AllowedUnsafeSysctls, ",")
-		}
-		if kubelet.ContainerLogMaxSize != "" {
-			flags["--container-log-max-size"] = kubelet.ContainerLogMaxSize
-		}
-		if kubelet.ContainerLogMaxFiles != nil {
-			flags["--container-log-max-files"] = strconv.Itoa(int(*kubelet.ContainerLogMaxFiles))
-		}
-		if kubelet.PodPidsLimit != nil {
-			flags["--pod-max-pids"] = strconv.FormatInt(*kubelet.PodPidsLimit, 10)
-		}
+	if b.Kubelet != nil {
+		addKubeletSettings(flags, b.Kubelet)
 	}
 	names := make([]string, 0, len(flags))
 	for name, value := range flags {
@@ -577,6 +548,41 @@ func (b NodeBootstrap) kubeletFlags(kv *version.Version) (string, error) {
 		parts[i] = name + "=" + flags[name]
 	}
 	return strings.Join(parts, " "), nil
+}
+
+// addKubeletSettings sets the flags for the AKSNodeClass's kubelet
+// settings that are set.
+func addKubeletSettings(flags map[string]string, kubelet *v1beta1.KubeletConfiguration) {
+	if kubelet.CPUManagerPolicy != "" {
+		flags["--cpu-manager-policy"] = kubelet.CPUManagerPolicy
+	}
+	if kubelet.CPUCFSQuota != nil {
+		flags["--cpu-cfs-quota"] = strconv.FormatBool(*kubelet.CPUCFSQuota)
+	}
+	if kubelet.CPUCFSQuotaPeriod.Duration > 0 {
+		flags["--cpu-cfs-quota-period"] = kubelet.CPUCFSQuotaPeriod.Duration.String()
+	}
+	if kubelet.ImageGCHighThresholdPercent != nil {
+		flags["--image-gc-high-threshold"] = strconv.Itoa(int(*kubelet.ImageGCHighThresholdPercent))
+	}
+	if kubelet.ImageGCLowThresholdPercent != nil {
+		flags["--image-gc-low-threshold"] = strconv.Itoa(int(*kubelet.ImageGCLowThresholdPercent))
+	}
+	if kubelet.TopologyManagerPolicy != "" {
+		flags["--topology-manager-policy"] = kubelet.TopologyManagerPolicy
+	}
+	if len(kubelet.AllowedUnsafeSysctls) > 0 {
+		flags["--allowed-unsafe-sysctls"] = strings.Join(kubelet.AllowedUnsafeSysctls, ",")
+	}
+	if kubelet.ContainerLogMaxSize != "" {
+		flags["--container-log-max-size"] = kubelet.ContainerLogMaxSize
+	}
+	if kubelet.ContainerLogMaxFiles != nil {
+		flags["--container-log-max-files"] = strconv.Itoa(int(*kubelet.ContainerLogMaxFiles))
+	}
+	if kubelet.PodPidsLimit != nil {
+		flags["--pod-max-pids"] = strconv.FormatInt(*kubelet.PodPidsLimit, 10)
+	}
 }
 
 // registerTaints is --register-with-taints: the taints in order, the
