@@ -123,8 +123,8 @@ var (
 func unquotedIn(tmpl string) []string {
 	var names []string
 	for _, line := range strings.Split(tmpl, "\n") {
-		if m := unquotedVarRE.FindStringSubmatch(line); m != nil {
-			names = append(names, m[1])
+		if match := unquotedVarRE.FindStringSubmatch(line); match != nil {
+			names = append(names, match[1])
 		}
 	}
 	return names
@@ -236,11 +236,11 @@ var nodeImageStaticValues = map[string]string{
 func orderedVariables(values map[string]string) ([]Variable, error) {
 	out := make([]Variable, 0, len(NodeImageVariables))
 	for _, name := range NodeImageVariables {
-		v, ok := values[name]
+		value, ok := values[name]
 		if !ok {
 			return nil, fmt.Errorf("node bootstrap: provisioning variable %s has no value (bug)", name)
 		}
-		out = append(out, Variable{Name: name, Value: v})
+		out = append(out, Variable{Name: name, Value: value})
 	}
 	if len(out) != len(values) {
 		return nil, fmt.Errorf("node bootstrap: %d provisioning variables set, %d are on the node image's list (bug)", len(values), len(out))

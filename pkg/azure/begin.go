@@ -191,11 +191,11 @@ func (l *Launcher) status(ctx context.Context, name string) (*Instance, error) {
 // view; a VM in state Failed without one gets code ProvisioningFailed.
 func provisioningFailure(vm *armcompute.VirtualMachine) *ARMError {
 	const prefix = "ProvisioningState/failed/"
-	if p := vm.Properties; p != nil && p.InstanceView != nil {
-		for _, s := range p.InstanceView.Statuses {
-			code := deref(s.Code)
+	if props := vm.Properties; props != nil && props.InstanceView != nil {
+		for _, status := range props.InstanceView.Statuses {
+			code := deref(status.Code)
 			if len(code) > len(prefix) && strings.EqualFold(code[:len(prefix)], prefix) {
-				return &ARMError{Code: code[len(prefix):], Message: deref(s.Message)}
+				return &ARMError{Code: code[len(prefix):], Message: deref(status.Message)}
 			}
 		}
 	}

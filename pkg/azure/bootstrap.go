@@ -134,18 +134,19 @@ func ClusterBootstrapFromEnv(getenv func(string) string, caPEM []byte, serverVer
 		return ClusterBootstrap{}, fmt.Errorf("app setting %s is not set; set it to the cluster's API server URL as nodes reach it "+
 			"(az aks show --query fqdn, e.g. https://mycluster-dns-1a2b3c.hcp.eastus.azmk8s.io:443)", EnvClusterEndpoint)
 	}
-	u, err := url.Parse(endpoint)
-	if err != nil || u.Scheme != "https" || u.Hostname() == "" || (u.Port() != "" && u.Port() != "443") || (u.Path != "" && u.Path != "/") {
+	endpointURL, err := url.Parse(endpoint)
+	if err != nil || endpointURL.Scheme != "https" || endpointURL.Hostname() == "" || (endpointURL.Port() != "" && endpointURL.Port() != "443") || (endpointURL.Path != "" && endpointURL.Path != "/") {
 		return ClusterBootstrap{}, fmt.Errorf("app setting %s=%q is not an https URL of the API server on port 443 "+
 			"(e.g. https://mycluster-dns-1a2b3c.hcp.eastus.azmk8s.io:443): node images always reach the API server on 443", EnvClusterEndpoint, endpoint)
 	}
 	kv := get(EnvKubernetesVersion)
 	source := "app setting " + EnvKubernetesVersion
 	if kv == "" {
-		kv, source = serverVersion, "the API server's version"
+		kv = serverVersion
+		source = "the API server's version"
 	}
-	c := ClusterBootstrap{
-		APIServerFQDN:           u.Hostname(),
+	cluster := ClusterBootstrap{
+		APIServerFQDN:           endpointURL.Hostname(),
 		ClusterCAPEM:            caPEM,
 		KubernetesVersion:       strings.TrimPrefix(kv, "v"),
 		NetworkPlugin:           orDefault(get(EnvNetworkPlugin), DefaultNetworkPlugin),
@@ -161,13 +162,13 @@ func ClusterBootstrapFromEnv(getenv func(string) string, caPEM []byte, serverVer
 	// explicit NETWORK_PLUGIN=azure with an empty mode is classic Azure CNI,
 	// which is how the preprovision hook records such a cluster (an app
 	// setting cannot be told apart from an empty one).
-	if get(EnvNetworkPlugin) == "" && c.NetworkPluginMode == "" {
-		c.NetworkPluginMode = DefaultNetworkMode
+	if get(EnvNetworkPlugin) == "" && cluster.NetworkPluginMode == "" {
+		cluster.NetworkPluginMode = DefaultNetworkMode
 	}
-	if err := c.Validate(); err != nil {
+	if err := cluster.Validate(); err != nil {
 		return ClusterBootstrap{}, fmt.Errorf("%w (Kubernetes version from %s)", err, source)
 	}
-	return c, nil
+	return cluster, nil
 }
 
 // networkPolicy reads NETWORK_POLICY: AKS's "none" is no policy.
@@ -229,36 +230,36 @@ func checkCA(pemData []byte) error {
 	if len(bytes.TrimSpace(pemData)) == 0 {
 		return fmt.Errorf("none configured")
 	}
-	n := 0
+	certs := 0
 	for rest := pemData; ; {
-		var b *pem.Block
-		b, rest = pem.Decode(rest)
-		if b == nil {
+		var block *pem.Block
+		block, rest = pem.Decode(rest)
+		if block == nil {
 			break
 		}
-		if b.Type != "CERTIFICATE" {
+		if block.Type != "CERTIFICATE" {
 			continue
 		}
-		if _, err := x509.ParseCertificate(b.Bytes); err != nil {
+		if _, err := x509.ParseCertificate(block.Bytes); err != nil {
 			return fmt.Errorf("not a valid certificate: %w", err)
 		}
-		n++
+		certs++
 	}
-	if n == 0 {
+	if certs == 0 {
 		return fmt.Errorf("no PEM CERTIFICATE block")
 	}
 	return nil
 }
 
 func kubernetesVersion(s string) (*version.Version, error) {
-	v, err := version.ParseSemantic(s)
+	parsed, err := version.ParseSemantic(s)
 	if err != nil {
 		return nil, fmt.Errorf("Kubernetes version %q is not a version like 1.33.2: %w", s, err)
 	}
-	if v.Major() != 1 || v.Minor() < MinKubernetesMinor {
+	if parsed.Major() != 1 || parsed.Minor() < MinKubernetesMinor {
 		return nil, fmt.Errorf("Kubernetes version %q is older than 1.%d, the oldest karpfunc bootstraps nodes for", s, MinKubernetesMinor)
 	}
-	return v, nil
+	return parsed, nil
 }
 
 // NodeBootstrap is everything one node's customData carries.
@@ -300,12 +301,12 @@ func (b NodeBootstrap) Variables() ([]Variable, error) {
 	if !bootstrapTokenRE.MatchString(b.Token) {
 		return nil, NewInvalidRequestError("node bootstrap: the TLS bootstrap token is not of the form [a-z0-9]{6}.[a-z0-9]{16}")
 	}
-	for _, f := range []struct{ name, val string }{
+	for _, field := range []struct{ name, val string }{
 		{"SubscriptionID", b.SubscriptionID}, {"ResourceGroup", b.ResourceGroup}, {"Location", b.Location},
 		{"SubnetID", b.SubnetID}, {"AdminUsername", b.AdminUsername},
 	} {
-		if f.val == "" {
-			return nil, NewInvalidRequestError("node bootstrap: %s is required", f.name)
+		if field.val == "" {
+			return nil, NewInvalidRequestError("node bootstrap: %s is required", field.name)
 		}
 	}
 	subnet, err := parseSubnetID(b.SubnetID)
@@ -323,7 +324,7 @@ func (b NodeBootstrap) Variables() ([]Variable, error) {
 		return nil, NewInvalidRequestError("node bootstrap: max pods %d must be positive", b.MaxPods)
 	}
 	kv, _ := kubernetesVersion(b.Cluster.KubernetesVersion) // validated above
-	c := b.Cluster
+	cluster := b.Cluster
 	flags, err := b.kubeletFlags(kv)
 	if err != nil {
 		return nil, err
@@ -334,9 +335,9 @@ func (b NodeBootstrap) Variables() ([]Variable, error) {
 	b64 := func(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) }
 	values := map[string]string{
 		"ADMINUSER":                        b.AdminUsername,
-		"TENANT_ID":                        c.TenantID,
-		"KUBERNETES_VERSION":               c.KubernetesVersion,
-		"KUBE_BINARY_URL":                  fmt.Sprintf("%s/kubernetes/v%s/binaries/kubernetes-node-linux-%s.tar.gz", aksMirror, c.KubernetesVersion, arch),
+		"TENANT_ID":                        cluster.TenantID,
+		"KUBERNETES_VERSION":               cluster.KubernetesVersion,
+		"KUBE_BINARY_URL":                  fmt.Sprintf("%s/kubernetes/v%s/binaries/kubernetes-node-linux-%s.tar.gz", aksMirror, cluster.KubernetesVersion, arch),
 		"CREDENTIAL_PROVIDER_DOWNLOAD_URL": credProvider,
 		"SUBSCRIPTION_ID":                  b.SubscriptionID,
 		"RESOURCE_GROUP":                   b.ResourceGroup,
@@ -347,14 +348,14 @@ func (b NodeBootstrap) Variables() ([]Variable, error) {
 		"VIRTUAL_NETWORK_RESOURCE_GROUP":   subnet.resourceGroup,
 		"SERVICE_PRINCIPAL_CLIENT_ID":      "msi",
 		"SERVICE_PRINCIPAL_FILE_CONTENT":   b64("msi"),
-		"USER_ASSIGNED_IDENTITY_ID":        c.KubeletIdentityClientID,
+		"USER_ASSIGNED_IDENTITY_ID":        cluster.KubeletIdentityClientID,
 		"USE_MANAGED_IDENTITY_EXTENSION":   "true",
 		"USE_INSTANCE_METADATA":            "true",
 		"LOAD_BALANCER_SKU":                "Standard",
 		"EXCLUDE_MASTER_FROM_STANDARD_LB":  "true",
 		"MAXIMUM_LOADBALANCER_RULE_COUNT":  "250",
-		"NETWORK_PLUGIN":                   c.NetworkPlugin,
-		"NETWORK_POLICY":                   c.NetworkPolicy,
+		"NETWORK_PLUGIN":                   cluster.NetworkPlugin,
+		"NETWORK_POLICY":                   cluster.NetworkPolicy,
 		"VNET_CNI_PLUGINS_URL":             fmt.Sprintf("%s/azure-cni/v1.4.32/binaries/azure-vnet-cni-linux-%s-v1.4.32.tgz", aksMirror, arch),
 		"CNI_PLUGINS_URL":                  fmt.Sprintf("%s/cni-plugins/v1.1.1/binaries/cni-plugins-linux-%s-v1.1.1.tgz", aksMirror, arch),
 		"CONTAINER_RUNTIME":                "containerd",
@@ -362,7 +363,7 @@ func (b NodeBootstrap) Variables() ([]Variable, error) {
 		"NEEDS_CONTAINERD":                 "true",
 		"NEEDS_CGROUPV2":                   "true",
 		"CONTAINERD_CONFIG_CONTENT":        b64(containerdConfig),
-		"API_SERVER_NAME":                  c.APIServerFQDN,
+		"API_SERVER_NAME":                  cluster.APIServerFQDN,
 		"IS_VHD":                           "true",
 		"GPU_NODE":                         "false",
 		"CONFIG_GPU_DRIVER_IF_NEEDED":      "false",
@@ -379,7 +380,7 @@ func (b NodeBootstrap) Variables() ([]Variable, error) {
 		"ENABLE_TLS_BOOTSTRAPPING":         "true",
 		"ENABLE_SECURE_TLS_BOOTSTRAPPING":  "false",
 		"TLS_BOOTSTRAP_TOKEN":              b.Token,
-		"KUBE_CA_CRT":                      base64.StdEncoding.EncodeToString(c.ClusterCAPEM),
+		"KUBE_CA_CRT":                      base64.StdEncoding.EncodeToString(cluster.ClusterCAPEM),
 		"KUBELET_FLAGS":                    flags,
 		"KUBELET_NODE_LABELS":              labels,
 		"KUBELET_CONFIG_FILE_ENABLED":      "false",
@@ -405,13 +406,13 @@ func (b NodeBootstrap) CustomData() (string, error) {
 	if err != nil {
 		return "", err
 	}
-	var s strings.Builder
-	s.WriteString(scriptHeader)
-	for _, v := range vars {
-		fmt.Fprintf(&s, "%s=%s\n", v.Name, shellQuote(v.Value))
+	var script strings.Builder
+	script.WriteString(scriptHeader)
+	for _, variable := range vars {
+		fmt.Fprintf(&script, "%s=%s\n", variable.Name, shellQuote(variable.Value))
 	}
-	s.WriteString(scriptFooter)
-	return base64.StdEncoding.EncodeToString([]byte(s.String())), nil
+	script.WriteString(scriptFooter)
+	return base64.StdEncoding.EncodeToString([]byte(script.String())), nil
 }
 
 // The script exports every variable to the provisioning scripts, marks the
@@ -464,8 +465,8 @@ net.ipv4.neigh.default.gc_thresh3=16384
 // shellQuote double-quotes v for bash, escaping what bash expands inside
 // double quotes.
 func shellQuote(v string) string {
-	r := strings.NewReplacer(`\`, `\\`, `"`, `\"`, "$", `\$`, "`", "\\`")
-	return `"` + r.Replace(v) + `"`
+	escaper := strings.NewReplacer(`\`, `\\`, `"`, `\"`, "$", `\$`, "`", "\\`")
+	return `"` + escaper.Replace(v) + `"`
 }
 
 // credentialProviderVersion is the out-of-tree ACR credential provider
@@ -487,7 +488,7 @@ func credentialProviderVersion(kv *version.Version) string {
 // limit, taints and cluster DNS, and the AKSNodeClass's kubelet settings;
 // "--name=value" joined by spaces, sorted by name.
 func (b NodeBootstrap) kubeletFlags(kv *version.Version) (string, error) {
-	f := map[string]string{
+	flags := map[string]string{
 		"--address":                           "0.0.0.0",
 		"--anonymous-auth":                    "false",
 		"--authentication-token-webhook":      "true",
@@ -521,61 +522,67 @@ func (b NodeBootstrap) kubeletFlags(kv *version.Version) (string, error) {
 			"TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384,TLS_RSA_WITH_AES_256_GCM_SHA384,TLS_RSA_WITH_AES_128_GCM_SHA256",
 	}
 	if kv.Minor() < 34 {
-		f["--cloud-config"] = "/etc/kubernetes/azure.json"
+		flags["--cloud-config"] = "/etc/kubernetes/azure.json"
 	}
 	if kv.Minor() < 35 {
-		f["--pod-infra-container-image"] = "mcr.microsoft.com/oss/kubernetes/pause:3.6"
+		flags["--pod-infra-container-image"] = "mcr.microsoft.com/oss/kubernetes/pause:3.6"
 	}
 	taints, err := registerTaints(b.Taints)
 	if err != nil {
 		return "", err
 	}
-	f["--register-with-taints"] = taints
-	if k := b.Kubelet; k != nil {
-		if k.CPUManagerPolicy != "" {
-			f["--cpu-manager-policy"] = k.CPUManagerPolicy
-		}
-		if k.CPUCFSQuota != nil {
-			f["--cpu-cfs-quota"] = strconv.FormatBool(*k.CPUCFSQuota)
-		}
-		if k.CPUCFSQuotaPeriod.Duration > 0 {
-			f["--cpu-cfs-quota-period"] = k.CPUCFSQuotaPeriod.Duration.String()
-		}
-		if k.ImageGCHighThresholdPercent != nil {
-			f["--image-gc-high-threshold"] = strconv.Itoa(int(*k.ImageGCHighThresholdPercent))
-		}
-		if k.ImageGCLowThresholdPercent != nil {
-			f["--image-gc-low-threshold"] = strconv.Itoa(int(*k.ImageGCLowThresholdPercent))
-		}
-		if k.TopologyManagerPolicy != "" {
-			f["--topology-manager-policy"] = k.TopologyManagerPolicy
-		}
-		if len(k.AllowedUnsafeSysctls) > 0 {
-			f["--allowed-unsafe-sysctls"] = strings.Join(k.AllowedUnsafeSysctls, ",")
-		}
-		if k.ContainerLogMaxSize != "" {
-			f["--container-log-max-size"] = k.ContainerLogMaxSize
-		}
-		if k.ContainerLogMaxFiles != nil {
-			f["--container-log-max-files"] = strconv.Itoa(int(*k.ContainerLogMaxFiles))
-		}
-		if k.PodPidsLimit != nil {
-			f["--pod-max-pids"] = strconv.FormatInt(*k.PodPidsLimit, 10)
-		}
+	flags["--register-with-taints"] = taints
+	if b.Kubelet != nil {
+		addKubeletSettings(flags, b.Kubelet)
 	}
-	names := make([]string, 0, len(f))
-	for k, v := range f {
-		if strings.ContainsAny(v, " \t\n") {
-			return "", NewInvalidRequestError("node bootstrap: kubelet flag %s=%q contains white space", k, v)
+	names := make([]string, 0, len(flags))
+	for name, value := range flags {
+		if strings.ContainsAny(value, " \t\n") {
+			return "", NewInvalidRequestError("node bootstrap: kubelet flag %s=%q contains white space", name, value)
 		}
-		names = append(names, k)
+		names = append(names, name)
 	}
 	sort.Strings(names)
 	parts := make([]string, len(names))
-	for i, k := range names {
-		parts[i] = k + "=" + f[k]
+	for i, name := range names {
+		parts[i] = name + "=" + flags[name]
 	}
 	return strings.Join(parts, " "), nil
+}
+
+// addKubeletSettings sets the flags for the AKSNodeClass's kubelet
+// settings that are set.
+func addKubeletSettings(flags map[string]string, kubelet *v1beta1.KubeletConfiguration) {
+	if kubelet.CPUManagerPolicy != "" {
+		flags["--cpu-manager-policy"] = kubelet.CPUManagerPolicy
+	}
+	if kubelet.CPUCFSQuota != nil {
+		flags["--cpu-cfs-quota"] = strconv.FormatBool(*kubelet.CPUCFSQuota)
+	}
+	if kubelet.CPUCFSQuotaPeriod.Duration > 0 {
+		flags["--cpu-cfs-quota-period"] = kubelet.CPUCFSQuotaPeriod.Duration.String()
+	}
+	if kubelet.ImageGCHighThresholdPercent != nil {
+		flags["--image-gc-high-threshold"] = strconv.Itoa(int(*kubelet.ImageGCHighThresholdPercent))
+	}
+	if kubelet.ImageGCLowThresholdPercent != nil {
+		flags["--image-gc-low-threshold"] = strconv.Itoa(int(*kubelet.ImageGCLowThresholdPercent))
+	}
+	if kubelet.TopologyManagerPolicy != "" {
+		flags["--topology-manager-policy"] = kubelet.TopologyManagerPolicy
+	}
+	if len(kubelet.AllowedUnsafeSysctls) > 0 {
+		flags["--allowed-unsafe-sysctls"] = strings.Join(kubelet.AllowedUnsafeSysctls, ",")
+	}
+	if kubelet.ContainerLogMaxSize != "" {
+		flags["--container-log-max-size"] = kubelet.ContainerLogMaxSize
+	}
+	if kubelet.ContainerLogMaxFiles != nil {
+		flags["--container-log-max-files"] = strconv.Itoa(int(*kubelet.ContainerLogMaxFiles))
+	}
+	if kubelet.PodPidsLimit != nil {
+		flags["--pod-max-pids"] = strconv.FormatInt(*kubelet.PodPidsLimit, 10)
+	}
 }
 
 // registerTaints is --register-with-taints: the taints in order, the
@@ -592,16 +599,16 @@ func registerTaints(taints []corev1.Taint) (string, error) {
 		all = append(all, karpv1.UnregisteredNoExecuteTaint)
 	}
 	parts := make([]string, 0, len(all))
-	for _, t := range all {
-		if t.Key == "" || strings.ContainsAny(t.Key+t.Value, ",:= ") {
-			return "", NewInvalidRequestError("node bootstrap: taint %q cannot be registered by the kubelet (empty key, or , : = or space in key or value)", t.ToString())
+	for _, taint := range all {
+		if taint.Key == "" || strings.ContainsAny(taint.Key+taint.Value, ",:= ") {
+			return "", NewInvalidRequestError("node bootstrap: taint %q cannot be registered by the kubelet (empty key, or , : = or space in key or value)", taint.ToString())
 		}
-		switch t.Effect {
+		switch taint.Effect {
 		case corev1.TaintEffectNoSchedule, corev1.TaintEffectPreferNoSchedule, corev1.TaintEffectNoExecute:
 		default:
-			return "", NewInvalidRequestError("node bootstrap: taint %q has effect %q, not NoSchedule, PreferNoSchedule or NoExecute", t.Key, t.Effect)
+			return "", NewInvalidRequestError("node bootstrap: taint %q has effect %q, not NoSchedule, PreferNoSchedule or NoExecute", taint.Key, taint.Effect)
 		}
-		parts = append(parts, t.ToString())
+		parts = append(parts, taint.ToString())
 	}
 	return strings.Join(parts, ","), nil
 }
@@ -609,13 +616,13 @@ func registerTaints(taints []corev1.Taint) (string, error) {
 type subnetParts struct{ resourceGroup, vnet, name string }
 
 func parseSubnetID(id string) (subnetParts, error) {
-	p := strings.Split(strings.Trim(id, "/"), "/")
-	if len(p) != 10 || !strings.EqualFold(p[0], "subscriptions") || !strings.EqualFold(p[2], "resourceGroups") ||
-		!strings.EqualFold(p[4], "providers") || !strings.EqualFold(p[5], "Microsoft.Network") ||
-		!strings.EqualFold(p[6], "virtualNetworks") || !strings.EqualFold(p[8], "subnets") {
+	segments := strings.Split(strings.Trim(id, "/"), "/")
+	if len(segments) != 10 || !strings.EqualFold(segments[0], "subscriptions") || !strings.EqualFold(segments[2], "resourceGroups") ||
+		!strings.EqualFold(segments[4], "providers") || !strings.EqualFold(segments[5], "Microsoft.Network") ||
+		!strings.EqualFold(segments[6], "virtualNetworks") || !strings.EqualFold(segments[8], "subnets") {
 		return subnetParts{}, NewInvalidRequestError("node bootstrap: subnet ID %q is not /subscriptions/<sub>/resourceGroups/<rg>/providers/Microsoft.Network/virtualNetworks/<vnet>/subnets/<subnet>", id)
 	}
-	return subnetParts{resourceGroup: p[3], vnet: p[7], name: p[9]}, nil
+	return subnetParts{resourceGroup: segments[3], vnet: segments[7], name: segments[9]}, nil
 }
 
 // customData renders req's node bootstrap with a fresh-enough token. It runs

@@ -108,9 +108,11 @@ func unavailableFor(err error, code string, offering offeringOf) []cloudprovider
 func capacityScope(base cloudprovider.Unavailable, code string) cloudprovider.Unavailable {
 	switch code {
 	case CodeAllocationFailed:
-		base.Zone, base.TTL = "", offerings.AllocationFailureTTL
+		base.Zone = ""
+		base.TTL = offerings.AllocationFailureTTL
 	case CodeSkuNotAvailable:
-		base.Zone, base.TTL = "", offerings.SKUNotAvailableOnDemandTTL
+		base.Zone = ""
+		base.TTL = offerings.SKUNotAvailableOnDemandTTL
 		if base.CapacityType == CapacityTypeSpot {
 			base.TTL = offerings.SKUNotAvailableSpotTTL
 		}
@@ -143,9 +145,9 @@ var quotaFamilyRE = regexp.MustCompile(`(?i)\b(standard[A-Za-z0-9]*Family)\b`)
 // quotaFamilyInMessage finds the quota family ARM names in a quota error
 // ("... exceeding approved standardDSv5Family Cores quota").
 func quotaFamilyInMessage(err error) string {
-	m := quotaFamilyRE.FindStringSubmatch(err.Error())
-	if m == nil {
+	match := quotaFamilyRE.FindStringSubmatch(err.Error())
+	if match == nil {
 		return ""
 	}
-	return m[1]
+	return match[1]
 }

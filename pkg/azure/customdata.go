@@ -26,11 +26,11 @@ func ParseCustomData(customData string) (map[string]string, error) {
 		if !ok || !envNameRE.MatchString(name) {
 			continue
 		}
-		v, err := shellUnquote(value)
+		unquoted, err := shellUnquote(value)
 		if err != nil {
 			return nil, fmt.Errorf("customData line %d (%s): %w", i+1, name, err)
 		}
-		vars[name] = v
+		vars[name] = unquoted
 	}
 	return vars, nil
 }
@@ -71,10 +71,10 @@ func shellUnquote(v string) (string, error) {
 // flag must be --name=value.
 func ParseKubeletFlags(s string) (map[string]string, error) {
 	flags := map[string]string{}
-	for _, f := range strings.Fields(s) {
-		name, value, ok := strings.Cut(f, "=")
+	for _, field := range strings.Fields(s) {
+		name, value, ok := strings.Cut(field, "=")
 		if !ok || !strings.HasPrefix(name, "--") || len(name) < 3 {
-			return nil, fmt.Errorf("kubelet flag %q is not --name=value", f)
+			return nil, fmt.Errorf("kubelet flag %q is not --name=value", field)
 		}
 		flags[name] = value
 	}

@@ -58,21 +58,21 @@ func NewARMError(statusCode int, code, message string) *ARMError {
 }
 
 func (e *ARMError) Error() string {
-	var b strings.Builder
-	b.WriteString("ARM error")
+	var msg strings.Builder
+	msg.WriteString("ARM error")
 	if e.Code != "" {
-		b.WriteString(" " + e.Code)
+		msg.WriteString(" " + e.Code)
 	}
 	if e.StatusCode != 0 {
-		fmt.Fprintf(&b, " (HTTP %d)", e.StatusCode)
+		fmt.Fprintf(&msg, " (HTTP %d)", e.StatusCode)
 	}
 	if e.Message != "" {
-		b.WriteString(": " + e.Message)
+		msg.WriteString(": " + e.Message)
 	}
 	if e.RetryAfter > 0 {
-		fmt.Fprintf(&b, " (retry after %s)", e.RetryAfter)
+		fmt.Fprintf(&msg, " (retry after %s)", e.RetryAfter)
 	}
-	return b.String()
+	return msg.String()
 }
 
 // AsARMError returns the ARMError in err's chain, converting an
@@ -134,23 +134,23 @@ func fromResponseError(re *azcore.ResponseError) *ARMError {
 // retryAfter reads the retry hints ARM uses, most precise first, like azcore
 // does for its own retries.
 func retryAfter(h http.Header) time.Duration {
-	for _, k := range []string{"Retry-After-Ms", "X-Ms-Retry-After-Ms"} {
-		if v := h.Get(k); v != "" {
-			if ms, err := strconv.Atoi(v); err == nil && ms > 0 {
+	for _, header := range []string{"Retry-After-Ms", "X-Ms-Retry-After-Ms"} {
+		if value := h.Get(header); value != "" {
+			if ms, err := strconv.Atoi(value); err == nil && ms > 0 {
 				return time.Duration(ms) * time.Millisecond
 			}
 		}
 	}
-	v := h.Get("Retry-After")
-	if v == "" {
+	value := h.Get("Retry-After")
+	if value == "" {
 		return 0
 	}
-	if s, err := strconv.Atoi(v); err == nil && s > 0 {
-		return time.Duration(s) * time.Second
+	if seconds, err := strconv.Atoi(value); err == nil && seconds > 0 {
+		return time.Duration(seconds) * time.Second
 	}
-	if t, err := http.ParseTime(v); err == nil {
-		if d := time.Until(t); d > 0 {
-			return d
+	if at, err := http.ParseTime(value); err == nil {
+		if wait := time.Until(at); wait > 0 {
+			return wait
 		}
 	}
 	return 0
@@ -233,8 +233,8 @@ func NewInvalidRequestError(format string, args ...any) error {
 
 // IsInvalidRequest reports whether err is, or wraps, an InvalidRequestError.
 func IsInvalidRequest(err error) bool {
-	var e *InvalidRequestError
-	return errors.As(err, &e)
+	var invalid *InvalidRequestError
+	return errors.As(err, &invalid)
 }
 
 // Quota scopes, from the message of a quota error.

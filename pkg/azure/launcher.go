@@ -118,11 +118,11 @@ func NewLauncher(opts Options) (*Launcher, error) {
 	if opts.Token != "" {
 		cred = staticToken(opts.Token)
 	} else {
-		c, err := azidentity.NewDefaultAzureCredential(&azidentity.DefaultAzureCredentialOptions{ClientOptions: clientOpts})
+		defaultCred, err := azidentity.NewDefaultAzureCredential(&azidentity.DefaultAzureCredentialOptions{ClientOptions: clientOpts})
 		if err != nil {
 			return nil, fmt.Errorf("creating Azure credential: %w", err)
 		}
-		cred = c
+		cred = defaultCred
 	}
 
 	armOpts := &arm.ClientOptions{
@@ -153,7 +153,7 @@ func NewLauncher(opts Options) (*Launcher, error) {
 	if err != nil {
 		return nil, err
 	}
-	l := &Launcher{
+	launcher := &Launcher{
 		opts:     opts,
 		vms:      vms,
 		nics:     nics,
@@ -161,10 +161,10 @@ func NewLauncher(opts Options) (*Launcher, error) {
 		images:   images,
 		pollOpts: &runtime.PollUntilDoneOptions{Frequency: opts.PollFrequency},
 	}
-	if err := l.newNetworkClients(cred, armOpts); err != nil {
+	if err := launcher.newNetworkClients(cred, armOpts); err != nil {
 		return nil, err
 	}
-	return l, nil
+	return launcher, nil
 }
 
 func newHTTPClient(caPEM []byte) (*http.Client, error) {
@@ -256,15 +256,15 @@ func (l *Launcher) Create(ctx context.Context, req LaunchRequest) (*Instance, er
 
 // waiter sleeps between Create's reads: 20ms doubling up to PollFrequency.
 func (l *Launcher) waiter() func(context.Context) error {
-	d := 20 * time.Millisecond
+	delay := 20 * time.Millisecond
 	return func(ctx context.Context) error {
-		t := time.NewTimer(d)
-		defer t.Stop()
-		d = min(2*d, l.opts.PollFrequency)
+		timer := time.NewTimer(delay)
+		defer timer.Stop()
+		delay = min(2*delay, l.opts.PollFrequency)
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-t.C:
+		case <-timer.C:
 			return nil
 		}
 	}
@@ -331,8 +331,8 @@ func (l *Launcher) vmFor(ctx context.Context, req LaunchRequest, nicID, customDa
 		},
 	}
 	vm.Identity = nodeIdentity(l.opts.NodeIdentities)
-	if z := armZone(req.Zone, l.opts.Location); z != "" {
-		vm.Zones = []*string{ptr(z)}
+	if zone := armZone(req.Zone, l.opts.Location); zone != "" {
+		vm.Zones = []*string{ptr(zone)}
 	}
 	if req.CapacityType == CapacityTypeSpot {
 		vm.Properties.Priority = ptr(armcompute.VirtualMachinePriorityTypesSpot)
@@ -418,11 +418,11 @@ func armZone(zone, location string) string {
 	if !strings.HasPrefix(strings.ToLower(zone), prefix) {
 		return ""
 	}
-	n := zone[len(prefix):]
-	if n == "" || strings.Trim(n, "0123456789") != "" {
+	number := zone[len(prefix):]
+	if number == "" || strings.Trim(number, "0123456789") != "" {
 		return ""
 	}
-	return n
+	return number
 }
 
 // Image is the node image req's VM boots: its image family, architecture
@@ -544,18 +544,18 @@ func (l *Launcher) toInstance(vm *armcompute.VirtualMachine) *Instance {
 		}
 		in.Zone = strings.ToLower(loc) + "-" + deref(vm.Zones[0])
 	}
-	if p := vm.Properties; p != nil {
-		if p.HardwareProfile != nil {
-			in.InstanceType = string(deref(p.HardwareProfile.VMSize))
+	if props := vm.Properties; props != nil {
+		if props.HardwareProfile != nil {
+			in.InstanceType = string(deref(props.HardwareProfile.VMSize))
 		}
-		if deref(p.Priority) == armcompute.VirtualMachinePriorityTypesSpot {
+		if deref(props.Priority) == armcompute.VirtualMachinePriorityTypesSpot {
 			in.CapacityType = CapacityTypeSpot
 		}
-		in.State = deref(p.ProvisioningState)
-		if sp := p.StorageProfile; sp != nil && sp.ImageReference != nil {
+		in.State = deref(props.ProvisioningState)
+		if sp := props.StorageProfile; sp != nil && sp.ImageReference != nil {
 			in.ImageID = deref(sp.ImageReference.CommunityGalleryImageID)
 		}
-		in.CreatedAt = deref(p.TimeCreated)
+		in.CreatedAt = deref(props.TimeCreated)
 	}
 	return in
 }
@@ -579,18 +579,19 @@ func (l *Launcher) listNICs(ctx context.Context) ([]*NIC, error) {
 		if err != nil {
 			return nil, wrapARM(err, "listing NICs in %q", l.opts.ResourceGroup)
 		}
-		for _, n := range page.Value {
-			if n == nil || !l.ours(n.Tags) {
+		for _, armNIC := range page.Value {
+			if armNIC == nil || !l.ours(armNIC.Tags) {
 				continue
 			}
-			nic := &NIC{Name: deref(n.Name), Tags: fromTags(n.Tags)}
-			nic.Instance, nic.NodeClaim = VMNameForNIC(nic.Name), nic.Tags[TagNodeClaim]
-			if p := n.Properties; p != nil && p.VirtualMachine != nil && p.VirtualMachine.ID != nil {
-				id := *p.VirtualMachine.ID
+			nic := &NIC{Name: deref(armNIC.Name), Tags: fromTags(armNIC.Tags)}
+			nic.Instance = VMNameForNIC(nic.Name)
+			nic.NodeClaim = nic.Tags[TagNodeClaim]
+			if props := armNIC.Properties; props != nil && props.VirtualMachine != nil && props.VirtualMachine.ID != nil {
+				id := *props.VirtualMachine.ID
 				nic.VMName = id[strings.LastIndex(id, "/")+1:]
 			}
-			if t, err := time.Parse(time.RFC3339, nic.Tags[TagCreated]); err == nil {
-				nic.CreatedAt = t
+			if created, err := time.Parse(time.RFC3339, nic.Tags[TagCreated]); err == nil {
+				nic.CreatedAt = created
 			}
 			out = append(out, nic)
 		}

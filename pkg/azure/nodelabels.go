@@ -32,8 +32,8 @@ const (
 // the NodeClaim's, without those the kubelet may not set; "k=v" joined by
 // commas, sorted by key.
 func (b NodeBootstrap) nodeLabels(subnetName string, kv *version.Version) string {
-	c := b.Cluster
-	l := map[string]string{
+	cluster := b.Cluster
+	labels := map[string]string{
 		LabelAKSRole:    labelValueAgent,
 		LabelAKSCluster: ClusterLabelValue(b.ResourceGroup),
 		LabelAKSMode:    labelValueUs,
@@ -43,34 +43,34 @@ func (b NodeBootstrap) nodeLabels(subnetName string, kv *version.Version) string
 		// then).
 		karpv1.NodeDoNotSyncTaintsLabelKey: "true",
 	}
-	if c.KubeletIdentityClientID != "" {
-		l[LabelAKSKubeletIdentity] = c.KubeletIdentityClientID
+	if cluster.KubeletIdentityClientID != "" {
+		labels[LabelAKSKubeletIdentity] = cluster.KubeletIdentityClientID
 	}
-	if c.NetworkPlugin == NetworkPluginAzure && c.NetworkPluginMode == NetworkPluginModeOver {
-		l[LabelAKSNetworkSubnet] = subnetName
-		l[LabelAKSAzureCNIOverlay] = "true"
-		l[LabelAKSPodNetworkType] = NetworkPluginModeOver
-		l[LabelAKSNetworkStatelessCNI] = strconv.FormatBool(kv.Minor() >= 34)
-		if c.VNetGUID != "" {
-			l[LabelAKSVNetGUID] = c.VNetGUID
+	if cluster.NetworkPlugin == NetworkPluginAzure && cluster.NetworkPluginMode == NetworkPluginModeOver {
+		labels[LabelAKSNetworkSubnet] = subnetName
+		labels[LabelAKSAzureCNIOverlay] = "true"
+		labels[LabelAKSPodNetworkType] = NetworkPluginModeOver
+		labels[LabelAKSNetworkStatelessCNI] = strconv.FormatBool(kv.Minor() >= 34)
+		if cluster.VNetGUID != "" {
+			labels[LabelAKSVNetGUID] = cluster.VNetGUID
 		}
 	}
-	if c.NetworkDataplane == NetworkDataplaneCil {
-		l[LabelAKSEBPFDataplane] = NetworkDataplaneCil
+	if cluster.NetworkDataplane == NetworkDataplaneCil {
+		labels[LabelAKSEBPFDataplane] = NetworkDataplaneCil
 	}
-	for k, v := range b.Labels {
-		l[k] = v
+	for key, value := range b.Labels {
+		labels[key] = value
 	}
-	keys := make([]string, 0, len(l))
-	for k := range l {
-		if KubeletCanSetLabel(k) {
-			keys = append(keys, k)
+	keys := make([]string, 0, len(labels))
+	for key := range labels {
+		if KubeletCanSetLabel(key) {
+			keys = append(keys, key)
 		}
 	}
 	sort.Strings(keys)
 	parts := make([]string, len(keys))
-	for i, k := range keys {
-		parts[i] = k + "=" + l[k]
+	for i, key := range keys {
+		parts[i] = key + "=" + labels[key]
 	}
 	return strings.Join(parts, ",")
 }
@@ -86,17 +86,17 @@ func osSKU(family string) string {
 // node resource group: parentheses become dashes, at most 63 characters,
 // and a trailing - _ or . is followed (or replaced, at 63) by z.
 func ClusterLabelValue(nodeResourceGroup string) string {
-	v := strings.NewReplacer("(", "-", ")", "-").Replace(nodeResourceGroup)
-	if len(v) > 63 {
-		v = v[:63]
+	value := strings.NewReplacer("(", "-", ")", "-").Replace(nodeResourceGroup)
+	if len(value) > 63 {
+		value = value[:63]
 	}
-	if strings.HasSuffix(v, "-") || strings.HasSuffix(v, "_") || strings.HasSuffix(v, ".") {
-		if len(v) > 62 {
-			return v[:len(v)-1] + "z"
+	if strings.HasSuffix(value, "-") || strings.HasSuffix(value, "_") || strings.HasSuffix(value, ".") {
+		if len(value) > 62 {
+			return value[:len(value)-1] + "z"
 		}
-		return v + "z"
+		return value + "z"
 	}
-	return v
+	return value
 }
 
 // kubeletLabels are the labels under kubernetes.io a kubelet may set on its

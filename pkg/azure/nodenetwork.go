@@ -83,9 +83,9 @@ func ClusterBackendPools(lbs []*armnetwork.LoadBalancer) []string {
 		if lb.Properties == nil || !(strings.EqualFold(name, ClusterLoadBalancer) || strings.EqualFold(name, ClusterInternalLoadBalancer)) {
 			continue
 		}
-		for _, p := range lb.Properties.BackendAddressPools {
-			if p != nil && deref(p.ID) != "" && nodePool(p) {
-				out = append(out, *p.ID)
+		for _, pool := range lb.Properties.BackendAddressPools {
+			if pool != nil && deref(pool.ID) != "" && nodePool(pool) {
+				out = append(out, *pool.ID)
 			}
 		}
 	}
@@ -103,8 +103,8 @@ func nodePool(p *armnetwork.BackendAddressPool) bool {
 	if p.Properties == nil {
 		return true
 	}
-	for _, a := range p.Properties.LoadBalancerBackendAddresses {
-		if a != nil && a.Properties != nil && deref(a.Properties.IPAddress) != "" {
+	for _, address := range p.Properties.LoadBalancerBackendAddresses {
+		if address != nil && address.Properties != nil && deref(address.Properties.IPAddress) != "" {
 			return false
 		}
 	}
@@ -116,10 +116,10 @@ func nodePool(p *armnetwork.BackendAddressPool) bool {
 func ManagedSecurityGroup(nsgs []*armnetwork.SecurityGroup, resourceGroup string) (string, error) {
 	var found []string
 	var id string
-	for _, g := range nsgs {
-		if g != nil && managedNSGRE.MatchString(deref(g.Name)) {
-			found = append(found, deref(g.Name))
-			id = deref(g.ID)
+	for _, nsg := range nsgs {
+		if nsg != nil && managedNSGRE.MatchString(deref(nsg.Name)) {
+			found = append(found, deref(nsg.Name))
+			id = deref(nsg.ID)
 		}
 	}
 	switch len(found) {
@@ -135,8 +135,8 @@ func ManagedSecurityGroup(nsgs []*armnetwork.SecurityGroup, resourceGroup string
 // IsAKSManagedSubnet reports whether subnetID is the node subnet of the VNet
 // AKS manages in nodeResourceGroup (aks-vnet-<8 digits>/aks-subnet).
 func IsAKSManagedSubnet(nodeResourceGroup, subnetID string) bool {
-	m := subnetIDPartRE.FindStringSubmatch(subnetID)
-	return m != nil && strings.EqualFold(m[1], nodeResourceGroup) && managedVNetRE.MatchString(m[2]) && strings.EqualFold(m[3], managedSubnet)
+	match := subnetIDPartRE.FindStringSubmatch(subnetID)
+	return match != nil && strings.EqualFold(match[1], nodeResourceGroup) && managedVNetRE.MatchString(match[2]) && strings.EqualFold(match[3], managedSubnet)
 }
 
 // withNodeNetwork puts nic's primary IP configuration into the backend
@@ -171,28 +171,31 @@ type nodeNetworkCache struct {
 // NodeNetworkFor is what a NIC on subnetID joins (see the comment at the top
 // of nodenetwork.go).
 func (l *Launcher) NodeNetworkFor(ctx context.Context, subnetID string) (NodeNetwork, error) {
-	c := l.netCache
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	cache := l.netCache
+	cache.mu.Lock()
+	defer cache.mu.Unlock()
 	managed := IsAKSManagedSubnet(l.opts.ResourceGroup, subnetID)
-	fresh := !c.readAt.IsZero() && time.Since(c.readAt) < nodeNetworkTTL
+	fresh := !cache.readAt.IsZero() && time.Since(cache.readAt) < nodeNetworkTTL
 	if !fresh {
 		pools, err := l.listBackendPools(ctx)
 		if err != nil {
 			return NodeNetwork{}, err
 		}
-		c.pools, c.readAt, c.haveNSG = pools, time.Now(), false
+		cache.pools = pools
+		cache.readAt = time.Now()
+		cache.haveNSG = false
 	}
-	if !managed && !c.haveNSG {
+	if !managed && !cache.haveNSG {
 		id, err := l.findSecurityGroup(ctx)
 		if err != nil {
 			return NodeNetwork{}, err
 		}
-		c.nsgID, c.haveNSG = id, true
+		cache.nsgID = id
+		cache.haveNSG = true
 	}
-	nn := NodeNetwork{BackendPools: append([]string(nil), c.pools...)}
+	nn := NodeNetwork{BackendPools: append([]string(nil), cache.pools...)}
 	if !managed {
-		nn.SecurityGroupID = c.nsgID
+		nn.SecurityGroupID = cache.nsgID
 	}
 	return nn, nil
 }

@@ -117,7 +117,7 @@ const (
 // names the first missing variable.
 func OptionsFromEnv() (Options, error) {
 	get := func(k string) string { return strings.TrimSpace(os.Getenv(k)) }
-	o := Options{
+	opts := Options{
 		SubscriptionID:   get(EnvSubscriptionID),
 		ResourceGroup:    get(EnvResourceGroup),
 		Location:         get(EnvLocation),
@@ -130,40 +130,40 @@ func OptionsFromEnv() (Options, error) {
 		NodeIdentities:   splitList(get(EnvNodeIdentities)),
 	}
 	for _, req := range []struct{ env, val string }{
-		{EnvSubscriptionID, o.SubscriptionID},
-		{EnvResourceGroup, o.ResourceGroup},
-		{EnvLocation, o.Location},
-		{EnvClusterName, o.ClusterName},
-		{EnvSubnetID, o.SubnetID},
-		{EnvSSHPublicKey, o.SSHPublicKey},
+		{EnvSubscriptionID, opts.SubscriptionID},
+		{EnvResourceGroup, opts.ResourceGroup},
+		{EnvLocation, opts.Location},
+		{EnvClusterName, opts.ClusterName},
+		{EnvSubnetID, opts.SubnetID},
+		{EnvSSHPublicKey, opts.SSHPublicKey},
 	} {
 		if req.val == "" {
 			return Options{}, fmt.Errorf("environment variable %s is not set%s", req.env, settingHint[req.env])
 		}
 	}
-	if err := ValidateSSHPublicKey(o.SSHPublicKey); err != nil {
+	if err := ValidateSSHPublicKey(opts.SSHPublicKey); err != nil {
 		return Options{}, fmt.Errorf("app setting %s: %w", EnvSSHPublicKey, err)
 	}
-	if o.NodeImageVersion != "" {
-		if err := nodeimage.ValidateVersion(o.NodeImageVersion); err != nil {
+	if opts.NodeImageVersion != "" {
+		if err := nodeimage.ValidateVersion(opts.NodeImageVersion); err != nil {
 			return Options{}, fmt.Errorf("app setting %s: %w", EnvNodeImageVersion, err)
 		}
 	}
-	if v := get(EnvNodeImageTTL); v != "" {
-		ttl, err := time.ParseDuration(v)
+	if ttlSetting := get(EnvNodeImageTTL); ttlSetting != "" {
+		ttl, err := time.ParseDuration(ttlSetting)
 		if err != nil || ttl <= 0 {
-			return Options{}, fmt.Errorf("app setting %s=%q is not a positive Go duration (e.g. 72h, 30m)", EnvNodeImageTTL, v)
+			return Options{}, fmt.Errorf("app setting %s=%q is not a positive Go duration (e.g. 72h, 30m)", EnvNodeImageTTL, ttlSetting)
 		}
-		o.NodeImageTTL = ttl
+		opts.NodeImageTTL = ttl
 	}
-	if f := get(EnvCAFile); f != "" {
-		pem, err := os.ReadFile(f)
+	if caFile := get(EnvCAFile); caFile != "" {
+		pem, err := os.ReadFile(caFile)
 		if err != nil {
-			return Options{}, fmt.Errorf("reading %s=%q: %w", EnvCAFile, f, err)
+			return Options{}, fmt.Errorf("reading %s=%q: %w", EnvCAFile, caFile, err)
 		}
-		o.CACertPEM = pem
+		opts.CACertPEM = pem
 	}
-	return o, nil
+	return opts, nil
 }
 
 // TokenSource hands out a TLS bootstrap token ("<id>.<secret>") that stays
@@ -187,14 +187,14 @@ var settingHint = map[string]string{
 }
 
 func (o *Options) validate() error {
-	for _, f := range []struct{ name, val string }{
+	for _, field := range []struct{ name, val string }{
 		{"SubscriptionID", o.SubscriptionID},
 		{"ResourceGroup", o.ResourceGroup},
 		{"Location", o.Location},
 		{"ClusterName", o.ClusterName},
 	} {
-		if f.val == "" {
-			return fmt.Errorf("azure options: %s is required", f.name)
+		if field.val == "" {
+			return fmt.Errorf("azure options: %s is required", field.name)
 		}
 	}
 	if o.Bootstrap != nil {
@@ -228,9 +228,9 @@ func (o *Options) validate() error {
 
 func splitList(s string) []string {
 	var out []string
-	for _, f := range strings.Split(s, ",") {
-		if f = strings.TrimSpace(f); f != "" {
-			out = append(out, f)
+	for _, item := range strings.Split(s, ",") {
+		if item = strings.TrimSpace(item); item != "" {
+			out = append(out, item)
 		}
 	}
 	return out

@@ -41,9 +41,9 @@ func launchMaxPods(req LaunchRequest) int32 {
 // checkPodIPs refuses a classic Azure CNI launch whose NIC would need more
 // IP configurations than Azure allows, before anything is created.
 func (l *Launcher) checkPodIPs(req LaunchRequest) error {
-	if n := l.podIPConfigurations(req); n > maxIPConfigurationsPerNIC {
+	if count := l.podIPConfigurations(req); count > maxIPConfigurationsPerNIC {
 		return NewInvalidRequestError("launch %q: on classic Azure CNI (%s=azure without overlay) every pod takes an IP configuration on the "+
-			"node's NIC, and max pods %d exceeds Azure's %d per NIC: lower the AKSNodeClass's spec.maxPods", req.Name, EnvNetworkPlugin, n, maxIPConfigurationsPerNIC)
+			"node's NIC, and max pods %d exceeds Azure's %d per NIC: lower the AKSNodeClass's spec.maxPods", req.Name, EnvNetworkPlugin, count, maxIPConfigurationsPerNIC)
 	}
 	return nil
 }
@@ -52,9 +52,9 @@ func (l *Launcher) checkPodIPs(req LaunchRequest) error {
 // subnet: the primary ipconfig1, then the pods' secondaries ipconfig2, ...
 // on classic Azure CNI.
 func (l *Launcher) ipConfigurations(req LaunchRequest) []*armnetwork.InterfaceIPConfiguration {
-	n := l.podIPConfigurations(req)
-	out := make([]*armnetwork.InterfaceIPConfiguration, 0, n)
-	for i := 1; i <= n; i++ {
+	count := l.podIPConfigurations(req)
+	out := make([]*armnetwork.InterfaceIPConfiguration, 0, count)
+	for i := 1; i <= count; i++ {
 		out = append(out, &armnetwork.InterfaceIPConfiguration{
 			Name: ptr(fmt.Sprintf("ipconfig%d", i)),
 			Properties: &armnetwork.InterfaceIPConfigurationPropertiesFormat{

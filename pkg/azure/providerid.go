@@ -49,12 +49,12 @@ func ParseProviderID(id string) (string, error) {
 	if len(parts) != len(want) {
 		return "", NewInvalidRequestError("providerID %q: want azure:///subscriptions/<sub>/resourceGroups/<rg>/providers/Microsoft.Compute/virtualMachines/<name>", id)
 	}
-	for i, w := range want {
+	for i, wanted := range want {
 		switch {
-		case w == "" && parts[i] == "":
+		case wanted == "" && parts[i] == "":
 			return "", NewInvalidRequestError("providerID %q: empty segment after %q", id, parts[i-1])
-		case w != "" && !strings.EqualFold(parts[i], w):
-			return "", NewInvalidRequestError("providerID %q: segment %d is %q, want %q", id, i+1, parts[i], w)
+		case wanted != "" && !strings.EqualFold(parts[i], wanted):
+			return "", NewInvalidRequestError("providerID %q: segment %d is %q, want %q", id, i+1, parts[i], wanted)
 		}
 	}
 	name := parts[7]

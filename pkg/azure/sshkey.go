@@ -22,8 +22,8 @@ func ValidateSSHPublicKey(key string) error {
 	}
 	typ := fields[0]
 	known := false
-	for _, t := range sshKeyTypes {
-		known = known || typ == t
+	for _, accepted := range sshKeyTypes {
+		known = known || typ == accepted
 	}
 	if !known {
 		return fmt.Errorf("key type %q is not accepted by Azure for Linux VMs; use %s", typ, strings.Join(sshKeyTypes, " or "))
@@ -32,8 +32,8 @@ func ValidateSSHPublicKey(key string) error {
 	if err != nil || len(blob) < 4 {
 		return fmt.Errorf("the %s key data is not base64", typ)
 	}
-	n := binary.BigEndian.Uint32(blob)
-	if uint64(n)+4 > uint64(len(blob)) || string(blob[4:4+n]) != typ {
+	nameLen := binary.BigEndian.Uint32(blob)
+	if uint64(nameLen)+4 > uint64(len(blob)) || string(blob[4:4+nameLen]) != typ {
 		return fmt.Errorf("the key data does not hold a %s key", typ)
 	}
 	return nil

@@ -39,8 +39,8 @@ func TagKey(key string) string { return strings.ReplaceAll(key, "/", "_") }
 // tag.
 func buildTags(cluster string, req LaunchRequest) map[string]*string {
 	tags := make(map[string]*string, len(req.Tags)+3)
-	for k, v := range req.Tags {
-		tags[TagKey(k)] = ptr(v)
+	for key, value := range req.Tags {
+		tags[TagKey(key)] = ptr(value)
 	}
 	tags[TagCluster] = ptr(cluster)
 	tags[TagManagedBy] = ptr(ownership.Value)
@@ -62,8 +62,8 @@ func deref[T any](p *T) T {
 
 func fromTags(tags map[string]*string) map[string]string {
 	out := make(map[string]string, len(tags))
-	for k, v := range tags {
-		out[k] = deref(v)
+	for key, value := range tags {
+		out[key] = deref(value)
 	}
 	return out
 }

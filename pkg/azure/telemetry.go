@@ -34,7 +34,8 @@ func (telemetryPolicy) Do(req *policy.Request) (*http.Response, error) {
 	defer span.End()
 	start := time.Now()
 	resp, err := req.WithContext(ctx).Next()
-	status, code := 0, ""
+	status := 0
+	code := ""
 	switch {
 	case err != nil:
 		code = "TransportError"
@@ -95,23 +96,27 @@ func responseErrorCode(resp *http.Response) string {
 func ARMOperation(method, path string) string {
 	parts := strings.Split(strings.Trim(path, "/"), "/")
 	// After ".../providers/<Namespace>/" come type/name pairs.
-	typ, named := "resource", false
+	typ := "resource"
+	named := false
 	for i := 0; i < len(parts); i++ {
 		if strings.EqualFold(parts[i], "providers") && i+1 < len(parts) {
 			rest := parts[i+2:]
-			if n := len(rest); n >= 3 && n%2 == 1 && method == http.MethodPost {
-				return rest[n-3] + "." + rest[n-1] // an action: virtualMachines.deallocate
+			if count := len(rest); count >= 3 && count%2 == 1 && method == http.MethodPost {
+				return rest[count-3] + "." + rest[count-1] // an action: virtualMachines.deallocate
 			}
 			for j := 0; j < len(rest); j += 2 {
-				typ, named = rest[j], j+1 < len(rest)
+				typ = rest[j]
+				named = j+1 < len(rest)
 			}
 			break
 		}
 	}
 	if typ == "resource" && len(parts) > 0 {
-		typ, named = parts[len(parts)-1], false
+		typ = parts[len(parts)-1]
+		named = false
 		if len(parts) >= 2 {
-			typ, named = parts[len(parts)-2], true
+			typ = parts[len(parts)-2]
+			named = true
 		}
 	}
 	verb := method

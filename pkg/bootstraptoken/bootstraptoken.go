@@ -76,11 +76,11 @@ func Valid(token string) bool { return tokenRE.MatchString(token) }
 
 // ID is the public half of a well-formed token ("" otherwise).
 func ID(token string) string {
-	m := tokenRE.FindStringSubmatch(token)
-	if m == nil {
+	match := tokenRE.FindStringSubmatch(token)
+	if match == nil {
 		return ""
 	}
-	return m[1]
+	return match[1]
 }
 
 // Options configure a Manager.
@@ -161,16 +161,16 @@ func (m *Manager) Token(ctx context.Context) (string, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	now := m.opts.Clock.Now()
-	if t := m.cached; t != nil && t.expires.Sub(now) >= m.opts.MinValidity {
+	if cached := m.cached; cached != nil && cached.expires.Sub(now) >= m.opts.MinValidity {
 		// One GET: the Secret may have been deleted (revoked) meanwhile.
-		err := m.opts.Kube.Get(ctx, client.ObjectKey{Namespace: Namespace, Name: SecretPrefix + t.id}, &corev1.Secret{})
+		err := m.opts.Kube.Get(ctx, client.ObjectKey{Namespace: Namespace, Name: SecretPrefix + cached.id}, &corev1.Secret{})
 		if err == nil {
-			return t.id + "." + t.secret, nil
+			return cached.id + "." + cached.secret, nil
 		}
 		if !apierrors.IsNotFound(err) {
-			return "", &Error{fmt.Errorf("reading bootstrap token Secret %s/%s: %w", Namespace, SecretPrefix+t.id, err)}
+			return "", &Error{fmt.Errorf("reading bootstrap token Secret %s/%s: %w", Namespace, SecretPrefix+cached.id, err)}
 		}
-		m.opts.Logger.Info("bootstrap token Secret was deleted; replacing it", "tokenID", t.id)
+		m.opts.Logger.Info("bootstrap token Secret was deleted; replacing it", "tokenID", cached.id)
 	}
 	m.cached = nil
 	best, err := m.sweep(ctx, now)
@@ -195,25 +195,25 @@ func (m *Manager) sweep(ctx context.Context, now time.Time) (*token, error) {
 	}
 	var usable []*token
 	for i := range list.Items {
-		s := &list.Items[i]
-		if s.Type != corev1.SecretTypeBootstrapToken {
+		secret := &list.Items[i]
+		if secret.Type != corev1.SecretTypeBootstrapToken {
 			continue
 		}
-		t, ok := parse(s)
+		tok, ok := parse(secret)
 		if !ok {
-			m.opts.Logger.Warn("ignoring malformed bootstrap token Secret", "secret", s.Name)
+			m.opts.Logger.Warn("ignoring malformed bootstrap token Secret", "secret", secret.Name)
 			continue
 		}
-		if !now.Before(t.expires) {
-			err := m.opts.Kube.Delete(ctx, s, client.Preconditions{UID: &s.UID})
+		if !now.Before(tok.expires) {
+			err := m.opts.Kube.Delete(ctx, secret, client.Preconditions{UID: &secret.UID})
 			if client.IgnoreNotFound(err) != nil && !apierrors.IsConflict(err) {
-				return nil, &Error{fmt.Errorf("deleting expired bootstrap token Secret %s: %w", s.Name, err)}
+				return nil, &Error{fmt.Errorf("deleting expired bootstrap token Secret %s: %w", secret.Name, err)}
 			}
-			m.opts.Logger.Info("deleted expired bootstrap token", "tokenID", t.id, "expired", t.expires.Format(time.RFC3339))
+			m.opts.Logger.Info("deleted expired bootstrap token", "tokenID", tok.id, "expired", tok.expires.Format(time.RFC3339))
 			continue
 		}
-		if t.expires.Sub(now) >= m.opts.MinValidity {
-			usable = append(usable, t)
+		if tok.expires.Sub(now) >= m.opts.MinValidity {
+			usable = append(usable, tok)
 		}
 	}
 	if len(usable) == 0 {
@@ -240,7 +240,7 @@ func (m *Manager) create(ctx context.Context, now time.Time) (*token, error) {
 		// The authenticator compares against RFC 3339 in UTC; whole seconds
 		// keep what we cache equal to what it reads.
 		expires := now.Add(m.opts.TTL).UTC().Truncate(time.Second)
-		s := &corev1.Secret{
+		tokenSecret := &corev1.Secret{
 			ObjectMeta: metav1.ObjectMeta{Name: SecretPrefix + id, Namespace: Namespace,
 				Labels: map[string]string{LabelManagedBy: ManagedByValue}},
 			Type: corev1.SecretTypeBootstrapToken,
@@ -253,7 +253,7 @@ func (m *Manager) create(ctx context.Context, now time.Time) (*token, error) {
 				KeyDescription: m.opts.Description,
 			},
 		}
-		err = m.opts.Kube.Create(ctx, s)
+		err = m.opts.Kube.Create(ctx, tokenSecret)
 		if apierrors.IsAlreadyExists(err) && attempt < 3 {
 			continue // another token has this ID: draw again
 		}
@@ -266,7 +266,8 @@ func (m *Manager) create(ctx context.Context, now time.Time) (*token, error) {
 }
 
 func parse(s *corev1.Secret) (*token, bool) {
-	id, secret := string(s.Data[KeyTokenID]), string(s.Data[KeyTokenSecret])
+	id := string(s.Data[KeyTokenID])
+	secret := string(s.Data[KeyTokenSecret])
 	if !Valid(id+"."+secret) || s.Name != SecretPrefix+id || string(s.Data[KeyUsageAuth]) != "true" {
 		return nil, false
 	}
@@ -285,25 +286,25 @@ var neverExpires = time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC)
 const tokenChars = "0123456789abcdefghijklmnopqrstuvwxyz"
 
 func randomString(n int) (string, error) {
-	b := make([]byte, n)
+	out := make([]byte, n)
 	alphabet := big.NewInt(int64(len(tokenChars)))
-	for i := range b {
-		v, err := rand.Int(rand.Reader, alphabet)
+	for i := range out {
+		index, err := rand.Int(rand.Reader, alphabet)
 		if err != nil {
 			return "", fmt.Errorf("bootstraptoken: reading randomness: %w", err)
 		}
-		b[i] = tokenChars[v.Int64()]
+		out[i] = tokenChars[index.Int64()]
 	}
-	return string(b), nil
+	return string(out), nil
 }
 
 // checkGroups checks an auth-extra-groups value as the API server's
 // bootstrap-token authenticator does: comma-separated groups, each
 // system:bootstrappers:<name>.
 func checkGroups(groups string) error {
-	for _, g := range strings.Split(groups, ",") {
-		if !groupRE.MatchString(g) {
-			return fmt.Errorf("group %q is not of the form system:bootstrappers:<name>", g)
+	for _, group := range strings.Split(groups, ",") {
+		if !groupRE.MatchString(group) {
+			return fmt.Errorf("group %q is not of the form system:bootstrappers:<name>", group)
 		}
 	}
 	return nil
@@ -323,19 +324,19 @@ func (m *Manager) extraGroups(ctx context.Context) (string, error) {
 	}
 	sort.Slice(list.Items, func(i, j int) bool { return list.Items[i].Name < list.Items[j].Name })
 	for i := range list.Items {
-		s := &list.Items[i]
-		if s.Type != corev1.SecretTypeBootstrapToken || s.Labels[LabelManagedBy] == ManagedByValue {
+		secret := &list.Items[i]
+		if secret.Type != corev1.SecretTypeBootstrapToken || secret.Labels[LabelManagedBy] == ManagedByValue {
 			continue
 		}
-		if t, ok := parse(s); !ok || !m.opts.Clock.Now().Before(t.expires) {
+		if tok, ok := parse(secret); !ok || !m.opts.Clock.Now().Before(tok.expires) {
 			continue // the authenticator would refuse it: not the cluster's working token
 		}
-		groups := string(s.Data[KeyExtraGroups])
+		groups := string(secret.Data[KeyExtraGroups])
 		if groups == "" {
 			return "", nil // it authenticates as system:bootstrappers only; so do ours
 		}
 		if err := checkGroups(groups); err != nil {
-			return "", &Error{fmt.Errorf("the cluster's bootstrap token Secret %s/%s: %s: %w", Namespace, s.Name, KeyExtraGroups, err)}
+			return "", &Error{fmt.Errorf("the cluster's bootstrap token Secret %s/%s: %s: %w", Namespace, secret.Name, KeyExtraGroups, err)}
 		}
 		return groups, nil
 	}

@@ -48,8 +48,8 @@ func fromEnv(getenv func(string) string) (Publisher, error) {
 }
 
 func transportFromEnv(getenv func(string) string) (Publisher, error) {
-	if u := getenv(EnvLocalBusURL); u != "" {
-		return NewHTTPPublisherWithCredential(u, &http.Client{Timeout: localBusTimeout}, getenv(EnvLocalBusCredential)), nil
+	if localURL := getenv(EnvLocalBusURL); localURL != "" {
+		return NewHTTPPublisherWithCredential(localURL, &http.Client{Timeout: localBusTimeout}, getenv(EnvLocalBusCredential)), nil
 	}
 	if cs := getenv(EnvServiceBusConnection); cs != "" {
 		return NewServiceBusPublisher(context.Background(), ServiceBusOptions{ConnectionString: cs})

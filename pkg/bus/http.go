@@ -91,11 +91,11 @@ func (p *httpPublisher) Close(context.Context) error { return nil }
 // errorText is the reason in a local bus error body ({"error": "..."}), or
 // the body itself when it is not that JSON.
 func errorText(body []byte) string {
-	var e struct {
+	var reply struct {
 		Error string `json:"error"`
 	}
-	if json.Unmarshal(body, &e) == nil && e.Error != "" {
-		return e.Error
+	if json.Unmarshal(body, &reply) == nil && reply.Error != "" {
+		return reply.Error
 	}
 	return strings.TrimSpace(string(body))
 }

@@ -36,15 +36,15 @@ var entityNameRE = regexp.MustCompile(`^[A-Za-z0-9]([A-Za-z0-9._\-/]{0,258}[A-Za
 // logical name (the name the deployment creates by default).
 func QueueNamesFromEnv(getenv func(string) string) (QueueNames, error) {
 	names := QueueNames{}
-	for _, q := range queueSettings {
-		name := getenv(q.env)
+	for _, setting := range queueSettings {
+		name := getenv(setting.env)
 		if name == "" {
-			name = q.logical
+			name = setting.logical
 		}
 		if !entityNameRE.MatchString(name) {
-			return nil, fmt.Errorf("app setting %s=%q is not a Service Bus queue name (letters, digits, '.', '-', '_', '/', starting and ending with a letter or digit, at most 260 characters)", q.env, name)
+			return nil, fmt.Errorf("app setting %s=%q is not a Service Bus queue name (letters, digits, '.', '-', '_', '/', starting and ending with a letter or digit, at most 260 characters)", setting.env, name)
 		}
-		names[q.logical] = name
+		names[setting.logical] = name
 	}
 	return names, nil
 }

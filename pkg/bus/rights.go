@@ -94,12 +94,12 @@ func Allowed(grants []Grant, identity Identity, queue string, claim Claim) bool 
 // queues the app settings rename.
 func Named(grants []Grant, names QueueNames) []Grant {
 	out := make([]Grant, len(grants))
-	for i, g := range grants {
-		if name, ok := names[g.Queue]; ok {
-			g.Queue = name
+	for i, grant := range grants {
+		if name, ok := names[grant.Queue]; ok {
+			grant.Queue = name
 		}
-		g.Claims = slices.Clone(g.Claims)
-		out[i] = g
+		grant.Claims = slices.Clone(grant.Claims)
+		out[i] = grant
 	}
 	return out
 }

@@ -64,12 +64,12 @@ func NewServiceBusPublisher(ctx context.Context, opts ServiceBusOptions) (Publis
 func newServiceBusClient(opts ServiceBusOptions) (*azservicebus.Client, error) {
 	switch {
 	case opts.ConnectionString != "":
-		c, err := azservicebus.NewClientFromConnectionString(opts.ConnectionString, opts.ClientOptions)
+		client, err := azservicebus.NewClientFromConnectionString(opts.ConnectionString, opts.ClientOptions)
 		if err != nil {
 			// The SDK's parse errors do not echo the string, so this does not leak the key.
 			return nil, fmt.Errorf("bus: service bus connection string: %w", err)
 		}
-		return c, nil
+		return client, nil
 	case opts.Namespace != "":
 		cred := opts.Credential
 		if cred == nil {
@@ -78,11 +78,11 @@ func newServiceBusClient(opts ServiceBusOptions) (*azservicebus.Client, error) {
 				return nil, err
 			}
 		}
-		c, err := azservicebus.NewClient(opts.Namespace, cred, opts.ClientOptions)
+		client, err := azservicebus.NewClient(opts.Namespace, cred, opts.ClientOptions)
 		if err != nil {
 			return nil, fmt.Errorf("bus: service bus namespace %q: %w", opts.Namespace, err)
 		}
-		return c, nil
+		return client, nil
 	default:
 		return nil, errors.New("bus: service bus needs a connection string or a fully qualified namespace; both are empty")
 	}
@@ -101,11 +101,11 @@ func identityCredential(clientID string) (azcore.TokenCredential, error) {
 		}
 		return cred, nil
 	}
-	o := &azidentity.ManagedIdentityCredentialOptions{}
+	credOpts := &azidentity.ManagedIdentityCredentialOptions{}
 	if clientID != "" {
-		o.ID = azidentity.ClientID(clientID)
+		credOpts.ID = azidentity.ClientID(clientID)
 	}
-	cred, err := azidentity.NewManagedIdentityCredential(o)
+	cred, err := azidentity.NewManagedIdentityCredential(credOpts)
 	if err != nil {
 		return nil, fmt.Errorf("bus: managed identity credential: %w", err)
 	}
@@ -131,10 +131,10 @@ func (p *serviceBusPublisher) Publish(ctx context.Context, queue string, msgs ..
 			return err
 		}
 	}
-	for _, g := range scheduled {
-		if _, err := sender.ScheduleMessages(ctx, g.msgs, g.at, nil); err != nil {
+	for _, group := range scheduled {
+		if _, err := sender.ScheduleMessages(ctx, group.msgs, group.at, nil); err != nil {
 			return fmt.Errorf("bus: scheduling %d message(s) on queue %q for %s: %w",
-				len(g.msgs), queue, g.at.UTC().Format(time.RFC3339), err)
+				len(group.msgs), queue, group.at.UTC().Format(time.RFC3339), err)
 		}
 	}
 	return nil
@@ -146,15 +146,15 @@ func (p *serviceBusPublisher) sender(queue string) (*azservicebus.Sender, error)
 	if p.closed {
 		return nil, errors.New("bus: publisher is closed")
 	}
-	if s, ok := p.senders[queue]; ok {
-		return s, nil
+	if cached, ok := p.senders[queue]; ok {
+		return cached, nil
 	}
-	s, err := p.client.NewSender(queue, nil)
+	created, err := p.client.NewSender(queue, nil)
 	if err != nil {
 		return nil, fmt.Errorf("bus: sender for queue %q: %w", queue, err)
 	}
-	p.senders[queue] = s
-	return s, nil
+	p.senders[queue] = created
+	return created, nil
 }
 
 func sendBatches(ctx context.Context, sender *azservicebus.Sender, queue string, msgs []*azservicebus.Message) error {
@@ -164,16 +164,16 @@ func sendBatches(ctx context.Context, sender *azservicebus.Sender, queue string,
 		return fmt.Errorf("bus: new message batch for queue %q: %w", queue, err)
 	}
 	flush := func() error {
-		n := int(batch.NumMessages())
+		count := int(batch.NumMessages())
 		if err := sender.SendMessageBatch(ctx, batch, nil); err != nil {
 			return fmt.Errorf("bus: sending batch of %d message(s) to queue %q (%d of %d already sent): %w",
-				n, queue, sent, len(msgs), err)
+				count, queue, sent, len(msgs), err)
 		}
-		sent += n
+		sent += count
 		return nil
 	}
-	for _, m := range msgs {
-		err := batch.AddMessage(m, nil)
+	for _, msg := range msgs {
+		err := batch.AddMessage(msg, nil)
 		if errors.Is(err, azservicebus.ErrMessageTooLarge) && batch.NumMessages() > 0 {
 			if err := flush(); err != nil {
 				return err
@@ -181,11 +181,11 @@ func sendBatches(ctx context.Context, sender *azservicebus.Sender, queue string,
 			if batch, err = sender.NewMessageBatch(ctx, nil); err != nil {
 				return fmt.Errorf("bus: new message batch for queue %q: %w", queue, err)
 			}
-			err = batch.AddMessage(m, nil)
+			err = batch.AddMessage(msg, nil)
 		}
 		if err != nil {
 			return fmt.Errorf("bus: message %q (%d bytes) for queue %q: %w (%d of %d already sent)",
-				*m.MessageID, len(m.Body), queue, err, sent, len(msgs))
+				*msg.MessageID, len(msg.Body), queue, err, sent, len(msgs))
 		}
 	}
 	return flush()
@@ -201,20 +201,20 @@ type scheduledGroup struct {
 // and ordered by it.
 func splitScheduled(msgs []Message) (now []*azservicebus.Message, scheduled []scheduledGroup) {
 	byTime := map[int64]int{}
-	for _, m := range msgs {
-		sb := toServiceBusMessage(m)
-		if m.ScheduledEnqueueTime.IsZero() {
+	for _, msg := range msgs {
+		sb := toServiceBusMessage(msg)
+		if msg.ScheduledEnqueueTime.IsZero() {
 			now = append(now, sb)
 			continue
 		}
-		key := m.ScheduledEnqueueTime.UnixNano()
-		i, ok := byTime[key]
+		key := msg.ScheduledEnqueueTime.UnixNano()
+		groupIndex, ok := byTime[key]
 		if !ok {
-			i = len(scheduled)
-			byTime[key] = i
-			scheduled = append(scheduled, scheduledGroup{at: m.ScheduledEnqueueTime})
+			groupIndex = len(scheduled)
+			byTime[key] = groupIndex
+			scheduled = append(scheduled, scheduledGroup{at: msg.ScheduledEnqueueTime})
 		}
-		scheduled[i].msgs = append(scheduled[i].msgs, sb)
+		scheduled[groupIndex].msgs = append(scheduled[groupIndex].msgs, sb)
 	}
 	sort.SliceStable(scheduled, func(i, j int) bool { return scheduled[i].at.Before(scheduled[j].at) })
 	return now, scheduled
@@ -235,13 +235,13 @@ func toServiceBusMessage(m Message) *azservicebus.Message {
 		out.ContentType = ptr(m.ContentType)
 	}
 	if !m.ScheduledEnqueueTime.IsZero() {
-		t := m.ScheduledEnqueueTime.UTC()
-		out.ScheduledEnqueueTime = &t
+		at := m.ScheduledEnqueueTime.UTC()
+		out.ScheduledEnqueueTime = &at
 	}
 	if len(m.ApplicationProperties) > 0 {
 		out.ApplicationProperties = make(map[string]any, len(m.ApplicationProperties))
-		for k, v := range m.ApplicationProperties {
-			out.ApplicationProperties[k] = v
+		for key, value := range m.ApplicationProperties {
+			out.ApplicationProperties[key] = value
 		}
 	}
 	return out
@@ -258,9 +258,9 @@ func (p *serviceBusPublisher) Close(ctx context.Context) error {
 	}
 	p.closed = true
 	var errs []error
-	for q, s := range p.senders {
-		if err := s.Close(ctx); err != nil {
-			errs = append(errs, fmt.Errorf("bus: closing sender for queue %q: %w", q, err))
+	for queue, sender := range p.senders {
+		if err := sender.Close(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("bus: closing sender for queue %q: %w", queue, err))
 		}
 	}
 	p.senders = nil

@@ -25,17 +25,17 @@ func ValidateMessages(queue string, msgs []Message) error {
 	}
 	var errs []error
 	seen := make(map[string]int, len(msgs))
-	for i, m := range msgs {
-		if err := validateMessage(m); err != nil {
-			errs = append(errs, fmt.Errorf("message %d (id %q): %w", i, m.ID, err))
+	for i, msg := range msgs {
+		if err := validateMessage(msg); err != nil {
+			errs = append(errs, fmt.Errorf("message %d (id %q): %w", i, msg.ID, err))
 			continue
 		}
 		// Two messages with one ID in one call is a caller bug: duplicate
 		// detection would keep only the first, dropping the second unnoticed.
-		if j, ok := seen[m.ID]; ok {
-			errs = append(errs, fmt.Errorf("message %d (id %q): same id as message %d", i, m.ID, j))
+		if first, ok := seen[msg.ID]; ok {
+			errs = append(errs, fmt.Errorf("message %d (id %q): same id as message %d", i, msg.ID, first))
 		}
-		seen[m.ID] = i
+		seen[msg.ID] = i
 	}
 	if len(errs) > 0 {
 		return fmt.Errorf("bus: invalid messages for queue %q: %w", queue, errors.Join(errs...))
@@ -57,12 +57,12 @@ func validateMessage(m Message) error {
 	case len(m.Body) == 0:
 		return errors.New("body is empty")
 	}
-	for k, v := range m.ApplicationProperties {
-		if k == "" {
+	for key, value := range m.ApplicationProperties {
+		if key == "" {
 			return errors.New("application property with an empty name")
 		}
-		if err := validatePropertyValue(v); err != nil {
-			return fmt.Errorf("application property %q: %w", k, err)
+		if err := validatePropertyValue(value); err != nil {
+			return fmt.Errorf("application property %q: %w", key, err)
 		}
 	}
 	return nil

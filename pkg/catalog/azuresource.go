@@ -63,8 +63,8 @@ func Refresh(ctx context.Context, src RefreshSource) ([]byte, RefreshReport, err
 	}
 	var facts []SKUFacts
 	for _, sku := range skus {
-		if f, ok := SKUFactsFromARM(sku, src.Region); ok {
-			facts = append(facts, f)
+		if fact, ok := SKUFactsFromARM(sku, src.Region); ok {
+			facts = append(facts, fact)
 		}
 	}
 	return BuildFile(src.Region, facts, prices)
@@ -77,14 +77,14 @@ func FetchRetailPrices(ctx context.Context, client *http.Client, pricesURL, regi
 	if client == nil {
 		client = &http.Client{Timeout: 60 * time.Second}
 	}
-	u, err := url.Parse(pricesURL)
-	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+	parsed, err := url.Parse(pricesURL)
+	if err != nil || (parsed.Scheme != "https" && parsed.Scheme != "http") || parsed.Host == "" {
 		return nil, fmt.Errorf("catalog refresh: --prices-url %q is not an http(s) URL", pricesURL)
 	}
-	query := u.Query()
+	query := parsed.Query()
 	query.Set("$filter", RetailPricesFilter(region))
-	u.RawQuery = query.Encode()
-	next := u.String()
+	parsed.RawQuery = query.Encode()
+	next := parsed.String()
 	var items []RetailPriceItem
 	for page := 1; next != ""; page++ {
 		if page > maxPricePages {
@@ -231,8 +231,8 @@ func zonesIn(infos []*armcompute.ResourceSKULocationInfo, region string, restric
 }
 
 func containsFold(list []*string, s string) bool {
-	for _, v := range list {
-		if v != nil && strings.EqualFold(*v, s) {
+	for _, value := range list {
+		if value != nil && strings.EqualFold(*value, s) {
 			return true
 		}
 	}

@@ -100,19 +100,19 @@ func (it *InstanceType) WithMaxPods(n int32) *InstanceType {
 // lacks are DoesNotExist so pods asking for them are kept off it.
 func (it *InstanceType) Requirements() scheduling.Requirements {
 	reqs := scheduling.NewRequirements()
-	for k, v := range it.Labels {
-		reqs.Add(scheduling.NewRequirement(k, corev1.NodeSelectorOpIn, v))
+	for key, value := range it.Labels {
+		reqs.Add(scheduling.NewRequirement(key, corev1.NodeSelectorOpIn, value))
 	}
-	for _, k := range SKULabels {
-		if _, ok := it.Labels[k]; !ok {
-			reqs.Add(scheduling.NewRequirement(k, corev1.NodeSelectorOpDoesNotExist))
+	for _, key := range SKULabels {
+		if _, ok := it.Labels[key]; !ok {
+			reqs.Add(scheduling.NewRequirement(key, corev1.NodeSelectorOpDoesNotExist))
 		}
 	}
 	var zones, capacityTypes []string
-	for _, o := range it.Offerings {
-		if o.Available {
-			zones = append(zones, o.Zone)
-			capacityTypes = append(capacityTypes, o.CapacityType)
+	for _, offering := range it.Offerings {
+		if offering.Available {
+			zones = append(zones, offering.Zone)
+			capacityTypes = append(capacityTypes, offering.CapacityType)
 		}
 	}
 	reqs.Add(scheduling.NewRequirement(corev1.LabelTopologyZone, corev1.NodeSelectorOpIn, zones...))
@@ -132,22 +132,22 @@ var loadEmbedded = sync.OnceValues(func() (*compact.File, error) {
 	if err != nil {
 		return nil, fmt.Errorf("embedded catalog is corrupt (rerun go generate ./pkg/catalog): %w", err)
 	}
-	f := &compact.File{}
-	if err := json.Unmarshal(raw, f); err != nil {
+	compactFile := &compact.File{}
+	if err := json.Unmarshal(raw, compactFile); err != nil {
 		return nil, fmt.Errorf("embedded catalog is corrupt (rerun go generate ./pkg/catalog): %w", err)
 	}
-	return f, nil
+	return compactFile, nil
 })
 
 // Regions lists the regions of the embedded catalog, sorted.
 func Regions() []string {
-	f, err := loadEmbedded()
+	compactFile, err := loadEmbedded()
 	if err != nil {
 		return nil
 	}
-	out := make([]string, 0, len(f.Regions))
-	for r := range f.Regions {
-		out = append(out, r)
+	out := make([]string, 0, len(compactFile.Regions))
+	for name := range compactFile.Regions {
+		out = append(out, name)
 	}
 	sort.Strings(out)
 	return out
@@ -163,33 +163,33 @@ func Regions() []string {
 // price exists. Zone restrictions recorded for a particular subscription are
 // ignored: they are not a property of the region.
 func Default(region string) (*Catalog, error) {
-	f, err := loadEmbedded()
+	compactFile, err := loadEmbedded()
 	if err != nil {
 		return nil, err
 	}
-	r, ok := f.Regions[region]
+	regionFacts, ok := compactFile.Regions[region]
 	if !ok {
 		known := Regions()
 		suggestions := []string{"eastus", "westeurope", "southeastasia"}
 		suggestions = slices.DeleteFunc(suggestions, func(s string) bool { return !slices.Contains(known, s) })
 		return nil, NewUnknownRegionError(region, suggestions)
 	}
-	c := &Catalog{Region: region}
+	cat := &Catalog{Region: region}
 	defaultZones := []string{""}
-	if r.Zonal {
+	if regionFacts.Zonal {
 		defaultZones = []string{region + "-1", region + "-2", region + "-3"}
-		c.Zones = slices.Clone(defaultZones)
+		cat.Zones = slices.Clone(defaultZones)
 	}
-	for _, s := range f.SKUs {
-		price, ok := r.Prices[s.Name]
+	for _, sku := range compactFile.SKUs {
+		price, ok := regionFacts.Prices[sku.Name]
 		if !ok {
 			continue
 		}
 		zones := defaultZones
-		if z, ok := r.Zones[s.Name]; ok {
-			zones = make([]string, len(z))
-			for i, n := range z {
-				zones[i] = region + "-" + n
+		if listed, ok := regionFacts.Zones[sku.Name]; ok {
+			zones = make([]string, len(listed))
+			for i, number := range listed {
+				zones[i] = region + "-" + number
 			}
 		}
 		var offerings []Offering
@@ -199,9 +199,9 @@ func Default(region string) (*Catalog, error) {
 				offerings = append(offerings, Offering{Zone: zone, CapacityType: karpv1.CapacityTypeSpot, Price: price[1], Available: true})
 			}
 		}
-		c.InstanceTypes = append(c.InstanceTypes, newInstanceType(s, region, offerings))
+		cat.InstanceTypes = append(cat.InstanceTypes, newInstanceType(sku, region, offerings))
 	}
-	return c, nil
+	return cat, nil
 }
 
 func newInstanceType(s compact.SKU, region string, offerings []Offering) *InstanceType {

@@ -19,22 +19,22 @@ type InvalidCatalogError struct {
 }
 
 func (e *InvalidCatalogError) Error() string {
-	var b strings.Builder
-	b.WriteString(e.Source)
-	b.WriteString(": ")
+	var msg strings.Builder
+	msg.WriteString(e.Source)
+	msg.WriteString(": ")
 	if e.Index >= 0 {
-		fmt.Fprintf(&b, "instanceTypes[%d]", e.Index)
+		fmt.Fprintf(&msg, "instanceTypes[%d]", e.Index)
 		if e.Name != "" {
-			fmt.Fprintf(&b, " (%s)", e.Name)
+			fmt.Fprintf(&msg, " (%s)", e.Name)
 		}
 		if e.Field != "" {
-			b.WriteString(".")
+			msg.WriteString(".")
 		}
 	}
-	b.WriteString(e.Field)
-	b.WriteString(": ")
-	b.WriteString(e.Msg)
-	return b.String()
+	msg.WriteString(e.Field)
+	msg.WriteString(": ")
+	msg.WriteString(e.Msg)
+	return msg.String()
 }
 
 // NewInvalidCatalogError builds an InvalidCatalogError; index -1 means a
@@ -45,8 +45,8 @@ func NewInvalidCatalogError(source string, index int, name, field, format string
 
 // IsInvalidCatalog reports whether err is, or wraps, an InvalidCatalogError.
 func IsInvalidCatalog(err error) bool {
-	var e *InvalidCatalogError
-	return errors.As(err, &e)
+	var invalid *InvalidCatalogError
+	return errors.As(err, &invalid)
 }
 
 // UnknownRegionError means the embedded catalog has no prices for a region.
@@ -68,6 +68,6 @@ func NewUnknownRegionError(region string, known []string) error {
 
 // IsUnknownRegion reports whether err is, or wraps, an UnknownRegionError.
 func IsUnknownRegion(err error) bool {
-	var e *UnknownRegionError
-	return errors.As(err, &e)
+	var unknown *UnknownRegionError
+	return errors.As(err, &unknown)
 }

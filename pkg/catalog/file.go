@@ -73,43 +73,43 @@ func Parse(data []byte) (*Catalog, error) { return parse("catalog", data) }
 func parse(source string, data []byte) (*Catalog, error) {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
-	var f file
-	if err := dec.Decode(&f); err != nil {
+	var parsed file
+	if err := dec.Decode(&parsed); err != nil {
 		return nil, NewInvalidCatalogError(source, -1, "", "", "not a catalog file (%v); see the format in pkg/catalog/file.go", err)
 	}
-	if f.Region == "" {
+	if parsed.Region == "" {
 		return nil, NewInvalidCatalogError(source, -1, "", "region", "is required: set the ARM location name, e.g. \"eastus\"")
 	}
 	zones := map[string]bool{}
-	for i, z := range f.Zones {
-		if !strings.HasPrefix(z, f.Region+"-") {
-			return nil, NewInvalidCatalogError(source, -1, "", fmt.Sprintf("zones[%d]", i), "%q is not a zone of %s; zones are written <region>-<n>, e.g. %s-1", z, f.Region, f.Region)
+	for i, zone := range parsed.Zones {
+		if !strings.HasPrefix(zone, parsed.Region+"-") {
+			return nil, NewInvalidCatalogError(source, -1, "", fmt.Sprintf("zones[%d]", i), "%q is not a zone of %s; zones are written <region>-<n>, e.g. %s-1", zone, parsed.Region, parsed.Region)
 		}
-		zones[z] = true
+		zones[zone] = true
 	}
-	if len(f.InstanceTypes) == 0 {
+	if len(parsed.InstanceTypes) == 0 {
 		return nil, NewInvalidCatalogError(source, -1, "", "instanceTypes", "is empty: list at least one instance type")
 	}
-	c := &Catalog{Region: f.Region, Zones: f.Zones}
+	cat := &Catalog{Region: parsed.Region, Zones: parsed.Zones}
 	seen := map[string]int{}
-	for i, fit := range f.InstanceTypes {
+	for i, fit := range parsed.InstanceTypes {
 		invalid := func(field, format string, args ...any) error {
 			return NewInvalidCatalogError(source, i, fit.Name, field, format, args...)
 		}
 		if fit.Name == "" {
 			return nil, invalid("name", "is required")
 		}
-		if j, dup := seen[fit.Name]; dup {
-			return nil, invalid("name", "duplicates instanceTypes[%d]; each instance type must appear once", j)
+		if first, dup := seen[fit.Name]; dup {
+			return nil, invalid("name", "duplicates instanceTypes[%d]; each instance type must appear once", first)
 		}
 		seen[fit.Name] = i
-		it, err := parseInstanceType(f.Region, zones, fit, invalid)
+		it, err := parseInstanceType(parsed.Region, zones, fit, invalid)
 		if err != nil {
 			return nil, err
 		}
-		c.InstanceTypes = append(c.InstanceTypes, it)
+		cat.InstanceTypes = append(cat.InstanceTypes, it)
 	}
-	return c, nil
+	return cat, nil
 }
 
 // invalidField reports a bad field of one instance type in a catalog file.
@@ -269,22 +269,22 @@ func checkOffering(zones map[string]bool, offering fileOffering, field string, i
 func parseResources(in map[string]string, field string, invalid func(string, string, ...any) error) (corev1.ResourceList, error) {
 	out := corev1.ResourceList{}
 	for name, value := range in {
-		q, err := resource.ParseQuantity(value)
+		quantity, err := resource.ParseQuantity(value)
 		if err != nil {
 			return nil, invalid(field+"."+name, "%q is not a Kubernetes quantity (%v); write e.g. \"4\", \"500m\", \"16Gi\"", value, err)
 		}
-		if q.Sign() < 0 {
+		if quantity.Sign() < 0 {
 			return nil, invalid(field+"."+name, "is %s; it must not be negative", value)
 		}
-		out[corev1.ResourceName(name)] = q
+		out[corev1.ResourceName(name)] = quantity
 	}
 	return out, nil
 }
 
 func sortedKeys(m map[string]bool) []string {
 	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
+	for key := range m {
+		out = append(out, key)
 	}
 	slices.Sort(out)
 	return out

@@ -55,7 +55,7 @@ type skuFacts struct {
 }
 
 func deriveLabels(f skuFacts) map[string]string {
-	l := map[string]string{
+	labels := map[string]string{
 		corev1.LabelInstanceTypeStable: f.name,
 		corev1.LabelArchStable:         f.architecture,
 		corev1.LabelOSStable:           "linux",
@@ -65,31 +65,31 @@ func deriveLabels(f skuFacts) map[string]string {
 		LabelSKUGPUCount:               strconv.FormatInt(f.gpuCount, 10),
 	}
 	if f.region != "" {
-		l[corev1.LabelTopologyRegion] = f.region
+		labels[corev1.LabelTopologyRegion] = f.region
 	}
-	if s, ok := ParseSizeName(f.name); ok {
-		l[LabelSKUFamily] = s.Family
-		l[LabelSKUSeries] = s.Series()
-		l[LabelSKUVersion] = s.Version
+	if size, ok := ParseSizeName(f.name); ok {
+		labels[LabelSKUFamily] = size.Family
+		labels[LabelSKUSeries] = size.Series()
+		labels[LabelSKUVersion] = size.Version
 		// The provider names the GPU as the size does (A100), not by the
 		// marketing model (A100-80GB); keep its values.
-		if s.Accelerator != "" {
-			f.gpuName = s.Accelerator
+		if size.Accelerator != "" {
+			f.gpuName = size.Accelerator
 		}
 	}
 	if f.gpuCount > 0 {
 		if f.gpuName != "" {
-			l[LabelSKUGPUName] = f.gpuName
+			labels[LabelSKUGPUName] = f.gpuName
 		}
 		if f.gpuManufacturer != "" {
-			l[LabelSKUGPUManufacturer] = f.gpuManufacturer
+			labels[LabelSKUGPUManufacturer] = f.gpuManufacturer
 		}
 	}
 	if f.acceleratedNetworking != nil {
-		l[LabelSKUAcceleratedNetworking] = fmt.Sprint(*f.acceleratedNetworking)
+		labels[LabelSKUAcceleratedNetworking] = fmt.Sprint(*f.acceleratedNetworking)
 	}
 	if f.premium != nil {
-		l[LabelSKUStoragePremiumCapable] = fmt.Sprint(*f.premium)
+		labels[LabelSKUStoragePremiumCapable] = fmt.Sprint(*f.premium)
 	}
-	return l
+	return labels
 }

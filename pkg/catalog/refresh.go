@@ -161,13 +161,13 @@ type gpuFacts struct {
 }
 
 func embeddedGPU(name string) (gpuFacts, bool) {
-	f, err := loadEmbedded()
+	compactFile, err := loadEmbedded()
 	if err != nil {
 		return gpuFacts{}, false
 	}
-	for _, s := range f.SKUs {
-		if s.Name == name && s.GPUManufacturer != "" {
-			return gpuFacts{count: s.GPUCount, name: s.GPUName, manufacturer: s.GPUManufacturer}, true
+	for _, sku := range compactFile.SKUs {
+		if sku.Name == name && sku.GPUManufacturer != "" {
+			return gpuFacts{count: sku.GPUCount, name: sku.GPUName, manufacturer: sku.GPUManufacturer}, true
 		}
 	}
 	return gpuFacts{}, false

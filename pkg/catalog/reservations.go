@@ -51,12 +51,12 @@ var (
 
 func regressive(brackets []bracket, amount float64) float64 {
 	var total, lower float64
-	for _, b := range brackets {
+	for _, br := range brackets {
 		if amount <= lower {
 			break
 		}
-		total += (math.Min(amount, b.upTo) - lower) * b.rate
-		lower = b.upTo
+		total += (math.Min(amount, br.upTo) - lower) * br.rate
+		lower = br.upTo
 	}
 	return total
 }

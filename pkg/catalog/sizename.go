@@ -46,22 +46,26 @@ func ParseSizeName(name string) (SizeName, bool) {
 	if !ok {
 		return SizeName{}, false
 	}
-	var s SizeName
-	s.Version = "1"
-	if m := sizeVersion.FindStringSubmatch(rest); m != nil {
-		s.Version, s.hasVersion = m[1], true
-		rest = rest[:len(rest)-len(m[0])]
+	var size SizeName
+	size.Version = "1"
+	if match := sizeVersion.FindStringSubmatch(rest); match != nil {
+		size.Version = match[1]
+		size.hasVersion = true
+		rest = rest[:len(rest)-len(match[0])]
 	}
 	tokens := strings.Split(rest, "_")
-	m := sizeCore.FindStringSubmatch(tokens[0])
-	if m == nil {
+	match := sizeCore.FindStringSubmatch(tokens[0])
+	if match == nil {
 		return SizeName{}, false
 	}
-	s.Family, s.Subfamily, s.VCPUs, s.Features = m[1], m[2], m[3], m[4]
-	for _, t := range tokens[1:] {
-		if accelerator.MatchString(t) {
-			s.Accelerator = t
+	size.Family = match[1]
+	size.Subfamily = match[2]
+	size.VCPUs = match[3]
+	size.Features = match[4]
+	for _, token := range tokens[1:] {
+		if accelerator.MatchString(token) {
+			size.Accelerator = token
 		}
 	}
-	return s, true
+	return size, true
 }

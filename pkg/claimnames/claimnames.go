@@ -85,8 +85,8 @@ const (
 // Name is the NodeClaim name for pods in nodePool at generation.
 func Name(nodePool string, pods []*corev1.Pod, generation int64) string {
 	uids := make([]string, 0, len(pods))
-	for _, p := range pods {
-		uids = append(uids, string(p.UID))
+	for _, pod := range pods {
+		uids = append(uids, string(pod.UID))
 	}
 	sort.Strings(uids)
 	key := "karpfunc/nodeclaim/v2\x00" + nodePool + "\x00" + strings.Join(uids, ",") + "\x00" + strconv.FormatInt(generation, 10)
@@ -111,22 +111,22 @@ func Free(nodePool string, pods []*corev1.Pod, view int64, held func(string) boo
 // GenerationOf reads the generation a NodeClaim (or any object) was named
 // with; false when it carries none (claims named before the counter).
 func GenerationOf(obj metav1.Object) (int64, bool) {
-	v, ok := obj.GetAnnotations()[apis.AnnotationNodeClaimGeneration]
+	value, ok := obj.GetAnnotations()[apis.AnnotationNodeClaimGeneration]
 	if !ok {
 		return 0, false
 	}
-	g, err := strconv.ParseInt(v, 10, 64)
-	return g, err == nil
+	generation, err := strconv.ParseInt(value, 10, 64)
+	return generation, err == nil
 }
 
 // SetGeneration records generation on obj.
 func SetGeneration(obj metav1.Object, generation int64) {
-	a := obj.GetAnnotations()
-	if a == nil {
-		a = map[string]string{}
+	annotations := obj.GetAnnotations()
+	if annotations == nil {
+		annotations = map[string]string{}
 	}
-	a[apis.AnnotationNodeClaimGeneration] = strconv.FormatInt(generation, 10)
-	obj.SetAnnotations(a)
+	annotations[apis.AnnotationNodeClaimGeneration] = strconv.FormatInt(generation, 10)
+	obj.SetAnnotations(annotations)
 }
 
 // Counter reads and raises the cluster's name counter.
@@ -215,10 +215,10 @@ func (c *Counter) get(ctx context.Context) (*coordinationv1.Lease, error) {
 }
 
 func valueOf(lease *coordinationv1.Lease) (int64, error) {
-	g, ok := GenerationOf(lease)
+	generation, ok := GenerationOf(lease)
 	if !ok {
 		return 0, fmt.Errorf("Lease %s/%s: annotation %s is missing or not an integer (%q); delete the Lease and karpfunc recreates it",
 			lease.Namespace, lease.Name, apis.AnnotationNodeClaimGeneration, lease.Annotations[apis.AnnotationNodeClaimGeneration])
 	}
-	return g, nil
+	return generation, nil
 }

@@ -45,8 +45,8 @@ func NewInsufficientCapacityError(err error, code string, unavailable ...Unavail
 // IsInsufficientCapacity reports whether err is, or wraps, an
 // InsufficientCapacityError.
 func IsInsufficientCapacity(err error) bool {
-	var e *InsufficientCapacityError
-	return errors.As(err, &e)
+	var target *InsufficientCapacityError
+	return errors.As(err, &target)
 }
 
 // CreateError means the provider refused a create for a reason that is
@@ -70,9 +70,9 @@ func NewCreateError(err error, code string) *CreateError {
 
 // AsCreateError returns the CreateError in err's chain.
 func AsCreateError(err error) (*CreateError, bool) {
-	var e *CreateError
-	ok := errors.As(err, &e)
-	return e, ok
+	var target *CreateError
+	ok := errors.As(err, &target)
+	return target, ok
 }
 
 // ThrottledError means the provider refused the request for its rate
@@ -92,8 +92,8 @@ func NewThrottledError(err error, retryAfter time.Duration) *ThrottledError {
 
 // IsThrottled reports whether err is, or wraps, a ThrottledError.
 func IsThrottled(err error) bool {
-	var e *ThrottledError
-	return errors.As(err, &e)
+	var target *ThrottledError
+	return errors.As(err, &target)
 }
 
 // NodeClaimNotFoundError means the instance does not exist.
@@ -110,8 +110,8 @@ func NewNodeClaimNotFoundError(err error) *NodeClaimNotFoundError {
 // IsNodeClaimNotFound reports whether err is, or wraps, a
 // NodeClaimNotFoundError.
 func IsNodeClaimNotFound(err error) bool {
-	var e *NodeClaimNotFoundError
-	return errors.As(err, &e)
+	var target *NodeClaimNotFoundError
+	return errors.As(err, &target)
 }
 
 // TransientError means the provider failed internally (a server error)
@@ -190,9 +190,9 @@ func ConditionReason(code string) string {
 		return "LaunchFailed"
 	}
 	out := make([]rune, 0, len(code)+1)
-	for _, r := range code {
-		if isLetter(r) || (r >= '0' && r <= '9') || r == '_' || r == ',' || r == ':' {
-			out = append(out, r)
+	for _, char := range code {
+		if isLetter(char) || (char >= '0' && char <= '9') || char == '_' || char == ',' || char == ':' {
+			out = append(out, char)
 		} else {
 			out = append(out, '_')
 		}

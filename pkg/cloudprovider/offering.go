@@ -23,9 +23,10 @@ func Cheapest(its []*catalog.InstanceType, reqs scheduling.Requirements) (*catal
 		if !names.Has(it.Name) {
 			continue
 		}
-		for _, o := range it.Offerings {
-			if OfferingAllowed(o, reqs) && (best == nil || cheaper(it, o, best, bestOffering)) {
-				best, bestOffering = it, o
+		for _, offering := range it.Offerings {
+			if OfferingAllowed(offering, reqs) && (best == nil || cheaper(it, offering, best, bestOffering)) {
+				best = it
+				bestOffering = offering
 			}
 		}
 	}

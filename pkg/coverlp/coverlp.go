@@ -73,8 +73,8 @@ type Solution struct {
 func Solve(types []Type, cpu, mem float64) Solution {
 	sol := Solution{Cost: math.Inf(1), Basis: [2]Use{{Index: -1}, {Index: -1}}}
 	usable := make([]int, 0, len(types))
-	for i, t := range types {
-		if t.CPU > 0 && t.Mem > 0 {
+	for i, nodeType := range types {
+		if nodeType.CPU > 0 && nodeType.Mem > 0 {
 			usable = append(usable, i)
 		}
 	}
@@ -85,12 +85,12 @@ func Solve(types []Type, cpu, mem float64) Solution {
 		sol.Cost = 0
 		return sol
 	}
-	for _, i := range usable {
-		sol.trySingle(types, i, cpu, mem)
+	for _, index := range usable {
+		sol.trySingle(types, index, cpu, mem)
 	}
-	for n, i := range usable {
-		for _, k := range usable[n+1:] {
-			sol.tryPair(types, i, k, cpu, mem)
+	for at, first := range usable {
+		for _, second := range usable[at+1:] {
+			sol.tryPair(types, first, second, cpu, mem)
 		}
 	}
 	return sol
@@ -99,18 +99,20 @@ func Solve(types []Type, cpu, mem float64) Solution {
 // trySingle takes type i alone if it covers the demand more cheaply than
 // the best so far; the resource it runs out of first carries its price.
 func (s *Solution) trySingle(types []Type, i int, cpu, mem float64) {
-	t := types[i]
-	nodes := math.Max(cpu/t.CPU, mem/t.Mem)
-	cost := t.Price * nodes
+	nodeType := types[i]
+	nodes := math.Max(cpu/nodeType.CPU, mem/nodeType.Mem)
+	cost := nodeType.Price * nodes
 	if !(cost < s.Cost) { // a NaN cost never wins
 		return
 	}
 	s.Cost = cost
 	s.Basis = [2]Use{{Index: i, Nodes: nodes}, {Index: -1}}
-	if cpu/t.CPU >= mem/t.Mem {
-		s.DualCPU, s.DualMem = t.Price/t.CPU, 0
+	if cpu/nodeType.CPU >= mem/nodeType.Mem {
+		s.DualCPU = nodeType.Price / nodeType.CPU
+		s.DualMem = 0
 	} else {
-		s.DualCPU, s.DualMem = 0, t.Price/t.Mem
+		s.DualCPU = 0
+		s.DualMem = nodeType.Price / nodeType.Mem
 	}
 }
 
@@ -119,22 +121,23 @@ func (s *Solution) trySingle(types []Type, i int, cpu, mem float64) {
 // less than the best so far; the dual prices then make both types cost
 // exactly their price.
 func (s *Solution) tryPair(types []Type, i, k int, cpu, mem float64) {
-	a, d := types[i], types[k]
-	det := a.CPU*d.Mem - d.CPU*a.Mem
+	typeA := types[i]
+	typeD := types[k]
+	det := typeA.CPU*typeD.Mem - typeD.CPU*typeA.Mem
 	if det == 0 {
 		return
 	}
-	nodesA := (cpu*d.Mem - d.CPU*mem) / det
-	nodesD := (a.CPU*mem - cpu*a.Mem) / det
+	nodesA := (cpu*typeD.Mem - typeD.CPU*mem) / det
+	nodesD := (typeA.CPU*mem - cpu*typeA.Mem) / det
 	if nodesA < 0 || nodesD < 0 {
 		return
 	}
-	cost := nodesA*a.Price + nodesD*d.Price
+	cost := nodesA*typeA.Price + nodesD*typeD.Price
 	if !(cost < s.Cost) { // a NaN cost (0 nodes of an infinite price) never wins
 		return
 	}
 	s.Cost = cost
 	s.Basis = [2]Use{{Index: i, Nodes: nodesA}, {Index: k, Nodes: nodesD}}
-	s.DualCPU = (a.Price*d.Mem - d.Price*a.Mem) / det
-	s.DualMem = (a.CPU*d.Price - d.CPU*a.Price) / det
+	s.DualCPU = (typeA.Price*typeD.Mem - typeD.Price*typeA.Mem) / det
+	s.DualMem = (typeA.CPU*typeD.Price - typeD.CPU*typeA.Price) / det
 }

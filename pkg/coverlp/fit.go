@@ -18,9 +18,9 @@ const IntegerCPU = 4
 // least bound of the branches still open when it stops early, which is
 // still a lower bound). +Inf when some class fits no type.
 func Fit(types []Type, classes []Class, maxBranches int) float64 {
-	f := newFitter(undominated(types), classes)
+	solver := newFitter(undominated(types), classes)
 	root := &branch{out: map[int]bool{}, whole: map[int]bool{}}
-	f.solve(root)
+	solver.solve(root)
 	open := &branches{}
 	if !math.IsInf(root.bound, 1) {
 		heap.Push(open, root)
@@ -28,9 +28,9 @@ func Fit(types []Type, classes []Class, maxBranches int) float64 {
 	for solves := 1; open.Len() > 0; {
 		br := heap.Pop(open).(*branch)
 		frac := -1
-		for t, x := range br.nodes {
-			if x < 1-1e-7 && !br.whole[t] && (frac < 0 || f.types[t].Price*(1-x) > f.types[frac].Price*(1-br.nodes[frac])) {
-				frac = t
+		for typeIndex, count := range br.nodes {
+			if count < 1-1e-7 && !br.whole[typeIndex] && (frac < 0 || solver.types[typeIndex].Price*(1-count) > solver.types[frac].Price*(1-br.nodes[frac])) {
+				frac = typeIndex
 			}
 		}
 		if frac < 0 || solves+2 > maxBranches {
@@ -40,7 +40,7 @@ func Fit(types []Type, classes []Class, maxBranches int) float64 {
 			{out: with(br.out, frac), whole: br.whole},
 			{out: br.out, whole: with(br.whole, frac)},
 		} {
-			f.solve(next)
+			solver.solve(next)
 			solves++
 			if !math.IsInf(next.bound, 1) {
 				heap.Push(open, next)
@@ -58,9 +58,9 @@ func undominated(types []Type) []Type {
 		return cmp.Or(cmp.Compare(a.Price, b.Price), -cmp.Compare(a.CPU, b.CPU), -cmp.Compare(a.Mem, b.Mem))
 	})
 	var kept []Type
-	for _, t := range sorted {
-		if t.Price > 0 && t.CPU > 0 && t.Mem > 0 && !slices.ContainsFunc(kept, func(k Type) bool { return k.CPU >= t.CPU && k.Mem >= t.Mem }) {
-			kept = append(kept, t)
+	for _, candidate := range sorted {
+		if candidate.Price > 0 && candidate.CPU > 0 && candidate.Mem > 0 && !slices.ContainsFunc(kept, func(k Type) bool { return k.CPU >= candidate.CPU && k.Mem >= candidate.Mem }) {
+			kept = append(kept, candidate)
 		}
 	}
 	return kept
@@ -83,46 +83,48 @@ type fitter struct {
 }
 
 func newFitter(types []Type, classes []Class) *fitter {
-	f := &fitter{types: types, classes: classes, seen: map[string]bool{}, knap: make([]*knapsack, len(types))}
-	for ti, t := range types {
+	solver := &fitter{types: types, classes: classes, seen: map[string]bool{}, knap: make([]*knapsack, len(types))}
+	for ti, nodeType := range types {
 		var fit []int
-		for ci, c := range classes {
-			if c.CPU <= t.CPU && c.Mem <= t.Mem {
+		for ci, class := range classes {
+			if class.CPU <= nodeType.CPU && class.Mem <= nodeType.Mem {
 				fit = append(fit, ci)
 			}
 		}
-		if t.CPU <= IntegerCPU {
-			f.knap[ti] = newKnapsack(t, classes)
+		if nodeType.CPU <= IntegerCPU {
+			solver.knap[ti] = newKnapsack(nodeType, classes)
 			for _, ci := range fit { // a start: one class per node
-				z := make([]float64, len(classes))
-				z[ci] = math.Floor(math.Min(t.CPU/classes[ci].CPU, t.Mem/classes[ci].Mem) + 1e-9)
-				f.add(ti, z)
+				counts := make([]float64, len(classes))
+				counts[ci] = math.Floor(math.Min(nodeType.CPU/classes[ci].CPU, nodeType.Mem/classes[ci].Mem) + 1e-9)
+				solver.add(ti, counts)
 			}
 			continue
 		}
 		for _, ci := range fit {
-			z := make([]float64, len(classes))
-			z[ci] = math.Min(t.CPU/classes[ci].CPU, t.Mem/classes[ci].Mem)
-			f.add(ti, z)
+			counts := make([]float64, len(classes))
+			counts[ci] = math.Min(nodeType.CPU/classes[ci].CPU, nodeType.Mem/classes[ci].Mem)
+			solver.add(ti, counts)
 		}
 		for i, c1 := range fit {
 			for _, c2 := range fit[i+1:] {
-				a, b := classes[c1], classes[c2]
-				det := a.CPU*b.Mem - b.CPU*a.Mem
+				first := classes[c1]
+				second := classes[c2]
+				det := first.CPU*second.Mem - second.CPU*first.Mem
 				if det == 0 {
 					continue
 				}
-				z1 := (t.CPU*b.Mem - b.CPU*t.Mem) / det
-				z2 := (a.CPU*t.Mem - t.CPU*a.Mem) / det
+				z1 := (nodeType.CPU*second.Mem - second.CPU*nodeType.Mem) / det
+				z2 := (first.CPU*nodeType.Mem - nodeType.CPU*first.Mem) / det
 				if z1 > 0 && z2 > 0 {
-					z := make([]float64, len(classes))
-					z[c1], z[c2] = z1, z2
-					f.add(ti, z)
+					counts := make([]float64, len(classes))
+					counts[c1] = z1
+					counts[c2] = z2
+					solver.add(ti, counts)
 				}
 			}
 		}
 	}
-	return f
+	return solver
 }
 
 func (f *fitter) add(typ int, z []float64) bool {
@@ -146,60 +148,60 @@ type branch struct {
 // small types' patterns that price out (column generation).
 func (f *fitter) solve(br *branch) {
 	wholes := make([]int, 0, len(br.whole))
-	for t := range br.whole {
-		wholes = append(wholes, t)
+	for typeIndex := range br.whole {
+		wholes = append(wholes, typeIndex)
 	}
 	slices.Sort(wholes)
 	need := make([]float64, len(f.classes)+len(wholes))
-	for i, c := range f.classes {
-		need[i] = float64(c.N)
+	for i, class := range f.classes {
+		need[i] = float64(class.N)
 	}
-	for k := range wholes {
-		need[len(f.classes)+k] = 1
+	for slot := range wholes {
+		need[len(f.classes)+slot] = 1
 	}
 	for {
 		var use []int
-		for i, p := range f.patterns {
-			if !br.out[p.typ] {
+		for i, pat := range f.patterns {
+			if !br.out[pat.typ] {
 				use = append(use, i)
 			}
 		}
 		cost := make([]float64, len(use))
 		cols := make([][]float64, len(use))
-		for j, i := range use {
-			p := f.patterns[i]
-			cost[j] = f.types[p.typ].Price
+		for j, patternIndex := range use {
+			pat := f.patterns[patternIndex]
+			cost[j] = f.types[pat.typ].Price
 			col := make([]float64, len(need))
-			copy(col, p.z)
-			if k := slices.Index(wholes, p.typ); k >= 0 {
-				col[len(f.classes)+k] = 1
+			copy(col, pat.z)
+			if slot := slices.Index(wholes, pat.typ); slot >= 0 {
+				col[len(f.classes)+slot] = 1
 			}
 			cols[j] = col
 		}
-		opt, x, duals, ok := cover(cost, cols, need)
+		opt, uses, duals, ok := cover(cost, cols, need)
 		if !ok {
 			br.bound = math.Inf(1)
 			return
 		}
 		added := false
-		for t, k := range f.knap {
-			if k == nil || br.out[t] {
+		for typeIndex, sack := range f.knap {
+			if sack == nil || br.out[typeIndex] {
 				continue
 			}
-			w := 0.0
-			if i := slices.Index(wholes, t); i >= 0 {
-				w = duals[len(f.classes)+i]
+			wholeDual := 0.0
+			if slot := slices.Index(wholes, typeIndex); slot >= 0 {
+				wholeDual = duals[len(f.classes)+slot]
 			}
-			if z, value := k.best(duals[:len(f.classes)]); value+w > f.types[t].Price*(1+1e-7)+eps && f.add(t, z) {
+			if counts, value := sack.best(duals[:len(f.classes)]); value+wholeDual > f.types[typeIndex].Price*(1+1e-7)+eps && f.add(typeIndex, counts) {
 				added = true
 			}
 		}
 		if !added {
 			br.bound = opt
 			br.nodes = map[int]float64{}
-			for j, i := range use {
-				if x[j] > eps {
-					br.nodes[f.patterns[i].typ] += x[j]
+			for j, patternIndex := range use {
+				if uses[j] > eps {
+					br.nodes[f.patterns[patternIndex].typ] += uses[j]
 				}
 			}
 			return
@@ -215,9 +217,9 @@ func (h branches) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
 func (h *branches) Push(x any)        { *h = append(*h, x.(*branch)) }
 func (h *branches) Pop() any {
 	old := *h
-	b := old[len(old)-1]
+	last := old[len(old)-1]
 	*h = old[:len(old)-1]
-	return b
+	return last
 }
 
 // with is m and k.

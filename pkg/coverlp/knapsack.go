@@ -20,47 +20,52 @@ type knapsack struct {
 type knapItem struct{ class, cpu, mem int }
 
 func newKnapsack(t Type, classes []Class) *knapsack {
-	g := 0
-	for _, c := range classes {
-		g = gcd(g, int(math.Round(c.CPU*1000)))
+	cpuUnit := 0
+	for _, class := range classes {
+		cpuUnit = gcd(cpuUnit, int(math.Round(class.CPU*1000)))
 	}
-	g = max(g, 1)
-	k := &knapsack{cpuCap: int(math.Floor(t.CPU*1000/float64(g) + 1e-9)), memCap: int(math.Ceil(t.Mem / memUnit)), nClasses: len(classes)}
-	for ci, c := range classes {
-		cpu, mem := int(math.Round(c.CPU*1000))/g, int(math.Floor(c.Mem/memUnit))
-		if c.CPU <= t.CPU && c.Mem <= t.Mem && (cpu > 0 || mem > 0) {
-			k.items = append(k.items, knapItem{ci, cpu, mem})
+	cpuUnit = max(cpuUnit, 1)
+	sack := &knapsack{cpuCap: int(math.Floor(t.CPU*1000/float64(cpuUnit) + 1e-9)), memCap: int(math.Ceil(t.Mem / memUnit)), nClasses: len(classes)}
+	for ci, class := range classes {
+		cpu := int(math.Round(class.CPU*1000)) / cpuUnit
+		mem := int(math.Floor(class.Mem / memUnit))
+		if class.CPU <= t.CPU && class.Mem <= t.Mem && (cpu > 0 || mem > 0) {
+			sack.items = append(sack.items, knapItem{ci, cpu, mem})
 		}
 	}
-	return k
+	return sack
 }
 
 // best is the most valuable pattern at duals y and its value.
 func (k *knapsack) best(y []float64) ([]float64, float64) {
-	w := k.memCap + 1
-	val := make([]float64, (k.cpuCap+1)*w)
+	stride := k.memCap + 1
+	val := make([]float64, (k.cpuCap+1)*stride)
 	choice := make([]int16, len(val))
-	for c := 0; c <= k.cpuCap; c++ {
-		for m := 0; m <= k.memCap; m++ {
-			s := c*w + m
-			choice[s] = -1
+	for cpu := 0; cpu <= k.cpuCap; cpu++ {
+		for mem := 0; mem <= k.memCap; mem++ {
+			cell := cpu*stride + mem
+			choice[cell] = -1
 			for i, it := range k.items {
-				if y[it.class] <= eps || it.cpu > c || it.mem > m {
+				if y[it.class] <= eps || it.cpu > cpu || it.mem > mem {
 					continue
 				}
-				if v := val[(c-it.cpu)*w+m-it.mem] + y[it.class]; v > val[s] {
-					val[s], choice[s] = v, int16(i)
+				if value := val[(cpu-it.cpu)*stride+mem-it.mem] + y[it.class]; value > val[cell] {
+					val[cell] = value
+					choice[cell] = int16(i)
 				}
 			}
 		}
 	}
-	z := make([]float64, k.nClasses)
-	for c, m := k.cpuCap, k.memCap; choice[c*w+m] >= 0; {
-		it := k.items[choice[c*w+m]]
-		z[it.class]++
-		c, m = c-it.cpu, m-it.mem
+	counts := make([]float64, k.nClasses)
+	cpu := k.cpuCap
+	mem := k.memCap
+	for choice[cpu*stride+mem] >= 0 {
+		it := k.items[choice[cpu*stride+mem]]
+		counts[it.class]++
+		cpu -= it.cpu
+		mem -= it.mem
 	}
-	return z, val[len(val)-1]
+	return counts, val[len(val)-1]
 }
 
 func gcd(a, b int) int {

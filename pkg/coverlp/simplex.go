@@ -10,10 +10,13 @@ const eps = 1e-9
 // returns the optimum, x, and the rows' duals (≥ 0); ok is false when no
 // x covers need.
 func cover(cost []float64, cols [][]float64, need []float64) (opt float64, x, duals []float64, ok bool) {
-	m, nStruct := len(need), len(cols)
-	surplus, art, width := nStruct, nStruct+m, nStruct+2*m
-	t := make([][]float64, m) // rows of B⁻¹[A | -I | I | need]
-	for i := range t {
+	rows := len(need)
+	nStruct := len(cols)
+	surplus := nStruct                 // first surplus column
+	art := nStruct + rows              // first artificial column
+	width := nStruct + 2*rows          // columns; row[width] is the right-hand side
+	tableau := make([][]float64, rows) // rows of B⁻¹[A | -I | I | need]
+	for i := range tableau {
 		row := make([]float64, width+1)
 		for j, col := range cols {
 			row[j] = col[i]
@@ -21,23 +24,23 @@ func cover(cost []float64, cols [][]float64, need []float64) (opt float64, x, du
 		row[surplus+i] = -1
 		row[art+i] = 1
 		row[width] = need[i]
-		t[i] = row
+		tableau[i] = row
 	}
-	basis := make([]int, m)
+	basis := make([]int, rows)
 	for i := range basis {
 		basis[i] = art + i
 	}
 	phase1 := make([]float64, width)
-	for i := range m {
+	for i := range rows {
 		phase1[art+i] = 1
 	}
-	if !run(t, basis, phase1, width, width) {
+	if !run(tableau, basis, phase1, width, width) {
 		return 0, nil, nil, false
 	}
 	var infeasibility float64
-	for i, b := range basis {
-		if b >= art {
-			infeasibility += t[i][width]
+	for row, col := range basis {
+		if col >= art {
+			infeasibility += tableau[row][width]
 		}
 	}
 	if infeasibility > 1e-7*(1+sum(need)) {
@@ -45,33 +48,33 @@ func cover(cost []float64, cols [][]float64, need []float64) (opt float64, x, du
 	}
 	// Artificials still basic (at zero) leave where a real column can
 	// take their row; a row none can is redundant and keeps its own.
-	for i, b := range basis {
-		if b < art {
+	for row, basic := range basis {
+		if basic < art {
 			continue
 		}
-		for j := range art {
-			if math.Abs(t[i][j]) > 1e-7 {
-				pivot(t, basis, i, j)
+		for col := range art {
+			if math.Abs(tableau[row][col]) > 1e-7 {
+				pivot(tableau, basis, row, col)
 				break
 			}
 		}
 	}
 	phase2 := make([]float64, width)
 	copy(phase2, cost)
-	if !run(t, basis, phase2, art, width) {
+	if !run(tableau, basis, phase2, art, width) {
 		return 0, nil, nil, false
 	}
 	x = make([]float64, nStruct)
-	for i, b := range basis {
-		if b < nStruct {
-			x[b] = t[i][width]
-			opt += cost[b] * t[i][width]
+	for row, col := range basis {
+		if col < nStruct {
+			x[col] = tableau[row][width]
+			opt += cost[col] * tableau[row][width]
 		}
 	}
-	d := reduced(t, basis, phase2, width)
-	duals = make([]float64, m)
-	for i := range m {
-		duals[i] = math.Max(d[surplus+i], 0)
+	reducedCosts := reduced(tableau, basis, phase2, width)
+	duals = make([]float64, rows)
+	for row := range rows {
+		duals[row] = math.Max(reducedCosts[surplus+row], 0)
 	}
 	return opt, x, duals, true
 }
@@ -80,65 +83,65 @@ func cover(cost []float64, cols [][]float64, need []float64) (opt float64, x, du
 // false if the program is unbounded (it cannot be: costs are ≥ 0).
 func run(t [][]float64, basis []int, cost []float64, enter, width int) bool {
 	for iter := 0; ; iter++ {
-		d := reduced(t, basis, cost, width)
-		j := -1
-		for k := range enter {
-			if d[k] < -eps && (j < 0 || (iter < 5000 && d[k] < d[j])) {
-				j = k
+		reducedCosts := reduced(t, basis, cost, width)
+		entering := -1
+		for col := range enter {
+			if reducedCosts[col] < -eps && (entering < 0 || (iter < 5000 && reducedCosts[col] < reducedCosts[entering])) {
+				entering = col
 				if iter >= 5000 {
 					break // Bland: the first improving column
 				}
 			}
 		}
-		if j < 0 {
+		if entering < 0 {
 			return true
 		}
-		r := -1
-		for i := range t {
-			if t[i][j] > eps {
-				ratio := t[i][width] / t[i][j]
-				if r < 0 {
-					r = i
+		leaving := -1
+		for row := range t {
+			if t[row][entering] > eps {
+				ratio := t[row][width] / t[row][entering]
+				if leaving < 0 {
+					leaving = row
 					continue
 				}
-				best := t[r][width] / t[r][j]
-				if ratio < best-eps || (ratio < best+eps && basis[i] < basis[r]) {
-					r = i
+				best := t[leaving][width] / t[leaving][entering]
+				if ratio < best-eps || (ratio < best+eps && basis[row] < basis[leaving]) {
+					leaving = row
 				}
 			}
 		}
-		if r < 0 {
+		if leaving < 0 {
 			return false
 		}
-		pivot(t, basis, r, j)
+		pivot(t, basis, leaving, entering)
 	}
 }
 
 func reduced(t [][]float64, basis []int, cost []float64, width int) []float64 {
-	d := make([]float64, width)
-	copy(d, cost)
-	for i, b := range basis {
-		if cb := cost[b]; cb != 0 {
-			for j := range width {
-				d[j] -= cb * t[i][j]
+	reducedCosts := make([]float64, width)
+	copy(reducedCosts, cost)
+	for row, basic := range basis {
+		if cb := cost[basic]; cb != 0 {
+			for col := range width {
+				reducedCosts[col] -= cb * t[row][col]
 			}
 		}
 	}
-	return d
+	return reducedCosts
 }
 
 func pivot(t [][]float64, basis []int, r, j int) {
-	p := t[r][j]
-	for k := range t[r] {
-		t[r][k] /= p
+	pivotValue := t[r][j]
+	for col := range t[r] {
+		t[r][col] /= pivotValue
 	}
-	for i := range t {
-		if i == r {
+	for row := range t {
+		if row == r {
 			continue
 		}
-		if f := t[i][j]; f != 0 {
-			for k := range t[i] {
-				t[i][k] -= f * t[r][k]
+		if factor := t[row][j]; factor != 0 {
+			for col := range t[row] {
+				t[row][col] -= factor * t[r][col]
 			}
 		}
 	}
@@ -146,9 +149,9 @@ func pivot(t [][]float64, basis []int, r, j int) {
 }
 
 func sum(v []float64) float64 {
-	var s float64
-	for _, x := range v {
-		s += x
+	var total float64
+	for _, value := range v {
+		total += value
 	}
-	return s
+	return total
 }

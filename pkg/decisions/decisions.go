@@ -92,7 +92,7 @@ func (r Record) attrs() []slog.Attr {
 
 // Publisher sends decisions elsewhere (Event Grid).
 type Publisher interface {
-	Publish(ctx context.Context, r Record) error
+	Publish(ctx context.Context, record Record) error
 }
 
 // PublishTimeout bounds one publish: a decision's invocation waits no
@@ -128,9 +128,9 @@ func (rec *Recorder) Record(ctx context.Context, r Record) {
 	log.LogAttrs(ctx, slog.LevelInfo, Message, r.attrs()...)
 	decisionsTotal.Add(ctx, 1, metric.WithAttributes(attribute.String("decision", string(r.Decision)),
 		attribute.String("nodepool", r.NodePool), attribute.String("capacity_type", r.CapacityType)))
-	for _, p := range pubs {
+	for _, pub := range pubs {
 		pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), PublishTimeout)
-		err := p.Publish(pctx, r)
+		err := pub.Publish(pctx, r)
 		cancel()
 		if err != nil {
 			publishFailures.Add(ctx, 1)

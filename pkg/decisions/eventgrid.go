@@ -33,8 +33,8 @@ var eventTypes = map[Kind]string{
 
 // EventType is the CloudEvent type a decision is published as.
 func EventType(k Kind) string {
-	if t, ok := eventTypes[k]; ok {
-		return t
+	if eventType, ok := eventTypes[k]; ok {
+		return eventType
 	}
 	return "com.karpfunc.decision." + string(k) + ".v1"
 }
@@ -48,8 +48,8 @@ type EventGrid struct {
 // NewEventGrid returns a publisher for the topic at endpoint, signing in
 // with cred. opts may set the transport (a test endpoint's CA) and retries.
 func NewEventGrid(endpoint string, cred azcore.TokenCredential, opts *azeventgrid.ClientOptions) (*EventGrid, error) {
-	u, err := url.Parse(endpoint)
-	if err != nil || u.Scheme != "https" || u.Host == "" {
+	parsed, err := url.Parse(endpoint)
+	if err != nil || parsed.Scheme != "https" || parsed.Host == "" {
 		return nil, fmt.Errorf("%s=%q is not an Event Grid topic endpoint such as https://<topic>.<region>-1.eventgrid.azure.net/api/events (az eventgrid topic show --query endpoint)",
 			EnvEventGridEndpoint, endpoint)
 	}
@@ -63,11 +63,11 @@ func NewEventGrid(endpoint string, cred azcore.TokenCredential, opts *azeventgri
 		// One retry: the decision's invocation should not wait long on it.
 		opts.Retry = policy.RetryOptions{MaxRetries: 1}
 	}
-	c, err := azeventgrid.NewClient(endpoint, cred, opts)
+	client, err := azeventgrid.NewClient(endpoint, cred, opts)
 	if err != nil {
 		return nil, fmt.Errorf("decisions: Event Grid client for %s: %w", endpoint, err)
 	}
-	return &EventGrid{client: c}, nil
+	return &EventGrid{client: client}, nil
 }
 
 // Publish sends r as one CloudEvent: source /karpfunc/clusters/<cluster>,
@@ -88,9 +88,9 @@ func (e *EventGrid) Publish(ctx context.Context, r Record) error {
 // CloudEvent is r as the CloudEvent Publish sends.
 func CloudEvent(r Record) (messaging.CloudEvent, error) {
 	subject := "nodepools/" + r.NodePool + "/nodeclaims/" + r.NodeClaim
-	t := r.Time
+	at := r.Time
 	ev, err := messaging.NewCloudEvent("/karpfunc/clusters/"+r.Cluster, EventType(r.Decision), r,
-		&messaging.CloudEventOptions{Subject: &subject, DataContentType: ptr("application/json"), Time: &t})
+		&messaging.CloudEventOptions{Subject: &subject, DataContentType: ptr("application/json"), Time: &at})
 	if err != nil {
 		return messaging.CloudEvent{}, fmt.Errorf("decisions: building the CloudEvent: %w", err)
 	}

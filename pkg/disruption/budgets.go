@@ -21,17 +21,17 @@ func (b Budgets) Allowed(pool string, r Reason) int { return b[pool][r] }
 // Take spends n of pool's budget for r (all reasons share the nodes: a
 // node taken for one reason is disrupting for every other).
 func (b Budgets) Take(pool string, n int) {
-	for r := range b[pool] {
-		b[pool][r] -= n
+	for reason := range b[pool] {
+		b[pool][reason] -= n
 	}
 }
 
 func (b Budgets) clone() Budgets {
 	out := Budgets{}
-	for p, m := range b {
-		out[p] = map[Reason]int{}
-		for r, n := range m {
-			out[p][r] = n
+	for pool, byReason := range b {
+		out[pool] = map[Reason]int{}
+		for reason, count := range byReason {
+			out[pool][reason] = count
 		}
 	}
 	return out
@@ -60,13 +60,13 @@ func computeBudgets(pools []*karpv1.NodePool, counts map[string]*poolCount, now 
 			pc = &poolCount{}
 		}
 		out[np.Name] = map[Reason]int{}
-		for _, r := range budgetReasons {
-			n, err := AllowedDisruptions(np, r, pc.total, now)
+		for _, reason := range budgetReasons {
+			allowed, err := AllowedDisruptions(np, reason, pc.total, now)
 			if err != nil {
 				errs = append(errs, err)
-				n = 0
+				allowed = 0
 			}
-			out[np.Name][r] = max(0, n-pc.disrupting)
+			out[np.Name][reason] = max(0, allowed-pc.disrupting)
 		}
 	}
 	return out, errs
@@ -81,22 +81,22 @@ func AllowedDisruptions(np *karpv1.NodePool, reason Reason, numNodes int, now ti
 		budgets = []karpv1.Budget{{Nodes: DefaultBudget}}
 	}
 	allowed := math.MaxInt
-	for i, b := range budgets {
-		if !appliesTo(b, reason) {
+	for i, budget := range budgets {
+		if !appliesTo(budget, reason) {
 			continue
 		}
-		active, err := budgetActive(b, now)
+		active, err := budgetActive(budget, now)
 		if err != nil {
 			return 0, &BudgetError{NodePool: np.Name, Index: i, error: err}
 		}
 		if !active {
 			continue
 		}
-		n, err := budgetNodes(b.Nodes, numNodes)
+		nodes, err := budgetNodes(budget.Nodes, numNodes)
 		if err != nil {
 			return 0, &BudgetError{NodePool: np.Name, Index: i, error: err}
 		}
-		allowed = min(allowed, n)
+		allowed = min(allowed, nodes)
 	}
 	if allowed == math.MaxInt {
 		allowed = numNodes // no active budget restricts this reason
@@ -119,17 +119,17 @@ func appliesTo(b karpv1.Budget, r Reason) bool {
 // budgetNodes reads "nodes": a count or a percentage of numNodes, rounded up.
 func budgetNodes(v string, numNodes int) (int, error) {
 	if pct, ok := strings.CutSuffix(v, "%"); ok {
-		p, err := strconv.Atoi(pct)
-		if err != nil || p < 0 || p > 100 {
+		percent, err := strconv.Atoi(pct)
+		if err != nil || percent < 0 || percent > 100 {
 			return 0, fmt.Errorf("nodes %q: a percentage must be an integer from 0%% to 100%%", v)
 		}
-		return int(math.Ceil(float64(p) * float64(numNodes) / 100)), nil
+		return int(math.Ceil(float64(percent) * float64(numNodes) / 100)), nil
 	}
-	n, err := strconv.Atoi(v)
-	if err != nil || n < 0 {
+	count, err := strconv.Atoi(v)
+	if err != nil || count < 0 {
 		return 0, fmt.Errorf("nodes %q: must be a non-negative integer or a percentage such as \"10%%\"", v)
 	}
-	return n, nil
+	return count, nil
 }
 
 // budgetActive: a budget without schedule is always active; with one, it is
@@ -145,10 +145,10 @@ func budgetActive(b karpv1.Budget, now time.Time) (bool, error) {
 	if err != nil {
 		return false, fmt.Errorf("schedule %q is not a cron expression (minute hour day-of-month month day-of-week, or @daily...): %w", *b.Schedule, err)
 	}
-	d := b.Duration.Duration
-	if d <= 0 {
-		return false, fmt.Errorf("duration %s must be positive", d)
+	duration := b.Duration.Duration
+	if duration <= 0 {
+		return false, fmt.Errorf("duration %s must be positive", duration)
 	}
-	next := sched.Next(now.Add(-d))
+	next := sched.Next(now.Add(-duration))
 	return !next.After(now), nil
 }

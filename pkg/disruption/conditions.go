@@ -33,8 +33,8 @@ func Conditions(nc *karpv1.NodeClaim, node *corev1.Node, np *karpv1.NodePool, cl
 		}
 	}
 	classes := make(map[string]classInfo, len(classHashes))
-	for name, h := range classHashes {
-		classes[name] = classInfo{hash: h}
+	for name, hash := range classHashes {
+		classes[name] = classInfo{hash: hash}
 	}
 	st.Drifted = drift(nc, node, np, desired{classes: classes, versions: versions})
 	return st

@@ -31,9 +31,9 @@ func (e *Engine) consolidate(method string, cands []*Candidate) (*Command, strin
 // (1-minSaving) of the candidates' price (strictly less when minSaving is
 // 0).
 func (e *Engine) consolidateInto(method string, cands []*Candidate, simulate func([]*Candidate) Simulation, maxNew int, minSaving float64) (*Command, string) {
-	for _, c := range cands {
-		if c.Price == 0 {
-			return nil, fmt.Sprintf("the price of %s (%s %s %s) is not in the catalog", c.Name(), c.InstanceType, c.Zone, c.CapacityType)
+	for _, candidate := range cands {
+		if candidate.Price == 0 {
+			return nil, fmt.Sprintf("the price of %s (%s %s %s) is not in the catalog", candidate.Name(), candidate.InstanceType, candidate.Zone, candidate.CapacityType)
 		}
 	}
 	sim := simulate(cands)
@@ -42,13 +42,13 @@ func (e *Engine) consolidateInto(method string, cands []*Candidate, simulate fun
 	}
 	cmd := &Command{Reason: ReasonUnderutilized, Method: method, Candidates: cands, Existing: sim.Result.Existing}
 	total := sumPrice(cands)
-	switch n := len(sim.Result.NewNodeClaims); {
-	case n == 0:
+	switch count := len(sim.Result.NewNodeClaims); {
+	case count == 0:
 		cmd.Savings = total
-	case n > maxNew && maxNew == 1:
-		return nil, fmt.Sprintf("its pods would need %d new nodes", n)
-	case n > maxNew:
-		return nil, fmt.Sprintf("their pods would need %d new nodes, more than the %d allowed", n, maxNew)
+	case count > maxNew && maxNew == 1:
+		return nil, fmt.Sprintf("its pods would need %d new nodes", count)
+	case count > maxNew:
+		return nil, fmt.Sprintf("their pods would need %d new nodes, more than the %d allowed", count, maxNew)
 	default:
 		plans, why := e.cheaperSet(sim.Result.NewNodeClaims, cands, total*(1-minSaving))
 		if plans == nil {
@@ -91,21 +91,24 @@ func (e *Engine) makeRoom(cmd *Command, plans []*scheduler.NodeClaimPlan, limit 
 		return nil, ""
 	}
 	wide := make([]*scheduler.NodeClaimPlan, len(plans))
-	for i, p := range plans {
-		allowed, why := e.cheaper(p, cmd.Candidates, math.Inf(1))
+	for i, plan := range plans {
+		allowed, why := e.cheaper(plan, cmd.Candidates, math.Inf(1))
 		if allowed == nil {
 			return nil, "; " + why
 		}
 		wide[i] = allowed
 	}
 	for range maxRoomSteps {
-		grow, added := -1, math.Inf(1)
+		grow := -1
+		added := math.Inf(1)
 		var grown *scheduler.NodeClaimPlan
-		for i, p := range wide {
-			if next := roomier(p); next != nil {
-				_, from := p.Cheapest()
+		for i, plan := range wide {
+			if next := roomier(plan); next != nil {
+				_, from := plan.Cheapest()
 				if _, to := next.Cheapest(); to.Price-from.Price < added {
-					grow, added, grown = i, to.Price-from.Price, next
+					grow = i
+					added = to.Price - from.Price
+					grown = next
 				}
 			}
 		}
@@ -141,8 +144,8 @@ func roomier(plan *scheduler.NodeClaimPlan) *scheduler.NodeClaimPlan {
 	from := resOf(cheapest.Allocatable())
 	out := *plan
 	out.InstanceTypes = slices.DeleteFunc(slices.Clone(plan.InstanceTypes), func(it *catalog.InstanceType) bool {
-		a := resOf(it.Allocatable())
-		return !from.fitsIn(a) || a == from
+		alloc := resOf(it.Allocatable())
+		return !from.fitsIn(alloc) || alloc == from
 	})
 	next, _ := out.Cheapest()
 	if next == nil {
@@ -173,8 +176,8 @@ func (e *Engine) cheaperSet(plans []*scheduler.NodeClaimPlan, cands []*Candidate
 	}
 	lowest := make([]float64, len(plans))
 	var sum float64
-	for i, p := range plans {
-		allowed, why := e.cheaper(p, cands, math.Inf(1))
+	for i, plan := range plans {
+		allowed, why := e.cheaper(plan, cands, math.Inf(1))
 		if allowed == nil {
 			return nil, why
 		}
@@ -186,8 +189,8 @@ func (e *Engine) cheaperSet(plans []*scheduler.NodeClaimPlan, cands []*Candidate
 		return nil, fmt.Sprintf("%d replacements would cost at least $%.4f/h, not below $%.4f/h", len(plans), sum, price)
 	}
 	out := make([]*scheduler.NodeClaimPlan, len(plans))
-	for i, p := range plans {
-		narrowed, why := e.cheaper(p, cands, lowest[i]+slack/float64(len(plans)))
+	for i, plan := range plans {
+		narrowed, why := e.cheaper(plan, cands, lowest[i]+slack/float64(len(plans)))
 		if narrowed == nil {
 			return nil, why
 		}
@@ -200,8 +203,8 @@ func (e *Engine) cheaperSet(plans []*scheduler.NodeClaimPlan, cands []*Candidate
 // Karpenter's spot-to-spot rules. nil and a reason when none remain.
 func (e *Engine) cheaper(plan *scheduler.NodeClaimPlan, cands []*Candidate, price float64) (*scheduler.NodeClaimPlan, string) {
 	allSpot := true
-	for _, c := range cands {
-		allSpot = allSpot && c.CapacityType == karpv1.CapacityTypeSpot
+	for _, candidate := range cands {
+		allSpot = allSpot && candidate.CapacityType == karpv1.CapacityTypeSpot
 	}
 	reqs := scheduling.NewRequirements(plan.Requirements.Values()...)
 	// As Karpenter: spot nodes whose replacement may be spot are
@@ -227,9 +230,9 @@ func (e *Engine) cheaper(plan *scheduler.NodeClaimPlan, cands []*Candidate, pric
 	out := *plan
 	out.InstanceTypes = make([]*catalog.InstanceType, len(keep))
 	names := make([]string, len(keep))
-	for i, k := range keep {
-		out.InstanceTypes[i] = k.it
-		names[i] = k.it.Name
+	for i, kept := range keep {
+		out.InstanceTypes[i] = kept.it
+		names[i] = kept.it.Name
 	}
 	reqs.Add(scheduling.NewRequirement(corev1.LabelInstanceTypeStable, corev1.NodeSelectorOpIn, names...))
 	out.Requirements = reqs
@@ -251,10 +254,10 @@ func cheaperTypes(types []*catalog.InstanceType, reqs scheduling.Requirements, p
 			continue
 		}
 		best := -1.0
-		for _, o := range it.Offerings {
-			if o.Available && reqs.Get(corev1.LabelTopologyZone).Has(o.Zone) && reqs.Get(karpv1.CapacityTypeLabelKey).Has(o.CapacityType) &&
-				o.Price < price && (best < 0 || o.Price < best) {
-				best = o.Price
+		for _, offering := range it.Offerings {
+			if offering.Available && reqs.Get(corev1.LabelTopologyZone).Has(offering.Zone) && reqs.Get(karpv1.CapacityTypeLabelKey).Has(offering.CapacityType) &&
+				offering.Price < price && (best < 0 || offering.Price < best) {
+				best = offering.Price
 			}
 		}
 		if best >= 0 {
@@ -270,17 +273,17 @@ func cheaperTypes(types []*catalog.InstanceType, reqs scheduling.Requirements, p
 func (e *Engine) balanced(cmd *Command) string {
 	pools := map[string]bool{}
 	var moveCost float64
-	for _, c := range cmd.Candidates {
-		if c.NodePool.Spec.Disruption.ConsolidationPolicy != karpv1.ConsolidationPolicyBalanced {
+	for _, candidate := range cmd.Candidates {
+		if candidate.NodePool.Spec.Disruption.ConsolidationPolicy != karpv1.ConsolidationPolicyBalanced {
 			return ""
 		}
-		pools[c.NodePool.Name] = true
-		moveCost += c.DisruptionCost
+		pools[candidate.NodePool.Name] = true
+		moveCost += candidate.DisruptionCost
 	}
 	var poolCost, poolDisr float64
-	for p := range pools {
-		poolCost += e.poolCost[p]
-		poolDisr += e.poolDisr[p]
+	for pool := range pools {
+		poolCost += e.poolCost[pool]
+		poolDisr += e.poolDisr[pool]
 	}
 	if poolCost <= 0 || poolDisr <= 0 || moveCost <= 0 {
 		return ""
@@ -296,12 +299,12 @@ func (e *Engine) balanced(cmd *Command) string {
 // withinBudget keeps the candidates, in order, whose NodePools still have
 // budget for reason.
 func withinBudget(cands []*Candidate, budgets Budgets, r Reason) []*Candidate {
-	b := budgets.clone()
+	remaining := budgets.clone()
 	var out []*Candidate
-	for _, c := range cands {
-		if b.Allowed(c.NodePool.Name, r) > 0 {
-			out = append(out, c)
-			b.Take(c.NodePool.Name, 1)
+	for _, candidate := range cands {
+		if remaining.Allowed(candidate.NodePool.Name, r) > 0 {
+			out = append(out, candidate)
+			remaining.Take(candidate.NodePool.Name, 1)
 		}
 	}
 	return out

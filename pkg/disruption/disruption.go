@@ -146,14 +146,14 @@ func (c *Command) String() string {
 	for i, cand := range c.Candidates {
 		names[i] = cand.Name()
 	}
-	s := fmt.Sprintf("%s %s (%s): %s", c.Method, c.Action(), c.Reason, strings.Join(names, ", "))
-	for _, r := range c.Replacements {
-		it, off := r.Cheapest()
+	line := fmt.Sprintf("%s %s (%s): %s", c.Method, c.Action(), c.Reason, strings.Join(names, ", "))
+	for _, replacement := range c.Replacements {
+		it, off := replacement.Cheapest()
 		if it != nil {
-			s += fmt.Sprintf(" -> %s %s %s", it.Name, off.Zone, off.CapacityType)
+			line += fmt.Sprintf(" -> %s %s %s", it.Name, off.Zone, off.CapacityType)
 		}
 	}
-	return s + fmt.Sprintf(", saves $%.4f/h", c.Savings)
+	return line + fmt.Sprintf(", saves $%.4f/h", c.Savings)
 }
 
 // Refusal says why a node is left alone.
@@ -202,10 +202,10 @@ type Method interface {
 	// Reason is the budget reason the method spends.
 	Reason() Reason
 	// ShouldDisrupt says whether the method applies to c.
-	ShouldDisrupt(c *Candidate) bool
+	ShouldDisrupt(candidate *Candidate) bool
 	// ComputeCommands returns the commands the method would run, best
 	// first, within budgets; refusals for candidates it considered.
-	ComputeCommands(e *Engine, budgets Budgets, candidates []*Candidate) ([]*Command, []Refusal)
+	ComputeCommands(engine *Engine, budgets Budgets, candidates []*Candidate) ([]*Command, []Refusal)
 }
 
 // MethodNames are the names of every method, in decision order.
@@ -219,9 +219,9 @@ func IsMethod(name string) bool { return slices.Contains(MethodNames(), name) }
 // MethodNamed is the method of a decision under o called name; nil when o
 // does not run it (or no method is called so).
 func MethodNamed(o Options, name string) Method {
-	for _, m := range methodsFor(o) {
-		if m.Name() == name {
-			return m
+	for _, method := range methodsFor(o) {
+		if method.Name() == name {
+			return method
 		}
 	}
 	return nil
@@ -243,22 +243,22 @@ func methodsFor(o Options) []Method {
 
 // Decide runs every method in order and returns the first command.
 func Decide(st State) Decision {
-	e := NewEngine(st)
-	decision := Decision{Expired: e.Expired(), Next: e.next, Budgets: e.budgets, BudgetErrors: e.budgetErrs}
+	engine := NewEngine(st)
+	decision := Decision{Expired: engine.Expired(), Next: engine.next, Budgets: engine.budgets, BudgetErrors: engine.budgetErrs}
 	refused := map[string]Refusal{}
-	for name, refusal := range e.blocked {
+	for name, refusal := range engine.blocked {
 		refused[name] = refusal
 	}
-	decision.Command = e.firstCommand(refused)
+	decision.Command = engine.firstCommand(refused)
 	in := map[string]bool{}
 	if decision.Command != nil {
-		for _, c := range decision.Command.Candidates {
-			in[c.Name()] = true
+		for _, candidate := range decision.Command.Candidates {
+			in[candidate.Name()] = true
 		}
 	}
-	for _, c := range e.Candidates {
-		if _, ok := refused[c.Name()]; !ok && !in[c.Name()] {
-			refused[c.Name()] = Refusal{NodeClaim: c.Name(), Reason: e.idleReason(c)}
+	for _, candidate := range engine.Candidates {
+		if _, ok := refused[candidate.Name()]; !ok && !in[candidate.Name()] {
+			refused[candidate.Name()] = Refusal{NodeClaim: candidate.Name(), Reason: engine.idleReason(candidate)}
 		}
 	}
 	for name, refusal := range refused {
@@ -273,17 +273,17 @@ func Decide(st State) Decision {
 // firstCommand runs the methods in order until one has a command; every
 // method's first refusal of a node is added to refused.
 func (e *Engine) firstCommand(refused map[string]Refusal) *Command {
-	for _, m := range methodsFor(e.st.Options) {
+	for _, method := range methodsFor(e.st.Options) {
 		var eligible []*Candidate
-		for _, c := range e.Candidates {
-			if m.ShouldDisrupt(c) {
-				eligible = append(eligible, c)
+		for _, candidate := range e.Candidates {
+			if method.ShouldDisrupt(candidate) {
+				eligible = append(eligible, candidate)
 			}
 		}
 		if len(eligible) == 0 {
 			continue
 		}
-		cmds, refusals := m.ComputeCommands(e, e.budgets, eligible)
+		cmds, refusals := method.ComputeCommands(e, e.budgets, eligible)
 		for _, refusal := range refusals {
 			if _, ok := refused[refusal.NodeClaim]; !ok {
 				refused[refusal.NodeClaim] = refusal

@@ -59,13 +59,13 @@ func (Drift) Reason() Reason                  { return ReasonDrifted }
 func (Drift) ShouldDisrupt(c *Candidate) bool { return c.Drift != "" }
 
 func (Drift) ComputeCommands(e *Engine, budgets Budgets, cands []*Candidate) ([]*Command, []Refusal) {
-	b := budgets.clone()
+	remaining := budgets.clone()
 	var empty []*Candidate
 	var refusals []Refusal
-	for _, c := range cands {
-		if len(c.Pods) == 0 && b.Allowed(c.NodePool.Name, ReasonDrifted) > 0 {
-			empty = append(empty, c)
-			b.Take(c.NodePool.Name, 1)
+	for _, candidate := range cands {
+		if len(candidate.Pods) == 0 && remaining.Allowed(candidate.NodePool.Name, ReasonDrifted) > 0 {
+			empty = append(empty, candidate)
+			remaining.Take(candidate.NodePool.Name, 1)
 		}
 	}
 	if len(empty) > 0 {
@@ -74,18 +74,18 @@ func (Drift) ComputeCommands(e *Engine, budgets Budgets, cands []*Candidate) ([]
 	if e.pending > 0 {
 		return nil, nil // provisioning acts first
 	}
-	for _, c := range cands {
-		if budgets.Allowed(c.NodePool.Name, ReasonDrifted) <= 0 {
-			refusals = append(refusals, Refusal{NodeClaim: c.Name(), Blocked: true, Reason: "drifted (" + c.Drift + ") but the NodePool's budget for Drifted allows no more disruptions now"})
+	for _, candidate := range cands {
+		if budgets.Allowed(candidate.NodePool.Name, ReasonDrifted) <= 0 {
+			refusals = append(refusals, Refusal{NodeClaim: candidate.Name(), Blocked: true, Reason: "drifted (" + candidate.Drift + ") but the NodePool's budget for Drifted allows no more disruptions now"})
 			continue
 		}
-		sim := e.Simulate([]*Candidate{c})
+		sim := e.Simulate([]*Candidate{candidate})
 		if sim.Unplaced != "" {
-			refusals = append(refusals, Refusal{NodeClaim: c.Name(), Reason: "drifted (" + c.Drift + ") but " + sim.Unplaced})
+			refusals = append(refusals, Refusal{NodeClaim: candidate.Name(), Reason: "drifted (" + candidate.Drift + ") but " + sim.Unplaced})
 			continue
 		}
-		cmd := &Command{Reason: ReasonDrifted, Method: MethodDrift, Candidates: []*Candidate{c}, Replacements: sim.Result.NewNodeClaims, Existing: sim.Result.Existing}
-		cmd.Savings = c.Price - replacementPrice(cmd.Replacements)
+		cmd := &Command{Reason: ReasonDrifted, Method: MethodDrift, Candidates: []*Candidate{candidate}, Replacements: sim.Result.NewNodeClaims, Existing: sim.Result.Existing}
+		cmd.Savings = candidate.Price - replacementPrice(cmd.Replacements)
 		return []*Command{cmd}, refusals
 	}
 	return nil, refusals
@@ -110,9 +110,9 @@ func classIndex(c *snapshot.Cluster) map[string]classInfo {
 // NodeClassHash is a stable hash of an AKSNodeClass spec.
 func NodeClassHash(nc *v1beta1.AKSNodeClass) string {
 	js, _ := json.Marshal(nc.Spec) // a spec always marshals; encoding/json sorts map keys
-	h := fnv.New64a()
-	h.Write(js)
-	return fmt.Sprint(h.Sum64())
+	hasher := fnv.New64a()
+	hasher.Write(js)
+	return fmt.Sprint(hasher.Sum64())
 }
 
 // HashAnnotations are stamped on a NodeClaim at creation so drift can be
@@ -171,8 +171,8 @@ func imageDrifted(nc *karpv1.NodeClaim, images map[string]string) bool {
 
 // specDrift: nc's NodePool or AKSNodeClass changed since it was made.
 func specDrift(nc *karpv1.NodeClaim, np *karpv1.NodePool, classes map[string]classInfo) string {
-	if h := nc.Annotations[karpv1.NodePoolHashAnnotationKey]; h != "" &&
-		nc.Annotations[karpv1.NodePoolHashVersionAnnotationKey] == karpv1.NodePoolHashVersion && h != np.Hash() {
+	if hash := nc.Annotations[karpv1.NodePoolHashAnnotationKey]; hash != "" &&
+		nc.Annotations[karpv1.NodePoolHashVersionAnnotationKey] == karpv1.NodePoolHashVersion && hash != np.Hash() {
 		return DriftNodePool
 	}
 	if why := requirementsDrift(nc, np); why != "" {
@@ -183,8 +183,8 @@ func specDrift(nc *karpv1.NodeClaim, np *karpv1.NodePool, classes map[string]cla
 		return ""
 	}
 	if ci, ok := classes[ref.Name]; ok {
-		if h := nc.Annotations[NodeClassHashAnnotationKey]; h != "" &&
-			nc.Annotations[NodeClassHashVersionAnnotationKey] == NodeClassHashVersion && h != ci.hash {
+		if hash := nc.Annotations[NodeClassHashAnnotationKey]; hash != "" &&
+			nc.Annotations[NodeClassHashVersionAnnotationKey] == NodeClassHashVersion && hash != ci.hash {
 			return DriftNodeClass
 		}
 	}
@@ -198,8 +198,8 @@ func requirementsDrift(nc *karpv1.NodeClaim, np *karpv1.NodePool) string {
 	var bad []string
 	for _, key := range sets.List(reqs.Keys()) {
 		// A label the NodeClaim does not carry cannot be judged here.
-		if v, ok := nc.Labels[key]; ok && !reqs.Get(key).Has(v) {
-			bad = append(bad, fmt.Sprintf("%s=%s", key, v))
+		if value, ok := nc.Labels[key]; ok && !reqs.Get(key).Has(value) {
+			bad = append(bad, fmt.Sprintf("%s=%s", key, value))
 		}
 	}
 	if len(bad) == 0 {

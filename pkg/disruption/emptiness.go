@@ -14,12 +14,12 @@ func (Emptiness) ComputeCommands(e *Engine, budgets Budgets, cands []*Candidate)
 	take := withinBudget(cands, budgets, ReasonEmpty)
 	var refusals []Refusal
 	in := map[*Candidate]bool{}
-	for _, c := range take {
-		in[c] = true
+	for _, candidate := range take {
+		in[candidate] = true
 	}
-	for _, c := range cands {
-		if !in[c] {
-			refusals = append(refusals, Refusal{NodeClaim: c.Name(), Blocked: true, Reason: "empty, but the NodePool's budget for Empty allows no more disruptions now"})
+	for _, candidate := range cands {
+		if !in[candidate] {
+			refusals = append(refusals, Refusal{NodeClaim: candidate.Name(), Blocked: true, Reason: "empty, but the NodePool's budget for Empty allows no more disruptions now"})
 		}
 	}
 	if len(take) == 0 {

@@ -60,37 +60,38 @@ type pdb struct {
 // NewEngine prepares a decision over st.
 func NewEngine(st State) *Engine {
 	cluster := st.Cluster
-	e := &Engine{st: st, podsOn: map[string][]*corev1.Pod{}, unusable: map[string]bool{}, blocked: map[string]Refusal{},
+	engine := &Engine{st: st, podsOn: map[string][]*corev1.Pod{}, unusable: map[string]bool{}, blocked: map[string]Refusal{},
 		poolCost: map[string]float64{}, poolDisr: map[string]float64{}, started: time.Now()}
-	e.base = cluster.Input(st.Catalog, snapshot.Live)
+	engine.base = cluster.Input(st.Catalog, snapshot.Live)
 	// Every simulation solves against the same nodes, bound pods and
 	// catalog: derive from them once.
-	e.base.Memo = scheduler.NewMemo()
-	e.pending = len(e.base.Pods)
-	for _, p := range e.base.BoundPods {
-		e.podsOn[p.Spec.NodeName] = append(e.podsOn[p.Spec.NodeName], p)
-		e.interPod = e.interPod || requiredAntiAffinity(p)
+	engine.base.Memo = scheduler.NewMemo()
+	engine.pending = len(engine.base.Pods)
+	for _, pod := range engine.base.BoundPods {
+		engine.podsOn[pod.Spec.NodeName] = append(engine.podsOn[pod.Spec.NodeName], pod)
+		engine.interPod = engine.interPod || requiredAntiAffinity(pod)
 	}
-	e.readPDBs(cluster)
-	counts := e.readNodeClaims(cluster)
-	e.budgets, e.budgetErrs = computeBudgets(cluster.NodePools, counts, st.Now)
-	sort.SliceStable(e.Candidates, func(i, j int) bool {
-		a, b := e.Candidates[i], e.Candidates[j]
-		if a.DisruptionCost != b.DisruptionCost {
-			return a.DisruptionCost < b.DisruptionCost
+	engine.readPDBs(cluster)
+	counts := engine.readNodeClaims(cluster)
+	engine.budgets, engine.budgetErrs = computeBudgets(cluster.NodePools, counts, st.Now)
+	sort.SliceStable(engine.Candidates, func(i, j int) bool {
+		first := engine.Candidates[i]
+		second := engine.Candidates[j]
+		if first.DisruptionCost != second.DisruptionCost {
+			return first.DisruptionCost < second.DisruptionCost
 		}
-		return a.Name() < b.Name()
+		return first.Name() < second.Name()
 	})
-	return e
+	return engine
 }
 
 func (e *Engine) readPDBs(cluster *snapshot.Cluster) {
-	for _, p := range cluster.PodDisruptionBudgets {
-		sel, err := metav1.LabelSelectorAsSelector(p.Spec.Selector)
+	for _, podBudget := range cluster.PodDisruptionBudgets {
+		sel, err := metav1.LabelSelectorAsSelector(podBudget.Spec.Selector)
 		if err != nil {
 			sel = labels.Everything() // an unreadable selector blocks, as the eviction API would fail
 		}
-		e.pdbs = append(e.pdbs, pdb{obj: p, selector: sel})
+		e.pdbs = append(e.pdbs, pdb{obj: podBudget, selector: sel})
 	}
 }
 
@@ -103,8 +104,8 @@ func (e *Engine) readNodeClaims(cluster *snapshot.Cluster) map[string]*poolCount
 		pools[np.Name] = np
 	}
 	nodes := map[string]*corev1.Node{}
-	for _, n := range cluster.Nodes {
-		nodes[n.Name] = n
+	for _, node := range cluster.Nodes {
+		nodes[node.Name] = node
 	}
 	want := desired{classes: classIndex(cluster), versions: e.st.Versions}
 	counts := map[string]*poolCount{}
@@ -171,8 +172,8 @@ func (e *Engine) noteNext(at time.Time) {
 func (e *Engine) Expired() []*karpv1.NodeClaim { return e.expired }
 
 func hasDisruptedTaint(n *corev1.Node) bool {
-	for _, t := range n.Spec.Taints {
-		if t.Key == karpv1.DisruptedTaintKey {
+	for _, taint := range n.Spec.Taints {
+		if taint.Key == karpv1.DisruptedTaintKey {
 			return true
 		}
 	}
@@ -180,9 +181,9 @@ func hasDisruptedTaint(n *corev1.Node) bool {
 }
 
 func nodeReady(n *corev1.Node) bool {
-	for _, c := range n.Status.Conditions {
-		if c.Type == corev1.NodeReady {
-			return c.Status == corev1.ConditionTrue
+	for _, condition := range n.Status.Conditions {
+		if condition.Type == corev1.NodeReady {
+			return condition.Status == corev1.ConditionTrue
 		}
 	}
 	return false
@@ -198,42 +199,42 @@ func (e *Engine) candidate(nc *karpv1.NodeClaim, node *corev1.Node, np *karpv1.N
 	if !nc.StatusConditions().Get(karpv1.ConditionTypeInitialized).IsTrue() {
 		return nil, "NodeClaim is not Initialized"
 	}
-	c := &Candidate{NodeClaim: nc, Node: node, NodePool: np,
+	candidate := &Candidate{NodeClaim: nc, Node: node, NodePool: np,
 		InstanceType: labelOf(nc, node, corev1.LabelInstanceTypeStable),
 		Zone:         labelOf(nc, node, corev1.LabelTopologyZone),
 		CapacityType: labelOf(nc, node, karpv1.CapacityTypeLabelKey)}
-	c.Price = e.price(c.InstanceType, c.Zone, c.CapacityType)
-	c.DisruptionCost = 1
+	candidate.Price = e.price(candidate.InstanceType, candidate.Zone, candidate.CapacityType)
+	candidate.DisruptionCost = 1
 	why := ""
-	for _, p := range e.podsOn[node.Name] {
-		if !reschedulable(p) {
+	for _, pod := range e.podsOn[node.Name] {
+		if !reschedulable(pod) {
 			continue
 		}
-		c.Pods = append(c.Pods, p)
-		c.DisruptionCost += podCost(p)
+		candidate.Pods = append(candidate.Pods, pod)
+		candidate.DisruptionCost += podCost(pod)
 		if why == "" {
-			why = e.podBlocks(p)
+			why = e.podBlocks(pod)
 		}
 	}
 	if at, ok := consolidatableAt(nc, np); ok {
-		c.Consolidatable = !at.After(e.st.Now)
+		candidate.Consolidatable = !at.After(e.st.Now)
 		e.noteNext(at)
 	}
-	c.Drift = drift(nc, node, np, want)
+	candidate.Drift = drift(nc, node, np, want)
 	if !nodeReady(node) {
-		return c, "Node is not Ready"
+		return candidate, "Node is not Ready"
 	}
-	for _, v := range []string{node.Annotations[karpv1.DoNotDisruptAnnotationKey], nc.Annotations[karpv1.DoNotDisruptAnnotationKey]} {
-		if v == "true" {
-			return c, "node has the karpenter.sh/do-not-disrupt annotation"
+	for _, value := range []string{node.Annotations[karpv1.DoNotDisruptAnnotationKey], nc.Annotations[karpv1.DoNotDisruptAnnotationKey]} {
+		if value == "true" {
+			return candidate, "node has the karpenter.sh/do-not-disrupt annotation"
 		}
 	}
-	return c, why
+	return candidate, why
 }
 
 func labelOf(nc *karpv1.NodeClaim, n *corev1.Node, key string) string {
-	if v := nc.Labels[key]; v != "" {
-		return v
+	if value := nc.Labels[key]; value != "" {
+		return value
 	}
 	return n.Labels[key]
 }
@@ -246,9 +247,9 @@ func (e *Engine) price(typ, zone, ct string) float64 {
 	if !ok {
 		return 0
 	}
-	for _, o := range it.Offerings {
-		if o.Zone == zone && o.CapacityType == ct {
-			return o.Price
+	for _, offering := range it.Offerings {
+		if offering.Zone == zone && offering.CapacityType == ct {
+			return offering.Price
 		}
 	}
 	return 0
@@ -265,31 +266,31 @@ func reschedulable(p *corev1.Pod) bool {
 
 // podBlocks says why p may not be evicted now ("" if it may).
 func (e *Engine) podBlocks(p *corev1.Pod) string {
-	if v, ok := p.Annotations[karpv1.DoNotDisruptAnnotationKey]; ok {
-		if v == "true" {
+	if value, ok := p.Annotations[karpv1.DoNotDisruptAnnotationKey]; ok {
+		if value == "true" {
 			return fmt.Sprintf("pod %s/%s has the karpenter.sh/do-not-disrupt annotation", p.Namespace, p.Name)
 		}
-		d, err := time.ParseDuration(v)
+		duration, err := time.ParseDuration(value)
 		if err != nil {
-			return fmt.Sprintf("pod %s/%s has karpenter.sh/do-not-disrupt=%q, which is neither \"true\" nor a duration", p.Namespace, p.Name, v)
+			return fmt.Sprintf("pod %s/%s has karpenter.sh/do-not-disrupt=%q, which is neither \"true\" nor a duration", p.Namespace, p.Name, value)
 		}
 		start := p.CreationTimestamp.Time
 		if p.Status.StartTime != nil {
 			start = p.Status.StartTime.Time
 		}
-		if until := start.Add(d); until.After(e.st.Now) {
+		if until := start.Add(duration); until.After(e.st.Now) {
 			e.noteNext(until)
 			return fmt.Sprintf("pod %s/%s has karpenter.sh/do-not-disrupt until %s", p.Namespace, p.Name, until.UTC().Format(time.RFC3339))
 		}
 	}
 	var matched []string
-	for _, b := range e.pdbs {
-		if b.obj.Namespace != p.Namespace || !b.selector.Matches(labels.Set(p.Labels)) {
+	for _, podBudget := range e.pdbs {
+		if podBudget.obj.Namespace != p.Namespace || !podBudget.selector.Matches(labels.Set(p.Labels)) {
 			continue
 		}
-		matched = append(matched, b.obj.Name)
-		if b.obj.Status.DisruptionsAllowed <= 0 {
-			return fmt.Sprintf("pdb %s/%s prevents pod evictions (pod %s)", b.obj.Namespace, b.obj.Name, p.Name)
+		matched = append(matched, podBudget.obj.Name)
+		if podBudget.obj.Status.DisruptionsAllowed <= 0 {
+			return fmt.Sprintf("pdb %s/%s prevents pod evictions (pod %s)", podBudget.obj.Namespace, podBudget.obj.Name, p.Name)
 		}
 	}
 	if len(matched) > 1 {
@@ -302,9 +303,9 @@ func (e *Engine) podBlocks(p *corev1.Pod) string {
 // priority/2^25, clamped to [-10, 10].
 func podCost(p *corev1.Pod) float64 {
 	cost := 1.0
-	if v, ok := p.Annotations[corev1.PodDeletionCost]; ok {
-		if n, err := strconv.ParseFloat(v, 64); err == nil {
-			cost += n / math.Pow(2, 27)
+	if value, ok := p.Annotations[corev1.PodDeletionCost]; ok {
+		if deletionCost, err := strconv.ParseFloat(value, 64); err == nil {
+			cost += deletionCost / math.Pow(2, 27)
 		}
 	}
 	if p.Spec.Priority != nil {

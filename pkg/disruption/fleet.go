@@ -46,34 +46,34 @@ func (e *Engine) fleet() *fleet {
 	if e.fleetCache != nil {
 		return e.fleetCache
 	}
-	f := &fleet{free: map[string]res{}, candidates: map[*Candidate]res{}}
-	for _, n := range e.base.Nodes {
-		if e.unusable[n.Name] || n.Spec.Unschedulable {
+	capacity := &fleet{free: map[string]res{}, candidates: map[*Candidate]res{}}
+	for _, node := range e.base.Nodes {
+		if e.unusable[node.Name] || node.Spec.Unschedulable {
 			continue
 		}
-		free := resOf(n.Status.Allocatable)
-		for _, p := range e.podsOn[n.Name] {
-			free = free.sub(podRequests(p))
+		free := resOf(node.Status.Allocatable)
+		for _, pod := range e.podsOn[node.Name] {
+			free = free.sub(podRequests(pod))
 		}
-		f.free[n.Name] = free
-		f.freeAll = f.freeAll.add(free)
+		capacity.free[node.Name] = free
+		capacity.freeAll = capacity.freeAll.add(free)
 	}
-	f.byPool = map[string][]pricedType{}
+	capacity.byPool = map[string][]pricedType{}
 	if e.st.Catalog != nil {
 		for _, it := range e.st.Catalog.InstanceTypes {
-			a := resOf(it.Allocatable())
-			f.largest = res{max(f.largest.cpu, a.cpu), max(f.largest.mem, a.mem)}
+			alloc := resOf(it.Allocatable())
+			capacity.largest = res{max(capacity.largest.cpu, alloc.cpu), max(capacity.largest.mem, alloc.mem)}
 		}
 	}
-	for _, c := range e.Candidates {
-		var r res
-		for _, p := range c.Pods {
-			r = r.add(podRequests(p))
+	for _, candidate := range e.Candidates {
+		var requests res
+		for _, pod := range candidate.Pods {
+			requests = requests.add(podRequests(pod))
 		}
-		f.candidates[c] = r
+		capacity.candidates[candidate] = requests
 	}
-	e.fleetCache = f
-	return f
+	e.fleetCache = capacity
+	return capacity
 }
 
 // hopeless explains why c can be neither deleted nor replaced, judged by
@@ -85,18 +85,18 @@ func (f *fleet) hopeless(e *Engine, c *Candidate) string {
 		return ""
 	}
 	spotOnly := c.CapacityType == karpv1.CapacityTypeSpot
-	for _, t := range f.poolTypes(e, c.NodePool) {
-		if t.price >= c.Price {
+	for _, offer := range f.poolTypes(e, c.NodePool) {
+		if offer.price >= c.Price {
 			break
 		}
-		if spotOnly && !e.st.Options.SpotToSpot && t.capacityType == karpv1.CapacityTypeSpot {
+		if spotOnly && !e.st.Options.SpotToSpot && offer.capacityType == karpv1.CapacityTypeSpot {
 			// (a spot node whose pool also allows on-demand may still be
 			// replaced by on-demand; the scheduler decides)
 			continue
 		}
 		// Some pods may stay on the rest of the fleet, the others go to
 		// the replacement, as the scheduler would place them.
-		if need.fitsIn(others.add(t.alloc)) {
+		if need.fitsIn(others.add(offer.alloc)) {
 			return ""
 		}
 	}
@@ -107,9 +107,9 @@ func (f *fleet) hopeless(e *Engine, c *Candidate) string {
 // rest of the fleet's free capacity plus one new node of the largest type.
 func (f *fleet) prefixBound(cands []*Candidate) int {
 	var need, freed res
-	for i, c := range cands {
-		need = need.add(f.candidates[c])
-		freed = freed.add(f.free[c.Node.Name])
+	for i, candidate := range cands {
+		need = need.add(f.candidates[candidate])
+		freed = freed.add(f.free[candidate.Node.Name])
 		if !need.fitsIn(f.freeAll.sub(freed).add(f.largest)) {
 			return i
 		}
@@ -119,16 +119,16 @@ func (f *fleet) prefixBound(cands []*Candidate) int {
 
 // podRequests: containers summed, init containers' peak, plus overhead.
 func podRequests(p *corev1.Pod) res {
-	var r, init res
+	var containers, init res
 	for i := range p.Spec.Containers {
-		r = r.add(resOf(p.Spec.Containers[i].Resources.Requests))
+		containers = containers.add(resOf(p.Spec.Containers[i].Resources.Requests))
 	}
 	for i := range p.Spec.InitContainers {
-		c := resOf(p.Spec.InitContainers[i].Resources.Requests)
-		init = res{max(init.cpu, c.cpu), max(init.mem, c.mem)}
+		container := resOf(p.Spec.InitContainers[i].Resources.Requests)
+		init = res{max(init.cpu, container.cpu), max(init.mem, container.mem)}
 	}
-	r = res{max(r.cpu, init.cpu), max(r.mem, init.mem)}
-	return r.add(resOf(p.Spec.Overhead))
+	peak := res{max(containers.cpu, init.cpu), max(containers.mem, init.mem)}
+	return peak.add(resOf(p.Spec.Overhead))
 }
 
 // slotsFor: every pod of c is at least as large as its smallest, so the
@@ -140,12 +140,13 @@ func (f *fleet) slotsFor(c *Candidate) bool {
 	}
 	small := res{math.MaxInt64, math.MaxInt64}
 	var large res
-	for _, p := range c.Pods {
-		r := podRequests(p)
-		small = res{min(small.cpu, r.cpu), min(small.mem, r.mem)}
-		large = res{max(large.cpu, r.cpu), max(large.mem, r.mem)}
+	for _, pod := range c.Pods {
+		requests := podRequests(pod)
+		small = res{min(small.cpu, requests.cpu), min(small.mem, requests.mem)}
+		large = res{max(large.cpu, requests.cpu), max(large.mem, requests.mem)}
 	}
-	slots, roomForLarge := 0, false
+	slots := 0
+	roomForLarge := false
 	for node, free := range f.free {
 		if node == c.Node.Name {
 			continue
@@ -154,17 +155,17 @@ func (f *fleet) slotsFor(c *Candidate) bool {
 		if free.cpu < 0 || free.mem < 0 {
 			continue
 		}
-		n := math.MaxInt
+		fits := math.MaxInt
 		if small.cpu > 0 {
-			n = min(n, int(free.cpu/small.cpu))
+			fits = min(fits, int(free.cpu/small.cpu))
 		}
 		if small.mem > 0 {
-			n = min(n, int(free.mem/small.mem))
+			fits = min(fits, int(free.mem/small.mem))
 		}
-		if n == math.MaxInt {
-			n = len(c.Pods) // pods that request nothing fit anywhere
+		if fits == math.MaxInt {
+			fits = len(c.Pods) // pods that request nothing fit anywhere
 		}
-		slots += n
+		slots += fits
 		if slots >= len(c.Pods) && roomForLarge {
 			return true
 		}
@@ -185,15 +186,15 @@ func (f *fleet) poolTypes(e *Engine, np *karpv1.NodePool) []pricedType {
 		keys := sets.List(reqs.Keys())
 	types:
 		for _, it := range e.st.Catalog.InstanceTypes {
-			for _, k := range keys {
-				if v, ok := it.Labels[k]; ok && !reqs.Get(k).Has(v) {
+			for _, key := range keys {
+				if value, ok := it.Labels[key]; ok && !reqs.Get(key).Has(value) {
 					continue types
 				}
 			}
-			a := resOf(it.Allocatable())
-			for _, o := range it.Offerings {
-				if o.Available && reqs.Get(corev1.LabelTopologyZone).Has(o.Zone) && reqs.Get(karpv1.CapacityTypeLabelKey).Has(o.CapacityType) {
-					out = append(out, pricedType{alloc: a, price: o.Price, capacityType: o.CapacityType})
+			alloc := resOf(it.Allocatable())
+			for _, offering := range it.Offerings {
+				if offering.Available && reqs.Get(corev1.LabelTopologyZone).Has(offering.Zone) && reqs.Get(karpv1.CapacityTypeLabelKey).Has(offering.CapacityType) {
+					out = append(out, pricedType{alloc: alloc, price: offering.Price, capacityType: offering.CapacityType})
 				}
 			}
 		}
@@ -214,14 +215,14 @@ func lpBound(types []pricedType, need res) float64 {
 // two (basis[1] is the zero pricedType when one).
 func lpMix(types []pricedType, need res) (float64, [2]pricedType) {
 	bt := make([]coverlp.Type, len(types))
-	for i, t := range types {
-		bt[i] = coverlp.Type{CPU: float64(t.alloc.cpu), Mem: float64(t.alloc.mem), Price: t.price}
+	for i, offer := range types {
+		bt[i] = coverlp.Type{CPU: float64(offer.alloc.cpu), Mem: float64(offer.alloc.mem), Price: offer.price}
 	}
 	sol := coverlp.Solve(bt, float64(need.cpu), float64(need.mem))
 	var basis [2]pricedType
-	for k, u := range sol.Basis {
-		if u.Index >= 0 {
-			basis[k] = types[u.Index]
+	for slot, use := range sol.Basis {
+		if use.Index >= 0 {
+			basis[slot] = types[use.Index]
 		}
 	}
 	return sol.Cost, basis

@@ -77,9 +77,9 @@ func (RebalancingConsolidation) ComputeCommands(e *Engine, budgets Budgets, cand
 	}
 	finder := &groupFinder{e: e, fleet: e.fleet(), rebalancer: e.rebalancer(), budgets: budgets, seen: map[string]bool{}}
 	var sorted []*Candidate
-	for _, c := range cands {
-		if c.Price > 0 && len(c.Pods) > 0 && budgets.Allowed(c.NodePool.Name, ReasonUnderutilized) > 0 {
-			sorted = append(sorted, c)
+	for _, candidate := range cands {
+		if candidate.Price > 0 && len(candidate.Pods) > 0 && budgets.Allowed(candidate.NodePool.Name, ReasonUnderutilized) > 0 {
+			sorted = append(sorted, candidate)
 		}
 	}
 	slices.SortStableFunc(sorted, func(a, b *Candidate) int {
@@ -88,11 +88,11 @@ func (RebalancingConsolidation) ComputeCommands(e *Engine, budgets Budgets, cand
 	finder.runsAndPairs(sorted)
 	finder.wastefulPrefixes(sorted)
 	slices.SortStableFunc(finder.groups, func(a, b rebalanceGroup) int { return cmp.Compare(b.saving, a.saving) })
-	for _, g := range finder.groups {
+	for _, group := range finder.groups {
 		if e.outOfTime() || finder.rebalancer.solves >= maxRebalanceSimulations {
 			break
 		}
-		if cmd, _ := e.rebalance(g.cands); cmd != nil {
+		if cmd, _ := e.rebalance(group.cands); cmd != nil {
 			return []*Command{cmd}, nil
 		}
 	}
@@ -125,10 +125,10 @@ func (g *groupFinder) consider(cands []*Candidate) {
 	var need res
 	var price float64
 	allSpot := true
-	for _, c := range cands {
-		need = need.add(g.fleet.candidates[c])
-		price += c.Price
-		allSpot = allSpot && c.CapacityType == karpv1.CapacityTypeSpot
+	for _, candidate := range cands {
+		need = need.add(g.fleet.candidates[candidate])
+		price += candidate.Price
+		allSpot = allSpot && candidate.CapacityType == karpv1.CapacityTypeSpot
 	}
 	if !fitsBudgets(cands, g.budgets) {
 		return
@@ -142,9 +142,9 @@ func (g *groupFinder) consider(cands []*Candidate) {
 // runsAndPairs considers runs of neighbours in memory per CPU, and pairs
 // from both ends (opposite shapes complete each other).
 func (g *groupFinder) runsAndPairs(sorted []*Candidate) {
-	for k := 1; k <= min(maxRebalanceGroup, len(sorted)); k++ {
-		for i := 0; i+k <= len(sorted); i++ {
-			g.consider(sorted[i : i+k])
+	for size := 1; size <= min(maxRebalanceGroup, len(sorted)); size++ {
+		for i := 0; i+size <= len(sorted); i++ {
+			g.consider(sorted[i : i+size])
 		}
 	}
 	for i := 0; i < min(maxRebalancePairs, len(sorted)/2); i++ {
@@ -159,22 +159,22 @@ func (g *groupFinder) runsAndPairs(sorted []*Candidate) {
 // whatever their shape.
 func (g *groupFinder) wastefulPrefixes(sorted []*Candidate) {
 	waste := make(map[*Candidate]float64, len(sorted))
-	for _, c := range sorted {
-		need := g.fleet.candidates[c]
-		waste[c] = 1 - g.rebalancer.cover(need, 2*need.cpu, c.CapacityType == karpv1.CapacityTypeSpot && !g.e.st.Options.SpotToSpot)/c.Price
+	for _, candidate := range sorted {
+		need := g.fleet.candidates[candidate]
+		waste[candidate] = 1 - g.rebalancer.cover(need, 2*need.cpu, candidate.CapacityType == karpv1.CapacityTypeSpot && !g.e.st.Options.SpotToSpot)/candidate.Price
 	}
 	wasteful := slices.Clone(sorted)
 	slices.SortStableFunc(wasteful, func(a, b *Candidate) int { return cmp.Compare(waste[b], waste[a]) })
-	for k := 2; k <= min(maxRebalanceGroup, len(wasteful)); k++ {
-		g.consider(wasteful[:k])
+	for size := 2; size <= min(maxRebalanceGroup, len(wasteful)); size++ {
+		g.consider(wasteful[:size])
 	}
 }
 
 // groupKey names a group's candidates, in any order.
 func groupKey(g []*Candidate) string {
 	names := make([]string, len(g))
-	for i, c := range g {
-		names[i] = c.Name()
+	for i, candidate := range g {
+		names[i] = candidate.Name()
 	}
 	slices.Sort(names)
 	return strings.Join(names, ",")
@@ -184,12 +184,12 @@ func memPerCPU(a res) float64 { return float64(a.mem) / float64(max(a.cpu, 1)) }
 
 // fitsBudgets: every NodePool's Underutilized budget allows g's nodes.
 func fitsBudgets(g []*Candidate, budgets Budgets) bool {
-	n := map[string]int{}
-	for _, c := range g {
-		n[c.NodePool.Name]++
+	perPool := map[string]int{}
+	for _, candidate := range g {
+		perPool[candidate.NodePool.Name]++
 	}
-	for pool, k := range n {
-		if budgets.Allowed(pool, ReasonUnderutilized) < k {
+	for pool, count := range perPool {
+		if budgets.Allowed(pool, ReasonUnderutilized) < count {
 			return false
 		}
 	}
@@ -200,13 +200,13 @@ func fitsBudgets(g []*Candidate, budgets Budgets) bool {
 // fleet and up to len(cands) new nodes; if that does not save enough,
 // again with the pods split by shape (see simulateSplit).
 func (e *Engine) rebalance(cands []*Candidate) (*Command, string) {
-	r := e.rebalancer()
-	simulate := func(c []*Candidate) Simulation { r.solves++; return e.Simulate(c) }
+	balancer := e.rebalancer()
+	simulate := func(c []*Candidate) Simulation { balancer.solves++; return e.Simulate(c) }
 	cmd, why := e.consolidateInto(MethodRebalance, cands, simulate, len(cands)+rebalanceExtraNodes, MinRebalanceSaving)
 	if cmd != nil {
 		return cmd, ""
 	}
-	split, whySplit := e.consolidateInto(MethodRebalance, cands, func(c []*Candidate) Simulation { return e.simulateSplit(r, c) }, len(cands)+rebalanceExtraNodes, MinRebalanceSaving)
+	split, whySplit := e.consolidateInto(MethodRebalance, cands, func(c []*Candidate) Simulation { return e.simulateSplit(balancer, c) }, len(cands)+rebalanceExtraNodes, MinRebalanceSaving)
 	if split != nil {
 		return split, ""
 	}
@@ -230,18 +230,18 @@ func (e *Engine) rebalancer() *rebalancer {
 		return e.rebalanceCache
 	}
 	seen := map[pricedType]bool{}
-	r := &rebalancer{useful: map[[2]int64][]pricedType{}}
+	balancer := &rebalancer{useful: map[[2]int64][]pricedType{}}
 	for _, np := range e.st.Cluster.NodePools {
-		for _, t := range e.fleet().poolTypes(e, np) {
-			if !seen[t] && t.price > 0 && t.alloc.cpu > 0 && t.alloc.mem > 0 {
-				seen[t] = true
-				r.offerings = append(r.offerings, t)
+		for _, offer := range e.fleet().poolTypes(e, np) {
+			if !seen[offer] && offer.price > 0 && offer.alloc.cpu > 0 && offer.alloc.mem > 0 {
+				seen[offer] = true
+				balancer.offerings = append(balancer.offerings, offer)
 			}
 		}
 	}
-	slices.SortStableFunc(r.offerings, func(a, b pricedType) int { return cmp.Compare(a.alloc.cpu, b.alloc.cpu) })
-	e.rebalanceCache = r
-	return r
+	slices.SortStableFunc(balancer.offerings, func(a, b pricedType) int { return cmp.Compare(a.alloc.cpu, b.alloc.cpu) })
+	e.rebalanceCache = balancer
+	return balancer
 }
 
 // types are the offerings no larger than maxCPU CPU (the smallest size if
@@ -251,9 +251,9 @@ func (r *rebalancer) types(maxCPU int64, onDemand bool) []pricedType {
 		return nil
 	}
 	// Caps between two sizes are the smaller size.
-	i, _ := slices.BinarySearchFunc(r.offerings, maxCPU+1, func(t pricedType, v int64) int { return cmp.Compare(t.alloc.cpu, v) })
-	i = max(i, 1)
-	key := [2]int64{r.offerings[i-1].alloc.cpu, 0}
+	end, _ := slices.BinarySearchFunc(r.offerings, maxCPU+1, func(t pricedType, v int64) int { return cmp.Compare(t.alloc.cpu, v) })
+	end = max(end, 1)
+	key := [2]int64{r.offerings[end-1].alloc.cpu, 0}
 	if onDemand {
 		key[1] = 1
 	}
@@ -261,9 +261,9 @@ func (r *rebalancer) types(maxCPU int64, onDemand bool) []pricedType {
 		return out
 	}
 	var in []pricedType
-	for _, t := range r.offerings[:i] {
-		if !onDemand || t.capacityType != karpv1.CapacityTypeSpot {
-			in = append(in, t)
+	for _, offer := range r.offerings[:end] {
+		if !onDemand || offer.capacityType != karpv1.CapacityTypeSpot {
+			in = append(in, offer)
 		}
 	}
 	out := lpUseful(in)
@@ -292,8 +292,8 @@ func (r *rebalancer) cover(need res, maxCPU int64, onDemand bool) float64 {
 func (e *Engine) simulateSplit(r *rebalancer, cands []*Candidate) Simulation {
 	moved := movedPods(cands)
 	allSpot := true
-	for _, c := range cands {
-		allSpot = allSpot && c.CapacityType == karpv1.CapacityTypeSpot
+	for _, candidate := range cands {
+		allSpot = allSpot && candidate.CapacityType == karpv1.CapacityTypeSpot
 	}
 	lean, rest := r.split(moved, allSpot && !e.st.Options.SpotToSpot)
 	if len(lean) == 0 || len(rest) == 0 || e.interPod || anyInterPod(moved) {
@@ -306,16 +306,16 @@ func (e *Engine) simulateSplit(r *rebalancer, cands []*Candidate) Simulation {
 	}
 	in := e.simInput(cands, rest)
 	kept := make(map[string]bool, len(in.Nodes))
-	for _, n := range in.Nodes {
-		kept[n.Name] = true
+	for _, node := range in.Nodes {
+		kept[node.Name] = true
 	}
 	in.BoundPods = slices.Clone(in.BoundPods)
 	for _, pl := range first.Existing {
 		if !kept[pl.Node] {
 			continue // no room for the rest's smallest pod anyway
 		}
-		for _, p := range pl.Pods {
-			bound := *p
+		for _, pod := range pl.Pods {
+			bound := *pod
 			bound.Spec.NodeName = pl.Node
 			in.BoundPods = append(in.BoundPods, &bound)
 		}
@@ -333,8 +333,8 @@ func (e *Engine) simulateSplit(r *rebalancer, cands []*Candidate) Simulation {
 // uses one type.
 func (r *rebalancer) split(pods []*corev1.Pod, spotOnly bool) (lean, rest []*corev1.Pod) {
 	var need res
-	for _, p := range pods {
-		need = need.add(podRequests(p))
+	for _, pod := range pods {
+		need = need.add(podRequests(pod))
 	}
 	// Types no larger than the pods need: the cover of a group of small
 	// nodes by fractions of the largest types would split the pods for
@@ -348,15 +348,16 @@ func (r *rebalancer) split(pods []*corev1.Pod, spotOnly bool) (lean, rest []*cor
 	sorted := slices.Clone(pods)
 	slices.SortStableFunc(sorted, func(a, b *corev1.Pod) int { return cmp.Compare(ratio(podRequests(a)), ratio(podRequests(b))) })
 	var sum res
-	n := 0
-	for n < len(sorted) {
-		next := sum.add(podRequests(sorted[n]))
+	leanCount := 0
+	for leanCount < len(sorted) {
+		next := sum.add(podRequests(sorted[leanCount]))
 		if ratio(next) > leanRatio {
 			break
 		}
-		sum, n = next, n+1
+		sum = next
+		leanCount++
 	}
-	return sorted[:n], sorted[n:]
+	return sorted[:leanCount], sorted[leanCount:]
 }
 
 // lpUseful drops offerings an LP over CPU and memory never needs: those
@@ -364,18 +365,18 @@ func (r *rebalancer) split(pods []*corev1.Pod, spotOnly bool) (lean, rest []*cor
 func lpUseful(offerings []pricedType) []pricedType {
 	seen := map[pricedType]bool{}
 	var types, out []pricedType
-	for _, t := range offerings {
-		if !seen[t] {
-			seen[t] = true
-			types = append(types, t)
+	for _, offer := range offerings {
+		if !seen[offer] {
+			seen[offer] = true
+			types = append(types, offer)
 		}
 	}
-	for i, t := range types {
-		if t.price <= 0 || t.alloc.cpu <= 0 || t.alloc.mem <= 0 {
+	for i, offer := range types {
+		if offer.price <= 0 || offer.alloc.cpu <= 0 || offer.alloc.mem <= 0 {
 			continue
 		}
 		if !dominated(types, i) {
-			out = append(out, t)
+			out = append(out, offer)
 		}
 	}
 	return out

@@ -29,26 +29,26 @@ type Move struct {
 // flight are not waited for: every move is made at st.Now. last is the
 // final decision: its refusals say why the remaining nodes stay.
 func Replay(st State, maxMoves int) (moves []Move, fleetBefore float64, last Decision) {
-	c := *st.Cluster
-	c.Pods = append([]*corev1.Pod(nil), c.Pods...)
-	c.Nodes = append([]*corev1.Node(nil), c.Nodes...)
-	c.NodeClaims = append([]*karpv1.NodeClaim(nil), c.NodeClaims...)
-	st.Cluster = &c
+	cluster := *st.Cluster
+	cluster.Pods = append([]*corev1.Pod(nil), cluster.Pods...)
+	cluster.Nodes = append([]*corev1.Node(nil), cluster.Nodes...)
+	cluster.NodeClaims = append([]*karpv1.NodeClaim(nil), cluster.NodeClaims...)
+	st.Cluster = &cluster
 	fleetBefore = fleetPrice(NewEngine(st))
 	for i := 0; ; i++ {
 		last = Decide(st)
 		if last.Command == nil || i == maxMoves {
 			return moves, fleetBefore, last
 		}
-		apply(&c, last.Command, st, i)
+		apply(&cluster, last.Command, st, i)
 		moves = append(moves, Move{Command: last.Command, FleetPriceAfter: fleetPrice(NewEngine(st))})
 	}
 }
 
 func fleetPrice(e *Engine) float64 {
 	var total float64
-	for _, p := range e.poolCost {
-		total += p
+	for _, cost := range e.poolCost {
+		total += cost
 	}
 	return total
 }
@@ -61,33 +61,33 @@ func apply(c *snapshot.Cluster, cmd *Command, st State, move int) {
 	}
 	dest := map[string]string{} // namespace/name -> node
 	for _, pl := range cmd.Existing {
-		for _, p := range pl.Pods {
-			dest[p.Namespace+"/"+p.Name] = pl.Node
+		for _, pod := range pl.Pods {
+			dest[pod.Namespace+"/"+pod.Name] = pl.Node
 		}
 	}
-	for i, r := range cmd.Replacements {
+	for i, replacement := range cmd.Replacements {
 		name := fmt.Sprintf("replay-%d-%d", move, i)
-		nc, node := fakeNode(name, r, st.Now)
+		nc, node := fakeNode(name, replacement, st.Now)
 		if nc == nil {
 			continue
 		}
 		c.NodeClaims = append(c.NodeClaims, nc)
 		c.Nodes = append(c.Nodes, node)
-		for _, p := range r.Pods {
-			dest[p.Namespace+"/"+p.Name] = name
+		for _, pod := range replacement.Pods {
+			dest[pod.Namespace+"/"+pod.Name] = name
 		}
 	}
 	pods := c.Pods[:0:0]
-	for _, p := range c.Pods {
-		if !gone[p.Spec.NodeName] {
-			pods = append(pods, p)
+	for _, pod := range c.Pods {
+		if !gone[pod.Spec.NodeName] {
+			pods = append(pods, pod)
 			continue
 		}
-		if snapshot.OwnedByDaemonSet(p) {
+		if snapshot.OwnedByDaemonSet(pod) {
 			continue // DaemonSet pods go with their node
 		}
-		cp := *p
-		cp.Spec.NodeName = dest[p.Namespace+"/"+p.Name]
+		cp := *pod
+		cp.Spec.NodeName = dest[pod.Namespace+"/"+pod.Name]
 		if cp.Spec.NodeName == "" {
 			// Not placed by the simulation (an in-flight NodeClaim took
 			// it): pending, so the next decision waits for provisioning.
@@ -97,9 +97,9 @@ func apply(c *snapshot.Cluster, cmd *Command, st State, move int) {
 	}
 	c.Pods = pods
 	nodes := c.Nodes[:0:0]
-	for _, n := range c.Nodes {
-		if !gone[n.Name] {
-			nodes = append(nodes, n)
+	for _, node := range c.Nodes {
+		if !gone[node.Name] {
+			nodes = append(nodes, node)
 		}
 	}
 	c.Nodes = nodes
@@ -120,11 +120,11 @@ func fakeNode(name string, r *scheduler.NodeClaimPlan, now time.Time) (*karpv1.N
 		return nil, nil
 	}
 	labels := map[string]string{}
-	for k, v := range it.Labels {
-		labels[k] = v
+	for key, value := range it.Labels {
+		labels[key] = value
 	}
-	for k, v := range r.NodePool.Spec.Template.Labels {
-		labels[k] = v
+	for key, value := range r.NodePool.Spec.Template.Labels {
+		labels[key] = value
 	}
 	labels[corev1.LabelInstanceTypeStable] = it.Name
 	labels[corev1.LabelTopologyZone] = off.Zone

@@ -43,8 +43,8 @@ func (e *Engine) simulateOnOne(cands []*Candidate) Simulation {
 func simulation(res scheduler.Result) Simulation {
 	sim := Simulation{Result: res}
 	if len(res.Unschedulable) > 0 {
-		u := res.Unschedulable[0]
-		sim.Unplaced = fmt.Sprintf("pod %s/%s could not go anywhere else: %s", u.Pod.Namespace, u.Pod.Name, u.Reason)
+		first := res.Unschedulable[0]
+		sim.Unplaced = fmt.Sprintf("pod %s/%s could not go anywhere else: %s", first.Pod.Namespace, first.Pod.Name, first.Reason)
 	}
 	return sim
 }
@@ -65,8 +65,8 @@ func (e *Engine) survivesSpread(cmd *Command) string {
 	}
 	in := e.simInput(cmd.Candidates, smallestFirst(moved))
 	in.Spread = true // simInput's NodeClaims are its own: the replacements go on the end
-	for i, r := range cmd.Replacements {
-		if nc := plannedClaim(fmt.Sprintf("replacement-%d", i), r); nc != nil {
+	for i, replacement := range cmd.Replacements {
+		if nc := plannedClaim(fmt.Sprintf("replacement-%d", i), replacement); nc != nil {
 			in.NodeClaims = append(in.NodeClaims, nc)
 		}
 	}
@@ -74,9 +74,9 @@ func (e *Engine) survivesSpread(cmd *Command) string {
 	if len(res.Unschedulable) == 0 {
 		return ""
 	}
-	u := res.Unschedulable[0]
+	first := res.Unschedulable[0]
 	return fmt.Sprintf("its pods fit only as packed in the simulation: the kube-scheduler, placing them one at a time on the least allocated node, would leave pod %s/%s (and %d more) without room",
-		u.Pod.Namespace, u.Pod.Name, len(res.Unschedulable)-1)
+		first.Pod.Namespace, first.Pod.Name, len(res.Unschedulable)-1)
 }
 
 // smallestFirst orders pods by their share of the pods' total CPU plus
@@ -84,9 +84,9 @@ func (e *Engine) survivesSpread(cmd *Command) string {
 func smallestFirst(pods []*corev1.Pod) []*corev1.Pod {
 	reqs := make(map[*corev1.Pod]res, len(pods))
 	var total res
-	for _, p := range pods {
-		reqs[p] = podRequests(p)
-		total = total.add(reqs[p])
+	for _, pod := range pods {
+		reqs[pod] = podRequests(pod)
+		total = total.add(reqs[pod])
 	}
 	size := func(p *corev1.Pod) float64 { return share(reqs[p].cpu, total.cpu) + share(reqs[p].mem, total.mem) }
 	out := slices.Clone(pods)
@@ -115,8 +115,8 @@ func plannedClaim(name string, r *scheduler.NodeClaimPlan) *karpv1.NodeClaim {
 		scheduling.NewRequirement(corev1.LabelTopologyZone, corev1.NodeSelectorOpIn, off.Zone),
 		scheduling.NewRequirement(karpv1.CapacityTypeLabelKey, corev1.NodeSelectorOpIn, off.CapacityType))
 	labels := map[string]string{karpv1.NodePoolLabelKey: r.NodePool.Name}
-	for k, v := range r.NodePool.Spec.Template.Labels {
-		labels[k] = v
+	for key, value := range r.NodePool.Spec.Template.Labels {
+		labels[key] = value
 	}
 	return &karpv1.NodeClaim{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels},
@@ -129,9 +129,9 @@ func plannedClaim(name string, r *scheduler.NodeClaimPlan) *karpv1.NodeClaim {
 func (e *Engine) simInput(cands []*Candidate, moved []*corev1.Pod) scheduler.Input {
 	gone := make(map[string]bool, len(cands))
 	goneClaims := make(map[string]bool, len(cands))
-	for _, c := range cands {
-		gone[c.Node.Name] = true
-		goneClaims[c.NodeClaim.Name] = true
+	for _, candidate := range cands {
+		gone[candidate.Node.Name] = true
+		goneClaims[candidate.NodeClaim.Name] = true
 	}
 	in := e.base
 	in.Pods = moved
@@ -143,9 +143,9 @@ func (e *Engine) simInput(cands []*Candidate, moved []*corev1.Pod) scheduler.Inp
 	roomy := e.roomyFor(moved)
 	skip := func(node string) bool { return gone[node] || e.unusable[node] || !roomy(node) }
 	in.Nodes = make([]*corev1.Node, 0, len(e.base.Nodes))
-	for _, n := range e.base.Nodes {
-		if !skip(n.Name) && !n.Spec.Unschedulable {
-			in.Nodes = append(in.Nodes, n)
+	for _, node := range e.base.Nodes {
+		if !skip(node.Name) && !node.Spec.Unschedulable {
+			in.Nodes = append(in.Nodes, node)
 		}
 	}
 	in.NodeClaims = make([]*karpv1.NodeClaim, 0, len(e.base.NodeClaims))
@@ -160,9 +160,9 @@ func (e *Engine) simInput(cands []*Candidate, moved []*corev1.Pod) scheduler.Inp
 		}
 	}
 	in.BoundPods = make([]*corev1.Pod, 0, len(e.base.BoundPods))
-	for _, p := range e.base.BoundPods {
-		if !skip(p.Spec.NodeName) {
-			in.BoundPods = append(in.BoundPods, p)
+	for _, pod := range e.base.BoundPods {
+		if !skip(pod.Spec.NodeName) {
+			in.BoundPods = append(in.BoundPods, pod)
 		}
 	}
 	return in
@@ -176,8 +176,8 @@ func (e *Engine) roomyFor(moved []*corev1.Pod) func(node string) bool {
 	}
 	free := e.fleet().free
 	smallest := res{math.MaxInt64, math.MaxInt64}
-	for _, p := range moved {
-		requests := podRequests(p)
+	for _, pod := range moved {
+		requests := podRequests(pod)
 		smallest = res{min(smallest.cpu, requests.cpu), min(smallest.mem, requests.mem)}
 	}
 	return func(node string) bool { return smallest.fitsIn(free[node]) }
@@ -186,8 +186,8 @@ func (e *Engine) roomyFor(moved []*corev1.Pod) func(node string) bool {
 // movedPods are the pods the candidates' removal moves (see unbound).
 func movedPods(cands []*Candidate) []*corev1.Pod {
 	var moved []*corev1.Pod
-	for _, c := range cands {
-		moved = append(moved, c.unbound()...)
+	for _, candidate := range cands {
+		moved = append(moved, candidate.unbound()...)
 	}
 	return moved
 }
@@ -198,8 +198,8 @@ func movedPods(cands []*Candidate) []*corev1.Pod {
 func (c *Candidate) unbound() []*corev1.Pod {
 	if c.moved == nil {
 		c.moved = make([]*corev1.Pod, len(c.Pods))
-		for i, p := range c.Pods {
-			cp := *p
+		for i, pod := range c.Pods {
+			cp := *pod
 			cp.Spec.NodeName = ""
 			c.moved[i] = &cp
 		}
@@ -208,21 +208,21 @@ func (c *Candidate) unbound() []*corev1.Pod {
 }
 
 func sumPrice(cs []*Candidate) float64 {
-	var s float64
-	for _, c := range cs {
-		s += c.Price
+	var total float64
+	for _, candidate := range cs {
+		total += candidate.Price
 	}
-	return s
+	return total
 }
 
 func replacementPrice(plans []*scheduler.NodeClaimPlan) float64 {
-	var s float64
-	for _, p := range plans {
-		if _, off := p.Cheapest(); off.Price > 0 {
-			s += off.Price
+	var total float64
+	for _, plan := range plans {
+		if _, off := plan.Cheapest(); off.Price > 0 {
+			total += off.Price
 		}
 	}
-	return s
+	return total
 }
 
 // interPod: the pod's placement depends on where other pods are.
@@ -230,13 +230,13 @@ func interPod(p *corev1.Pod) bool {
 	if len(p.Spec.TopologySpreadConstraints) > 0 {
 		return true
 	}
-	a := p.Spec.Affinity
-	return a != nil && (a.PodAffinity != nil || a.PodAntiAffinity != nil)
+	affinity := p.Spec.Affinity
+	return affinity != nil && (affinity.PodAffinity != nil || affinity.PodAntiAffinity != nil)
 }
 
 func anyInterPod(pods []*corev1.Pod) bool {
-	for _, p := range pods {
-		if interPod(p) {
+	for _, pod := range pods {
+		if interPod(pod) {
 			return true
 		}
 	}
@@ -245,6 +245,6 @@ func anyInterPod(pods []*corev1.Pod) bool {
 
 // requiredAntiAffinity: the pod keeps others away from its domain.
 func requiredAntiAffinity(p *corev1.Pod) bool {
-	a := p.Spec.Affinity
-	return a != nil && a.PodAntiAffinity != nil && len(a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution) > 0
+	affinity := p.Spec.Affinity
+	return affinity != nil && affinity.PodAntiAffinity != nil && len(affinity.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution) > 0
 }

@@ -16,23 +16,23 @@ func (SingleNodeConsolidation) ComputeCommands(e *Engine, budgets Budgets, cands
 		return nil, nil
 	}
 	var refusals []Refusal
-	f := e.fleet()
-	for _, c := range cands {
-		if budgets.Allowed(c.NodePool.Name, ReasonUnderutilized) <= 0 {
-			refusals = append(refusals, Refusal{NodeClaim: c.Name(), Blocked: true, Reason: "the NodePool's budget for Underutilized allows no more disruptions now"})
+	capacity := e.fleet()
+	for _, candidate := range cands {
+		if budgets.Allowed(candidate.NodePool.Name, ReasonUnderutilized) <= 0 {
+			refusals = append(refusals, Refusal{NodeClaim: candidate.Name(), Blocked: true, Reason: "the NodePool's budget for Underutilized allows no more disruptions now"})
 			continue
 		}
 		if e.outOfTime() {
-			refusals = append(refusals, Refusal{NodeClaim: c.Name(), Reason: fmt.Sprintf("not simulated: this pass's consolidation time limit (%s) ran out; the next pass tries again", e.st.Options.TimeLimit)})
+			refusals = append(refusals, Refusal{NodeClaim: candidate.Name(), Reason: fmt.Sprintf("not simulated: this pass's consolidation time limit (%s) ran out; the next pass tries again", e.st.Options.TimeLimit)})
 			continue
 		}
-		if why := f.hopeless(e, c); why != "" {
-			refusals = append(refusals, Refusal{NodeClaim: c.Name(), Reason: why})
+		if why := capacity.hopeless(e, candidate); why != "" {
+			refusals = append(refusals, Refusal{NodeClaim: candidate.Name(), Reason: why})
 			continue
 		}
-		cmd, why := e.consolidate(MethodSingleNode, []*Candidate{c})
+		cmd, why := e.consolidate(MethodSingleNode, []*Candidate{candidate})
 		if cmd == nil {
-			refusals = append(refusals, Refusal{NodeClaim: c.Name(), Reason: why})
+			refusals = append(refusals, Refusal{NodeClaim: candidate.Name(), Reason: why})
 			continue
 		}
 		return []*Command{cmd}, refusals

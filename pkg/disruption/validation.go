@@ -24,16 +24,16 @@ func (e *ValidationError) Error() string { return "command no longer valid: " + 
 // save its minimum and no less than decided. It returns the command
 // rebuilt from the fresh snapshot.
 func Validate(st State, cmd *Command) (*Command, error) {
-	e := NewEngine(st)
+	engine := NewEngine(st)
 	method, err := validMethod(st.Options, cmd.Method)
 	if err != nil {
 		return nil, err
 	}
-	fresh, err := e.freshCandidates(method, cmd)
+	fresh, err := engine.freshCandidates(method, cmd)
 	if err != nil {
 		return nil, err
 	}
-	if err := e.budgetsAllow(cmd.Reason, fresh); err != nil {
+	if err := engine.budgetsAllow(cmd.Reason, fresh); err != nil {
 		return nil, err
 	}
 	switch {
@@ -44,9 +44,9 @@ func Validate(st State, cmd *Command) (*Command, error) {
 		out.Candidates = fresh
 		return &out, nil
 	case cmd.Method == MethodRebalance:
-		return e.revalidateRebalance(cmd, fresh)
+		return engine.revalidateRebalance(cmd, fresh)
 	}
-	return e.revalidateConsolidation(cmd, fresh)
+	return engine.revalidateConsolidation(cmd, fresh)
 }
 
 // validMethod is the method called name, if decisions under o run it.
@@ -66,26 +66,26 @@ func validMethod(o Options, name string) (Method, error) {
 // would take.
 func (e *Engine) freshCandidates(method Method, cmd *Command) ([]*Candidate, error) {
 	byName := map[string]*Candidate{}
-	for _, c := range e.Candidates {
-		byName[c.Name()] = c
+	for _, candidate := range e.Candidates {
+		byName[candidate.Name()] = candidate
 	}
 	fresh := make([]*Candidate, 0, len(cmd.Candidates))
 	for _, old := range cmd.Candidates {
-		c, ok := byName[old.Name()]
+		candidate, ok := byName[old.Name()]
 		if !ok {
 			why := "it is no longer a candidate"
-			if r, blocked := e.blocked[old.Name()]; blocked {
-				why = r.Reason
+			if refusal, blocked := e.blocked[old.Name()]; blocked {
+				why = refusal.Reason
 			}
 			return nil, &ValidationError{Reason: fmt.Sprintf("%s: %s", old.Name(), why)}
 		}
-		if c.NodeClaim.UID != old.NodeClaim.UID {
+		if candidate.NodeClaim.UID != old.NodeClaim.UID {
 			return nil, &ValidationError{Reason: fmt.Sprintf("%s was replaced by another NodeClaim of the same name", old.Name())}
 		}
-		if !method.ShouldDisrupt(c) {
-			return nil, &ValidationError{Reason: fmt.Sprintf("%s no longer qualifies for %s", c.Name(), cmd.Method)}
+		if !method.ShouldDisrupt(candidate) {
+			return nil, &ValidationError{Reason: fmt.Sprintf("%s no longer qualifies for %s", candidate.Name(), cmd.Method)}
 		}
-		fresh = append(fresh, c)
+		fresh = append(fresh, candidate)
 	}
 	return fresh, nil
 }
@@ -94,12 +94,12 @@ func (e *Engine) freshCandidates(method Method, cmd *Command) ([]*Candidate, err
 // its share of cands.
 func (e *Engine) budgetsAllow(reason Reason, cands []*Candidate) error {
 	need := map[string]int{}
-	for _, c := range cands {
-		need[c.NodePool.Name]++
+	for _, candidate := range cands {
+		need[candidate.NodePool.Name]++
 	}
-	for pool, n := range need {
-		if got := e.budgets.Allowed(pool, reason); got < n {
-			return &ValidationError{Reason: fmt.Sprintf("NodePool %s's budget for %s now allows %d disruptions, the command needs %d", pool, reason, got, n)}
+	for pool, count := range need {
+		if got := e.budgets.Allowed(pool, reason); got < count {
+			return &ValidationError{Reason: fmt.Sprintf("NodePool %s's budget for %s now allows %d disruptions, the command needs %d", pool, reason, got, count)}
 		}
 	}
 	return nil

@@ -241,15 +241,15 @@ func (c *Controller) markOffering(ctx context.Context, nc *karpv1.NodeClaim, now
 	if c.offer == nil || nc.Labels[karpv1.CapacityTypeLabelKey] != karpv1.CapacityTypeSpot {
 		return "", nil
 	}
-	e := offerings.Entry{CapacityType: karpv1.CapacityTypeSpot, InstanceType: nc.Labels[corev1.LabelInstanceTypeStable],
+	entry := offerings.Entry{CapacityType: karpv1.CapacityTypeSpot, InstanceType: nc.Labels[corev1.LabelInstanceTypeStable],
 		Zone: nc.Labels[corev1.LabelTopologyZone], Reason: lifecycle.ReasonSpotInterrupted, Until: now.Add(c.ttl)}
-	if e.InstanceType == "" {
+	if entry.InstanceType == "" {
 		return "", nil // never launched: no offering to blame
 	}
-	if err := c.offer.Mark(ctx, e); err != nil {
-		return "", fmt.Errorf("marking %s unavailable: %w", e, err)
+	if err := c.offer.Mark(ctx, entry); err != nil {
+		return "", fmt.Errorf("marking %s unavailable: %w", entry, err)
 	}
-	return e.String(), nil
+	return entry.String(), nil
 }
 
 func (c *Controller) event(ctx context.Context, obj client.Object, msg string) {

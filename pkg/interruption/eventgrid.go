@@ -47,8 +47,8 @@ const resourceTypeVM = "Microsoft.Compute/virtualMachines"
 // Event Grid schema event or a CloudEvent from Azure), as opposed to
 // karpfunc's own relay event, or carries Event Grid's aeg-* properties.
 func IsEventGrid(body []byte, props map[string]any) bool {
-	for k := range props {
-		if strings.HasPrefix(strings.ToLower(k), "aeg-") {
+	for key := range props {
+		if strings.HasPrefix(strings.ToLower(key), "aeg-") {
 			return true
 		}
 	}
@@ -56,11 +56,11 @@ func IsEventGrid(body []byte, props map[string]any) bool {
 		EventType string `json:"eventType"`
 		Type      string `json:"type"`
 	}
-	b := bytes.TrimSpace(body)
-	if len(b) > 0 && b[0] == '[' {
+	trimmed := bytes.TrimSpace(body)
+	if len(trimmed) > 0 && trimmed[0] == '[' {
 		return true
 	}
-	if json.Unmarshal(b, &probe) != nil {
+	if json.Unmarshal(trimmed, &probe) != nil {
 		return false
 	}
 	return probe.EventType != "" || strings.HasPrefix(probe.Type, "Microsoft.")
@@ -73,11 +73,11 @@ func IsEventGrid(body []byte, props map[string]any) bool {
 // for a body that cannot be read (dead-lettered with the reason).
 func ParseEventGrid(body []byte, props map[string]any) (Signal, error) {
 	sig := Signal{Source: SourceEventGrid}
-	if t, ok := stringProp(props, PropEventType); ok && t != AEGNotification {
-		return sig, NewIgnoredError("%s is %q, not %q", PropEventType, t, AEGNotification)
+	if eventType, ok := stringProp(props, PropEventType); ok && eventType != AEGNotification {
+		return sig, NewIgnoredError("%s is %q, not %q", PropEventType, eventType, AEGNotification)
 	}
-	if n, ok := stringProp(props, PropDeliveryCount); ok {
-		sig.DeliveryCount, _ = strconv.Atoi(n)
+	if count, ok := stringProp(props, PropDeliveryCount); ok {
+		sig.DeliveryCount, _ = strconv.Atoi(count)
 	}
 	event, err := singleEvent(body)
 	if err != nil {
@@ -108,12 +108,12 @@ func ParseEventGrid(body []byte, props map[string]any) (Signal, error) {
 // sends one event per Service Bus message; an array (the webhook batch
 // form) is read when it holds exactly one.
 func singleEvent(body []byte) ([]byte, error) {
-	b := bytes.TrimSpace(body)
-	if len(b) == 0 || b[0] != '[' {
-		return b, nil
+	trimmed := bytes.TrimSpace(body)
+	if len(trimmed) == 0 || trimmed[0] != '[' {
+		return trimmed, nil
 	}
 	var arr []json.RawMessage
-	if err := json.Unmarshal(b, &arr); err != nil {
+	if err := json.Unmarshal(trimmed, &arr); err != nil {
 		return nil, messages.NewInvalidError("Event Grid message is not JSON: %v", err)
 	}
 	if len(arr) != 1 {
@@ -161,10 +161,10 @@ func (s *Signal) readEnvelope(event []byte) (string, []byte, error) {
 // resourceInfo.properties set) into s when it says a standalone VM was
 // preempted; other annotations are ignored.
 func (s *Signal) readPreemption(typ string, ann *azsystemevents.ResourceNotificationsHealthResourcesAnnotatedEventData) error {
-	p := ann.ResourceDetails.Properties
-	name, _ := p["annotationName"].(string)
-	target, _ := p["targetResourceId"].(string)
-	targetType, _ := p["targetResourceType"].(string)
+	props := ann.ResourceDetails.Properties
+	name, _ := props["annotationName"].(string)
+	target, _ := props["targetResourceId"].(string)
+	targetType, _ := props["targetResourceType"].(string)
 	if name == "" || target == "" {
 		return messages.NewInvalidError("%s event %s lacks resourceInfo.properties.annotationName or targetResourceId", typ, s.EventID)
 	}
@@ -177,26 +177,26 @@ func (s *Signal) readPreemption(typ string, ann *azsystemevents.ResourceNotifica
 	s.ProviderID = "azure://" + target
 	s.Gone = true
 	// After the fact: the deadline is when it happened (the VM is gone).
-	s.Deadline = parseTime(p["occurredTime"])
+	s.Deadline = parseTime(props["occurredTime"])
 	if s.Deadline.IsZero() && ann.OperationalDetails != nil && ann.OperationalDetails.ResourceEventTime != nil {
 		s.Deadline = ann.OperationalDetails.ResourceEventTime.UTC()
 	}
 	if s.Deadline.IsZero() {
 		s.DeadlineAssumed = true
 	}
-	reason, _ := p["reason"].(string)
+	reason, _ := props["reason"].(string)
 	s.Detail = fmt.Sprintf("Azure preempted the spot VM (Event Grid %s, %s)", name, strings.TrimSpace(reason))
 	return nil
 }
 
 func parseTime(v any) time.Time {
-	s, _ := v.(string)
-	if s == "" {
+	text, _ := v.(string)
+	if text == "" {
 		return time.Time{}
 	}
 	for _, layout := range []string{time.RFC3339Nano, "2006-01-02T15:04:05.9999999"} {
-		if t, err := time.Parse(layout, s); err == nil {
-			return t.UTC()
+		if at, err := time.Parse(layout, text); err == nil {
+			return at.UTC()
 		}
 	}
 	return time.Time{}
@@ -205,11 +205,11 @@ func parseTime(v any) time.Time {
 // stringProp reads an application property case-insensitively; values
 // may arrive as strings or numbers.
 func stringProp(props map[string]any, key string) (string, bool) {
-	for k, v := range props {
-		if !strings.EqualFold(k, key) {
+	for name, value := range props {
+		if !strings.EqualFold(name, key) {
 			continue
 		}
-		switch x := v.(type) {
+		switch x := value.(type) {
 		case string:
 			return x, true
 		case nil:

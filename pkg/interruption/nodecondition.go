@@ -50,8 +50,8 @@ const (
 // and says so). The EventId is returned when present.
 func ParseNotice(message string) (kind NoticeKind, deadline time.Time, eventID string, ok bool) {
 	msg := strings.Join(strings.Fields(message), " ")
-	if m := eventIDRE.FindStringSubmatch(msg); m != nil {
-		eventID = strings.ToUpper(m[1])
+	if match := eventIDRE.FindStringSubmatch(msg); match != nil {
+		eventID = strings.ToUpper(match[1])
 	}
 	switch {
 	case hasHeader(msg, "SpotRebalanceRecommendation Advisory"):
@@ -75,8 +75,8 @@ func ParseNotice(message string) (kind NoticeKind, deadline time.Time, eventID s
 		return NoticePreemptScheduled, time.Time{}, eventID, false
 	}
 	for _, layout := range []string{time.RFC1123, "Mon, 2 Jan 2006 15:04:05 MST"} {
-		if t, err := time.ParseInLocation(layout, raw, time.UTC); err == nil {
-			return NoticePreemptScheduled, t.UTC(), eventID, true
+		if at, err := time.ParseInLocation(layout, raw, time.UTC); err == nil {
+			return NoticePreemptScheduled, at.UTC(), eventID, true
 		}
 	}
 	return NoticePreemptScheduled, time.Time{}, eventID, false
@@ -112,7 +112,8 @@ func ParseNodeCondition(node, providerID string, cond corev1.NodeCondition, now 
 		if ok {
 			sig.Deadline = deadline
 		} else {
-			sig.Deadline, sig.DeadlineAssumed = now.Add(notice).UTC(), true
+			sig.Deadline = now.Add(notice).UTC()
+			sig.DeadlineAssumed = true
 		}
 	}
 	sig.Detail = fmt.Sprintf("Azure is preempting the spot VM (node condition %s=True, %s)", cond.Type, cond.Reason)

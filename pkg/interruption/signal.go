@@ -97,6 +97,6 @@ func NewIgnoredError(format string, args ...any) error {
 
 // IsIgnored reports whether err is, or wraps, an IgnoredError.
 func IsIgnored(err error) bool {
-	var e *IgnoredError
-	return errors.As(err, &e)
+	var ignored *IgnoredError
+	return errors.As(err, &ignored)
 }

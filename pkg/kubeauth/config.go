@@ -70,7 +70,9 @@ var guid = regexp.MustCompile(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-
 // NewManagedIdentityCredential). The error names the setting to fix.
 func RESTConfig(getenv func(string) string, cred Credential) (*rest.Config, error) {
 	get := func(k string) string { return strings.TrimSpace(getenv(k)) }
-	kubeconfig, server, ca := get(EnvKubeconfig), get(EnvAPIServerURL), get(EnvAPIServerCA)
+	kubeconfig := get(EnvKubeconfig)
+	server := get(EnvAPIServerURL)
+	ca := get(EnvAPIServerCA)
 	switch {
 	case kubeconfig != "" && (server != "" || ca != ""):
 		return nil, settingErr(EnvKubeconfig, "is set together with %s/%s; set only one: KUBECONFIG for a kubeconfig file, or %s and %s to reach AKS with the managed identity",
@@ -103,11 +105,11 @@ func RESTConfig(getenv func(string) string, cred Credential) (*rest.Config, erro
 	if cred == nil {
 		cred = NewManagedIdentityCredential
 	}
-	c, err := cred(clientID)
+	tokenCred, err := cred(clientID)
 	if err != nil {
 		return nil, fmt.Errorf("creating the managed identity credential (%s=%q): %w", EnvClientID, clientID, err)
 	}
-	src := NewTokenSource(c, AKSScope, nil)
+	src := NewTokenSource(tokenCred, AKSScope, nil)
 	return &rest.Config{
 		Host:            server,
 		TLSClientConfig: rest.TLSClientConfig{CAData: caPEM},
@@ -116,14 +118,14 @@ func RESTConfig(getenv func(string) string, cred Credential) (*rest.Config, erro
 }
 
 func checkServerURL(server string) error {
-	u, err := url.Parse(server)
+	parsed, err := url.Parse(server)
 	if err != nil {
 		return settingErr(EnvAPIServerURL, "%q is not a URL (%v): set it to https://<cluster fqdn>:443", server, err)
 	}
-	if u.Scheme != "https" || u.Host == "" {
+	if parsed.Scheme != "https" || parsed.Host == "" {
 		return settingErr(EnvAPIServerURL, "%q must be an https:// URL with a host (https://<cluster fqdn>:443): a bearer token is never sent in clear text", server)
 	}
-	if (u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.User != nil {
+	if (parsed.Path != "" && parsed.Path != "/") || parsed.RawQuery != "" || parsed.User != nil {
 		return settingErr(EnvAPIServerURL, "%q must be only scheme, host and port (https://<cluster fqdn>:443)", server)
 	}
 	return nil
@@ -139,7 +141,7 @@ func decodeCA(v string) ([]byte, error) {
 		return nil, settingErr(EnvAPIServerCA, "is not base64 (%v): set it to the kubeconfig's certificate-authority-data", err)
 	}
 	rest := data
-	n := 0
+	certs := 0
 	for {
 		var block *pem.Block
 		block, rest = pem.Decode(rest)
@@ -150,11 +152,11 @@ func decodeCA(v string) ([]byte, error) {
 			continue
 		}
 		if _, err := x509.ParseCertificate(block.Bytes); err != nil {
-			return nil, settingErr(EnvAPIServerCA, "certificate %d does not parse: %v", n+1, err)
+			return nil, settingErr(EnvAPIServerCA, "certificate %d does not parse: %v", certs+1, err)
 		}
-		n++
+		certs++
 	}
-	if n == 0 {
+	if certs == 0 {
 		return nil, settingErr(EnvAPIServerCA, "decodes to no PEM CERTIFICATE block: set it to base64 of the cluster CA's PEM (the kubeconfig's certificate-authority-data)")
 	}
 	return data, nil
@@ -162,6 +164,6 @@ func decodeCA(v string) ([]byte, error) {
 
 // IsSettingError reports whether err is, or wraps, a SettingError.
 func IsSettingError(err error) bool {
-	var s *SettingError
-	return errors.As(err, &s)
+	var setting *SettingError
+	return errors.As(err, &setting)
 }

@@ -111,9 +111,9 @@ func (t *bearerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := req.Clone(req.Context())
-	r.Header.Set("Authorization", "Bearer "+tok)
-	resp, err := t.next.RoundTrip(r)
+	clone := req.Clone(req.Context())
+	clone.Header.Set("Authorization", "Bearer "+tok)
+	resp, err := t.next.RoundTrip(clone)
 	if err == nil && resp.StatusCode == http.StatusUnauthorized {
 		t.src.Invalidate(tok)
 	}

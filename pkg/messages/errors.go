@@ -19,6 +19,6 @@ func NewInvalidError(format string, args ...any) error {
 
 // IsInvalid reports whether err is, or wraps, an InvalidError.
 func IsInvalid(err error) bool {
-	var e *InvalidError
-	return errors.As(err, &e)
+	var invalid *InvalidError
+	return errors.As(err, &invalid)
 }

@@ -170,8 +170,8 @@ func DecodeData[T any](ev CloudEvent) (T, error) {
 	if err := json.Unmarshal(ev.Data, &out); err != nil {
 		return out, NewInvalidError("CloudEvent %s (%s) data: %v", ev.ID, ev.Type, err)
 	}
-	if v, ok := any(&out).(interface{ validate() error }); ok {
-		if err := v.validate(); err != nil {
+	if validator, ok := any(&out).(interface{ validate() error }); ok {
+		if err := validator.validate(); err != nil {
 			return out, NewInvalidError("CloudEvent %s (%s) data: %v", ev.ID, ev.Type, err)
 		}
 	}
@@ -180,9 +180,9 @@ func DecodeData[T any](ev CloudEvent) (T, error) {
 
 // required names the first empty required field.
 func required(fields ...[2]string) error {
-	for _, f := range fields {
-		if f[1] == "" {
-			return fmt.Errorf("required field %q is missing or empty", f[0])
+	for _, field := range fields {
+		if field[1] == "" {
+			return fmt.Errorf("required field %q is missing or empty", field[0])
 		}
 	}
 	return nil
@@ -213,8 +213,8 @@ func (d *DisruptionCommand) validate() error {
 	if len(d.Candidates) == 0 {
 		return fmt.Errorf("required field %q is empty", "candidates")
 	}
-	for i, c := range d.Candidates {
-		if c.Name == "" || c.UID == "" {
+	for i, candidate := range d.Candidates {
+		if candidate.Name == "" || candidate.UID == "" {
 			return fmt.Errorf("candidates[%d]: name and uid are required", i)
 		}
 	}

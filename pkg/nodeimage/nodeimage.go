@@ -136,9 +136,9 @@ func Definition(family, arch string, generations []string) (Image, error) {
 	if !ok {
 		return Image{}, &UnknownFamilyError{Family: family}
 	}
-	for _, d := range defs {
-		if d.arch == arch && slices.Contains(generations, d.gen) {
-			return Image{Family: canonical(family), Gallery: d.gallery, Definition: d.name, Architecture: arch, Generation: d.gen}, nil
+	for _, def := range defs {
+		if def.arch == arch && slices.Contains(generations, def.gen) {
+			return Image{Family: canonical(family), Gallery: def.gallery, Definition: def.name, Architecture: arch, Generation: def.gen}, nil
 		}
 	}
 	return Image{}, &NoImageError{Family: family, Architecture: arch, Generations: slices.Clone(generations)}
@@ -161,8 +161,8 @@ func Select(family, arch string, generations []string, version string) (Image, e
 func Definitions() []Image {
 	var out []Image
 	for _, family := range []string{FamilyUbuntu2204, FamilyUbuntu2404, FamilyAzureLinux} {
-		for _, d := range definitions[family] {
-			out = append(out, Image{Family: family, Gallery: d.gallery, Definition: d.name, Architecture: d.arch, Generation: d.gen})
+		for _, def := range definitions[family] {
+			out = append(out, Image{Family: family, Gallery: def.gallery, Definition: def.name, Architecture: def.arch, Generation: def.gen})
 		}
 	}
 	return out
@@ -187,9 +187,9 @@ func Parse(id string) (Image, bool) {
 		return Image{}, false
 	}
 	for family, defs := range definitions {
-		for _, d := range defs {
-			if strings.EqualFold(d.gallery, seg[1]) && strings.EqualFold(d.name, seg[3]) {
-				return Image{Family: family, Gallery: d.gallery, Definition: d.name, Architecture: d.arch, Generation: d.gen, Version: seg[5]}, true
+		for _, def := range defs {
+			if strings.EqualFold(def.gallery, seg[1]) && strings.EqualFold(def.name, seg[3]) {
+				return Image{Family: family, Gallery: def.gallery, Definition: def.name, Architecture: def.arch, Generation: def.gen, Version: seg[5]}, true
 			}
 		}
 	}

@@ -100,20 +100,20 @@ func (r *Resolver) Current(ctx context.Context, img Image) (Image, error) {
 	key := img.DefinitionKey()
 	now := r.opts.Clock.Now()
 	r.mu.Lock()
-	c, ok := r.cache[key]
+	cached, ok := r.cache[key]
 	r.mu.Unlock()
-	if ok && now.Before(c.until) {
-		img.Version = c.version
+	if ok && now.Before(cached.until) {
+		img.Version = cached.version
 		return img, nil
 	}
-	v, err := r.latest(ctx, img)
+	version, err := r.latest(ctx, img)
 	if err != nil {
 		return Image{}, err
 	}
 	r.mu.Lock()
-	r.cache[key] = cachedVersion{version: v, until: now.Add(r.opts.TTL)}
+	r.cache[key] = cachedVersion{version: version, until: now.Add(r.opts.TTL)}
 	r.mu.Unlock()
-	img.Version = v
+	img.Version = version
 	return img, nil
 }
 
@@ -147,12 +147,12 @@ func (r *Resolver) latest(ctx context.Context, img Image) (string, error) {
 		}
 		all = append(all, page.Value...)
 	}
-	v := Latest(all, r.opts.Clock.Now())
-	if v == "" {
+	version := Latest(all, r.opts.Clock.Now())
+	if version == "" {
 		return "", &ResolveError{Image: img, error: fmt.Errorf("the gallery lists %d versions in %s, none of them current "+
 			"(all excluded from latest or past their end of life); pin one with KARPFUNC_NODE_IMAGE_VERSION", len(all), r.opts.Location)}
 	}
-	return v, nil
+	return version, nil
 }
 
 // Latest picks the version new nodes boot from a gallery listing at now:
@@ -165,12 +165,12 @@ func (r *Resolver) latest(ctx context.Context, img Image) (string, error) {
 // A tie in publishedDate goes to the higher version. "" when none qualifies.
 func Latest(versions []*armcompute.CommunityGalleryImageVersion, now time.Time) string {
 	var best *armcompute.CommunityGalleryImageVersion
-	for _, v := range versions {
-		if !current(v, now) {
+	for _, version := range versions {
+		if !current(version, now) {
 			continue
 		}
-		if best == nil || newer(v, best) {
-			best = v
+		if best == nil || newer(version, best) {
+			best = version
 		}
 	}
 	if best == nil {
@@ -183,37 +183,40 @@ func current(v *armcompute.CommunityGalleryImageVersion, now time.Time) bool {
 	if v == nil || v.Name == nil || ValidateVersion(*v.Name) != nil {
 		return false
 	}
-	p := v.Properties
-	if p == nil || p.PublishedDate == nil {
+	props := v.Properties
+	if props == nil || props.PublishedDate == nil {
 		return false
 	}
-	if p.ExcludeFromLatest != nil && *p.ExcludeFromLatest {
+	if props.ExcludeFromLatest != nil && *props.ExcludeFromLatest {
 		return false
 	}
-	return p.EndOfLifeDate == nil || p.EndOfLifeDate.After(now)
+	return props.EndOfLifeDate == nil || props.EndOfLifeDate.After(now)
 }
 
 func newer(a, b *armcompute.CommunityGalleryImageVersion) bool {
-	pa, pb := *a.Properties.PublishedDate, *b.Properties.PublishedDate
-	if !pa.Equal(pb) {
-		return pa.After(pb)
+	publishedA := *a.Properties.PublishedDate
+	publishedB := *b.Properties.PublishedDate
+	if !publishedA.Equal(publishedB) {
+		return publishedA.After(publishedB)
 	}
 	return compareVersions(*a.Name, *b.Name) > 0
 }
 
 // compareVersions orders two valid YYYYMM.DD.patch versions.
 func compareVersions(a, b string) int {
-	pa, pb := strings.Split(a, "."), strings.Split(b, ".")
-	for i := range pa {
-		if c := cmpNumeric(pa[i], pb[i]); c != 0 {
-			return c
+	partsA := strings.Split(a, ".")
+	partsB := strings.Split(b, ".")
+	for i := range partsA {
+		if order := cmpNumeric(partsA[i], partsB[i]); order != 0 {
+			return order
 		}
 	}
 	return 0
 }
 
 func cmpNumeric(a, b string) int {
-	a, b = strings.TrimLeft(a, "0"), strings.TrimLeft(b, "0")
+	a = strings.TrimLeft(a, "0")
+	b = strings.TrimLeft(b, "0")
 	if len(a) != len(b) {
 		return len(a) - len(b)
 	}

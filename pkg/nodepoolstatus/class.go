@@ -86,8 +86,8 @@ func ClassStatus(ctx context.Context, class *v1beta1.AKSNodeClass, opts ClassOpt
 		out.Status.KubernetesVersion = nil
 		conds.SetFalse(v1beta1.ConditionTypeKubernetesVersionReady, reason, msg)
 	} else {
-		v := opts.KubernetesVersion
-		out.Status.KubernetesVersion = &v
+		kubeVersion := opts.KubernetesVersion
+		out.Status.KubernetesVersion = &kubeVersion
 		conds.SetTrue(v1beta1.ConditionTypeKubernetesVersionReady)
 	}
 	if msg := checkSubnet(out.Spec.VNETSubnetID, opts); msg != "" {
@@ -112,8 +112,8 @@ var imageTargets = []struct{ arch, gen, hyperV string }{
 // version is not a node image version.
 func classImages(ctx context.Context, family string, opts ClassOptions) ([]v1beta1.NodeImage, error) {
 	var out []v1beta1.NodeImage
-	for _, t := range imageTargets {
-		img, err := resolveImage(ctx, family, t.arch, t.gen, opts)
+	for _, target := range imageTargets {
+		img, err := resolveImage(ctx, family, target.arch, target.gen, opts)
 		var noImage *nodeimage.NoImageError
 		switch {
 		case errors.As(err, &noImage):
@@ -122,8 +122,8 @@ func classImages(ctx context.Context, family string, opts ClassOptions) ([]v1bet
 			return nil, fmt.Errorf("image family %s: %w", family, err)
 		}
 		out = append(out, v1beta1.NodeImage{ID: img.ID(), Requirements: []corev1.NodeSelectorRequirement{
-			{Key: corev1.LabelArchStable, Operator: corev1.NodeSelectorOpIn, Values: []string{t.arch}},
-			{Key: LabelSKUHyperVGeneration, Operator: corev1.NodeSelectorOpIn, Values: []string{t.hyperV}},
+			{Key: corev1.LabelArchStable, Operator: corev1.NodeSelectorOpIn, Values: []string{target.arch}},
+			{Key: LabelSKUHyperVGeneration, Operator: corev1.NodeSelectorOpIn, Values: []string{target.hyperV}},
 		}})
 	}
 	if len(out) == 0 {
@@ -189,14 +189,14 @@ func (s subnetID) sameVNet(o subnetID) bool {
 // (pkg/utils GetVnetSubnetIDComponents): eleven /-separated segments that
 // rebuild, case-insensitively, into the same ID.
 func parseSubnetID(id string) (subnetID, bool) {
-	p := strings.Split(id, "/")
-	if len(p) != 11 {
+	segments := strings.Split(id, "/")
+	if len(segments) != 11 {
 		return subnetID{}, false
 	}
-	s := subnetID{subscription: p[2], resourceGroup: p[4], vnet: p[8], subnet: p[10]}
+	subnet := subnetID{subscription: segments[2], resourceGroup: segments[4], vnet: segments[8], subnet: segments[10]}
 	rebuilt := fmt.Sprintf("/subscriptions/%s/resourceGroups/%s/providers/Microsoft.Network/virtualNetworks/%s/subnets/%s",
-		s.subscription, s.resourceGroup, s.vnet, s.subnet)
-	return s, strings.EqualFold(rebuilt, id) && s.subscription != "" && s.resourceGroup != "" && s.vnet != "" && s.subnet != ""
+		subnet.subscription, subnet.resourceGroup, subnet.vnet, subnet.subnet)
+	return subnet, strings.EqualFold(rebuilt, id) && subnet.subscription != "" && subnet.resourceGroup != "" && subnet.vnet != "" && subnet.subnet != ""
 }
 
 // managedVNet is the name AKS gives the VNet it manages (provider's

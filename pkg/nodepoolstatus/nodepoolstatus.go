@@ -33,20 +33,20 @@ import (
 // NodeClaims still count until their finalizer is gone: their VMs still run.
 func Resources(nodePool string, claims []karpv1.NodeClaim) corev1.ResourceList {
 	total := corev1.ResourceList{}
-	n := int64(0)
+	count := int64(0)
 	for i := range claims {
 		nc := &claims[i]
 		if nc.Labels[karpv1.NodePoolLabelKey] != nodePool {
 			continue
 		}
-		n++
+		count++
 		if len(nc.Status.Capacity) > 0 {
 			total = resources.Merge(total, nc.Status.Capacity)
 		} else {
 			total = resources.Merge(total, nc.Spec.Resources.Requests)
 		}
 	}
-	total[corev1.ResourceName("nodes")] = *resource.NewQuantity(n, resource.DecimalSI)
+	total[corev1.ResourceName("nodes")] = *resource.NewQuantity(count, resource.DecimalSI)
 	return total
 }
 
@@ -71,7 +71,8 @@ func Update(ctx context.Context, kube client.Client, nodePool string) error {
 			return nil
 		}
 		stored := np.DeepCopy()
-		np.Status.Resources, np.Status.Nodes = want, &nodes
+		np.Status.Resources = want
+		np.Status.Nodes = &nodes
 		err := kube.Status().Patch(ctx, np, client.MergeFromWithOptions(stored, client.MergeFromWithOptimisticLock{}))
 		switch {
 		case err == nil:

@@ -40,8 +40,8 @@ func Counts(nodePool string, claims []karpv1.NodeClaim) (corev1.ResourceList, in
 			total[name] = resource.MustParse("0")
 		}
 	}
-	n := total[resourceNodes]
-	return total, n.Value()
+	nodes := total[resourceNodes]
+	return total, nodes.Value()
 }
 
 // PoolStatus returns np's status as Karpenter's NodePool controllers write
@@ -52,7 +52,8 @@ func Counts(nodePool string, claims []karpv1.NodeClaim) (corev1.ResourceList, in
 func PoolStatus(ctx context.Context, np *karpv1.NodePool, classes map[string]*v1beta1.AKSNodeClass, claims []karpv1.NodeClaim, clk clock.Clock) karpv1.NodePoolStatus {
 	out := np.DeepCopy()
 	res, nodes := Counts(np.Name, claims)
-	out.Status.Resources, out.Status.Nodes = res, &nodes
+	out.Status.Resources = res
+	out.Status.Nodes = &nodes
 	conds := out.StatusConditions(status.WithClock(clk))
 	if err := out.RuntimeValidate(ctx); err != nil {
 		conds.SetFalse(karpv1.ConditionTypeValidationSucceeded, ReasonNodePoolValidationFailed, err.Error())
@@ -99,9 +100,9 @@ func nodeClassReadiness(np *karpv1.NodePool, classes map[string]*v1beta1.AKSNode
 // the NodePool's NodeClassReady says what to fix.
 func unhealthy(class *v1beta1.AKSNodeClass) string {
 	var parts []string
-	for _, c := range class.StatusConditions().List() {
-		if c.Type != status.ConditionReady && !c.IsTrue() {
-			parts = append(parts, fmt.Sprintf("%s=%s (%s: %s)", c.Type, c.Status, c.Reason, c.Message))
+	for _, condition := range class.StatusConditions().List() {
+		if condition.Type != status.ConditionReady && !condition.IsTrue() {
+			parts = append(parts, fmt.Sprintf("%s=%s (%s: %s)", condition.Type, condition.Status, condition.Reason, condition.Message))
 		}
 	}
 	return strings.Join(parts, "; ")
@@ -114,9 +115,9 @@ func NotReadyReason(np *karpv1.NodePool) string {
 	if conds.Root().IsTrue() {
 		return ""
 	}
-	for _, t := range []string{karpv1.ConditionTypeValidationSucceeded, karpv1.ConditionTypeNodeClassReady} {
-		if c := conds.Get(t); c != nil && !c.IsTrue() {
-			return fmt.Sprintf("%s=%s (%s: %s)", t, c.Status, c.Reason, c.Message)
+	for _, condType := range []string{karpv1.ConditionTypeValidationSucceeded, karpv1.ConditionTypeNodeClassReady} {
+		if condition := conds.Get(condType); condition != nil && !condition.IsTrue() {
+			return fmt.Sprintf("%s=%s (%s: %s)", condType, condition.Status, condition.Reason, condition.Message)
 		}
 	}
 	return "Ready=" + string(conds.Root().Status)

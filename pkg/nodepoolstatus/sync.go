@@ -48,7 +48,8 @@ func Sync(ctx context.Context, kube client.Client, objs Objects, opts ClassOptio
 		if err != nil {
 			errs = append(errs, fmt.Errorf("reading the Kubernetes versions for AKSNodeClass status: %w", err))
 		} else {
-			opts.KubernetesVersion, opts.ControlPlaneVersion = node, controlPlane
+			opts.KubernetesVersion = node
+			opts.ControlPlaneVersion = controlPlane
 		}
 	}
 	classes := map[string]*v1beta1.AKSNodeClass{}

@@ -15,22 +15,22 @@ func QuotaFamily(size string) string {
 		return ""
 	}
 	base := parts[0]
-	i := 0
-	for i < len(base) && unicode.IsLetter(rune(base[i])) {
-		i++
+	lettersEnd := 0
+	for lettersEnd < len(base) && unicode.IsLetter(rune(base[lettersEnd])) {
+		lettersEnd++
 	}
-	j := i
-	for j < len(base) && (unicode.IsDigit(rune(base[j])) || base[j] == '-') {
-		j++
+	digitsEnd := lettersEnd
+	for digitsEnd < len(base) && (unicode.IsDigit(rune(base[digitsEnd])) || base[digitsEnd] == '-') {
+		digitsEnd++
 	}
-	if i == 0 || j == i {
+	if lettersEnd == 0 || digitsEnd == lettersEnd {
 		return ""
 	}
-	fam := base[:i] + strings.ToUpper(base[j:])
+	fam := base[:lettersEnd] + strings.ToUpper(base[digitsEnd:])
 	version := ""
-	for _, p := range parts[1:] {
-		if strings.HasPrefix(strings.ToLower(p), "v") {
-			version = strings.ToLower(p)
+	for _, part := range parts[1:] {
+		if strings.HasPrefix(strings.ToLower(part), "v") {
+			version = strings.ToLower(part)
 		}
 	}
 	return "standard" + strings.ToUpper(fam[:1]) + fam[1:] + version + "Family"

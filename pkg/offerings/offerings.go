@@ -72,14 +72,14 @@ func (e Entry) Key() string {
 		}
 		return prefix + v
 	}
-	k := e.CapacityType + "." + part("sku-", e.InstanceType) + "." + part("family-", e.Family) + "." + part("zone-", e.Zone)
+	key := e.CapacityType + "." + part("sku-", e.InstanceType) + "." + part("family-", e.Family) + "." + part("zone-", e.Zone)
 	return strings.Map(func(r rune) rune {
 		switch {
 		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '-', r == '.', r == '_':
 			return r
 		}
 		return '_'
-	}, k)
+	}, key)
 }
 
 func (e Entry) matches(it *catalog.InstanceType, o catalog.Offering) bool {
@@ -115,9 +115,9 @@ func (e Entry) String() string {
 // (cloudprovider.InsufficientCapacityError), from now on.
 func EntriesFor(unavailable []cloudprovider.Unavailable, now time.Time) []Entry {
 	entries := make([]Entry, 0, len(unavailable))
-	for _, u := range unavailable {
-		entries = append(entries, Entry{CapacityType: u.CapacityType, InstanceType: u.InstanceType, Family: u.Family,
-			Zone: u.Zone, Reason: u.Reason, Until: now.Add(u.TTL)})
+	for _, entry := range unavailable {
+		entries = append(entries, Entry{CapacityType: entry.CapacityType, InstanceType: entry.InstanceType, Family: entry.Family,
+			Zone: entry.Zone, Reason: entry.Reason, Until: now.Add(entry.TTL)})
 	}
 	return entries
 }
@@ -138,9 +138,9 @@ func (s *Set) Unavailable(it *catalog.InstanceType, o catalog.Offering) (Entry, 
 	if s == nil {
 		return Entry{}, false
 	}
-	for _, e := range s.entries {
-		if e.matches(it, o) {
-			return e, true
+	for _, entry := range s.entries {
+		if entry.matches(it, o) {
+			return entry, true
 		}
 	}
 	return Entry{}, false
@@ -156,8 +156,8 @@ func (s *Set) Apply(cat *catalog.Catalog) *catalog.Catalog {
 	out := &catalog.Catalog{Region: cat.Region, Zones: cat.Zones, InstanceTypes: make([]*catalog.InstanceType, len(cat.InstanceTypes))}
 	for i, it := range cat.InstanceTypes {
 		changed := false
-		for _, o := range it.Offerings {
-			if _, ok := s.Unavailable(it, o); ok && o.Available {
+		for _, offering := range it.Offerings {
+			if _, ok := s.Unavailable(it, offering); ok && offering.Available {
 				changed = true
 				break
 			}
@@ -212,8 +212,8 @@ func NewConflictError(attempts int) error { return &ConflictError{Attempts: atte
 
 // IsConflict reports whether err is, or wraps, a ConflictError.
 func IsConflict(err error) bool {
-	var e *ConflictError
-	return errors.As(err, &e)
+	var conflict *ConflictError
+	return errors.As(err, &conflict)
 }
 
 // Load returns the unexpired entries (an empty set when the ConfigMap does
@@ -233,12 +233,12 @@ func (s *Store) Load(ctx context.Context) (*Set, error) {
 func (s *Store) parse(cm *corev1.ConfigMap) *Set {
 	now := s.clock.Now()
 	set := &Set{}
-	for _, k := range sortedKeys(cm.Data) {
-		var e Entry
-		if json.Unmarshal([]byte(cm.Data[k]), &e) != nil || e.CapacityType == "" || !e.Until.After(now) {
+	for _, key := range sortedKeys(cm.Data) {
+		var entry Entry
+		if json.Unmarshal([]byte(cm.Data[key]), &entry) != nil || entry.CapacityType == "" || !entry.Until.After(now) {
 			continue
 		}
-		set.entries = append(set.entries, e)
+		set.entries = append(set.entries, entry)
 	}
 	return set
 }
@@ -249,9 +249,9 @@ func (s *Store) Mark(ctx context.Context, entries ...Entry) error {
 	if len(entries) == 0 {
 		return nil
 	}
-	for _, e := range entries {
-		if e.CapacityType == "" || e.Until.IsZero() {
-			return fmt.Errorf("unavailable offerings: entry %+v needs a capacity type and an expiry", e)
+	for _, entry := range entries {
+		if entry.CapacityType == "" || entry.Until.IsZero() {
+			return fmt.Errorf("unavailable offerings: entry %+v needs a capacity type and an expiry", entry)
 		}
 	}
 	const attempts = 8
@@ -278,24 +278,24 @@ func (s *Store) Mark(ctx context.Context, entries ...Entry) error {
 // added, each keeping the later expiry.
 func merged(stored map[string]string, entries []Entry, now time.Time) (map[string]string, error) {
 	data := map[string]string{}
-	for k, v := range stored {
-		var e Entry
-		if json.Unmarshal([]byte(v), &e) == nil && e.Until.After(now) {
-			data[k] = v
+	for key, value := range stored {
+		var entry Entry
+		if json.Unmarshal([]byte(value), &entry) == nil && entry.Until.After(now) {
+			data[key] = value
 		}
 	}
-	for _, e := range entries {
-		if old, ok := data[e.Key()]; ok {
+	for _, entry := range entries {
+		if old, ok := data[entry.Key()]; ok {
 			var prev Entry
-			if json.Unmarshal([]byte(old), &prev) == nil && prev.Until.After(e.Until) {
+			if json.Unmarshal([]byte(old), &prev) == nil && prev.Until.After(entry.Until) {
 				continue
 			}
 		}
-		raw, err := json.Marshal(e)
+		raw, err := json.Marshal(entry)
 		if err != nil {
 			return nil, err
 		}
-		data[e.Key()] = string(raw)
+		data[entry.Key()] = string(raw)
 	}
 	return data, nil
 }
@@ -325,8 +325,8 @@ func (s *Store) write(ctx context.Context, cm *corev1.ConfigMap, create bool, da
 
 func sortedKeys(m map[string]string) []string {
 	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
+	for key := range m {
+		keys = append(keys, key)
 	}
 	sort.Strings(keys)
 	return keys

@@ -23,12 +23,12 @@ const (
 
 // Mark puts karpfunc's mark on obj, replacing any value a template gave it.
 func Mark(obj metav1.Object) {
-	a := obj.GetAnnotations()
-	if a == nil {
-		a = map[string]string{}
+	annotations := obj.GetAnnotations()
+	if annotations == nil {
+		annotations = map[string]string{}
 	}
-	a[apis.AnnotationManagedBy] = Value
-	obj.SetAnnotations(a)
+	annotations[apis.AnnotationManagedBy] = Value
+	obj.SetAnnotations(annotations)
 }
 
 // Owns reports whether obj carries karpfunc's mark.

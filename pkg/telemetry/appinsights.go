@@ -46,9 +46,9 @@ type appInsightsTarget struct {
 func parseConnectionString(s string) (appInsightsTarget, error) {
 	kv := map[string]string{}
 	for _, part := range strings.Split(s, ";") {
-		k, v, ok := strings.Cut(strings.TrimSpace(part), "=")
+		key, value, ok := strings.Cut(strings.TrimSpace(part), "=")
 		if ok {
-			kv[strings.ToLower(strings.TrimSpace(k))] = strings.TrimSpace(v)
+			kv[strings.ToLower(strings.TrimSpace(key))] = strings.TrimSpace(value)
 		}
 	}
 	if kv["instrumentationkey"] == "" {
@@ -58,11 +58,11 @@ func parseConnectionString(s string) (appInsightsTarget, error) {
 	if endpoint == "" {
 		endpoint = defaultIngestion
 	}
-	u, err := url.Parse(endpoint)
-	if err != nil || u.Scheme != "https" || u.Host == "" {
+	parsed, err := url.Parse(endpoint)
+	if err != nil || parsed.Scheme != "https" || parsed.Host == "" {
 		return appInsightsTarget{}, fmt.Errorf("telemetry: %s: IngestionEndpoint %q is not an https URL; metrics are not sent to Application Insights", EnvAppInsights, endpoint)
 	}
-	return appInsightsTarget{iKey: kv["instrumentationkey"], trackURL: strings.TrimSuffix(u.String(), "/") + "/v2.1/track"}, nil
+	return appInsightsTarget{iKey: kv["instrumentationkey"], trackURL: strings.TrimSuffix(parsed.String(), "/") + "/v2.1/track"}, nil
 }
 
 // appInsightsExporter sends metrics to Application Insights' ingestion
@@ -197,20 +197,23 @@ func trackResult(status int, body []byte, sent int) error {
 // envelopes converts the SDK's metrics into telemetry items.
 func (e *appInsightsExporter) envelopes(rm *metricdata.ResourceMetrics) []envelope {
 	tags := map[string]string{}
-	if v, ok := rm.Resource.Set().Value(attribute.Key("service.name")); ok {
-		tags["ai.cloud.role"] = v.AsString()
+	if service, ok := rm.Resource.Set().Value(attribute.Key("service.name")); ok {
+		tags["ai.cloud.role"] = service.AsString()
 	}
 	var out []envelope
 	add := func(t time.Time, attrs attribute.Set, p dataPoint) {
 		var env envelope
-		env.Name, env.Time, env.IKey, env.Tags = "Microsoft.ApplicationInsights.Metric", t.UTC().Format(time.RFC3339Nano), e.target.iKey, tags
+		env.Name = "Microsoft.ApplicationInsights.Metric"
+		env.Time = t.UTC().Format(time.RFC3339Nano)
+		env.IKey = e.target.iKey
+		env.Tags = tags
 		env.Data.BaseType = "MetricData"
 		env.Data.BaseData = metricsData{Ver: 2, Metrics: []dataPoint{p}, Properties: properties(attrs)}
 		out = append(out, env)
 	}
 	for _, sm := range rm.ScopeMetrics {
-		for _, m := range sm.Metrics {
-			convert(m.Name, m.Data, add)
+		for _, metric := range sm.Metrics {
+			convert(metric.Name, metric.Data, add)
 		}
 	}
 	return out
@@ -246,16 +249,16 @@ func histograms[N int64 | float64](name string, dps []metricdata.HistogramDataPo
 			continue // a delta with nothing recorded
 		}
 		count := int64(dp.Count)
-		p := dataPoint{Name: name, Kind: "Aggregation", Value: float64(dp.Sum), Count: &count}
-		if v, ok := dp.Min.Value(); ok {
-			f := float64(v)
-			p.Min = &f
+		point := dataPoint{Name: name, Kind: "Aggregation", Value: float64(dp.Sum), Count: &count}
+		if least, ok := dp.Min.Value(); ok {
+			minimum := float64(least)
+			point.Min = &minimum
 		}
-		if v, ok := dp.Max.Value(); ok {
-			f := float64(v)
-			p.Max = &f
+		if most, ok := dp.Max.Value(); ok {
+			maximum := float64(most)
+			point.Max = &maximum
 		}
-		add(dp.Time, dp.Attributes, p)
+		add(dp.Time, dp.Attributes, point)
 	}
 }
 

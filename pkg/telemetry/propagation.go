@@ -32,8 +32,8 @@ func (c propertiesCarrier) Set(key, value string) { c[key] = value }
 
 func (c propertiesCarrier) Keys() []string {
 	keys := make([]string, 0, len(c))
-	for k := range c {
-		keys = append(keys, k)
+	for key := range c {
+		keys = append(keys, key)
 	}
 	return keys
 }
@@ -52,8 +52,8 @@ func Inject(ctx context.Context, props map[string]any) map[string]any {
 	if props == nil {
 		props = make(map[string]any, len(tmp)+1)
 	}
-	for k, v := range tmp {
-		props[k] = v
+	for key, value := range tmp {
+		props[key] = value
 	}
 	props[DiagnosticIDProperty] = tp
 	return props
@@ -63,11 +63,11 @@ func Inject(ctx context.Context, props map[string]any) map[string]any {
 // traceparent, or Diagnostic-Id when only that is set (messages from other
 // Azure SDK producers). Properties without a readable parent leave ctx as is.
 func Extract(ctx context.Context, props map[string]any) context.Context {
-	c := propertiesCarrier(props)
-	if c.Get("traceparent") == "" && c.Get(DiagnosticIDProperty) != "" {
-		c = propertiesCarrier{"traceparent": c.Get(DiagnosticIDProperty)}
+	carrier := propertiesCarrier(props)
+	if carrier.Get("traceparent") == "" && carrier.Get(DiagnosticIDProperty) != "" {
+		carrier = propertiesCarrier{"traceparent": carrier.Get(DiagnosticIDProperty)}
 	}
-	return propagation.TraceContext{}.Extract(ctx, c)
+	return propagation.TraceContext{}.Extract(ctx, carrier)
 }
 
 type controllerKey struct{}
@@ -80,6 +80,6 @@ func WithController(ctx context.Context, name string) context.Context {
 
 // Controller is the name WithController put in ctx, or "".
 func Controller(ctx context.Context) string {
-	s, _ := ctx.Value(controllerKey{}).(string)
-	return s
+	name, _ := ctx.Value(controllerKey{}).(string)
+	return name
 }

@@ -18,9 +18,9 @@ type tracingPublisher struct{ bus.Publisher }
 
 func (p tracingPublisher) Publish(ctx context.Context, queue string, msgs ...bus.Message) error {
 	out := make([]bus.Message, len(msgs))
-	for i, m := range msgs {
-		m.ApplicationProperties = Inject(ctx, maps.Clone(m.ApplicationProperties))
-		out[i] = m
+	for i, msg := range msgs {
+		msg.ApplicationProperties = Inject(ctx, maps.Clone(msg.ApplicationProperties))
+		out[i] = msg
 	}
 	return p.Publisher.Publish(ctx, queue, out...)
 }

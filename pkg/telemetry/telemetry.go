@@ -103,13 +103,13 @@ func Setup(ctx context.Context, opts Options) (*Telemetry, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	t := &Telemetry{log: opts.Logger}
+	tel := &Telemetry{log: opts.Logger}
 	otel.SetTextMapPropagator(propagation.TraceContext{})
 	otel.SetErrorHandler(otel.ErrorHandlerFunc(func(err error) {
-		t.log.Warn("telemetry: export failed; the work goes on without it", "error", err)
+		tel.log.Warn("telemetry: export failed; the work goes on without it", "error", err)
 	}))
 	if strings.EqualFold(strings.TrimSpace(opts.Getenv(EnvSDKDisabled)), "true") {
-		return t, nil
+		return tel, nil
 	}
 	res, err := resource.New(ctx,
 		resource.WithAttributes(attribute.String("service.name", opts.ServiceName)),
@@ -128,7 +128,7 @@ func Setup(ctx context.Context, opts Options) (*Telemetry, error) {
 			errs = append(errs, fmt.Errorf("telemetry: Prometheus exporter: %w", err))
 		} else {
 			readers = append(readers, sdkmetric.WithReader(exp))
-			t.metrics = promhttp.HandlerFor(reg, promhttp.HandlerOpts{})
+			tel.metrics = promhttp.HandlerFor(reg, promhttp.HandlerOpts{})
 		}
 	}
 	if on, err := signalOn(opts.Getenv, EnvMetricsEndpoint, EnvMetricsProtocol); err != nil {
@@ -139,18 +139,18 @@ func Setup(ctx context.Context, opts Options) (*Telemetry, error) {
 			errs = append(errs, fmt.Errorf("telemetry: OTLP metric exporter: %w", err))
 		} else {
 			readers = append(readers, sdkmetric.WithReader(sdkmetric.NewPeriodicReader(exp)))
-			t.OTLP = true
+			tel.OTLP = true
 		}
 	}
 	if reader, err := appInsightsReader(opts); err != nil {
 		errs = append(errs, err)
 	} else if reader != nil {
 		readers = append(readers, sdkmetric.WithReader(reader))
-		t.AppInsights = true
+		tel.AppInsights = true
 	}
 	if len(readers) > 0 {
-		t.meters = sdkmetric.NewMeterProvider(append(readers, sdkmetric.WithResource(res))...)
-		otel.SetMeterProvider(t.meters)
+		tel.meters = sdkmetric.NewMeterProvider(append(readers, sdkmetric.WithResource(res))...)
+		otel.SetMeterProvider(tel.meters)
 	}
 	if on, err := signalOn(opts.Getenv, EnvTracesEndpoint, EnvTracesProtocol); err != nil {
 		errs = append(errs, err)
@@ -159,12 +159,12 @@ func Setup(ctx context.Context, opts Options) (*Telemetry, error) {
 		if err != nil {
 			errs = append(errs, fmt.Errorf("telemetry: OTLP trace exporter: %w", err))
 		} else {
-			t.tracers = sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(res))
-			otel.SetTracerProvider(t.tracers)
-			t.OTLP = true
+			tel.tracers = sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(res))
+			otel.SetTracerProvider(tel.tracers)
+			tel.OTLP = true
 		}
 	}
-	return t, errors.Join(errs...)
+	return tel, errors.Join(errs...)
 }
 
 // appInsightsReader is the periodic reader sending metrics to the
@@ -176,11 +176,11 @@ func appInsightsReader(opts Options) (sdkmetric.Reader, error) {
 	}
 	cred := opts.Credential
 	if cred == nil {
-		c, err := azidentity.NewDefaultAzureCredential(nil)
+		defaultCred, err := azidentity.NewDefaultAzureCredential(nil)
 		if err != nil {
 			return nil, fmt.Errorf("telemetry: no credential for Application Insights (%s is set): %w", EnvAppInsights, err)
 		}
-		cred = c
+		cred = defaultCred
 	}
 	exp, err := newAppInsightsExporter(connection, cred, opts.AppInsightsClient)
 	if err != nil {
@@ -193,20 +193,22 @@ func appInsightsReader(opts Options) (sdkmetric.Reader, error) {
 // or the common one is set. Only OTLP/HTTP with protobuf is built in; any
 // other protocol is refused by name rather than ignored.
 func signalOn(getenv func(string) string, endpointVar, protocolVar string) (bool, error) {
-	name, endpoint := endpointVar, strings.TrimSpace(getenv(endpointVar))
+	name := endpointVar
+	endpoint := strings.TrimSpace(getenv(endpointVar))
 	if endpoint == "" {
-		name, endpoint = EnvEndpoint, strings.TrimSpace(getenv(EnvEndpoint))
+		name = EnvEndpoint
+		endpoint = strings.TrimSpace(getenv(EnvEndpoint))
 	}
 	if endpoint == "" {
 		return false, nil
 	}
-	if u, err := url.Parse(endpoint); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+	if parsed, err := url.Parse(endpoint); err != nil || (parsed.Scheme != "http" && parsed.Scheme != "https") || parsed.Host == "" {
 		return false, fmt.Errorf("telemetry: %s=%q is not an http(s) URL such as http://collector:4318; this signal is not exported", name, endpoint)
 	}
-	for _, p := range []string{protocolVar, EnvProtocol} {
-		if v := strings.TrimSpace(getenv(p)); v != "" {
-			if v != "http/protobuf" {
-				return false, fmt.Errorf("telemetry: %s=%q: karpfunc exports OTLP over HTTP only; set it to http/protobuf (or unset it); this signal is not exported", p, v)
+	for _, variable := range []string{protocolVar, EnvProtocol} {
+		if value := strings.TrimSpace(getenv(variable)); value != "" {
+			if value != "http/protobuf" {
+				return false, fmt.Errorf("telemetry: %s=%q: karpfunc exports OTLP over HTTP only; set it to http/protobuf (or unset it); this signal is not exported", variable, value)
 			}
 			break
 		}

@@ -95,14 +95,14 @@ func (c Continuation) Message(source string) (bus.Message, error) {
 	if c.cluster != "" {
 		props[PropertyCluster] = c.cluster
 	}
-	m := bus.Message{ID: c.id, SessionID: c.session, ContentType: messages.ContentType, Body: body, ApplicationProperties: props}
+	msg := bus.Message{ID: c.id, SessionID: c.session, ContentType: messages.ContentType, Body: body, ApplicationProperties: props}
 	if !c.due.IsZero() {
-		m.ScheduledEnqueueTime = c.due.UTC()
+		msg.ScheduledEnqueueTime = c.due.UTC()
 	}
-	if err := bus.ValidateMessages(c.queue, []bus.Message{m}); err != nil {
+	if err := bus.ValidateMessages(c.queue, []bus.Message{msg}); err != nil {
 		return bus.Message{}, fmt.Errorf("triggers: %w", err)
 	}
-	return m, nil
+	return msg, nil
 }
 
 // Publish sends continuations from Source, each to its queue, in order;
@@ -115,9 +115,9 @@ func Publish(ctx context.Context, pub bus.Publisher, conts ...Continuation) erro
 	}
 	var errs []error
 	for _, cont := range conts {
-		m, err := cont.Message(Source)
+		msg, err := cont.Message(Source)
 		if err == nil {
-			err = pub.Publish(ctx, cont.queue, m)
+			err = pub.Publish(ctx, cont.queue, msg)
 		}
 		if err != nil {
 			errs = append(errs, fmt.Errorf("sending %s: %w", cont, err))

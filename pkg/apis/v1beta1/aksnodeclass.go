@@ -154,18 +154,18 @@ type AKSNodeClassList struct {
 // DefaultedSpec returns the spec with the CRD's defaults filled in, for
 // objects that did not come through the API server (plan input files).
 func (in *AKSNodeClass) DefaultedSpec() AKSNodeClassSpec {
-	s := *in.Spec.DeepCopy()
-	if s.OSDiskSizeGB == nil {
-		v := DefaultOSDiskSizeGB
-		s.OSDiskSizeGB = &v
+	spec := *in.Spec.DeepCopy()
+	if spec.OSDiskSizeGB == nil {
+		size := DefaultOSDiskSizeGB
+		spec.OSDiskSizeGB = &size
 	}
-	if s.ImageFamily == nil {
-		v := DefaultImageFamily
-		s.ImageFamily = &v
+	if spec.ImageFamily == nil {
+		family := DefaultImageFamily
+		spec.ImageFamily = &family
 	}
-	if s.MaxPods == nil {
-		v := DefaultMaxPods
-		s.MaxPods = &v
+	if spec.MaxPods == nil {
+		maxPods := DefaultMaxPods
+		spec.MaxPods = &maxPods
 	}
-	return s
+	return spec
 }

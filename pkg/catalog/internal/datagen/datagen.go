@@ -238,16 +238,18 @@ func gpuOf(s sku) exclude.GPU {
 // and architecture are known.
 func toCompact(s sku) compact.SKU {
 	arch, _ := exclude.KubeArch(deref(s.Architecture))
-	c := compact.SKU{
+	out := compact.SKU{
 		Name: s.Name, Architecture: arch, VCPUs: *s.VCPUs,
 		MemoryMiB:             int64(math.Round(*s.MemoryGiB * 1024)),
 		AcceleratedNetworking: s.AccelNet, PremiumIO: s.PremiumIO,
 	}
-	c.HyperVGenerations, _ = HyperVGenerations(s.HyperVGens) // Build checked them
+	out.HyperVGenerations, _ = HyperVGenerations(s.HyperVGens) // Build checked them
 	if gpuOf(s) == exclude.SupportedGPU {
-		c.GPUCount, c.GPUName, c.GPUManufacturer = *s.GPUCount, deref(s.GPUName), deref(s.GPUManufacturer)
+		out.GPUCount = *s.GPUCount
+		out.GPUName = deref(s.GPUName)
+		out.GPUManufacturer = deref(s.GPUManufacturer)
 	}
-	return c
+	return out
 }
 
 // HyperVGenerations checks and sorts a size's Hyper-V generations as Azure
@@ -257,9 +259,9 @@ func HyperVGenerations(in []string) ([]string, error) {
 		return nil, errors.New("no Hyper-V generation listed")
 	}
 	out := slices.Clone(in)
-	for _, g := range out {
-		if g != "V1" && g != "V2" {
-			return nil, fmt.Errorf("unknown Hyper-V generation %q (want V1 or V2)", g)
+	for _, gen := range out {
+		if gen != "V1" && gen != "V2" {
+			return nil, fmt.Errorf("unknown Hyper-V generation %q (want V1 or V2)", gen)
 		}
 	}
 	slices.Sort(out)
