@@ -111,51 +111,61 @@ func (s *jsonScanner) truncated(err error) error {
 }
 
 // value consumes the next value and returns its bytes, valid until the
-// next call. A string, object or array ends where its brackets balance;
-// any other value at the first delimiter.
+// next call, and its stream offset. A string, object or array ends where
+// its brackets balance; any other value at the first delimiter.
 func (s *jsonScanner) value() ([]byte, int64, error) {
 	if _, err := s.peek(); err != nil {
 		return nil, 0, err
 	}
 	start := s.pos
 	startOffset := s.at(start)
-	depth, inString, escaped := 0, false, false
 	scalar := s.buf[start] != '{' && s.buf[start] != '[' && s.buf[start] != '"'
+	var state scanState
 	for i := start; ; i++ {
 		if i == len(s.buf) {
 			shift, more := s.fill(start)
 			start, i = start-shift, i-shift
 			if !more {
+				s.pos = i
 				if scalar && s.err == nil {
-					s.pos = i
 					return s.buf[start:i], startOffset, nil
 				}
-				s.pos = i
 				return nil, startOffset, s.truncated(errEndOfStream)
 			}
 		}
-		char := s.buf[i]
-		switch {
-		case inString:
-			inString, escaped = !escaped && char != '"' || escaped, !escaped && char == '\\'
-		case scalar:
-			if isDelimiter(char) {
+		if scalar {
+			if isDelimiter(s.buf[i]) {
 				s.pos = i
 				return s.buf[start:i], startOffset, nil
 			}
 			continue
-		case char == '"':
-			inString = true
-		case char == '{' || char == '[':
-			depth++
-		case char == '}' || char == ']':
-			depth--
 		}
-		if depth == 0 && !inString {
+		if state.step(s.buf[i]) {
 			s.pos = i + 1
 			return s.buf[start : i+1], startOffset, nil
 		}
 	}
+}
+
+// scanState tracks strings and nesting while a value is scanned.
+type scanState struct {
+	depth             int
+	inString, escaped bool
+}
+
+// step takes the value's next byte; true when the value ends with it.
+func (st *scanState) step(char byte) bool {
+	switch {
+	case st.inString:
+		st.inString, st.escaped = !st.escaped && char != '"' || st.escaped, !st.escaped && char == '\\'
+	case char == '"':
+		st.inString = true
+	case char == '{' || char == '[':
+		st.depth++
+	case char == '}' || char == ']':
+		st.depth--
+	}
+	return st.depth == 0 && !st.inString
 }
 
 func isDelimiter(char byte) bool {
