@@ -8,6 +8,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -16,6 +17,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	storagev1 "k8s.io/api/storage/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
 	"github.com/karpfunc/karpfunc/pkg/apis/v1beta1"
@@ -130,9 +132,10 @@ var kinds = map[string]func() any{
 	"storage.k8s.io/StorageClass": func() any { return &storagev1.StorageClass{} },
 }
 
-// decode appends the objects in one document (or List item) to out; it
-// touches nothing shared, so documents decode in parallel.
-func decode(out []decoded, file string, doc, item int, js []byte) ([]decoded, error) {
+// decode appends the objects in one document (or List item) to out,
+// compacted by compactor; it touches nothing shared but compactor (one per
+// worker), so documents decode in parallel. js may be overwritten.
+func decode(out []decoded, compactor *snapshot.Compactor, file string, doc, item int, js []byte) ([]decoded, error) {
 	fail := func(format string, args ...any) error {
 		return &DocumentError{File: file, Document: doc, Item: item, Err: fmt.Errorf(format, args...)}
 	}
@@ -140,10 +143,14 @@ func decode(out []decoded, file string, doc, item int, js []byte) ([]decoded, er
 		return out, nil
 	}
 	meta, ok := quickTypeMeta(js)
-	if !ok {
-		if err := json.Unmarshal(js, &meta); err != nil {
-			return out, fail("not a Kubernetes object: %v", err)
+	if ok {
+		// Dropped by compacting anyway: not decoded at all.
+		js = withoutManagedFields(js)
+	} else if err := json.Unmarshal(js, &meta); err != nil {
+		if syntaxErr := (*json.SyntaxError)(nil); errors.As(err, &syntaxErr) {
+			return out, fail("not valid JSON (at byte %d of the object): %v", syntaxErr.Offset, err)
 		}
+		return out, fail("not a Kubernetes object: %v", err)
 	}
 	if meta.Kind == "" {
 		return out, fail("has no kind; every object needs apiVersion and kind")
@@ -152,7 +159,7 @@ func decode(out []decoded, file string, doc, item int, js []byte) ([]decoded, er
 		if item > 0 {
 			return out, fail("a List inside a List is not supported")
 		}
-		return decodeItems(out, file, doc, meta.Items)
+		return decodeItems(out, compactor, file, doc, meta.Items)
 	}
 	where := fmt.Sprintf("%s: document %d", file, doc)
 	if item > 0 {
@@ -171,7 +178,9 @@ func decode(out []decoded, file string, doc, item int, js []byte) ([]decoded, er
 	if err := json.Unmarshal(js, obj); err != nil {
 		return out, fail("%s %s: %v", meta.Kind, objName, err)
 	}
-	compactObject(obj)
+	if object, ok := obj.(client.Object); ok {
+		compactor.Compact(object)
+	}
 	out = append(out, decoded{obj: obj})
 	if nodeClass, ok := obj.(*v1beta1.AKSNodeClass); ok {
 		if unsupported := unsupportedFields(nodeClass); len(unsupported) > 0 {
@@ -192,10 +201,10 @@ func apiGroup(apiVersion string) string {
 }
 
 // decodeItems decodes a List's items, numbered from 1.
-func decodeItems(out []decoded, file string, doc int, items []json.RawMessage) ([]decoded, error) {
+func decodeItems(out []decoded, compactor *snapshot.Compactor, file string, doc int, items []json.RawMessage) ([]decoded, error) {
 	for index, raw := range items {
 		var err error
-		if out, err = decode(out, file, doc, index+1, raw); err != nil {
+		if out, err = decode(out, compactor, file, doc, index+1, raw); err != nil {
 			return out, err
 		}
 	}

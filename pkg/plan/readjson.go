@@ -7,12 +7,14 @@ import (
 	"fmt"
 	"io"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 
 	"sigs.k8s.io/yaml"
 
 	"github.com/karpfunc/karpfunc/pkg/plan/internal/yamljson"
+	"github.com/karpfunc/karpfunc/pkg/snapshot"
 )
 
 // JSON input (what `kubectl get -o json` prints) is read as a stream, not
@@ -58,12 +60,13 @@ func newDecodePool(file string) *decodePool {
 func (p *decodePool) work() {
 	defer p.wg.Done()
 	var conv converter
+	var compactor snapshot.Compactor
 	for unit := range p.next {
 		js, err := conv.toJSON(unit)
 		if err != nil {
 			unit.err = &DocumentError{File: p.file, Document: unit.doc, Err: err}
 		} else {
-			unit.decoded, unit.err = decode(nil, p.file, unit.doc, unit.item, js)
+			unit.decoded, unit.err = decode(nil, &compactor, p.file, unit.doc, unit.item, js)
 		}
 		unit.raw = nil
 	}
@@ -73,7 +76,7 @@ func (p *decodePool) work() {
 // between units; one per worker.
 type converter struct {
 	fast    yamljson.Converter
-	compact bytes.Buffer
+	compact []byte
 }
 
 func (c *converter) toJSON(unit *decodeUnit) ([]byte, error) {
@@ -89,11 +92,8 @@ func (c *converter) toJSON(unit *decodeUnit) ([]byte, error) {
 	}
 	// Compact JSON lets decode read apiVersion and kind without a full
 	// unmarshal; indented input is compacted first.
-	c.compact.Reset()
-	if json.Compact(&c.compact, unit.raw) != nil {
-		return unit.raw, nil // decode reports what is wrong with it
-	}
-	return c.compact.Bytes(), nil
+	c.compact = appendCompact(c.compact[:0], unit.raw)
+	return c.compact, nil
 }
 
 func (p *decodePool) submit(unit *decodeUnit) {
@@ -125,7 +125,7 @@ func startsWithJSON(br interface{ Peek(int) ([]byte, error) }) bool {
 // readJSON adds the objects of the JSON documents in r to o.
 func (o *Objects) readJSON(name string, r io.Reader) error {
 	pool := newDecodePool(name)
-	stream := jsonStream{file: name, dec: json.NewDecoder(r), submit: pool.submit}
+	stream := jsonStream{file: name, scan: newJSONScanner(r), submit: pool.submit}
 	streamErr := stream.documents()
 	return o.addUnits(pool.drain(), streamErr)
 }
@@ -150,7 +150,7 @@ func (o *Objects) addUnits(units []*decodeUnit, readErr error) error {
 // jsonStream splits a JSON stream into decode units.
 type jsonStream struct {
 	file   string
-	dec    *json.Decoder
+	scan   *jsonScanner
 	submit func(*decodeUnit)
 }
 
@@ -158,28 +158,41 @@ func (s *jsonStream) fail(doc, item int, err error) error {
 	return &DocumentError{File: s.file, Document: doc, Item: item, Err: err}
 }
 
-// syntaxError names the byte where the stream stopped making sense.
-func (s *jsonStream) syntaxError(doc int, err error) error {
-	return s.fail(doc, 0, fmt.Errorf("not valid JSON (at byte %d): %w", s.dec.InputOffset(), err))
-}
-
 // documents reads every top-level value of the stream.
 func (s *jsonStream) documents() error {
 	for doc := 1; ; doc++ {
-		tok, err := s.dec.Token()
-		if errors.Is(err, io.EOF) {
+		next, err := s.scan.peek()
+		if errors.Is(err, errEndOfStream) {
 			return nil
 		}
 		if err != nil {
-			return s.syntaxError(doc, err)
+			return s.fail(doc, 0, err)
 		}
-		if tok != json.Delim('{') {
-			return s.fail(doc, 0, fmt.Errorf("found %v at byte %d where a Kubernetes object ({...}) should start", tok, s.dec.InputOffset()))
+		if next != '{' {
+			return s.fail(doc, 0, s.notAnObject())
 		}
+		s.scan.pos++
 		if err := s.object(doc); err != nil {
-			return err
+			var docErr *DocumentError
+			if errors.As(err, &docErr) {
+				return err
+			}
+			return s.fail(doc, 0, fmt.Errorf("not valid JSON: %w", err))
 		}
 	}
+}
+
+// notAnObject says what stands where a document should start.
+func (s *jsonStream) notAnObject() error {
+	raw, offset, err := s.scan.value()
+	if err != nil {
+		return fmt.Errorf("not valid JSON (at byte %d): %w", offset, err)
+	}
+	var scalar any
+	if err := json.Unmarshal(raw, &scalar); err != nil {
+		return fmt.Errorf("not valid JSON (at byte %d): %w", offset, err)
+	}
+	return fmt.Errorf("found %s at byte %d where a Kubernetes object ({...}) should start", raw, offset)
 }
 
 // field is one top-level field of a document, kept as raw JSON.
@@ -193,92 +206,82 @@ type field struct {
 func (s *jsonStream) object(doc int) error {
 	var fields []field
 	var items []*decodeUnit
-	for s.dec.More() {
-		keyTok, err := s.dec.Token()
+	for first := true; ; first = false {
+		next, err := s.scan.peek()
 		if err != nil {
-			return s.syntaxError(doc, err)
+			return s.scan.truncated(err)
 		}
-		key, _ := keyTok.(string)
-		if strings.EqualFold(key, "items") {
-			streamed, raw, err := s.itemsField(doc)
+		if next == '}' {
+			s.scan.pos++
+			break
+		}
+		if !first {
+			if err := s.scan.expect(','); err != nil {
+				return err
+			}
+		}
+		key, err := s.key()
+		if err != nil {
+			return err
+		}
+		if next, err = s.scan.peek(); err == nil && next == '[' && strings.EqualFold(key, "items") {
+			streamed, err := s.items(doc)
 			if err != nil {
 				return err
 			}
 			items = append(items, streamed...)
-			if raw != nil {
-				fields = append(fields, field{key: key, raw: raw})
-			}
 			continue
 		}
-		var raw json.RawMessage
-		if err := s.dec.Decode(&raw); err != nil {
-			return s.syntaxError(doc, err)
+		raw, _, err := s.scan.value()
+		if err != nil {
+			return s.scan.truncated(err)
 		}
-		fields = append(fields, field{key: key, raw: raw})
-	}
-	if _, err := s.dec.Token(); err != nil { // the closing '}'
-		return s.syntaxError(doc, err)
+		fields = append(fields, field{key: key, raw: slices.Clone(raw)})
 	}
 	return s.finishObject(doc, fields, items)
 }
 
-// itemsField reads the value of an "items" field: an array is streamed
-// item by item; anything else is returned raw.
-func (s *jsonStream) itemsField(doc int) ([]*decodeUnit, json.RawMessage, error) {
-	tok, err := s.dec.Token()
+// key reads an object key and its colon.
+func (s *jsonStream) key() (string, error) {
+	raw, offset, err := s.scan.value()
 	if err != nil {
-		return nil, nil, s.syntaxError(doc, err)
+		return "", s.scan.truncated(err)
 	}
-	switch tok {
-	case json.Delim('['):
-		return s.items(doc)
-	case json.Delim('{'):
-		raw, err := s.rebuildObject(doc)
-		return nil, raw, err
-	default:
-		raw, err := json.Marshal(tok)
-		return nil, raw, err
+	var key string
+	if err := json.Unmarshal(raw, &key); err != nil {
+		return "", fmt.Errorf("not valid JSON (at byte %d): expected a field name: %w", offset, err)
 	}
+	return key, s.scan.expect(':')
 }
 
-// items submits each element of an array whose '[' was read.
-func (s *jsonStream) items(doc int) ([]*decodeUnit, json.RawMessage, error) {
+// items submits each element of an array at the scanner.
+func (s *jsonStream) items(doc int) ([]*decodeUnit, error) {
+	if err := s.scan.expect('['); err != nil {
+		return nil, err
+	}
 	var units []*decodeUnit
-	for item := 1; s.dec.More(); item++ {
-		var raw json.RawMessage
-		if err := s.dec.Decode(&raw); err != nil {
-			return nil, nil, s.fail(doc, item, fmt.Errorf("not valid JSON (at byte %d): %w", s.dec.InputOffset(), err))
+	for item := 1; ; item++ {
+		next, err := s.scan.peek()
+		if err != nil {
+			return nil, s.scan.truncated(err)
 		}
-		unit := &decodeUnit{doc: doc, item: item, raw: raw}
+		if next == ']' {
+			s.scan.pos++
+			return units, nil
+		}
+		if item > 1 {
+			if err := s.scan.expect(','); err != nil {
+				return nil, err
+			}
+		}
+		raw, _, err := s.scan.value()
+		if err != nil {
+			return nil, s.fail(doc, item, fmt.Errorf("not valid JSON: %w", s.scan.truncated(err)))
+		}
+		unit := &decodeUnit{doc: doc, item: item, raw: slices.Clone(raw)}
 		units = append(units, unit)
 		s.submit(unit)
 	}
-	if _, err := s.dec.Token(); err != nil { // the closing ']'
-		return nil, nil, s.syntaxError(doc, err)
-	}
-	return units, nil, nil
-}
-
-// rebuildObject reads the rest of an object whose '{' was read back into
-// raw JSON.
-func (s *jsonStream) rebuildObject(doc int) (json.RawMessage, error) {
-	var fields []field
-	for s.dec.More() {
-		keyTok, err := s.dec.Token()
-		if err != nil {
-			return nil, s.syntaxError(doc, err)
-		}
-		var raw json.RawMessage
-		if err := s.dec.Decode(&raw); err != nil {
-			return nil, s.syntaxError(doc, err)
-		}
-		key, _ := keyTok.(string)
-		fields = append(fields, field{key: key, raw: raw})
-	}
-	if _, err := s.dec.Token(); err != nil {
-		return nil, s.syntaxError(doc, err)
-	}
-	return joinFields(fields), nil
 }
 
 // joinFields writes fields back as one JSON object.

@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"io"
 	"strings"
 	"testing"
+	"testing/iotest"
 
 	"sigs.k8s.io/yaml"
 
@@ -101,5 +103,49 @@ func TestReadJSONListItemsInOrder(t *testing.T) {
 		if want := items[i%9][strings.Index(items[i%9], `"name": "`)+9 : len(items[i%9])-3]; n.Name != want {
 			t.Errorf("node %d is %s, want %s", i, n.Name, want)
 		}
+	}
+}
+
+// TestReadJSONScannerEdges: the scanner that splits a List into items
+// tracks strings, escapes and nesting itself, and reads in chunks; items
+// whose strings hold brackets, quotes and backslashes, read one byte at a
+// time (every chunk boundary), come out whole, and managedFields wherever
+// it stands in metadata is dropped without touching its neighbours.
+func TestReadJSONScannerEdges(t *testing.T) {
+	managed := `"managedFields": [{"manager": "kubectl", "fieldsV1": {"f:metadata": {"f:labels": {}}}}]`
+	pods := []string{
+		`{"apiVersion": "v1", "kind": "Pod", "metadata": {` + managed + `, "name": "first", "namespace": "a", "annotations": {"note": "}]\"\\{["}}}`,
+		`{"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "middle", ` + managed + `, "namespace": "b", "labels": {"app": "x"}}}`,
+		`{"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "last", "namespace": "c", ` + managed + `}}`,
+	}
+	list := "{\"apiVersion\": \"v1\", \"kind\": \"List\", \"items\": [\n" + strings.Join(pods, ",\n") + "\n]}\n"
+	for _, tc := range []struct {
+		name   string
+		reader func(string) io.Reader
+	}{
+		{"whole", func(s string) io.Reader { return strings.NewReader(s) }},
+		{"one byte at a time", func(s string) io.Reader { return iotest.OneByteReader(strings.NewReader(s)) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			objs := &plan.Objects{}
+			if err := objs.Read("dump.json", tc.reader(list+list)); err != nil {
+				t.Fatal(err)
+			}
+			if len(objs.Pods) != 6 {
+				t.Fatalf("read %d pods from two Lists of 3, want 6", len(objs.Pods))
+			}
+			want := []string{"a/first", "b/middle", "c/last"}
+			for i, pod := range objs.Pods {
+				if got := pod.Namespace + "/" + pod.Name; got != want[i%3] || pod.ManagedFields != nil {
+					t.Errorf("pod %d is %s with %d managedFields, want %s with none", i, got, len(pod.ManagedFields), want[i%3])
+				}
+			}
+			if note := objs.Pods[0].Annotations["note"]; note != `}]"\{[` {
+				t.Errorf("annotation = %q, want the brackets, quote and backslash as written", note)
+			}
+			if objs.Pods[1].Labels["app"] != "x" {
+				t.Errorf("labels after managedFields = %v, want app=x", objs.Pods[1].Labels)
+			}
+		})
 	}
 }

@@ -276,7 +276,7 @@ func (c *Cache) listPages(ctx context.Context, spec *kindSpec) (map[string]clien
 		}
 		err := meta.EachListItem(list, func(o runtime.Object) error {
 			obj := o.(client.Object)
-			Strip(obj)
+			Compact(obj)
 			objs[key(obj)] = obj
 			return nil
 		})
@@ -388,7 +388,7 @@ func (k *kindCache) apply(gen uint64, ev watch.Event) error {
 	}
 	switch ev.Type {
 	case watch.Added, watch.Modified:
-		Strip(obj)
+		Compact(obj)
 		k.objs[key(obj)] = obj
 		k.noteLocked(key(obj))
 	case watch.Deleted:

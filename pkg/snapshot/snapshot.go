@@ -10,8 +10,8 @@
 // counts the objects against the memory budget (MemoryBudget) before
 // decoding any, then LISTs each kind in pages (PageSize, each page read at
 // the first one's resourceVersion) and starts a WATCH from the list's
-// resourceVersion with bookmarks; a 410 Gone relists. Objects are stripped
-// on arrival (Strip) and kept as the watch delivers them.
+// resourceVersion with bookmarks; a 410 Gone relists. Objects are compacted
+// on arrival (Compact) and kept as the watch delivers them.
 //
 // Invariants:
 //   - Freshness: a snapshot handed to a pass includes every change committed
