@@ -17,6 +17,7 @@ import (
 	"github.com/karpfunc/karpfunc/pkg/lifecycle"
 	"github.com/karpfunc/karpfunc/pkg/offerings"
 	"github.com/karpfunc/karpfunc/pkg/provisioning"
+	"github.com/karpfunc/karpfunc/pkg/triggers"
 )
 
 // Evacuator runs a provisioning pass in which the named nodes are leaving;
@@ -95,6 +96,9 @@ type Result struct {
 	// its way.
 	Replacements []string
 	Placed       int
+	// Outcome holds the continuations the evacuation asks for (the
+	// replacements' launch checks, a next pass), for the caller to send.
+	Outcome triggers.Outcome
 }
 
 // Interrupt acts on one signal: mark the spot offering unavailable, taint
@@ -178,6 +182,7 @@ func (c *Controller) replace(ctx context.Context, nc *karpv1.NodeClaim, node *co
 	}
 	pr, err := c.evac.Evacuate(ctx, nodes...)
 	res.Replacements = pr.Created
+	res.Outcome.Then(pr.Outcome.Continuations...)
 	res.Placed = pr.Pods.Count(provisioning.OnNode) + pr.Pods.Count(provisioning.OnInFlight)
 	if err != nil {
 		return fmt.Errorf("provisioning the replacement for NodeClaim %s: %w", nc.Name, err)

@@ -12,10 +12,10 @@ import (
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 	"sigs.k8s.io/karpenter/pkg/scheduling"
 
-	"github.com/karpfunc/karpfunc/pkg/apis/v1beta1"
 	"github.com/karpfunc/karpfunc/pkg/claimnames"
 	"github.com/karpfunc/karpfunc/pkg/disruption"
 	"github.com/karpfunc/karpfunc/pkg/events"
+	"github.com/karpfunc/karpfunc/pkg/lifecycle"
 	"github.com/karpfunc/karpfunc/pkg/ownership"
 	"github.com/karpfunc/karpfunc/pkg/scheduler"
 )
@@ -26,8 +26,8 @@ const MaxInstanceTypes = 60
 
 // NodeClassGroup and NodeClassKind are the nodeClassRef every NodePool must use.
 const (
-	NodeClassGroup = v1beta1.Group
-	NodeClassKind  = "AKSNodeClass"
+	NodeClassGroup = lifecycle.NodeClassGroup
+	NodeClassKind  = lifecycle.NodeClassKind
 )
 
 // create writes the NodeClaim for plan and nominates its pods.
