@@ -150,7 +150,9 @@ func (c *Controller) Interrupt(ctx context.Context, sig Signal) (Result, error) 
 	if first {
 		c.announce(ctx, sig, nc, node, res.Deadline, deadline.Sub(now))
 	}
-	return res, c.terminate(ctx, nc)
+	terminate, err := c.terminate(ctx, nc)
+	res.Outcome.Then(terminate.Continuations...)
+	return res, err
 }
 
 // signalDeadline is when the signal's node must be gone: its deadline, or
@@ -207,16 +209,17 @@ func (c *Controller) announce(ctx context.Context, sig Signal, nc *karpv1.NodeCl
 // terminate deletes the interrupted NodeClaim and asks the Lifecycle
 // function to drain it. The drain runs there, at once: one Terminate chain
 // however many signals arrive (see RequestTerminate).
-func (c *Controller) terminate(ctx context.Context, nc *karpv1.NodeClaim) error {
+func (c *Controller) terminate(ctx context.Context, nc *karpv1.NodeClaim) (triggers.Outcome, error) {
 	if nc.DeletionTimestamp == nil {
 		if err := c.kube.Delete(ctx, nc); client.IgnoreNotFound(err) != nil {
-			return fmt.Errorf("deleting interrupted NodeClaim %s: %w", nc.Name, err)
+			return triggers.Outcome{}, fmt.Errorf("deleting interrupted NodeClaim %s: %w", nc.Name, err)
 		}
 	}
-	if err := c.lc.RequestTerminate(ctx, nc); err != nil {
-		return fmt.Errorf("requesting the termination of interrupted NodeClaim %s: %w", nc.Name, err)
+	out, err := c.lc.RequestTerminate(ctx, nc)
+	if err != nil {
+		return out, fmt.Errorf("requesting the termination of interrupted NodeClaim %s: %w", nc.Name, err)
 	}
-	return nil
+	return out, nil
 }
 
 // nodeClaimFor finds the NodeClaim a signal is about: by its Node's name

@@ -90,20 +90,22 @@ func (c *Controller) MarkInterrupted(ctx context.Context, nc *karpv1.NodeClaim, 
 	return nc, wrote && transition, nil
 }
 
-// RequestTerminate asks the Lifecycle function to terminate nc now, under
-// the same MessageId the relay uses for the NodeClaim's deletion
-// (triggers.NodeClaimDeleting), so duplicate detection keeps one of the two: one
-// drain, driven by one chain of scheduled retries. Without a publisher it
-// runs Terminate in place.
-func (c *Controller) RequestTerminate(ctx context.Context, nc *karpv1.NodeClaim) error {
+// RequestTerminate asks the Lifecycle function to terminate nc now: the
+// outcome holds the message, under the same MessageId the relay uses for
+// the NodeClaim's deletion (triggers.NodeClaimDeleting), so duplicate
+// detection keeps one of the two: one drain, driven by one chain of
+// scheduled retries. When no one sends continuations (Options.Publisher
+// nil) it runs Terminate in place.
+func (c *Controller) RequestTerminate(ctx context.Context, nc *karpv1.NodeClaim) (triggers.Outcome, error) {
 	if c.pub == nil {
-		_, err := c.Terminate(ctx, nc.Name)
+		res, err := c.Terminate(ctx, nc.Name)
 		if IsDrainPending(err) {
-			return nil // the caller's redelivery or the Sweep comes back
+			return res.Outcome, nil // the caller's redelivery or the Sweep comes back
 		}
-		return err
+		return res.Outcome, err
 	}
-	return c.schedule(ctx, triggers.NodeClaimDeleting(c.cluster, nc.Name, string(nc.UID), c.clock.Now()))
+	return triggers.Outcome{Continuations: []triggers.Continuation{
+		triggers.NodeClaimDeleting(c.cluster, nc.Name, string(nc.UID), c.clock.Now())}}, nil
 }
 
 // TaintDisrupted adds karpenter.sh/disrupted:NoSchedule to node, so no new

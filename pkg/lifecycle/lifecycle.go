@@ -58,10 +58,11 @@ type Options struct {
 	Evictor Evictor
 	Clock   clock.Clock
 	Logger  *slog.Logger
-	// ClusterName goes into the triggers the controller schedules.
+	// ClusterName goes into the continuations the controller asks for.
 	ClusterName string
-	// Publisher sends scheduled triggers (drain retries, liveness
-	// re-checks); nil: the caller's redelivery is the only retry.
+	// Publisher is never published to (the controller returns its
+	// continuations in Outcomes); non-nil says the caller sends them.
+	// nil: no one does, and RequestTerminate terminates in place.
 	Publisher bus.Publisher
 	// RegistrationTTL is the liveness timeout (default DefaultRegistrationTTL).
 	RegistrationTTL time.Duration

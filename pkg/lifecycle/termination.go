@@ -94,6 +94,9 @@ type TerminateResult struct {
 	// GracePeriodExpired: the NodeClaim's terminationGracePeriod ran out and
 	// the VM was deleted with pods still on it.
 	GracePeriodExpired bool
+	// Outcome holds the provisioning pass a finished termination asks for
+	// (its pods are pending again), for the caller to send.
+	Outcome triggers.Outcome
 }
 
 // Terminate finishes the deletion of a NodeClaim that has a deletion
@@ -261,27 +264,8 @@ func (c *Controller) release(ctx context.Context, nc *karpv1.NodeClaim, res *Ter
 	// its pods were evicted) are pending again; kube-scheduler will not mark
 	// them again, so ask for a provisioning pass rather than wait for the
 	// relay's resync.
-	if err := c.scheduleProvision(ctx, time.Second); err != nil {
-		c.log.Warn("scheduling a provisioning pass after termination", "nodeclaim", nc.Name, "error", err)
-	}
+	res.Outcome.Then(triggers.ProvisionPass(c.cluster, "after-termination", c.clock.Now(), time.Second))
 	return nil
-}
-
-// scheduleProvision sends a provisioning pass for after d.
-func (c *Controller) scheduleProvision(ctx context.Context, d time.Duration) error {
-	return triggers.Publish(ctx, c.pub, triggers.ProvisionPass(c.cluster, "after-termination", c.clock.Now(), d))
-}
-
-// ScheduleTerminate asks for Terminate to run again for the NodeClaim
-// after d (a drain waiting on pods or a PDB, ARM throttling), as a
-// scheduled message rather than a failed invocation: the message that
-// asked is completed, so a long drain never reaches the dead-letter queue.
-func (c *Controller) ScheduleTerminate(ctx context.Context, name, uid string, d time.Duration) (time.Time, error) {
-	if d <= 0 {
-		d = c.drainRetry
-	}
-	retry := triggers.TerminateRetry(c.cluster, name, uid, c.clock.Now(), d)
-	return retry.Due(), c.schedule(ctx, retry)
 }
 
 // DrainRetry is the controller's drain retry delay.
