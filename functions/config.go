@@ -229,22 +229,22 @@ func continuationPublisher() (bus.Publisher, error) {
 
 // disruptionOptions are the disruption engine's settings.
 func disruptionOptions(getenv func(string) string) (disruption.Options, error) {
-	o := disruption.Options{TimeLimit: time.Minute}
-	for _, s := range []struct {
+	engine := disruption.Options{TimeLimit: time.Minute}
+	for _, setting := range []struct {
 		name string
 		to   *bool
-	}{{EnvSpotToSpot, &o.SpotToSpot}, {EnvRebalance, &o.Rebalance}} {
-		v := getenv(s.name)
-		if v == "" {
+	}{{EnvSpotToSpot, &engine.SpotToSpot}, {EnvRebalance, &engine.Rebalance}} {
+		value := getenv(setting.name)
+		if value == "" {
 			continue
 		}
-		b, err := strconv.ParseBool(v)
+		enabled, err := strconv.ParseBool(value)
 		if err != nil {
-			return o, fmt.Errorf("app setting %s=%q is not true or false", s.name, v)
+			return engine, fmt.Errorf("app setting %s=%q is not true or false", setting.name, value)
 		}
-		*s.to = b
+		*setting.to = enabled
 	}
-	return o, nil
+	return engine, nil
 }
 
 // waitSettings are the app settings that say how long to wait.
@@ -269,13 +269,13 @@ func (d *dependencies) waits() (waitSettings, error) {
 
 // duration reads a Go duration app setting, def when unset.
 func (d *dependencies) duration(name string, def time.Duration) (time.Duration, error) {
-	v := d.getenv(name)
-	if v == "" {
+	value := d.getenv(name)
+	if value == "" {
 		return def, nil
 	}
-	dur, err := time.ParseDuration(v)
+	dur, err := time.ParseDuration(value)
 	if err != nil || dur <= 0 {
-		return 0, fmt.Errorf("app setting %s=%q is not a positive Go duration (e.g. 15m, 90s)", name, v)
+		return 0, fmt.Errorf("app setting %s=%q is not a positive Go duration (e.g. 15m, 90s)", name, value)
 	}
 	return dur, nil
 }

@@ -110,9 +110,9 @@ func (d *dependencies) nodeSignal(ctx context.Context, ev messages.CloudEvent) (
 	switch err := kube.Get(ctx, client.ObjectKey{Name: data.Node}, node); {
 	case err == nil:
 		providerID = node.Spec.ProviderID
-		for _, c := range node.Status.Conditions {
-			if c.Type == interruption.ConditionPreemptionScheduled {
-				cond = c
+		for _, condition := range node.Status.Conditions {
+			if condition.Type == interruption.ConditionPreemptionScheduled {
+				cond = condition
 			}
 		}
 	case !apierrors.IsNotFound(err):

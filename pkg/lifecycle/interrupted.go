@@ -147,13 +147,13 @@ func (c *Controller) forceDeleteOrphans(ctx context.Context, nodeName string) (i
 	if err := c.kube.List(ctx, &pods, client.MatchingFields{"spec.nodeName": nodeName}); err != nil {
 		return 0, fmt.Errorf("listing pods on vanished node %s: %w", nodeName, err)
 	}
-	n := 0
+	deleted := 0
 	for i := range pods.Items {
 		pod := &pods.Items[i]
 		if err := c.kube.Delete(ctx, pod, client.GracePeriodSeconds(0)); client.IgnoreNotFound(err) != nil {
-			return n, fmt.Errorf("deleting pod %s/%s of vanished node %s: %w", pod.Namespace, pod.Name, nodeName, err)
+			return deleted, fmt.Errorf("deleting pod %s/%s of vanished node %s: %w", pod.Namespace, pod.Name, nodeName, err)
 		}
-		n++
+		deleted++
 	}
-	return n, nil
+	return deleted, nil
 }

@@ -68,8 +68,8 @@ func (e *InstanceDeletePendingError) Error() string {
 // IsInstanceDeletePending reports whether err is, or wraps, an
 // InstanceDeletePendingError.
 func IsInstanceDeletePending(err error) bool {
-	var e *InstanceDeletePendingError
-	return errors.As(err, &e)
+	var pending *InstanceDeletePendingError
+	return errors.As(err, &pending)
 }
 
 // NewDrainPendingError returns a DrainPendingError.
@@ -79,8 +79,8 @@ func NewDrainPendingError(node string, remaining int) error {
 
 // IsDrainPending reports whether err is, or wraps, a DrainPendingError.
 func IsDrainPending(err error) bool {
-	var e *DrainPendingError
-	return errors.As(err, &e)
+	var pending *DrainPendingError
+	return errors.As(err, &pending)
 }
 
 // TerminateResult says what Terminate did.
@@ -296,14 +296,14 @@ func DrainRetryDelay(err error, fallback time.Duration) time.Duration {
 	case errors.As(err, &blocked):
 		suggested = blocked.RetryAfter
 	}
-	d := fallback
+	delay := fallback
 	if suggested > 0 {
-		d = min(max(suggested, MinDrainRetry), MaxDrainRetry)
+		delay = min(max(suggested, MinDrainRetry), MaxDrainRetry)
 	}
 	if pending != nil && pending.Interrupted {
-		d = min(d, max(forceIn, MinDrainRetry))
+		delay = min(delay, max(forceIn, MinDrainRetry))
 	}
-	return d
+	return delay
 }
 
 func (c *Controller) nodeFor(ctx context.Context, nc *karpv1.NodeClaim) (*corev1.Node, error) {
@@ -374,13 +374,13 @@ type drainResult struct {
 // InterruptionForceWindow before the deadline, then the pods still there
 // are deleted.
 func (c *Controller) drain(ctx context.Context, node *corev1.Node, expire *time.Time, interrupted bool) (drainResult, error) {
-	var d drainResult
+	var drained drainResult
 	if c.evict == nil {
-		return d, errors.New("draining node " + node.Name + ": the lifecycle controller has no Evictor (lifecycle.Options.Evictor, built by lifecycle.NewEvictor)")
+		return drained, errors.New("draining node " + node.Name + ": the lifecycle controller has no Evictor (lifecycle.Options.Evictor, built by lifecycle.NewEvictor)")
 	}
 	var pods corev1.PodList
 	if err := c.kube.List(ctx, &pods, client.MatchingFields{"spec.nodeName": node.Name}); err != nil {
-		return d, fmt.Errorf("listing pods on node %s: %w", node.Name, err)
+		return drained, fmt.Errorf("listing pods on node %s: %w", node.Name, err)
 	}
 	now := c.clock.Now()
 	var waiting []*corev1.Pod
@@ -390,10 +390,10 @@ func (c *Controller) drain(ctx context.Context, node *corev1.Node, expire *time.
 			waiting = append(waiting, pod)
 		}
 	}
-	d.remaining = len(waiting)
+	drained.remaining = len(waiting)
 	if expire != nil {
-		if err := c.deleteOverdue(ctx, node, waiting, *expire, interrupted, now, &d); err != nil {
-			return d, err
+		if err := c.deleteOverdue(ctx, node, waiting, *expire, interrupted, now, &drained); err != nil {
+			return drained, err
 		}
 	}
 	groups := groupByPriority(waiting)
@@ -403,11 +403,11 @@ func (c *Controller) drain(ctx context.Context, node *corev1.Node, expire *time.
 	for _, group := range groups {
 		if len(group) > 0 {
 			// The next group waits until this one is gone.
-			err := c.evictGroup(ctx, node, group, expire, interrupted, now, &d)
-			return d, err
+			err := c.evictGroup(ctx, node, group, expire, interrupted, now, &drained)
+			return drained, err
 		}
 	}
-	return d, nil
+	return drained, nil
 }
 
 // deleteOverdue deletes the waiting pods whose time is up before expire
@@ -487,8 +487,8 @@ func waitingEviction(pod *corev1.Pod, now time.Time) bool {
 	if _, mirror := pod.Annotations[corev1.MirrorPodAnnotationKey]; mirror {
 		return false
 	}
-	for _, o := range pod.OwnerReferences {
-		if o.Kind == "Node" && o.APIVersion == "v1" {
+	for _, owner := range pod.OwnerReferences {
+		if owner.Kind == "Node" && owner.APIVersion == "v1" {
 			return false
 		}
 	}
@@ -507,8 +507,8 @@ func groupByPriority(pods []*corev1.Pod) [][]*corev1.Pod {
 	for _, pod := range pods {
 		crit := pod.Spec.PriorityClassName == "system-cluster-critical" || pod.Spec.PriorityClassName == "system-node-critical"
 		daemon := false
-		for _, o := range pod.OwnerReferences {
-			if o.Kind == "DaemonSet" {
+		for _, owner := range pod.OwnerReferences {
+			if owner.Kind == "DaemonSet" {
 				daemon = true
 			}
 		}

@@ -26,8 +26,8 @@ func NewLimitExceededError(nodePool, nodeClaim, over string) error {
 
 // IsLimitExceeded reports whether err is, or wraps, a LimitExceededError.
 func IsLimitExceeded(err error) bool {
-	var e *LimitExceededError
-	return errors.As(err, &e)
+	var exceeded *LimitExceededError
+	return errors.As(err, &exceeded)
 }
 
 // NameRetiredError means a NodeClaim was not created because the name
@@ -48,6 +48,6 @@ func (e *NameRetiredError) Error() string {
 
 // IsNameRetired reports whether err is, or wraps, a NameRetiredError.
 func IsNameRetired(err error) bool {
-	var e *NameRetiredError
-	return errors.As(err, &e)
+	var retired *NameRetiredError
+	return errors.As(err, &retired)
 }

@@ -338,23 +338,23 @@ func (p *Provisioner) reportStuck(ctx context.Context, outcomes Accounting, pend
 	}
 	var errs []error
 	now := p.clock.Now()
-	for _, o := range outcomes {
-		waited := now.Sub(o.PendingSince)
-		if o.Outcome == Unschedulable || waited < p.stuckAfter {
+	for _, outcome := range outcomes {
+		waited := now.Sub(outcome.PendingSince)
+		if outcome.Outcome == Unschedulable || waited < p.stuckAfter {
 			continue
 		}
 		var msg string
-		switch o.Outcome {
+		switch outcome.Outcome {
 		case OnNode:
-			msg = fmt.Sprintf("pending for %s although node %s has room for it; waiting for kube-scheduler to bind it", waited.Round(time.Second), o.Target)
+			msg = fmt.Sprintf("pending for %s although node %s has room for it; waiting for kube-scheduler to bind it", waited.Round(time.Second), outcome.Target)
 		case OnInFlight:
-			msg = fmt.Sprintf("pending for %s; waiting for nodeclaim/%s to launch and register", waited.Round(time.Second), o.Target)
+			msg = fmt.Sprintf("pending for %s; waiting for nodeclaim/%s to launch and register", waited.Round(time.Second), outcome.Target)
 		case OnNew:
-			msg = fmt.Sprintf("pending for %s; nodeclaim/%s was created for it", waited.Round(time.Second), o.Target)
+			msg = fmt.Sprintf("pending for %s; nodeclaim/%s was created for it", waited.Round(time.Second), outcome.Target)
 		default:
-			msg = fmt.Sprintf("pending for %s; waiting for %s", waited.Round(time.Second), o.Reason)
+			msg = fmt.Sprintf("pending for %s; waiting for %s", waited.Round(time.Second), outcome.Reason)
 		}
-		if err := p.recorder.Publish(ctx, events.Event{Object: byName[o.Pod], Type: corev1.EventTypeWarning,
+		if err := p.recorder.Publish(ctx, events.Event{Object: byName[outcome.Pod], Type: corev1.EventTypeWarning,
 			Reason: events.ReasonFailedScheduling, Message: "karpfunc: " + msg}); err != nil {
 			errs = append(errs, err)
 		}

@@ -150,17 +150,17 @@ func (c *Controller) recordDisrupted(ctx context.Context, snap *snapshot.Cluster
 	if reason == string(disruption.ReasonExpired) || reason == string(disruption.ReasonDrifted) {
 		record.Decision = decisions.Disruption
 	}
-	if it, ok := c.catalogType(record.Size); ok {
-		for _, o := range it.Offerings {
-			if o.Zone == record.Zone && o.CapacityType == record.CapacityType {
-				record.PricePerHour = o.Price
+	if instanceType, ok := c.catalogType(record.Size); ok {
+		for _, offering := range instanceType.Offerings {
+			if offering.Zone == record.Zone && offering.CapacityType == record.CapacityType {
+				record.PricePerHour = offering.Price
 			}
 		}
 	}
 	if node != nil {
-		for _, p := range snap.Pods {
-			if p.Spec.NodeName == node.Name {
-				record.Pods = append(record.Pods, p.Namespace+"/"+p.Name)
+		for _, pod := range snap.Pods {
+			if pod.Spec.NodeName == node.Name {
+				record.Pods = append(record.Pods, pod.Namespace+"/"+pod.Name)
 			}
 		}
 	}
