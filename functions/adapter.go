@@ -85,18 +85,18 @@ func adapt(fn function, deps runtimeDeps) customhandler.Func {
 			log.Printf("%s: %v", fn.name, err)
 			return err
 		}
-		c := &call{fn: fn.name, inv: inv, ev: ev, log: log}
+		current := &call{fn: fn.name, inv: inv, ev: ev, log: log}
 		if rt.subjects != nil {
-			c.about(rt.subjects(ev)...)
+			current.about(rt.subjects(ev)...)
 		}
-		out, err := rt.handle(ctx, c)
+		out, err := rt.handle(ctx, current)
 		// Continuations go out also after an error: work done before it
 		// (a NodeClaim deleted, a pass decided) still asks for its look.
 		if perr := publishOutcome(ctx, deps.publisher(), out); perr != nil {
 			err = errors.Join(err, perr)
 		}
 		if err != nil {
-			reportFailure(ctx, deps, c, err)
+			reportFailure(ctx, deps, current, err)
 			return err
 		}
 		log.Printf("%s %s %s (delivery %d): %s", fn.name, ev.Type, ev.ID, inv.Metadata.DeliveryCount, out)

@@ -169,29 +169,30 @@ func (d *dependencies) get() (*provisioning.Provisioner, *lifecycle.Controller, 
 	}
 	clk := clock.RealClock{}
 	rec := decisionRecorder(d.getenv, d.log)
-	d.provisioner = provisioning.New(provisioning.Options{Kube: snapKube, Launcher: launcher, Catalog: cat,
-		ClusterName: azOpts.ClusterName, Clock: clk, Logger: d.log, Publisher: pub, RegistrationTTL: regTTL,
-		LaunchCheckInterval: waits.launchCheck,
-		Offerings:           offerings.NewStore(kube, d.getenv(EnvNamespace), "", clk), Namespace: d.getenv(EnvNamespace), Decisions: rec,
-		Status: statusOpts})
+	unavailable := offerings.NewStore(kube, d.getenv(EnvNamespace), "", clk)
+	d.provisioner = provisioning.New(provisioning.Options{Kube: snapKube, Catalog: cat, ClusterName: azOpts.ClusterName, Clock: clk,
+		Logger: d.log, Offerings: unavailable, Namespace: d.getenv(EnvNamespace), Status: statusOpts})
 	evictor, err := lifecycle.NewEvictor(restConfig)
 	if err != nil {
 		return nil, nil, err
 	}
+	// Lifecycle launches (its first reconciler) through the provider
+	// contract; only this wiring knows the contract is Azure's.
 	d.lifecycleController = lifecycle.New(lifecycle.Options{Kube: kube, Deleter: launcher, Evictor: evictor, Clock: clk, Logger: d.log,
-		ClusterName: azOpts.ClusterName, Publisher: pub, RegistrationTTL: regTTL, Launch: d.provisioner, Namespace: d.getenv(EnvNamespace)})
+		ClusterName: azOpts.ClusterName, Publisher: pub, RegistrationTTL: regTTL, Namespace: d.getenv(EnvNamespace),
+		Launch: &lifecycle.LaunchOptions{Creator: launcher, Catalog: cat, Offerings: unavailable, CheckInterval: waits.launchCheck, Decisions: rec}})
 	d.launcher = launcher
 	d.gcGrace = waits.gcGrace
 	d.notice = waits.notice
 	d.kube, d.recorder = kube, events.NewRecorder(kube, clk)
 	d.interruptionCtrl = interruption.New(interruption.Options{Kube: kube, Lifecycle: d.lifecycleController, Evacuator: d.provisioner,
-		Offerings: offerings.NewStore(kube, d.getenv(EnvNamespace), "", clk), Clock: clk, Logger: d.log,
+		Offerings: unavailable, Clock: clk, Logger: d.log,
 		ClusterName: azOpts.ClusterName, Decisions: rec})
 	engine, err := disruptionOptions(d.getenv)
 	if err != nil {
 		return nil, nil, err
 	}
-	d.disruptionCtrl = live.New(live.Options{Kube: snapKube, Catalog: cat, Replacer: d.provisioner, Publisher: pub,
+	d.disruptionCtrl = live.New(live.Options{Kube: snapKube, Catalog: cat, Replacer: d.provisioner,
 		ClusterName: azOpts.ClusterName, Clock: clk, Logger: d.log, Decisions: rec, Engine: engine, Status: statusOpts,
 		Versions: live.NodeVersions{Images: launcher.Images(), Kubernetes: kubeVersion.Get}})
 	d.pub, d.cluster = pub, azOpts.ClusterName
@@ -228,22 +229,22 @@ func continuationPublisher() (bus.Publisher, error) {
 
 // disruptionOptions are the disruption engine's settings.
 func disruptionOptions(getenv func(string) string) (disruption.Options, error) {
-	o := disruption.Options{TimeLimit: time.Minute}
-	for _, s := range []struct {
+	engine := disruption.Options{TimeLimit: time.Minute}
+	for _, setting := range []struct {
 		name string
 		to   *bool
-	}{{EnvSpotToSpot, &o.SpotToSpot}, {EnvRebalance, &o.Rebalance}} {
-		v := getenv(s.name)
-		if v == "" {
+	}{{EnvSpotToSpot, &engine.SpotToSpot}, {EnvRebalance, &engine.Rebalance}} {
+		value := getenv(setting.name)
+		if value == "" {
 			continue
 		}
-		b, err := strconv.ParseBool(v)
+		enabled, err := strconv.ParseBool(value)
 		if err != nil {
-			return o, fmt.Errorf("app setting %s=%q is not true or false", s.name, v)
+			return engine, fmt.Errorf("app setting %s=%q is not true or false", setting.name, value)
 		}
-		*s.to = b
+		*setting.to = enabled
 	}
-	return o, nil
+	return engine, nil
 }
 
 // waitSettings are the app settings that say how long to wait.
@@ -259,7 +260,7 @@ func (d *dependencies) waits() (waitSettings, error) {
 	if waits.gcGrace, err = d.duration(EnvGCGracePeriod, lifecycle.DefaultGCGracePeriod); err != nil {
 		return waits, err
 	}
-	if waits.launchCheck, err = d.duration(EnvLaunchCheckInterval, provisioning.DefaultLaunchCheckInterval); err != nil {
+	if waits.launchCheck, err = d.duration(EnvLaunchCheckInterval, lifecycle.DefaultLaunchCheckInterval); err != nil {
 		return waits, err
 	}
 	waits.notice, err = d.duration(EnvSpotNotice, interruption.DefaultNotice)
@@ -268,13 +269,13 @@ func (d *dependencies) waits() (waitSettings, error) {
 
 // duration reads a Go duration app setting, def when unset.
 func (d *dependencies) duration(name string, def time.Duration) (time.Duration, error) {
-	v := d.getenv(name)
-	if v == "" {
+	value := d.getenv(name)
+	if value == "" {
 		return def, nil
 	}
-	dur, err := time.ParseDuration(v)
+	dur, err := time.ParseDuration(value)
 	if err != nil || dur <= 0 {
-		return 0, fmt.Errorf("app setting %s=%q is not a positive Go duration (e.g. 15m, 90s)", name, v)
+		return 0, fmt.Errorf("app setting %s=%q is not a positive Go duration (e.g. 15m, 90s)", name, value)
 	}
 	return dur, nil
 }

@@ -37,9 +37,9 @@ func (d *dependencies) disruptionPass(ctx context.Context, c *call) (triggers.Ou
 		c.ev.ID, data.Cause, len(data.Nodes), c.inv.Metadata.DeliveryCount, res.Decided, stamp(res.ValidateAt), res.InFlight, res.Replacing, res.Disrupted,
 		res.Expired, res.Refused, res.BudgetErrors, stamp(res.Next))
 	if err != nil {
-		return triggers.Outcome{}, fmt.Errorf("disruption pass %s: %w", c.ev.ID, err)
+		return res.Outcome, fmt.Errorf("disruption pass %s: %w", c.ev.ID, err)
 	}
-	return triggers.Outcome{}, nil
+	return res.Outcome, nil
 }
 
 func (d *dependencies) disruptionValidate(ctx context.Context, c *call) (triggers.Outcome, error) {
@@ -55,9 +55,9 @@ func (d *dependencies) disruptionValidate(ctx context.Context, c *call) (trigger
 	c.log.Printf("disruption validation %s (%s %s of %d nodes decided at %s): still holds: %q, dropped: %q, replacing %v, disrupted %v",
 		c.ev.ID, data.Method, data.Reason, len(data.Candidates), stamp(data.DecidedAt), res.Decided, res.Invalid, res.Replacing, res.Disrupted)
 	if err != nil {
-		return triggers.Outcome{}, fmt.Errorf("disruption validation %s: %w", c.ev.ID, err)
+		return res.Outcome, fmt.Errorf("disruption validation %s: %w", c.ev.ID, err)
 	}
-	return triggers.Outcome{}, nil
+	return res.Outcome, nil
 }
 
 func stamp(t time.Time) string {

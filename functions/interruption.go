@@ -77,16 +77,16 @@ func (d *dependencies) interrupt(ctx context.Context, c *call, sig interruption.
 	res, err := ic.Interrupt(ctx, sig)
 	if res.NotOurs != "" {
 		c.log.Printf("interruption %s (%s, %s): %s", sig.EventID, sig.Source, sig.Schema, res.NotOurs)
-		return triggers.Outcome{}, err
+		return res.Outcome, err
 	}
 	c.log.Printf("interruption %s (%s %s, delivery %d) of %s: nodeclaim %s node %s first=%t deadline %s; marked %q; replacements %v, %d pods on capacity in flight; termination requested",
 		sig.EventID, sig.Source, sig.Schema, c.inv.Metadata.DeliveryCount, sig.Target(), res.NodeClaim, res.Node, res.First, res.Deadline.Format(time.RFC3339),
 		res.Marked, res.Replacements, res.Placed)
 	c.about(nodeClaimNamed(res.NodeClaim), nodeNamed(res.Node))
 	if err != nil {
-		return triggers.Outcome{}, fmt.Errorf("interruption of %s: %w", sig.Target(), err)
+		return res.Outcome, fmt.Errorf("interruption of %s: %w", sig.Target(), err)
 	}
-	return triggers.Outcome{}, nil
+	return res.Outcome, nil
 }
 
 // nodeSignal reads the relay's interruption event. The condition is read
@@ -110,9 +110,9 @@ func (d *dependencies) nodeSignal(ctx context.Context, ev messages.CloudEvent) (
 	switch err := kube.Get(ctx, client.ObjectKey{Name: data.Node}, node); {
 	case err == nil:
 		providerID = node.Spec.ProviderID
-		for _, c := range node.Status.Conditions {
-			if c.Type == interruption.ConditionPreemptionScheduled {
-				cond = c
+		for _, condition := range node.Status.Conditions {
+			if condition.Type == interruption.ConditionPreemptionScheduled {
+				cond = condition
 			}
 		}
 	case !apierrors.IsNotFound(err):

@@ -71,14 +71,16 @@ func (d *dependencies) terminate(ctx context.Context, c *call) (triggers.Outcome
 	res, err := lc.Terminate(ctx, data.Name)
 	if err == nil {
 		c.log.Printf("nodeclaim %s: evicted %d pods, deleted %d, finished=%t, gracePeriodExpired=%t", data.Name, res.Evicted, res.Deleted, res.Finished, res.GracePeriodExpired)
-		return triggers.Outcome{}, nil
+		return res.Outcome, nil // the provisioning pass a finished termination asks for
 	}
 	retryAfter, waiting := terminateRetryAfter(err, lc.DrainRetry())
 	if !waiting {
-		return triggers.Outcome{}, fmt.Errorf("terminating NodeClaim %s: %w", data.Name, err)
+		return res.Outcome, fmt.Errorf("terminating NodeClaim %s: %w", data.Name, err)
 	}
 	c.log.Printf("nodeclaim %s: evicted %d, deleted %d pods; waiting", data.Name, res.Evicted, res.Deleted)
-	return triggers.Wait(err, triggers.TerminateRetry(d.cluster, data.Name, data.UID, d.now(), retryAfter)), nil
+	out := triggers.Wait(err, triggers.TerminateRetry(d.cluster, data.Name, data.UID, d.now(), retryAfter))
+	out.Then(res.Outcome.Continuations...)
+	return out, nil
 }
 
 // terminateRetryAfter says whether a Terminate that returned err is

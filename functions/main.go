@@ -45,9 +45,9 @@ func (d *dependencies) functions() []function {
 }
 
 func logLevel() slog.Level {
-	var l slog.Level
-	if err := l.UnmarshalText([]byte(os.Getenv("KARPFUNC_LOG_LEVEL"))); err != nil {
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(os.Getenv("KARPFUNC_LOG_LEVEL"))); err != nil {
 		return slog.LevelInfo
 	}
-	return l
+	return level
 }

@@ -22,15 +22,15 @@ func (e *NAPEnabledError) Unwrap() error { return e.error }
 
 // checkNodeProvisioningMode returns nil only for mode Manual.
 func checkNodeProvisioningMode(getenv func(string) string) error {
-	v := strings.TrimSpace(getenv(EnvNodeProvisioningMode))
+	mode := strings.TrimSpace(getenv(EnvNodeProvisioningMode))
 	switch {
-	case v == "":
+	case mode == "":
 		return fmt.Errorf("app setting %s is not set: set it to the AKS cluster's node provisioning mode (az aks show -g <resource group> -n <cluster> --query nodeProvisioningProfile.mode; unset there means Manual). karpfunc runs only with Manual: node auto provisioning (Auto) and karpfunc are alternatives", EnvNodeProvisioningMode)
-	case strings.EqualFold(v, "Manual"):
+	case strings.EqualFold(mode, "Manual"):
 		return nil
-	case strings.EqualFold(v, "Auto"):
-		return &NAPEnabledError{fmt.Errorf("node auto provisioning (NAP) is enabled on this cluster (app setting %s=%s, the managed cluster's nodeProvisioningProfile.mode): NAP and karpfunc are alternatives, and both would launch and delete each other's nodes, so karpfunc does nothing. Either turn NAP off (az aks update -g <resource group> -n <cluster> --node-provisioning-mode Manual) and set %s=Manual, or remove karpfunc", EnvNodeProvisioningMode, v, EnvNodeProvisioningMode)}
+	case strings.EqualFold(mode, "Auto"):
+		return &NAPEnabledError{fmt.Errorf("node auto provisioning (NAP) is enabled on this cluster (app setting %s=%s, the managed cluster's nodeProvisioningProfile.mode): NAP and karpfunc are alternatives, and both would launch and delete each other's nodes, so karpfunc does nothing. Either turn NAP off (az aks update -g <resource group> -n <cluster> --node-provisioning-mode Manual) and set %s=Manual, or remove karpfunc", EnvNodeProvisioningMode, mode, EnvNodeProvisioningMode)}
 	default:
-		return fmt.Errorf("app setting %s=%q is not a node provisioning mode: set it to Manual (the AKS cluster's nodeProvisioningProfile.mode; karpfunc does not run alongside Auto)", EnvNodeProvisioningMode, v)
+		return fmt.Errorf("app setting %s=%q is not a node provisioning mode: set it to Manual (the AKS cluster's nodeProvisioningProfile.mode; karpfunc does not run alongside Auto)", EnvNodeProvisioningMode, mode)
 	}
 }

@@ -34,17 +34,19 @@ func (d *dependencies) provision(ctx context.Context, c *call) (triggers.Outcome
 	res, err := prov.Provision(ctx)
 	logProvision(c, data, res)
 	if err != nil {
-		return triggers.Outcome{}, fmt.Errorf("provision %s: %w", c.ev.ID, err)
+		// The launch checks and the next pass go out also after an error:
+		// the NodeClaims this pass created are there.
+		return res.Outcome, fmt.Errorf("provision %s: %w", c.ev.ID, err)
 	}
-	return triggers.Outcome{}, nil
+	return res.Outcome, nil
 }
 
 // logProvision writes a pass's result: one line with every pod's outcome,
 // so a pod's history across passes is a grep for its name.
 func logProvision(c *call, data messages.Provision, res provisioning.Result) {
 	id := c.ev.ID
-	c.log.Printf("provision %s (cluster %s, %d pods in event, delivery %d): %s; created %v, launching %v, launched %v, solved in %s",
-		id, data.Cluster, len(data.Pods), c.inv.Metadata.DeliveryCount, res.Pods, res.Created, res.Launching, res.Launched, res.SolveDuration)
+	c.log.Printf("provision %s (cluster %s, %d pods in event, delivery %d): %s; created %v, launch asked for %v, solved in %s",
+		id, data.Cluster, len(data.Pods), c.inv.Metadata.DeliveryCount, res.Pods, res.Created, res.Launching, res.SolveDuration)
 	if len(res.Pods) > 0 {
 		var outcomes strings.Builder
 		for _, pod := range res.Pods {
@@ -60,9 +62,8 @@ func logProvision(c *call, data messages.Provision, res provisioning.Result) {
 			c.log.Printf("provision %s: pod %s deferred (pending since %s): waits for %s", id, pod.Pod, pod.PendingSince.UTC().Format(time.RFC3339), pod.Reason)
 		}
 	}
-	if len(res.GaveUp) > 0 || len(res.MarkedUnavailable) > 0 || !res.RetryAt.IsZero() {
-		c.log.Printf("provision %s: gave up %v (insufficient capacity), marked unavailable %v, next pass at %v",
-			id, res.GaveUp, res.MarkedUnavailable, res.RetryAt)
+	if !res.RetryAt.IsZero() {
+		c.log.Printf("provision %s: next pass at %v", id, res.RetryAt)
 	}
 }
 

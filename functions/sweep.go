@@ -55,7 +55,8 @@ func (d *dependencies) sweep(ctx context.Context, c *call) (triggers.Outcome, er
 	res, err := lc.Sweep(ctx, d.launcher, d.gcGrace)
 	c.log.Printf("sweep (pastDue=%t): VMs deleted %v, NICs deleted %v, NodeClaims with no VM deleted %v, stuck terminations retried %v",
 		timer.IsPastDue, res.VMsDeleted, res.NICsDeleted, res.NodeClaimsDeleted, res.TerminateRetried)
-	out := triggers.Outcome{Continuations: []triggers.Continuation{triggers.DisruptionSlot(d.cluster, "sweep", d.now(), sweepSlot)}}
+	out := res.Outcome // the stuck terminations' retries
+	out.Then(triggers.DisruptionSlot(d.cluster, "sweep", d.now(), sweepSlot))
 	if err != nil {
 		return out, fmt.Errorf("sweep: %w", err)
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/karpfunc/karpfunc/pkg/lifecycle"
 	"github.com/karpfunc/karpfunc/pkg/offerings"
 	"github.com/karpfunc/karpfunc/pkg/provisioning"
+	"github.com/karpfunc/karpfunc/pkg/triggers"
 )
 
 // Evacuator runs a provisioning pass in which the named nodes are leaving;
@@ -95,6 +96,9 @@ type Result struct {
 	// its way.
 	Replacements []string
 	Placed       int
+	// Outcome holds the continuations the evacuation asks for (the
+	// replacements' launch checks, a next pass), for the caller to send.
+	Outcome triggers.Outcome
 }
 
 // Interrupt acts on one signal: mark the spot offering unavailable, taint
@@ -146,7 +150,9 @@ func (c *Controller) Interrupt(ctx context.Context, sig Signal) (Result, error) 
 	if first {
 		c.announce(ctx, sig, nc, node, res.Deadline, deadline.Sub(now))
 	}
-	return res, c.terminate(ctx, nc)
+	terminate, err := c.terminate(ctx, nc)
+	res.Outcome.Then(terminate.Continuations...)
+	return res, err
 }
 
 // signalDeadline is when the signal's node must be gone: its deadline, or
@@ -178,6 +184,7 @@ func (c *Controller) replace(ctx context.Context, nc *karpv1.NodeClaim, node *co
 	}
 	pr, err := c.evac.Evacuate(ctx, nodes...)
 	res.Replacements = pr.Created
+	res.Outcome.Then(pr.Outcome.Continuations...)
 	res.Placed = pr.Pods.Count(provisioning.OnNode) + pr.Pods.Count(provisioning.OnInFlight)
 	if err != nil {
 		return fmt.Errorf("provisioning the replacement for NodeClaim %s: %w", nc.Name, err)
@@ -202,16 +209,17 @@ func (c *Controller) announce(ctx context.Context, sig Signal, nc *karpv1.NodeCl
 // terminate deletes the interrupted NodeClaim and asks the Lifecycle
 // function to drain it. The drain runs there, at once: one Terminate chain
 // however many signals arrive (see RequestTerminate).
-func (c *Controller) terminate(ctx context.Context, nc *karpv1.NodeClaim) error {
+func (c *Controller) terminate(ctx context.Context, nc *karpv1.NodeClaim) (triggers.Outcome, error) {
 	if nc.DeletionTimestamp == nil {
 		if err := c.kube.Delete(ctx, nc); client.IgnoreNotFound(err) != nil {
-			return fmt.Errorf("deleting interrupted NodeClaim %s: %w", nc.Name, err)
+			return triggers.Outcome{}, fmt.Errorf("deleting interrupted NodeClaim %s: %w", nc.Name, err)
 		}
 	}
-	if err := c.lc.RequestTerminate(ctx, nc); err != nil {
-		return fmt.Errorf("requesting the termination of interrupted NodeClaim %s: %w", nc.Name, err)
+	out, err := c.lc.RequestTerminate(ctx, nc)
+	if err != nil {
+		return out, fmt.Errorf("requesting the termination of interrupted NodeClaim %s: %w", nc.Name, err)
 	}
-	return nil
+	return out, nil
 }
 
 // nodeClaimFor finds the NodeClaim a signal is about: by its Node's name

@@ -44,8 +44,8 @@ func NewEvictionBlockedError(namespace, pod, reason string, retryAfter time.Dura
 
 // IsEvictionBlocked reports whether err is, or wraps, an EvictionBlockedError.
 func IsEvictionBlocked(err error) bool {
-	var e *EvictionBlockedError
-	return errors.As(err, &e)
+	var blocked *EvictionBlockedError
+	return errors.As(err, &blocked)
 }
 
 // NewEvictor returns an Evictor that talks to the API server behind cfg.
@@ -82,10 +82,10 @@ func NewEvictor(cfg *rest.Config) (Evictor, error) {
 			reason := err.Error()
 			var status apierrors.APIStatus
 			if errors.As(err, &status) {
-				if d := status.Status().Details; d != nil {
-					for _, c := range d.Causes {
-						if c.Type == policyv1.DisruptionBudgetCause && c.Message != "" {
-							reason += ": " + c.Message
+				if details := status.Status().Details; details != nil {
+					for _, cause := range details.Causes {
+						if cause.Type == policyv1.DisruptionBudgetCause && cause.Message != "" {
+							reason += ": " + cause.Message
 						}
 					}
 				}

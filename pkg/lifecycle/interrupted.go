@@ -90,20 +90,22 @@ func (c *Controller) MarkInterrupted(ctx context.Context, nc *karpv1.NodeClaim, 
 	return nc, wrote && transition, nil
 }
 
-// RequestTerminate asks the Lifecycle function to terminate nc now, under
-// the same MessageId the relay uses for the NodeClaim's deletion
-// (triggers.NodeClaimDeleting), so duplicate detection keeps one of the two: one
-// drain, driven by one chain of scheduled retries. Without a publisher it
-// runs Terminate in place.
-func (c *Controller) RequestTerminate(ctx context.Context, nc *karpv1.NodeClaim) error {
+// RequestTerminate asks the Lifecycle function to terminate nc now: the
+// outcome holds the message, under the same MessageId the relay uses for
+// the NodeClaim's deletion (triggers.NodeClaimDeleting), so duplicate
+// detection keeps one of the two: one drain, driven by one chain of
+// scheduled retries. When no one sends continuations (Options.Publisher
+// nil) it runs Terminate in place.
+func (c *Controller) RequestTerminate(ctx context.Context, nc *karpv1.NodeClaim) (triggers.Outcome, error) {
 	if c.pub == nil {
-		_, err := c.Terminate(ctx, nc.Name)
+		res, err := c.Terminate(ctx, nc.Name)
 		if IsDrainPending(err) {
-			return nil // the caller's redelivery or the Sweep comes back
+			return res.Outcome, nil // the caller's redelivery or the Sweep comes back
 		}
-		return err
+		return res.Outcome, err
 	}
-	return c.schedule(ctx, triggers.NodeClaimDeleting(c.cluster, nc.Name, string(nc.UID), c.clock.Now()))
+	return triggers.Outcome{Continuations: []triggers.Continuation{
+		triggers.NodeClaimDeleting(c.cluster, nc.Name, string(nc.UID), c.clock.Now())}}, nil
 }
 
 // TaintDisrupted adds karpenter.sh/disrupted:NoSchedule to node, so no new
@@ -145,13 +147,13 @@ func (c *Controller) forceDeleteOrphans(ctx context.Context, nodeName string) (i
 	if err := c.kube.List(ctx, &pods, client.MatchingFields{"spec.nodeName": nodeName}); err != nil {
 		return 0, fmt.Errorf("listing pods on vanished node %s: %w", nodeName, err)
 	}
-	n := 0
+	deleted := 0
 	for i := range pods.Items {
 		pod := &pods.Items[i]
 		if err := c.kube.Delete(ctx, pod, client.GracePeriodSeconds(0)); client.IgnoreNotFound(err) != nil {
-			return n, fmt.Errorf("deleting pod %s/%s of vanished node %s: %w", pod.Namespace, pod.Name, nodeName, err)
+			return deleted, fmt.Errorf("deleting pod %s/%s of vanished node %s: %w", pod.Namespace, pod.Name, nodeName, err)
 		}
-		n++
+		deleted++
 	}
-	return n, nil
+	return deleted, nil
 }

@@ -1,9 +1,16 @@
-// Package lifecycle moves a NodeClaim through Karpenter's lifecycle after
-// launch: registration (its Node joined), initialization (the Node is ready
-// for pods) and termination (drain, delete the VM, release the finalizer).
+// Package lifecycle moves a NodeClaim through Karpenter's lifecycle: launch
+// (create its instance through the provider contract, package
+// cloudprovider), registration (its Node joined), initialization (the Node
+// is ready for pods) and termination (drain, delete the VM, release the
+// finalizer). Provisioning only creates NodeClaims; this package launches
+// them.
 //
 // Each step reads the current objects and converges them, so any number of
 // duplicate or reordered node and NodeClaim events lead to the same result.
+// The controller never publishes: the continuations it asks for (the next
+// launch check, the liveness check, a provisioning pass) are returned in
+// its results' Outcome, which the caller sends. It knows Azure only through
+// package cloudprovider's interfaces.
 package lifecycle
 
 import (
@@ -51,10 +58,11 @@ type Options struct {
 	Evictor Evictor
 	Clock   clock.Clock
 	Logger  *slog.Logger
-	// ClusterName goes into the triggers the controller schedules.
+	// ClusterName goes into the continuations the controller asks for.
 	ClusterName string
-	// Publisher sends scheduled triggers (drain retries, liveness
-	// re-checks); nil: the caller's redelivery is the only retry.
+	// Publisher is never published to (the controller returns its
+	// continuations in Outcomes); non-nil says the caller sends them.
+	// nil: no one does, and RequestTerminate terminates in place.
 	Publisher bus.Publisher
 	// RegistrationTTL is the liveness timeout (default DefaultRegistrationTTL).
 	RegistrationTTL time.Duration
@@ -63,10 +71,10 @@ type Options struct {
 	// DeleteCheck (default DefaultDeleteCheck) is how soon a termination
 	// waiting on its VM's delete looks again.
 	DeleteCheck time.Duration
-	// Launch reconciles launches (launch checks, and a Node that joined
-	// before its launch was recorded); nil: only Launched NodeClaims are
-	// registered.
-	Launch LaunchReconciler
+	// Launch configures the launch reconciler (launch checks, and a Node
+	// that joined before its launch was recorded); nil, or no Creator: the
+	// controller launches nothing and registers only Launched NodeClaims.
+	Launch *LaunchOptions
 	// Namespace holds karpfunc's coordination objects (the NodeClaim name
 	// counter, package claimnames); default kube-system, as provisioning's.
 	Namespace string
@@ -85,7 +93,7 @@ type Controller struct {
 	regTTL     time.Duration
 	drainRetry time.Duration
 	deleteChk  time.Duration
-	launch     LaunchReconciler
+	launch     *launcher
 	names      *claimnames.Counter
 }
 
@@ -111,7 +119,7 @@ func New(opts Options) *Controller {
 	}
 	return &Controller{kube: opts.Kube, deleter: opts.Deleter, evict: opts.Evictor, clock: opts.Clock, log: opts.Logger,
 		recorder: events.NewRecorder(opts.Kube, opts.Clock), cluster: opts.ClusterName, pub: opts.Publisher,
-		regTTL: opts.RegistrationTTL, drainRetry: opts.DrainRetry, deleteChk: opts.DeleteCheck, launch: opts.Launch,
+		regTTL: opts.RegistrationTTL, drainRetry: opts.DrainRetry, deleteChk: opts.DeleteCheck, launch: newLauncher(opts),
 		names: claimnames.NewCounter(opts.Kube, opts.Namespace, opts.Clock)}
 }
 

@@ -116,11 +116,6 @@ func (c *Controller) setRegistrationHealth(ctx context.Context, nc *karpv1.NodeC
 	return fmt.Errorf("writing NodePool %s NodeRegistrationHealthy: still conflicting after 5 attempts", name)
 }
 
-// schedule sends a lifecycle continuation.
-func (c *Controller) schedule(ctx context.Context, cont triggers.Continuation) error {
-	return triggers.Publish(ctx, c.pub, cont)
-}
-
 func (c *Controller) warn(ctx context.Context, obj client.Object, reason, msg string) {
 	if err := c.recorder.Publish(ctx, events.Event{Object: obj, Type: "Warning", Reason: reason, Message: msg}); err != nil {
 		c.log.Warn("writing event", "error", err)

@@ -14,14 +14,6 @@ import (
 	"github.com/karpfunc/karpfunc/pkg/triggers"
 )
 
-// LaunchReconciler moves a NodeClaim's launch on without waiting for Azure
-// and says when to look again (zero: launched, given up, or nothing to
-// do); nc is updated in place. nodeJoined: a Node with the NodeClaim's name
-// joined, so the VM is looked at now. *provisioning.Provisioner implements it.
-type LaunchReconciler interface {
-	ReconcileLaunch(ctx context.Context, nc *karpv1.NodeClaim, nodeJoined bool) (time.Time, error)
-}
-
 // Result says what one reconcile of a NodeClaim did.
 type Result struct {
 	NodeClaim   string
@@ -29,8 +21,12 @@ type Result struct {
 	Registered  bool      // registered by this call
 	Initialized bool      // initialized by this call
 	RequeueAt   time.Time // when the next launch check is due; zero: none
-	// Outcome holds that launch check (triggers.LaunchCheck) for the
-	// caller to send: the controller does not publish it.
+	GaveUp      bool      // the launch gave the NodeClaim up (deleted it)
+	Marked      []string  // offerings the launch marked unavailable, described
+	// Outcome holds that launch check (triggers.LaunchCheck) and what else
+	// the launch asks for (the liveness check of a launched NodeClaim, a
+	// provisioning pass after a give-up) for the caller to send: the
+	// controller does not publish.
 	Outcome triggers.Outcome
 }
 
@@ -50,19 +46,19 @@ type step struct {
 
 type reconciler func(ctx context.Context, cl *claim) (step, error)
 
-// reconcile runs a NodeClaim's reconcilers in order — launch, registration,
-// initialization — each only once the one before holds, and schedules the
-// earliest look any of them asked for in the result's Outcome: the one
-// place launch checks are asked for from the Lifecycle function.
+// reconcile runs a NodeClaim's reconcilers in order — launch (launch.go),
+// registration, initialization — each only once the one before holds, and
+// asks for the earliest look any of them asked for in the result's Outcome:
+// the one place launch checks are asked for.
 func (c *Controller) reconcile(ctx context.Context, cl *claim) (Result, error) {
 	var err error
-	for _, r := range []reconciler{c.reconcileLaunch, c.reconcileRegistration, c.reconcileInitialization} {
-		var s step
-		s, err = r(ctx, cl)
-		if !s.requeueAt.IsZero() && (cl.res.RequeueAt.IsZero() || s.requeueAt.Before(cl.res.RequeueAt)) {
-			cl.res.RequeueAt = s.requeueAt
+	for _, sub := range []reconciler{c.reconcileLaunch, c.reconcileRegistration, c.reconcileInitialization} {
+		var answer step
+		answer, err = sub(ctx, cl)
+		if !answer.requeueAt.IsZero() && (cl.res.RequeueAt.IsZero() || answer.requeueAt.Before(cl.res.RequeueAt)) {
+			cl.res.RequeueAt = answer.requeueAt
 		}
-		if err != nil || !s.done {
+		if err != nil || !answer.done {
 			break
 		}
 	}
@@ -80,9 +76,11 @@ func (c *Controller) reconcileLaunch(ctx context.Context, cl *claim) (step, erro
 		cl.res.Launched = launched()
 		return step{done: cl.res.Launched}, nil
 	}
-	at, err := c.launch.ReconcileLaunch(ctx, cl.nc, cl.node != nil)
+	res, err := c.launch.reconcile(ctx, cl.nc, cl.node != nil)
 	cl.res.Launched = launched()
-	return step{done: cl.res.Launched, requeueAt: at}, err
+	cl.res.GaveUp, cl.res.Marked = res.GaveUp, res.Marked
+	cl.res.Outcome.Then(res.Continuations...)
+	return step{done: cl.res.Launched, requeueAt: res.RequeueAt}, err
 }
 
 func (c *Controller) reconcileRegistration(ctx context.Context, cl *claim) (step, error) {

@@ -106,22 +106,22 @@ func syncNode(node *corev1.Node, nc *karpv1.NodeClaim) bool {
 	if node.Labels == nil {
 		node.Labels = map[string]string{}
 	}
-	for k, v := range nc.Labels {
-		node.Labels[k] = v
+	for key, value := range nc.Labels {
+		node.Labels[key] = value
 	}
 	node.Labels[karpv1.NodeRegisteredLabelKey] = "true"
 	if len(nc.Annotations) > 0 && node.Annotations == nil {
 		node.Annotations = map[string]string{}
 	}
-	for k, v := range nc.Annotations {
-		node.Annotations[k] = v
+	for key, value := range nc.Annotations {
+		node.Annotations[key] = value
 	}
 	var taints []corev1.Taint
-	for _, t := range node.Spec.Taints {
-		if t.MatchTaint(&karpv1.UnregisteredNoExecuteTaint) {
+	for _, taint := range node.Spec.Taints {
+		if taint.MatchTaint(&karpv1.UnregisteredNoExecuteTaint) {
 			continue
 		}
-		taints = append(taints, t)
+		taints = append(taints, taint)
 	}
 	if node.Labels[karpv1.NodeDoNotSyncTaintsLabelKey] != "true" {
 		for _, want := range nc.Spec.Taints {
@@ -206,18 +206,18 @@ func notInitializedReason(nc *karpv1.NodeClaim, node *corev1.Node) string {
 	if !ready {
 		return "node is not Ready"
 	}
-	for _, t := range node.Spec.Taints {
-		if t.MatchTaint(&karpv1.UnregisteredNoExecuteTaint) {
+	for _, taint := range node.Spec.Taints {
+		if taint.MatchTaint(&karpv1.UnregisteredNoExecuteTaint) {
 			return "node still has the unregistered taint"
 		}
 		for _, st := range nc.Spec.StartupTaints {
-			if t.MatchTaint(&st) {
-				return "startup taint " + t.Key + " still present"
+			if taint.MatchTaint(&st) {
+				return "startup taint " + taint.Key + " still present"
 			}
 		}
 	}
-	for name, q := range nc.Spec.Resources.Requests {
-		if isExtended(name) && !q.IsZero() {
+	for name, quantity := range nc.Spec.Resources.Requests {
+		if isExtended(name) && !quantity.IsZero() {
 			if alloc, ok := node.Status.Allocatable[name]; !ok || alloc.IsZero() {
 				return "extended resource " + string(name) + " not allocatable yet"
 			}
@@ -244,8 +244,8 @@ func hasTaint(taints []corev1.Taint, t corev1.Taint) bool {
 }
 
 func hasOwner(node *corev1.Node, nc *karpv1.NodeClaim) bool {
-	for _, o := range node.OwnerReferences {
-		if o.UID == nc.UID {
+	for _, owner := range node.OwnerReferences {
+		if owner.UID == nc.UID {
 			return true
 		}
 	}

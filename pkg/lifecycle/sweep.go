@@ -13,6 +13,7 @@ import (
 	"github.com/karpfunc/karpfunc/pkg/events"
 	"github.com/karpfunc/karpfunc/pkg/nodepoolstatus"
 	"github.com/karpfunc/karpfunc/pkg/ownership"
+	"github.com/karpfunc/karpfunc/pkg/triggers"
 )
 
 // DefaultGCGracePeriod is how old a VM or NIC without a NodeClaim must be
@@ -38,6 +39,8 @@ type SweepResult struct {
 	NICsDeleted       []string // tagged, detached NICs without a NodeClaim
 	NodeClaimsDeleted []string // launched NodeClaims whose VM is gone
 	TerminateRetried  []string // NodeClaims stuck in deletion, Terminate asked again
+	// Outcome holds those Terminate retries, for the caller to send.
+	Outcome triggers.Outcome
 }
 
 // Sweep is the garbage collector the Sweep timer runs. It is safe while
@@ -160,11 +163,8 @@ func (c *Controller) sweepNodeClaims(ctx context.Context, view *sweepListing, no
 			if now.Sub(nc.DeletionTimestamp.Time) <= stuckDeletion {
 				continue
 			}
-			if _, err := c.ScheduleTerminate(ctx, nc.Name, string(nc.UID), time.Millisecond); err != nil {
-				errs = append(errs, err)
-			} else {
-				res.TerminateRetried = append(res.TerminateRetried, nc.Name)
-			}
+			res.Outcome.Then(triggers.TerminateRetry(c.cluster, nc.Name, string(nc.UID), now, time.Millisecond))
+			res.TerminateRetried = append(res.TerminateRetried, nc.Name)
 			continue
 		}
 		launched := nc.StatusConditions().Get(karpv1.ConditionTypeLaunched)

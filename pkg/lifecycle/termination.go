@@ -68,8 +68,8 @@ func (e *InstanceDeletePendingError) Error() string {
 // IsInstanceDeletePending reports whether err is, or wraps, an
 // InstanceDeletePendingError.
 func IsInstanceDeletePending(err error) bool {
-	var e *InstanceDeletePendingError
-	return errors.As(err, &e)
+	var pending *InstanceDeletePendingError
+	return errors.As(err, &pending)
 }
 
 // NewDrainPendingError returns a DrainPendingError.
@@ -79,8 +79,8 @@ func NewDrainPendingError(node string, remaining int) error {
 
 // IsDrainPending reports whether err is, or wraps, a DrainPendingError.
 func IsDrainPending(err error) bool {
-	var e *DrainPendingError
-	return errors.As(err, &e)
+	var pending *DrainPendingError
+	return errors.As(err, &pending)
 }
 
 // TerminateResult says what Terminate did.
@@ -94,6 +94,9 @@ type TerminateResult struct {
 	// GracePeriodExpired: the NodeClaim's terminationGracePeriod ran out and
 	// the VM was deleted with pods still on it.
 	GracePeriodExpired bool
+	// Outcome holds the provisioning pass a finished termination asks for
+	// (its pods are pending again), for the caller to send.
+	Outcome triggers.Outcome
 }
 
 // Terminate finishes the deletion of a NodeClaim that has a deletion
@@ -261,27 +264,8 @@ func (c *Controller) release(ctx context.Context, nc *karpv1.NodeClaim, res *Ter
 	// its pods were evicted) are pending again; kube-scheduler will not mark
 	// them again, so ask for a provisioning pass rather than wait for the
 	// relay's resync.
-	if err := c.scheduleProvision(ctx, time.Second); err != nil {
-		c.log.Warn("scheduling a provisioning pass after termination", "nodeclaim", nc.Name, "error", err)
-	}
+	res.Outcome.Then(triggers.ProvisionPass(c.cluster, "after-termination", c.clock.Now(), time.Second))
 	return nil
-}
-
-// scheduleProvision sends a provisioning pass for after d.
-func (c *Controller) scheduleProvision(ctx context.Context, d time.Duration) error {
-	return triggers.Publish(ctx, c.pub, triggers.ProvisionPass(c.cluster, "after-termination", c.clock.Now(), d))
-}
-
-// ScheduleTerminate asks for Terminate to run again for the NodeClaim
-// after d (a drain waiting on pods or a PDB, ARM throttling), as a
-// scheduled message rather than a failed invocation: the message that
-// asked is completed, so a long drain never reaches the dead-letter queue.
-func (c *Controller) ScheduleTerminate(ctx context.Context, name, uid string, d time.Duration) (time.Time, error) {
-	if d <= 0 {
-		d = c.drainRetry
-	}
-	retry := triggers.TerminateRetry(c.cluster, name, uid, c.clock.Now(), d)
-	return retry.Due(), c.schedule(ctx, retry)
 }
 
 // DrainRetry is the controller's drain retry delay.
@@ -312,14 +296,14 @@ func DrainRetryDelay(err error, fallback time.Duration) time.Duration {
 	case errors.As(err, &blocked):
 		suggested = blocked.RetryAfter
 	}
-	d := fallback
+	delay := fallback
 	if suggested > 0 {
-		d = min(max(suggested, MinDrainRetry), MaxDrainRetry)
+		delay = min(max(suggested, MinDrainRetry), MaxDrainRetry)
 	}
 	if pending != nil && pending.Interrupted {
-		d = min(d, max(forceIn, MinDrainRetry))
+		delay = min(delay, max(forceIn, MinDrainRetry))
 	}
-	return d
+	return delay
 }
 
 func (c *Controller) nodeFor(ctx context.Context, nc *karpv1.NodeClaim) (*corev1.Node, error) {
@@ -390,13 +374,13 @@ type drainResult struct {
 // InterruptionForceWindow before the deadline, then the pods still there
 // are deleted.
 func (c *Controller) drain(ctx context.Context, node *corev1.Node, expire *time.Time, interrupted bool) (drainResult, error) {
-	var d drainResult
+	var drained drainResult
 	if c.evict == nil {
-		return d, errors.New("draining node " + node.Name + ": the lifecycle controller has no Evictor (lifecycle.Options.Evictor, built by lifecycle.NewEvictor)")
+		return drained, errors.New("draining node " + node.Name + ": the lifecycle controller has no Evictor (lifecycle.Options.Evictor, built by lifecycle.NewEvictor)")
 	}
 	var pods corev1.PodList
 	if err := c.kube.List(ctx, &pods, client.MatchingFields{"spec.nodeName": node.Name}); err != nil {
-		return d, fmt.Errorf("listing pods on node %s: %w", node.Name, err)
+		return drained, fmt.Errorf("listing pods on node %s: %w", node.Name, err)
 	}
 	now := c.clock.Now()
 	var waiting []*corev1.Pod
@@ -406,10 +390,10 @@ func (c *Controller) drain(ctx context.Context, node *corev1.Node, expire *time.
 			waiting = append(waiting, pod)
 		}
 	}
-	d.remaining = len(waiting)
+	drained.remaining = len(waiting)
 	if expire != nil {
-		if err := c.deleteOverdue(ctx, node, waiting, *expire, interrupted, now, &d); err != nil {
-			return d, err
+		if err := c.deleteOverdue(ctx, node, waiting, *expire, interrupted, now, &drained); err != nil {
+			return drained, err
 		}
 	}
 	groups := groupByPriority(waiting)
@@ -419,11 +403,11 @@ func (c *Controller) drain(ctx context.Context, node *corev1.Node, expire *time.
 	for _, group := range groups {
 		if len(group) > 0 {
 			// The next group waits until this one is gone.
-			err := c.evictGroup(ctx, node, group, expire, interrupted, now, &d)
-			return d, err
+			err := c.evictGroup(ctx, node, group, expire, interrupted, now, &drained)
+			return drained, err
 		}
 	}
-	return d, nil
+	return drained, nil
 }
 
 // deleteOverdue deletes the waiting pods whose time is up before expire
@@ -503,8 +487,8 @@ func waitingEviction(pod *corev1.Pod, now time.Time) bool {
 	if _, mirror := pod.Annotations[corev1.MirrorPodAnnotationKey]; mirror {
 		return false
 	}
-	for _, o := range pod.OwnerReferences {
-		if o.Kind == "Node" && o.APIVersion == "v1" {
+	for _, owner := range pod.OwnerReferences {
+		if owner.Kind == "Node" && owner.APIVersion == "v1" {
 			return false
 		}
 	}
@@ -523,8 +507,8 @@ func groupByPriority(pods []*corev1.Pod) [][]*corev1.Pod {
 	for _, pod := range pods {
 		crit := pod.Spec.PriorityClassName == "system-cluster-critical" || pod.Spec.PriorityClassName == "system-node-critical"
 		daemon := false
-		for _, o := range pod.OwnerReferences {
-			if o.Kind == "DaemonSet" {
+		for _, owner := range pod.OwnerReferences {
+			if owner.Kind == "DaemonSet" {
 				daemon = true
 			}
 		}

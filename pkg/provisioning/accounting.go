@@ -54,13 +54,13 @@ type Accounting []PodOutcome
 
 // Count returns how many pods had outcome o.
 func (a Accounting) Count(o Outcome) int {
-	n := 0
-	for _, p := range a {
-		if p.Outcome == o {
-			n++
+	count := 0
+	for _, outcome := range a {
+		if outcome.Outcome == o {
+			count++
 		}
 	}
-	return n
+	return count
 }
 
 // Targets returns the distinct Nodes or NodeClaims pods with outcome o went
@@ -68,10 +68,10 @@ func (a Accounting) Count(o Outcome) int {
 func (a Accounting) Targets(o Outcome) []string {
 	seen := map[string]bool{}
 	var out []string
-	for _, p := range a {
-		if p.Outcome == o && p.Target != "" && !seen[p.Target] {
-			seen[p.Target] = true
-			out = append(out, p.Target)
+	for _, outcome := range a {
+		if outcome.Outcome == o && outcome.Target != "" && !seen[outcome.Target] {
+			seen[outcome.Target] = true
+			out = append(out, outcome.Target)
 		}
 	}
 	sort.Strings(out)
@@ -113,8 +113,8 @@ func PlacedOutcomes(r scheduler.Result) Accounting {
 			out = append(out, outcomeOf(pod, outcome, target, ""))
 		}
 	}
-	for _, u := range r.Unschedulable {
-		out = append(out, outcomeOf(u.Pod, Unschedulable, "", u.Reason))
+	for _, refused := range r.Unschedulable {
+		out = append(out, outcomeOf(refused.Pod, Unschedulable, "", refused.Reason))
 	}
 	return out
 }

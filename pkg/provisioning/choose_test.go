@@ -11,6 +11,7 @@ import (
 
 	"github.com/karpfunc/karpfunc/pkg/apis/v1beta1"
 	"github.com/karpfunc/karpfunc/pkg/catalog"
+	"github.com/karpfunc/karpfunc/pkg/lifecycle"
 	"github.com/karpfunc/karpfunc/pkg/scheduler"
 )
 
@@ -71,7 +72,7 @@ func TestChooseAgreesWithPlan(t *testing.T) {
 			if planned == nil {
 				t.Fatal("the plan picks nothing")
 			}
-			launched, err := Choose(&catalog.Catalog{InstanceTypes: c.types}, NodeClaimFor(plan), 30)
+			launched, err := lifecycle.Choose(&catalog.Catalog{InstanceTypes: c.types}, NodeClaimFor(plan), 30)
 			if err != nil {
 				t.Fatal(err)
 			}

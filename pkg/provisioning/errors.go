@@ -5,29 +5,6 @@ import (
 	"fmt"
 )
 
-// InsufficientCapacityError means no offering of a NodeClaim could be
-// launched: every one tried failed with a capacity or quota error, or none
-// is left available. The NodeClaim is deleted and its pods provisioned again.
-type InsufficientCapacityError struct {
-	NodeClaim string
-	Reason    string
-}
-
-func (e *InsufficientCapacityError) Error() string {
-	return fmt.Sprintf("NodeClaim %s: insufficient capacity: %s", e.NodeClaim, e.Reason)
-}
-
-// NewInsufficientCapacityError returns an InsufficientCapacityError.
-func NewInsufficientCapacityError(nodeClaim, format string, args ...any) error {
-	return &InsufficientCapacityError{NodeClaim: nodeClaim, Reason: fmt.Sprintf(format, args...)}
-}
-
-// IsInsufficientCapacity reports whether err is, or wraps, an InsufficientCapacityError.
-func IsInsufficientCapacity(err error) bool {
-	var e *InsufficientCapacityError
-	return errors.As(err, &e)
-}
-
 // LimitExceededError means creating a NodeClaim would take its NodePool
 // over spec.limits, counted against a fresh NodeClaim list: another pass
 // created capacity this pass's snapshot did not see. The NodeClaim is not
@@ -49,25 +26,8 @@ func NewLimitExceededError(nodePool, nodeClaim, over string) error {
 
 // IsLimitExceeded reports whether err is, or wraps, a LimitExceededError.
 func IsLimitExceeded(err error) bool {
-	var e *LimitExceededError
-	return errors.As(err, &e)
-}
-
-// LaunchFailedError means a NodeClaim's launch failed for a reason other
-// than capacity (ARM's code in Reason) often enough that it is given up.
-type LaunchFailedError struct {
-	NodeClaim string
-	Reason    string
-	Message   string
-}
-
-func (e *LaunchFailedError) Error() string {
-	return fmt.Sprintf("NodeClaim %s: launch failed (%s): %s", e.NodeClaim, e.Reason, e.Message)
-}
-
-// NewLaunchFailedError returns a LaunchFailedError.
-func NewLaunchFailedError(nodeClaim, reason, message string) error {
-	return &LaunchFailedError{NodeClaim: nodeClaim, Reason: reason, Message: message}
+	var exceeded *LimitExceededError
+	return errors.As(err, &exceeded)
 }
 
 // NameRetiredError means a NodeClaim was not created because the name
@@ -88,6 +48,6 @@ func (e *NameRetiredError) Error() string {
 
 // IsNameRetired reports whether err is, or wraps, a NameRetiredError.
 func IsNameRetired(err error) bool {
-	var e *NameRetiredError
-	return errors.As(err, &e)
+	var retired *NameRetiredError
+	return errors.As(err, &retired)
 }

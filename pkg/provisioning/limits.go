@@ -12,6 +12,7 @@ import (
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 	"sigs.k8s.io/karpenter/pkg/utils/resources"
 
+	"github.com/karpfunc/karpfunc/pkg/lifecycle"
 	"github.com/karpfunc/karpfunc/pkg/scheduler"
 )
 
@@ -43,7 +44,7 @@ func (p *Provisioner) checkLimits(ctx context.Context, np *karpv1.NodePool, nc *
 		return fmt.Errorf("listing NodeClaims of NodePool %s to check its limits: %w", np.Name, err)
 	}
 	// maxPods sets the pods capacity a claim is charged, as in the solve.
-	class, err := p.nodeClass(ctx, nc)
+	class, err := lifecycle.NodeClassOf(ctx, p.kube, nc)
 	if err != nil {
 		return err
 	}

@@ -2,7 +2,6 @@ package provisioning
 
 import (
 	"context"
-	"strings"
 	"time"
 
 	"go.opentelemetry.io/otel"
@@ -11,9 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
-	"github.com/karpfunc/karpfunc/pkg/apis"
-	"github.com/karpfunc/karpfunc/pkg/cloudprovider"
-	"github.com/karpfunc/karpfunc/pkg/decisions"
+	"github.com/karpfunc/karpfunc/pkg/lifecycle"
 	"github.com/karpfunc/karpfunc/pkg/telemetry"
 )
 
@@ -32,8 +29,6 @@ var (
 		metric.WithUnit("s"), metric.WithExplicitBucketBoundaries(durationBuckets...))
 	queueDepth, _ = meter.Int64Gauge("karpenter_scheduler_queue_depth",
 		metric.WithDescription("The number of pods currently waiting to be scheduled."))
-	cloudProviderErrors, _ = meter.Int64Counter("karpenter_cloudprovider_errors_total",
-		metric.WithDescription("Total number of errors returned from CloudProvider calls."))
 
 	// karpfunc's own.
 	pendingToNodeClaim, _ = meter.Float64Histogram("karpfunc_pods_pending_to_nodeclaim_seconds",
@@ -43,8 +38,8 @@ var (
 
 // controllerLabel is the Function a pass runs in ("provisioner" outside one).
 func controllerLabel(ctx context.Context) string {
-	if c := telemetry.Controller(ctx); c != "" {
-		return c
+	if name := telemetry.Controller(ctx); name != "" {
+		return name
 	}
 	return "provisioner"
 }
@@ -61,7 +56,7 @@ func recordSolve(ctx context.Context, solve time.Duration) {
 // recordCreated counts a NodeClaim created and how long its pods waited
 // for it.
 func recordCreated(ctx context.Context, nc *karpv1.NodeClaim, pods []*corev1.Pod, now time.Time) {
-	nodeClaimsCreated.Add(ctx, 1, metric.WithAttributes(attribute.String("reason", createdFor(nc)),
+	nodeClaimsCreated.Add(ctx, 1, metric.WithAttributes(attribute.String("reason", lifecycle.CreatedFor(nc)),
 		attribute.String("nodepool", nc.Labels[karpv1.NodePoolLabelKey]), attribute.String("min_values_relaxed", "false")))
 	for _, pod := range pods {
 		if since := pendingSince(pod); !since.IsZero() && !now.Before(since) {
@@ -69,43 +64,4 @@ func recordCreated(ctx context.Context, nc *karpv1.NodeClaim, pods []*corev1.Pod
 				metric.WithAttributes(attribute.String("nodepool", nc.Labels[karpv1.NodePoolLabelKey])))
 		}
 	}
-}
-
-// recordCreateError counts a failed VM creation by its ARM error code, as
-// Karpenter counts CloudProvider.Create errors.
-func recordCreateError(ctx context.Context, err error) {
-	code := cloudprovider.ErrorCode(err)
-	if code == "" && IsInsufficientCapacity(err) {
-		code = "InsufficientCapacityError"
-	}
-	cloudProviderErrors.Add(ctx, 1, metric.WithAttributes(attribute.String("controller", controllerLabel(ctx)),
-		attribute.String("method", "Create"), attribute.String("provider", "azure"), attribute.String("error", code)))
-}
-
-// decide records a launch or give-up of nc, described by the labels the
-// launch wrote (instance type, zone, capacity type) and the catalog's price.
-func (p *Provisioner) decide(ctx context.Context, kind decisions.Kind, nc *karpv1.NodeClaim, reason string, pods []string) {
-	r := decisions.Record{Decision: kind, Time: p.clock.Now().UTC(), Cluster: p.clusterName,
-		NodePool: nc.Labels[karpv1.NodePoolLabelKey], NodeClaim: nc.Name, Reason: reason, Pods: pods,
-		Size: nc.Labels[corev1.LabelInstanceTypeStable], Zone: nc.Labels[corev1.LabelTopologyZone],
-		CapacityType: nc.Labels[karpv1.CapacityTypeLabelKey]}
-	if it, ok := p.catalog.Get(r.Size); ok {
-		for _, o := range it.Offerings {
-			if o.Zone == r.Zone && o.CapacityType == r.CapacityType {
-				r.PricePerHour = o.Price
-			}
-		}
-	}
-	p.decisions.Record(ctx, r)
-}
-
-// createdFor is why nc was created, as Karpenter's
-// karpenter_nodeclaims_created_total labels it: "provisioning" for pending
-// pods, a disruption command's reason in lower case ("underutilized",
-// "drifted") for its replacement.
-func createdFor(nc *karpv1.NodeClaim) string {
-	if reason := nc.Annotations[apis.AnnotationDisruptionReason]; reason != "" {
-		return strings.ToLower(reason)
-	}
-	return "provisioning"
 }

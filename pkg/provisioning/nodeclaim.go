@@ -12,10 +12,10 @@ import (
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 	"sigs.k8s.io/karpenter/pkg/scheduling"
 
-	"github.com/karpfunc/karpfunc/pkg/apis/v1beta1"
 	"github.com/karpfunc/karpfunc/pkg/claimnames"
 	"github.com/karpfunc/karpfunc/pkg/disruption"
 	"github.com/karpfunc/karpfunc/pkg/events"
+	"github.com/karpfunc/karpfunc/pkg/lifecycle"
 	"github.com/karpfunc/karpfunc/pkg/ownership"
 	"github.com/karpfunc/karpfunc/pkg/scheduler"
 )
@@ -26,8 +26,8 @@ const MaxInstanceTypes = 60
 
 // NodeClassGroup and NodeClassKind are the nodeClassRef every NodePool must use.
 const (
-	NodeClassGroup = v1beta1.Group
-	NodeClassKind  = "AKSNodeClass"
+	NodeClassGroup = lifecycle.NodeClassGroup
+	NodeClassKind  = lifecycle.NodeClassKind
 )
 
 // create writes the NodeClaim for plan and nominates its pods.
@@ -132,17 +132,17 @@ func NodeClaimFor(plan *scheduler.NodeClaimPlan) *karpv1.NodeClaim {
 	np := plan.NodePool
 	tmpl := np.Spec.Template
 	labels := map[string]string{}
-	for k, v := range tmpl.Labels {
-		labels[k] = v
+	for key, value := range tmpl.Labels {
+		labels[key] = value
 	}
 	labels[karpv1.NodePoolLabelKey] = np.Name
 	annotations := map[string]string{}
-	for k, v := range tmpl.Annotations {
-		annotations[k] = v
+	for key, value := range tmpl.Annotations {
+		annotations[key] = value
 	}
 	// Hashes of the NodePool template and AKSNodeClass: drift detection.
-	for k, v := range disruption.HashAnnotations(np, plan.NodeClass) {
-		annotations[k] = v
+	for key, value := range disruption.HashAnnotations(np, plan.NodeClass) {
+		annotations[key] = value
 	}
 	reqs := scheduling.NewRequirements(plan.Requirements.Values()...)
 	names := make([]string, 0, len(plan.InstanceTypes))
@@ -154,14 +154,14 @@ func NodeClaimFor(plan *scheduler.NodeClaimPlan) *karpv1.NodeClaim {
 	}
 	reqs.Add(scheduling.NewRequirement(corev1.LabelInstanceTypeStable, corev1.NodeSelectorOpIn, names...))
 	var nodeSelector []karpv1.NodeSelectorRequirementWithMinValues
-	for _, r := range reqs.NodeSelectorRequirements() {
+	for _, requirement := range reqs.NodeSelectorRequirements() {
 		// Keys Karpenter reserves (hostname, karpenter.sh/* other than
 		// the well-known ones) are rejected by the NodeClaim CRD; pods may
 		// still carry them, but they describe the pod, not the node.
-		if karpv1.IsRestrictedLabel(r.Key) != nil {
+		if karpv1.IsRestrictedLabel(requirement.Key) != nil {
 			continue
 		}
-		nodeSelector = append(nodeSelector, r)
+		nodeSelector = append(nodeSelector, requirement)
 	}
 	sort.Slice(nodeSelector, func(i, j int) bool { return nodeSelector[i].Key < nodeSelector[j].Key })
 	nc := &karpv1.NodeClaim{

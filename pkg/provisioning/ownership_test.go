@@ -5,7 +5,6 @@ import (
 	"log/slog"
 	"slices"
 	"testing"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -54,8 +53,7 @@ func TestProvisionLeavesOthersNodeClaims(t *testing.T) {
 		}
 		unschedulable(t, ctx, kube, p)
 	}
-	p := provisioning.New(provisioning.Options{Kube: kube, Launcher: launcher, Catalog: cat, ClusterName: "test", Logger: slog.New(slog.DiscardHandler),
-		LaunchCheckInterval: 100 * time.Millisecond})
+	p := provisioning.New(provisioning.Options{Kube: kube, Catalog: cat, ClusterName: "test", Logger: slog.New(slog.DiscardHandler)})
 
 	// A small pod fits on the foreign in-flight claim.
 	pod("small", "500m")
@@ -63,8 +61,8 @@ func TestProvisionLeavesOthersNodeClaims(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := res.Pods.Targets(provisioning.OnInFlight); len(res.Created) != 0 || !slices.Equal(got, []string{"nap-claim"}) || slices.Contains(res.Launched, "nap-claim") || len(res.Launching) != 0 {
-		t.Errorf("Provision = created %v, in flight on %v, launched %v, launching %v; want the pod counted on nap-claim, nothing created or launched", res.Created, got, res.Launched, res.Launching)
+	if got := res.Pods.Targets(provisioning.OnInFlight); len(res.Created) != 0 || !slices.Equal(got, []string{"nap-claim"}) || len(res.Launching) != 0 || asksLaunchOf(res, foreign) {
+		t.Errorf("Provision = created %v, in flight on %v, launching %v, outcome %s; want the pod counted on nap-claim, nothing created or launched", res.Created, got, res.Launching, res.Outcome)
 	}
 	// A pod that does not fit gets a claim of karpfunc's own, launched and
 	// marked; the foreign one is still not launched.
@@ -72,11 +70,18 @@ func TestProvisionLeavesOthersNodeClaims(t *testing.T) {
 	if res, err = p.Provision(ctx); err != nil {
 		t.Fatal(err)
 	}
-	// The pass only begins the create; the launch checks see it launched.
+	// The pass only asks for the launch; the launch checks see it launched.
 	if len(res.Created) != 1 || !slices.Equal(res.Launching, res.Created) || slices.Contains(res.Launching, "nap-claim") {
-		t.Fatalf("Provision = created %v, launching %v; want one claim of our own, its create begun", res.Created, res.Launching)
+		t.Fatalf("Provision = created %v, launching %v; want one claim of our own, its launch asked for", res.Created, res.Launching)
 	}
-	if nc, looks := launchChecks(t, p, kube, res.Created[0]); nc == nil || !nc.StatusConditions().Get(karpv1.ConditionTypeLaunched).IsTrue() {
+	created := &karpv1.NodeClaim{}
+	if err := kube.Get(ctx, client.ObjectKey{Name: res.Created[0]}, created); err != nil {
+		t.Fatal(err)
+	}
+	if !asksLaunchOf(res, created) || asksLaunchOf(res, foreign) {
+		t.Fatalf("Provision's outcome %s; want a launch check of %s and none of nap-claim", res.Outcome, created.Name)
+	}
+	if nc, looks := launchChecks(t, w, res.Created[0]); nc == nil || !nc.StatusConditions().Get(karpv1.ConditionTypeLaunched).IsTrue() {
 		t.Fatalf("NodeClaim %s after %d launch checks: %+v; want Launched", res.Created[0], looks, nc)
 	}
 	own := &karpv1.NodeClaim{}

@@ -1,17 +1,22 @@
-// Package provisioning turns pending pods into NodeClaims and launched VMs.
+// Package provisioning turns pending pods into NodeClaims.
 //
 // It reads the whole snapshot from the API server on every call (messages are
-// triggers, not state), asks the pure scheduler where pods go, creates the
-// NodeClaims it decides on, and launches every NodeClaim that is not launched
-// yet. Every step is idempotent: NodeClaim names are derived from their pods
-// and the pass's view of the cluster's name counter (package claimnames), the
-// launcher GETs before it PUTs, and in-flight NodeClaims count as capacity on
-// the next pass, so a re-delivered message creates nothing new. A NodeClaim
-// name is never used twice in the cluster's life: the view is read before the
-// snapshot, a pass retires the generations it created (termination retires a
-// claim's before its finalizer goes), and a name whose generation was retired
-// since the view is adopted or not created (see create). A pass never waits
-// on a NodeClaim it cannot use: names move to the next generation when the
+// triggers, not state), asks the pure scheduler where pods go and creates the
+// NodeClaims it decides on; it launches nothing. Launching is lifecycle's
+// first reconciler (package lifecycle), as in Karpenter: a pass asks for a
+// launch check of every NodeClaim it created and of any whose launch stalled
+// (Result.Outcome), and never publishes: its caller sends the outcome's
+// continuations. The pass, disruption's replacement (Replace) and
+// interruption's evacuation (Evacuate) create NodeClaims over one path
+// (create). Every step is idempotent: NodeClaim names are derived from their
+// pods and the pass's view of the cluster's name counter (package
+// claimnames), and in-flight NodeClaims count as capacity on the next pass,
+// so a re-delivered message creates nothing new. A NodeClaim name is never
+// used twice in the cluster's life: the view is read before the snapshot, a
+// pass retires the generations it created (termination retires a claim's
+// before its finalizer goes), and a name whose generation was retired since
+// the view is adopted or not created (see create). A pass never waits on a
+// NodeClaim it cannot use: names move to the next generation when the
 // snapshot already holds one. Every pending pod leaves a pass with one
 // Outcome.
 package provisioning
@@ -21,7 +26,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -34,8 +38,8 @@ import (
 	"github.com/karpfunc/karpfunc/pkg/catalog"
 	"github.com/karpfunc/karpfunc/pkg/claimnames"
 	"github.com/karpfunc/karpfunc/pkg/cloudprovider"
-	"github.com/karpfunc/karpfunc/pkg/decisions"
 	"github.com/karpfunc/karpfunc/pkg/events"
+	"github.com/karpfunc/karpfunc/pkg/lifecycle"
 	"github.com/karpfunc/karpfunc/pkg/nodepoolstatus"
 	"github.com/karpfunc/karpfunc/pkg/offerings"
 	"github.com/karpfunc/karpfunc/pkg/ownership"
@@ -44,25 +48,12 @@ import (
 	"github.com/karpfunc/karpfunc/pkg/triggers"
 )
 
-// DefaultRegistrationTTL is how long a launched NodeClaim may take to
-// register before liveness deletes it (Karpenter's registrationTimeout).
-const DefaultRegistrationTTL = 15 * time.Minute
-
-// DefaultMaxLaunchAttempts is how many offerings one Launch tries, in price
-// order, before it gives the NodeClaim up as InsufficientCapacity.
-const DefaultMaxLaunchAttempts = 3
-
-// InstanceLauncher begins instance creates and reads their state, never
-// waiting for a long-running operation: the provider contract's Creator.
-type InstanceLauncher = cloudprovider.Creator
-
-// DefaultLaunchConcurrency bounds the launches one pass begins at a time.
-const DefaultLaunchConcurrency = 8
-
 // Options configure a Provisioner.
 type Options struct {
-	Kube        client.Client
-	Launcher    InstanceLauncher
+	Kube client.Client
+	// Launcher is not used: lifecycle launches (its LaunchOptions.Creator).
+	// It stays until hack/benchscale stops setting it.
+	Launcher    cloudprovider.Creator
 	Catalog     *catalog.Catalog
 	ClusterName string
 	Clock       clock.Clock
@@ -70,13 +61,10 @@ type Options struct {
 	// Offerings is the shared unavailable-offerings state; nil disables it
 	// (every offering the catalog calls available is tried).
 	Offerings *offerings.Store
-	// Publisher sends the Function's own scheduled triggers (liveness
-	// checks, re-provisioning); nil: none are sent.
+	// Publisher is not used: a pass returns its continuations
+	// (Result.Outcome) for the caller to send. It stays until
+	// hack/benchscale stops setting it.
 	Publisher bus.Publisher
-	// RegistrationTTL is the liveness timeout (default DefaultRegistrationTTL).
-	RegistrationTTL time.Duration
-	// MaxLaunchAttempts (default DefaultMaxLaunchAttempts).
-	MaxLaunchAttempts int
 	// Namespace holds karpfunc's coordination objects (the NodePool limits
 	// Leases, the NodeClaim name counter); default kube-system, as the
 	// offerings state.
@@ -88,16 +76,6 @@ type Options struct {
 	// writes a FailedScheduling event saying what it waits for (default
 	// DefaultStuckAfter).
 	StuckAfter time.Duration
-	// MaxLaunchFailures (default DefaultMaxLaunchFailures).
-	MaxLaunchFailures int
-	// LaunchCheckInterval is the first wait before a running VM create is
-	// looked at again (default DefaultLaunchCheckInterval).
-	LaunchCheckInterval time.Duration
-	// LaunchConcurrency (default DefaultLaunchConcurrency).
-	LaunchConcurrency int
-	// Decisions records launches and give-ups (default: logged with
-	// Logger, published nowhere).
-	Decisions *decisions.Recorder
 	// Status, when set, makes every pass write NodePool and AKSNodeClass
 	// status first (nodepoolstatus.Sync) and launch nothing from a
 	// NodePool that is not Ready, as Karpenter's provisioner; nil writes
@@ -111,25 +89,16 @@ const DefaultStuckAfter = 5 * time.Minute
 // Provisioner places pending pods.
 type Provisioner struct {
 	kube        client.Client
-	launcher    InstanceLauncher
 	catalog     *catalog.Catalog
 	clusterName string
 	clock       clock.Clock
 	log         *slog.Logger
 	recorder    *events.Recorder
 	offerings   *offerings.Store
-	publisher   bus.Publisher
-	regTTL      time.Duration
-	maxAttempts int
 	stuckAfter  time.Duration
 	limits      limitGuard
 	names       *claimnames.Counter
-
-	maxFailures       int
-	checkInterval     time.Duration
-	launchConcurrency int
-	decisions         *decisions.Recorder
-	status            *nodepoolstatus.ClassOptions
+	status      *nodepoolstatus.ClassOptions
 }
 
 // New returns a Provisioner.
@@ -140,12 +109,6 @@ func New(opts Options) *Provisioner {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	if opts.RegistrationTTL <= 0 {
-		opts.RegistrationTTL = DefaultRegistrationTTL
-	}
-	if opts.MaxLaunchAttempts <= 0 {
-		opts.MaxLaunchAttempts = DefaultMaxLaunchAttempts
-	}
 	if opts.Namespace == "" {
 		opts.Namespace = offerings.DefaultNamespace
 	}
@@ -155,61 +118,44 @@ func New(opts Options) *Provisioner {
 	if opts.StuckAfter <= 0 {
 		opts.StuckAfter = DefaultStuckAfter
 	}
-	if opts.MaxLaunchFailures <= 0 {
-		opts.MaxLaunchFailures = DefaultMaxLaunchFailures
-	}
-	if opts.LaunchCheckInterval <= 0 {
-		opts.LaunchCheckInterval = DefaultLaunchCheckInterval
-	}
-	if opts.LaunchConcurrency <= 0 {
-		opts.LaunchConcurrency = DefaultLaunchConcurrency
-	}
-	if opts.Decisions == nil {
-		opts.Decisions = decisions.NewRecorder(opts.Logger)
-	}
-	return &Provisioner{decisions: opts.Decisions, status: opts.Status, kube: opts.Kube, launcher: opts.Launcher, catalog: opts.Catalog, clusterName: opts.ClusterName,
+	return &Provisioner{status: opts.Status, kube: opts.Kube, catalog: opts.Catalog, clusterName: opts.ClusterName,
 		clock: opts.Clock, log: opts.Logger, recorder: events.NewRecorder(opts.Kube, opts.Clock),
-		offerings: opts.Offerings, publisher: opts.Publisher, regTTL: opts.RegistrationTTL, maxAttempts: opts.MaxLaunchAttempts,
-		stuckAfter:  opts.StuckAfter,
-		limits:      limitGuard{kube: opts.Kube, namespace: opts.Namespace, clock: opts.Clock, duration: opts.LimitsLeaseDuration},
-		names:       claimnames.NewCounter(opts.Kube, opts.Namespace, opts.Clock),
-		maxFailures: opts.MaxLaunchFailures, checkInterval: opts.LaunchCheckInterval, launchConcurrency: opts.LaunchConcurrency}
+		offerings: opts.Offerings, stuckAfter: opts.StuckAfter,
+		limits: limitGuard{kube: opts.Kube, namespace: opts.Namespace, clock: opts.Clock, duration: opts.LimitsLeaseDuration},
+		names:  claimnames.NewCounter(opts.Kube, opts.Namespace, opts.Clock)}
 }
 
 // Result summarises one provisioning pass.
 type Result struct {
 	PendingPods int
 	// Pods says where each pending pod went: exactly one outcome each.
-	Pods     Accounting
-	Created  []string // NodeClaims created by this pass
-	Launched []string // NodeClaims launched by this pass (new or left over from an earlier pass)
+	Pods    Accounting
+	Created []string // NodeClaims created by this pass
 	// SolveDuration is the engine's time.
 	SolveDuration time.Duration
-	// GaveUp are NodeClaims deleted because no offering could be launched
-	// (InsufficientCapacity); their pods are provisioned again.
-	GaveUp []string
-	// MarkedUnavailable describes the offerings this pass marked unavailable.
-	MarkedUnavailable []string
-	// RetryAt is when a scheduled provisioning pass will run again (zero:
-	// none scheduled), after throttling, a claim given up or a deferral.
+	// RetryAt is when the provisioning pass the Outcome asks for runs
+	// (zero: none), after a deferral.
 	RetryAt time.Time
 	// OverLimit describes NodeClaims not created because a fresh count
 	// showed their NodePool's limits taken by a concurrent pass.
 	OverLimit []string
-	// Launching are NodeClaims whose VM create this pass began (or took up
-	// again); scheduled launch checks see them to Launched.
+	// Launching are the NodeClaims this pass asks lifecycle to launch:
+	// those it created and those whose launch stalled (Outcome holds a
+	// launch check, due now, for each).
 	Launching []string
+	// Outcome holds the continuations the pass asks for, for the caller
+	// to send: the launch checks, and the next pass (RetryAt).
+	Outcome triggers.Outcome
 }
 
-// retryDelay is how soon a pass runs again after giving a NodeClaim up or
-// deferring pods.
+// retryDelay is how soon a pass runs again after deferring pods.
 const retryDelay = 2 * time.Second
 
 // Provision runs one pass. It returns an error only when something should be
-// retried by redelivery (API or ARM failures); pods that cannot be placed are
+// retried by redelivery (API failures); pods that cannot be placed are
 // reported with events, not errors, because retrying would not help them.
-// ARM throttling does not fail the pass: a provisioning pass is scheduled
-// for when ARM said to come back.
+// The launch checks and the next pass it asks for are in Result.Outcome,
+// also when it returns an error.
 //
 // Every pending pod gets one outcome in Result.Pods (see Outcome); a pod
 // pending longer than StuckAfter gets a FailedScheduling event that says
@@ -240,7 +186,7 @@ func (p *Provisioner) Provision(ctx context.Context) (Result, error) {
 	if len(in.Pods) > 0 {
 		p.placePending(ctx, ps, snap, in, view)
 	}
-	p.launchStalled(ctx, ps, snap, unavailable)
+	p.askLaunches(ps, snap)
 	return p.finishPass(ctx, ps, in.Pods)
 }
 
@@ -269,9 +215,9 @@ func (p *Provisioner) placePending(ctx context.Context, ps *pass, snap *snapshot
 			ps.errs = append(ps.errs, err)
 		}
 	}
-	for _, u := range out.Unschedulable {
-		if err := p.recorder.Publish(ctx, events.Event{Object: u.Pod, Type: corev1.EventTypeWarning,
-			Reason: events.ReasonFailedScheduling, Message: "karpfunc: " + u.Reason}); err != nil {
+	for _, refused := range out.Unschedulable {
+		if err := p.recorder.Publish(ctx, events.Event{Object: refused.Pod, Type: corev1.EventTypeWarning,
+			Reason: events.ReasonFailedScheduling, Message: "karpfunc: " + refused.Reason}); err != nil {
 			ps.errs = append(ps.errs, err)
 		}
 	}
@@ -346,38 +292,24 @@ func (p *Provisioner) notCreated(ctx context.Context, ps *pass, plan *scheduler.
 	}
 }
 
-// launchStalled launches everything not launched yet: the claims just
-// created and any whose launch stalled. A launch only begins the VM
-// create; scheduled launch checks (Lifecycle) see it through, so the pass
-// never waits. Another controller's claims count as capacity, never
-// launched by us.
-func (p *Provisioner) launchStalled(ctx context.Context, ps *pass, snap *snapshot.Cluster, unavailable *offerings.Set) {
+// askLaunches asks for a launch check, due now, of every NodeClaim not
+// launched yet: the claims just created and any whose launch stalled
+// (lifecycle.LaunchStalled). Lifecycle launches them; the pass never
+// waits. Another controller's claims count as capacity, never launched by
+// us.
+func (p *Provisioner) askLaunches(ps *pass, snap *snapshot.Cluster) {
 	now := p.clock.Now()
-	var todo []*karpv1.NodeClaim
 	for _, nc := range snap.NodeClaims {
-		if nc.DeletionTimestamp == nil && !nc.StatusConditions().Get(karpv1.ConditionTypeLaunched).IsTrue() && ownership.Owns(nc) && launchStalled(nc, now) {
-			todo = append(todo, nc)
+		if nc.DeletionTimestamp == nil && !nc.StatusConditions().Get(karpv1.ConditionTypeLaunched).IsTrue() && ownership.Owns(nc) && lifecycle.LaunchStalled(nc, now) {
+			ps.res.Launching = append(ps.res.Launching, nc.Name)
+			ps.res.Outcome.Then(p.launchCheck(nc))
 		}
 	}
-	for _, o := range p.launchAll(ctx, todo, unavailable) {
-		ps.res.MarkedUnavailable = append(ps.res.MarkedUnavailable, o.res.Marked...)
-		switch {
-		case o.err != nil:
-			ps.errs = append(ps.errs, o.err)
-		case o.res.Launched:
-			ps.res.Launched = append(ps.res.Launched, o.nc.Name)
-		case o.res.GaveUp:
-			ps.res.GaveUp = append(ps.res.GaveUp, o.nc.Name)
-			ps.wantRetry(retryDelay)
-		default:
-			ps.res.Launching = append(ps.res.Launching, o.nc.Name)
-		}
-		if !o.res.RequeueAt.IsZero() {
-			if err := p.scheduleLaunchCheck(ctx, o.nc, o.res.RequeueAt); err != nil {
-				ps.errs = append(ps.errs, err)
-			}
-		}
-	}
+}
+
+// launchCheck is the launch check, due now, that has lifecycle launch nc.
+func (p *Provisioner) launchCheck(nc *karpv1.NodeClaim) triggers.Continuation {
+	return triggers.LaunchCheck(p.clusterName, nc.Name, string(nc.UID), p.clock.Now())
 }
 
 // finishPass reports pods stuck too long and schedules the next pass when
@@ -388,11 +320,9 @@ func (p *Provisioner) finishPass(ctx context.Context, ps *pass, pending []*corev
 	}
 	ps.errs = append(ps.errs, p.reportStuck(ctx, ps.res.Pods, pending)...)
 	if ps.retryAfter > 0 {
-		at, err := p.scheduleProvision(ctx, ps.retryAfter)
-		if err != nil {
-			ps.errs = append(ps.errs, err)
-		}
-		ps.res.RetryAt = at
+		next := triggers.ProvisionPass(p.clusterName, "", p.clock.Now(), ps.retryAfter)
+		ps.res.Outcome.Then(next)
+		ps.res.RetryAt = next.Due()
 	}
 	return ps.res, errors.Join(ps.errs...)
 }
@@ -408,23 +338,23 @@ func (p *Provisioner) reportStuck(ctx context.Context, outcomes Accounting, pend
 	}
 	var errs []error
 	now := p.clock.Now()
-	for _, o := range outcomes {
-		waited := now.Sub(o.PendingSince)
-		if o.Outcome == Unschedulable || waited < p.stuckAfter {
+	for _, outcome := range outcomes {
+		waited := now.Sub(outcome.PendingSince)
+		if outcome.Outcome == Unschedulable || waited < p.stuckAfter {
 			continue
 		}
 		var msg string
-		switch o.Outcome {
+		switch outcome.Outcome {
 		case OnNode:
-			msg = fmt.Sprintf("pending for %s although node %s has room for it; waiting for kube-scheduler to bind it", waited.Round(time.Second), o.Target)
+			msg = fmt.Sprintf("pending for %s although node %s has room for it; waiting for kube-scheduler to bind it", waited.Round(time.Second), outcome.Target)
 		case OnInFlight:
-			msg = fmt.Sprintf("pending for %s; waiting for nodeclaim/%s to launch and register", waited.Round(time.Second), o.Target)
+			msg = fmt.Sprintf("pending for %s; waiting for nodeclaim/%s to launch and register", waited.Round(time.Second), outcome.Target)
 		case OnNew:
-			msg = fmt.Sprintf("pending for %s; nodeclaim/%s was created for it", waited.Round(time.Second), o.Target)
+			msg = fmt.Sprintf("pending for %s; nodeclaim/%s was created for it", waited.Round(time.Second), outcome.Target)
 		default:
-			msg = fmt.Sprintf("pending for %s; waiting for %s", waited.Round(time.Second), o.Reason)
+			msg = fmt.Sprintf("pending for %s; waiting for %s", waited.Round(time.Second), outcome.Reason)
 		}
-		if err := p.recorder.Publish(ctx, events.Event{Object: byName[o.Pod], Type: corev1.EventTypeWarning,
+		if err := p.recorder.Publish(ctx, events.Event{Object: byName[outcome.Pod], Type: corev1.EventTypeWarning,
 			Reason: events.ReasonFailedScheduling, Message: "karpfunc: " + msg}); err != nil {
 			errs = append(errs, err)
 		}
@@ -432,48 +362,11 @@ func (p *Provisioner) reportStuck(ctx context.Context, outcomes Accounting, pend
 	return errs
 }
 
-type launchOutcome struct {
-	nc  *karpv1.NodeClaim
-	res LaunchResult
-	err error
-}
-
-// launchAll reconciles the launches of ncs, LaunchConcurrency at a time.
-func (p *Provisioner) launchAll(ctx context.Context, ncs []*karpv1.NodeClaim, set *offerings.Set) []launchOutcome {
-	out := make([]launchOutcome, len(ncs))
-	sem := make(chan struct{}, p.launchConcurrency)
-	var wg sync.WaitGroup
-	for i, nc := range ncs {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			res, err := p.reconcileLaunch(ctx, nc, set, false)
-			out[i] = launchOutcome{nc: nc, res: res, err: err}
-		}()
-	}
-	wg.Wait()
-	return out
-}
-
 func (p *Provisioner) loadUnavailable(ctx context.Context) (*offerings.Set, error) {
 	if p.offerings == nil {
 		return &offerings.Set{}, nil
 	}
 	return p.offerings.Load(ctx)
-}
-
-// scheduleProvision sends a provisioning pass to run after d. Without a
-// publisher it does nothing: the relay's resync announces the pods again.
-func (p *Provisioner) scheduleProvision(ctx context.Context, d time.Duration) (time.Time, error) {
-	if p.publisher == nil {
-		return time.Time{}, nil
-	}
-	pass := triggers.ProvisionPass(p.clusterName, "", p.clock.Now(), d)
-	if err := triggers.Publish(ctx, p.publisher, pass); err != nil {
-		return time.Time{}, err
-	}
-	return pass.Due(), nil
 }
 
 // IsProvisionable reports whether a pod is waiting for capacity: not bound,

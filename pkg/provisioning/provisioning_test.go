@@ -28,53 +28,6 @@ func req(key string, op corev1.NodeSelectorOperator, values ...string) karpv1.No
 	return karpv1.NodeSelectorRequirementWithMinValues{Key: key, Operator: op, Values: values}
 }
 
-func TestChoose(t *testing.T) {
-	cat, err := catalog.Parse([]byte(testCatalog))
-	if err != nil {
-		t.Fatal(err)
-	}
-	both := req(corev1.LabelInstanceTypeStable, corev1.NodeSelectorOpIn, "small", "large")
-	tests := []struct {
-		name     string
-		reqs     []karpv1.NodeSelectorRequirementWithMinValues
-		cpu      string
-		wantType string
-		wantZone string
-		wantCap  string
-		wantErr  string
-	}{
-		{"cheapest overall is small spot", []karpv1.NodeSelectorRequirementWithMinValues{both}, "1", "small", "eastus-1", "spot", ""},
-		{"on-demand only picks the cheaper zone", []karpv1.NodeSelectorRequirementWithMinValues{both,
-			req(karpv1.CapacityTypeLabelKey, corev1.NodeSelectorOpIn, "on-demand")}, "1", "small", "eastus-2", "on-demand", ""},
-		{"requests too big for small", []karpv1.NodeSelectorRequirementWithMinValues{both}, "4", "large", "eastus-1", "on-demand", ""},
-		{"unavailable offering is skipped", []karpv1.NodeSelectorRequirementWithMinValues{both,
-			req(corev1.LabelTopologyZone, corev1.NodeSelectorOpIn, "eastus-2")}, "4", "", "", "", "no available offering"},
-		{"instance type not allowed", []karpv1.NodeSelectorRequirementWithMinValues{
-			req(corev1.LabelInstanceTypeStable, corev1.NodeSelectorOpIn, "small")}, "3", "", "", "", "fits its requests"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			nc := &karpv1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "nc"}, Spec: karpv1.NodeClaimSpec{
-				Requirements: tt.reqs,
-				Resources:    karpv1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(tt.cpu)}},
-			}}
-			got, err := Choose(cat, nc, 110)
-			if tt.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-					t.Fatalf("error %v; want one containing %q", err, tt.wantErr)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			if got.InstanceType.Name != tt.wantType || got.Offering.Zone != tt.wantZone || got.Offering.CapacityType != tt.wantCap {
-				t.Errorf("chose %s %s %s; want %s %s %s", got.InstanceType.Name, got.Offering.Zone, got.Offering.CapacityType, tt.wantType, tt.wantZone, tt.wantCap)
-			}
-		})
-	}
-}
-
 func pod(uid string, conds ...corev1.PodCondition) *corev1.Pod {
 	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p-" + uid, Namespace: "default", UID: types.UID(uid)},
 		Status: corev1.PodStatus{Phase: corev1.PodPending, Conditions: conds}}

@@ -9,24 +9,26 @@ import (
 
 	"github.com/karpfunc/karpfunc/pkg/claimnames"
 	"github.com/karpfunc/karpfunc/pkg/scheduler"
+	"github.com/karpfunc/karpfunc/pkg/triggers"
 )
 
-// Replace creates and launches the NodeClaim a disruption command's plan
-// asks for (the command's replacement, launched before its candidates
-// go), with annotations that tie it to the command. The plan's instance
-// types are the ones the disruption engine found cheaper; the NodePool's
-// limits apply as to any NodeClaim.
+// Replace creates the NodeClaim a disruption command's plan asks for (the
+// command's replacement, launched before its candidates go), with
+// annotations that tie it to the command, and returns the launch check,
+// due now, that has lifecycle launch it (for the caller to send). The
+// plan's instance types are the ones the disruption engine found cheaper;
+// the NodePool's limits apply as to any NodeClaim.
 //
 // It is not idempotent on its own (a second call makes a second claim):
 // the caller finds an earlier replacement by its annotations first.
-func (p *Provisioner) Replace(ctx context.Context, plan *scheduler.NodeClaimPlan, annotations map[string]string) (*karpv1.NodeClaim, error) {
+func (p *Provisioner) Replace(ctx context.Context, plan *scheduler.NodeClaimPlan, annotations map[string]string) (*karpv1.NodeClaim, triggers.Continuation, error) {
 	view, err := p.names.Read(ctx) // before the list, as in Provision
 	if err != nil {
-		return nil, err
+		return nil, triggers.Continuation{}, err
 	}
 	var list karpv1.NodeClaimList
 	if err := p.kube.List(ctx, &list); err != nil {
-		return nil, fmt.Errorf("listing NodeClaims: %w", err)
+		return nil, triggers.Continuation{}, fmt.Errorf("listing NodeClaims: %w", err)
 	}
 	held := make(map[string]bool, len(list.Items))
 	for _, nc := range list.Items {
@@ -34,11 +36,11 @@ func (p *Provisioner) Replace(ctx context.Context, plan *scheduler.NodeClaimPlan
 	}
 	nc, created, err := p.create(ctx, plan, func(name string) bool { return held[name] }, view, annotations)
 	if err != nil {
-		return nil, err
+		return nil, triggers.Continuation{}, err
 	}
-	if g, ok := claimnames.GenerationOf(nc); ok && created {
+	if generation, ok := claimnames.GenerationOf(nc); ok && created {
 		// Not fatal: termination retires it before the name is free.
-		if err := p.names.Retire(ctx, g); err != nil {
+		if err := p.names.Retire(ctx, generation); err != nil {
 			p.log.Warn("retiring the replacement's name generation", "nodeclaim", nc.Name, "error", err)
 		}
 	}
@@ -46,15 +48,13 @@ func (p *Provisioner) Replace(ctx context.Context, plan *scheduler.NodeClaimPlan
 	if nc.Annotations == nil {
 		nc.Annotations = map[string]string{}
 	}
-	for k, v := range annotations {
-		nc.Annotations[k] = v
+	for key, value := range annotations {
+		nc.Annotations[key] = value
 	}
+	check := p.launchCheck(nc)
 	if err := p.kube.Patch(ctx, nc, patch); err != nil {
-		return nc, fmt.Errorf("annotating replacement NodeClaim %s: %w", nc.Name, err)
+		return nc, check, fmt.Errorf("annotating replacement NodeClaim %s: %w", nc.Name, err)
 	}
 	recordCreated(ctx, nc, nil, p.clock.Now())
-	if err := p.Launch(ctx, nc); err != nil {
-		return nc, err
-	}
-	return nc, nil
+	return nc, check, nil
 }

@@ -22,9 +22,9 @@ import (
 	"github.com/karpfunc/karpfunc/pkg/triggers"
 )
 
-// execute carries out a command: a delete at once, a replace by launching
-// its replacements (the candidates go when they are Initialized, see
-// resume).
+// execute carries out a command: a delete at once, a replace by creating
+// its replacements, whose launch checks go into the result's Outcome (the
+// candidates go when they are Initialized, see resume).
 func (c *Controller) execute(ctx context.Context, snap *snapshot.Cluster, cmd *disruption.Command) (Result, error) {
 	if len(cmd.Replacements) == 0 {
 		return c.deleteCandidates(ctx, snap, cmd)
@@ -40,15 +40,16 @@ func (c *Controller) execute(ctx context.Context, snap *snapshot.Cluster, cmd *d
 	}
 	var errs []error
 	for _, plan := range cmd.Replacements[min(existing, len(cmd.Replacements)):] {
-		nc, err := c.opts.Replacer.Replace(ctx, plan, annotations)
+		nc, launchCheck, err := c.opts.Replacer.Replace(ctx, plan, annotations)
 		if nc != nil {
 			res.Replacing = append(res.Replacing, nc.Name)
+			res.Outcome.Then(launchCheck)
 		}
 		if err != nil {
 			errs = append(errs, fmt.Errorf("launching a replacement for %s: %w", cmd, err))
 			continue
 		}
-		c.log.Info("disruption replacement launched", "command", cmd.String(), "replacement", nc.Name)
+		c.log.Info("disruption replacement created", "command", cmd.String(), "replacement", nc.Name)
 	}
 	for _, cand := range cmd.Candidates {
 		c.event(ctx, cand.NodeClaim, corev1.EventTypeNormal, events.ReasonDisruptionLaunching,
@@ -62,7 +63,7 @@ func (c *Controller) deleteCandidates(ctx context.Context, snap *snapshot.Cluste
 	var res Result
 	var errs []error
 	for _, cand := range cmd.Candidates {
-		if err := c.disrupt(ctx, snap, cand.NodeClaim, string(cmd.Reason), cmd.Method, nil, cmd.Savings/float64(len(cmd.Candidates))); err != nil {
+		if err := c.disrupt(ctx, &res.Outcome, snap, cand.NodeClaim, string(cmd.Reason), cmd.Method, nil, cmd.Savings/float64(len(cmd.Candidates))); err != nil {
 			errs = append(errs, err)
 			continue
 		}
@@ -73,8 +74,9 @@ func (c *Controller) deleteCandidates(ctx context.Context, snap *snapshot.Cluste
 
 // disrupt takes one NodeClaim away for reason: the disrupted taint on its
 // Node, the DisruptionReason condition, DisruptionTerminating events, and
-// the deletion (UID-guarded), which the termination path drains.
-func (c *Controller) disrupt(ctx context.Context, snap *snapshot.Cluster, nc *karpv1.NodeClaim, reason, method string, replacements []string, savings float64) error {
+// the deletion (UID-guarded), which the termination path drains; out gets
+// the deletion's announcement to Lifecycle.
+func (c *Controller) disrupt(ctx context.Context, out *triggers.Outcome, snap *snapshot.Cluster, nc *karpv1.NodeClaim, reason, method string, replacements []string, savings float64) error {
 	if !ownership.Owns(nc) {
 		return nil
 	}
@@ -98,9 +100,10 @@ func (c *Controller) disrupt(ctx context.Context, snap *snapshot.Cluster, nc *ka
 	if err := c.kube.Delete(ctx, nc, client.Preconditions{UID: &uid}); client.IgnoreNotFound(err) != nil {
 		return fmt.Errorf("deleting NodeClaim %s (%s): %w", nc.Name, reason, err)
 	}
-	if err := c.announceDeletion(ctx, nc); err != nil {
-		return err
-	}
+	// Lifecycle hears of the deletion from us and from the relay, under
+	// the same MessageId: whichever arrives first starts the drain, the
+	// other is dropped.
+	out.Then(triggers.NodeClaimDeleting(c.opts.ClusterName, nc.Name, string(nc.UID), c.clock.Now()))
 	c.log.Info("disrupted nodeclaim", "nodeclaim", nc.Name, "reason", reason)
 	c.recordDisrupted(ctx, snap, nc, node, reason, replacements, savings)
 	return nil
@@ -115,16 +118,6 @@ func (c *Controller) taint(ctx context.Context, node *corev1.Node) error {
 	node.Spec.Taints = append(node.Spec.Taints, disruption.DisruptedTaint)
 	if err := c.kube.Patch(ctx, node, patch); client.IgnoreNotFound(err) != nil {
 		return fmt.Errorf("tainting node %s for disruption: %w", node.Name, err)
-	}
-	return nil
-}
-
-// announceDeletion tells Lifecycle that nc is deleting. The relay
-// announces the deletion too, under the same MessageId: whichever arrives
-// first starts the drain, the other is dropped.
-func (c *Controller) announceDeletion(ctx context.Context, nc *karpv1.NodeClaim) error {
-	if err := triggers.Publish(ctx, c.opts.Publisher, triggers.NodeClaimDeleting(c.opts.ClusterName, nc.Name, string(nc.UID), c.clock.Now())); err != nil {
-		c.log.Warn("announcing the deletion to Lifecycle (the relay will)", "nodeclaim", nc.Name, "error", err)
 	}
 	return nil
 }
@@ -157,17 +150,17 @@ func (c *Controller) recordDisrupted(ctx context.Context, snap *snapshot.Cluster
 	if reason == string(disruption.ReasonExpired) || reason == string(disruption.ReasonDrifted) {
 		record.Decision = decisions.Disruption
 	}
-	if it, ok := c.catalogType(record.Size); ok {
-		for _, o := range it.Offerings {
-			if o.Zone == record.Zone && o.CapacityType == record.CapacityType {
-				record.PricePerHour = o.Price
+	if instanceType, ok := c.catalogType(record.Size); ok {
+		for _, offering := range instanceType.Offerings {
+			if offering.Zone == record.Zone && offering.CapacityType == record.CapacityType {
+				record.PricePerHour = offering.Price
 			}
 		}
 	}
 	if node != nil {
-		for _, p := range snap.Pods {
-			if p.Spec.NodeName == node.Name {
-				record.Pods = append(record.Pods, p.Namespace+"/"+p.Name)
+		for _, pod := range snap.Pods {
+			if pod.Spec.NodeName == node.Name {
+				record.Pods = append(record.Pods, pod.Namespace+"/"+pod.Name)
 			}
 		}
 	}

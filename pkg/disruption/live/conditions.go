@@ -122,10 +122,10 @@ func (c *Controller) notePodEvents(ctx context.Context, snap *snapshot.Cluster, 
 	return errs
 }
 
-// syncStatus writes NodePool and AKSNodeClass status from snap and asks for
-// a provisioning pass when a NodePool became Ready (its pending pods waited
-// for it; the relay's resync would come later).
-func (c *Controller) syncStatus(ctx context.Context, snap *snapshot.Cluster) []error {
+// syncStatus writes NodePool and AKSNodeClass status from snap and asks
+// (in out) for a provisioning pass when a NodePool became Ready (its
+// pending pods waited for it; the relay's resync would come later).
+func (c *Controller) syncStatus(ctx context.Context, snap *snapshot.Cluster, out *triggers.Outcome) []error {
 	if c.opts.Status == nil {
 		return nil
 	}
@@ -135,9 +135,7 @@ func (c *Controller) syncStatus(ctx context.Context, snap *snapshot.Cluster) []e
 	if len(synced.BecameReady) == 0 {
 		return errs
 	}
-	if err := triggers.Publish(ctx, c.opts.Publisher, triggers.ProvisionPass(c.opts.ClusterName, "nodepool-ready", c.clock.Now(), 0)); err != nil {
-		return append(errs, fmt.Errorf("asking for a provisioning pass after NodePools %v became Ready: %w", synced.BecameReady, err))
-	}
+	out.Then(triggers.ProvisionPass(c.opts.ClusterName, "nodepool-ready", c.clock.Now(), 0))
 	c.log.Info("nodepools became ready; provisioning pass asked", "nodepools", synced.BecameReady)
 	return errs
 }

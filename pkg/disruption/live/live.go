@@ -4,8 +4,11 @@
 // A pass reads the one cluster snapshot, finishes a command in flight,
 // writes every NodeClaim's disruption conditions, deletes expired
 // NodeClaims, explains every node it leaves alone (events), and starts at
-// most one command; it schedules the next pass for the earliest deadline
-// (consolidateAfter, expireAfter, do-not-disrupt) as a Service Bus message.
+// most one command; it asks for the next pass at the earliest deadline
+// (consolidateAfter, expireAfter, do-not-disrupt). It never publishes: every
+// message it asks for (the next pass, a validation, the replacements'
+// launch checks, the deletions announced to Lifecycle) is a continuation in
+// its Result's Outcome, which the caller sends.
 //
 // Invariants:
 //   - One command at a time per cluster: no command starts while a
@@ -25,7 +28,7 @@
 //     finish a command.
 //
 // Files, by job: pass.go (the pass), orchestration.go (a command's life:
-// validation, waiting for replacements, finishing), actuation.go (launching
+// validation, waiting for replacements, finishing), actuation.go (creating
 // replacements, taking NodeClaims away), conditions.go (NodeClaim
 // conditions and NodePool status), explanations.go (events for nodes left
 // alone), convert.go and record.go (a command as a message and as a
@@ -48,6 +51,7 @@ import (
 	"github.com/karpfunc/karpfunc/pkg/events"
 	"github.com/karpfunc/karpfunc/pkg/nodepoolstatus"
 	"github.com/karpfunc/karpfunc/pkg/scheduler"
+	"github.com/karpfunc/karpfunc/pkg/triggers"
 )
 
 // validationGrace is how long after its due time a validation still holds
@@ -65,10 +69,11 @@ const (
 	TriggerSlot = 5 * time.Second
 )
 
-// Replacer creates and launches a replacement NodeClaim;
-// *provisioning.Provisioner implements it.
+// Replacer creates a replacement NodeClaim and returns the launch check
+// that has lifecycle launch it, for the Outcome; *provisioning.Provisioner
+// implements it.
 type Replacer interface {
-	Replace(ctx context.Context, plan *scheduler.NodeClaimPlan, annotations map[string]string) (*karpv1.NodeClaim, error)
+	Replace(ctx context.Context, plan *scheduler.NodeClaimPlan, annotations map[string]string) (*karpv1.NodeClaim, triggers.Continuation, error)
 }
 
 // Options configure a Controller.
@@ -76,8 +81,9 @@ type Options struct {
 	Kube     client.Client
 	Catalog  *catalog.Catalog
 	Replacer Replacer
-	// Publisher sends the scheduled messages (validation, deadlines,
-	// replacement checks); required.
+	// Publisher is not used: a call returns its continuations
+	// (Result.Outcome) for the caller to send. It stays until
+	// hack/benchscale stops setting it.
 	Publisher   bus.Publisher
 	ClusterName string
 	Clock       clock.Clock
@@ -162,8 +168,13 @@ type Result struct {
 	Refused map[string]int
 	// BudgetErrors are budgets that could not be read.
 	BudgetErrors []string
-	// Next is when the next pass is scheduled (zero: none).
+	// Next is when the next pass is asked for (zero: none).
 	Next time.Time
+	// Outcome holds the continuations the call asks for, for the caller to
+	// send: the controller never publishes (the replacements' launch
+	// checks, the deletions announced to Lifecycle, the validation, the
+	// next pass, a provisioning pass).
+	Outcome triggers.Outcome
 }
 
 // PodEvents are pod events the relay saw on nodes (a pod bound, deleted,

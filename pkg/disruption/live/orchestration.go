@@ -58,22 +58,22 @@ func (c *Controller) Validate(ctx context.Context, msg messages.DisruptionComman
 	executed, err := c.execute(ctx, snap, fresh)
 	res.Replacing = executed.Replacing
 	res.Disrupted = executed.Disrupted
+	res.Outcome = executed.Outcome
 	if err != nil {
 		return res, err
 	}
-	return res, c.schedulePass(ctx, "executed", c.afterExecute(now, executed))
+	res.Outcome.Then(triggers.DisruptionPass(c.opts.ClusterName, "executed", c.afterExecute(now, executed)))
+	return res, nil
 }
 
-// scheduleValidation sends cmd's validation message, due ValidationDelay
-// from now, and marks its candidates as awaiting it.
-func (c *Controller) scheduleValidation(ctx context.Context, cmd *disruption.Command, now time.Time) (time.Time, error) {
+// askValidation adds cmd's validation message, due ValidationDelay from
+// now, to out and marks its candidates as awaiting it.
+func (c *Controller) askValidation(ctx context.Context, cmd *disruption.Command, now time.Time, out *triggers.Outcome) (time.Time, error) {
 	// One validation per command per slot: two passes that decide the
 	// same command collapse into one (the constructor's message ID).
 	validation := triggers.DisruptionValidate(validationMessage(c.opts.ClusterName, cmd, now), commandID(cmd), now, c.opts.ValidationDelay)
 	at := validation.Due()
-	if err := triggers.Publish(ctx, c.opts.Publisher, validation); err != nil {
-		return time.Time{}, fmt.Errorf("scheduling the validation of %s: %w", cmd, err)
-	}
+	out.Then(validation)
 	candidates := make([]*karpv1.NodeClaim, len(cmd.Candidates))
 	for i, cand := range cmd.Candidates {
 		candidates[i] = cand.NodeClaim
@@ -120,13 +120,6 @@ func validating(snap *snapshot.Cluster, now time.Time) string {
 	return ""
 }
 
-func (c *Controller) schedulePass(ctx context.Context, cause string, at time.Time) error {
-	if err := triggers.Publish(ctx, c.opts.Publisher, triggers.DisruptionPass(c.opts.ClusterName, cause, at)); err != nil {
-		return fmt.Errorf("scheduling a disruption pass at %s: %w", at.Format(time.RFC3339), err)
-	}
-	return nil
-}
-
 // inFlight names a command whose replacements are on their way.
 func inFlight(snap *snapshot.Cluster) string {
 	for _, nc := range snap.NodeClaims {
@@ -141,8 +134,9 @@ func inFlight(snap *snapshot.Cluster) string {
 // taint and delete the candidates, then drop the records. A command with
 // a replacement gone (launch failed, liveness deleted it), or whose record
 // cannot be read, is abandoned, its candidates untouched. It returns a
-// command still waiting and the candidates taken away.
-func (c *Controller) resume(ctx context.Context, snap *snapshot.Cluster) (string, []string, error) {
+// command still waiting and the candidates taken away; out gets their
+// deletions' announcements.
+func (c *Controller) resume(ctx context.Context, snap *snapshot.Cluster, out *triggers.Outcome) (string, []string, error) {
 	byCommand := map[string][]*karpv1.NodeClaim{}
 	for _, nc := range snap.NodeClaims {
 		if id := commandOf(nc.Annotations); id != "" {
@@ -172,7 +166,7 @@ func (c *Controller) resume(ctx context.Context, snap *snapshot.Cluster) (string
 			waiting = id
 			continue
 		}
-		names, err := c.finish(ctx, snap, rec, replacements)
+		names, err := c.finish(ctx, out, snap, rec, replacements)
 		disrupted = append(disrupted, names...)
 		errs = append(errs, err)
 	}
@@ -212,7 +206,7 @@ func replacementsUp(replacements []*karpv1.NodeClaim) (alive, ready int) {
 
 // finish takes a command's candidates away (those still there, at the
 // same UID), its replacements all Initialized, and drops the records.
-func (c *Controller) finish(ctx context.Context, snap *snapshot.Cluster, rec Record, replacements []*karpv1.NodeClaim) ([]string, error) {
+func (c *Controller) finish(ctx context.Context, out *triggers.Outcome, snap *snapshot.Cluster, rec Record, replacements []*karpv1.NodeClaim) ([]string, error) {
 	replacing := make([]string, len(replacements))
 	for i, nc := range replacements {
 		replacing[i] = nc.Name
@@ -224,7 +218,7 @@ func (c *Controller) finish(ctx context.Context, snap *snapshot.Cluster, rec Rec
 		if nc == nil || nc.UID != ref.UID || nc.DeletionTimestamp != nil {
 			continue // gone already (another pass, expiry, a user)
 		}
-		if err := c.disrupt(ctx, snap, nc, rec.Reason, rec.Method, replacing, 0); err != nil {
+		if err := c.disrupt(ctx, out, snap, nc, rec.Reason, rec.Method, replacing, 0); err != nil {
 			errs = append(errs, err)
 			continue
 		}

@@ -25,8 +25,8 @@ func (c *Controller) Pass(ctx context.Context, ev PodEvents) (Result, error) {
 	now := c.clock.Now()
 	var errs []error
 	errs = append(errs, c.notePodEvents(ctx, snap, ev)...)
-	errs = append(errs, c.syncStatus(ctx, snap)...)
-	inFlight, finished, err := c.resume(ctx, snap)
+	errs = append(errs, c.syncStatus(ctx, snap, &res.Outcome)...)
+	inFlight, finished, err := c.resume(ctx, snap, &res.Outcome)
 	res.Disrupted = append(res.Disrupted, finished...)
 	errs = append(errs, err)
 	if len(finished) > 0 {
@@ -55,7 +55,7 @@ func (c *Controller) Pass(ctx context.Context, ev PodEvents) (Result, error) {
 	if len(res.Expired) > 0 {
 		next = earliest(next, triggers.Due(now, TriggerSlot))
 	}
-	errs = append(errs, c.scheduleNext(ctx, next, &res))
+	c.askNext(next, &res)
 	return res, errors.Join(errs...)
 }
 
@@ -63,7 +63,7 @@ func (c *Controller) Pass(ctx context.Context, ev PodEvents) (Result, error) {
 func (c *Controller) expire(ctx context.Context, snap *snapshot.Cluster, expired []*karpv1.NodeClaim, res *Result) []error {
 	var errs []error
 	for _, nc := range expired {
-		if err := c.disrupt(ctx, snap, nc, string(disruption.ReasonExpired), "", nil, 0); err != nil {
+		if err := c.disrupt(ctx, &res.Outcome, snap, nc, string(disruption.ReasonExpired), "", nil, 0); err != nil {
 			errs = append(errs, err)
 			continue
 		}
@@ -91,7 +91,7 @@ func (c *Controller) startCommand(ctx context.Context, snap *snapshot.Cluster, c
 	}
 	res.Decided = cmd.String()
 	if cmd.Reason != disruption.ReasonDrifted {
-		at, err := c.scheduleValidation(ctx, cmd, now)
+		at, err := c.askValidation(ctx, cmd, now, &res.Outcome)
 		res.ValidateAt = at
 		return next, err
 	}
@@ -99,6 +99,7 @@ func (c *Controller) startCommand(ctx context.Context, snap *snapshot.Cluster, c
 	executed, err := c.execute(ctx, snap, cmd)
 	res.Replacing = append(res.Replacing, executed.Replacing...)
 	res.Disrupted = append(res.Disrupted, executed.Disrupted...)
+	res.Outcome.Then(executed.Outcome.Continuations...)
 	return earliest(next, c.afterExecute(now, executed)), err
 }
 
@@ -111,16 +112,13 @@ func (c *Controller) afterExecute(now time.Time, executed Result) time.Time {
 	return triggers.Due(now, TriggerSlot)
 }
 
-// scheduleNext asks for the next pass at next (none when zero).
-func (c *Controller) scheduleNext(ctx context.Context, next time.Time, res *Result) error {
+// askNext asks for the next pass at next (none when zero).
+func (c *Controller) askNext(next time.Time, res *Result) {
 	if next.IsZero() {
-		return nil
+		return
 	}
-	if err := c.schedulePass(ctx, "deadline", next); err != nil {
-		return err
-	}
+	res.Outcome.Then(triggers.DisruptionPass(c.opts.ClusterName, "deadline", next))
 	res.Next = next
-	return nil
 }
 
 // state is what the engine decides from; versions that cannot be resolved

@@ -1,4 +1,4 @@
-package provisioning
+package lifecycle
 
 import (
 	"log/slog"
@@ -20,18 +20,21 @@ import (
 	"github.com/karpfunc/karpfunc/pkg/apis/v1beta1"
 	"github.com/karpfunc/karpfunc/pkg/azure"
 	"github.com/karpfunc/karpfunc/pkg/catalog"
+	"github.com/karpfunc/karpfunc/pkg/messages"
 	"github.com/karpfunc/karpfunc/pkg/offerings"
 )
 
 // launchWorld is a real API server and the ARM emulator behind the real
-// launcher, with the provisioner on a fake clock (the emulator's own clock
+// launcher, with the lifecycle controller on a fake clock (the emulator's own clock
 // is real: creates take VMCreateDelay of real time).
 type launchWorld struct {
 	kube  client.Client
 	arm   *armemulator.Server
-	p     *Provisioner
+	lc    *Controller
 	clock *clocktesting.FakeClock
 	store *offerings.Store
+	// launched: the NodeClaims a look found Launched.
+	launched map[string]bool
 }
 
 // TestLaunch runs the launch reconciler against one API server; each case
@@ -59,7 +62,7 @@ func newLaunchWorld(t *testing.T, kube client.Client, vmCreate time.Duration) *l
 	if err != nil {
 		t.Fatal(err)
 	}
-	l, err := azure.NewLauncher(azure.Options{SubscriptionID: testenv.SubscriptionID, ResourceGroup: testenv.ResourceGroup,
+	creator, err := azure.NewLauncher(azure.Options{SubscriptionID: testenv.SubscriptionID, ResourceGroup: testenv.ResourceGroup,
 		Location: testenv.Location, ClusterName: testenv.ClusterName, SubnetID: testenv.SubnetID(), SSHPublicKey: key,
 		Endpoint: arm.URL(), CACertPEM: arm.CACertPEM(), Token: arm.Token(),
 		Retry: policy.RetryOptions{MaxRetries: -1}, // every 429 and 5xx reaches the reconciler
@@ -76,9 +79,9 @@ func newLaunchWorld(t *testing.T, kube client.Client, vmCreate time.Duration) *l
 	}
 	clk := clocktesting.NewFakeClock(time.Now())
 	store := offerings.NewStore(kube, "", "unavailable-"+strings.ReplaceAll(strings.ToLower(t.Name()[strings.LastIndex(t.Name(), "/")+1:]), "_", "-"), clk)
-	p := New(Options{Kube: kube, Launcher: l, Catalog: cat, ClusterName: testenv.ClusterName, Clock: clk,
-		Logger: slog.New(slog.DiscardHandler), Offerings: store})
-	return &launchWorld{kube: kube, arm: arm, p: p, clock: clk, store: store}
+	lc := New(Options{Kube: kube, ClusterName: testenv.ClusterName, Clock: clk, Logger: slog.New(slog.DiscardHandler),
+		Launch: &LaunchOptions{Creator: creator, Catalog: cat, Offerings: store}})
+	return &launchWorld{kube: kube, arm: arm, lc: lc, clock: clk, store: store, launched: map[string]bool{}}
 }
 
 func (w *launchWorld) claim(t *testing.T, name string) *karpv1.NodeClaim {
@@ -108,11 +111,44 @@ func (w *launchWorld) look(t *testing.T, name string) (time.Time, *karpv1.NodeCl
 		}
 		t.Fatal(err)
 	}
-	at, err := w.p.ReconcileLaunch(t.Context(), nc, false)
+	res, err := w.lc.Check(t.Context(), name, string(nc.UID))
 	if err != nil {
-		t.Fatalf("ReconcileLaunch(%s): %v", name, err)
+		t.Fatalf("Check(%s): %v", name, err)
 	}
-	return at, nc
+	w.checkOutcome(t, res)
+	if err := w.kube.Get(t.Context(), client.ObjectKey{Name: name}, nc); err != nil {
+		if client.IgnoreNotFound(err) == nil {
+			return res.RequeueAt, nil
+		}
+		t.Fatal(err)
+	}
+	return res.RequeueAt, nc
+}
+
+// checkOutcome fails the test when a look's outcome lacks the
+// continuation its result calls for: the next launch check at RequeueAt,
+// the liveness check once launched by this look, a provisioning pass
+// after a give-up.
+func (w *launchWorld) checkOutcome(t *testing.T, res Result) {
+	t.Helper()
+	has := func(typ string, due time.Time) bool {
+		for _, cont := range res.Outcome.Continuations {
+			if cont.Type() == typ && (due.IsZero() || cont.Due().Equal(due)) {
+				return true
+			}
+		}
+		return false
+	}
+	if !res.RequeueAt.IsZero() && !has(messages.TypeNodeClaimLaunch, res.RequeueAt) {
+		t.Errorf("the launch asks for a look at %v, but its outcome (%s) holds no launch check then", res.RequeueAt, res.Outcome)
+	}
+	if res.GaveUp && !has(messages.TypeProvision, time.Time{}) {
+		t.Errorf("the launch gave the NodeClaim up, but its outcome (%s) asks for no provisioning pass", res.Outcome)
+	}
+	if res.Launched && !w.launched[res.NodeClaim] && !has(messages.TypeNodeClaimLiveness, time.Time{}) {
+		t.Errorf("the launch wrote Launched, but its outcome (%s) asks for no liveness check", res.Outcome)
+	}
+	w.launched[res.NodeClaim] = res.Launched
 }
 
 // run looks at name until nothing is left to look at, stepping the fake

@@ -1,4 +1,4 @@
-package provisioning
+package lifecycle
 
 import (
 	"context"
@@ -53,19 +53,19 @@ func launchStateOf(nc *karpv1.NodeClaim) *launchState {
 	if !ok {
 		return nil
 	}
-	st := &launchState{}
-	if err := json.Unmarshal([]byte(raw), st); err != nil || st.Attempt < 0 {
+	state := &launchState{}
+	if err := json.Unmarshal([]byte(raw), state); err != nil || state.Attempt < 0 {
 		// Unreadable (edited by hand?): the VM in Azure is the truth, and
 		// the reconciler rebuilds the state from it.
 		return nil
 	}
-	return st
+	return state
 }
 
 func (st *launchState) hasOffering() bool { return st.InstanceType != "" }
 
-func (st *launchState) setOffering(c Choice) {
-	st.InstanceType, st.Zone, st.CapacityType = c.InstanceType.Name, c.Offering.Zone, c.Offering.CapacityType
+func (st *launchState) setOffering(choice Choice) {
+	st.InstanceType, st.Zone, st.CapacityType = choice.InstanceType.Name, choice.Offering.Zone, choice.Offering.CapacityType
 	st.Attempt++
 	st.Failures, st.Checks = 0, 0
 }
@@ -81,26 +81,26 @@ func (st *launchState) String() string {
 	return fmt.Sprintf("%s in %s (%s)", st.InstanceType, st.Zone, st.CapacityType)
 }
 
-// choice is st's offering as the catalog describes it (its pods capacity
+// choice is state's offering as the catalog describes it (its pods capacity
 // from maxPods). A VM size the catalog does not know any more is reported.
-func (p *Provisioner) choice(st *launchState, maxPods int32) (Choice, error) {
-	it, ok := p.catalog.Get(st.InstanceType)
+func (lr *launcher) choice(state *launchState, maxPods int32) (Choice, error) {
+	instanceType, ok := lr.catalog.Get(state.InstanceType)
 	if !ok {
-		return Choice{}, fmt.Errorf("VM size %s is not in the instance-type catalog", st.InstanceType)
+		return Choice{}, fmt.Errorf("VM size %s is not in the instance-type catalog", state.InstanceType)
 	}
-	it = it.WithMaxPods(maxPods)
-	for _, o := range it.Offerings {
-		if o.Zone == st.Zone && o.CapacityType == st.CapacityType {
-			return Choice{InstanceType: it, Offering: o}, nil
+	instanceType = instanceType.WithMaxPods(maxPods)
+	for _, offering := range instanceType.Offerings {
+		if offering.Zone == state.Zone && offering.CapacityType == state.CapacityType {
+			return Choice{InstanceType: instanceType, Offering: offering}, nil
 		}
 	}
-	return Choice{InstanceType: it, Offering: catalog.Offering{Zone: st.Zone, CapacityType: st.CapacityType, Available: true}}, nil
+	return Choice{InstanceType: instanceType, Offering: catalog.Offering{Zone: state.Zone, CapacityType: state.CapacityType, Available: true}}, nil
 }
 
-// writeLaunchState stores st on nc, guarded by resourceVersion; nc is
+// writeLaunchState stores state on nc, guarded by resourceVersion; nc is
 // updated in place.
-func (p *Provisioner) writeLaunchState(ctx context.Context, nc *karpv1.NodeClaim, st *launchState) error {
-	raw, err := json.Marshal(st)
+func (lr *launcher) writeLaunchState(ctx context.Context, nc *karpv1.NodeClaim, state *launchState) error {
+	raw, err := json.Marshal(state)
 	if err != nil {
 		return err
 	}
@@ -109,7 +109,7 @@ func (p *Provisioner) writeLaunchState(ctx context.Context, nc *karpv1.NodeClaim
 		nc.Annotations = map[string]string{}
 	}
 	nc.Annotations[apis.AnnotationLaunch] = string(raw)
-	if err := p.kube.Patch(ctx, nc, patch); err != nil {
+	if err := lr.kube.Patch(ctx, nc, patch); err != nil {
 		return fmt.Errorf("recording the launch of NodeClaim %s: %w", nc.Name, err)
 	}
 	return nil
