@@ -90,7 +90,8 @@ func runInstance(ctx context.Context, which, kubeconfig string, s shape, changes
 	if err != nil {
 		return err
 	}
-	cache := snapshot.NewCache(kube, snapshot.CacheOptions{})
+	cacheLog := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	cache := snapshot.NewCache(kube, snapshot.CacheOptions{Logger: cacheLog.With("instance", which)})
 	defer cache.Close()
 	snapKube := snapshot.WithCache(kube, cache)
 	arm, launcher, err := startARM(ctx)
@@ -120,7 +121,11 @@ func runInstance(ctx context.Context, which, kubeconfig string, s shape, changes
 	if err := m.measure(ctx, "cold "+which, pass); err != nil {
 		return err
 	}
-	if err := makeChanges(ctx, other, s, changes); err != nil {
+	round := 0
+	if which == "disruption" {
+		round = 1
+	}
+	if err := makeChanges(ctx, other, s, changes, round); err != nil {
 		return err
 	}
 	return m.measure(ctx, "warm "+which, pass)
@@ -198,24 +203,27 @@ func sampleHeap() (stop func(), peak *int64) {
 	return func() { close(done); <-finished }, peak
 }
 
-// makeChanges: half new pending pods, 40% bound pods deleted, the rest
-// nodes relabelled.
-func makeChanges(ctx context.Context, kube client.Client, s shape, n int) error {
+// makeChanges makes n changes through the API server: half new pending
+// pods, 40% bound pods deleted, the rest nodes relabelled. round keeps
+// each instance's changes apart (the second instance creates other pods,
+// deletes others).
+func makeChanges(ctx context.Context, kube client.Client, s shape, n, round int) error {
 	creates, deletes := n/2, n*2/5
 	for i := range creates {
-		if err := createPod(ctx, kube, s.pods+s.pending+i, s, true); err != nil {
+		if err := createPod(ctx, kube, s.pods+s.pending+round*n+i, s, true); err != nil {
 			return err
 		}
 	}
+	stride := s.pods / max(deletes, 1)
 	for i := range deletes {
-		p, _ := boundPod(i*(s.pods/max(deletes, 1)), s, false)
-		if err := kube.Delete(ctx, p); client.IgnoreNotFound(err) != nil {
+		pod, _ := boundPod(i*stride+round, s, false)
+		if err := kube.Delete(ctx, pod); client.IgnoreNotFound(err) != nil {
 			return err
 		}
 	}
 	for i := range n - creates - deletes {
 		node := &corev1.Node{}
-		if err := kube.Get(ctx, client.ObjectKey{Name: nodeName(i % s.nodes)}, node); err != nil {
+		if err := kube.Get(ctx, client.ObjectKey{Name: nodeName((round*n + i) % s.nodes)}, node); err != nil {
 			return err
 		}
 		node.Labels["bench/changed"] = strconv.Itoa(i)

@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -27,16 +28,14 @@ const (
 	// reach the pass's resourceVersion (the bookmark a nudged watch gets
 	// arrives within about two seconds) before it relists the kind.
 	DefaultCatchUp = 4 * time.Second
-	// DefaultRelistBelow: a lagging kind with at most this many objects is
-	// relisted at once, cheaper than waiting for a bookmark.
+	// DefaultRelistBelow: when the freshness probe fails, a lagging kind
+	// with at most this many objects is relisted at once, cheaper than
+	// waiting for a bookmark.
 	DefaultRelistBelow = 1000
 	// nudgeTimeoutSeconds is the timeout of a nudged watch: the API server
 	// sends a bookmark 2 s before a watch's deadline (cacheWatcher's
 	// nextBookmarkTime in k8s.io/apiserver), so 3 s asks for one at once.
 	nudgeTimeoutSeconds = 3
-	// settle is how long a pass lets busy watches pass its resourceVersion
-	// by events alone before it nudges the idle ones.
-	settle = 20 * time.Millisecond
 )
 
 // CacheOptions configure a Cache.
@@ -63,6 +62,8 @@ type Stats struct {
 	Relists int64
 	// ListedObjects are objects decoded from LISTs; WatchEvents from watches.
 	ListedObjects, WatchEvents int64
+	// Probes are freshness probes (streaming lists that match nothing).
+	Probes int64
 	// Nudges are watches restarted to get a bookmark.
 	Nudges int64
 }
@@ -78,7 +79,7 @@ type Cache struct {
 	stop   context.CancelFunc
 	warm   bool
 
-	lists, relists, listed, events, nudges atomic.Int64
+	lists, relists, listed, events, probes, nudges atomic.Int64
 }
 
 type kindCache struct {
@@ -135,7 +136,7 @@ func (c *Cache) Close() { c.stop() }
 // Stats reports what the cache has read so far.
 func (c *Cache) Stats() Stats {
 	return Stats{Lists: c.lists.Load(), Relists: c.relists.Load(), ListedObjects: c.listed.Load(),
-		WatchEvents: c.events.Load(), Nudges: c.nudges.Load()}
+		WatchEvents: c.events.Load(), Probes: c.probes.Load(), Nudges: c.nudges.Load()}
 }
 
 // Cluster returns a snapshot at least as fresh as the cluster when the call
@@ -178,46 +179,138 @@ func (c *Cache) eachKind(ctx context.Context, f func(context.Context, *kindCache
 	return errors.Join(errs...)
 }
 
-// catchUp reads, per kind, the collection's current resourceVersion with a
-// quorum LIST (limit 1, no resourceVersion) and waits until the kind's
-// watch has applied every change up to it: busy watches get there by
-// events; idle ones are nudged for a bookmark; small kinds, and any kind
-// that has not caught up within CatchUp, are relisted.
+// catchUp reads the cluster's current resourceVersion once with a quorum
+// read (quorumRV; etcd's revision is one counter for every kind), then
+// brings every kind there at once (catchUpKind).
 func (c *Cache) catchUp(ctx context.Context) error {
+	target, err := c.quorumRV(ctx)
+	if err != nil {
+		return err
+	}
 	return c.eachKind(ctx, func(ctx context.Context, k *kindCache) error {
-		target, err := c.quorumRV(ctx, k)
-		if err != nil {
-			return err
-		}
-		if k.waitFor(ctx, target, settle) {
-			return nil
-		}
-		if k.size() <= c.opts.RelistBelow || k.failing.Load() {
-			return c.relist(ctx, k)
-		}
-		c.nudges.Add(1)
-		select {
-		case k.nudge <- struct{}{}:
-		default:
-		}
-		if k.waitFor(ctx, target, c.opts.CatchUp) {
-			return nil
-		}
-		if err := ctx.Err(); err != nil {
-			return fmt.Errorf("catching up to resourceVersion %d: %w", target, err)
-		}
-		c.log.Warn("snapshot: watch did not catch up; relisting", "kind", k.spec.name, "at", k.currentRV(), "want", target, "bound", c.opts.CatchUp)
-		return c.relist(ctx, k)
+		started := time.Now()
+		how, err := c.catchUpKind(ctx, k, target)
+		c.log.Debug("snapshot: caught up", "kind", k.spec.name, "how", how, "at", k.currentRV(), "want", target, "took", time.Since(started))
+		return err
 	})
 }
 
-// quorumRV is the kind's current resourceVersion, read from etcd's quorum
-// (a LIST without resourceVersion is a consistent read).
-func (c *Cache) quorumRV(ctx context.Context, k *kindCache) (uint64, error) {
-	list := k.spec.newList()
+// catchUpKind proves the kind's view holds every change up to target:
+//   - its watch has applied an event at or past target (a busy kind);
+//   - else a freshness probe (probe) shows the API server's watch cache
+//     for the kind is at or past target, its own watch having been handed
+//     every event up to it;
+//   - else (a server without the probe, a failing watch) the kind is
+//     relisted when small or failing, or nudged for a bookmark and, failing
+//     that within CatchUp, relisted.
+func (c *Cache) catchUpKind(ctx context.Context, k *kindCache, target uint64) (string, error) {
+	if k.waitFor(ctx, target, 0) {
+		return "events", nil
+	}
+	if k.failing.Load() {
+		return "relist", c.relist(ctx, k)
+	}
+	probeErr := c.probe(ctx, k, target)
+	if probeErr == nil {
+		return "probe", nil
+	}
+	if err := ctx.Err(); err != nil {
+		return "probe", fmt.Errorf("catching up to resourceVersion %d: %w", target, err)
+	}
+	c.log.Debug("snapshot: freshness probe failed", "kind", k.spec.name, "error", probeErr)
+	if k.size() <= c.opts.RelistBelow {
+		return "relist", c.relist(ctx, k)
+	}
+	c.nudges.Add(1)
+	select {
+	case k.nudge <- struct{}{}:
+	default:
+	}
+	if k.waitFor(ctx, target, c.opts.CatchUp) {
+		return "bookmark", nil
+	}
+	if err := ctx.Err(); err != nil {
+		return "bookmark", fmt.Errorf("catching up to resourceVersion %d: %w", target, err)
+	}
+	c.log.Warn("snapshot: watch did not catch up; relisting", "kind", k.spec.name, "at", k.currentRV(), "want", target, "bound", c.opts.CatchUp)
+	return "relist", c.relist(ctx, k)
+}
+
+// probeSelector matches no object (a label both equal to a value and
+// absent), so a probe's initial events are none.
+const probeSelector = "karpfunc.azure.com/freshness-probe=none,!karpfunc.azure.com/freshness-probe"
+
+// probe asks the API server whether its watch cache of the kind has
+// reached target: a streaming list (WATCH with sendInitialEvents=true,
+// resourceVersion=target, resourceVersionMatch=NotOlderThan, bookmarks
+// allowed) over a selector that matches nothing. The server waits until its
+// watch cache is at target or later (asking etcd for progress when idle)
+// and ends the initial events, here none, with a bookmark annotated
+// k8s.io/initial-events-end carrying the cache's resourceVersion (KEP-3157,
+// https://kubernetes.io/docs/reference/using-api/api-concepts/#streaming-lists).
+// The cache's events up to that point were dispatched, in order, to every
+// watcher of the kind, the cache's own watch among them: this is the
+// guarantee consistent reads from the watch cache rest on (KEP-2340).
+func (c *Cache) probe(ctx context.Context, k *kindCache, target uint64) error {
+	c.probes.Add(1)
+	probeCtx, cancel := context.WithTimeout(ctx, c.opts.CatchUp)
+	defer cancel()
+	timeout := int64(c.opts.CatchUp / time.Second)
+	sendInitialEvents := true
+	w, err := c.kube.Watch(probeCtx, k.spec.newList(), &client.ListOptions{Raw: &metav1.ListOptions{
+		ResourceVersion: strconv.FormatUint(target, 10), ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan,
+		SendInitialEvents: &sendInitialEvents, AllowWatchBookmarks: true, LabelSelector: probeSelector, TimeoutSeconds: &timeout}})
+	if err != nil {
+		return err
+	}
+	defer w.Stop()
+	for {
+		select {
+		case <-probeCtx.Done():
+			return probeCtx.Err()
+		case ev, ok := <-w.ResultChan():
+			if !ok {
+				return errors.New("the probe's watch ended before its initial-events-end bookmark")
+			}
+			if ev.Type == watch.Error {
+				return apierrors.FromObject(ev.Object)
+			}
+			done, err := initialEventsEnd(ev, target)
+			if done || err != nil {
+				return err
+			}
+		}
+	}
+}
+
+// initialEventsEnd reports whether ev is a streaming list's
+// initial-events-end bookmark at or past target.
+func initialEventsEnd(ev watch.Event, target uint64) (bool, error) {
+	obj, ok := ev.Object.(client.Object)
+	if !ok || ev.Type != watch.Bookmark {
+		return false, fmt.Errorf("the freshness probe got a %s event (%T); it matches no object", ev.Type, ev.Object)
+	}
+	if obj.GetAnnotations()[metav1.InitialEventsAnnotationKey] != "true" {
+		return false, nil
+	}
+	rv, err := parseRV(obj.GetResourceVersion())
+	if err != nil {
+		return false, err
+	}
+	if rv < target {
+		return false, fmt.Errorf("the freshness probe's bookmark is at resourceVersion %d, before %d", rv, target)
+	}
+	return true, nil
+}
+
+// quorumRV is the cluster's current resourceVersion, read from etcd's
+// quorum: a LIST without resourceVersion is a consistent read, and its
+// resourceVersion is etcd's revision, one counter for every kind.
+func (c *Cache) quorumRV(ctx context.Context) (uint64, error) {
+	list := &corev1.NamespaceList{}
 	c.lists.Add(1)
 	if err := c.kube.List(ctx, list, client.Limit(1)); err != nil {
-		return 0, err
+		return 0, &ListError{Kind: "namespaces", error: err}
 	}
 	return parseRV(list.GetResourceVersion())
 }
@@ -234,10 +327,12 @@ func parseRV(s string) (uint64, error) {
 // its watch from the list's resourceVersion.
 func (c *Cache) relist(ctx context.Context, k *kindCache) error {
 	c.relists.Add(1)
+	started := time.Now()
 	objs, rv, err := c.listAll(ctx, k.spec)
 	if err != nil {
 		return err
 	}
+	c.log.Debug("snapshot: listed", "kind", k.spec.name, "objects", len(objs), "resourceVersion", rv, "took", time.Since(started))
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	if k.cancel != nil {

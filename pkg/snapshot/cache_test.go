@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -11,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
@@ -28,23 +31,34 @@ func TestCache(t *testing.T) {
 	kube, cache := startCache(t)
 	coldRelists := cache.Stats().Relists
 
-	t.Run("change just before the pass", func(t *testing.T) {
-		// The pod is created, then a node deleted: at the pass, the node
-		// watch is at the quorum resourceVersion only once it delivered
-		// the delete, and the pod watch only by a bookmark.
-		mustCreate(t, kube, testPod("just-created", ""))
-		if err := kube.Delete(t.Context(), testNode("node-2")); err != nil {
-			t.Fatal(err)
-		}
-		snap := mustCluster(t, cache)
-		if !hasPod(snap, "just-created") {
-			t.Error("the pod created just before the pass is not in its snapshot")
-		}
-		if hasNode(snap, "node-2") {
-			t.Error("the node deleted just before the pass is still in its snapshot")
+	t.Run("changes just before the pass", func(t *testing.T) {
+		// Each round creates, updates and deletes a pod and a node, and
+		// relabels a namespace, one right after the other, then asks for
+		// a snapshot. The round's last change is the one a skipped
+		// catch-up would miss; it rotates so that each kind is in turn the
+		// busy one (its watch passes the quorum resourceVersion by an
+		// event) and a lagging one (proved fresh by the probe).
+		probes := cache.Stats().Probes
+		for round := range len(freshnessChanges) {
+			setUpRound(t, kube, cache, round)
+			for i := range freshnessChanges {
+				change := freshnessChanges[(round+i)%len(freshnessChanges)]
+				if err := change.make(t.Context(), kube, round); err != nil {
+					t.Fatalf("round %d, %s: %v", round, change.what, err)
+				}
+			}
+			snap := mustCluster(t, cache)
+			for _, change := range freshnessChanges {
+				if !change.seen(snap, round) {
+					t.Errorf("round %d: the %s just before the pass is not in its snapshot", round, change.what)
+				}
+			}
 		}
 		if got := cache.Stats().Relists; got != coldRelists {
 			t.Errorf("relists = %d after the cold start's %d: a warm pass caught up by reading everything again", got, coldRelists)
+		}
+		if cache.Stats().Probes == probes {
+			t.Error("no freshness probe ran: every kind was caught up by its events, the lagging-kind path is untested")
 		}
 	})
 
@@ -66,7 +80,15 @@ func TestCache(t *testing.T) {
 		if !errors.As(err, &tooLarge) {
 			t.Fatalf("error = %v, want TooLargeError", err)
 		}
-		for _, want := range []string{"2 nodes", "2 pods", "budget of 0 MiB"} {
+		var nodes corev1.NodeList
+		var pods corev1.PodList
+		if err := kube.List(t.Context(), &nodes); err != nil {
+			t.Fatal(err)
+		}
+		if err := kube.List(t.Context(), &pods); err != nil {
+			t.Fatal(err)
+		}
+		for _, want := range []string{fmt.Sprintf("%d nodes", len(nodes.Items)), fmt.Sprintf("%d pods", len(pods.Items)), "budget of 0 MiB"} {
 			if !strings.Contains(err.Error(), want) {
 				t.Errorf("error %q does not say %q", err, want)
 			}
@@ -156,4 +178,84 @@ func hasNode(c *Cluster, name string) bool {
 		}
 	}
 	return false
+}
+
+// setUpRound creates the pod and the node the round deletes, and waits
+// until the cache holds them (polling, so that the round's check, not this
+// set-up, is what fails when a pass does not catch up).
+func setUpRound(t *testing.T, kube client.Client, cache *Cache, round int) {
+	t.Helper()
+	mustCreate(t, kube, testPod(fmt.Sprintf("doomed-%d", round), "node-0"))
+	mustCreate(t, kube, testNode(fmt.Sprintf("doomed-node-%d", round)))
+	for attempt := 0; ; attempt++ {
+		snap := mustCluster(t, cache)
+		if hasPod(snap, fmt.Sprintf("doomed-%d", round)) && hasNode(snap, fmt.Sprintf("doomed-node-%d", round)) {
+			return
+		}
+		if attempt == 100 {
+			t.Fatalf("round %d: the objects to delete are not in the snapshot after 10 s", round)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// freshnessChanges are the changes a warm pass must see.
+var freshnessChanges = []struct {
+	what string
+	make func(ctx context.Context, kube client.Client, round int) error
+	seen func(snap *Cluster, round int) bool
+}{
+	{"pod create",
+		func(ctx context.Context, kube client.Client, round int) error {
+			return kube.Create(ctx, testPod(fmt.Sprintf("new-%d", round), ""))
+		},
+		func(snap *Cluster, round int) bool { return hasPod(snap, fmt.Sprintf("new-%d", round)) }},
+	{"pod update",
+		func(ctx context.Context, kube client.Client, round int) error {
+			return relabel(ctx, kube, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "bound-0", Namespace: "default"}}, round)
+		},
+		func(snap *Cluster, round int) bool {
+			return slices.ContainsFunc(snap.Pods, func(pod *corev1.Pod) bool { return pod.Name == "bound-0" && labelled(pod, round) })
+		}},
+	{"pod delete",
+		func(ctx context.Context, kube client.Client, round int) error {
+			return kube.Delete(ctx, testPod(fmt.Sprintf("doomed-%d", round), ""), client.GracePeriodSeconds(0))
+		},
+		func(snap *Cluster, round int) bool { return !hasPod(snap, fmt.Sprintf("doomed-%d", round)) }},
+	{"node create",
+		func(ctx context.Context, kube client.Client, round int) error {
+			return kube.Create(ctx, testNode(fmt.Sprintf("new-node-%d", round)))
+		},
+		func(snap *Cluster, round int) bool { return hasNode(snap, fmt.Sprintf("new-node-%d", round)) }},
+	{"node update",
+		func(ctx context.Context, kube client.Client, round int) error {
+			return relabel(ctx, kube, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-0"}}, round)
+		},
+		func(snap *Cluster, round int) bool {
+			return slices.ContainsFunc(snap.Nodes, func(node *corev1.Node) bool { return node.Name == "node-0" && labelled(node, round) })
+		}},
+	{"node delete",
+		func(ctx context.Context, kube client.Client, round int) error {
+			return kube.Delete(ctx, testNode(fmt.Sprintf("doomed-node-%d", round)))
+		},
+		func(snap *Cluster, round int) bool { return !hasNode(snap, fmt.Sprintf("doomed-node-%d", round)) }},
+	{"namespace update",
+		func(ctx context.Context, kube client.Client, round int) error {
+			return relabel(ctx, kube, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "default"}}, round)
+		},
+		func(snap *Cluster, round int) bool {
+			return slices.ContainsFunc(snap.Namespaces, func(ns *corev1.Namespace) bool { return ns.Name == "default" && labelled(ns, round) })
+		}},
+}
+
+const roundLabel = "test.karpfunc/round"
+
+// relabel sets the round label on obj with a merge patch.
+func relabel(ctx context.Context, kube client.Client, obj client.Object, round int) error {
+	patch := fmt.Sprintf(`{"metadata":{"labels":{%q:"%d"}}}`, roundLabel, round)
+	return kube.Patch(ctx, obj, client.RawPatch(types.MergePatchType, []byte(patch)))
+}
+
+func labelled(obj client.Object, round int) bool {
+	return obj.GetLabels()[roundLabel] == strconv.Itoa(round)
 }
