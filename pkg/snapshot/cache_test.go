@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
 	"slices"
 	"strconv"
 	"strings"
@@ -258,4 +260,86 @@ func relabel(ctx context.Context, kube client.Client, obj client.Object, round i
 
 func labelled(obj client.Object, round int) bool {
 	return obj.GetLabels()[roundLabel] == strconv.Itoa(round)
+}
+
+// TestCacheRelistsWhenHistoryIsGone: a watch that resumes from a
+// resourceVersion etcd has compacted away gets 410 Gone ("too old resource
+// version") and the cache relists the kind; the snapshot then holds what
+// changed while it was away. The API server runs without its watch cache,
+// so watches are served by etcd and see its compaction (a watch cache
+// keeps its own window of events, whatever etcd compacted).
+func TestCacheRelistsWhenHistoryIsGone(t *testing.T) {
+	cp := testenv.ControlPlane(t, controlplane.Options{InstallCRDs: true, ExtraAPIServerFlags: []string{"--watch-cache=false"}})
+	kube, err := client.NewWithWatch(cp.RESTConfig(), client.Options{Scheme: apis.Scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	testenv.DefaultServiceAccounts(t, kube, "default")
+	mustCreate(t, kube, testNode("node-0"))
+	mustCreate(t, kube, testPod("before", "node-0"))
+	cache := NewCache(kube, CacheOptions{RelistBelow: -1})
+	t.Cleanup(cache.Close)
+	mustCluster(t, cache)
+
+	pods := cache.kind("pods")
+	pods.mu.Lock()
+	pods.cancel() // the pod watch stops, as a connection drops
+	gen, relists := pods.gen, cache.Stats().Relists
+	pods.mu.Unlock()
+	mustCreate(t, kube, testPod("while-away", "node-0"))
+	if err := kube.Delete(t.Context(), testPod("before", ""), client.GracePeriodSeconds(0)); err != nil {
+		t.Fatal(err)
+	}
+	compactEtcd(t, cp.EtcdURL(), kube)
+
+	// The watch resumes from its old resourceVersion.
+	pods.mu.Lock()
+	watchCtx, cancel := context.WithCancel(cache.life)
+	pods.cancel = cancel
+	pods.mu.Unlock()
+	go cache.watchLoop(watchCtx, pods, gen)
+	deadline := time.Now().Add(30 * time.Second)
+	for cache.Stats().Relists == relists {
+		if time.Now().After(deadline) {
+			t.Fatal("the pod watch resumed from a compacted resourceVersion and the cache did not relist within 30 s")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	snap := mustCluster(t, cache)
+	if !hasPod(snap, "while-away") || hasPod(snap, "before") {
+		t.Errorf("after the relist the snapshot has pods %v; want while-away and not before", podNames(snap))
+	}
+}
+
+// compactEtcd compacts etcd's history up to its current revision through
+// etcd's v3 JSON gateway (POST /v3/kv/compaction), as kube-apiserver's
+// periodic compaction (--etcd-compaction-interval) would.
+func compactEtcd(t *testing.T, etcdURL string, kube client.Client) {
+	t.Helper()
+	current := &corev1.NamespaceList{}
+	if err := kube.List(t.Context(), current, client.Limit(1)); err != nil {
+		t.Fatal(err)
+	}
+	body := fmt.Sprintf(`{"revision":%q,"physical":true}`, current.ResourceVersion)
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, etcdURL+"/v3/kv/compaction", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	answer, _ := io.ReadAll(resp.Body)
+	_ = resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("compacting etcd to %s: %s: %s", current.ResourceVersion, resp.Status, answer)
+	}
+}
+
+func podNames(snap *Cluster) []string {
+	names := make([]string, 0, len(snap.Pods))
+	for _, pod := range snap.Pods {
+		names = append(names, pod.Name)
+	}
+	return names
 }
