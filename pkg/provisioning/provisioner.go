@@ -215,6 +215,7 @@ const retryDelay = 2 * time.Second
 // pending longer than StuckAfter gets a FailedScheduling event that says
 // where karpfunc placed it and what it waits for.
 func (p *Provisioner) Provision(ctx context.Context) (Result, error) {
+	started := time.Now()
 	// The name counter is read before the NodeClaims are listed: a view
 	// taken after another pass retired generations comes with a list that
 	// holds the claims it created (see package claimnames).
@@ -232,13 +233,16 @@ func (p *Provisioner) Provision(ctx context.Context) (Result, error) {
 		return Result{}, err
 	}
 	in := snap.Input(unavailable.Apply(p.catalog), snapshot.Live)
-	ps := &pass{res: Result{PendingPods: len(in.Pods)}}
+	ps := &pass{res: Result{PendingPods: len(in.Pods)}, started: started}
 	recordPending(ctx, len(in.Pods))
 	if in.NotReady, err = p.syncStatus(ctx, snap); err != nil {
 		ps.errs = append(ps.errs, err)
 	}
 	if len(in.Pods) > 0 {
 		p.placePending(ctx, ps, snap, in, view)
+	}
+	if ps.outOfTime != nil {
+		return ps.res, ps.outOfTime // the solve's NodeClaims were not created
 	}
 	p.launchStalled(ctx, ps, snap, unavailable)
 	return p.finishPass(ctx, ps, in.Pods)
@@ -250,6 +254,10 @@ type pass struct {
 	errs []error
 	// retryAfter: schedule another pass after this long (zero: none).
 	retryAfter time.Duration
+	// started is when the pass began; outOfTime is set when its time ran
+	// out before it acted on the solve.
+	started   time.Time
+	outOfTime error
 }
 
 func (ps *pass) wantRetry(d time.Duration) { ps.retryAfter = max(ps.retryAfter, d) }
@@ -262,6 +270,10 @@ func (p *Provisioner) placePending(ctx context.Context, ps *pass, snap *snapshot
 	ps.res.SolveDuration = p.clock.Since(start)
 	recordSolve(ctx, ps.res.SolveDuration)
 	ps.res.Pods = PlacedOutcomes(out)
+	if err := snapshot.CheckTime(ctx, "solve", ps.started); err != nil {
+		ps.outOfTime = err
+		return
+	}
 	for _, inv := range out.InvalidNodePools {
 		p.log.Error("nodepool can launch nothing", "nodepool", inv.NodePool.Name, "reason", inv.Reason)
 		if err := p.recorder.Publish(ctx, events.Event{Object: inv.NodePool, Type: corev1.EventTypeWarning,

@@ -143,14 +143,18 @@ func (c *Cache) Stats() Stats {
 // began (see the package documentation). A cold cache lists every kind; a
 // warm one proves each kind has caught up with a quorum resourceVersion.
 func (c *Cache) Cluster(ctx context.Context) (*Cluster, error) {
+	started := time.Now()
 	c.passMu.Lock()
 	defer c.passMu.Unlock()
 	if !c.warm {
 		if err := c.coldStart(ctx); err != nil {
-			return nil, err
+			return nil, timeErr(ctx, "snapshot", started, err)
 		}
 		c.warm = true
 	} else if err := c.catchUp(ctx); err != nil {
+		return nil, timeErr(ctx, "snapshot", started, err)
+	}
+	if err := CheckTime(ctx, "snapshot", started); err != nil {
 		return nil, err
 	}
 	return c.build(), nil

@@ -74,6 +74,24 @@ func TestCache(t *testing.T) {
 		}
 	})
 
+	t.Run("out of time", func(t *testing.T) {
+		// A pass whose invocation's time has run out gets no snapshot: a
+		// typed error naming the phase, wrapping the context's.
+		ctx, cancel := context.WithTimeout(t.Context(), time.Nanosecond)
+		defer cancel()
+		<-ctx.Done()
+		for name, read := range map[string]func() (*Cluster, error){
+			"warm cache": func() (*Cluster, error) { return cache.Cluster(ctx) },
+			"plain LIST": func() (*Cluster, error) { return List(ctx, kube) },
+		} {
+			snap, err := read()
+			var outOfTime *OutOfTimeError
+			if snap != nil || !errors.As(err, &outOfTime) || outOfTime.Phase != "snapshot" || !errors.Is(err, context.DeadlineExceeded) {
+				t.Errorf("%s: snapshot %v, error %v; want none and an OutOfTimeError in the snapshot wrapping context.DeadlineExceeded", name, snap != nil, err)
+			}
+		}
+	})
+
 	t.Run("too large for the budget", func(t *testing.T) {
 		small := NewCache(kube, CacheOptions{Budget: 4 << 10})
 		t.Cleanup(small.Close)

@@ -45,11 +45,15 @@
 //     pending.
 //   - A cluster too large for the memory at hand fails with
 //     TooLargeError (counts, estimate, budget), before it is decoded.
+//   - A snapshot is never handed out after its context ended: a pass out of
+//     its invocation's time gets an OutOfTimeError naming the phase, and
+//     passes call CheckTime again after solving, before they act.
 package snapshot
 
 import (
 	"context"
 	"fmt"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -111,6 +115,7 @@ func List(ctx context.Context, kube client.Reader) (*Cluster, error) {
 	if cached, ok := kube.(*Cached); ok {
 		return cached.Source.Cluster(ctx)
 	}
+	started := time.Now()
 	var (
 		pods    corev1.PodList
 		nodes   corev1.NodeList
@@ -134,7 +139,7 @@ func List(ctx context.Context, kube client.Reader) (*Cluster, error) {
 		{"poddisruptionbudgets", &pdbs},
 	} {
 		if err := kube.List(ctx, l.list); err != nil {
-			return nil, &ListError{Kind: l.kind, error: err}
+			return nil, timeErr(ctx, "snapshot", started, &ListError{Kind: l.kind, error: err})
 		}
 	}
 	return &Cluster{
