@@ -73,7 +73,7 @@ func (nopPublisher) Publish(context.Context, string, ...bus.Message) error { ret
 func (nopPublisher) Close(context.Context) error                           { return nil }
 
 // runInstance is one handler instance: a cold pass, the changes, a warm pass.
-func runInstance(ctx context.Context, which, kubeconfig string, s shape, changes int) error {
+func runInstance(ctx context.Context, which, kubeconfig string, s shape, changes int, pageSize int64) error {
 	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 	if err != nil {
 		return err
@@ -91,7 +91,7 @@ func runInstance(ctx context.Context, which, kubeconfig string, s shape, changes
 		return err
 	}
 	cacheLog := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	cache := snapshot.NewCache(kube, snapshot.CacheOptions{Logger: cacheLog.With("instance", which)})
+	cache := snapshot.NewCache(kube, snapshot.CacheOptions{Logger: cacheLog.With("instance", which), PageSize: pageSize})
 	defer cache.Close()
 	snapKube := snapshot.WithCache(kube, cache)
 	arm, launcher, err := startARM(ctx)

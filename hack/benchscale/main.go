@@ -41,6 +41,7 @@ import (
 	"github.com/karpfunc/karpfunc/internal/tools"
 	"github.com/karpfunc/karpfunc/pkg/apis"
 	"github.com/karpfunc/karpfunc/pkg/offerings"
+	"github.com/karpfunc/karpfunc/pkg/snapshot"
 )
 
 func main() {
@@ -53,6 +54,7 @@ func main() {
 type config struct {
 	shape
 	changes              int
+	pageSize             int64
 	instance, kubeconfig string
 	skipPlan             bool
 	dir                  string
@@ -66,6 +68,7 @@ func parseFlags() (config, error) {
 	flag.IntVar(&c.namespaces, "namespaces", 50, "namespaces the pods spread over")
 	flag.IntVar(&c.workers, "workers", 64, "concurrent creators")
 	flag.IntVar(&c.changes, "changes", 100, "changes between the cold and the warm pass")
+	flag.Int64Var(&c.pageSize, "page-size", snapshot.DefaultPageSize, "LIST page size of the instances' snapshot cache")
 	flag.StringVar(&c.instance, "instance", "", "internal: run one instance's passes (provision or disruption) against -kubeconfig")
 	flag.StringVar(&c.kubeconfig, "instance-kubeconfig", "", "internal: the cluster of -instance")
 	flag.BoolVar(&c.skipPlan, "skip-plan", false, "do not run karpfunc plan on the dumps")
@@ -85,7 +88,7 @@ func run() error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if c.instance != "" {
-		return runInstance(ctx, c.instance, c.kubeconfig, c.shape, c.changes)
+		return runInstance(ctx, c.instance, c.kubeconfig, c.shape, c.changes, c.pageSize)
 	}
 	return drive(ctx, c)
 }
@@ -121,7 +124,7 @@ func drive(ctx context.Context, c config) error {
 		return err
 	}
 	for _, which := range []string{"provision", "disruption"} {
-		if err := child(ctx, which, cp.KubeconfigPath(), c.shape, c.changes); err != nil {
+		if err := child(ctx, which, cp.KubeconfigPath(), c.shape, c.changes, c.pageSize); err != nil {
 			return err
 		}
 	}
@@ -139,14 +142,14 @@ func drive(ctx context.Context, c config) error {
 }
 
 // child runs one instance in a new process, so its peak RSS is its own.
-func child(ctx context.Context, which, kubeconfig string, s shape, changes int) error {
+func child(ctx context.Context, which, kubeconfig string, s shape, changes int, pageSize int64) error {
 	self, err := os.Executable()
 	if err != nil {
 		return err
 	}
 	cmd := exec.CommandContext(ctx, self, "-instance", which, "-instance-kubeconfig", kubeconfig,
 		"-nodes", fmt.Sprint(s.nodes), "-pods", fmt.Sprint(s.pods), "-pending", fmt.Sprint(s.pending),
-		"-namespaces", fmt.Sprint(s.namespaces), "-changes", fmt.Sprint(changes))
+		"-namespaces", fmt.Sprint(s.namespaces), "-changes", fmt.Sprint(changes), "-page-size", fmt.Sprint(pageSize))
 	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
 	return cmd.Run()
 }
