@@ -62,9 +62,9 @@ type countingBody struct {
 }
 
 func (b *countingBody) Read(p []byte) (int, error) {
-	n, err := b.ReadCloser.Read(p)
-	b.n.Add(int64(n))
-	return n, err
+	read, err := b.ReadCloser.Read(p)
+	b.n.Add(int64(read))
+	return read, err
 }
 
 type nopPublisher struct{}
@@ -165,11 +165,11 @@ func (m *meter) measure(ctx context.Context, name string, pass func(context.Cont
 func resetPeakRSS() { _ = os.WriteFile("/proc/self/clear_refs", []byte("5"), 0) }
 
 func peakRSS() int64 {
-	b, err := os.ReadFile("/proc/self/status")
+	status, err := os.ReadFile("/proc/self/status")
 	if err != nil {
 		return 0
 	}
-	for _, line := range strings.Split(string(b), "\n") {
+	for _, line := range strings.Split(string(status), "\n") {
 		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
 			kb, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
 			return kb << 10
@@ -186,17 +186,17 @@ func sampleHeap() (stop func(), peak *int64) {
 	sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
 	go func() {
 		defer close(finished)
-		t := time.NewTicker(5 * time.Millisecond)
-		defer t.Stop()
+		ticker := time.NewTicker(5 * time.Millisecond)
+		defer ticker.Stop()
 		for {
 			metrics.Read(sample)
-			if v := int64(sample[0].Value.Uint64()); v > *peak {
-				*peak = v
+			if live := int64(sample[0].Value.Uint64()); live > *peak {
+				*peak = live
 			}
 			select {
 			case <-done:
 				return
-			case <-t.C:
+			case <-ticker.C:
 			}
 		}
 	}()
@@ -247,12 +247,12 @@ func startARM(ctx context.Context) (*armemulator.Server, *azure.Launcher, error)
 		return nil, nil, err
 	}
 	subnet := "/subscriptions/" + subscriptionID + "/resourceGroups/" + resourceGroup + "/providers/Microsoft.Network/virtualNetworks/v/subnets/s"
-	l, err := azure.NewLauncher(azure.Options{SubscriptionID: subscriptionID, ResourceGroup: resourceGroup,
+	launcher, err := azure.NewLauncher(azure.Options{SubscriptionID: subscriptionID, ResourceGroup: resourceGroup,
 		Location: location, ClusterName: clusterName, SubnetID: subnet, SSHPublicKey: key,
 		Endpoint: arm.URL(), CACertPEM: arm.CACertPEM(), Token: arm.Token(), PollFrequency: time.Second,
 		Bootstrap: &azure.ClusterBootstrap{APIServerFQDN: "test-dns.hcp.eastus.azmk8s.io", ClusterCAPEM: arm.CACertPEM(),
 			KubernetesVersion: "1.33.2", NetworkPlugin: azure.NetworkPluginAzure, NetworkPluginMode: azure.NetworkPluginModeOver,
 			NetworkDataplane: azure.NetworkDataplaneCil, DNSServiceIP: azure.DefaultDNSServiceIP},
 		BootstrapTokens: azure.StaticToken("bench0.0000000000000000")})
-	return arm, l, err
+	return arm, launcher, err
 }

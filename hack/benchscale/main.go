@@ -61,41 +61,41 @@ type config struct {
 }
 
 func parseFlags() (config, error) {
-	var c config
-	flag.IntVar(&c.nodes, "nodes", 5000, "Nodes (each with its NodeClaim)")
-	flag.IntVar(&c.pods, "pods", 150000, "bound pods")
-	flag.IntVar(&c.pending, "pending", 2000, "pending pods (marked Unschedulable)")
-	flag.IntVar(&c.namespaces, "namespaces", 50, "namespaces the pods spread over")
-	flag.IntVar(&c.workers, "workers", 64, "concurrent creators")
-	flag.IntVar(&c.changes, "changes", 100, "changes between the cold and the warm pass")
-	flag.Int64Var(&c.pageSize, "page-size", snapshot.DefaultPageSize, "LIST page size of the instances' snapshot cache")
-	flag.StringVar(&c.instance, "instance", "", "internal: run one instance's passes (provision or disruption) against -kubeconfig")
-	flag.StringVar(&c.kubeconfig, "instance-kubeconfig", "", "internal: the cluster of -instance")
-	flag.BoolVar(&c.skipPlan, "skip-plan", false, "do not run karpfunc plan on the dumps")
-	flag.StringVar(&c.dir, "dir", "", "where the dumps go (default: a temporary directory)")
+	var conf config
+	flag.IntVar(&conf.nodes, "nodes", 5000, "Nodes (each with its NodeClaim)")
+	flag.IntVar(&conf.pods, "pods", 150000, "bound pods")
+	flag.IntVar(&conf.pending, "pending", 2000, "pending pods (marked Unschedulable)")
+	flag.IntVar(&conf.namespaces, "namespaces", 50, "namespaces the pods spread over")
+	flag.IntVar(&conf.workers, "workers", 64, "concurrent creators")
+	flag.IntVar(&conf.changes, "changes", 100, "changes between the cold and the warm pass")
+	flag.Int64Var(&conf.pageSize, "page-size", snapshot.DefaultPageSize, "LIST page size of the instances' snapshot cache")
+	flag.StringVar(&conf.instance, "instance", "", "internal: run one instance's passes (provision or disruption) against -kubeconfig")
+	flag.StringVar(&conf.kubeconfig, "instance-kubeconfig", "", "internal: the cluster of -instance")
+	flag.BoolVar(&conf.skipPlan, "skip-plan", false, "do not run karpfunc plan on the dumps")
+	flag.StringVar(&conf.dir, "dir", "", "where the dumps go (default: a temporary directory)")
 	flag.Parse()
-	if c.nodes <= 0 || c.pods < 0 || c.pending < 0 || c.namespaces <= 0 || c.workers <= 0 || c.changes < 0 {
-		return c, fmt.Errorf("-nodes, -namespaces and -workers must be positive; -pods, -pending and -changes not negative")
+	if conf.nodes <= 0 || conf.pods < 0 || conf.pending < 0 || conf.namespaces <= 0 || conf.workers <= 0 || conf.changes < 0 {
+		return conf, fmt.Errorf("-nodes, -namespaces and -workers must be positive; -pods, -pending and -changes not negative")
 	}
-	return c, nil
+	return conf, nil
 }
 
 func run() error {
-	c, err := parseFlags()
+	conf, err := parseFlags()
 	if err != nil {
 		return err
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if c.instance != "" {
-		return runInstance(ctx, c.instance, c.kubeconfig, c.shape, c.changes, c.pageSize)
+	if conf.instance != "" {
+		return runInstance(ctx, conf.instance, conf.kubeconfig, conf.shape, conf.changes, conf.pageSize)
 	}
-	return drive(ctx, c)
+	return drive(ctx, conf)
 }
 
 // drive starts the control plane, creates the cluster, runs the instances
 // and times karpfunc plan.
-func drive(ctx context.Context, c config) error {
+func drive(ctx context.Context, conf config) error {
 	root, err := tools.RepoRoot()
 	if err != nil {
 		return err
@@ -120,18 +120,18 @@ func drive(ctx context.Context, c config) error {
 	if err != nil {
 		return err
 	}
-	if err := createCluster(ctx, kube, cp.EtcdURL(), root, c.shape); err != nil {
+	if err := createCluster(ctx, kube, cp.EtcdURL(), root, conf.shape); err != nil {
 		return err
 	}
 	for _, which := range []string{"provision", "disruption"} {
-		if err := child(ctx, which, cp.KubeconfigPath(), c.shape, c.changes, c.pageSize); err != nil {
+		if err := child(ctx, which, cp.KubeconfigPath(), conf.shape, conf.changes, conf.pageSize); err != nil {
 			return err
 		}
 	}
-	if c.skipPlan {
+	if conf.skipPlan {
 		return nil
 	}
-	dir := c.dir
+	dir := conf.dir
 	if dir == "" {
 		if dir, err = os.MkdirTemp("", "benchscale-"); err != nil {
 			return err
@@ -263,12 +263,12 @@ func checkCounts(ctx context.Context, kube client.Client, want map[string]int64)
 
 // applyFile creates the objects of a multi-document YAML file.
 func applyFile(ctx context.Context, kube client.Client, path string) error {
-	f, err := os.Open(path)
+	file, err := os.Open(path)
 	if err != nil {
 		return err
 	}
-	defer func() { _ = f.Close() }()
-	docs := yaml.NewYAMLReader(bufio.NewReader(f))
+	defer func() { _ = file.Close() }()
+	docs := yaml.NewYAMLReader(bufio.NewReader(file))
 	decoder := serializer.NewCodecFactory(apis.Scheme).UniversalDeserializer()
 	for {
 		doc, err := docs.Read()

@@ -171,16 +171,16 @@ func (c *Cache) coldStart(ctx context.Context) error {
 	if err := c.checkBudget(ctx); err != nil {
 		return err
 	}
-	return c.eachKind(ctx, func(ctx context.Context, k *kindCache) error { return c.relist(ctx, k) })
+	return c.eachKind(ctx, func(ctx context.Context, kind *kindCache) error { return c.relist(ctx, kind) })
 }
 
 func (c *Cache) eachKind(ctx context.Context, f func(context.Context, *kindCache) error) error {
 	errs := make([]error, len(c.kinds))
 	var wg sync.WaitGroup
-	for i, k := range c.kinds {
+	for i, kind := range c.kinds {
 		wg.Go(func() {
-			if err := f(ctx, k); err != nil {
-				errs[i] = &ListError{Kind: k.spec.name, error: err}
+			if err := f(ctx, kind); err != nil {
+				errs[i] = &ListError{Kind: kind.spec.name, error: err}
 			}
 		})
 	}
@@ -196,10 +196,10 @@ func (c *Cache) catchUp(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.eachKind(ctx, func(ctx context.Context, k *kindCache) error {
+	return c.eachKind(ctx, func(ctx context.Context, kind *kindCache) error {
 		started := time.Now()
-		how, err := c.catchUpKind(ctx, k, target)
-		c.log.Debug("snapshot: caught up", "kind", k.spec.name, "how", how, "at", k.currentRV(), "want", target, "took", time.Since(started))
+		how, err := c.catchUpKind(ctx, kind, target)
+		c.log.Debug("snapshot: caught up", "kind", kind.spec.name, "how", how, "at", kind.currentRV(), "want", target, "took", time.Since(started))
 		return err
 	})
 }
@@ -212,37 +212,37 @@ func (c *Cache) catchUp(ctx context.Context) error {
 //   - else (a server without the probe, a failing watch) the kind is
 //     relisted when small or failing, or nudged for a bookmark and, failing
 //     that within CatchUp, relisted.
-func (c *Cache) catchUpKind(ctx context.Context, k *kindCache, target uint64) (string, error) {
-	if k.waitFor(ctx, target, 0) {
+func (c *Cache) catchUpKind(ctx context.Context, kind *kindCache, target uint64) (string, error) {
+	if kind.waitFor(ctx, target, 0) {
 		return "events", nil
 	}
-	if k.failing.Load() {
-		return "relist", c.relist(ctx, k)
+	if kind.failing.Load() {
+		return "relist", c.relist(ctx, kind)
 	}
-	probeErr := c.probe(ctx, k, target)
+	probeErr := c.probe(ctx, kind, target)
 	if probeErr == nil {
 		return "probe", nil
 	}
 	if err := ctx.Err(); err != nil {
 		return "probe", fmt.Errorf("catching up to resourceVersion %d: %w", target, err)
 	}
-	c.log.Debug("snapshot: freshness probe failed", "kind", k.spec.name, "error", probeErr)
-	if k.size() <= c.opts.RelistBelow {
-		return "relist", c.relist(ctx, k)
+	c.log.Debug("snapshot: freshness probe failed", "kind", kind.spec.name, "error", probeErr)
+	if kind.size() <= c.opts.RelistBelow {
+		return "relist", c.relist(ctx, kind)
 	}
 	c.nudges.Add(1)
 	select {
-	case k.nudge <- struct{}{}:
+	case kind.nudge <- struct{}{}:
 	default:
 	}
-	if k.waitFor(ctx, target, c.opts.CatchUp) {
+	if kind.waitFor(ctx, target, c.opts.CatchUp) {
 		return "bookmark", nil
 	}
 	if err := ctx.Err(); err != nil {
 		return "bookmark", fmt.Errorf("catching up to resourceVersion %d: %w", target, err)
 	}
-	c.log.Warn("snapshot: watch did not catch up; relisting", "kind", k.spec.name, "at", k.currentRV(), "want", target, "bound", c.opts.CatchUp)
-	return "relist", c.relist(ctx, k)
+	c.log.Warn("snapshot: watch did not catch up; relisting", "kind", kind.spec.name, "at", kind.currentRV(), "want", target, "bound", c.opts.CatchUp)
+	return "relist", c.relist(ctx, kind)
 }
 
 // probeSelector matches no object (a label both equal to a value and
@@ -260,24 +260,24 @@ const probeSelector = "karpfunc.azure.com/freshness-probe=none,!karpfunc.azure.c
 // The cache's events up to that point were dispatched, in order, to every
 // watcher of the kind, the cache's own watch among them: this is the
 // guarantee consistent reads from the watch cache rest on (KEP-2340).
-func (c *Cache) probe(ctx context.Context, k *kindCache, target uint64) error {
+func (c *Cache) probe(ctx context.Context, kind *kindCache, target uint64) error {
 	c.probes.Add(1)
 	probeCtx, cancel := context.WithTimeout(ctx, c.opts.CatchUp)
 	defer cancel()
 	timeout := int64(c.opts.CatchUp / time.Second)
 	sendInitialEvents := true
-	w, err := c.kube.Watch(probeCtx, k.spec.newList(), &client.ListOptions{Raw: &metav1.ListOptions{
+	watcher, err := c.kube.Watch(probeCtx, kind.spec.newList(), &client.ListOptions{Raw: &metav1.ListOptions{
 		ResourceVersion: strconv.FormatUint(target, 10), ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan,
 		SendInitialEvents: &sendInitialEvents, AllowWatchBookmarks: true, LabelSelector: probeSelector, TimeoutSeconds: &timeout}})
 	if err != nil {
 		return err
 	}
-	defer w.Stop()
+	defer watcher.Stop()
 	for {
 		select {
 		case <-probeCtx.Done():
 			return probeCtx.Err()
-		case ev, ok := <-w.ResultChan():
+		case ev, ok := <-watcher.ResultChan():
 			if !ok {
 				return errors.New("the probe's watch ended before its initial-events-end bookmark")
 			}
@@ -334,25 +334,25 @@ func parseRV(s string) (uint64, error) {
 
 // relist reads the kind whole, replaces what the cache holds and restarts
 // its watch from the list's resourceVersion.
-func (c *Cache) relist(ctx context.Context, k *kindCache) error {
+func (c *Cache) relist(ctx context.Context, kind *kindCache) error {
 	c.relists.Add(1)
 	started := time.Now()
-	objs, rv, err := c.listAll(ctx, k.spec)
+	objs, rv, err := c.listAll(ctx, kind.spec)
 	if err != nil {
 		return err
 	}
-	c.log.Debug("snapshot: listed", "kind", k.spec.name, "objects", len(objs), "resourceVersion", rv, "took", time.Since(started))
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	if k.cancel != nil {
-		k.cancel()
+	c.log.Debug("snapshot: listed", "kind", kind.spec.name, "objects", len(objs), "resourceVersion", rv, "took", time.Since(started))
+	kind.mu.Lock()
+	defer kind.mu.Unlock()
+	if kind.cancel != nil {
+		kind.cancel()
 	}
-	k.gen++
-	k.objs, k.rv, k.stale = objs, rv, true
-	k.signalLocked()
+	kind.gen++
+	kind.objs, kind.rv, kind.stale = objs, rv, true
+	kind.signalLocked()
 	wctx, cancel := context.WithCancel(c.life)
-	k.cancel = cancel
-	go c.watchLoop(wctx, k, k.gen)
+	kind.cancel = cancel
+	go c.watchLoop(wctx, kind, kind.gen)
 	return nil
 }
 
@@ -378,8 +378,8 @@ func (c *Cache) listPages(ctx context.Context, spec *kindSpec) (map[string]clien
 		if err := c.kube.List(ctx, list, client.Limit(c.opts.PageSize), client.Continue(cont)); err != nil {
 			return nil, 0, err
 		}
-		err := meta.EachListItem(list, func(o runtime.Object) error {
-			obj := o.(client.Object)
+		err := meta.EachListItem(list, func(item runtime.Object) error {
+			obj := item.(client.Object)
 			Strip(obj)
 			objs[key(obj)] = obj
 			return nil
@@ -408,7 +408,7 @@ func key(o client.Object) string {
 // watchLoop keeps the kind up to date from its resourceVersion until its
 // context ends (a relist replaced it, or the cache closed). A 410 Gone
 // relists; other failures watch again after a short backoff.
-func (c *Cache) watchLoop(ctx context.Context, k *kindCache, gen uint64) {
+func (c *Cache) watchLoop(ctx context.Context, kind *kindCache, gen uint64) {
 	nudged := false
 	backoff := 100 * time.Millisecond
 	for ctx.Err() == nil {
@@ -416,26 +416,26 @@ func (c *Cache) watchLoop(ctx context.Context, k *kindCache, gen uint64) {
 		if nudged {
 			timeout = nudgeTimeoutSeconds
 		}
-		w, err := c.kube.Watch(ctx, k.spec.newList(), &client.ListOptions{Raw: &metav1.ListOptions{
-			ResourceVersion: strconv.FormatUint(k.currentRV(), 10), AllowWatchBookmarks: true, TimeoutSeconds: &timeout}})
-		k.failing.Store(err != nil && !apierrors.IsResourceExpired(err) && !apierrors.IsGone(err))
+		watcher, err := c.kube.Watch(ctx, kind.spec.newList(), &client.ListOptions{Raw: &metav1.ListOptions{
+			ResourceVersion: strconv.FormatUint(kind.currentRV(), 10), AllowWatchBookmarks: true, TimeoutSeconds: &timeout}})
+		kind.failing.Store(err != nil && !apierrors.IsResourceExpired(err) && !apierrors.IsGone(err))
 		if err == nil {
-			nudged, err = c.consume(ctx, k, gen, w)
-			w.Stop()
+			nudged, err = c.consume(ctx, kind, gen, watcher)
+			watcher.Stop()
 		}
 		switch {
 		case err == nil:
 			backoff = 100 * time.Millisecond
 		case apierrors.IsResourceExpired(err) || apierrors.IsGone(err):
-			c.log.Info("snapshot: watch expired; relisting", "kind", k.spec.name, "error", err)
-			if rerr := c.relist(ctx, k); rerr != nil && ctx.Err() == nil {
-				c.log.Warn("snapshot: relist failed", "kind", k.spec.name, "error", rerr)
+			c.log.Info("snapshot: watch expired; relisting", "kind", kind.spec.name, "error", err)
+			if rerr := c.relist(ctx, kind); rerr != nil && ctx.Err() == nil {
+				c.log.Warn("snapshot: relist failed", "kind", kind.spec.name, "error", rerr)
 				sleep(ctx, backoff)
 				continue
 			}
 			return // relist started the next watch
 		case ctx.Err() == nil:
-			c.log.Warn("snapshot: watch failed", "kind", k.spec.name, "error", err)
+			c.log.Warn("snapshot: watch failed", "kind", kind.spec.name, "error", err)
 			sleep(ctx, backoff)
 			backoff = min(2*backoff, time.Minute)
 		}
@@ -443,22 +443,22 @@ func (c *Cache) watchLoop(ctx context.Context, k *kindCache, gen uint64) {
 }
 
 func sleep(ctx context.Context, d time.Duration) {
-	t := time.NewTimer(d)
-	defer t.Stop()
+	timer := time.NewTimer(d)
+	defer timer.Stop()
 	select {
 	case <-ctx.Done():
-	case <-t.C:
+	case <-timer.C:
 	}
 }
 
 // consume applies a watch's events until it ends; nudged reports that it
 // was ended to ask the server for a bookmark.
-func (c *Cache) consume(ctx context.Context, k *kindCache, gen uint64, w watch.Interface) (nudged bool, err error) {
+func (c *Cache) consume(ctx context.Context, kind *kindCache, gen uint64, w watch.Interface) (nudged bool, err error) {
 	for {
 		select {
 		case <-ctx.Done():
 			return false, nil
-		case <-k.nudge:
+		case <-kind.nudge:
 			return true, nil
 		case ev, ok := <-w.ResultChan():
 			if !ok {
@@ -468,7 +468,7 @@ func (c *Cache) consume(ctx context.Context, k *kindCache, gen uint64, w watch.I
 				return false, apierrors.FromObject(ev.Object)
 			}
 			c.events.Add(1)
-			if err := k.apply(gen, ev); err != nil {
+			if err := kind.apply(gen, ev); err != nil {
 				return false, err
 			}
 		}
@@ -523,7 +523,7 @@ func (k *kindCache) size() int {
 	return len(k.objs)
 }
 
-// waitFor reports whether the kind reaches rv within d.
+// waitFor reports whether the k reaches rv within d.
 func (k *kindCache) waitFor(ctx context.Context, rv uint64, d time.Duration) bool {
 	deadline := time.NewTimer(d)
 	defer deadline.Stop()
@@ -549,16 +549,16 @@ func (k *kindCache) waitFor(ctx context.Context, rv uint64, d time.Duration) boo
 // documentation).
 func (c *Cache) build() *Cluster {
 	out := &Cluster{}
-	for _, k := range c.kinds {
-		k.mu.Lock()
-		objs := slices.Clone(k.orderedLocked()) // a pass may reorder its slices
-		k.mu.Unlock()
-		if k.spec.copyOnRead {
+	for _, kind := range c.kinds {
+		kind.mu.Lock()
+		objs := slices.Clone(kind.orderedLocked()) // a pass may reorder its slices
+		kind.mu.Unlock()
+		if kind.spec.copyOnRead {
 			for i, o := range objs {
 				objs[i] = o.DeepCopyObject().(client.Object)
 			}
 		}
-		k.spec.fill(out, objs)
+		kind.spec.fill(out, objs)
 	}
 	return out
 }
