@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -13,6 +14,7 @@ import (
 	"github.com/karpfunc/karpfunc/pkg/bus"
 	"github.com/karpfunc/karpfunc/pkg/events"
 	"github.com/karpfunc/karpfunc/pkg/messages"
+	"github.com/karpfunc/karpfunc/pkg/snapshot"
 	"github.com/karpfunc/karpfunc/pkg/triggers"
 )
 
@@ -89,7 +91,19 @@ func adapt(fn function, deps runtimeDeps) customhandler.Func {
 		if rt.subjects != nil {
 			current.about(rt.subjects(ev)...)
 		}
-		out, err := rt.handle(ctx, current)
+		// The pass runs to passTimeout; what follows it (continuations,
+		// the failure's events) keeps the invocation's own context.
+		passCtx, cancel := ctx, context.CancelFunc(func() {})
+		if limit := passTimeout(); limit > 0 {
+			passCtx, cancel = context.WithTimeout(ctx, limit)
+		}
+		out, err := rt.handle(passCtx, current)
+		cancel()
+		var outOfTime *snapshot.OutOfTimeError
+		if errors.As(err, &outOfTime) {
+			log.Printf("%s %s %s (delivery %d): out of invocation time in the %s after %s; nothing acted on",
+				fn.name, ev.Type, ev.ID, inv.Metadata.DeliveryCount, outOfTime.Phase, outOfTime.Spent.Round(time.Millisecond))
+		}
 		// Continuations go out also after an error: work done before it
 		// (a NodeClaim deleted, a pass decided) still asks for its look.
 		if perr := publishOutcome(ctx, deps.publisher(), out); perr != nil {

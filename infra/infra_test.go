@@ -436,6 +436,7 @@ var readByPlatform = map[string]string{
 	"APPLICATIONINSIGHTS_AUTHENTICATION_STRING": "Functions host telemetry as the identity",
 	"ServiceBusConnection__credential":          "Service Bus trigger identity connection",
 	"AZURE_CLIENT_ID":                           "azidentity: which user-assigned identity",
+	"GOMEMLIMIT":                                "the Go runtime's memory limit; pkg/snapshot's budget is half of it",
 }
 
 // functionBindings are the %SETTING% queue names of the function.json

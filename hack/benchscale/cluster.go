@@ -32,35 +32,68 @@ type shape struct {
 	nodes, pods, pending, namespaces, workers int
 }
 
-// parallel runs f(0..n-1) on workers goroutines and reports the rate.
-func parallel(ctx context.Context, what string, n, workers int, f func(context.Context, int) error) error {
+// parallel runs create over 0..n-1 in chunks of chunk items on workers
+// goroutines, printing its progress every 10 s and its rate at the end.
+func parallel(ctx context.Context, what string, n, chunk, workers int, create func(ctx context.Context, from, to int) error) error {
 	start := time.Now()
-	var next atomic.Int64
+	var next, done atomic.Int64
 	var firstErr error
 	var mu sync.Mutex
 	var wg sync.WaitGroup
+	stopProgress := make(chan struct{})
+	progressDone := make(chan struct{})
+	go func() {
+		defer close(progressDone)
+		ticker := time.NewTicker(10 * time.Second)
+		defer ticker.Stop()
+		for {
+			select {
+			case <-stopProgress:
+				return
+			case <-ticker.C:
+				created := done.Load()
+				fmt.Printf("  %s: %d/%d in %s (%.0f/s)\n", what, created, n, time.Since(start).Round(time.Second), float64(created)/time.Since(start).Seconds())
+			}
+		}
+	}()
 	for range workers {
 		wg.Go(func() {
 			for {
-				i := int(next.Add(1) - 1)
-				if i >= n || ctx.Err() != nil {
+				from := int(next.Add(int64(chunk)) - int64(chunk))
+				if from >= n || ctx.Err() != nil {
 					return
 				}
-				if err := f(ctx, i); err != nil {
+				to := min(from+chunk, n)
+				if err := create(ctx, from, to); err != nil {
 					mu.Lock()
 					if firstErr == nil {
-						firstErr = fmt.Errorf("%s %d: %w", what, i, err)
+						firstErr = fmt.Errorf("%s %d-%d: %w", what, from, to-1, err)
 					}
 					mu.Unlock()
 					return
 				}
+				done.Add(int64(to - from))
 			}
 		})
 	}
 	wg.Wait()
-	d := time.Since(start)
-	fmt.Printf("created %d %s in %s (%.0f/s)\n", n, what, d.Round(time.Millisecond), float64(n)/d.Seconds())
+	close(stopProgress)
+	<-progressDone
+	elapsed := time.Since(start)
+	fmt.Printf("created %d %s in %s (%.0f/s)\n", n, what, elapsed.Round(time.Millisecond), float64(n)/elapsed.Seconds())
 	return firstErr
+}
+
+// eachOne adapts a per-item create to parallel's chunks.
+func eachOne(create func(ctx context.Context, i int) error) func(ctx context.Context, from, to int) error {
+	return func(ctx context.Context, from, to int) error {
+		for i := from; i < to; i++ {
+			if err := create(ctx, i); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
 }
 
 func nodeName(i int) string { return fmt.Sprintf("aks-general-%05d", i) }
@@ -90,31 +123,24 @@ func nodeLabels(name string, i int) map[string]string {
 	}
 }
 
-// createNode creates a NodeClaim and its Node, both with the status the
+// nodeObjects are node i's NodeClaim and Node, with the status the
 // launcher and the kubelet write.
-func createNode(ctx context.Context, kube client.Client, i int) error {
+func nodeObjects(i int) (*karpv1.NodeClaim, *corev1.Node) {
 	name := nodeName(i)
 	now := metav1.Now()
-	nc := &karpv1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: nodeLabels(name, i),
+	claim := &karpv1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: nodeLabels(name, i), Generation: 1,
 		Annotations: map[string]string{"karpenter.sh/nodepool-hash": "1234567890", "karpenter.sh/nodepool-hash-version": "v3"}},
 		Spec: karpv1.NodeClaimSpec{NodeClassRef: &karpv1.NodeClassReference{Group: "karpenter.azure.com", Kind: "AKSNodeClass", Name: "default"},
 			Requirements: []karpv1.NodeSelectorRequirementWithMinValues{{Key: corev1.LabelInstanceTypeStable, Operator: corev1.NodeSelectorOpIn, Values: []string{instanceType}}},
 			ExpireAfter:  karpv1.MustParseNillableDuration("720h")}}
-	if err := kube.Create(ctx, nc); err != nil {
-		return err
+	claim.Status = karpv1.NodeClaimStatus{ProviderID: providerID(name), NodeName: name, Capacity: capacity(), Allocatable: allocatable(), ImageID: "/CommunityGalleries/AKSUbuntu/images/2204gen2containerd/versions/202511.01.0"}
+	for _, condition := range []string{karpv1.ConditionTypeLaunched, karpv1.ConditionTypeRegistered, karpv1.ConditionTypeInitialized, "Ready"} {
+		claim.Status.Conditions = append(claim.Status.Conditions, statusCondition(condition, now))
 	}
-	nc.Status = karpv1.NodeClaimStatus{ProviderID: providerID(name), NodeName: name, Capacity: capacity(), Allocatable: allocatable(), ImageID: "/CommunityGalleries/AKSUbuntu/images/2204gen2containerd/versions/202511.01.0"}
-	for _, c := range []string{karpv1.ConditionTypeLaunched, karpv1.ConditionTypeRegistered, karpv1.ConditionTypeInitialized, "Ready"} {
-		nc.Status.Conditions = append(nc.Status.Conditions, statusCondition(c, now))
-	}
-	if err := kube.Status().Update(ctx, nc); err != nil {
-		return err
-	}
-	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: nodeLabels(name, i)},
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: nodeLabels(name, i),
+		Annotations: map[string]string{"node.alpha.kubernetes.io/ttl": "0", "volumes.kubernetes.io/controller-managed-attach-detach": "true"}},
 		Spec: corev1.NodeSpec{ProviderID: providerID(name), PodCIDR: fmt.Sprintf("10.%d.%d.0/24", 100+i/256, i%256)}}
-	if err := kube.Create(ctx, node); err != nil {
-		return err
-	}
+	node.Spec.PodCIDRs = []string{node.Spec.PodCIDR}
 	node.Status = corev1.NodeStatus{Capacity: capacity(), Allocatable: allocatable(),
 		Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady", LastHeartbeatTime: now, LastTransitionTime: now},
 			{Type: corev1.NodeMemoryPressure, Status: corev1.ConditionFalse, Reason: "KubeletHasSufficientMemory", LastHeartbeatTime: now, LastTransitionTime: now},
@@ -122,10 +148,11 @@ func createNode(ctx context.Context, kube client.Client, i int) error {
 		Addresses: []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: fmt.Sprintf("10.224.%d.%d", i/250, i%250+4)}, {Type: corev1.NodeHostName, Address: name}},
 		NodeInfo: corev1.NodeSystemInfo{KubeletVersion: "v1.33.2", ContainerRuntimeVersion: "containerd://1.7.27", OSImage: "Ubuntu 22.04.5 LTS",
 			KernelVersion: "5.15.0-1090-azure", OperatingSystem: "linux", Architecture: "amd64"}}
-	for j := range 12 {
-		node.Status.Images = append(node.Status.Images, corev1.ContainerImage{Names: []string{fmt.Sprintf("mcr.microsoft.com/oss/kubernetes/image-%d:v1.%d.0", j, j)}, SizeBytes: int64(50+j) << 20})
+	for image := range 12 {
+		node.Status.Images = append(node.Status.Images, corev1.ContainerImage{Names: []string{fmt.Sprintf("mcr.microsoft.com/oss/kubernetes/image-%d:v1.%d.0", image, image)}, SizeBytes: int64(50+image) << 20})
 	}
-	return kube.Status().Update(ctx, node)
+	node.ManagedFields = nodeManagedFields(node, now)
+	return claim, node
 }
 
 func statusCondition(t string, now metav1.Time) status.Condition {
@@ -141,7 +168,7 @@ func boundPod(i int, s shape, pending bool) (*corev1.Pod, corev1.PodStatus) {
 	name := fmt.Sprintf("app-%03d-%06d", app, i)
 	rs := fmt.Sprintf("app-%03d-7c9f8d6b5", app)
 	ctrl := true
-	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace(i, s.namespaces),
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, GenerateName: rs + "-", Namespace: namespace(i, s.namespaces),
 		Labels: map[string]string{"app.kubernetes.io/name": fmt.Sprintf("app-%03d", app), "app.kubernetes.io/part-of": fmt.Sprintf("system-%02d", app%40),
 			"pod-template-hash": "7c9f8d6b5", "tier": []string{"web", "api", "worker", "batch"}[app%4], "version": fmt.Sprintf("v%d", app%7)},
 		Annotations:     map[string]string{"kubectl.kubernetes.io/restartedAt": "2026-11-30T10:00:00Z", "prometheus.io/scrape": "true", "prometheus.io/port": "9090"},
@@ -159,43 +186,57 @@ func boundPod(i int, s shape, pending bool) (*corev1.Pod, corev1.PodStatus) {
 	selector := &metav1.LabelSelector{MatchLabels: map[string]string{"app.kubernetes.io/name": fmt.Sprintf("app-%03d", app)}}
 	switch {
 	case app%10 == 1: // zone spread
-		p.Spec.TopologySpreadConstraints = []corev1.TopologySpreadConstraint{{MaxSkew: 1, TopologyKey: corev1.LabelTopologyZone, WhenUnsatisfiable: corev1.ScheduleAnyway, LabelSelector: selector}}
+		pod.Spec.TopologySpreadConstraints = []corev1.TopologySpreadConstraint{{MaxSkew: 1, TopologyKey: corev1.LabelTopologyZone, WhenUnsatisfiable: corev1.ScheduleAnyway, LabelSelector: selector}}
 	case app%20 == 2: // one per node
-		p.Spec.Affinity = &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{PreferredDuringSchedulingIgnoredDuringExecution: []corev1.WeightedPodAffinityTerm{{Weight: 100,
+		pod.Spec.Affinity = &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{PreferredDuringSchedulingIgnoredDuringExecution: []corev1.WeightedPodAffinityTerm{{Weight: 100,
 			PodAffinityTerm: corev1.PodAffinityTerm{TopologyKey: corev1.LabelHostname, LabelSelector: selector}}}}}
 	}
 	now := metav1.Now()
 	if pending {
-		return p, corev1.PodStatus{Phase: corev1.PodPending, Conditions: []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse,
+		return pod, corev1.PodStatus{Phase: corev1.PodPending, Conditions: []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse,
 			Reason: corev1.PodReasonUnschedulable, Message: "0/5000 nodes are available: 5000 Insufficient cpu.", LastTransitionTime: now}}}
 	}
 	node := i % s.nodes
-	p.Spec.NodeName = nodeName(node)
-	st := corev1.PodStatus{Phase: corev1.PodRunning, HostIP: fmt.Sprintf("10.224.%d.%d", node/250, node%250+4), PodIP: fmt.Sprintf("10.244.%d.%d", i/250%250, i%250+2),
+	pod.Spec.NodeName = nodeName(node)
+	podStatus := corev1.PodStatus{Phase: corev1.PodRunning, HostIP: fmt.Sprintf("10.224.%d.%d", node/250, node%250+4), PodIP: fmt.Sprintf("10.244.%d.%d", i/250%250, i%250+2),
 		StartTime: &now, QOSClass: corev1.PodQOSBurstable}
-	for _, c := range []corev1.PodConditionType{corev1.PodReadyToStartContainers, corev1.PodInitialized, corev1.PodReady, corev1.ContainersReady, corev1.PodScheduled} {
-		st.Conditions = append(st.Conditions, corev1.PodCondition{Type: c, Status: corev1.ConditionTrue, LastTransitionTime: now})
+	podStatus.HostIPs = []corev1.HostIP{{IP: podStatus.HostIP}}
+	podStatus.PodIPs = []corev1.PodIP{{IP: podStatus.PodIP}}
+	for _, condition := range []corev1.PodConditionType{corev1.PodReadyToStartContainers, corev1.PodInitialized, corev1.PodReady, corev1.ContainersReady, corev1.PodScheduled} {
+		podStatus.Conditions = append(podStatus.Conditions, corev1.PodCondition{Type: condition, Status: corev1.ConditionTrue, LastTransitionTime: now})
 	}
-	st.ContainerStatuses = []corev1.ContainerStatus{{Name: "main", Ready: true, Started: ptr(true), RestartCount: int32(i % 3),
-		Image: p.Spec.Containers[0].Image, ImageID: "myregistry.azurecr.io/app@sha256:3f1e0f7c2b8d4c6a9e5f1d2c3b4a5968778695a4b3c2d1e0f9e8d7c6b5a49382",
+	podStatus.ContainerStatuses = []corev1.ContainerStatus{{Name: "main", Ready: true, Started: ptr(true), RestartCount: int32(i % 3),
+		Image: pod.Spec.Containers[0].Image, ImageID: "myregistry.azurecr.io/app@sha256:3f1e0f7c2b8d4c6a9e5f1d2c3b4a5968778695a4b3c2d1e0f9e8d7c6b5a49382",
 		ContainerID: fmt.Sprintf("containerd://%064x", i), State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: now}}}}
-	return p, st
+	return pod, podStatus
 }
 
 func ptr[T any](v T) *T { return &v }
 
-// createPod creates pod i and writes its status (the kubelet's, or
-// kube-scheduler's Unschedulable mark for a pending pod).
+// createPod creates pod i through the API server and writes its status
+// (the kubelet's, or kube-scheduler's Unschedulable mark for a pending pod).
 func createPod(ctx context.Context, kube client.Client, i int, s shape, pending bool) error {
-	p, st := boundPod(i, s, pending)
+	pod, podStatus := boundPod(i, s, pending)
 	if pending {
-		p.Name = fmt.Sprintf("pending-%06d", i)
+		pod.Name = fmt.Sprintf("pending-%06d", i)
 	}
-	if err := kube.Create(ctx, p); err != nil {
+	if err := kube.Create(ctx, pod); err != nil {
 		return err
 	}
-	p.Status = st
-	return kube.Status().Update(ctx, p)
+	pod.Status = podStatus
+	return kube.Status().Update(ctx, pod)
+}
+
+// storedPod is pod i as the API server stores it after the same create and
+// status update: status and managedFields included.
+func storedPod(i int, s shape, pending bool) *corev1.Pod {
+	pod, podStatus := boundPod(i, s, pending)
+	if pending {
+		pod.Name = fmt.Sprintf("pending-%06d", i)
+	}
+	pod.Status = podStatus
+	pod.ManagedFields = podManagedFields(pod, metav1.Now())
+	return pod
 }
 
 func createPDB(ctx context.Context, kube client.Client, app int, s shape) error {

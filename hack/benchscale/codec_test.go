@@ -61,7 +61,7 @@ func TestStrippedPodHeap(t *testing.T) {
 		l := podList(n)
 		if strip {
 			for i := range l.Items {
-				snapshot.Strip(&l.Items[i])
+				snapshot.Compact(&l.Items[i])
 			}
 		}
 		goruntime.GC()

@@ -19,9 +19,7 @@ import (
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/karpfunc/karpfunc/internal/armemulator"
 	"github.com/karpfunc/karpfunc/pkg/apis"
-	"github.com/karpfunc/karpfunc/pkg/azure"
 	"github.com/karpfunc/karpfunc/pkg/bus"
 	"github.com/karpfunc/karpfunc/pkg/catalog"
 	"github.com/karpfunc/karpfunc/pkg/disruption"
@@ -31,10 +29,8 @@ import (
 )
 
 const (
-	subscriptionID = "00000000-0000-0000-0000-0000000000aa"
-	resourceGroup  = "MC_test"
-	location       = "eastus"
-	clusterName    = "test"
+	location    = "eastus"
+	clusterName = "test"
 )
 
 // counter counts what the instance reads from the API server: every
@@ -62,9 +58,9 @@ type countingBody struct {
 }
 
 func (b *countingBody) Read(p []byte) (int, error) {
-	n, err := b.ReadCloser.Read(p)
-	b.n.Add(int64(n))
-	return n, err
+	read, err := b.ReadCloser.Read(p)
+	b.n.Add(int64(read))
+	return read, err
 }
 
 type nopPublisher struct{}
@@ -73,7 +69,7 @@ func (nopPublisher) Publish(context.Context, string, ...bus.Message) error { ret
 func (nopPublisher) Close(context.Context) error                           { return nil }
 
 // runInstance is one handler instance: a cold pass, the changes, a warm pass.
-func runInstance(ctx context.Context, which, kubeconfig string, s shape, changes int) error {
+func runInstance(ctx context.Context, which, kubeconfig string, s shape, changes int, pageSize int64) error {
 	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 	if err != nil {
 		return err
@@ -90,22 +86,18 @@ func runInstance(ctx context.Context, which, kubeconfig string, s shape, changes
 	if err != nil {
 		return err
 	}
-	cache := snapshot.NewCache(kube, snapshot.CacheOptions{})
+	cacheLog := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	cache := snapshot.NewCache(kube, snapshot.CacheOptions{Logger: cacheLog.With("instance", which), PageSize: pageSize})
 	defer cache.Close()
 	snapKube := snapshot.WithCache(kube, cache)
-	arm, launcher, err := startARM(ctx)
-	if err != nil {
-		return err
-	}
-	defer func() { _ = arm.Close() }()
 	cat, err := catalog.Default(location)
 	if err != nil {
 		return err
 	}
 	quiet := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
-	prov := provisioning.New(provisioning.Options{Kube: snapKube, Launcher: launcher, Catalog: cat, ClusterName: clusterName,
-		Clock: clock.RealClock{}, Logger: quiet, Publisher: nopPublisher{}})
-	dis := live.New(live.Options{Kube: snapKube, Catalog: cat, Replacer: prov, Publisher: nopPublisher{}, ClusterName: clusterName,
+	prov := provisioning.New(provisioning.Options{Kube: snapKube, Catalog: cat, ClusterName: clusterName,
+		Clock: clock.RealClock{}, Logger: quiet})
+	dis := live.New(live.Options{Kube: snapKube, Catalog: cat, Replacer: prov, ClusterName: clusterName,
 		Clock: clock.RealClock{}, Logger: quiet, Engine: disruption.Options{TimeLimit: time.Minute}})
 	pass := func(ctx context.Context) (string, error) {
 		if which == "provision" {
@@ -120,7 +112,11 @@ func runInstance(ctx context.Context, which, kubeconfig string, s shape, changes
 	if err := m.measure(ctx, "cold "+which, pass); err != nil {
 		return err
 	}
-	if err := makeChanges(ctx, other, s, changes); err != nil {
+	round := 0
+	if which == "disruption" {
+		round = 1
+	}
+	if err := makeChanges(ctx, other, s, changes, round); err != nil {
 		return err
 	}
 	return m.measure(ctx, "warm "+which, pass)
@@ -160,11 +156,11 @@ func (m *meter) measure(ctx context.Context, name string, pass func(context.Cont
 func resetPeakRSS() { _ = os.WriteFile("/proc/self/clear_refs", []byte("5"), 0) }
 
 func peakRSS() int64 {
-	b, err := os.ReadFile("/proc/self/status")
+	status, err := os.ReadFile("/proc/self/status")
 	if err != nil {
 		return 0
 	}
-	for _, line := range strings.Split(string(b), "\n") {
+	for _, line := range strings.Split(string(status), "\n") {
 		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
 			kb, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
 			return kb << 10
@@ -181,41 +177,44 @@ func sampleHeap() (stop func(), peak *int64) {
 	sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
 	go func() {
 		defer close(finished)
-		t := time.NewTicker(5 * time.Millisecond)
-		defer t.Stop()
+		ticker := time.NewTicker(5 * time.Millisecond)
+		defer ticker.Stop()
 		for {
 			metrics.Read(sample)
-			if v := int64(sample[0].Value.Uint64()); v > *peak {
-				*peak = v
+			if live := int64(sample[0].Value.Uint64()); live > *peak {
+				*peak = live
 			}
 			select {
 			case <-done:
 				return
-			case <-t.C:
+			case <-ticker.C:
 			}
 		}
 	}()
 	return func() { close(done); <-finished }, peak
 }
 
-// makeChanges: half new pending pods, 40% bound pods deleted, the rest
-// nodes relabelled.
-func makeChanges(ctx context.Context, kube client.Client, s shape, n int) error {
+// makeChanges makes n changes through the API server: half new pending
+// pods, 40% bound pods deleted, the rest nodes relabelled. round keeps
+// each instance's changes apart (the second instance creates other pods,
+// deletes others).
+func makeChanges(ctx context.Context, kube client.Client, s shape, n, round int) error {
 	creates, deletes := n/2, n*2/5
 	for i := range creates {
-		if err := createPod(ctx, kube, s.pods+s.pending+i, s, true); err != nil {
+		if err := createPod(ctx, kube, s.pods+s.pending+round*n+i, s, true); err != nil {
 			return err
 		}
 	}
+	stride := s.pods / max(deletes, 1)
 	for i := range deletes {
-		p, _ := boundPod(i*(s.pods/max(deletes, 1)), s, false)
-		if err := kube.Delete(ctx, p); client.IgnoreNotFound(err) != nil {
+		pod, _ := boundPod(i*stride+round, s, false)
+		if err := kube.Delete(ctx, pod); client.IgnoreNotFound(err) != nil {
 			return err
 		}
 	}
 	for i := range n - creates - deletes {
 		node := &corev1.Node{}
-		if err := kube.Get(ctx, client.ObjectKey{Name: nodeName(i % s.nodes)}, node); err != nil {
+		if err := kube.Get(ctx, client.ObjectKey{Name: nodeName((round*n + i) % s.nodes)}, node); err != nil {
 			return err
 		}
 		node.Labels["bench/changed"] = strconv.Itoa(i)
@@ -224,27 +223,4 @@ func makeChanges(ctx context.Context, kube client.Client, s shape, n int) error 
 		}
 	}
 	return nil
-}
-
-// startARM starts the ARM emulator and the real launcher against it, as
-// internal/testenv does for package tests.
-func startARM(ctx context.Context) (*armemulator.Server, *azure.Launcher, error) {
-	arm, err := armemulator.Start(ctx, armemulator.Options{SubscriptionIDs: []string{subscriptionID},
-		OpDelay: 10 * time.Millisecond, Logger: slog.New(slog.DiscardHandler), Network: armemulator.AKSNetwork(subscriptionID, resourceGroup, location)})
-	if err != nil {
-		return nil, nil, err
-	}
-	key, err := azure.GenerateSSHPublicKey("benchscale")
-	if err != nil {
-		return nil, nil, err
-	}
-	subnet := "/subscriptions/" + subscriptionID + "/resourceGroups/" + resourceGroup + "/providers/Microsoft.Network/virtualNetworks/v/subnets/s"
-	l, err := azure.NewLauncher(azure.Options{SubscriptionID: subscriptionID, ResourceGroup: resourceGroup,
-		Location: location, ClusterName: clusterName, SubnetID: subnet, SSHPublicKey: key,
-		Endpoint: arm.URL(), CACertPEM: arm.CACertPEM(), Token: arm.Token(), PollFrequency: time.Second,
-		Bootstrap: &azure.ClusterBootstrap{APIServerFQDN: "test-dns.hcp.eastus.azmk8s.io", ClusterCAPEM: arm.CACertPEM(),
-			KubernetesVersion: "1.33.2", NetworkPlugin: azure.NetworkPluginAzure, NetworkPluginMode: azure.NetworkPluginModeOver,
-			NetworkDataplane: azure.NetworkDataplaneCil, DNSServiceIP: azure.DefaultDNSServiceIP},
-		BootstrapTokens: azure.StaticToken("bench0.0000000000000000")})
-	return arm, l, err
 }

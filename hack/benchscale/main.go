@@ -30,14 +30,18 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
 	"github.com/karpfunc/karpfunc/internal/controlplane"
 	"github.com/karpfunc/karpfunc/internal/tools"
 	"github.com/karpfunc/karpfunc/pkg/apis"
+	"github.com/karpfunc/karpfunc/pkg/offerings"
+	"github.com/karpfunc/karpfunc/pkg/snapshot"
 )
 
 func main() {
@@ -50,46 +54,48 @@ func main() {
 type config struct {
 	shape
 	changes              int
+	pageSize             int64
 	instance, kubeconfig string
 	skipPlan             bool
 	dir                  string
 }
 
 func parseFlags() (config, error) {
-	var c config
-	flag.IntVar(&c.nodes, "nodes", 5000, "Nodes (each with its NodeClaim)")
-	flag.IntVar(&c.pods, "pods", 150000, "bound pods")
-	flag.IntVar(&c.pending, "pending", 2000, "pending pods (marked Unschedulable)")
-	flag.IntVar(&c.namespaces, "namespaces", 50, "namespaces the pods spread over")
-	flag.IntVar(&c.workers, "workers", 64, "concurrent creators")
-	flag.IntVar(&c.changes, "changes", 100, "changes between the cold and the warm pass")
-	flag.StringVar(&c.instance, "instance", "", "internal: run one instance's passes (provision or disruption) against -kubeconfig")
-	flag.StringVar(&c.kubeconfig, "kubeconfig", "", "internal: the cluster of -instance")
-	flag.BoolVar(&c.skipPlan, "skip-plan", false, "do not run karpfunc plan on the dumps")
-	flag.StringVar(&c.dir, "dir", "", "where the dumps go (default: a temporary directory)")
+	var conf config
+	flag.IntVar(&conf.nodes, "nodes", 5000, "Nodes (each with its NodeClaim)")
+	flag.IntVar(&conf.pods, "pods", 150000, "bound pods")
+	flag.IntVar(&conf.pending, "pending", 2000, "pending pods (marked Unschedulable)")
+	flag.IntVar(&conf.namespaces, "namespaces", 50, "namespaces the pods spread over")
+	flag.IntVar(&conf.workers, "workers", 64, "concurrent creators")
+	flag.IntVar(&conf.changes, "changes", 100, "changes between the cold and the warm pass")
+	flag.Int64Var(&conf.pageSize, "page-size", snapshot.DefaultPageSize, "LIST page size of the instances' snapshot cache")
+	flag.StringVar(&conf.instance, "instance", "", "internal: run one instance's passes (provision or disruption) against -kubeconfig")
+	flag.StringVar(&conf.kubeconfig, "instance-kubeconfig", "", "internal: the cluster of -instance")
+	flag.BoolVar(&conf.skipPlan, "skip-plan", false, "do not run karpfunc plan on the dumps")
+	flag.StringVar(&conf.dir, "dir", "", "where the dumps go (default: a temporary directory)")
 	flag.Parse()
-	if c.nodes <= 0 || c.pods < 0 || c.pending < 0 || c.namespaces <= 0 || c.workers <= 0 || c.changes < 0 {
-		return c, fmt.Errorf("-nodes, -namespaces and -workers must be positive; -pods, -pending and -changes not negative")
+	if conf.nodes <= 0 || conf.pods < 0 || conf.pending < 0 || conf.namespaces <= 0 || conf.workers <= 0 || conf.changes < 0 {
+		return conf, fmt.Errorf("-nodes, -namespaces and -workers must be positive; -pods, -pending and -changes not negative")
 	}
-	return c, nil
+	return conf, nil
 }
 
 func run() error {
-	c, err := parseFlags()
+	conf, err := parseFlags()
 	if err != nil {
 		return err
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if c.instance != "" {
-		return runInstance(ctx, c.instance, c.kubeconfig, c.shape, c.changes)
+	if conf.instance != "" {
+		return runInstance(ctx, conf.instance, conf.kubeconfig, conf.shape, conf.changes, conf.pageSize)
 	}
-	return drive(ctx, c)
+	return drive(ctx, conf)
 }
 
 // drive starts the control plane, creates the cluster, runs the instances
 // and times karpfunc plan.
-func drive(ctx context.Context, c config) error {
+func drive(ctx context.Context, conf config) error {
 	root, err := tools.RepoRoot()
 	if err != nil {
 		return err
@@ -114,18 +120,18 @@ func drive(ctx context.Context, c config) error {
 	if err != nil {
 		return err
 	}
-	if err := createCluster(ctx, kube, root, c.shape); err != nil {
+	if err := createCluster(ctx, kube, cp.EtcdURL(), root, conf.shape); err != nil {
 		return err
 	}
 	for _, which := range []string{"provision", "disruption"} {
-		if err := child(ctx, which, cp.KubeconfigPath(), c.shape, c.changes); err != nil {
+		if err := child(ctx, which, cp.KubeconfigPath(), conf.shape, conf.changes, conf.pageSize); err != nil {
 			return err
 		}
 	}
-	if c.skipPlan {
+	if conf.skipPlan {
 		return nil
 	}
-	dir := c.dir
+	dir := conf.dir
 	if dir == "" {
 		if dir, err = os.MkdirTemp("", "benchscale-"); err != nil {
 			return err
@@ -136,24 +142,31 @@ func drive(ctx context.Context, c config) error {
 }
 
 // child runs one instance in a new process, so its peak RSS is its own.
-func child(ctx context.Context, which, kubeconfig string, s shape, changes int) error {
+func child(ctx context.Context, which, kubeconfig string, s shape, changes int, pageSize int64) error {
 	self, err := os.Executable()
 	if err != nil {
 		return err
 	}
-	cmd := exec.CommandContext(ctx, self, "-instance", which, "-kubeconfig", kubeconfig,
+	cmd := exec.CommandContext(ctx, self, "-instance", which, "-instance-kubeconfig", kubeconfig,
 		"-nodes", fmt.Sprint(s.nodes), "-pods", fmt.Sprint(s.pods), "-pending", fmt.Sprint(s.pending),
-		"-namespaces", fmt.Sprint(s.namespaces), "-changes", fmt.Sprint(changes))
+		"-namespaces", fmt.Sprint(s.namespaces), "-changes", fmt.Sprint(changes), "-page-size", fmt.Sprint(pageSize))
 	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
 	return cmd.Run()
 }
 
-func createCluster(ctx context.Context, kube client.Client, root string, s shape) error {
+// createCluster creates the namespaces, the NodePool, its AKSNodeClass and
+// the PDBs through the API server, and loads the nodes, NodeClaims and
+// pods straight into etcd (etcdLoader), then checks the API server serves
+// every one of them.
+func createCluster(ctx context.Context, kube client.Client, etcdURL, root string, s shape) error {
 	if err := applyFile(ctx, kube, filepath.Join(root, "examples", "nodepool.yaml")); err != nil {
 		return err
 	}
+	namespaces := []string{offerings.DefaultNamespace}
 	for i := range s.namespaces {
-		ns := fmt.Sprintf("team-%02d", i)
+		namespaces = append(namespaces, fmt.Sprintf("team-%02d", i))
+	}
+	for _, ns := range namespaces {
 		if err := kube.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
 			return err
 		}
@@ -161,26 +174,101 @@ func createCluster(ctx context.Context, kube client.Client, root string, s shape
 			return err
 		}
 	}
-	if err := parallel(ctx, "nodes+nodeclaims", s.nodes, s.workers, func(ctx context.Context, i int) error { return createNode(ctx, kube, i) }); err != nil {
+	if err := parallel(ctx, "PDBs", apps, 1, s.workers, eachOne(func(ctx context.Context, i int) error { return createPDB(ctx, kube, i, s) })); err != nil {
 		return err
 	}
-	if err := parallel(ctx, "PDBs", apps, s.workers, func(ctx context.Context, i int) error { return createPDB(ctx, kube, i, s) }); err != nil {
+	loader := newEtcdLoader(etcdURL)
+	loadWorkers := min(s.workers, 8) // etcd applies one transaction at a time
+	err := parallel(ctx, "nodes+nodeclaims", s.nodes, etcdTxnOps/2, loadWorkers, func(ctx context.Context, from, to int) error {
+		objs := make([]client.Object, 0, 2*(to-from))
+		for i := from; i < to; i++ {
+			claim, node := nodeObjects(i)
+			objs = append(objs, claim, node)
+		}
+		return loader.put(ctx, objs)
+	})
+	if err != nil {
 		return err
 	}
-	if err := parallel(ctx, "bound pods", s.pods, s.workers, func(ctx context.Context, i int) error { return createPod(ctx, kube, i, s, false) }); err != nil {
+	for _, batch := range []struct {
+		what     string
+		from, to int
+		pending  bool
+	}{{"bound pods", 0, s.pods, false}, {"pending pods", s.pods, s.pods + s.pending, true}} {
+		err := parallel(ctx, batch.what, batch.to-batch.from, etcdTxnOps, loadWorkers, func(ctx context.Context, from, to int) error {
+			objs := make([]client.Object, 0, to-from)
+			for i := from; i < to; i++ {
+				objs = append(objs, storedPod(batch.from+i, s, batch.pending))
+			}
+			return loader.put(ctx, objs)
+		})
+		if err != nil {
+			return err
+		}
+	}
+	if err := checkCounts(ctx, kube, map[string]int64{"nodes": int64(s.nodes), "nodeclaims": int64(s.nodes), "pods": int64(s.pods + s.pending)}); err != nil {
 		return err
 	}
-	return parallel(ctx, "pending pods", s.pending, s.workers, func(ctx context.Context, i int) error { return createPod(ctx, kube, i, s, true) })
+	return waitForWatchCache(ctx, kube)
+}
+
+// waitForWatchCache waits until the API server's watch cache of every
+// loaded kind holds etcd's current revision: loading 150,000 pods leaves
+// it decoding them for minutes, and a pass measured then would measure
+// that (a LIST's later pages are served at its first page's
+// resourceVersion and wait for the cache). A LIST at resourceVersion R,
+// NotOlderThan, is answered from the watch cache once it reaches R, with
+// a timeout error before.
+func waitForWatchCache(ctx context.Context, kube client.Client) error {
+	start := time.Now()
+	current := &corev1.NamespaceList{}
+	if err := kube.List(ctx, current, client.Limit(1)); err != nil {
+		return err
+	}
+	for kind, list := range map[string]client.ObjectList{"nodes": &corev1.NodeList{}, "nodeclaims": &karpv1.NodeClaimList{}, "pods": &corev1.PodList{}} {
+		for {
+			err := kube.List(ctx, list, client.Limit(1), &client.ListOptions{Raw: &metav1.ListOptions{
+				ResourceVersion: current.ResourceVersion, ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan}})
+			if err == nil {
+				break
+			}
+			if ctx.Err() != nil || time.Since(start) > 15*time.Minute {
+				return fmt.Errorf("the API server's watch cache of %s did not reach resourceVersion %s: %w", kind, current.ResourceVersion, err)
+			}
+			time.Sleep(time.Second)
+		}
+	}
+	fmt.Printf("the API server's watch cache holds everything after %s\n", time.Since(start).Round(time.Millisecond))
+	return nil
+}
+
+// checkCounts asks the API server (a LIST of one, which reports how many
+// remain) whether it serves every object loaded.
+func checkCounts(ctx context.Context, kube client.Client, want map[string]int64) error {
+	lists := map[string]client.ObjectList{"nodes": &corev1.NodeList{}, "nodeclaims": &karpv1.NodeClaimList{}, "pods": &corev1.PodList{}}
+	for kind, list := range lists {
+		if err := kube.List(ctx, list, client.Limit(1)); err != nil {
+			return fmt.Errorf("counting %s: %w", kind, err)
+		}
+		served := int64(meta.LenList(list))
+		if remaining := list.GetRemainingItemCount(); remaining != nil {
+			served += *remaining
+		}
+		if served != want[kind] {
+			return fmt.Errorf("the API server serves %d %s, want %d: the etcd loader's keys or encoding are wrong", served, kind, want[kind])
+		}
+	}
+	return nil
 }
 
 // applyFile creates the objects of a multi-document YAML file.
 func applyFile(ctx context.Context, kube client.Client, path string) error {
-	f, err := os.Open(path)
+	file, err := os.Open(path)
 	if err != nil {
 		return err
 	}
-	defer func() { _ = f.Close() }()
-	docs := yaml.NewYAMLReader(bufio.NewReader(f))
+	defer func() { _ = file.Close() }()
+	docs := yaml.NewYAMLReader(bufio.NewReader(file))
 	decoder := serializer.NewCodecFactory(apis.Scheme).UniversalDeserializer()
 	for {
 		doc, err := docs.Read()

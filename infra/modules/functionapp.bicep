@@ -5,6 +5,13 @@ param location string
 param tags object
 param token string
 param maximumInstanceCount int
+
+// A Flex Consumption instance's memory (2048 or 4096 MB); the handler's Go
+// runtime gets it as GOMEMLIMIT less headroom for what Go does not count
+// (binary, stacks of the host's process), and the warm snapshot's budget
+// is half of that (pkg/snapshot MemoryBudget).
+var instanceMemoryMB = 2048
+var goMemoryLimitMB = instanceMemoryMB - 256
 param otlpEndpoint string
 param decisionEventsEndpoint string
 param identityId string
@@ -71,7 +78,7 @@ resource site 'Microsoft.Web/sites@2024-04-01' = {
         }
       }
       scaleAndConcurrency: {
-        instanceMemoryMB: 2048
+        instanceMemoryMB: instanceMemoryMB
         maximumInstanceCount: maximumInstanceCount
       }
       runtime: { name: 'custom', version: '1.0' }
@@ -90,6 +97,8 @@ resource settings 'Microsoft.Web/sites/config@2024-04-01' = {
   name: 'appsettings'
   properties: {
     // Functions host: storage and telemetry as the Functions identity.
+    // The Go runtime: the soft memory limit the snapshot budget derives from.
+    GOMEMLIMIT: '${goMemoryLimitMB}MiB'
     AzureWebJobsStorage__accountName: account.name
     AzureWebJobsStorage__credential: 'managedidentity'
     AzureWebJobsStorage__clientId: identityClientId

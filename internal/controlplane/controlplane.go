@@ -101,6 +101,7 @@ type ControlPlane struct {
 	grace      time.Duration
 	fqdn       string
 	caPEM      []byte
+	etcdURL    string
 
 	mu    sync.Mutex
 	procs []*process // in start order
@@ -132,6 +133,12 @@ func (c *ControlPlane) RESTConfig() *rest.Config { return rest.CopyConfig(c.conf
 // KubeconfigPath is the admin kubeconfig file, for kubectl or other tools.
 // It is removed by Stop.
 func (c *ControlPlane) KubeconfigPath() string { return c.kubeconfig }
+
+// EtcdURL is etcd's plain-HTTP client URL (its v3 JSON gateway serves
+// /v3/kv/put, /v3/kv/txn and /v3/kv/compaction): for tests that compact
+// history and benchmarks that load objects faster than the API server
+// writes them.
+func (c *ControlPlane) EtcdURL() string { return c.etcdURL }
 
 // Dir is the temp dir holding data, keys and kubeconfigs; removed by Stop.
 func (c *ControlPlane) Dir() string { return c.dir }

@@ -231,6 +231,7 @@ func (s *startup) writeIdentities() error {
 // shared disks.
 func (s *startup) startEtcd(ctx context.Context) error {
 	s.etcdURL = "http://127.0.0.1:" + strconv.Itoa(s.ports.etcdClient)
+	s.cp.etcdURL = s.etcdURL
 	peerURL := "http://127.0.0.1:" + strconv.Itoa(s.ports.etcdPeer)
 	if err := s.cp.start("etcd", s.bins["etcd"], s.log, nil,
 		"--name=default",

@@ -59,7 +59,7 @@ func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { retu
 // cpu limit must hold anyway.
 func TestLimitsUnderRacingPasses(t *testing.T) {
 	w := newWorld(t, limitsCatalog)
-	cp, kube, launcher, cat := w.cp, w.kube, w.launcher, w.cat
+	cp, kube, cat := w.cp, w.kube, w.cat
 	ctx := context.Background()
 
 	for i, c := range []struct {
@@ -109,7 +109,7 @@ func TestLimitsUnderRacingPasses(t *testing.T) {
 			aSnap, bSnap, aDone := make(chan struct{}), make(chan struct{}), make(chan struct{})
 			newProvisioner := func(hook func()) *provisioning.Provisioner {
 				k := testenv.Client(t, hookedConfig(cp.RESTConfig(), hook))
-				return provisioning.New(provisioning.Options{Kube: k, Launcher: launcher, Catalog: cat, ClusterName: "test",
+				return provisioning.New(provisioning.Options{Kube: k, Catalog: cat, ClusterName: "test",
 					Logger: slog.New(slog.DiscardHandler)})
 			}
 			// A waits after its snapshot until B has taken its own; B
@@ -196,7 +196,7 @@ func listHook(base *rest.Config, hook func(n int)) *rest.Config {
 // created its claim, sees it, and refuses.
 func TestLimitsReCheckedUnderLease(t *testing.T) {
 	w := newWorld(t, limitsCatalog)
-	cp, kube, launcher, cat := w.cp, w.kube, w.launcher, w.cat
+	cp, kube, cat := w.cp, w.kube, w.cat
 	ctx := context.Background()
 	np := &karpv1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: "leased"}}
 	np.Spec.Template.Spec.NodeClassRef = &karpv1.NodeClassReference{Group: provisioning.NodeClassGroup, Kind: provisioning.NodeClassKind, Name: "default"}
@@ -238,7 +238,7 @@ func TestLimitsReCheckedUnderLease(t *testing.T) {
 				wait(other)
 			}
 		}))
-		return provisioning.New(provisioning.Options{Kube: k, Launcher: launcher, Catalog: cat, ClusterName: "test",
+		return provisioning.New(provisioning.Options{Kube: k, Catalog: cat, ClusterName: "test",
 			Logger: slog.New(slog.DiscardHandler)})
 	}
 	passA := newProvisioner(aSnap, aCheck, bCheck, bSnap)

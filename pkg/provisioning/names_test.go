@@ -90,7 +90,7 @@ func remove(t *testing.T, ctx context.Context, kube client.Client, name string) 
 func TestNodeClaimNamesNeverReused(t *testing.T) {
 	w := newWorld(t, limitsCatalog)
 	ctx := context.Background()
-	prov := provisioning.New(provisioning.Options{Kube: w.kube, Launcher: w.launcher, Catalog: w.cat, ClusterName: "test",
+	prov := provisioning.New(provisioning.Options{Kube: w.kube, Catalog: w.cat, ClusterName: "test",
 		Logger: slog.New(slog.DiscardHandler)})
 	const pool = "reuse"
 	namesPool(t, ctx, w.kube, pool)
@@ -166,7 +166,7 @@ func TestConcurrentPassesCreateOnce(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			prov := provisioning.New(provisioning.Options{Kube: lock, Launcher: w.launcher, Catalog: w.cat, ClusterName: "test",
+			prov := provisioning.New(provisioning.Options{Kube: lock, Catalog: w.cat, ClusterName: "test",
 				Logger: slog.New(slog.DiscardHandler)})
 			results[i], errs[i] = prov.Provision(ctx)
 		}()
@@ -190,7 +190,7 @@ func TestConcurrentPassesCreateOnce(t *testing.T) {
 		}
 	}
 
-	prov := provisioning.New(provisioning.Options{Kube: w.kube, Launcher: w.launcher, Catalog: w.cat, ClusterName: "test",
+	prov := provisioning.New(provisioning.Options{Kube: w.kube, Catalog: w.cat, ClusterName: "test",
 		Logger: slog.New(slog.DiscardHandler)})
 	again, err := prov.Provision(ctx)
 	if err != nil || len(again.Created) != 0 || len(claimsOf(t, ctx, w.kube, pool)) != 1 {

@@ -34,10 +34,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
-	"github.com/karpfunc/karpfunc/pkg/bus"
 	"github.com/karpfunc/karpfunc/pkg/catalog"
 	"github.com/karpfunc/karpfunc/pkg/claimnames"
-	"github.com/karpfunc/karpfunc/pkg/cloudprovider"
 	"github.com/karpfunc/karpfunc/pkg/events"
 	"github.com/karpfunc/karpfunc/pkg/lifecycle"
 	"github.com/karpfunc/karpfunc/pkg/nodepoolstatus"
@@ -50,10 +48,7 @@ import (
 
 // Options configure a Provisioner.
 type Options struct {
-	Kube client.Client
-	// Launcher is not used: lifecycle launches (its LaunchOptions.Creator).
-	// It stays until hack/benchscale stops setting it.
-	Launcher    cloudprovider.Creator
+	Kube        client.Client
 	Catalog     *catalog.Catalog
 	ClusterName string
 	Clock       clock.Clock
@@ -61,10 +56,6 @@ type Options struct {
 	// Offerings is the shared unavailable-offerings state; nil disables it
 	// (every offering the catalog calls available is tried).
 	Offerings *offerings.Store
-	// Publisher is not used: a pass returns its continuations
-	// (Result.Outcome) for the caller to send. It stays until
-	// hack/benchscale stops setting it.
-	Publisher bus.Publisher
 	// Namespace holds karpfunc's coordination objects (the NodePool limits
 	// Leases, the NodeClaim name counter); default kube-system, as the
 	// offerings state.
@@ -161,6 +152,7 @@ const retryDelay = 2 * time.Second
 // pending longer than StuckAfter gets a FailedScheduling event that says
 // where karpfunc placed it and what it waits for.
 func (p *Provisioner) Provision(ctx context.Context) (Result, error) {
+	started := time.Now()
 	// The name counter is read before the NodeClaims are listed: a view
 	// taken after another pass retired generations comes with a list that
 	// holds the claims it created (see package claimnames).
@@ -178,13 +170,16 @@ func (p *Provisioner) Provision(ctx context.Context) (Result, error) {
 		return Result{}, err
 	}
 	in := snap.Input(unavailable.Apply(p.catalog), snapshot.Live)
-	ps := &pass{res: Result{PendingPods: len(in.Pods)}}
+	ps := &pass{res: Result{PendingPods: len(in.Pods)}, started: started}
 	recordPending(ctx, len(in.Pods))
 	if in.NotReady, err = p.syncStatus(ctx, snap); err != nil {
 		ps.errs = append(ps.errs, err)
 	}
 	if len(in.Pods) > 0 {
 		p.placePending(ctx, ps, snap, in, view)
+	}
+	if ps.outOfTime != nil {
+		return ps.res, ps.outOfTime // the solve's NodeClaims were not created
 	}
 	p.askLaunches(ps, snap)
 	return p.finishPass(ctx, ps, in.Pods)
@@ -196,6 +191,10 @@ type pass struct {
 	errs []error
 	// retryAfter: schedule another pass after this long (zero: none).
 	retryAfter time.Duration
+	// started is when the pass began; outOfTime is set when its time ran
+	// out before it acted on the solve.
+	started   time.Time
+	outOfTime error
 }
 
 func (ps *pass) wantRetry(d time.Duration) { ps.retryAfter = max(ps.retryAfter, d) }
@@ -208,6 +207,10 @@ func (p *Provisioner) placePending(ctx context.Context, ps *pass, snap *snapshot
 	ps.res.SolveDuration = p.clock.Since(start)
 	recordSolve(ctx, ps.res.SolveDuration)
 	ps.res.Pods = PlacedOutcomes(out)
+	if err := snapshot.CheckTime(ctx, "solve", ps.started); err != nil {
+		ps.outOfTime = err
+		return
+	}
 	for _, inv := range out.InvalidNodePools {
 		p.log.Error("nodepool can launch nothing", "nodepool", inv.NodePool.Name, "reason", inv.Reason)
 		if err := p.recorder.Publish(ctx, events.Event{Object: inv.NodePool, Type: corev1.EventTypeWarning,

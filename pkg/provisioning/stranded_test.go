@@ -25,9 +25,9 @@ import (
 // every pass.
 func TestNoPodStrandedBehindItsOwnClaim(t *testing.T) {
 	w := newWorld(t, limitsCatalog)
-	kube, launcher, cat := w.kube, w.launcher, w.cat
+	kube, cat := w.kube, w.cat
 	ctx := context.Background()
-	prov := provisioning.New(provisioning.Options{Kube: kube, Launcher: launcher, Catalog: cat, ClusterName: "test",
+	prov := provisioning.New(provisioning.Options{Kube: kube, Catalog: cat, ClusterName: "test",
 		Logger: slog.New(slog.DiscardHandler)})
 
 	for i, c := range []struct {

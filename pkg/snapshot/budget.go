@@ -34,12 +34,19 @@ func MemoryBudget() int64 {
 
 // memoryLimit returns the limit and where it came from.
 func memoryLimit() (int64, string) {
-	if l := debug.SetMemoryLimit(-1); l > 0 && l < math.MaxInt64 {
-		return l, "GOMEMLIMIT"
+	return memoryLimitFrom(debug.SetMemoryLimit(-1), os.ReadFile)
+}
+
+// memoryLimitFrom: goLimit is the runtime's limit (math.MaxInt64 when
+// GOMEMLIMIT is unset); readFile reads the cgroup v2 memory.max ("max"
+// when unbounded).
+func memoryLimitFrom(goLimit int64, readFile func(string) ([]byte, error)) (int64, string) {
+	if goLimit > 0 && goLimit < math.MaxInt64 {
+		return goLimit, "GOMEMLIMIT"
 	}
-	if b, err := os.ReadFile("/sys/fs/cgroup/memory.max"); err == nil {
-		if l, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64); err == nil && l > 0 {
-			return l, "cgroup memory.max"
+	if raw, err := readFile("/sys/fs/cgroup/memory.max"); err == nil {
+		if limit, err := strconv.ParseInt(strings.TrimSpace(string(raw)), 10, 64); err == nil && limit > 0 {
+			return limit, "cgroup memory.max"
 		}
 	}
 	return fallbackLimit, "the 2 GB instance size"
@@ -57,13 +64,13 @@ type TooLargeError struct {
 
 func (e *TooLargeError) Error() string {
 	names := make([]string, 0, len(e.Counts))
-	for n := range e.Counts {
-		names = append(names, n)
+	for name := range e.Counts {
+		names = append(names, name)
 	}
 	sort.Strings(names)
 	parts := make([]string, 0, len(names))
-	for _, n := range names {
-		parts = append(parts, fmt.Sprintf("%d %s", e.Counts[n], n))
+	for _, name := range names {
+		parts = append(parts, fmt.Sprintf("%d %s", e.Counts[name], name))
 	}
 	more := ""
 	if e.Partial {
@@ -87,12 +94,12 @@ func (c *Cache) checkBudget(ctx context.Context) error {
 		if err := c.kube.List(ctx, list, client.Limit(1)); err != nil {
 			return &ListError{Kind: k.spec.name, error: err}
 		}
-		n := int64(meta.LenList(list))
-		if rem := list.GetRemainingItemCount(); rem != nil {
-			n += *rem
+		count := int64(meta.LenList(list))
+		if remaining := list.GetRemainingItemCount(); remaining != nil {
+			count += *remaining
 		}
-		counts[k.spec.name] = n
-		need += n * k.spec.bytesPerObject
+		counts[k.spec.name] = count
+		need += count * k.spec.bytesPerObject
 	}
 	if need > c.opts.Budget {
 		return &TooLargeError{Counts: counts, Need: need, Budget: c.opts.Budget}

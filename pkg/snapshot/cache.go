@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -22,21 +23,24 @@ import (
 
 // Defaults of CacheOptions.
 const (
-	DefaultPageSize = 500
+	// DefaultPageSize: 150,000 pods in pages of 500 took over 5 minutes on
+	// the bench machine (each page ~2.8 s with the API server loaded), long
+	// enough for the continue token to expire at etcd's 5-minute compaction
+	// and the list to start over; in pages of 5,000 it took 2m16s. A page of
+	// 5,000 pods is about 15 MB of protobuf, decoded then stripped.
+	DefaultPageSize = 5000
 	// DefaultCatchUp bounds how long a pass waits for one kind's watch to
 	// reach the pass's resourceVersion (the bookmark a nudged watch gets
 	// arrives within about two seconds) before it relists the kind.
 	DefaultCatchUp = 4 * time.Second
-	// DefaultRelistBelow: a lagging kind with at most this many objects is
-	// relisted at once, cheaper than waiting for a bookmark.
+	// DefaultRelistBelow: when the freshness probe fails, a lagging kind
+	// with at most this many objects is relisted at once, cheaper than
+	// waiting for a bookmark.
 	DefaultRelistBelow = 1000
 	// nudgeTimeoutSeconds is the timeout of a nudged watch: the API server
 	// sends a bookmark 2 s before a watch's deadline (cacheWatcher's
 	// nextBookmarkTime in k8s.io/apiserver), so 3 s asks for one at once.
 	nudgeTimeoutSeconds = 3
-	// settle is how long a pass lets busy watches pass its resourceVersion
-	// by events alone before it nudges the idle ones.
-	settle = 20 * time.Millisecond
 )
 
 // CacheOptions configure a Cache.
@@ -63,6 +67,8 @@ type Stats struct {
 	Relists int64
 	// ListedObjects are objects decoded from LISTs; WatchEvents from watches.
 	ListedObjects, WatchEvents int64
+	// Probes are freshness probes (streaming lists that match nothing).
+	Probes int64
 	// Nudges are watches restarted to get a bookmark.
 	Nudges int64
 }
@@ -78,7 +84,7 @@ type Cache struct {
 	stop   context.CancelFunc
 	warm   bool
 
-	lists, relists, listed, events, nudges atomic.Int64
+	lists, relists, listed, events, probes, nudges atomic.Int64
 }
 
 type kindCache struct {
@@ -135,21 +141,25 @@ func (c *Cache) Close() { c.stop() }
 // Stats reports what the cache has read so far.
 func (c *Cache) Stats() Stats {
 	return Stats{Lists: c.lists.Load(), Relists: c.relists.Load(), ListedObjects: c.listed.Load(),
-		WatchEvents: c.events.Load(), Nudges: c.nudges.Load()}
+		WatchEvents: c.events.Load(), Probes: c.probes.Load(), Nudges: c.nudges.Load()}
 }
 
 // Cluster returns a snapshot at least as fresh as the cluster when the call
 // began (see the package documentation). A cold cache lists every kind; a
 // warm one proves each kind has caught up with a quorum resourceVersion.
 func (c *Cache) Cluster(ctx context.Context) (*Cluster, error) {
+	started := time.Now()
 	c.passMu.Lock()
 	defer c.passMu.Unlock()
 	if !c.warm {
 		if err := c.coldStart(ctx); err != nil {
-			return nil, err
+			return nil, timeErr(ctx, "snapshot", started, err)
 		}
 		c.warm = true
 	} else if err := c.catchUp(ctx); err != nil {
+		return nil, timeErr(ctx, "snapshot", started, err)
+	}
+	if err := CheckTime(ctx, "snapshot", started); err != nil {
 		return nil, err
 	}
 	return c.build(), nil
@@ -161,16 +171,16 @@ func (c *Cache) coldStart(ctx context.Context) error {
 	if err := c.checkBudget(ctx); err != nil {
 		return err
 	}
-	return c.eachKind(ctx, func(ctx context.Context, k *kindCache) error { return c.relist(ctx, k) })
+	return c.eachKind(ctx, func(ctx context.Context, kind *kindCache) error { return c.relist(ctx, kind) })
 }
 
 func (c *Cache) eachKind(ctx context.Context, f func(context.Context, *kindCache) error) error {
 	errs := make([]error, len(c.kinds))
 	var wg sync.WaitGroup
-	for i, k := range c.kinds {
+	for i, kind := range c.kinds {
 		wg.Go(func() {
-			if err := f(ctx, k); err != nil {
-				errs[i] = &ListError{Kind: k.spec.name, error: err}
+			if err := f(ctx, kind); err != nil {
+				errs[i] = &ListError{Kind: kind.spec.name, error: err}
 			}
 		})
 	}
@@ -178,46 +188,138 @@ func (c *Cache) eachKind(ctx context.Context, f func(context.Context, *kindCache
 	return errors.Join(errs...)
 }
 
-// catchUp reads, per kind, the collection's current resourceVersion with a
-// quorum LIST (limit 1, no resourceVersion) and waits until the kind's
-// watch has applied every change up to it: busy watches get there by
-// events; idle ones are nudged for a bookmark; small kinds, and any kind
-// that has not caught up within CatchUp, are relisted.
+// catchUp reads the cluster's current resourceVersion once with a quorum
+// read (quorumRV; etcd's revision is one counter for every kind), then
+// brings every kind there at once (catchUpKind).
 func (c *Cache) catchUp(ctx context.Context) error {
-	return c.eachKind(ctx, func(ctx context.Context, k *kindCache) error {
-		target, err := c.quorumRV(ctx, k)
-		if err != nil {
-			return err
-		}
-		if k.waitFor(ctx, target, settle) {
-			return nil
-		}
-		if k.size() <= c.opts.RelistBelow || k.failing.Load() {
-			return c.relist(ctx, k)
-		}
-		c.nudges.Add(1)
-		select {
-		case k.nudge <- struct{}{}:
-		default:
-		}
-		if k.waitFor(ctx, target, c.opts.CatchUp) {
-			return nil
-		}
-		if err := ctx.Err(); err != nil {
-			return fmt.Errorf("catching up to resourceVersion %d: %w", target, err)
-		}
-		c.log.Warn("snapshot: watch did not catch up; relisting", "kind", k.spec.name, "at", k.currentRV(), "want", target, "bound", c.opts.CatchUp)
-		return c.relist(ctx, k)
+	target, err := c.quorumRV(ctx)
+	if err != nil {
+		return err
+	}
+	return c.eachKind(ctx, func(ctx context.Context, kind *kindCache) error {
+		started := time.Now()
+		how, err := c.catchUpKind(ctx, kind, target)
+		c.log.Debug("snapshot: caught up", "kind", kind.spec.name, "how", how, "at", kind.currentRV(), "want", target, "took", time.Since(started))
+		return err
 	})
 }
 
-// quorumRV is the kind's current resourceVersion, read from etcd's quorum
-// (a LIST without resourceVersion is a consistent read).
-func (c *Cache) quorumRV(ctx context.Context, k *kindCache) (uint64, error) {
-	list := k.spec.newList()
+// catchUpKind proves the kind's view holds every change up to target:
+//   - its watch has applied an event at or past target (a busy kind);
+//   - else a freshness probe (probe) shows the API server's watch cache
+//     for the kind is at or past target, its own watch having been handed
+//     every event up to it;
+//   - else (a server without the probe, a failing watch) the kind is
+//     relisted when small or failing, or nudged for a bookmark and, failing
+//     that within CatchUp, relisted.
+func (c *Cache) catchUpKind(ctx context.Context, kind *kindCache, target uint64) (string, error) {
+	if kind.waitFor(ctx, target, 0) {
+		return "events", nil
+	}
+	if kind.failing.Load() {
+		return "relist", c.relist(ctx, kind)
+	}
+	probeErr := c.probe(ctx, kind, target)
+	if probeErr == nil {
+		return "probe", nil
+	}
+	if err := ctx.Err(); err != nil {
+		return "probe", fmt.Errorf("catching up to resourceVersion %d: %w", target, err)
+	}
+	c.log.Debug("snapshot: freshness probe failed", "kind", kind.spec.name, "error", probeErr)
+	if kind.size() <= c.opts.RelistBelow {
+		return "relist", c.relist(ctx, kind)
+	}
+	c.nudges.Add(1)
+	select {
+	case kind.nudge <- struct{}{}:
+	default:
+	}
+	if kind.waitFor(ctx, target, c.opts.CatchUp) {
+		return "bookmark", nil
+	}
+	if err := ctx.Err(); err != nil {
+		return "bookmark", fmt.Errorf("catching up to resourceVersion %d: %w", target, err)
+	}
+	c.log.Warn("snapshot: watch did not catch up; relisting", "kind", kind.spec.name, "at", kind.currentRV(), "want", target, "bound", c.opts.CatchUp)
+	return "relist", c.relist(ctx, kind)
+}
+
+// probeSelector matches no object (a label both equal to a value and
+// absent), so a probe's initial events are none.
+const probeSelector = "karpfunc.azure.com/freshness-probe=none,!karpfunc.azure.com/freshness-probe"
+
+// probe asks the API server whether its watch cache of the kind has
+// reached target: a streaming list (WATCH with sendInitialEvents=true,
+// resourceVersion=target, resourceVersionMatch=NotOlderThan, bookmarks
+// allowed) over a selector that matches nothing. The server waits until its
+// watch cache is at target or later (asking etcd for progress when idle)
+// and ends the initial events, here none, with a bookmark annotated
+// k8s.io/initial-events-end carrying the cache's resourceVersion (KEP-3157,
+// https://kubernetes.io/docs/reference/using-api/api-concepts/#streaming-lists).
+// The cache's events up to that point were dispatched, in order, to every
+// watcher of the kind, the cache's own watch among them: this is the
+// guarantee consistent reads from the watch cache rest on (KEP-2340).
+func (c *Cache) probe(ctx context.Context, kind *kindCache, target uint64) error {
+	c.probes.Add(1)
+	probeCtx, cancel := context.WithTimeout(ctx, c.opts.CatchUp)
+	defer cancel()
+	timeout := int64(c.opts.CatchUp / time.Second)
+	sendInitialEvents := true
+	watcher, err := c.kube.Watch(probeCtx, kind.spec.newList(), &client.ListOptions{Raw: &metav1.ListOptions{
+		ResourceVersion: strconv.FormatUint(target, 10), ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan,
+		SendInitialEvents: &sendInitialEvents, AllowWatchBookmarks: true, LabelSelector: probeSelector, TimeoutSeconds: &timeout}})
+	if err != nil {
+		return err
+	}
+	defer watcher.Stop()
+	for {
+		select {
+		case <-probeCtx.Done():
+			return probeCtx.Err()
+		case ev, ok := <-watcher.ResultChan():
+			if !ok {
+				return errors.New("the probe's watch ended before its initial-events-end bookmark")
+			}
+			if ev.Type == watch.Error {
+				return apierrors.FromObject(ev.Object)
+			}
+			done, err := initialEventsEnd(ev, target)
+			if done || err != nil {
+				return err
+			}
+		}
+	}
+}
+
+// initialEventsEnd reports whether ev is a streaming list's
+// initial-events-end bookmark at or past target.
+func initialEventsEnd(ev watch.Event, target uint64) (bool, error) {
+	obj, ok := ev.Object.(client.Object)
+	if !ok || ev.Type != watch.Bookmark {
+		return false, fmt.Errorf("the freshness probe got a %s event (%T); it matches no object", ev.Type, ev.Object)
+	}
+	if obj.GetAnnotations()[metav1.InitialEventsAnnotationKey] != "true" {
+		return false, nil
+	}
+	rv, err := parseRV(obj.GetResourceVersion())
+	if err != nil {
+		return false, err
+	}
+	if rv < target {
+		return false, fmt.Errorf("the freshness probe's bookmark is at resourceVersion %d, before %d", rv, target)
+	}
+	return true, nil
+}
+
+// quorumRV is the cluster's current resourceVersion, read from etcd's
+// quorum: a LIST without resourceVersion is a consistent read, and its
+// resourceVersion is etcd's revision, one counter for every kind.
+func (c *Cache) quorumRV(ctx context.Context) (uint64, error) {
+	list := &corev1.NamespaceList{}
 	c.lists.Add(1)
 	if err := c.kube.List(ctx, list, client.Limit(1)); err != nil {
-		return 0, err
+		return 0, &ListError{Kind: "namespaces", error: err}
 	}
 	return parseRV(list.GetResourceVersion())
 }
@@ -232,23 +334,25 @@ func parseRV(s string) (uint64, error) {
 
 // relist reads the kind whole, replaces what the cache holds and restarts
 // its watch from the list's resourceVersion.
-func (c *Cache) relist(ctx context.Context, k *kindCache) error {
+func (c *Cache) relist(ctx context.Context, kind *kindCache) error {
 	c.relists.Add(1)
-	objs, rv, err := c.listAll(ctx, k.spec)
+	started := time.Now()
+	objs, rv, err := c.listAll(ctx, kind.spec)
 	if err != nil {
 		return err
 	}
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	if k.cancel != nil {
-		k.cancel()
+	c.log.Debug("snapshot: listed", "kind", kind.spec.name, "objects", len(objs), "resourceVersion", rv, "took", time.Since(started))
+	kind.mu.Lock()
+	defer kind.mu.Unlock()
+	if kind.cancel != nil {
+		kind.cancel()
 	}
-	k.gen++
-	k.objs, k.rv, k.stale = objs, rv, true
-	k.signalLocked()
+	kind.gen++
+	kind.objs, kind.rv, kind.stale = objs, rv, true
+	kind.signalLocked()
 	wctx, cancel := context.WithCancel(c.life)
-	k.cancel = cancel
-	go c.watchLoop(wctx, k, k.gen)
+	kind.cancel = cancel
+	go c.watchLoop(wctx, kind, kind.gen)
 	return nil
 }
 
@@ -274,8 +378,8 @@ func (c *Cache) listPages(ctx context.Context, spec *kindSpec) (map[string]clien
 		if err := c.kube.List(ctx, list, client.Limit(c.opts.PageSize), client.Continue(cont)); err != nil {
 			return nil, 0, err
 		}
-		err := meta.EachListItem(list, func(o runtime.Object) error {
-			obj := o.(client.Object)
+		err := meta.EachListItem(list, func(item runtime.Object) error {
+			obj := item.(client.Object)
 			Compact(obj)
 			objs[key(obj)] = obj
 			return nil
@@ -304,7 +408,7 @@ func key(o client.Object) string {
 // watchLoop keeps the kind up to date from its resourceVersion until its
 // context ends (a relist replaced it, or the cache closed). A 410 Gone
 // relists; other failures watch again after a short backoff.
-func (c *Cache) watchLoop(ctx context.Context, k *kindCache, gen uint64) {
+func (c *Cache) watchLoop(ctx context.Context, kind *kindCache, gen uint64) {
 	nudged := false
 	backoff := 100 * time.Millisecond
 	for ctx.Err() == nil {
@@ -312,26 +416,26 @@ func (c *Cache) watchLoop(ctx context.Context, k *kindCache, gen uint64) {
 		if nudged {
 			timeout = nudgeTimeoutSeconds
 		}
-		w, err := c.kube.Watch(ctx, k.spec.newList(), &client.ListOptions{Raw: &metav1.ListOptions{
-			ResourceVersion: strconv.FormatUint(k.currentRV(), 10), AllowWatchBookmarks: true, TimeoutSeconds: &timeout}})
-		k.failing.Store(err != nil && !apierrors.IsResourceExpired(err) && !apierrors.IsGone(err))
+		watcher, err := c.kube.Watch(ctx, kind.spec.newList(), &client.ListOptions{Raw: &metav1.ListOptions{
+			ResourceVersion: strconv.FormatUint(kind.currentRV(), 10), AllowWatchBookmarks: true, TimeoutSeconds: &timeout}})
+		kind.failing.Store(err != nil && !apierrors.IsResourceExpired(err) && !apierrors.IsGone(err))
 		if err == nil {
-			nudged, err = c.consume(ctx, k, gen, w)
-			w.Stop()
+			nudged, err = c.consume(ctx, kind, gen, watcher)
+			watcher.Stop()
 		}
 		switch {
 		case err == nil:
 			backoff = 100 * time.Millisecond
 		case apierrors.IsResourceExpired(err) || apierrors.IsGone(err):
-			c.log.Info("snapshot: watch expired; relisting", "kind", k.spec.name, "error", err)
-			if rerr := c.relist(ctx, k); rerr != nil && ctx.Err() == nil {
-				c.log.Warn("snapshot: relist failed", "kind", k.spec.name, "error", rerr)
+			c.log.Info("snapshot: watch expired; relisting", "kind", kind.spec.name, "error", err)
+			if rerr := c.relist(ctx, kind); rerr != nil && ctx.Err() == nil {
+				c.log.Warn("snapshot: relist failed", "kind", kind.spec.name, "error", rerr)
 				sleep(ctx, backoff)
 				continue
 			}
 			return // relist started the next watch
 		case ctx.Err() == nil:
-			c.log.Warn("snapshot: watch failed", "kind", k.spec.name, "error", err)
+			c.log.Warn("snapshot: watch failed", "kind", kind.spec.name, "error", err)
 			sleep(ctx, backoff)
 			backoff = min(2*backoff, time.Minute)
 		}
@@ -339,22 +443,22 @@ func (c *Cache) watchLoop(ctx context.Context, k *kindCache, gen uint64) {
 }
 
 func sleep(ctx context.Context, d time.Duration) {
-	t := time.NewTimer(d)
-	defer t.Stop()
+	timer := time.NewTimer(d)
+	defer timer.Stop()
 	select {
 	case <-ctx.Done():
-	case <-t.C:
+	case <-timer.C:
 	}
 }
 
 // consume applies a watch's events until it ends; nudged reports that it
 // was ended to ask the server for a bookmark.
-func (c *Cache) consume(ctx context.Context, k *kindCache, gen uint64, w watch.Interface) (nudged bool, err error) {
+func (c *Cache) consume(ctx context.Context, kind *kindCache, gen uint64, w watch.Interface) (nudged bool, err error) {
 	for {
 		select {
 		case <-ctx.Done():
 			return false, nil
-		case <-k.nudge:
+		case <-kind.nudge:
 			return true, nil
 		case ev, ok := <-w.ResultChan():
 			if !ok {
@@ -364,7 +468,7 @@ func (c *Cache) consume(ctx context.Context, k *kindCache, gen uint64, w watch.I
 				return false, apierrors.FromObject(ev.Object)
 			}
 			c.events.Add(1)
-			if err := k.apply(gen, ev); err != nil {
+			if err := kind.apply(gen, ev); err != nil {
 				return false, err
 			}
 		}
@@ -419,7 +523,7 @@ func (k *kindCache) size() int {
 	return len(k.objs)
 }
 
-// waitFor reports whether the kind reaches rv within d.
+// waitFor reports whether the k reaches rv within d.
 func (k *kindCache) waitFor(ctx context.Context, rv uint64, d time.Duration) bool {
 	deadline := time.NewTimer(d)
 	defer deadline.Stop()
@@ -445,16 +549,16 @@ func (k *kindCache) waitFor(ctx context.Context, rv uint64, d time.Duration) boo
 // documentation).
 func (c *Cache) build() *Cluster {
 	out := &Cluster{}
-	for _, k := range c.kinds {
-		k.mu.Lock()
-		objs := slices.Clone(k.orderedLocked()) // a pass may reorder its slices
-		k.mu.Unlock()
-		if k.spec.copyOnRead {
+	for _, kind := range c.kinds {
+		kind.mu.Lock()
+		objs := slices.Clone(kind.orderedLocked()) // a pass may reorder its slices
+		kind.mu.Unlock()
+		if kind.spec.copyOnRead {
 			for i, o := range objs {
 				objs[i] = o.DeepCopyObject().(client.Object)
 			}
 		}
-		k.spec.fill(out, objs)
+		kind.spec.fill(out, objs)
 	}
 	return out
 }

@@ -15,20 +15,23 @@
 //
 // Invariants:
 //   - Freshness: a snapshot handed to a pass includes every change committed
-//     before the pass asked for it. Per kind, the pass reads the current
-//     resourceVersion with a quorum read (LIST, limit 1, no
-//     resourceVersion) and waits until the kind's watch has applied every
-//     event up to it (an event or bookmark at or past it). An idle kind's
-//     watch is nudged: restarted from its resourceVersion with a 3 s
-//     timeout, for which the API server sends a bookmark 2 s before the
-//     deadline (so within about 1-2 s) carrying its watch cache's
-//     resourceVersion. A small kind, or one whose WATCH requests fail, is
-//     relisted instead, and a kind that does not catch up within CatchUp is
+//     before the pass asked for it. The pass reads the cluster's current
+//     resourceVersion once with a quorum read (LIST of one namespace, no
+//     resourceVersion: etcd's revision, one counter for every kind). A kind
+//     is fresh when its watch has applied an event at or past it; else when
+//     a freshness probe (a streaming list at that resourceVersion,
+//     NotOlderThan, over a selector that matches nothing) gets its
+//     initial-events-end bookmark, which the API server sends once its watch
+//     cache of the kind has reached the revision, so every event up to it
+//     has been handed to the kind's watchers, the cache's own among them.
+//     One limit: an event the server has handed to the cache's watch but
+//     not yet written on its stream can still be in flight when the probe's
+//     bookmark arrives on another stream; only a bookmark on the watch itself
+//     (1-2 s, the fallback) closes that. A kind whose probe is refused is
+//     nudged for such a bookmark, or relisted when small or when its WATCH
+//     requests fail, and a kind that does not catch up within CatchUp is
 //     relisted (a consistent LIST). No bookmark or event short of the quorum
-//     resourceVersion ever counts as caught up. This is the
-//     guarantee of Kubernetes' consistent reads from cache (KEP-2340), on
-//     the client side: the cache never answers from a resourceVersion older
-//     than the quorum's.
+//     resourceVersion ever counts as caught up.
 //   - Nothing the cache holds is written by a pass: NodeClaims, Nodes,
 //     NodePools and AKSNodeClasses, which the passes patch in place (a
 //     controller-runtime Patch writes the answer into the object it was
@@ -45,11 +48,15 @@
 //     pending.
 //   - A cluster too large for the memory at hand fails with
 //     TooLargeError (counts, estimate, budget), before it is decoded.
+//   - A snapshot is never handed out after its context ended: a pass out of
+//     its invocation's time gets an OutOfTimeError naming the phase, and
+//     passes call CheckTime again after solving, before they act.
 package snapshot
 
 import (
 	"context"
 	"fmt"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -111,6 +118,7 @@ func List(ctx context.Context, kube client.Reader) (*Cluster, error) {
 	if cached, ok := kube.(*Cached); ok {
 		return cached.Source.Cluster(ctx)
 	}
+	started := time.Now()
 	var (
 		pods    corev1.PodList
 		nodes   corev1.NodeList
@@ -134,7 +142,7 @@ func List(ctx context.Context, kube client.Reader) (*Cluster, error) {
 		{"poddisruptionbudgets", &pdbs},
 	} {
 		if err := kube.List(ctx, l.list); err != nil {
-			return nil, &ListError{Kind: l.kind, error: err}
+			return nil, timeErr(ctx, "snapshot", started, &ListError{Kind: l.kind, error: err})
 		}
 	}
 	return &Cluster{

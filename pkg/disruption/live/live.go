@@ -44,7 +44,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
-	"github.com/karpfunc/karpfunc/pkg/bus"
 	"github.com/karpfunc/karpfunc/pkg/catalog"
 	"github.com/karpfunc/karpfunc/pkg/decisions"
 	"github.com/karpfunc/karpfunc/pkg/disruption"
@@ -78,13 +77,9 @@ type Replacer interface {
 
 // Options configure a Controller.
 type Options struct {
-	Kube     client.Client
-	Catalog  *catalog.Catalog
-	Replacer Replacer
-	// Publisher is not used: a call returns its continuations
-	// (Result.Outcome) for the caller to send. It stays until
-	// hack/benchscale stops setting it.
-	Publisher   bus.Publisher
+	Kube        client.Client
+	Catalog     *catalog.Catalog
+	Replacer    Replacer
 	ClusterName string
 	Clock       clock.Clock
 	Logger      *slog.Logger

@@ -18,6 +18,7 @@ import (
 // restarts).
 func (c *Controller) Pass(ctx context.Context, ev PodEvents) (Result, error) {
 	res := Result{Refused: map[string]int{}}
+	started := time.Now()
 	snap, err := snapshot.List(ctx, c.kube)
 	if err != nil {
 		return res, err
@@ -37,6 +38,9 @@ func (c *Controller) Pass(ctx context.Context, ev PodEvents) (Result, error) {
 	}
 	st := c.state(ctx, snap, now)
 	decision := disruption.Decide(st)
+	if err := snapshot.CheckTime(ctx, "disruption decision", started); err != nil {
+		return res, errors.Join(append(errs, err)...) // nothing of the decision acted on
+	}
 	errs = append(errs, c.writeConditions(ctx, snap, st.Versions, now)...)
 	errs = append(errs, c.expire(ctx, snap, decision.Expired, &res)...)
 	c.budgetErrors(ctx, snap, decision.BudgetErrors, &res)
