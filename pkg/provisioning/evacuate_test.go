@@ -7,17 +7,16 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
+	"github.com/karpfunc/karpfunc/internal/testfixtures"
 	"github.com/karpfunc/karpfunc/pkg/snapshot"
 )
 
 func TestEvacuateSnapshot(t *testing.T) {
 	now := metav1.Now()
 	pod := func(name, node string, mut func(*corev1.Pod)) *corev1.Pod {
-		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", UID: types.UID("uid-" + name)},
-			Spec: corev1.PodSpec{NodeName: node}, Status: corev1.PodStatus{Phase: corev1.PodRunning}}
+		p := testfixtures.Pod(testfixtures.PodOptions{Name: name, UID: "uid-" + name, NodeName: node, Phase: corev1.PodRunning})
 		if mut != nil {
 			mut(p)
 		}

@@ -11,11 +11,11 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
+	"github.com/karpfunc/karpfunc/internal/testfixtures"
 	"github.com/karpfunc/karpfunc/pkg/provisioning"
 )
 
@@ -33,10 +33,8 @@ func namesPool(t *testing.T, ctx context.Context, kube client.Client, pool strin
 // pendingPod creates an unschedulable pod for pool.
 func pendingPod(t *testing.T, ctx context.Context, kube client.Client, pool string) *corev1.Pod {
 	t.Helper()
-	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: pool + "-web", Namespace: "default"},
-		Spec: corev1.PodSpec{NodeSelector: map[string]string{"pool": pool},
-			Containers: []corev1.Container{{Name: "c", Image: "registry.k8s.io/pause:3.10",
-				Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}}}}}}
+	p := testfixtures.Pod(testfixtures.PodOptions{Name: pool + "-web", CPU: "1"})
+	p.Spec.NodeSelector = map[string]string{"pool": pool}
 	if err := kube.Create(ctx, p); err != nil {
 		t.Fatal(err)
 	}

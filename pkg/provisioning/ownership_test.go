@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
+	"github.com/karpfunc/karpfunc/internal/testfixtures"
 	"github.com/karpfunc/karpfunc/pkg/azure"
 	"github.com/karpfunc/karpfunc/pkg/ownership"
 	"github.com/karpfunc/karpfunc/pkg/provisioning"
@@ -45,9 +46,7 @@ func TestProvisionLeavesOthersNodeClaims(t *testing.T) {
 		t.Fatal(err)
 	}
 	pod := func(name, cpu string) {
-		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},
-			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "registry.k8s.io/pause:3.10",
-				Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu)}}}}}}
+		p := testfixtures.Pod(testfixtures.PodOptions{Name: name, CPU: cpu})
 		if err := kube.Create(ctx, p); err != nil {
 			t.Fatal(err)
 		}

@@ -7,10 +7,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 	"sigs.k8s.io/karpenter/pkg/scheduling"
 
+	"github.com/karpfunc/karpfunc/internal/testfixtures"
 	"github.com/karpfunc/karpfunc/pkg/catalog"
 	"github.com/karpfunc/karpfunc/pkg/scheduler"
 )
@@ -29,8 +29,7 @@ func req(key string, op corev1.NodeSelectorOperator, values ...string) karpv1.No
 }
 
 func pod(uid string, conds ...corev1.PodCondition) *corev1.Pod {
-	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p-" + uid, Namespace: "default", UID: types.UID(uid)},
-		Status: corev1.PodStatus{Phase: corev1.PodPending, Conditions: conds}}
+	return testfixtures.Pod(testfixtures.PodOptions{Name: "p-" + uid, UID: uid, Phase: corev1.PodPending, Conditions: conds})
 }
 
 func TestNodeClaimFor(t *testing.T) {
@@ -83,7 +82,7 @@ func TestNodeClaimFor(t *testing.T) {
 }
 
 func TestIsProvisionable(t *testing.T) {
-	unschedulable := corev1.PodCondition{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable}
+	unschedulable := testfixtures.Unschedulable()
 	now := metav1.Now()
 	tests := []struct {
 		name string
