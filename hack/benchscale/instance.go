@@ -155,8 +155,11 @@ func (m *meter) measure(ctx context.Context, name string, pass func(context.Cont
 // (VmHWM), so peakRSS is the pass's own.
 func resetPeakRSS() { _ = os.WriteFile("/proc/self/clear_refs", []byte("5"), 0) }
 
-func peakRSS() int64 {
-	status, err := os.ReadFile("/proc/self/status")
+func peakRSS() int64 { return highWaterRSS("/proc/self/status") }
+
+// highWaterRSS reads VmHWM from a /proc/<pid>/status file (0 if it cannot).
+func highWaterRSS(statusPath string) int64 {
+	status, err := os.ReadFile(statusPath)
 	if err != nil {
 		return 0
 	}

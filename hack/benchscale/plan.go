@@ -1,13 +1,13 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"syscall"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -84,16 +84,37 @@ func benchPlan(ctx context.Context, kube client.Client, root, dir string) error 
 func timePlan(ctx context.Context, bin, path string, size int) error {
 	cmd := exec.CommandContext(ctx, bin, "plan", "-f", path, "-o", "json")
 	cmd.Stderr = os.Stderr
+	var stdout bytes.Buffer
+	cmd.Stdout = &stdout
 	start := time.Now()
-	out, err := cmd.Output()
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("karpfunc plan -f %s: %w", path, err)
+	}
+	// The child's own high-water mark, read from /proc while it runs: the
+	// rusage Maxrss wait4 returns is useless here, because the child is
+	// forked from this process, which holds both dumps, and Linux carries
+	// the pre-exec memory's high-water mark across exec into ru_maxrss.
+	statusPath := fmt.Sprintf("/proc/%d/status", cmd.Process.Pid)
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	var rss int64
+	ticker := time.NewTicker(20 * time.Millisecond)
+	defer ticker.Stop()
+	var err error
+wait:
+	for {
+		select {
+		case err = <-done:
+			break wait
+		case <-ticker.C:
+			rss = max(rss, highWaterRSS(statusPath))
+		}
+	}
 	wall := time.Since(start)
 	if err != nil {
 		return fmt.Errorf("karpfunc plan -f %s: %w", path, err)
 	}
-	var rss int64
-	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
-		rss = ru.Maxrss << 10 // kB on Linux
-	}
+	out := stdout.Bytes()
 	fmt.Printf("karpfunc plan %-12s (%4d MB) wall %8s  peak RSS %5d MB  (%d bytes of plan)\n", filepath.Base(path), size>>20, wall.Round(time.Millisecond), rss>>20, len(out))
 	return nil
 }
