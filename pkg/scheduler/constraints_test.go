@@ -646,6 +646,39 @@ func TestConstraints(t *testing.T) {
 			check: func(t *testing.T, r scheduler.Result) { expectClaims(t, r, 2) },
 		},
 		{
+			name: "a host port held by a pod bound to an existing node keeps a pending pod wanting it off that node",
+			input: func(t *testing.T) scheduler.Input {
+				holder := pod("exporter-old", "100m", "100Mi")
+				holder.Spec.Containers[0].Ports = []corev1.ContainerPort{{HostPort: 9100, ContainerPort: 9100}}
+				wants := pod("exporter-new", "100m", "100Mi")
+				wants.Spec.Containers[0].Ports = []corev1.ContainerPort{{HostPort: 9100, ContainerPort: 9100}}
+				in := uniformInput(t, wants)
+				n, bound := existingNode("node-a", "test-1", holder)
+				in.Nodes, in.BoundPods = []*corev1.Node{n}, bound
+				return in
+			},
+			check: func(t *testing.T, r scheduler.Result) {
+				if len(r.Existing) != 0 {
+					t.Errorf("placed on existing %+v, but node-a's bound pod holds host port 9100", r.Existing)
+				}
+				expectClaims(t, r, 1)
+			},
+		},
+		{
+			name: "a bound pod's other host port leaves the node open",
+			input: func(t *testing.T) scheduler.Input {
+				holder := pod("exporter-old", "100m", "100Mi")
+				holder.Spec.Containers[0].Ports = []corev1.ContainerPort{{HostPort: 9100, ContainerPort: 9100}}
+				wants := pod("web", "100m", "100Mi")
+				wants.Spec.Containers[0].Ports = []corev1.ContainerPort{{HostPort: 8080, ContainerPort: 8080}}
+				in := uniformInput(t, wants)
+				n, bound := existingNode("node-a", "test-1", holder)
+				in.Nodes, in.BoundPods = []*corev1.Node{n}, bound
+				return in
+			},
+			check: func(t *testing.T, r scheduler.Result) { expectOnNode(t, r, "node-a") },
+		},
+		{
 			name: "minValues keeps enough instance types",
 			input: func(t *testing.T) scheduler.Input {
 				in := baseInput(t, pod("big", "5", "1Gi"), pod("ok", "1", "1Gi"))

@@ -133,6 +133,10 @@ type boundOnNode struct {
 	requested []resource.Quantity
 	// counted are, per pod, the counters it counts in.
 	counted [][]*counter
+	// ports are the host ports they hold: a pending pod wanting one of
+	// them cannot go there (Karpenter's state.StateNode tracks the same
+	// HostPortUsage of the pods bound to a node).
+	ports []hostPort
 }
 
 // addBoundPod adds pod's requests (from memo, if any) to onNode.
@@ -147,6 +151,7 @@ func (s *solver) addBoundPod(onNode *boundOnNode, pod *corev1.Pod, memo *Memo) {
 		}
 	}
 	onNode.pods++
+	onNode.ports = append(onNode.ports, podHostPorts(pod)...)
 }
 
 // roomLeft is allocatable less what the pods bound there take (onNode;

@@ -641,6 +641,7 @@ func (s *solver) addNodeBin(in Input, n *corev1.Node, claim *karpv1.NodeClaim, o
 	target.used = make(resVec, len(s.res.names))
 	s.addBin(target)
 	if onNode != nil {
+		target.ports = slices.Clone(onNode.ports) // the bin appends its own
 		for _, counted := range onNode.counted {
 			for _, counter := range counted {
 				s.count(target, counter)
@@ -687,6 +688,9 @@ func (s *solver) addInFlightBin(in Input, nc *karpv1.NodeClaim, pl *pool, onNode
 	target.maxRoom = s.roomLeft(available, onNode)
 	target.alloc = s.roomLeft(available, nil)
 	target.used = make(resVec, len(s.res.names))
+	if onNode != nil {
+		target.ports = slices.Clone(onNode.ports) // the bin appends its own
+	}
 	s.addBin(target)
 }
 
