@@ -145,12 +145,21 @@ func newLauncher(opts Options) *launcher {
 		maxAttempts: cfg.MaxAttempts, maxFailures: cfg.MaxFailures, checkInterval: cfg.CheckInterval, decisions: cfg.Decisions}
 }
 
-// LaunchStalled reports whether nc's launch needs a look that no scheduled
-// check will bring: it was never begun, or its check is long overdue (the
-// message was lost). The Provision pass asks for a launch check then.
-func LaunchStalled(nc *karpv1.NodeClaim, now time.Time) bool {
+// LaunchAsk is the launch check a Provision pass asks for nc, due now, and
+// whether one is needed: none once a state records a check still due. A
+// launch with no state yet gets the first check (triggers.FirstLaunchCheck),
+// one message however many passes ask while the NodeClaim is young; one
+// older than stalledLaunch with no state, or whose check is that overdue,
+// lost its message and gets a check of its own.
+func LaunchAsk(cluster string, nc *karpv1.NodeClaim, now time.Time) (triggers.Continuation, bool) {
 	state := launchStateOf(nc)
-	return state == nil || now.After(state.NextCheck.Add(stalledLaunch))
+	switch {
+	case state == nil && now.Before(nc.CreationTimestamp.Add(stalledLaunch)):
+		return triggers.FirstLaunchCheck(cluster, nc.Name, string(nc.UID), now), true
+	case state == nil || now.After(state.NextCheck.Add(stalledLaunch)):
+		return triggers.LaunchCheck(cluster, nc.Name, string(nc.UID), now), true
+	}
+	return triggers.Continuation{}, false
 }
 
 // reconcile moves nc's launch on by one step and says when to look at it

@@ -296,23 +296,21 @@ func (p *Provisioner) notCreated(ctx context.Context, ps *pass, plan *scheduler.
 }
 
 // askLaunches asks for a launch check, due now, of every NodeClaim not
-// launched yet: the claims just created and any whose launch stalled
-// (lifecycle.LaunchStalled). Lifecycle launches them; the pass never
-// waits. Another controller's claims count as capacity, never launched by
-// us.
+// launched yet whose launch has no check coming (lifecycle.LaunchAsk): the
+// claims just created and any whose launch stalled. Lifecycle launches
+// them; the pass never waits. Another controller's claims count as
+// capacity, never launched by us.
 func (p *Provisioner) askLaunches(ps *pass, snap *snapshot.Cluster) {
 	now := p.clock.Now()
 	for _, nc := range snap.NodeClaims {
-		if nc.DeletionTimestamp == nil && !nc.StatusConditions().Get(karpv1.ConditionTypeLaunched).IsTrue() && ownership.Owns(nc) && lifecycle.LaunchStalled(nc, now) {
+		if nc.DeletionTimestamp != nil || nc.StatusConditions().Get(karpv1.ConditionTypeLaunched).IsTrue() || !ownership.Owns(nc) {
+			continue
+		}
+		if check, ok := lifecycle.LaunchAsk(p.clusterName, nc, now); ok {
 			ps.res.Launching = append(ps.res.Launching, nc.Name)
-			ps.res.Outcome.Then(p.launchCheck(nc))
+			ps.res.Outcome.Then(check)
 		}
 	}
-}
-
-// launchCheck is the launch check, due now, that has lifecycle launch nc.
-func (p *Provisioner) launchCheck(nc *karpv1.NodeClaim) triggers.Continuation {
-	return triggers.LaunchCheck(p.clusterName, nc.Name, string(nc.UID), p.clock.Now())
 }
 
 // finishPass reports pods stuck too long and schedules the next pass when

@@ -51,7 +51,13 @@ func (p *Provisioner) Replace(ctx context.Context, plan *scheduler.NodeClaimPlan
 	for key, value := range annotations {
 		nc.Annotations[key] = value
 	}
-	check := p.launchCheck(nc)
+	// A new replacement's first check is the one any pass would ask for;
+	// an adopted claim's launch is looked at now (a duplicate of a check
+	// already due leaves the work to it).
+	check := triggers.LaunchCheck(p.clusterName, nc.Name, string(nc.UID), p.clock.Now())
+	if created {
+		check = triggers.FirstLaunchCheck(p.clusterName, nc.Name, string(nc.UID), p.clock.Now())
+	}
 	if err := p.kube.Patch(ctx, nc, patch); err != nil {
 		return nc, check, fmt.Errorf("annotating replacement NodeClaim %s: %w", nc.Name, err)
 	}

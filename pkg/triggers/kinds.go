@@ -164,6 +164,15 @@ func LaunchCheck(cluster, name, uid string, at time.Time) Continuation {
 	return nodeClaim(messages.TypeNodeClaimLaunch, fmt.Sprintf("nodeclaim/%s/launch/%d", uid, at.UnixMilli()), cluster, name, uid, at)
 }
 
+// FirstLaunchCheck is the first look at NodeClaim name's launch, due at
+// time at. Its ID names no time (nodeclaim/<uid>/launch/first): the pass
+// that created the NodeClaim and any pass that sees it before its launch
+// recorded a state ask for the same message, so duplicate detection keeps
+// one chain of checks per launch.
+func FirstLaunchCheck(cluster, name, uid string, at time.Time) Continuation {
+	return nodeClaim(messages.TypeNodeClaimLaunch, "nodeclaim/"+uid+"/launch/first", cluster, name, uid, at)
+}
+
 func nodeClaim(typ, id, cluster, name, uid string, at time.Time) Continuation {
 	return scheduled(bus.QueueLifecycle, id, "", typ, name, cluster, at, messages.NodeClaim{Cluster: cluster, Name: name, UID: uid})
 }

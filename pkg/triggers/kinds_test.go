@@ -61,6 +61,7 @@ func TestConstructorIDs(t *testing.T) {
 		{"liveness", Liveness("c", "nc", "u", at), "nodeclaim/u/liveness", bus.QueueLifecycle, "", messages.TypeNodeClaimLiveness, at},
 		{"liveness recheck", LivenessRecheck("c", "nc", "u", at), "nodeclaim/u/liveness/retry/1796130061300", bus.QueueLifecycle, "", messages.TypeNodeClaimLiveness, at},
 		{"launch check", LaunchCheck("c", "nc", "u", at), "nodeclaim/u/launch/1796130061300", bus.QueueLifecycle, "", messages.TypeNodeClaimLaunch, at},
+		{"first launch check", FirstLaunchCheck("c", "nc", "u", at), "nodeclaim/u/launch/first", bus.QueueLifecycle, "", messages.TypeNodeClaimLaunch, at},
 		{"disruption pass", DisruptionPass("c", "deadline", at), "disruption/c/deadline/1796130061300", bus.QueueDisruption, "c", messages.TypeDisruption, at},
 		{"disruption slot", DisruptionSlot("c", "sweep", now, time.Minute), "disruption/c/sweep/1796130060000", bus.QueueDisruption, "c", messages.TypeDisruption, Due(now, time.Minute)},
 		{"pod events", PodEvents("c", []string{"n"}, now, now), "disruption/c/pod-events/1796130001300", bus.QueueDisruption, "c", messages.TypeDisruption, time.Time{}},
