@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -14,7 +13,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
-	"sigs.k8s.io/yaml"
 
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
@@ -22,42 +20,19 @@ import (
 
 	"github.com/karpfunc/karpfunc/pkg/apis"
 	"github.com/karpfunc/karpfunc/pkg/apis/v1beta1"
+	"github.com/karpfunc/karpfunc/pkg/scheduler/scaletest"
 )
 
 // benchPlan writes the cluster as `kubectl get nodepools,aksnodeclasses,
 // nodeclaims,nodes,pods,pdb -A -o json` and `-o yaml` print it (a v1 List,
 // items with their kind and apiVersion, managedFields left out as kubectl
 // does by default; JSON indented by four spaces as kubectl's printer, YAML
-// by sigs.k8s.io/yaml as kubectl's) and times `karpfunc plan` on each.
+// by sigs.k8s.io/yaml as kubectl's) and times `karpfunc plan` on each. The
+// dumps are written a LIST page at a time: the cluster is never whole in
+// this process's memory (both dumps of the full size were 17 GB in it).
 func benchPlan(ctx context.Context, kube client.Client, root, dir string) error {
-	items := []any{}
-	for _, l := range []client.ObjectList{&karpv1.NodePoolList{}, &v1beta1.AKSNodeClassList{}, &karpv1.NodeClaimList{},
-		&corev1.NodeList{}, &corev1.PodList{}, &policyv1.PodDisruptionBudgetList{}} {
-		if err := kube.List(ctx, l); err != nil {
-			return err
-		}
-		err := meta.EachListItem(l, func(o runtime.Object) error {
-			obj := o.(client.Object)
-			gvk, err := apiutil.GVKForObject(obj, apis.Scheme)
-			if err != nil {
-				return err
-			}
-			obj.GetObjectKind().SetGroupVersionKind(gvk)
-			obj.SetManagedFields(nil)
-			items = append(items, obj)
-			return nil
-		})
-		if err != nil {
-			return err
-		}
-	}
-	list := map[string]any{"apiVersion": "v1", "kind": "List", "items": items, "metadata": map[string]string{"resourceVersion": ""}}
-	js, err := json.MarshalIndent(list, "", "    ")
-	if err != nil {
-		return err
-	}
-	ym, err := yaml.Marshal(list)
-	if err != nil {
+	paths := []string{filepath.Join(dir, "cluster.json"), filepath.Join(dir, "cluster.yaml")}
+	if err := writeDumps(ctx, kube, paths[0], paths[1]); err != nil {
 		return err
 	}
 	bin := filepath.Join(dir, "karpfunc")
@@ -66,15 +41,76 @@ func benchPlan(ctx context.Context, kube client.Client, root, dir string) error 
 	if err := build.Run(); err != nil {
 		return err
 	}
-	for _, d := range []struct {
-		name string
-		data []byte
-	}{{"cluster.json", js}, {"cluster.yaml", ym}} {
-		path := filepath.Join(dir, d.name)
-		if err := os.WriteFile(path, d.data, 0o600); err != nil {
+	for _, path := range paths {
+		info, err := os.Stat(path)
+		if err != nil {
 			return err
 		}
-		if err := timePlan(ctx, bin, path, len(d.data)); err != nil {
+		if err := timePlan(ctx, bin, path, int(info.Size())); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// writeDumps lists every kind the plan reads, in pages, into a JSON and a
+// YAML List file.
+func writeDumps(ctx context.Context, kube client.Client, jsonPath, yamlPath string) error {
+	jsonFile, err := os.Create(jsonPath)
+	if err != nil {
+		return err
+	}
+	defer jsonFile.Close()
+	yamlFile, err := os.Create(yamlPath)
+	if err != nil {
+		return err
+	}
+	defer yamlFile.Close()
+	writers := []*scaletest.ListWriter{scaletest.NewJSONListWriter(jsonFile), scaletest.NewYAMLListWriter(yamlFile)}
+	for _, list := range []client.ObjectList{&karpv1.NodePoolList{}, &v1beta1.AKSNodeClassList{}, &karpv1.NodeClaimList{},
+		&corev1.NodeList{}, &corev1.PodList{}, &policyv1.PodDisruptionBudgetList{}} {
+		if err := dumpKind(ctx, kube, list, writers); err != nil {
+			return err
+		}
+	}
+	for _, lw := range writers {
+		if err := lw.Close(); err != nil {
+			return err
+		}
+	}
+	if err := jsonFile.Close(); err != nil {
+		return err
+	}
+	return yamlFile.Close()
+}
+
+// dumpKind lists one kind in pages and adds each item to every writer.
+func dumpKind(ctx context.Context, kube client.Client, list client.ObjectList, writers []*scaletest.ListWriter) error {
+	for page := (&client.ListOptions{Limit: 5000}); ; {
+		if err := kube.List(ctx, list, page); err != nil {
+			return err
+		}
+		err := meta.EachListItem(list, func(o runtime.Object) error {
+			return addItem(o.(client.Object), writers)
+		})
+		if err != nil {
+			return err
+		}
+		if page.Continue = list.GetContinue(); page.Continue == "" {
+			return nil
+		}
+	}
+}
+
+func addItem(obj client.Object, writers []*scaletest.ListWriter) error {
+	gvk, err := apiutil.GVKForObject(obj, apis.Scheme)
+	if err != nil {
+		return err
+	}
+	obj.GetObjectKind().SetGroupVersionKind(gvk)
+	obj.SetManagedFields(nil)
+	for _, lw := range writers {
+		if err := lw.Add(obj); err != nil {
 			return err
 		}
 	}

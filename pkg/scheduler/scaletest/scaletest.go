@@ -362,50 +362,93 @@ func (c *Cluster) Objects() []any {
 }
 
 // WriteJSONList writes the cluster as `kubectl get -o json` prints a
-// List: indented by four spaces, items in order. Items are marshalled one
-// at a time, so the whole dump is never in memory.
-func (c *Cluster) WriteJSONList(w io.Writer) error {
-	bw := bufio.NewWriterSize(w, 1<<20)
-	bw.WriteString("{\n    \"apiVersion\": \"v1\",\n    \"items\": [\n")
-	objects := c.Objects()
-	for i, obj := range objects {
-		js, err := json.MarshalIndent(obj, "        ", "    ")
-		if err != nil {
-			return err
-		}
-		bw.WriteString("        ")
-		bw.Write(js)
-		if i < len(objects)-1 {
-			bw.WriteByte(',')
-		}
-		bw.WriteByte('\n')
-	}
-	bw.WriteString("    ],\n    \"kind\": \"List\",\n    \"metadata\": {\n        \"resourceVersion\": \"\"\n    }\n}\n")
-	return bw.Flush()
-}
+// List (see ListWriter).
+func (c *Cluster) WriteJSONList(w io.Writer) error { return c.writeList(NewJSONListWriter(w)) }
 
 // WriteYAMLList writes the cluster as `kubectl get -o yaml` prints a
-// List: items as a block sequence at column 0, kind after them.
-func (c *Cluster) WriteYAMLList(w io.Writer) error {
-	bw := bufio.NewWriterSize(w, 1<<20)
-	bw.WriteString("apiVersion: v1\nitems:\n")
+// List (see ListWriter).
+func (c *Cluster) WriteYAMLList(w io.Writer) error { return c.writeList(NewYAMLListWriter(w)) }
+
+func (c *Cluster) writeList(lw *ListWriter) error {
 	for _, obj := range c.Objects() {
-		y, err := yaml.Marshal(obj)
-		if err != nil {
+		if err := lw.Add(obj); err != nil {
 			return err
 		}
-		for i, line := range bytes.SplitAfter(y, []byte("\n")) {
-			if len(line) == 0 {
-				continue
-			}
-			if i == 0 {
-				bw.WriteString("- ")
-			} else {
-				bw.WriteString("  ")
-			}
-			bw.Write(line)
-		}
 	}
-	bw.WriteString("kind: List\nmetadata:\n  resourceVersion: \"\"\n")
-	return bw.Flush()
+	return lw.Close()
+}
+
+// ListWriter writes objects as kubectl prints a v1 List, one item at a
+// time, so a dump of any size is never whole in memory: JSON indented by
+// four spaces with items in order, or YAML with the items as a block
+// sequence at column 0 and kind after them. Close ends the List and
+// flushes.
+type ListWriter struct {
+	out   *bufio.Writer
+	yaml  bool
+	items int
+}
+
+// NewJSONListWriter writes a List as `kubectl get -o json` prints it.
+func NewJSONListWriter(w io.Writer) *ListWriter {
+	lw := &ListWriter{out: bufio.NewWriterSize(w, 1<<20)}
+	lw.out.WriteString("{\n    \"apiVersion\": \"v1\",\n    \"items\": [")
+	return lw
+}
+
+// NewYAMLListWriter writes a List as `kubectl get -o yaml` prints it.
+func NewYAMLListWriter(w io.Writer) *ListWriter {
+	lw := &ListWriter{out: bufio.NewWriterSize(w, 1<<20), yaml: true}
+	lw.out.WriteString("apiVersion: v1\nitems:\n")
+	return lw
+}
+
+// Add writes obj as the List's next item.
+func (lw *ListWriter) Add(obj any) error {
+	lw.items++
+	if lw.yaml {
+		return lw.addYAML(obj)
+	}
+	js, err := json.MarshalIndent(obj, "        ", "    ")
+	if err != nil {
+		return err
+	}
+	if lw.items > 1 {
+		lw.out.WriteByte(',')
+	}
+	lw.out.WriteString("\n        ")
+	_, err = lw.out.Write(js)
+	return err
+}
+
+func (lw *ListWriter) addYAML(obj any) error {
+	y, err := yaml.Marshal(obj)
+	if err != nil {
+		return err
+	}
+	for i, line := range bytes.SplitAfter(y, []byte("\n")) {
+		if len(line) == 0 {
+			continue
+		}
+		if i == 0 {
+			lw.out.WriteString("- ")
+		} else {
+			lw.out.WriteString("  ")
+		}
+		lw.out.Write(line)
+	}
+	return nil
+}
+
+// Close ends the List and flushes what is buffered.
+func (lw *ListWriter) Close() error {
+	switch {
+	case lw.yaml:
+		lw.out.WriteString("kind: List\nmetadata:\n  resourceVersion: \"\"\n")
+	case lw.items == 0:
+		lw.out.WriteString("],\n    \"kind\": \"List\",\n    \"metadata\": {\n        \"resourceVersion\": \"\"\n    }\n}\n")
+	default:
+		lw.out.WriteString("\n    ],\n    \"kind\": \"List\",\n    \"metadata\": {\n        \"resourceVersion\": \"\"\n    }\n}\n")
+	}
+	return lw.out.Flush()
 }
