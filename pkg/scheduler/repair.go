@@ -275,13 +275,13 @@ func shrinkTargets(t *repairClaim, need resVec, allowed []repairType) []resVec {
 	return targets
 }
 
-// settleType makes t's type the first of allowed (the cheapest) that holds
-// what it uses.
-func (t *repairClaim) settleType(allowed []repairType) {
+// settleType makes the claim's type the first of allowed (the cheapest)
+// that holds what it uses.
+func (c *repairClaim) settleType(allowed []repairType) {
 	for _, repairType := range allowed {
-		if t.b.used.fitsIn(repairType.t.room) {
-			t.cur = repairType.t
-			t.price = repairType.price
+		if c.b.used.fitsIn(repairType.t.room) {
+			c.cur = repairType.t
+			c.price = repairType.price
 			return
 		}
 	}

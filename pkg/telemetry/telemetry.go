@@ -128,18 +128,18 @@ func Setup(ctx context.Context, opts Options) (*Telemetry, error) {
 // setupMetrics installs a meter provider with every metric reader the
 // options and settings ask for (none: no provider), and returns the
 // settings it could not use.
-func (tel *Telemetry) setupMetrics(ctx context.Context, opts Options, res *resource.Resource) []error {
+func (t *Telemetry) setupMetrics(ctx context.Context, opts Options, res *resource.Resource) []error {
 	var readers metricReaders
 	if opts.Prometheus {
-		readers.add(tel.prometheusReader())
+		readers.add(t.prometheusReader())
 	}
 	if readers.add(otlpMetricReader(ctx, opts.Getenv)) {
-		tel.OTLP = true
+		t.OTLP = true
 	}
-	tel.AppInsights = readers.add(appInsightsReader(opts))
+	t.AppInsights = readers.add(appInsightsReader(opts))
 	if len(readers.options) > 0 {
-		tel.meters = sdkmetric.NewMeterProvider(append(readers.options, sdkmetric.WithResource(res))...)
-		otel.SetMeterProvider(tel.meters)
+		t.meters = sdkmetric.NewMeterProvider(append(readers.options, sdkmetric.WithResource(res))...)
+		otel.SetMeterProvider(t.meters)
 	}
 	return readers.errs
 }
@@ -165,14 +165,14 @@ func (m *metricReaders) add(reader sdkmetric.Reader, err error) bool {
 }
 
 // prometheusReader is the reader behind the Telemetry's /metrics handler.
-func (tel *Telemetry) prometheusReader() (sdkmetric.Reader, error) {
+func (t *Telemetry) prometheusReader() (sdkmetric.Reader, error) {
 	reg := prometheus.NewRegistry()
 	exp, err := otelprom.New(otelprom.WithRegisterer(reg), otelprom.WithoutUnits(),
 		otelprom.WithoutCounterSuffixes(), otelprom.WithoutScopeInfo())
 	if err != nil {
 		return nil, fmt.Errorf("telemetry: Prometheus exporter: %w", err)
 	}
-	tel.metrics = promhttp.HandlerFor(reg, promhttp.HandlerOpts{})
+	t.metrics = promhttp.HandlerFor(reg, promhttp.HandlerOpts{})
 	return exp, nil
 }
 
@@ -192,7 +192,7 @@ func otlpMetricReader(ctx context.Context, getenv func(string) string) (sdkmetri
 
 // setupTraces installs a tracer provider exporting over OTLP when an
 // endpoint is set.
-func (tel *Telemetry) setupTraces(ctx context.Context, opts Options, res *resource.Resource) error {
+func (t *Telemetry) setupTraces(ctx context.Context, opts Options, res *resource.Resource) error {
 	on, err := signalOn(opts.Getenv, EnvTracesEndpoint, EnvTracesProtocol)
 	if err != nil || !on {
 		return err
@@ -201,9 +201,9 @@ func (tel *Telemetry) setupTraces(ctx context.Context, opts Options, res *resour
 	if err != nil {
 		return fmt.Errorf("telemetry: OTLP trace exporter: %w", err)
 	}
-	tel.tracers = sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(res))
-	otel.SetTracerProvider(tel.tracers)
-	tel.OTLP = true
+	t.tracers = sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(res))
+	otel.SetTracerProvider(t.tracers)
+	t.OTLP = true
 	return nil
 }
 
