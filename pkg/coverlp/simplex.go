@@ -93,17 +93,18 @@ func (lp *coverTableau) driveOutArtificials() {
 	}
 }
 
-// solution reads x (the nStruct structural columns) and its cost.
+// solution reads x (the amounts of the nStruct structural columns) and
+// its cost.
 func (lp *coverTableau) solution(cost []float64, nStruct int) (float64, []float64) {
 	var opt float64
-	x := make([]float64, nStruct)
+	amounts := make([]float64, nStruct)
 	for row, col := range lp.basis {
 		if col < nStruct {
-			x[col] = lp.tableau[row][lp.width]
+			amounts[col] = lp.tableau[row][lp.width]
 			opt += cost[col] * lp.tableau[row][lp.width]
 		}
 	}
-	return opt, x
+	return opt, amounts
 }
 
 // duals are the rows' shadow prices: the surplus columns' reduced costs.
