@@ -188,10 +188,33 @@ func (s *Server) putVM(w http.ResponseWriter, r *http.Request, sub, rg, name str
 // in validate.go). It returns the refusal, or the zero refusal when the VM
 // is valid.
 func (s *Server) validateVMLocked(sub, rg, name string, vm *armcompute.VirtualMachine, location, sku, zone string) refusal {
-	bad := func(format string, args ...any) refusal { return badParameter("", format, args...) }
 	if ref := checkTags(vm.Tags); !ref.ok() {
 		return ref
 	}
+	if ref := checkVMRequired(name, vm, location, sku); !ref.ok() {
+		return ref
+	}
+	if ref := checkOSProfile(vm.Properties.OSProfile); !ref.ok() {
+		return ref
+	}
+	if ref := checkPriority(vm.Properties); !ref.ok() {
+		return ref
+	}
+	if ref := s.checkVMNICsLocked(sub, rg, name, vm, location); !ref.ok() {
+		return ref
+	}
+	if ref := s.checkIdentityLocked(vm, s.vmID(sub, rg, name)); !ref.ok() {
+		return ref
+	}
+	if msg := s.skuUnavailableLocked(sku, location, zone); msg != "" {
+		return refusal{status: http.StatusConflict, code: "SkuNotAvailable", message: msg}
+	}
+	return s.checkImageLocked(vm, sku, location)
+}
+
+// checkVMRequired refuses a VM body missing a property ARM requires.
+func checkVMRequired(name string, vm *armcompute.VirtualMachine, location, sku string) refusal {
+	bad := func(format string, args ...any) refusal { return badParameter("", format, args...) }
 	switch {
 	case location == "":
 		return refusal{status: http.StatusBadRequest, code: "LocationRequired", message: "The location property is required for this definition."}
@@ -204,35 +227,35 @@ func (s *Server) validateVMLocked(sub, rg, name string, vm *armcompute.VirtualMa
 	case vm.Properties.NetworkProfile == nil || len(vm.Properties.NetworkProfile.NetworkInterfaces) == 0:
 		return bad("Virtual machine '%s' must have at least one network interface.", name)
 	}
-	if ref := checkOSProfile(vm.Properties.OSProfile); !ref.ok() {
-		return ref
-	}
-	if ref := checkPriority(vm.Properties); !ref.ok() {
-		return ref
-	}
+	return refusal{}
+}
+
+// checkVMNICsLocked refuses a VM whose network interfaces are missing, not
+// yet provisioned, in another location or used by another VM.
+func (s *Server) checkVMNICsLocked(sub, rg, name string, vm *armcompute.VirtualMachine, location string) refusal {
 	for _, ref := range vm.Properties.NetworkProfile.NetworkInterfaces {
-		id := deref(ref.ID)
-		nicRecord, ok := s.nics[nicKeyFromID(id)]
-		if !ok || nicRecord.deleting {
-			return bad("Network interface '%s' referenced by virtual machine '%s' was not found.", id, name)
-		}
-		if code, msg, status := nicNotProvisioned(nicRecord, id, s.vmID(sub, rg, name)); code != "" {
-			return refusal{status: status, code: code, message: msg}
-		}
-		if !strings.EqualFold(deref(nicRecord.nic.Location), location) {
-			return bad("Network interface '%s' is in location '%s', the virtual machine in '%s'.", id, deref(nicRecord.nic.Location), location)
-		}
-		if nicRecord.vmKey != "" && nicRecord.vmKey != resourceKey(sub, rg, name) {
-			return refusal{status: http.StatusBadRequest, code: "NicInUse", message: fmt.Sprintf("Network interface '%s' is used by existing virtual machine '%s'.", id, s.vms[nicRecord.vmKey].name())}
+		if refused := s.checkVMNICLocked(sub, rg, name, deref(ref.ID), location); !refused.ok() {
+			return refused
 		}
 	}
-	if ref := s.checkIdentityLocked(vm, s.vmID(sub, rg, name)); !ref.ok() {
-		return ref
+	return refusal{}
+}
+
+func (s *Server) checkVMNICLocked(sub, rg, name, id, location string) refusal {
+	nicRecord, ok := s.nics[nicKeyFromID(id)]
+	if !ok || nicRecord.deleting {
+		return badParameter("", "Network interface '%s' referenced by virtual machine '%s' was not found.", id, name)
 	}
-	if msg := s.skuUnavailableLocked(sku, location, zone); msg != "" {
-		return refusal{status: http.StatusConflict, code: "SkuNotAvailable", message: msg}
+	if code, msg, status := nicNotProvisioned(nicRecord, id, s.vmID(sub, rg, name)); code != "" {
+		return refusal{status: status, code: code, message: msg}
 	}
-	return s.checkImageLocked(vm, sku, location)
+	if !strings.EqualFold(deref(nicRecord.nic.Location), location) {
+		return badParameter("", "Network interface '%s' is in location '%s', the virtual machine in '%s'.", id, deref(nicRecord.nic.Location), location)
+	}
+	if nicRecord.vmKey != "" && nicRecord.vmKey != resourceKey(sub, rg, name) {
+		return refusal{status: http.StatusBadRequest, code: "NicInUse", message: fmt.Sprintf("Network interface '%s' is used by existing virtual machine '%s'.", id, s.vms[nicRecord.vmKey].name())}
+	}
+	return refusal{}
 }
 
 // skuUnavailableLocked explains why sku cannot be created in location/zone,

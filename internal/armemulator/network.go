@@ -103,51 +103,15 @@ func (s *Server) putNIC(w http.ResponseWriter, r *http.Request, sub, rg, name st
 	s.settleLocked()
 	key := resourceKey(sub, rg, name)
 	if existing, ok := s.nics[key]; ok {
-		if existing.deleting {
-			writeError(w, http.StatusConflict, "AnotherOperationInProgress", fmt.Sprintf("Network interface '%s' is being deleted.", name))
-			return
-		}
-		existing.nic.Tags = nic.Tags
-		writeJSON(w, http.StatusOK, deepCopyNIC(&existing.nic))
-		return
-	}
-	if ref := checkTags(nic.Tags); !ref.ok() {
-		writeRefusal(w, ref)
-		return
-	}
-	switch {
-	case location == "":
-		writeError(w, http.StatusBadRequest, "LocationRequired", "The location property is required for this definition.")
-		return
-	case nic.Properties == nil || len(nic.Properties.IPConfigurations) == 0:
-		writeError(w, http.StatusBadRequest, "InvalidParameter", fmt.Sprintf("Network interface '%s' must have at least one IP configuration.", name))
+		s.updateNICTagsLocked(w, existing, name, nic.Tags)
 		return
 	}
 	id := azure.NICResourceID(sub, rg, name)
-	for i, ipc := range nic.Properties.IPConfigurations {
-		if ipc == nil || ipc.Properties == nil || ipc.Properties.Subnet == nil || deref(ipc.Properties.Subnet.ID) == "" {
-			writeError(w, http.StatusBadRequest, "InvalidParameter", fmt.Sprintf("IP configuration %d of network interface '%s' has no subnet.", i, name))
-			return
-		}
-		if ref := s.checkSubnet(deref(ipc.Properties.Subnet.ID), id, i); !ref.ok() {
-			writeRefusal(w, ref)
-			return
-		}
-		if deref(ipc.Name) == "" {
-			ipc.Name = ptr(fmt.Sprintf("ipconfig%d", i+1))
-		}
-		ipc.ID = ptr(id + "/ipConfigurations/" + deref(ipc.Name))
-		ipc.Properties.PrivateIPAddress = ptr(fmt.Sprintf("10.224.%d.%d", s.nextIP/256, s.nextIP%256))
-		ipc.Properties.PrivateIPAddressVersion = ptr(armnetwork.IPVersionIPv4)
-		ipc.Properties.ProvisioningState = ptr(armnetwork.ProvisioningStateSucceeded)
-		s.nextIP++
-	}
-	if ref := s.checkNICReferences(&nic, id); !ref.ok() {
+	if ref := s.checkNewNICLocked(&nic, id, name, location); !ref.ok() {
 		writeRefusal(w, ref)
 		return
 	}
-	now := s.clock.Now()
-	nicRecord := &nicState{sub: sub, rg: rg, readyAt: now.Add(s.opts.OpDelay), failure: fault}
+	nicRecord := &nicState{sub: sub, rg: rg, readyAt: s.clock.Now().Add(s.opts.OpDelay), failure: fault}
 	nic.ID = ptr(id)
 	nic.Name = ptr(name)
 	nic.Type = ptr("Microsoft.Network/networkInterfaces")
@@ -160,6 +124,57 @@ func (s *Server) putNIC(w http.ResponseWriter, r *http.Request, sub, rg, name st
 	op := s.newOperationLocked("Microsoft.Network", location, nicRecord.readyAt, fault)
 	s.acceptLRO(w, sub, op, false)
 	writeJSON(w, http.StatusCreated, deepCopyNIC(&nicRecord.nic))
+}
+
+// updateNICTagsLocked answers a PUT on an existing NIC: only its tags
+// change, unless it is being deleted.
+func (s *Server) updateNICTagsLocked(w http.ResponseWriter, existing *nicState, name string, tags map[string]*string) {
+	if existing.deleting {
+		writeError(w, http.StatusConflict, "AnotherOperationInProgress", fmt.Sprintf("Network interface '%s' is being deleted.", name))
+		return
+	}
+	existing.nic.Tags = tags
+	writeJSON(w, http.StatusOK, deepCopyNIC(&existing.nic))
+}
+
+// checkNewNICLocked validates a new NIC's body the way ARM does
+// synchronously, addressing its IP configurations as it goes.
+func (s *Server) checkNewNICLocked(nic *armnetwork.Interface, id, name, location string) refusal {
+	if ref := checkTags(nic.Tags); !ref.ok() {
+		return ref
+	}
+	switch {
+	case location == "":
+		return refusal{status: http.StatusBadRequest, code: "LocationRequired", message: "The location property is required for this definition."}
+	case nic.Properties == nil || len(nic.Properties.IPConfigurations) == 0:
+		return badParameter("", "Network interface '%s' must have at least one IP configuration.", name)
+	}
+	for i, ipc := range nic.Properties.IPConfigurations {
+		if ref := s.addressIPConfigLocked(ipc, id, name, i); !ref.ok() {
+			return ref
+		}
+	}
+	return s.checkNICReferences(nic, id)
+}
+
+// addressIPConfigLocked checks IP configuration i's subnet and gives it a
+// name, an ID and the next private address.
+func (s *Server) addressIPConfigLocked(ipc *armnetwork.InterfaceIPConfiguration, id, name string, i int) refusal {
+	if ipc == nil || ipc.Properties == nil || ipc.Properties.Subnet == nil || deref(ipc.Properties.Subnet.ID) == "" {
+		return badParameter("", "IP configuration %d of network interface '%s' has no subnet.", i, name)
+	}
+	if ref := s.checkSubnet(deref(ipc.Properties.Subnet.ID), id, i); !ref.ok() {
+		return ref
+	}
+	if deref(ipc.Name) == "" {
+		ipc.Name = ptr(fmt.Sprintf("ipconfig%d", i+1))
+	}
+	ipc.ID = ptr(id + "/ipConfigurations/" + deref(ipc.Name))
+	ipc.Properties.PrivateIPAddress = ptr(fmt.Sprintf("10.224.%d.%d", s.nextIP/256, s.nextIP%256))
+	ipc.Properties.PrivateIPAddressVersion = ptr(armnetwork.IPVersionIPv4)
+	ipc.Properties.ProvisioningState = ptr(armnetwork.ProvisioningStateSucceeded)
+	s.nextIP++
+	return refusal{}
 }
 
 func (s *Server) deleteNIC(w http.ResponseWriter, r *http.Request, sub, rg, name string) {

@@ -36,45 +36,61 @@ const opRetention = time.Hour
 func (s *Server) settleLocked() {
 	now := s.clock.Now()
 	for key, vmRecord := range s.vms {
-		if vmRecord.deleting {
-			if !now.Before(vmRecord.deleteAt) {
-				s.removeVMLocked(key, vmRecord)
-			}
-			continue
-		}
-		if vmRecord.eviction != nil && !now.Before(vmRecord.eviction.at) {
-			s.evictLocked(key, vmRecord)
-			continue
-		}
-		state := "Creating"
-		if !now.Before(vmRecord.readyAt) {
-			state = "Succeeded"
-			if vmRecord.failure != nil {
-				state = "Failed"
-			}
-		}
-		vmRecord.vm.Properties.ProvisioningState = ptr(state)
-		if state == "Succeeded" && !vmRecord.booted && !now.Before(vmRecord.readyAt.Add(s.opts.BootDelay)) {
-			vmRecord.booted = true
-			s.bootLocked(vmRecord)
-		}
+		s.settleVMLocked(now, key, vmRecord)
 	}
 	for key, nicRecord := range s.nics {
-		switch {
-		case nicRecord.deleting && !now.Before(nicRecord.deleteAt):
-			delete(s.nics, key)
-		case !nicRecord.deleting && !now.Before(nicRecord.readyAt):
-			st := armnetwork.ProvisioningStateSucceeded
-			if nicRecord.failure != nil {
-				st = armnetwork.ProvisioningStateFailed
-			}
-			nicRecord.nic.Properties.ProvisioningState = ptr(st)
-		}
+		s.settleNICLocked(now, key, nicRecord)
 	}
 	for id, op := range s.ops {
 		if now.Sub(op.doneAt) > opRetention {
 			delete(s.ops, id)
 		}
+	}
+}
+
+// settleVMLocked completes a due deletion or eviction, or moves the VM's
+// provisioning state on and boots it once BootDelay has passed.
+func (s *Server) settleVMLocked(now time.Time, key string, vmRecord *vmState) {
+	if vmRecord.deleting {
+		if !now.Before(vmRecord.deleteAt) {
+			s.removeVMLocked(key, vmRecord)
+		}
+		return
+	}
+	if vmRecord.eviction != nil && !now.Before(vmRecord.eviction.at) {
+		s.evictLocked(key, vmRecord)
+		return
+	}
+	state := vmProvisioningState(now, vmRecord)
+	vmRecord.vm.Properties.ProvisioningState = ptr(state)
+	if state == "Succeeded" && !vmRecord.booted && !now.Before(vmRecord.readyAt.Add(s.opts.BootDelay)) {
+		vmRecord.booted = true
+		s.bootLocked(vmRecord)
+	}
+}
+
+func vmProvisioningState(now time.Time, vmRecord *vmState) string {
+	switch {
+	case now.Before(vmRecord.readyAt):
+		return "Creating"
+	case vmRecord.failure != nil:
+		return "Failed"
+	default:
+		return "Succeeded"
+	}
+}
+
+// settleNICLocked completes a due NIC deletion or creation.
+func (s *Server) settleNICLocked(now time.Time, key string, nicRecord *nicState) {
+	switch {
+	case nicRecord.deleting && !now.Before(nicRecord.deleteAt):
+		delete(s.nics, key)
+	case !nicRecord.deleting && !now.Before(nicRecord.readyAt):
+		st := armnetwork.ProvisioningStateSucceeded
+		if nicRecord.failure != nil {
+			st = armnetwork.ProvisioningStateFailed
+		}
+		nicRecord.nic.Properties.ProvisioningState = ptr(st)
 	}
 }
 
@@ -243,44 +259,65 @@ func (s *Server) nodeResources(sku string, maxPods int32) (corev1.ResourceList, 
 			return capacity, allocatable, arch, nil
 		}
 	}
-	for _, rs := range s.opts.SKUs {
-		if rs == nil || !strings.EqualFold(deref(rs.Name), sku) || !strings.EqualFold(deref(rs.ResourceType), "virtualMachines") {
-			continue
+	if rs := s.vmSKU(sku); rs != nil {
+		if capability := skuCapabilitiesOf(rs); capability.cpu != "" && capability.memGB != "" {
+			return capability.nodeResources(sku, maxPods)
 		}
-		var cpu, memGB, arch string
-		for _, capability := range rs.Capabilities {
-			switch deref(capability.Name) {
-			case "vCPUs":
-				cpu = deref(capability.Value)
-			case "MemoryGB":
-				memGB = deref(capability.Value)
-			case "CpuArchitectureType":
-				arch = deref(capability.Value)
-			}
-		}
-		if cpu == "" || memGB == "" {
-			break
-		}
-		gb, err := strconv.ParseFloat(memGB, 64)
-		if err != nil {
-			return nil, nil, "", fmt.Errorf("SKU %s: MemoryGB %q: %w", sku, memGB, err)
-		}
-		cpuQ, err := resource.ParseQuantity(cpu)
-		if err != nil {
-			return nil, nil, "", fmt.Errorf("SKU %s: vCPUs %q: %w", sku, cpu, err)
-		}
-		list := corev1.ResourceList{
-			corev1.ResourceCPU:    cpuQ,
-			corev1.ResourceMemory: *resource.NewQuantity(int64(gb*1024)*1024*1024, resource.BinarySI),
-			corev1.ResourcePods:   *resource.NewQuantity(int64(maxPods), resource.DecimalSI),
-		}
-		nodeArch := "amd64"
-		if strings.EqualFold(arch, "Arm64") {
-			nodeArch = "arm64"
-		}
-		return list, list.DeepCopy(), nodeArch, nil
 	}
 	return nil, nil, "", fmt.Errorf("no resources known for VM size %q (no NodeResources answer, no SKU capabilities)", sku)
+}
+
+// vmSKU returns the first virtualMachines entry of Options.SKUs named
+// sku, or nil.
+func (s *Server) vmSKU(sku string) *armcompute.ResourceSKU {
+	for _, rs := range s.opts.SKUs {
+		if rs != nil && strings.EqualFold(deref(rs.Name), sku) && strings.EqualFold(deref(rs.ResourceType), "virtualMachines") {
+			return rs
+		}
+	}
+	return nil
+}
+
+// skuCapabilities are the capability values a Node's resources come from.
+type skuCapabilities struct {
+	cpu, memGB, arch string
+}
+
+func skuCapabilitiesOf(rs *armcompute.ResourceSKU) skuCapabilities {
+	var found skuCapabilities
+	for _, capability := range rs.Capabilities {
+		switch deref(capability.Name) {
+		case "vCPUs":
+			found.cpu = deref(capability.Value)
+		case "MemoryGB":
+			found.memGB = deref(capability.Value)
+		case "CpuArchitectureType":
+			found.arch = deref(capability.Value)
+		}
+	}
+	return found
+}
+
+// nodeResources is capacity (= allocatable) and the Node's architecture.
+func (c skuCapabilities) nodeResources(sku string, maxPods int32) (corev1.ResourceList, corev1.ResourceList, string, error) {
+	gb, err := strconv.ParseFloat(c.memGB, 64)
+	if err != nil {
+		return nil, nil, "", fmt.Errorf("SKU %s: MemoryGB %q: %w", sku, c.memGB, err)
+	}
+	cpuQ, err := resource.ParseQuantity(c.cpu)
+	if err != nil {
+		return nil, nil, "", fmt.Errorf("SKU %s: vCPUs %q: %w", sku, c.cpu, err)
+	}
+	list := corev1.ResourceList{
+		corev1.ResourceCPU:    cpuQ,
+		corev1.ResourceMemory: *resource.NewQuantity(int64(gb*1024)*1024*1024, resource.BinarySI),
+		corev1.ResourcePods:   *resource.NewQuantity(int64(maxPods), resource.DecimalSI),
+	}
+	nodeArch := "amd64"
+	if strings.EqualFold(c.arch, "Arm64") {
+		nodeArch = "arm64"
+	}
+	return list, list.DeepCopy(), nodeArch, nil
 }
 
 // VMs returns a snapshot of the VMs, sorted by name, as stored (including

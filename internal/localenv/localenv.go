@@ -175,54 +175,91 @@ func Start(ctx context.Context, opts Options) (env *Env, err error) {
 			env = nil
 		}
 	}()
-	logw := opts.Log
-	if logw == nil {
-		env.LogPath = filepath.Join(os.TempDir(), "karpfunc-local-"+filepath.Base(dir)+".log")
-		env.logFile, err = os.Create(env.LogPath)
-		if err != nil {
+	logw, err := env.openLog()
+	if err != nil {
+		return env, err
+	}
+	phases := []func(context.Context, io.Writer) error{env.startControlPlane, env.startARM, env.startHost, env.startClusterSide}
+	for _, phase := range phases {
+		if err := phase(ctx, logw); err != nil {
 			return env, err
 		}
-		logw = env.logFile
 	}
-	step := func(format string, args ...any) { fmt.Fprintf(opts.Progress, "  · "+format+"\n", args...) }
+	return env, nil
+}
 
-	binDir, err := tools.EnsureBinaries(ctx, opts.RepoRoot, opts.Progress)
+// openLog returns Options.Log, or a new log file (LogPath) when it is nil.
+func (e *Env) openLog() (io.Writer, error) {
+	if e.Options.Log != nil {
+		return e.Options.Log, nil
+	}
+	e.LogPath = filepath.Join(os.TempDir(), "karpfunc-local-"+filepath.Base(e.Dir)+".log")
+	logFile, err := os.Create(e.LogPath)
 	if err != nil {
-		return env, err
+		return nil, err
 	}
-	step("building the handler and relay")
-	if err := BuildBinaries(ctx, opts.RepoRoot, dir); err != nil {
-		return env, err
-	}
+	e.logFile = logFile
+	return logFile, nil
+}
 
-	authnFlags, err := env.startEntra()
+func (e *Env) step(format string, args ...any) {
+	fmt.Fprintf(e.Options.Progress, "  · "+format+"\n", args...)
+}
+
+// startControlPlane builds the binaries, starts the Entra ID stand-in and
+// the control plane, and opens a client and the region's catalog.
+func (e *Env) startControlPlane(ctx context.Context, logw io.Writer) error {
+	binDir, err := tools.EnsureBinaries(ctx, e.Options.RepoRoot, e.Options.Progress)
 	if err != nil {
-		return env, fmt.Errorf("starting the local Entra ID stand-in: %w", err)
+		return err
+	}
+	e.step("building the handler and relay")
+	if err := BuildBinaries(ctx, e.Options.RepoRoot, e.Dir); err != nil {
+		return err
+	}
+	authnFlags, err := e.startEntra()
+	if err != nil {
+		return fmt.Errorf("starting the local Entra ID stand-in: %w", err)
 	}
 	start := time.Now()
-	env.ControlPlane, err = controlplane.Start(ctx, controlplane.Options{
+	e.ControlPlane, err = controlplane.Start(ctx, controlplane.Options{
 		BinDir: binDir, Log: logw, Kwok: true, ControllerManager: true, Scheduler: true, InstallCRDs: true,
 		ExtraAPIServerFlags: authnFlags,
 	})
 	if err != nil {
-		return env, fmt.Errorf("starting the local control plane: %w", err)
+		return fmt.Errorf("starting the local control plane: %w", err)
 	}
-	env.stops = append(env.stops, env.ControlPlane.Stop)
-	step("control plane up in %s (etcd, kube-apiserver, controller-manager, scheduler, kwok)", time.Since(start).Round(100*time.Millisecond))
+	e.stops = append(e.stops, e.ControlPlane.Stop)
+	e.step("control plane up in %s (etcd, kube-apiserver, controller-manager, scheduler, kwok)", time.Since(start).Round(100*time.Millisecond))
+	e.Kube, err = client.New(e.ControlPlane.RESTConfig(), client.Options{Scheme: apis.Scheme})
+	if err != nil {
+		return err
+	}
+	e.Catalog, err = catalog.Default(e.Options.Region)
+	return err
+}
 
-	env.Kube, err = client.New(env.ControlPlane.RESTConfig(), client.Options{Scheme: apis.Scheme})
+// startARM starts the ARM emulator and writes its CA certificate to
+// armCAFile.
+func (e *Env) startARM(ctx context.Context, logw io.Writer) error {
+	var err error
+	e.ARM, err = armemulator.Start(ctx, e.armOptions(logw))
 	if err != nil {
-		return env, err
+		return fmt.Errorf("starting the ARM emulator: %w", err)
 	}
-	env.Catalog, err = catalog.Default(opts.Region)
-	if err != nil {
-		return env, err
-	}
-	cat := env.Catalog
-	env.ARM, err = armemulator.Start(ctx, armemulator.Options{
+	e.stops = append(e.stops, e.ARM.Close)
+	e.step("ARM emulator at %s", e.ARM.URL())
+	return os.WriteFile(e.armCAFile(), e.ARM.CACertPEM(), 0o600)
+}
+
+func (e *Env) armCAFile() string { return filepath.Join(e.Dir, "arm-ca.pem") }
+
+func (e *Env) armOptions(logw io.Writer) armemulator.Options {
+	opts := e.Options
+	return armemulator.Options{
 		SubscriptionIDs: []string{SubscriptionID}, OpDelay: opts.OpDelay, BootDelay: opts.BootDelay, EvictionNotice: opts.EvictionNotice,
 		VMCreateDelay: opts.VMCreateDelay,
-		SKUs:          ResourceSKUs(cat), Subnets: []string{SubnetID()},
+		SKUs:          ResourceSKUs(e.Catalog), Subnets: []string{SubnetID()},
 		// The cluster's kubelet identity, on which the Functions identity
 		// holds Managed Identity Operator (infra/modules/kubelet-identity-access.bicep).
 		Identities: []armemulator.Identity{{ResourceID: KubeletIdentityID(), ClientID: KubeletIdentityClientID,
@@ -232,67 +269,45 @@ func Start(ctx context.Context, opts Options) (env *Env, err error) {
 		// its subnet is private, so a node reaches the API server only
 		// through the load balancer's outbound pool.
 		Network: armemulator.AKSNetwork(SubscriptionID, ResourceGroup, opts.Region),
-		Kube:    env.ControlPlane.RESTConfig(),
+		Kube:    e.ControlPlane.RESTConfig(),
 		// The VNet resolves the API server's FQDN to the local API server.
-		DNS:    map[string]string{env.ControlPlane.APIServerFQDN(): env.ControlPlane.APIServerAddr()},
-		Logger: slog.New(slog.NewTextHandler(logw, &slog.HandlerOptions{Level: slog.LevelInfo})).With("component", "arm-emulator"),
-		NodeResources: func(sku string, maxPods int32) (corev1.ResourceList, corev1.ResourceList, string, bool) {
-			it, ok := cat.Get(sku)
-			if !ok {
-				return nil, nil, "", false
-			}
-			if maxPods > 0 {
-				it = it.WithMaxPods(maxPods)
-			}
-			return it.Capacity.DeepCopy(), it.Allocatable(), it.Architecture, true
-		},
-	})
-	if err != nil {
-		return env, fmt.Errorf("starting the ARM emulator: %w", err)
+		DNS:           map[string]string{e.ControlPlane.APIServerFQDN(): e.ControlPlane.APIServerAddr()},
+		Logger:        slog.New(slog.NewTextHandler(logw, &slog.HandlerOptions{Level: slog.LevelInfo})).With("component", "arm-emulator"),
+		NodeResources: catalogNodeResources(e.Catalog),
 	}
-	env.stops = append(env.stops, env.ARM.Close)
-	step("ARM emulator at %s", env.ARM.URL())
-	caFile := filepath.Join(dir, "arm-ca.pem")
-	if err := os.WriteFile(caFile, env.ARM.CACertPEM(), 0o600); err != nil {
-		return env, err
-	}
+}
 
-	// One SSH key per environment, as AKS has one per cluster; nobody
-	// keeps its private half, so no one can log in to the local "VMs".
-	sshKey, err := azure.GenerateSSHPublicKey("karpfunc-local")
-	if err != nil {
-		return env, err
+// catalogNodeResources answers the emulator's Node resources from the
+// catalog, with maxPods applied when set.
+func catalogNodeResources(cat *catalog.Catalog) func(string, int32) (corev1.ResourceList, corev1.ResourceList, string, bool) {
+	return func(sku string, maxPods int32) (corev1.ResourceList, corev1.ResourceList, string, bool) {
+		it, ok := cat.Get(sku)
+		if !ok {
+			return nil, nil, "", false
+		}
+		if maxPods > 0 {
+			it = it.WithMaxPods(maxPods)
+		}
+		return it.Capacity.DeepCopy(), it.Allocatable(), it.Architecture, true
 	}
-	// The handler reaches the API server as it does in AKS: with a token
-	// for its managed identity, under the chart's ClusterRole.
-	handlerEnv := append(env.handlerEnv(),
-		azure.EnvSSHPublicKey+"="+sshKey,
-		azure.EnvSubscriptionID+"="+SubscriptionID,
-		azure.EnvResourceGroup+"="+ResourceGroup,
-		azure.EnvLocation+"="+opts.Region,
-		azure.EnvClusterName+"="+opts.ClusterName,
-		azure.EnvSubnetID+"="+SubnetID(),
-		azure.EnvEndpoint+"="+env.ARM.URL(),
-		azure.EnvCAFile+"="+caFile,
-		azure.EnvToken+"="+env.ARM.Token(),
-		// Nodes reach the API server by its FQDN, as on AKS; the cluster DNS
-		// service sits at .10 of the service range.
-		azure.EnvClusterEndpoint+"=https://"+env.ControlPlane.APIServerFQDN()+":443",
-		azure.EnvDNSServiceIP+"="+ClusterDNSIP,
-		// The kubelet identity, named in customData and carried by the VMs,
-		// as the preprovision hook sets them from identityProfile.kubeletidentity.
-		azure.EnvKubeletIdentityClientID+"="+KubeletIdentityClientID,
-		azure.EnvNodeIdentities+"="+KubeletIdentityID(),
-	)
+}
+
+// startHost starts the local Functions host running the handler, and
+// routes the emulator's Event Grid events to its bus.
+func (e *Env) startHost(ctx context.Context, logw io.Writer) error {
+	handlerEnv, err := e.hostHandlerEnv()
+	if err != nil {
+		return err
+	}
+	opts := e.Options
 	settings := map[string]string{
 		bus.EnvProvisionQueue: bus.QueueProvision, bus.EnvLifecycleQueue: bus.QueueLifecycle,
 		bus.EnvInterruptionQueue: bus.QueueInterruption, bus.EnvDisruptionQueue: bus.QueueDisruption,
 		"SWEEP_SCHEDULE": opts.SweepSchedule,
 	}
 	maps.Copy(settings, opts.HostSettings)
-	handlerEnv = append(handlerEnv, OTLPEnv(opts.OTLPEndpoint)...)
-	env.Host, err = funchost.Start(ctx, funchost.Options{
-		AppRoot: opts.RepoRoot, FunctionsDir: "functions", Executable: filepath.Join(dir, "handler"),
+	e.Host, err = funchost.Start(ctx, funchost.Options{
+		AppRoot: opts.RepoRoot, FunctionsDir: "functions", Executable: filepath.Join(e.Dir, "handler"),
 		Env:              handlerEnv,
 		Settings:         settings,
 		MaxDeliveryCount: opts.MaxDeliveryCount, RetryDelay: opts.RetryDelay, Log: logw,
@@ -301,30 +316,67 @@ func Start(ctx context.Context, opts Options) (env *Env, err error) {
 		Rights: bus.QueueRights,
 	})
 	if err != nil {
-		return env, fmt.Errorf("starting the local Functions host: %w", err)
+		return fmt.Errorf("starting the local Functions host: %w", err)
 	}
-	env.stops = append(env.stops, func() error { env.Host.Stop(); return nil })
+	e.stops = append(e.stops, func() error { e.Host.Stop(); return nil })
 	// Event Grid's system topic subscription: preemption annotations go to
 	// the interruption queue, as infra/ deploys it, sent with the system
 	// topic's identity.
-	env.ARM.SetEventGrid(armemulator.EventGrid{Publisher: env.Host.Bus().As(bus.IdentityEventGrid), Queue: bus.QueueInterruption,
+	e.ARM.SetEventGrid(armemulator.EventGrid{Publisher: e.Host.Bus().As(bus.IdentityEventGrid), Queue: bus.QueueInterruption,
 		Schema: opts.EventGridSchema, Subscription: "karpfunc-interruption"})
-	step("Functions host serving %d functions, bus at %s", len(env.Host.Functions()), env.Host.BusURL())
+	e.step("Functions host serving %d functions, bus at %s", len(e.Host.Functions()), e.Host.BusURL())
+	return nil
+}
 
+// hostHandlerEnv is the handler's environment in the Functions host.
+func (e *Env) hostHandlerEnv() ([]string, error) {
+	// One SSH key per environment, as AKS has one per cluster; nobody
+	// keeps its private half, so no one can log in to the local "VMs".
+	sshKey, err := azure.GenerateSSHPublicKey("karpfunc-local")
+	if err != nil {
+		return nil, err
+	}
+	// The handler reaches the API server as it does in AKS: with a token
+	// for its managed identity, under the chart's ClusterRole.
+	handlerEnv := append(e.handlerEnv(),
+		azure.EnvSSHPublicKey+"="+sshKey,
+		azure.EnvSubscriptionID+"="+SubscriptionID,
+		azure.EnvResourceGroup+"="+ResourceGroup,
+		azure.EnvLocation+"="+e.Options.Region,
+		azure.EnvClusterName+"="+e.Options.ClusterName,
+		azure.EnvSubnetID+"="+SubnetID(),
+		azure.EnvEndpoint+"="+e.ARM.URL(),
+		azure.EnvCAFile+"="+e.armCAFile(),
+		azure.EnvToken+"="+e.ARM.Token(),
+		// Nodes reach the API server by its FQDN, as on AKS; the cluster DNS
+		// service sits at .10 of the service range.
+		azure.EnvClusterEndpoint+"=https://"+e.ControlPlane.APIServerFQDN()+":443",
+		azure.EnvDNSServiceIP+"="+ClusterDNSIP,
+		// The kubelet identity, named in customData and carried by the VMs,
+		// as the preprovision hook sets them from identityProfile.kubeletidentity.
+		azure.EnvKubeletIdentityClientID+"="+KubeletIdentityClientID,
+		azure.EnvNodeIdentities+"="+KubeletIdentityID(),
+	)
+	return append(handlerEnv, OTLPEnv(e.Options.OTLPEndpoint)...), nil
+}
+
+// startClusterSide applies the chart's RBAC and starts the relay.
+func (e *Env) startClusterSide(ctx context.Context, logw io.Writer) error {
+	var err error
 	// The relay runs as the chart's ServiceAccount, with the chart's
 	// read-only ClusterRole.
-	env.RelayKubeconfig, err = env.installChart(ctx, env.Host.BusURL())
+	e.RelayKubeconfig, err = e.installChart(ctx, e.Host.BusURL())
 	if err != nil {
-		return env, fmt.Errorf("installing the cluster chart's RBAC: %w", err)
+		return fmt.Errorf("installing the cluster chart's RBAC: %w", err)
 	}
-	step("chart RBAC applied: handler as user %s, relay as ServiceAccount %s/…", FunctionsPrincipalID, Namespace)
-	env.relayOut = logwriter.NewLines(logwriter.NewSynced(logw), "relay | ", 0)
-	if err := env.startRelay(); err != nil {
-		return env, err
+	e.step("chart RBAC applied: handler as user %s, relay as ServiceAccount %s/…", FunctionsPrincipalID, Namespace)
+	e.relayOut = logwriter.NewLines(logwriter.NewSynced(logw), "relay | ", 0)
+	if err := e.startRelay(); err != nil {
+		return err
 	}
-	env.stops = append(env.stops, func() error { return stopProcess(env.relay, 10*time.Second) })
-	step("relay watching the cluster")
-	return env, nil
+	e.stops = append(e.stops, func() error { return stopProcess(e.relay, 10*time.Second) })
+	e.step("relay watching the cluster")
+	return nil
 }
 
 // startRelay starts the relay process.

@@ -26,13 +26,24 @@ func (p Progress) String() string {
 // Observe reads the current Progress of pods matching selector in namespace.
 func (e *Env) Observe(ctx context.Context, namespace string, selector client.MatchingLabelsSelector) (Progress, error) {
 	var progress Progress
+	if err := e.observePods(ctx, &progress, namespace, selector); err != nil {
+		return progress, err
+	}
+	if err := e.observeNodeClaims(ctx, &progress); err != nil {
+		return progress, err
+	}
+	err := e.observeNodes(ctx, &progress)
+	return progress, err
+}
+
+func (e *Env) observePods(ctx context.Context, progress *Progress, namespace string, selector client.MatchingLabelsSelector) error {
 	var pods corev1.PodList
 	opts := []client.ListOption{client.InNamespace(namespace)}
 	if selector.Selector != nil {
 		opts = append(opts, selector)
 	}
 	if err := e.Kube.List(ctx, &pods, opts...); err != nil {
-		return progress, err
+		return err
 	}
 	for _, pod := range pods.Items {
 		if pod.DeletionTimestamp != nil {
@@ -46,36 +57,43 @@ func (e *Env) Observe(ctx context.Context, namespace string, selector client.Mat
 			progress.Pending++
 		}
 	}
+	return nil
+}
+
+func (e *Env) observeNodeClaims(ctx context.Context, progress *Progress) error {
 	var ncs karpv1.NodeClaimList
 	if err := e.Kube.List(ctx, &ncs); err != nil {
-		return progress, err
+		return err
 	}
 	for i := range ncs.Items {
-		nc := &ncs.Items[i]
+		conditions := ncs.Items[i].StatusConditions()
 		progress.NodeClaims++
-		if nc.StatusConditions().Get(karpv1.ConditionTypeLaunched).IsTrue() {
-			progress.Launched++
-		}
-		if nc.StatusConditions().Get(karpv1.ConditionTypeRegistered).IsTrue() {
-			progress.Registered++
-		}
-		if nc.StatusConditions().Get(karpv1.ConditionTypeInitialized).IsTrue() {
-			progress.Initialized++
-		}
+		progress.Launched += countIf(conditions.Get(karpv1.ConditionTypeLaunched).IsTrue())
+		progress.Registered += countIf(conditions.Get(karpv1.ConditionTypeRegistered).IsTrue())
+		progress.Initialized += countIf(conditions.Get(karpv1.ConditionTypeInitialized).IsTrue())
 	}
+	return nil
+}
+
+func (e *Env) observeNodes(ctx context.Context, progress *Progress) error {
 	var nodes corev1.NodeList
 	if err := e.Kube.List(ctx, &nodes); err != nil {
-		return progress, err
+		return err
 	}
 	for _, node := range nodes.Items {
 		progress.Nodes++
 		for _, cond := range node.Status.Conditions {
-			if cond.Type == corev1.NodeReady && cond.Status == corev1.ConditionTrue {
-				progress.NodesReady++
-			}
+			progress.NodesReady += countIf(cond.Type == corev1.NodeReady && cond.Status == corev1.ConditionTrue)
 		}
 	}
-	return progress, nil
+	return nil
+}
+
+func countIf(condition bool) int {
+	if condition {
+		return 1
+	}
+	return 0
 }
 
 // FleetLine is one group of nodes in a Fleet summary.

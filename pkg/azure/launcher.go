@@ -208,28 +208,13 @@ func (l *Launcher) Create(ctx context.Context, req LaunchRequest) (*Instance, er
 	if err := l.normalise(&req); err != nil {
 		return nil, err
 	}
-	existing, err := l.Status(ctx, req.Name)
-	switch {
-	case err == nil && strings.EqualFold(existing.State, StateFailed):
-		if err := l.Delete(ctx, req.Name); err != nil {
-			return nil, fmt.Errorf("deleting failed VM %q before relaunch: %w", req.Name, err)
-		}
-	case err == nil:
-		return existing, nil
-	case !IsNotFound(err):
-		return nil, err
+	existing, err := l.existingForCreate(ctx, req.Name)
+	if existing != nil || err != nil {
+		return existing, err
 	}
-	var nic NICStatus
-	for wait := l.waiter(); ; {
-		if nic, err = l.BeginNIC(ctx, req); err != nil {
-			return nil, err
-		}
-		if strings.EqualFold(nic.State, StateSucceeded) {
-			break
-		}
-		if err := wait(ctx); err != nil {
-			return nil, fmt.Errorf("waiting for NIC %q: %w", NICName(req.Name), err)
-		}
+	nic, err := l.awaitNIC(ctx, req)
+	if err != nil {
+		return nil, err
 	}
 	if err := l.BeginVM(ctx, req, nic.ID); err != nil {
 		if _, refused := AsARMError(err); refused {
@@ -237,19 +222,60 @@ func (l *Launcher) Create(ctx context.Context, req LaunchRequest) (*Instance, er
 		}
 		return nil, err
 	}
+	return l.awaitVM(ctx, req.Name)
+}
+
+// existingForCreate returns the VM named name when Create should return it
+// as is; a Failed VM is deleted first and nil returned, as is nil when
+// there is no VM.
+func (l *Launcher) existingForCreate(ctx context.Context, name string) (*Instance, error) {
+	existing, err := l.Status(ctx, name)
+	switch {
+	case err == nil && strings.EqualFold(existing.State, StateFailed):
+		if err := l.Delete(ctx, name); err != nil {
+			return nil, fmt.Errorf("deleting failed VM %q before relaunch: %w", name, err)
+		}
+		return nil, nil
+	case err == nil:
+		return existing, nil
+	case !IsNotFound(err):
+		return nil, err
+	}
+	return nil, nil
+}
+
+// awaitNIC puts the launch's NIC until ARM reports it Succeeded.
+func (l *Launcher) awaitNIC(ctx context.Context, req LaunchRequest) (NICStatus, error) {
 	for wait := l.waiter(); ; {
-		inst, err := l.Status(ctx, req.Name)
+		nic, err := l.BeginNIC(ctx, req)
+		if err != nil {
+			return NICStatus{}, err
+		}
+		if strings.EqualFold(nic.State, StateSucceeded) {
+			return nic, nil
+		}
+		if err := wait(ctx); err != nil {
+			return NICStatus{}, fmt.Errorf("waiting for NIC %q: %w", NICName(req.Name), err)
+		}
+	}
+}
+
+// awaitVM reads the VM until its create has ended; one that ended Failed is
+// cleaned up and its failure returned.
+func (l *Launcher) awaitVM(ctx context.Context, name string) (*Instance, error) {
+	for wait := l.waiter(); ; {
+		inst, err := l.Status(ctx, name)
 		switch {
 		case err != nil:
 			return nil, err
 		case strings.EqualFold(inst.State, StateFailed):
-			l.cleanupFailedLaunch(ctx, req.Name)
-			return nil, fmt.Errorf("creating VM %q: %w", req.Name, inst.Failure)
+			l.cleanupFailedLaunch(ctx, name)
+			return nil, fmt.Errorf("creating VM %q: %w", name, inst.Failure)
 		case !strings.EqualFold(inst.State, StateCreating) && inst.State != "":
 			return inst, nil
 		}
 		if err := wait(ctx); err != nil {
-			return nil, fmt.Errorf("waiting for VM %q: %w", req.Name, err)
+			return nil, fmt.Errorf("waiting for VM %q: %w", name, err)
 		}
 	}
 }

@@ -96,44 +96,60 @@ func responseErrorCode(resp *http.Response) string {
 func ARMOperation(method, path string) string {
 	parts := strings.Split(strings.Trim(path, "/"), "/")
 	// After ".../providers/<Namespace>/" come type/name pairs.
-	typ := "resource"
-	named := false
+	rest, underProvider := afterProvider(parts)
+	if count := len(rest); underProvider && count >= 3 && count%2 == 1 && method == http.MethodPost {
+		return rest[count-3] + "." + rest[count-1] // an action: virtualMachines.deallocate
+	}
+	typ, named := armResourceType(parts, rest)
+	return typ + "." + armVerb(method, named)
+}
+
+// afterProvider returns what follows "providers/<Namespace>/" in parts.
+func afterProvider(parts []string) ([]string, bool) {
 	for i := 0; i < len(parts); i++ {
 		if strings.EqualFold(parts[i], "providers") && i+1 < len(parts) {
-			rest := parts[i+2:]
-			if count := len(rest); count >= 3 && count%2 == 1 && method == http.MethodPost {
-				return rest[count-3] + "." + rest[count-1] // an action: virtualMachines.deallocate
-			}
-			for j := 0; j < len(rest); j += 2 {
-				typ = rest[j]
-				named = j+1 < len(rest)
-			}
-			break
+			return parts[i+2:], true
 		}
 	}
-	if typ == "resource" && len(parts) > 0 {
-		typ = parts[len(parts)-1]
-		named = false
-		if len(parts) >= 2 {
-			typ = parts[len(parts)-2]
-			named = true
-		}
+	return nil, false
+}
+
+// armResourceType is the last resource type in the provider's type/name
+// pairs, and whether a name follows it; without one, the path's last
+// segments stand in.
+func armResourceType(parts, rest []string) (string, bool) {
+	typ := "resource"
+	named := false
+	for j := 0; j < len(rest); j += 2 {
+		typ = rest[j]
+		named = j+1 < len(rest)
 	}
-	verb := method
-	switch method {
-	case http.MethodPut:
-		verb = "CreateOrUpdate"
-	case http.MethodPatch:
-		verb = "Update"
-	case http.MethodDelete:
-		verb = "Delete"
-	case http.MethodGet:
-		verb = "Get"
-		if !named {
-			verb = "List"
-		}
-	case http.MethodPost:
-		verb = "Action"
+	if typ != "resource" || len(parts) == 0 {
+		return typ, named
 	}
-	return typ + "." + verb
+	if len(parts) >= 2 {
+		return parts[len(parts)-2], true
+	}
+	return parts[len(parts)-1], false
+}
+
+// armVerbs names what each HTTP method does to an ARM resource.
+var armVerbs = map[string]string{
+	http.MethodPut:    "CreateOrUpdate",
+	http.MethodPatch:  "Update",
+	http.MethodDelete: "Delete",
+	http.MethodPost:   "Action",
+}
+
+func armVerb(method string, named bool) string {
+	if method == http.MethodGet {
+		if named {
+			return "Get"
+		}
+		return "List"
+	}
+	if verb, ok := armVerbs[method]; ok {
+		return verb
+	}
+	return method
 }

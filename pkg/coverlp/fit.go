@@ -147,64 +147,96 @@ type branch struct {
 // solve is the configuration LP under br's restrictions, generating the
 // small types' patterns that price out (column generation).
 func (f *fitter) solve(br *branch) {
-	wholes := make([]int, 0, len(br.whole))
-	for typeIndex := range br.whole {
-		wholes = append(wholes, typeIndex)
+	wholes := sortedKeys(br.whole)
+	need := f.need(len(wholes))
+	for {
+		use, cost, cols := f.restrictedProgram(br, wholes, len(need))
+		opt, uses, duals, ok := cover(cost, cols, need)
+		if !ok {
+			br.bound = math.Inf(1)
+			return
+		}
+		if !f.addPricedOut(br, wholes, duals) {
+			f.record(br, opt, use, uses)
+			return
+		}
 	}
-	slices.Sort(wholes)
-	need := make([]float64, len(f.classes)+len(wholes))
+}
+
+func sortedKeys(set map[int]bool) []int {
+	keys := make([]int, 0, len(set))
+	for key := range set {
+		keys = append(keys, key)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// need is the right-hand side: each class's pod count, then 1 for each of
+// the wholes types bought at least once.
+func (f *fitter) need(wholes int) []float64 {
+	need := make([]float64, len(f.classes)+wholes)
 	for i, class := range f.classes {
 		need[i] = float64(class.N)
 	}
 	for slot := range wholes {
 		need[len(f.classes)+slot] = 1
 	}
-	for {
-		var use []int
-		for i, pat := range f.patterns {
-			if !br.out[pat.typ] {
-				use = append(use, i)
-			}
+	return need
+}
+
+// restrictedProgram is the LP over the patterns br allows: which patterns
+// (use), their prices and their columns.
+func (f *fitter) restrictedProgram(br *branch, wholes []int, rows int) ([]int, []float64, [][]float64) {
+	var use []int
+	for i, pat := range f.patterns {
+		if !br.out[pat.typ] {
+			use = append(use, i)
 		}
-		cost := make([]float64, len(use))
-		cols := make([][]float64, len(use))
-		for j, patternIndex := range use {
-			pat := f.patterns[patternIndex]
-			cost[j] = f.types[pat.typ].Price
-			col := make([]float64, len(need))
-			copy(col, pat.z)
-			if slot := slices.Index(wholes, pat.typ); slot >= 0 {
-				col[len(f.classes)+slot] = 1
-			}
-			cols[j] = col
+	}
+	cost := make([]float64, len(use))
+	cols := make([][]float64, len(use))
+	for j, patternIndex := range use {
+		pat := f.patterns[patternIndex]
+		cost[j] = f.types[pat.typ].Price
+		col := make([]float64, rows)
+		copy(col, pat.z)
+		if slot := slices.Index(wholes, pat.typ); slot >= 0 {
+			col[len(f.classes)+slot] = 1
 		}
-		opt, uses, duals, ok := cover(cost, cols, need)
-		if !ok {
-			br.bound = math.Inf(1)
-			return
+		cols[j] = col
+	}
+	return use, cost, cols
+}
+
+// addPricedOut adds each allowed type's best pattern at duals when it
+// prices out (is worth more than the type costs), and says whether any
+// was new.
+func (f *fitter) addPricedOut(br *branch, wholes []int, duals []float64) bool {
+	added := false
+	for typeIndex, sack := range f.knap {
+		if sack == nil || br.out[typeIndex] {
+			continue
 		}
-		added := false
-		for typeIndex, sack := range f.knap {
-			if sack == nil || br.out[typeIndex] {
-				continue
-			}
-			wholeDual := 0.0
-			if slot := slices.Index(wholes, typeIndex); slot >= 0 {
-				wholeDual = duals[len(f.classes)+slot]
-			}
-			if counts, value := sack.best(duals[:len(f.classes)]); value+wholeDual > f.types[typeIndex].Price*(1+1e-7)+eps && f.add(typeIndex, counts) {
-				added = true
-			}
+		wholeDual := 0.0
+		if slot := slices.Index(wholes, typeIndex); slot >= 0 {
+			wholeDual = duals[len(f.classes)+slot]
 		}
-		if !added {
-			br.bound = opt
-			br.nodes = map[int]float64{}
-			for j, patternIndex := range use {
-				if uses[j] > eps {
-					br.nodes[f.patterns[patternIndex].typ] += uses[j]
-				}
-			}
-			return
+		if counts, value := sack.best(duals[:len(f.classes)]); value+wholeDual > f.types[typeIndex].Price*(1+1e-7)+eps && f.add(typeIndex, counts) {
+			added = true
+		}
+	}
+	return added
+}
+
+// record keeps the LP optimum as br's bound, with the nodes of each type
+// it buys.
+func (f *fitter) record(br *branch, opt float64, use []int, uses []float64) {
+	br.bound = opt
+	br.nodes = map[int]float64{}
+	for j, patternIndex := range use {
+		if uses[j] > eps {
+			br.nodes[f.patterns[patternIndex].typ] += uses[j]
 		}
 	}
 }

@@ -73,24 +73,42 @@ func RESTConfig(getenv func(string) string, cred Credential) (*rest.Config, erro
 	kubeconfig := get(EnvKubeconfig)
 	server := get(EnvAPIServerURL)
 	ca := get(EnvAPIServerCA)
-	switch {
-	case kubeconfig != "" && (server != "" || ca != ""):
-		return nil, settingErr(EnvKubeconfig, "is set together with %s/%s; set only one: KUBECONFIG for a kubeconfig file, or %s and %s to reach AKS with the managed identity",
-			EnvAPIServerURL, EnvAPIServerCA, EnvAPIServerURL, EnvAPIServerCA)
-	case kubeconfig != "":
+	if err := checkClusterSettings(kubeconfig, server, ca); err != nil {
+		return nil, err
+	}
+	if kubeconfig != "" {
 		cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 		if err != nil {
 			return nil, settingErr(EnvKubeconfig, "loading kubeconfig %s: %v", kubeconfig, err)
 		}
 		return cfg, nil
+	}
+	return managedIdentityConfig(server, ca, get(EnvClientID), cred)
+}
+
+// checkClusterSettings refuses a kubeconfig set together with the API
+// server settings, and an API server URL or CA set without the other.
+func checkClusterSettings(kubeconfig, server, ca string) error {
+	switch {
+	case kubeconfig != "" && (server != "" || ca != ""):
+		return settingErr(EnvKubeconfig, "is set together with %s/%s; set only one: KUBECONFIG for a kubeconfig file, or %s and %s to reach AKS with the managed identity",
+			EnvAPIServerURL, EnvAPIServerCA, EnvAPIServerURL, EnvAPIServerCA)
+	case kubeconfig != "":
+		return nil
 	case server == "" && ca == "":
-		return nil, settingErr(EnvAPIServerURL, "not set: the handler cannot reach the cluster. Set %s to the API server (https://<cluster fqdn>:443) and %s to its CA (the kubeconfig's certificate-authority-data), or set %s to a kubeconfig file",
+		return settingErr(EnvAPIServerURL, "not set: the handler cannot reach the cluster. Set %s to the API server (https://<cluster fqdn>:443) and %s to its CA (the kubeconfig's certificate-authority-data), or set %s to a kubeconfig file",
 			EnvAPIServerURL, EnvAPIServerCA, EnvKubeconfig)
 	case server == "":
-		return nil, settingErr(EnvAPIServerURL, "not set, but %s is: set it to the API server, https://<cluster fqdn>:443", EnvAPIServerCA)
+		return settingErr(EnvAPIServerURL, "not set, but %s is: set it to the API server, https://<cluster fqdn>:443", EnvAPIServerCA)
 	case ca == "":
-		return nil, settingErr(EnvAPIServerCA, "not set, but %s is: set it to the cluster's CA certificate, base64 PEM (the kubeconfig's certificate-authority-data); AKS API servers present a certificate from the cluster's own CA", EnvAPIServerURL)
+		return settingErr(EnvAPIServerCA, "not set, but %s is: set it to the cluster's CA certificate, base64 PEM (the kubeconfig's certificate-authority-data); AKS API servers present a certificate from the cluster's own CA", EnvAPIServerURL)
 	}
+	return nil
+}
+
+// managedIdentityConfig reaches server, trusting ca, with a token from the
+// managed identity clientID names (the system-assigned one when empty).
+func managedIdentityConfig(server, ca, clientID string, cred Credential) (*rest.Config, error) {
 	if err := checkServerURL(server); err != nil {
 		return nil, err
 	}
@@ -98,7 +116,6 @@ func RESTConfig(getenv func(string) string, cred Credential) (*rest.Config, erro
 	if err != nil {
 		return nil, err
 	}
-	clientID := get(EnvClientID)
 	if clientID != "" && !guid.MatchString(clientID) {
 		return nil, settingErr(EnvClientID, "%q is not a client ID (a GUID such as 00000000-0000-0000-0000-000000000000): set it to the client ID of the Functions' user-assigned managed identity, or unset it for the system-assigned one", clientID)
 	}

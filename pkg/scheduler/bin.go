@@ -225,43 +225,72 @@ func topologyNodeFilter(pod *corev1.Pod) []scheduling.Requirements {
 // allowed narrows mask (the domains a bin may be in) to those where the
 // constraint lets the pod go.
 func (s *solver) allowed(k *constraint, v *variant, mask uint64) uint64 {
-	counter := k.c
-	var out uint64
 	switch k.kind {
 	case spread:
-		universe := s.universe(k, v)
-		minimum := int32(0)
-		if k.minDomains == 0 || int32(popcount(universe)) >= k.minDomains {
-			first := true
-			for mask := universe; mask != 0; mask &= mask - 1 {
-				if count := counter.count(bits.TrailingZeros64(mask)); first || count < minimum {
-					minimum, first = count, false
-				}
-			}
-		}
-		for rest := mask & universe; rest != 0; rest &= rest - 1 {
-			domain := bits.TrailingZeros64(rest)
-			if counter.count(domain)+k.self-minimum <= k.maxSkew {
-				out |= 1 << domain
-			}
-		}
+		return s.spreadAllowed(k, v, mask)
 	case affinity:
-		if counter.total == 0 {
+		if k.c.total == 0 {
 			if k.self == 1 {
 				return mask // the first of a self-affine set goes anywhere
 			}
 			return 0
 		}
-		for rest := mask; rest != 0; rest &= rest - 1 {
-			if domain := bits.TrailingZeros64(rest); counter.count(domain) > 0 {
-				out |= 1 << domain
-			}
-		}
+		return occupiedDomains(k.c, mask)
 	case antiAffinity, blocked:
-		for rest := mask; rest != 0; rest &= rest - 1 {
-			if domain := bits.TrailingZeros64(rest); counter.count(domain) == 0 {
-				out |= 1 << domain
-			}
+		return emptyDomains(k.c, mask)
+	}
+	return 0
+}
+
+// spreadAllowed keeps the domains of mask in the constraint's universe
+// where one more pod stays within maxSkew of the least loaded domain.
+func (s *solver) spreadAllowed(k *constraint, v *variant, mask uint64) uint64 {
+	universe := s.universe(k, v)
+	minimum := spreadMinimum(k, universe)
+	var out uint64
+	for rest := mask & universe; rest != 0; rest &= rest - 1 {
+		domain := bits.TrailingZeros64(rest)
+		if k.c.count(domain)+k.self-minimum <= k.maxSkew {
+			out |= 1 << domain
+		}
+	}
+	return out
+}
+
+// spreadMinimum is the least count over universe's domains, or 0 when
+// fewer than minDomains domains are eligible.
+func spreadMinimum(k *constraint, universe uint64) int32 {
+	if k.minDomains != 0 && int32(popcount(universe)) < k.minDomains {
+		return 0
+	}
+	minimum := int32(0)
+	first := true
+	for rest := universe; rest != 0; rest &= rest - 1 {
+		if count := k.c.count(bits.TrailingZeros64(rest)); first || count < minimum {
+			minimum = count
+			first = false
+		}
+	}
+	return minimum
+}
+
+// occupiedDomains keeps the domains of mask where counter counts a pod.
+func occupiedDomains(counter *counter, mask uint64) uint64 {
+	var out uint64
+	for rest := mask; rest != 0; rest &= rest - 1 {
+		if domain := bits.TrailingZeros64(rest); counter.count(domain) > 0 {
+			out |= 1 << domain
+		}
+	}
+	return out
+}
+
+// emptyDomains keeps the domains of mask where counter counts no pod.
+func emptyDomains(counter *counter, mask uint64) uint64 {
+	var out uint64
+	for rest := mask; rest != 0; rest &= rest - 1 {
+		if domain := bits.TrailingZeros64(rest); counter.count(domain) == 0 {
+			out |= 1 << domain
 		}
 	}
 	return out
@@ -569,6 +598,13 @@ func (s *solver) fits(b *bin, v *variant, ch *choice) bool {
 		}
 		ch.target = target
 	}
+	return optionsFit(b, req, ch, valid)
+}
+
+// optionsFit reports whether a valid option of b holds b's pods plus req,
+// with minValues honoured, and sets ch.target to the first such option
+// when it has none.
+func optionsFit(b *bin, req resVec, ch *choice, valid func(*ptype) bool) bool {
 	mv := b.pool.minValues
 	var fitting []*ptype
 	for _, instType := range b.opts {

@@ -414,6 +414,15 @@ func (s *solver) poolVariant(pl *pool, reqs scheduling.Requirements, key string)
 	requirements := copyRequirements(pl.reqs)
 	requirements.Add(reqs.Values()...)
 	vp.reqs = requirements
+	s.narrowDomains(vp, requirements)
+	s.narrowTypes(vp, pl, requirements)
+	s.setCustom(vp, requirements)
+	vp.ok = true
+	return vp
+}
+
+// narrowDomains sets the zones and capacity types requirements allow.
+func (s *solver) narrowDomains(vp *poolVariant, requirements scheduling.Requirements) {
 	zr := requirements.Get(corev1.LabelTopologyZone)
 	for i, zone := range s.dom.zones {
 		if zr.Has(zone) {
@@ -427,21 +436,37 @@ func (s *solver) poolVariant(pl *pool, reqs scheduling.Requirements, key string)
 		}
 	}
 	vp.offerMask = offerMask(vp.zones, vp.cts)
+}
+
+// narrowTypes keeps the pool's types offered in vp's domains that meet
+// requirements, with their largest room and the domains they offer.
+func (s *solver) narrowTypes(vp *poolVariant, pl *pool, requirements scheduling.Requirements) {
 	vp.types = newBitset(len(pl.types))
 	vp.maxRoom = make(resVec, len(s.res.names))
 	for _, instType := range pl.types {
-		if instType.offers&vp.offerMask != 0 && instType.reqs.Intersects(requirements) == nil {
-			vp.types.set(instType.idx)
-			vp.maxRoom.maxInPlace(instType.room)
-			offered := instType.offers & vp.offerMask
-			for zone := range s.dom.zones {
-				if ct := (offered >> (2 * zone)) & 3; ct != 0 {
-					vp.offeredZones |= 1 << zone
-					vp.offeredCTs |= ct
-				}
-			}
+		if instType.offers&vp.offerMask == 0 || instType.reqs.Intersects(requirements) != nil {
+			continue
+		}
+		vp.types.set(instType.idx)
+		vp.maxRoom.maxInPlace(instType.room)
+		s.addOffered(vp, instType.offers&vp.offerMask)
+	}
+}
+
+// addOffered adds the zones and capacity types of the offering bits
+// offered to vp's offered domains.
+func (s *solver) addOffered(vp *poolVariant, offered uint64) {
+	for zone := range s.dom.zones {
+		if ct := (offered >> (2 * zone)) & 3; ct != 0 {
+			vp.offeredZones |= 1 << zone
+			vp.offeredCTs |= ct
 		}
 	}
+}
+
+// setCustom keeps the requirements on keys that are neither instance type
+// labels, zone nor capacity type, and their text as customKey.
+func (s *solver) setCustom(vp *poolVariant, requirements scheduling.Requirements) {
 	vp.custom = scheduling.NewRequirements()
 	var keys []string
 	for key := range requirements {
@@ -457,8 +482,6 @@ func (s *solver) poolVariant(pl *pool, reqs scheduling.Requirements, key string)
 		builder.WriteByte(';')
 	}
 	vp.customKey = builder.String()
-	vp.ok = true
-	return vp
 }
 
 // ChargedCapacity is what a NodeClaim counts against its NodePool's limits:

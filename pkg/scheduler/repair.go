@@ -211,13 +211,26 @@ func (r *repairer) run(pl *pool) {
 // shrink tries the cheapest few targets below t's price, emptying it
 // first, and keeps the first that the moves reach.
 func (r *repairer) shrink(t *repairClaim) bool {
-	count := len(r.s.res.names)
-	// What t must keep whatever the moves: its fixed pods, and what the
-	// other claims have no room for.
-	need := make(resVec, count)
-	for _, placedPod := range t.fixed {
-		need.addInPlace(placedPod.req)
+	allowed := t.allowed()
+	norm := t.cur.room
+	for _, room := range shrinkTargets(t, r.keepNeed(t), allowed) {
+		if r.budget <= 0 {
+			return false
+		}
+		if r.reach(t, room, norm) {
+			t.dirty = true
+			t.settleType(allowed)
+			return true
+		}
 	}
+	return false
+}
+
+// keepNeed is what t must keep whatever the moves: its fixed pods, and
+// what the other claims have no room for.
+func (r *repairer) keepNeed(t *repairClaim) resVec {
+	count := len(r.s.res.names)
+	need := fixedUsage(t, count)
 	slack := make(resVec, count)
 	for _, claim := range r.claims {
 		if claim != t {
@@ -230,11 +243,27 @@ func (r *repairer) shrink(t *repairClaim) bool {
 	for i := range need {
 		need[i] = max(need[i], t.b.used[i]-slack[i])
 	}
+	return need
+}
+
+// fixedUsage is the sum of t's fixed pods' requests.
+func fixedUsage(t *repairClaim, count int) resVec {
+	fixed := make(resVec, count)
+	for _, placedPod := range t.fixed {
+		fixed.addInPlace(placedPod.req)
+	}
+	return fixed
+}
+
+// shrinkTargets are the rooms shrink tries, cheapest first: nothing (the
+// claim goes away) when t has no fixed pods and need allows, then the
+// first repairCandidates allowed types cheaper than t that hold need.
+func shrinkTargets(t *repairClaim, need resVec, allowed []repairType) []resVec {
+	count := len(need)
 	var targets []resVec
 	if len(t.fixed) == 0 && need.fitsIn(make(resVec, count)) {
 		targets = append(targets, make(resVec, count)) // empty: the claim goes away
 	}
-	allowed := t.allowed()
 	for _, repairType := range allowed {
 		if len(targets) >= repairCandidates || repairType.price >= t.price {
 			break
@@ -243,23 +272,19 @@ func (r *repairer) shrink(t *repairClaim) bool {
 			targets = append(targets, repairType.t.room)
 		}
 	}
-	norm := t.cur.room
-	for _, room := range targets {
-		if r.budget <= 0 {
-			return false
-		}
-		if r.reach(t, room, norm) {
-			t.dirty = true
-			for _, repairType := range allowed {
-				if t.b.used.fitsIn(repairType.t.room) {
-					t.cur, t.price = repairType.t, repairType.price
-					break
-				}
-			}
-			return true
+	return targets
+}
+
+// settleType makes the claim's type the first of allowed (the cheapest)
+// that holds what it uses.
+func (c *repairClaim) settleType(allowed []repairType) {
+	for _, repairType := range allowed {
+		if c.b.used.fitsIn(repairType.t.room) {
+			c.cur = repairType.t
+			c.price = repairType.price
+			return
 		}
 	}
-	return false
 }
 
 // move is one step of the repair: pod kind a goes from t to c, and pod
@@ -449,22 +474,50 @@ func (r *repairer) split(t *repairClaim) {
 	if pl.limitNames != nil && !withinLimitsAll(pl, allowed) {
 		return
 	}
-	count := len(r.s.res.names)
-	fixed := make(resVec, count)
-	for _, placedPod := range t.fixed {
-		fixed.addInPlace(placedPod.req)
+	pods := movablePodsBySize(t)
+	best, keep := r.bestSplit(t, allowed, pods)
+	if best < 0 {
+		return
 	}
+	nc := r.splitOff(t, pods, keep)
+	t.reindex()
+	nc.reindex()
+	t.dirty = true
+	nc.dirty = true
+	t.cur, t.price = allowed[best].t, allowed[best].price
+	cheapest := cheapestFor(allowed, nc.b.used, pl)
+	nc.cur, nc.price = allowed[cheapest].t, allowed[cheapest].price
+	if pl.limitNames != nil {
+		nc.b.charge = slices.Clone(nc.cur.limitCap)
+		for j, amount := range nc.b.charge {
+			pl.limitLeft[j] -= amount
+		}
+	}
+	r.claims = append(r.claims, nc)
+}
+
+// movablePodsBySize is t's movable pods, biggest first by share of t's
+// current room.
+func movablePodsBySize(t *repairClaim) []placed {
 	var pods []placed
 	for _, kind := range t.have {
 		pods = append(pods, t.kinds[kind]...)
 	}
-	// Biggest first, by share of t's current room.
 	room := t.cur.room
 	share := func(p placed) float64 {
 		return float64(p.req[rCPU])/float64(max(room[rCPU], 1)) + float64(p.req[rMemory])/float64(max(room[rMemory], 1))
 	}
 	slices.SortStableFunc(pods, func(a, b placed) int { return -cmp.Compare(share(a), share(b)) })
+	return pods
+}
 
+// bestSplit finds the allowed type cheaper than t that, filled first fit
+// with t's fixed pods and then pods, leaves a rest whose cheapest type
+// makes the pair cheapest and cheaper than t. It returns that type's index
+// and which pods it keeps; -1 when no split pays or the budget ran out.
+func (r *repairer) bestSplit(t *repairClaim, allowed []repairType, pods []placed) (int, []bool) {
+	count := len(r.s.res.names)
+	fixed := fixedUsage(t, count)
 	bestPrice, best := t.price, -1
 	var bestKeep []bool
 	keep := make([]bool, len(pods))
@@ -474,25 +527,16 @@ func (r *repairer) split(t *repairClaim) {
 			break
 		}
 		if r.budget -= len(pods); r.budget < 0 {
-			return
+			return -1, nil
 		}
 		if !fixed.fitsIn(repairType.t.room) {
 			continue
 		}
-		copy(kept, fixed)
-		clear(rest)
-		for j, placedPod := range pods {
-			keep[j] = fitsSum(kept, placedPod.req, repairType.t.room)
-			if keep[j] {
-				kept.addInPlace(placedPod.req)
-			} else {
-				rest.addInPlace(placedPod.req)
-			}
-		}
+		firstFit(pods, fixed, repairType.t.room, keep, kept, rest)
 		if !slices.Contains(keep[:len(pods)], false) {
 			continue // no split: t fits a alone, which shrink handles
 		}
-		other := cheapestFor(allowed, rest, pl)
+		other := cheapestFor(allowed, rest, t.b.pool)
 		if other < 0 {
 			continue
 		}
@@ -500,15 +544,33 @@ func (r *repairer) split(t *repairClaim) {
 			bestPrice, best, bestKeep = total, i, slices.Clone(keep)
 		}
 	}
-	if best < 0 {
-		return
+	return best, bestKeep
+}
+
+// firstFit fills room, starting from fixed, with pods in order: keep says
+// which fit, kept is what room then holds and rest what is left over.
+func firstFit(pods []placed, fixed, room resVec, keep []bool, kept, rest resVec) {
+	copy(kept, fixed)
+	clear(rest)
+	for j, placedPod := range pods {
+		keep[j] = fitsSum(kept, placedPod.req, room)
+		if keep[j] {
+			kept.addInPlace(placedPod.req)
+		} else {
+			rest.addInPlace(placedPod.req)
+		}
 	}
-	nb := &bin{claim: true, id: len(r.s.bins), pool: pl, poolIdx: t.b.poolIdx, types: t.b.types, zones: t.b.zones, cts: t.b.cts,
-		custom: t.b.custom, customKeys: maps.Clone(t.b.customKeys), absorbed: maps.Clone(t.b.absorbed), used: make(resVec, count)}
+}
+
+// splitOff opens a new claim with t's requirements and moves the pods keep
+// leaves out to it.
+func (r *repairer) splitOff(t *repairClaim, pods []placed, keep []bool) *repairClaim {
+	nb := &bin{claim: true, id: len(r.s.bins), pool: t.b.pool, poolIdx: t.b.poolIdx, types: t.b.types, zones: t.b.zones, cts: t.b.cts,
+		custom: t.b.custom, customKeys: maps.Clone(t.b.customKeys), absorbed: maps.Clone(t.b.absorbed), used: make(resVec, len(r.s.res.names))}
 	r.s.bins = append(r.s.bins, nb)
 	nc := &repairClaim{b: nb}
 	for j, placedPod := range pods {
-		if bestKeep[j] {
+		if keep[j] {
 			continue
 		}
 		kind := r.kind(placedPod)
@@ -518,19 +580,7 @@ func (r *repairer) split(t *repairClaim) {
 		// Take the same pod out of t: kinds are stacks of equal pods.
 		r.transfer(t, nc, kind)
 	}
-	t.reindex()
-	nc.reindex()
-	t.dirty, nc.dirty = true, true
-	t.cur, t.price = allowed[best].t, allowed[best].price
-	cheapest := cheapestFor(allowed, nb.used, pl)
-	nc.cur, nc.price = allowed[cheapest].t, allowed[cheapest].price
-	if pl.limitNames != nil {
-		nb.charge = slices.Clone(nc.cur.limitCap)
-		for j, amount := range nb.charge {
-			pl.limitLeft[j] -= amount
-		}
-	}
-	r.claims = append(r.claims, nc)
+	return nc
 }
 
 // cheapestFor is the index of the cheapest of allowed that holds used and,

@@ -413,21 +413,42 @@ func (s *solver) divide(pl *pool, basis [2]lpUse, total resVec) [][]pendingPod {
 	if use.t == nil || b.t == nil || use.x < 1 || b.x < 1 || total[rCPU] <= 0 || total[rMemory] <= 0 {
 		return nil
 	}
-	type side struct {
-		t            *ptype
-		price        float64
-		cpu, mem     float64 // usable room of one node
-		usedC, usedM float64
-		pods         []pendingPod
-	}
-	mk := func(u lpUse) *side {
-		price, _ := u.t.cheapest(^uint64(0))
-		cpu, mem := usable(u.t, s.slack)
-		return &side{t: u.t, price: price, cpu: cpu, mem: mem}
-	}
-	sides := [2]*side{mk(use), mk(b)}
+	sides := divideSides{s.newDivideSide(use), s.newDivideSide(b)}
 	C, M := float64(total[rCPU]), float64(total[rMemory])
 	mixed := use.x*sides[0].price + b.x*sides[1].price
+	if mixed > s.singleTypeCost(pl, C, M)*(1-mixGain) {
+		return nil
+	}
+	order := arrange(slices.Clone(s.order), func(p pendingPod) float64 { return float64(p.req[rCPU])/C + float64(p.req[rMemory])/M })
+	for _, pending := range order {
+		sides.take(pending, M)
+	}
+	s.preferPool = pl
+	return [][]pendingPod{sides[0].pods, sides[1].pods}
+}
+
+// divideSide is one of divide's two types and the pods it takes.
+type divideSide struct {
+	t            *ptype
+	price        float64
+	cpu, mem     float64 // usable room of one node
+	usedC, usedM float64
+	pods         []pendingPod
+}
+
+func (s *solver) newDivideSide(u lpUse) *divideSide {
+	price, _ := u.t.cheapest(^uint64(0))
+	cpu, mem := usable(u.t, s.slack)
+	return &divideSide{t: u.t, price: price, cpu: cpu, mem: mem}
+}
+
+// off is how far the side's memory would be from its type's ratio times
+// its CPU with c CPU and m memory, in shares of the total memory M.
+func (sd *divideSide) off(c, m, M float64) float64 { return math.Abs(c*sd.mem/sd.cpu-m) / M }
+
+// singleTypeCost is the cheapest cost of C CPU and M memory on nodes of
+// one of the pool's LP types.
+func (s *solver) singleTypeCost(pl *pool, C, M float64) float64 {
 	single := math.Inf(1)
 	for _, instType := range s.lpTypes(pl) {
 		if price, ok := instType.cheapest(^uint64(0)); ok && price > 0 {
@@ -436,30 +457,27 @@ func (s *solver) divide(pl *pool, basis [2]lpUse, total resVec) [][]pendingPod {
 			}
 		}
 	}
-	if mixed > single*(1-mixGain) {
-		return nil
-	}
-	// off is how far a side's memory is from its type's ratio times its
-	// CPU, in shares of the total memory.
-	off := func(sd *side, c, m float64) float64 { return math.Abs(c*sd.mem/sd.cpu-m) / M }
-	order := arrange(slices.Clone(s.order), func(p pendingPod) float64 { return float64(p.req[rCPU])/C + float64(p.req[rMemory])/M })
-	for _, pending := range order {
-		cpu, mem := float64(pending.req[rCPU]), float64(pending.req[rMemory])
-		best, bestOff := 0, math.Inf(1)
-		for i, sd := range sides {
-			other := sides[1-i]
-			dist := off(sd, sd.usedC+cpu, sd.usedM+mem) + off(other, other.usedC, other.usedM)
-			if dist < bestOff-1e-12 {
-				best, bestOff = i, dist
-			}
+	return single
+}
+
+type divideSides [2]*divideSide
+
+// take gives pending to the side that leaves the two sides' ratios least
+// off their types'.
+func (sides divideSides) take(pending pendingPod, M float64) {
+	cpu, mem := float64(pending.req[rCPU]), float64(pending.req[rMemory])
+	best, bestOff := 0, math.Inf(1)
+	for i, sd := range sides {
+		other := sides[1-i]
+		dist := sd.off(sd.usedC+cpu, sd.usedM+mem, M) + other.off(other.usedC, other.usedM, M)
+		if dist < bestOff-1e-12 {
+			best, bestOff = i, dist
 		}
-		sd := sides[best]
-		sd.usedC, sd.usedM = sd.usedC+cpu, sd.usedM+mem
-		pending.prefer = sd.t
-		sd.pods = append(sd.pods, pending)
 	}
-	s.preferPool = pl
-	return [][]pendingPod{sides[0].pods, sides[1].pods}
+	sd := sides[best]
+	sd.usedC, sd.usedM = sd.usedC+cpu, sd.usedM+mem
+	pending.prefer = sd.t
+	sd.pods = append(sd.pods, pending)
 }
 
 // maxBalanceClasses bounds the work of balance: pods × classes.

@@ -118,53 +118,93 @@ func Setup(ctx context.Context, opts Options) (*Telemetry, error) {
 		// A malformed OTEL_RESOURCE_ATTRIBUTES still yields the rest.
 		opts.Logger.Warn("telemetry: reading resource attributes", "error", err)
 	}
-	var errs []error
-	var readers []sdkmetric.Option
-	if opts.Prometheus {
-		reg := prometheus.NewRegistry()
-		exp, err := otelprom.New(otelprom.WithRegisterer(reg), otelprom.WithoutUnits(),
-			otelprom.WithoutCounterSuffixes(), otelprom.WithoutScopeInfo())
-		if err != nil {
-			errs = append(errs, fmt.Errorf("telemetry: Prometheus exporter: %w", err))
-		} else {
-			readers = append(readers, sdkmetric.WithReader(exp))
-			tel.metrics = promhttp.HandlerFor(reg, promhttp.HandlerOpts{})
-		}
-	}
-	if on, err := signalOn(opts.Getenv, EnvMetricsEndpoint, EnvMetricsProtocol); err != nil {
+	errs := tel.setupMetrics(ctx, opts, res)
+	if err := tel.setupTraces(ctx, opts, res); err != nil {
 		errs = append(errs, err)
-	} else if on {
-		exp, err := otlpmetrichttp.New(ctx)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("telemetry: OTLP metric exporter: %w", err))
-		} else {
-			readers = append(readers, sdkmetric.WithReader(sdkmetric.NewPeriodicReader(exp)))
-			tel.OTLP = true
-		}
-	}
-	if reader, err := appInsightsReader(opts); err != nil {
-		errs = append(errs, err)
-	} else if reader != nil {
-		readers = append(readers, sdkmetric.WithReader(reader))
-		tel.AppInsights = true
-	}
-	if len(readers) > 0 {
-		tel.meters = sdkmetric.NewMeterProvider(append(readers, sdkmetric.WithResource(res))...)
-		otel.SetMeterProvider(tel.meters)
-	}
-	if on, err := signalOn(opts.Getenv, EnvTracesEndpoint, EnvTracesProtocol); err != nil {
-		errs = append(errs, err)
-	} else if on {
-		exp, err := otlptracehttp.New(ctx)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("telemetry: OTLP trace exporter: %w", err))
-		} else {
-			tel.tracers = sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(res))
-			otel.SetTracerProvider(tel.tracers)
-			tel.OTLP = true
-		}
 	}
 	return tel, errors.Join(errs...)
+}
+
+// setupMetrics installs a meter provider with every metric reader the
+// options and settings ask for (none: no provider), and returns the
+// settings it could not use.
+func (t *Telemetry) setupMetrics(ctx context.Context, opts Options, res *resource.Resource) []error {
+	var readers metricReaders
+	if opts.Prometheus {
+		readers.add(t.prometheusReader())
+	}
+	if readers.add(otlpMetricReader(ctx, opts.Getenv)) {
+		t.OTLP = true
+	}
+	t.AppInsights = readers.add(appInsightsReader(opts))
+	if len(readers.options) > 0 {
+		t.meters = sdkmetric.NewMeterProvider(append(readers.options, sdkmetric.WithResource(res))...)
+		otel.SetMeterProvider(t.meters)
+	}
+	return readers.errs
+}
+
+// metricReaders gathers the meter provider's readers and the errors of
+// those that could not be made.
+type metricReaders struct {
+	options []sdkmetric.Option
+	errs    []error
+}
+
+// add keeps reader, or err, and says whether a reader was kept.
+func (m *metricReaders) add(reader sdkmetric.Reader, err error) bool {
+	if err != nil {
+		m.errs = append(m.errs, err)
+		return false
+	}
+	if reader == nil {
+		return false
+	}
+	m.options = append(m.options, sdkmetric.WithReader(reader))
+	return true
+}
+
+// prometheusReader is the reader behind the Telemetry's /metrics handler.
+func (t *Telemetry) prometheusReader() (sdkmetric.Reader, error) {
+	reg := prometheus.NewRegistry()
+	exp, err := otelprom.New(otelprom.WithRegisterer(reg), otelprom.WithoutUnits(),
+		otelprom.WithoutCounterSuffixes(), otelprom.WithoutScopeInfo())
+	if err != nil {
+		return nil, fmt.Errorf("telemetry: Prometheus exporter: %w", err)
+	}
+	t.metrics = promhttp.HandlerFor(reg, promhttp.HandlerOpts{})
+	return exp, nil
+}
+
+// otlpMetricReader is the periodic reader exporting metrics over OTLP (nil
+// when no endpoint is set).
+func otlpMetricReader(ctx context.Context, getenv func(string) string) (sdkmetric.Reader, error) {
+	on, err := signalOn(getenv, EnvMetricsEndpoint, EnvMetricsProtocol)
+	if err != nil || !on {
+		return nil, err
+	}
+	exp, err := otlpmetrichttp.New(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("telemetry: OTLP metric exporter: %w", err)
+	}
+	return sdkmetric.NewPeriodicReader(exp), nil
+}
+
+// setupTraces installs a tracer provider exporting over OTLP when an
+// endpoint is set.
+func (t *Telemetry) setupTraces(ctx context.Context, opts Options, res *resource.Resource) error {
+	on, err := signalOn(opts.Getenv, EnvTracesEndpoint, EnvTracesProtocol)
+	if err != nil || !on {
+		return err
+	}
+	exp, err := otlptracehttp.New(ctx)
+	if err != nil {
+		return fmt.Errorf("telemetry: OTLP trace exporter: %w", err)
+	}
+	t.tracers = sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(res))
+	otel.SetTracerProvider(t.tracers)
+	t.OTLP = true
+	return nil
 }
 
 // appInsightsReader is the periodic reader sending metrics to the
