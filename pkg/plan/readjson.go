@@ -14,7 +14,6 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/karpfunc/karpfunc/pkg/plan/internal/yamljson"
-	"github.com/karpfunc/karpfunc/pkg/snapshot"
 )
 
 // JSON input (what `kubectl get -o json` prints) is read as a stream, not
@@ -60,13 +59,13 @@ func newDecodePool(file string) *decodePool {
 func (p *decodePool) work() {
 	defer p.wg.Done()
 	var conv converter
-	var compactor snapshot.Compactor
+	var dec decoder
 	for unit := range p.next {
 		js, err := conv.toJSON(unit)
 		if err != nil {
 			unit.err = &DocumentError{File: p.file, Document: unit.doc, Err: err}
 		} else {
-			unit.decoded, unit.err = decode(nil, &compactor, p.file, unit.doc, unit.item, js)
+			unit.decoded, unit.err = decode(nil, &dec, p.file, unit.doc, unit.item, js)
 		}
 		unit.raw = nil
 	}
