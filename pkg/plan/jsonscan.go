@@ -252,9 +252,16 @@ func appendCompact(dst, js []byte) []byte {
 			dst = append(dst, js[i:end+1]...)
 			i = end + 1
 		default:
-			dst = append(dst, char)
-			i++
+			run := i + 1
+			for run < len(js) && !compactStop[js[run]] {
+				run++
+			}
+			dst = append(dst, js[i:run]...)
+			i = run
 		}
 	}
 	return dst
 }
+
+// compactStop marks the bytes that end a run appendCompact copies as is.
+var compactStop = [256]bool{' ': true, '\t': true, '\r': true, '\n': true, '"': true}

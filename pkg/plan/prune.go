@@ -1,6 +1,9 @@
 package plan
 
-import "bytes"
+import (
+	"bytes"
+	"slices"
+)
 
 // Pruning copies an object's compact JSON without the fields that
 // compacting (snapshot.Compactor.Compact) drops anyway, so that they are
@@ -30,6 +33,9 @@ type pruneRule struct {
 	// withKey, when set, copies an array's object elements only when
 	// they have one of these fields.
 	withKey []string
+	// typeIn, when set, copies an array's object elements only when
+	// their "type" is one of these (or cannot be read plainly).
+	typeIn []string
 	// absentWhenEmptied: a field this rule emptied is left out, as
 	// Compact sets a map it emptied to nil.
 	absentWhenEmptied bool
@@ -69,8 +75,12 @@ var podRule = &pruneRule{objects: map[string]*pruneRule{
 		},
 	},
 	"status": {
-		drop:   []string{"ephemeralContainerStatuses", "hostIP", "hostIPs", "podIP", "podIPs", "qosClass"},
-		arrays: map[string]*pruneRule{"containerStatuses": containerStatusRule, "initContainerStatuses": containerStatusRule},
+		drop: []string{"ephemeralContainerStatuses", "hostIP", "hostIPs", "podIP", "podIPs", "qosClass"},
+		arrays: map[string]*pruneRule{
+			"containerStatuses": containerStatusRule, "initContainerStatuses": containerStatusRule,
+			// snapshot's readConditions keeps these two.
+			"conditions": {typeIn: []string{"PodScheduled", "PodResizePending"}},
+		},
 	},
 }}
 
@@ -164,8 +174,8 @@ func (r *pruneRule) appendElements(dst, js []byte) ([]byte, bool) {
 			written++
 			return true
 		}
-		if r.withKey != nil {
-			if !hasField(elem, r.withKey) {
+		if r.withKey != nil || r.typeIn != nil {
+			if r.withKey != nil && !hasField(elem, r.withKey) || r.typeIn != nil && !typeAmong(elem, r.typeIn) {
 				return true
 			}
 			dst = appendElement(dst, written, elem)
@@ -199,6 +209,24 @@ func hasField(js []byte, names []string) bool {
 		return true
 	})
 	return found || !ok
+}
+
+// typeAmong reports whether the compact JSON object js has a "type"
+// that is one of types; true when that cannot be told for sure (a key
+// that may fold to "type", a value that is not a plain string), so that
+// the element is kept.
+func typeAmong(js []byte, types []string) bool {
+	keep := false
+	ok := objectFields(js, func(key, val []byte) bool {
+		if string(key) == "type" {
+			typ, plain := plainString(val)
+			keep = keep || !plain || slices.Contains(types, typ)
+			return true
+		}
+		keep = keep || folds(key, "type")
+		return true
+	})
+	return keep || !ok
 }
 
 // arrayElements calls f with each element of the compact JSON array js,

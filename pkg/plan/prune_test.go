@@ -47,7 +47,9 @@ func pruneFixture() []client.Object {
 	always := corev1.ContainerRestartPolicyAlways
 	return append(out,
 		special("last-applied-only", func(p *corev1.Pod) { p.Annotations = map[string]string{lastAppliedKey: "{}"} }),
-		special("last-applied-and-more", func(p *corev1.Pod) { p.Annotations = map[string]string{lastAppliedKey: "{}", "karpenter.sh/do-not-disrupt": "true"} }),
+		special("last-applied-and-more", func(p *corev1.Pod) {
+			p.Annotations = map[string]string{lastAppliedKey: "{}", "karpenter.sh/do-not-disrupt": "true"}
+		}),
 		special("empty-annotations", func(p *corev1.Pod) { p.Annotations = map[string]string{} }),
 		special("hostport", func(p *corev1.Pod) {
 			p.Spec.Containers[0].Ports = append(p.Spec.Containers[0].Ports, corev1.ContainerPort{ContainerPort: 9100, HostPort: 9100})
@@ -63,6 +65,9 @@ func pruneFixture() []client.Object {
 		special("sidecar", func(p *corev1.Pod) {
 			p.Spec.InitContainers = []corev1.Container{{Name: "proxy", Image: "envoy", RestartPolicy: &always,
 				Env: []corev1.EnvVar{{Name: "A", Value: "b"}}, Resources: corev1.ResourceRequirements{Requests: grown}}}
+		}),
+		special("resize-pending", func(p *corev1.Pod) {
+			p.Status.Conditions = append(p.Status.Conditions, corev1.PodCondition{Type: corev1.PodResizePending, Status: corev1.ConditionTrue, Reason: "Infeasible"})
 		}),
 		special("ephemeral", func(p *corev1.Pod) {
 			p.Spec.EphemeralContainers = []corev1.EphemeralContainer{{EphemeralContainerCommon: corev1.EphemeralContainerCommon{Name: "debug"}}}
@@ -129,6 +134,8 @@ func TestPruneCases(t *testing.T) {
 		{"annotations emptied go", `{"metadata":{"annotations":{"` + lastAppliedKey + `":"{}"},"name":"a"}}`, `{"metadata":{"name":"a"}}`},
 		{"empty annotations stay", `{"metadata":{"annotations":{},"name":"a"}}`, `{"metadata":{"annotations":{},"name":"a"}}`},
 		{"null and odd values", `{"spec":{"containers":null,"volumes":[null,1]},"status":null}`, `{"spec":{"containers":null,"volumes":[null,1]},"status":null}`},
+		{"conditions a pass reads", `{"status":{"conditions":[{"type":"Ready"},{"status":"True","type":"PodScheduled"},{"Type":"Ready"},{"type":"PodResizePending"},{"type":1},{"type":"Initialized"}]}}`,
+			`{"status":{"conditions":[{"status":"True","type":"PodScheduled"},{"Type":"Ready"},{"type":"PodResizePending"},{"type":1}]}}`},
 		{"not compact", `{"spec": {"containers": [{"image": "x"}]}}`, `{"spec": {"containers": [{"image": "x"}]}}`},
 		{"strings with brackets", `{"metadata":{"name":"a]}\"{"},"spec":{"containers":[{"name":"[","args":["}"]}]}}`, `{"metadata":{"name":"a]}\"{"},"spec":{"containers":[{"name":"["}]}}`},
 	} {

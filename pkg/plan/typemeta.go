@@ -110,17 +110,12 @@ func objectFields(js []byte, f func(key, val []byte) bool) bool {
 }
 
 // closingQuote returns the index of the quote that ends the string whose
-// text starts at i, or -1.
+// text starts at i (after its opening quote), or -1.
 func closingQuote(js []byte, i int) int {
-	for ; i < len(js) && js[i] != '"'; i++ {
-		if js[i] == '\\' {
-			i++
-		}
-	}
-	if i >= len(js) {
+	if i > len(js) {
 		return -1
 	}
-	return i
+	return stringEnd(js, i-1, i)
 }
 
 // skip returns the index just after the compact JSON value at i, or -1.
