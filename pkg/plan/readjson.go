@@ -67,6 +67,7 @@ func (p *decodePool) work() {
 		} else {
 			unit.decoded, unit.err = decode(nil, &dec, p.file, unit.doc, unit.item, js)
 		}
+		releaseRaw(unit.raw)
 		unit.raw = nil
 	}
 }
@@ -105,6 +106,30 @@ func (p *decodePool) drain() []*decodeUnit {
 	close(p.next)
 	p.wg.Wait()
 	return p.units
+}
+
+// rawBuffers recycles the text of List items between the reader and the
+// workers: an item is copied into a buffer and the buffer comes back once
+// the item is decoded, so a dump's text (1.9 GB for the issue-20 JSON
+// List) is not garbage that drives the collector.
+var rawBuffers = sync.Pool{New: func() any { return new([]byte) }}
+
+// maxPooledRaw: larger buffers are left to the collector.
+const maxPooledRaw = 1 << 20
+
+// rawCopy is a copy of src in a recycled buffer.
+func rawCopy(src []byte) []byte {
+	buf := rawBuffers.Get().(*[]byte)
+	return append((*buf)[:0], src...)
+}
+
+// releaseRaw gives raw back for another item to be copied into; nothing
+// may use it after.
+func releaseRaw(raw []byte) {
+	if cap(raw) == 0 || cap(raw) > maxPooledRaw {
+		return
+	}
+	rawBuffers.Put(&raw)
 }
 
 // startsWithJSON reports whether the first byte of br that is not white
@@ -277,7 +302,7 @@ func (s *jsonStream) items(doc int) ([]*decodeUnit, error) {
 		if err != nil {
 			return nil, s.fail(doc, item, fmt.Errorf("not valid JSON: %w", s.scan.truncated(err)))
 		}
-		unit := &decodeUnit{doc: doc, item: item, raw: slices.Clone(raw)}
+		unit := &decodeUnit{doc: doc, item: item, raw: rawCopy(raw)}
 		units = append(units, unit)
 		s.submit(unit)
 	}
