@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -121,7 +122,7 @@ func (s *jsonScanner) value() ([]byte, int64, error) {
 	startOffset := s.at(start)
 	scalar := s.buf[start] != '{' && s.buf[start] != '[' && s.buf[start] != '"'
 	var state scanState
-	for i := start; ; i++ {
+	for i := start; ; {
 		if i == len(s.buf) {
 			shift, more := s.fill(start)
 			start, i = start-shift, i-shift
@@ -138,12 +139,70 @@ func (s *jsonScanner) value() ([]byte, int64, error) {
 				s.pos = i
 				return s.buf[start:i], startOffset, nil
 			}
+			i++
 			continue
 		}
-		if state.step(s.buf[i]) {
-			s.pos = i + 1
-			return s.buf[start : i+1], startOffset, nil
+		next, done := state.run(s.buf, start, i)
+		if done {
+			s.pos = next
+			return s.buf[start:next], startOffset, nil
 		}
+		i = next
+	}
+}
+
+// run steps through buf[i:], part of the value that starts at start,
+// and returns the index after the value's end and true, or len(buf) and
+// false when the value goes on. Strings are crossed with bytes.IndexByte
+// and the bytes between tokens by a table, not byte by byte through step.
+func (st *scanState) run(buf []byte, start, i int) (int, bool) {
+	for i < len(buf) {
+		if st.inString {
+			end := stringEnd(buf, start, i)
+			if end < 0 {
+				return len(buf), false
+			}
+			st.inString = false
+			i = end + 1
+			if st.depth == 0 {
+				return i, true
+			}
+			continue
+		}
+		for i < len(buf) && !structural[buf[i]] {
+			i++
+		}
+		if i < len(buf) {
+			if st.step(buf[i]) {
+				return i + 1, true
+			}
+			i++
+		}
+	}
+	return len(buf), false
+}
+
+// structural marks the bytes that change scanState outside strings.
+var structural = [256]bool{'"': true, '{': true, '}': true, '[': true, ']': true}
+
+// stringEnd is the index of the quote that closes the string whose
+// inside includes buf[i:] (it opened after start), or -1 if buf ends
+// first. A quote is escaped when an odd run of backslashes precedes it.
+func stringEnd(buf []byte, start, i int) int {
+	for {
+		quote := bytes.IndexByte(buf[i:], '"')
+		if quote < 0 {
+			return -1
+		}
+		at := i + quote
+		backslashes := 0
+		for back := at - 1; back > start && buf[back] == '\\'; back-- {
+			backslashes++
+		}
+		if backslashes%2 == 0 {
+			return at
+		}
+		i = at + 1
 	}
 }
 
@@ -178,18 +237,31 @@ func isDelimiter(char byte) bool {
 
 // appendCompact appends js without the white space between its tokens,
 // as json.Compact would, but without validating: decoding validates.
+// Strings are copied whole; an unterminated one is copied to the end.
 func appendCompact(dst, js []byte) []byte {
-	inString, escaped := false, false
-	for _, char := range js {
-		switch {
-		case inString:
-			inString, escaped = !escaped && char != '"' || escaped, !escaped && char == '\\'
-		case char == '"':
-			inString = true
-		case char == ' ' || char == '\t' || char == '\r' || char == '\n':
-			continue
+	for i := 0; i < len(js); {
+		char := js[i]
+		switch char {
+		case ' ', '\t', '\r', '\n':
+			i++
+		case '"':
+			end := stringEnd(js, i, i+1)
+			if end < 0 {
+				return append(dst, js[i:]...)
+			}
+			dst = append(dst, js[i:end+1]...)
+			i = end + 1
+		default:
+			run := i + 1
+			for run < len(js) && !compactStop[js[run]] {
+				run++
+			}
+			dst = append(dst, js[i:run]...)
+			i = run
 		}
-		dst = append(dst, char)
 	}
 	return dst
 }
+
+// compactStop marks the bytes that end a run appendCompact copies as is.
+var compactStop = [256]bool{' ': true, '\t': true, '\r': true, '\n': true, '"': true}

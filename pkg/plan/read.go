@@ -132,10 +132,17 @@ var kinds = map[string]func() any{
 	"storage.k8s.io/StorageClass": func() any { return &storagev1.StorageClass{} },
 }
 
+// decoder is one worker's state: its compactor and the buffer objects
+// are pruned into.
+type decoder struct {
+	compactor snapshot.Compactor
+	pruned    []byte
+}
+
 // decode appends the objects in one document (or List item) to out,
-// compacted by compactor; it touches nothing shared but compactor (one per
-// worker), so documents decode in parallel. js may be overwritten.
-func decode(out []decoded, compactor *snapshot.Compactor, file string, doc, item int, js []byte) ([]decoded, error) {
+// compacted by dec's compactor; it touches nothing shared but dec (one per
+// worker), so documents decode in parallel.
+func decode(out []decoded, dec *decoder, file string, doc, item int, js []byte) ([]decoded, error) {
 	fail := func(format string, args ...any) error {
 		return &DocumentError{File: file, Document: doc, Item: item, Err: fmt.Errorf(format, args...)}
 	}
@@ -144,8 +151,9 @@ func decode(out []decoded, compactor *snapshot.Compactor, file string, doc, item
 	}
 	meta, ok := quickTypeMeta(js)
 	if ok {
-		// Dropped by compacting anyway: not decoded at all.
-		js = withoutManagedFields(js)
+		// What compacting drops anyway is not decoded at all.
+		dec.pruned = prune(dec.pruned[:0], js, pruneRuleFor(apiGroup(meta.APIVersion), meta.Kind))
+		js = dec.pruned
 	} else if err := json.Unmarshal(js, &meta); err != nil {
 		if syntaxErr := (*json.SyntaxError)(nil); errors.As(err, &syntaxErr) {
 			return out, fail("not valid JSON (at byte %d of the object): %v", syntaxErr.Offset, err)
@@ -159,7 +167,7 @@ func decode(out []decoded, compactor *snapshot.Compactor, file string, doc, item
 		if item > 0 {
 			return out, fail("a List inside a List is not supported")
 		}
-		return decodeItems(out, compactor, file, doc, meta.Items)
+		return decodeItems(out, dec, file, doc, meta.Items)
 	}
 	where := fmt.Sprintf("%s: document %d", file, doc)
 	if item > 0 {
@@ -179,7 +187,7 @@ func decode(out []decoded, compactor *snapshot.Compactor, file string, doc, item
 		return out, fail("%s %s: %v", meta.Kind, objName, err)
 	}
 	if object, ok := obj.(client.Object); ok {
-		compactor.Compact(object)
+		dec.compactor.Compact(object)
 	}
 	out = append(out, decoded{obj: obj})
 	if nodeClass, ok := obj.(*v1beta1.AKSNodeClass); ok {
@@ -201,10 +209,10 @@ func apiGroup(apiVersion string) string {
 }
 
 // decodeItems decodes a List's items, numbered from 1.
-func decodeItems(out []decoded, compactor *snapshot.Compactor, file string, doc int, items []json.RawMessage) ([]decoded, error) {
+func decodeItems(out []decoded, dec *decoder, file string, doc int, items []json.RawMessage) ([]decoded, error) {
 	for index, raw := range items {
 		var err error
-		if out, err = decode(out, compactor, file, doc, index+1, raw); err != nil {
+		if out, err = decode(out, dec, file, doc, index+1, raw); err != nil {
 			return out, err
 		}
 	}

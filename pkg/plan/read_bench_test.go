@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -12,6 +13,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/karpfunc/karpfunc/pkg/plan"
+	"github.com/karpfunc/karpfunc/pkg/scheduler/scaletest"
 )
 
 // BenchmarkRead5000Pods: reading a 5,000-pod dump (YAML documents with
@@ -82,5 +84,25 @@ func benchPod(i int) *corev1.Pod {
 			TopologySpreadConstraints: []corev1.TopologySpreadConstraint{{MaxSkew: 1, TopologyKey: corev1.LabelTopologyZone, WhenUnsatisfiable: corev1.ScheduleAnyway,
 				LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": fmt.Sprintf("a%d", i%50)}}}},
 		},
+	}
+}
+
+// BenchmarkReadAPIServerList: a cluster shaped as the API server returns
+// it (hack/scaledump's generator at 100 nodes, 3,000 bound and 100 pending
+// pods: managedFields, container statuses, probes, env, projected
+// volumes), as `kubectl get -o json` and `-o yaml` print it.
+func BenchmarkReadAPIServerList(b *testing.B) {
+	generated := scaletest.Generate(scaletest.Size{Nodes: 100, BoundPods: 3000, PendingPods: 100, Seed: 20})
+	for _, format := range []struct {
+		name  string
+		write func(io.Writer) error
+	}{{"json", generated.WriteJSONList}, {"yaml", generated.WriteYAMLList}} {
+		b.Run(format.name, func(b *testing.B) {
+			var dump bytes.Buffer
+			if err := format.write(&dump); err != nil {
+				b.Fatal(err)
+			}
+			benchmarkRead(b, "cluster."+format.name, dump.Bytes(), 3100)
+		})
 	}
 }

@@ -14,7 +14,6 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/karpfunc/karpfunc/pkg/plan/internal/yamljson"
-	"github.com/karpfunc/karpfunc/pkg/snapshot"
 )
 
 // JSON input (what `kubectl get -o json` prints) is read as a stream, not
@@ -60,14 +59,15 @@ func newDecodePool(file string) *decodePool {
 func (p *decodePool) work() {
 	defer p.wg.Done()
 	var conv converter
-	var compactor snapshot.Compactor
+	var dec decoder
 	for unit := range p.next {
 		js, err := conv.toJSON(unit)
 		if err != nil {
 			unit.err = &DocumentError{File: p.file, Document: unit.doc, Err: err}
 		} else {
-			unit.decoded, unit.err = decode(nil, &compactor, p.file, unit.doc, unit.item, js)
+			unit.decoded, unit.err = decode(nil, &dec, p.file, unit.doc, unit.item, js)
 		}
+		releaseRaw(unit.raw)
 		unit.raw = nil
 	}
 }
@@ -106,6 +106,30 @@ func (p *decodePool) drain() []*decodeUnit {
 	close(p.next)
 	p.wg.Wait()
 	return p.units
+}
+
+// rawBuffers recycles the text of List items between the reader and the
+// workers: an item is copied into a buffer and the buffer comes back once
+// the item is decoded, so a dump's text (1.9 GB for the issue-20 JSON
+// List) is not garbage that drives the collector.
+var rawBuffers = sync.Pool{New: func() any { return new([]byte) }}
+
+// maxPooledRaw: larger buffers are left to the collector.
+const maxPooledRaw = 1 << 20
+
+// rawCopy is a copy of src in a recycled buffer.
+func rawCopy(src []byte) []byte {
+	buf := rawBuffers.Get().(*[]byte)
+	return append((*buf)[:0], src...)
+}
+
+// releaseRaw gives raw back for another item to be copied into; nothing
+// may use it after.
+func releaseRaw(raw []byte) {
+	if cap(raw) == 0 || cap(raw) > maxPooledRaw {
+		return
+	}
+	rawBuffers.Put(&raw)
 }
 
 // startsWithJSON reports whether the first byte of br that is not white
@@ -278,7 +302,7 @@ func (s *jsonStream) items(doc int) ([]*decodeUnit, error) {
 		if err != nil {
 			return nil, s.fail(doc, item, fmt.Errorf("not valid JSON: %w", s.scan.truncated(err)))
 		}
-		unit := &decodeUnit{doc: doc, item: item, raw: slices.Clone(raw)}
+		unit := &decodeUnit{doc: doc, item: item, raw: rawCopy(raw)}
 		units = append(units, unit)
 		s.submit(unit)
 	}

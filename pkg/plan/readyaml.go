@@ -177,7 +177,7 @@ func (s *yamlSplitter) flushItem() {
 		return
 	}
 	s.started = false
-	unit := &decodeUnit{doc: s.doc, item: len(s.items) + 1, raw: bytes.Clone(s.item.Bytes()), yaml: true}
+	unit := &decodeUnit{doc: s.doc, item: len(s.items) + 1, raw: rawCopy(s.item.Bytes()), yaml: true}
 	if !hasContent(unit.raw) {
 		unit.raw = []byte("null")
 	}

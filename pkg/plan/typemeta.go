@@ -110,17 +110,12 @@ func objectFields(js []byte, f func(key, val []byte) bool) bool {
 }
 
 // closingQuote returns the index of the quote that ends the string whose
-// text starts at i, or -1.
+// text starts at i (after its opening quote), or -1.
 func closingQuote(js []byte, i int) int {
-	for ; i < len(js) && js[i] != '"'; i++ {
-		if js[i] == '\\' {
-			i++
-		}
-	}
-	if i >= len(js) {
+	if i > len(js) {
 		return -1
 	}
-	return i
+	return stringEnd(js, i-1, i)
 }
 
 // skip returns the index just after the compact JSON value at i, or -1.
@@ -155,53 +150,4 @@ func skip(js []byte, i int) int {
 		return i
 	}
 	return -1
-}
-
-// withoutManagedFields is the compact JSON object js without
-// metadata.managedFields (written over js): the biggest part of an object
-// the API server returns, and dropped by compacting, so never decoded.
-func withoutManagedFields(js []byte) []byte {
-	_, metaStart, metaEnd, ok := fieldSpan(js, "metadata")
-	if !ok {
-		return js
-	}
-	fieldStart, _, fieldEnd, ok := fieldSpan(js[metaStart:metaEnd], "managedFields")
-	if !ok {
-		return js
-	}
-	cutStart, cutEnd := metaStart+fieldStart, metaStart+fieldEnd
-	if js[cutEnd] == ',' {
-		cutEnd++
-	} else if js[cutStart-1] == ',' {
-		cutStart--
-	}
-	kept := copy(js[cutStart:], js[cutEnd:])
-	return js[:cutStart+kept]
-}
-
-// fieldSpan finds key among the fields of the compact JSON object js:
-// where its field starts (the key's quote), where its value starts and
-// where it ends; ok false when js has no such field or is not compact.
-func fieldSpan(js []byte, key string) (fieldStart, valueStart, valueEnd int, ok bool) {
-	if len(js) < 2 || js[0] != '{' || js[1] == '}' {
-		return 0, 0, 0, false
-	}
-	for i := 1; i < len(js) && js[i] == '"'; {
-		keyEnd := skip(js, i)
-		if keyEnd < 0 || keyEnd >= len(js) || js[keyEnd] != ':' {
-			return 0, 0, 0, false
-		}
-		end := skip(js, keyEnd+1)
-		if end <= keyEnd+1 || end >= len(js) {
-			return 0, 0, 0, false
-		}
-		if string(js[i+1:keyEnd-1]) == key {
-			return i, keyEnd + 1, end, true
-		}
-		if js[end] != ',' {
-			return 0, 0, 0, false
-		}
-		i = end + 1
-	}
-	return 0, 0, 0, false
 }

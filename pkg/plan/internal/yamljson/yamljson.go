@@ -17,6 +17,7 @@ package yamljson
 
 import (
 	"bytes"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -322,11 +323,9 @@ func (c *Converter) key(p, end int) (entry, int, bool) {
 		}
 		e.key = str.s
 	default:
-		if !keyStart(s[p]) {
+		var ok bool
+		if q, ok = plainKeyEnd(s, p, end); !ok {
 			return e, 0, false
-		}
-		for q < end && keyChar(s[q]) {
-			q++
 		}
 		if k, _ := classify(s[p:q]); k != kString {
 			return e, 0, false
@@ -359,6 +358,30 @@ func keyChar(b byte) bool {
 	return keyStart(b) || b == '.' || b == '/' || b == '-'
 }
 
+// plainKeyEnd returns where the plain key at p ends: at the first ':'
+// followed by a space or the end of the line. Besides key characters it
+// takes the ':', '{', '}', '[', ']', ',' and '"' that server-side apply's
+// managedFields keys hold (f:metadata, k:{"type":"Ready"}, "." too): in a
+// block mapping they do not end a plain scalar (go.yaml.in/yaml/v2's
+// scanner, yaml_parser_scan_plain_scalar, ends one only at ": ", " #" and
+// a line break outside flow collections). A space, or any other byte,
+// refuses.
+func plainKeyEnd(s []byte, p, end int) (int, bool) {
+	if !keyStart(s[p]) && s[p] != '.' {
+		return 0, false
+	}
+	for q := p; q < end; q++ {
+		switch b := s[q]; {
+		case b == ':' && (q+1 == end || s[q+1] == ' '):
+			return q, true
+		case keyChar(b), b == ':', b == '{', b == '}', b == '[', b == ']', b == ',', b == '"':
+		default:
+			return 0, false
+		}
+	}
+	return 0, false
+}
+
 // value parses the value that starts at p on line i, in a mapping (inMap)
 // or sequence at indent. It returns the node and the line after it.
 func (c *Converter) value(i, p, indent int, inMap bool) (int, int, bool) {
@@ -381,6 +404,9 @@ func (c *Converter) value(i, p, indent int, inMap bool) (int, int, bool) {
 	var ok bool
 	if b := c.src[p]; b == '"' || b == '\'' {
 		scalar, q, ok = c.quoted(p, end)
+		if !ok && b == '\'' {
+			return c.multilineSingleQuoted(i, p, indent)
+		}
 	} else {
 		scalar, q, ok = c.plainValue(p, end)
 	}
@@ -532,13 +558,15 @@ func classifyTilde(v []byte) (kind, *int64) {
 	return kString, nil
 }
 
-// classifyDot refuses .nan, .inf and anything that could be a float.
+// classifyDot refuses .nan, .inf and what strconv.ParseFloat reads (a
+// float to go.yaml.in/yaml/v2's resolve); the rest, "." among them, is a
+// string.
 func classifyDot(v []byte) (kind, *int64) {
 	switch string(v) {
 	case ".nan", ".NaN", ".NAN", ".inf", ".Inf", ".INF":
 		return refuse, nil
 	}
-	if onlyNumberChars(v) {
+	if _, err := strconv.ParseFloat(string(v), 64); err == nil {
 		return refuse, nil
 	}
 	return kString, nil
@@ -584,11 +612,18 @@ func classifySigned(v []byte) (kind, *int64) {
 	if len(v) == 1 || v[1] == ' ' {
 		return refuse, nil // "-" or "- x": a sequence entry
 	}
+	if v[1] == '.' && (v[0] == '-' || v[0] == '+') {
+		return refuse, nil // -.inf, +.5: floats
+	}
 	if v[0] == '-' && v[1] >= '1' && v[1] <= '9' && len(v) <= 19 && onlyDigits(v[1:]) {
 		return kInt, nil
 	}
 	return number(v)
 }
+
+// yamlFloat is go.yaml.in/yaml/v2's float syntax (resolve.go,
+// yamlStyleFloat), tried after the underscores are removed.
+var yamlFloat = regexp.MustCompile(`^[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?$`)
 
 // number is go.yaml.in/yaml/v2's resolution of a scalar that starts with
 // a digit or a sign, refusing timestamps, floats and unsigned integers.
@@ -603,8 +638,12 @@ func number(v []byte) (kind, *int64) {
 	if _, err := strconv.ParseUint(p, 0, 64); err == nil {
 		return refuse, nil
 	}
-	if onlyNumberChars([]byte(p)) {
-		return refuse, nil
+	if yamlFloat.MatchString(p) {
+		// A float when ParseFloat reads it, else a string
+		// (5e57657452, a pod-template-hash, overflows).
+		if _, err := strconv.ParseFloat(p, 64); err == nil {
+			return refuse, nil
+		}
 	}
 	if rest, ok := strings.CutPrefix(p, "0b"); ok {
 		if _, err := strconv.ParseUint(rest, 2, 64); err == nil {
@@ -617,16 +656,6 @@ func number(v []byte) (kind, *int64) {
 		}
 	}
 	return kString, nil
-}
-
-// onlyNumberChars: v could match go.yaml.in/yaml/v2's float syntax.
-func onlyNumberChars(v []byte) bool {
-	for _, d := range v {
-		if !(d >= '0' && d <= '9' || d == '.' || d == 'e' || d == 'E' || d == '+' || d == '-' || d == '_') {
-			return false
-		}
-	}
-	return true
 }
 
 func onlyDigits(v []byte) bool {
@@ -1132,4 +1161,77 @@ func appendEscaped(dst []byte, b byte) []byte {
 		return append(dst, '\\', 't')
 	}
 	return append(dst, '\\', 'u', '0', '0', hexDigits[b>>4], hexDigits[b&0xF])
+}
+
+// multilineSingleQuoted parses a single-quoted scalar that opens at p on
+// line i, under a parent at indent, and ends on a later line: what
+// go.yaml.in/yaml/v2 writes for a long string with ": " in it (a pending
+// pod's PodScheduled message). Its lines fold as the scanner folds them
+// (yaml_parser_scan_flow_scalar): the spaces around a line break go, a
+// lone break becomes a space, n empty lines become n line feeds. Every
+// line after the first must be indented past the parent, or it refuses.
+func (c *Converter) multilineSingleQuoted(i, p, indent int) (int, int, bool) {
+	off := len(c.text)
+	from := p + 1
+	for j := i; j < len(c.lines); j++ {
+		current := c.lines[j]
+		if j > i {
+			if current.start+current.indent == current.end {
+				c.text = append(c.text, '\n')
+				continue
+			}
+			if current.indent <= indent {
+				return 0, 0, false
+			}
+			from = current.start + current.indent
+			c.foldBreak(off)
+		}
+		closing, ok := c.appendSingleQuotedLine(from, current.end)
+		if ok {
+			if !c.rest(closing, current.end) {
+				return 0, 0, false
+			}
+			return c.add(node{kind: kString, s: c.text[off:]}), j + 1, true
+		}
+		c.trimTrailingSpaces(off)
+	}
+	return 0, 0, false
+}
+
+// trimTrailingSpaces drops the spaces at the end of text, back to off.
+func (c *Converter) trimTrailingSpaces(off int) {
+	n := len(c.text)
+	for n > off && c.text[n-1] == ' ' {
+		n--
+	}
+	c.text = c.text[:n]
+}
+
+// foldBreak joins the next content line to the scalar in text from
+// off: a space after a content line, nothing after empty lines (already
+// line feeds).
+func (c *Converter) foldBreak(off int) {
+	if n := len(c.text); n > off && c.text[n-1] == '\n' {
+		return
+	}
+	c.text = append(c.text, ' ')
+}
+
+// appendSingleQuotedLine appends src[from:end] to text up to the closing
+// quote, undoubling quotes; it returns the index after the closing quote
+// and true, or false when the line ends first.
+func (c *Converter) appendSingleQuotedLine(from, end int) (int, bool) {
+	for j := from; j < end; j++ {
+		if c.src[j] != '\'' {
+			c.text = append(c.text, c.src[j])
+			continue
+		}
+		if j+1 < end && c.src[j+1] == '\'' {
+			c.text = append(c.text, '\'')
+			j++
+			continue
+		}
+		return j + 1, true
+	}
+	return 0, false
 }

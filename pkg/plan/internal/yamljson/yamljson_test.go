@@ -118,6 +118,12 @@ func TestHandled(t *testing.T) {
 		"versions and ips":     "v: 1.29.3\nip: 10.0.0.1\nq: 1.5Gi\nd: 720h\n",
 		"unsorted keys":        "z: 1\na: 2\nm: {x: 1, b: 2}\n",
 		"html":                 "a: \"<b>&</b>\"\n",
+		// Shapes the API server returns that used to go the slow way.
+		"managedFields keys":    "f:metadata:\n  f:labels:\n    .: {}\n    f:app: {}\n  f:ownerReferences:\n    k:{\"uid\":\"rs\"}: {}\nf:spec:\n  f:containers:\n    k:{\"name\":\"main\"}:\n      f:ports:\n        k:{\"containerPort\":8080,\"protocol\":\"TCP\"}: {}\n",
+		"hash labels":           "a: 5e57657452\nb: 006e95565e\nc: 775378323e\nd: 2e9425e0e0\n",
+		"folded quoted message": "message: '0/5000 nodes are available: 5000 Insufficient cpu. preemption: not eligible due\n  to preemptionPolicy=Never.'\nreason: Unschedulable\n",
+		"quoted message blanks": "- m: 'a: b  \n\n    c''d\n\n\n    # e  '\n  k: 1\n",
+		"url key in sequence":   "- http://x: z\n- a:b: c\n",
 	} {
 		if !check(t, &c, []byte(in)) {
 			t.Errorf("%s: not handled by the fast path", name)
@@ -149,6 +155,10 @@ var tricky = []string{
 	"a: \"\"\n", "a: ''\n", "'': 1\n", "a: \"\\0\"\n", "a: \"\\b\\f\\r\"\n", "a:\n  -\n  - b\n",
 	"a: |\n  # not a comment\n  x\n", "a: |\n  x\n# comment\nb: 1\n", "a: |\n  x\n # c\nb: 1\n",
 	"a: >-\n  x\n  y\nb: 1\n", "a: [\"x\", \"y\"] # c\n", "a: []x\n", "a: [] \n", "- |\n  x\n- y\n",
+	"f:a:\n  .: {}\n  k:{\"a\": 1}: {}\n", "k:{a}: 1\n", "a:: 1\n", "a:#: 1\n", ".5: a\n", ".: {}\n", "..: a\n",
+	"a: +.inf\n", "a: -.Inf\n", "a: +.5\n", "a: -.x\n", "a: 1e400\n", "a: 0.5e400\n", "a: 1_0e5\n", "a: 0e0\n", "a: .e1\n",
+	"a: 'x\ny'\n", "a: 'x\n y\n'\n", "a:\n  b: 'x\n  y'\n", "a:\n  b: 'x\n   y'\n", "a: 'x\n\n  y'\n", "a: '\n  y'\n",
+	"a: 'x\n  ---\n  y'\n", "a: 'x\n  y' z\n", "a: 'x\n  y'\nb: 1\n", "- 'x\n  y'\n- z\n", "a: 'x''\n  y'''\n",
 	"a:\n  b: |\n    x\n  c: 1\n", "x: 9007199254740993\n", "x: 999999999999999999\n", "x: -999999999999999999\n",
 }
 
