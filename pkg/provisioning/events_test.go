@@ -66,7 +66,7 @@ func testNominationLimit(t *testing.T, w world) {
 				t.Fatal(err)
 			}
 			if got := len(eventsOn(t, ctx, w.kube, pods, events.ReasonNominated)); got != pass.wantWritten {
-				t.Errorf("%d Nominated events on the pool's pods; want %d", got, pass.wantWritten)
+				t.Errorf("%d Nominated events on the passes' pods; want %d", got, pass.wantWritten)
 			}
 			if got := refused(res, events.ReasonNominated); got != pass.wantRefused {
 				t.Errorf("pass counts %d Nominated events not written (%s); want %d", got, res.EventsNotWritten, pass.wantRefused)
