@@ -167,7 +167,7 @@ func testStuckReports(t *testing.T, w world) {
 
 // stuckPod creates a pending pod for pool that kube-scheduler marked
 // Unschedulable at since.
-func stuckPod(t *testing.T, ctx context.Context, kube client.Client, pool, name string, since time.Time) *corev1.Pod {
+func stuckPod(t testing.TB, ctx context.Context, kube client.Client, pool, name string, since time.Time) *corev1.Pod {
 	t.Helper()
 	pod := testfixtures.Pod(testfixtures.PodOptions{Name: name, CPU: "1"})
 	pod.Spec.NodeSelector = map[string]string{"pool": pool}
