@@ -149,8 +149,8 @@ func New(opts Options) *Provisioner {
 	if opts.NominationLimiter == nil {
 		opts.NominationLimiter = flowcontrol.NewTokenBucketPassiveRateLimiterWithClock(NominationQPS, NominationBurst, opts.Clock)
 	}
-	return &Provisioner{maxStuck: opts.MaxStuckReports, nominations: opts.NominationLimiter, status: opts.Status, kube: opts.Kube, catalog: opts.Catalog, clusterName: opts.ClusterName,
-		clock: opts.Clock, log: opts.Logger, recorder: events.NewRecorder(opts.Kube, opts.Clock),
+	return &Provisioner{status: opts.Status, kube: opts.Kube, catalog: opts.Catalog, clusterName: opts.ClusterName,
+		maxStuck: opts.MaxStuckReports, nominations: opts.NominationLimiter, clock: opts.Clock, log: opts.Logger, recorder: events.NewRecorder(opts.Kube, opts.Clock),
 		offerings: opts.Offerings, stuckAfter: opts.StuckAfter,
 		limits: limitGuard{kube: opts.Kube, namespace: opts.Namespace, clock: opts.Clock, duration: opts.LimitsLeaseDuration},
 		names:  claimnames.NewCounter(opts.Kube, opts.Namespace, opts.Clock)}
