@@ -102,8 +102,8 @@ func runInstance(ctx context.Context, which, kubeconfig string, s shape, changes
 	pass := func(ctx context.Context) (string, error) {
 		if which == "provision" {
 			res, err := prov.Provision(ctx)
-			return fmt.Sprintf("solve %s; %d pending, %d NodeClaims created, %d launching", res.SolveDuration.Round(time.Millisecond),
-				res.PendingPods, len(res.Created), len(res.Launching)), err
+			return fmt.Sprintf("solve %s; %d pending, %d NodeClaims created, %d launching, %d events not written", res.SolveDuration.Round(time.Millisecond),
+				res.PendingPods, len(res.Created), len(res.Launching), res.EventsNotWritten.Total()), err
 		}
 		res, err := dis.Pass(ctx, live.PodEvents{})
 		return fmt.Sprintf("decided %q, %d refused kinds", res.Decided, len(res.Refused)), err

@@ -86,6 +86,9 @@ type burstTimeline struct {
 	lastRunning    time.Time // the last pod Running (Ready)
 
 	pods, claims, nodes int
+	// nominatedPods carry a Nominated event: a sample in a burst, since
+	// the events go through Karpenter's rate limit (5 a second, burst 10).
+	nominatedPods int
 	// launchTimes are the NodeClaims' creation-to-Launched durations,
 	// registerTimes their Launched-to-Registered ones, podTimes the pods'
 	// creation-to-Ready ones, markTimes their creation-to-first-
@@ -184,6 +187,7 @@ func (line *burstTimeline) addPodEvents(events []corev1.Event, created map[types
 	for _, at := range nominated {
 		line.lastNominated = latest(line.lastNominated, at)
 	}
+	line.nominatedPods = len(nominated)
 }
 
 // eventTime is when an event first happened: kube-scheduler writes
@@ -252,7 +256,7 @@ func (line burstTimeline) print(out io.Writer) {
 		{"all pods created", line.lastPod},
 		{"all pods unschedulable", line.lastMarked},
 		{"first NodeClaim created", line.firstClaim},
-		{"all pods nominated", line.lastNominated},
+		{"last Nominated event", line.lastNominated},
 		{"all NodeClaims created", line.lastClaim},
 		{"all NodeClaims launched", line.lastLaunched},
 		{"all NodeClaims registered", line.lastRegistered},
@@ -267,7 +271,8 @@ func (line burstTimeline) print(out io.Writer) {
 	}
 	fmt.Fprintf(out, "  pod created -> Running:           %s\n", spread(line.podTimes))
 	fmt.Fprintf(out, "  pod created -> unschedulable:     %s\n", spread(line.markTimes))
-	fmt.Fprintf(out, "  unschedulable -> nominated:       %s\n", spread(line.nominateTimes))
+	fmt.Fprintf(out, "  unschedulable -> nominated:       %s (the %d pods with a Nominated event; they are rate limited)\n",
+		spread(line.nominateTimes), line.nominatedPods)
 	fmt.Fprintf(out, "  NodeClaim created -> Launched:    %s\n", spread(line.launchTimes))
 	fmt.Fprintf(out, "  NodeClaim Launched -> Registered: %s\n", spread(line.registerTimes))
 }

@@ -123,7 +123,7 @@ func TestPodEvents(t *testing.T) {
 		t.Errorf("all pods unschedulable at %q; want 12s", got)
 	}
 	if got := line.since(line.lastNominated); got != "   30s" {
-		t.Errorf("all pods nominated at %q; want 30s", got)
+		t.Errorf("last Nominated event at %q; want 30s", got)
 	}
 	wantMarks := []time.Duration{2 * time.Second, 3 * time.Second}
 	wantNominations := []time.Duration{5 * time.Second, 18 * time.Second}

@@ -32,7 +32,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/util/flowcontrol"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -89,6 +91,13 @@ type Event struct {
 	DedupeValues []string
 	// DedupeTimeout is the window (default DefaultDedupeTimeout).
 	DedupeTimeout time.Duration
+	// RateLimiter, when set, is asked for a token before the event is
+	// written, as Karpenter's Event.RateLimiter: one limiter shared by a
+	// kind of event (kept for the process's life, so a warm instance
+	// honours it across invocations) bounds how fast that kind is
+	// written. An event it refuses is not written; Record says
+	// RateLimited, for the caller to count.
+	RateLimiter flowcontrol.PassiveRateLimiter
 }
 
 // DefaultDedupeTimeout is Karpenter's defaultDedupeTimeout.
@@ -108,81 +117,161 @@ func NewRecorder(kube client.Client, clk clock.Clock) *Recorder {
 	return &Recorder{kube: kube, clock: clk, written: map[string]time.Time{}}
 }
 
+// Outcome is what Record did with an event.
+type Outcome int
+
+const (
+	// Written: created, or an identical earlier event's count bumped.
+	Written Outcome = iota
+	// Remembered: this Recorder wrote it within its dedupe window; no
+	// request was made.
+	Remembered
+	// Duplicate: the API server holds it, written within its dedupe
+	// window (by any instance); read, not written.
+	Duplicate
+	// RateLimited: its RateLimiter refused it; not written.
+	RateLimited
+)
+
+func (o Outcome) String() string {
+	switch o {
+	case Written:
+		return "written"
+	case Remembered:
+		return "remembered"
+	case Duplicate:
+		return "duplicate"
+	case RateLimited:
+		return "rate limited"
+	}
+	return fmt.Sprintf("Outcome(%d)", int(o))
+}
+
+// Requested reports whether the API server was asked (a read or a write).
+func (o Outcome) Requested() bool { return o == Written || o == Duplicate }
+
 // Publish writes ev, or bumps the count of an identical earlier event; an
-// event with DedupeValues written within its window is not written again.
+// event with DedupeValues written within its window is not written again,
+// nor is one its RateLimiter refuses. Record says which.
 func (r *Recorder) Publish(ctx context.Context, ev Event) error {
-	obj := ev.Object
-	gvk, err := r.kube.GroupVersionKindFor(obj)
+	_, err := r.Record(ctx, ev)
+	return err
+}
+
+// Record is Publish, saying what it did with ev. As Karpenter's recorder
+// (sigs.k8s.io/karpenter pkg/events/recorder.go publishEvent), the dedupe
+// window is looked at first and the RateLimiter asked after, so a
+// duplicate this Recorder remembers takes no token. The limiter is asked
+// before the API server is (it bounds requests, reads included), so a
+// cold instance spends a token on an event it then finds written within
+// its window.
+func (r *Recorder) Record(ctx context.Context, ev Event) (Outcome, error) {
+	gvk, err := r.kube.GroupVersionKindFor(ev.Object)
 	if err != nil {
-		return fmt.Errorf("event %s on %s: %w", ev.Reason, obj.GetName(), err)
+		return Written, fmt.Errorf("event %s on %s: %w", ev.Reason, ev.Object.GetName(), err)
 	}
-	ns := obj.GetNamespace()
-	if ns == "" {
-		ns = metav1.NamespaceDefault
+	w := r.newWrite(ev, gvk)
+	if w.window > 0 && r.recent(w.name, w.now.Time, w.window) {
+		return Remembered, nil
 	}
-	now := metav1.NewTime(r.clock.Now())
-	name := eventName(obj, ev.Reason, ev.Message)
-	window := time.Duration(0)
-	if len(ev.DedupeValues) > 0 {
-		name = eventName(obj, ev.Reason, "dedupe\x00"+strings.Join(ev.DedupeValues, "\x00"))
-		window = cmp.Or(ev.DedupeTimeout, DefaultDedupeTimeout)
-		if r.recent(name, now.Time, window) {
-			return nil
-		}
+	if ev.RateLimiter != nil && !ev.RateLimiter.TryAccept() {
+		return RateLimited, nil
 	}
-	apiVersion, kind := gvk.ToAPIVersionAndKind()
-	fresh := func() *corev1.Event {
-		return &corev1.Event{
-			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-			InvolvedObject: corev1.ObjectReference{
-				APIVersion: apiVersion, Kind: kind, Namespace: obj.GetNamespace(), Name: obj.GetName(),
-				UID: obj.GetUID(), ResourceVersion: obj.GetResourceVersion(),
-			},
-			Reason: ev.Reason, Message: truncate(ev.Message, 1024), Type: ev.Type,
-			Source:         corev1.EventSource{Component: Component},
-			FirstTimestamp: now, LastTimestamp: now, Count: 1,
-			ReportingController: apis.ReportingControllerPrefix + Component, ReportingInstance: Component,
-		}
-	}
-	// Two invocations can publish the same event at once (a duplicate
-	// message, two drains of one pod). The loser of the create or of the
-	// count update starts again from a fresh read, so every publish counts.
-	retryable := func(err error) bool { return apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err) }
-	writtenAt := now.Time
+	outcome := Written
 	err = retry.OnError(publishRetry, retryable, func() error {
-		if window == 0 {
-			// Without a window most events are new (a pod nominated to a
-			// claim): the create comes first and costs the one request;
-			// only a repeat reads the event to bump its count.
-			if err := r.kube.Create(ctx, fresh()); !apierrors.IsAlreadyExists(err) {
-				return err
-			}
-		}
-		existing := &corev1.Event{}
-		err := r.kube.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, existing)
-		switch {
-		case err == nil && window > 0 && now.Sub(existing.LastTimestamp.Time) < window:
-			writtenAt = existing.LastTimestamp.Time // within the window, by any instance
-			return nil
-		case err == nil:
-			existing.Count++
-			existing.LastTimestamp = now
-			existing.Message = truncate(ev.Message, 1024)
-			// resourceVersion from the Get makes this a compare-and-swap:
-			// a concurrent bump is a Conflict, retried, never lost.
-			return client.IgnoreNotFound(r.kube.Update(ctx, existing))
-		case !apierrors.IsNotFound(err):
-			return fmt.Errorf("reading event %s/%s: %w", ns, name, err)
-		}
-		return r.kube.Create(ctx, fresh())
+		var err error
+		outcome, err = r.writeOnce(ctx, w)
+		return err
 	})
 	if err != nil {
-		return fmt.Errorf("writing event %s on %s %s: %w", ev.Reason, kind, obj.GetName(), err)
+		return outcome, fmt.Errorf("writing event %s on %s %s: %w", ev.Reason, gvk.Kind, ev.Object.GetName(), err)
 	}
-	if window > 0 {
-		r.note(name, writtenAt)
+	if w.window > 0 {
+		r.note(w.name, w.writtenAt)
 	}
-	return nil
+	return outcome, nil
+}
+
+// write is one event on its way to the API server.
+type write struct {
+	ev        Event
+	namespace string
+	name      string
+	window    time.Duration // zero: not deduplicated
+	now       metav1.Time
+	reference corev1.ObjectReference
+	// writtenAt is when the event was last written: now, or the time a
+	// duplicate found within its window says.
+	writtenAt time.Time
+}
+
+func (r *Recorder) newWrite(ev Event, gvk schema.GroupVersionKind) *write {
+	obj := ev.Object
+	namespace := cmp.Or(obj.GetNamespace(), metav1.NamespaceDefault)
+	now := metav1.NewTime(r.clock.Now())
+	apiVersion, kind := gvk.ToAPIVersionAndKind()
+	w := &write{ev: ev, namespace: namespace, name: eventName(obj, ev.Reason, ev.Message), now: now, writtenAt: now.Time,
+		reference: corev1.ObjectReference{APIVersion: apiVersion, Kind: kind, Namespace: obj.GetNamespace(), Name: obj.GetName(),
+			UID: obj.GetUID(), ResourceVersion: obj.GetResourceVersion()}}
+	if len(ev.DedupeValues) > 0 {
+		w.name = dedupeName(ev)
+		w.window = cmp.Or(ev.DedupeTimeout, DefaultDedupeTimeout)
+	}
+	return w
+}
+
+func (w *write) fresh() *corev1.Event {
+	return &corev1.Event{
+		ObjectMeta:     metav1.ObjectMeta{Namespace: w.namespace, Name: w.name},
+		InvolvedObject: w.reference,
+		Reason:         w.ev.Reason, Message: truncate(w.ev.Message, 1024), Type: w.ev.Type,
+		Source:         corev1.EventSource{Component: Component},
+		FirstTimestamp: w.now, LastTimestamp: w.now, Count: 1,
+		ReportingController: apis.ReportingControllerPrefix + Component, ReportingInstance: Component,
+	}
+}
+
+// Two invocations can publish the same event at once (a duplicate message,
+// two drains of one pod). The loser of the create or of the count update
+// starts again from a fresh read, so every publish counts.
+func retryable(err error) bool { return apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err) }
+
+// writeOnce makes one attempt at w.
+func (r *Recorder) writeOnce(ctx context.Context, w *write) (Outcome, error) {
+	if w.window == 0 {
+		// Without a window most events are new (a pod nominated to a
+		// claim): the create comes first and costs the one request;
+		// only a repeat reads the event to bump its count.
+		if err := r.kube.Create(ctx, w.fresh()); !apierrors.IsAlreadyExists(err) {
+			return Written, err
+		}
+	}
+	existing := &corev1.Event{}
+	err := r.kube.Get(ctx, client.ObjectKey{Namespace: w.namespace, Name: w.name}, existing)
+	switch {
+	case err == nil && w.window > 0 && w.now.Sub(existing.LastTimestamp.Time) < w.window:
+		w.writtenAt = existing.LastTimestamp.Time // within the window, by any instance
+		return Duplicate, nil
+	case err == nil:
+		existing.Count++
+		existing.LastTimestamp = w.now
+		existing.Message = truncate(w.ev.Message, 1024)
+		// resourceVersion from the Get makes this a compare-and-swap: a
+		// concurrent bump is a Conflict, retried, never lost.
+		return Written, client.IgnoreNotFound(r.kube.Update(ctx, existing))
+	case !apierrors.IsNotFound(err):
+		return Written, fmt.Errorf("reading event %s/%s: %w", w.namespace, w.name, err)
+	}
+	return Written, r.kube.Create(ctx, w.fresh())
+}
+
+// Remembers reports whether this Recorder wrote ev (one with DedupeValues)
+// within its dedupe window: Record would make no request for it.
+func (r *Recorder) Remembers(ev Event) bool {
+	if len(ev.DedupeValues) == 0 {
+		return false
+	}
+	return r.recent(dedupeName(ev), r.clock.Now(), cmp.Or(ev.DedupeTimeout, DefaultDedupeTimeout))
 }
 
 // recent reports whether this Recorder wrote the deduplicated event name
@@ -209,6 +298,12 @@ func (r *Recorder) note(name string, at time.Time) {
 // jitter: each round lets one of the concurrent publishers through, so a
 // handful of them racing needs about as many rounds as there are racers.
 var publishRetry = wait.Backoff{Steps: 8, Duration: 10 * time.Millisecond, Factor: 1.5, Jitter: 1}
+
+// dedupeName names an event with DedupeValues: object, reason and values,
+// whatever the message.
+func dedupeName(ev Event) string {
+	return eventName(ev.Object, ev.Reason, "dedupe\x00"+strings.Join(ev.DedupeValues, "\x00"))
+}
 
 func eventName(obj client.Object, reason, message string) string {
 	sum := sha256.Sum256([]byte(string(obj.GetUID()) + "\x00" + reason + "\x00" + message))

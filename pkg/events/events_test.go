@@ -3,12 +3,14 @@ package events_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/flowcontrol"
 	"k8s.io/utils/clock"
 	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -229,3 +231,67 @@ func TestPublishRequests(t *testing.T) {
 }
 
 type requestCounts struct{ creates, gets, updates int }
+
+// TestRecordOutcomes: what Record says it did, with a rate limiter as
+// Karpenter's (a token bucket on a clock the test holds still): the dedupe
+// window is looked at before the limiter, so a duplicate takes no token;
+// a refused event is not written.
+func TestRecordOutcomes(t *testing.T) {
+	kube := startAPIServer(t)
+	ctx := context.Background()
+	clk := clocktesting.NewFakeClock(time.Date(2026, 12, 3, 1, 0, 0, 0, time.UTC))
+	for _, tc := range []struct {
+		name  string
+		burst int
+		cold  bool // the second publish from a new Recorder (a cold instance)
+		want  []events.Outcome
+		// wantEvents: events written on the object
+		wantEvents int
+	}{
+		{name: "a repeat within the window is remembered, and takes no token", burst: 1,
+			want: []events.Outcome{events.Written, events.Remembered}, wantEvents: 1},
+		// The limiter is asked before the read (it bounds requests), so
+		// the cold instance's duplicate takes the second token.
+		{name: "a cold instance reads the window from the event", burst: 2, cold: true,
+			want: []events.Outcome{events.Written, events.Duplicate}, wantEvents: 1},
+		{name: "an empty bucket refuses the event, and nothing is written", burst: 0,
+			want: []events.Outcome{events.RateLimited, events.RateLimited}, wantEvents: 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			obj := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: fmt.Sprintf("cm-%d", time.Now().UnixNano())}}
+			if err := kube.Create(ctx, obj); err != nil {
+				t.Fatal(err)
+			}
+			limiter := flowcontrol.NewTokenBucketPassiveRateLimiterWithClock(1, tc.burst, clk)
+			recorder := events.NewRecorder(kube, clk)
+			var got []events.Outcome
+			for i := range tc.want {
+				if i > 0 && tc.cold {
+					recorder = events.NewRecorder(kube, clk)
+				}
+				outcome, err := recorder.Record(ctx, events.Event{Object: obj, Type: corev1.EventTypeNormal, Reason: events.ReasonNominated,
+					Message: fmt.Sprintf("try %d", i), DedupeValues: []string{string(obj.UID)}, RateLimiter: limiter})
+				if err != nil {
+					t.Fatal(err)
+				}
+				got = append(got, outcome)
+			}
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("outcomes %v; want %v", got, tc.want)
+			}
+			var list corev1.EventList
+			if err := kube.List(ctx, &list, client.InNamespace("default")); err != nil {
+				t.Fatal(err)
+			}
+			written := 0
+			for _, item := range list.Items {
+				if item.InvolvedObject.UID == obj.UID {
+					written++
+				}
+			}
+			if written != tc.wantEvents {
+				t.Errorf("%d events on the object; want %d", written, tc.wantEvents)
+			}
+		})
+	}
+}

@@ -24,7 +24,7 @@ type world struct {
 	cat      *catalog.Catalog
 }
 
-func newWorld(t *testing.T, catalogJSON string) world {
+func newWorld(t testing.TB, catalogJSON string) world {
 	t.Helper()
 	cp := testenv.ControlPlane(t, controlplane.Options{InstallCRDs: true})
 	kube := testenv.Client(t, cp.RESTConfig())

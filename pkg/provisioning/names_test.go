@@ -20,7 +20,7 @@ import (
 )
 
 // namesPool creates a NodePool only podFor's pods select, and returns its name.
-func namesPool(t *testing.T, ctx context.Context, kube client.Client, pool string) {
+func namesPool(t testing.TB, ctx context.Context, kube client.Client, pool string) {
 	t.Helper()
 	np := &karpv1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: pool}}
 	np.Spec.Template.Spec.NodeClassRef = &karpv1.NodeClassReference{Group: provisioning.NodeClassGroup, Kind: provisioning.NodeClassKind, Name: "default"}

@@ -91,13 +91,32 @@ func (p *Provisioner) create(ctx context.Context, plan *scheduler.NodeClaimPlan,
 	}
 	p.log.Info("created nodeclaim", "nodeclaim", nc.Name, "nodepool", plan.NodePool.Name, "pods", len(plan.Pods),
 		"instanceTypes", len(plan.InstanceTypes))
-	for _, pod := range plan.Pods {
-		if err := p.recorder.Publish(ctx, events.Event{Object: pod, Type: corev1.EventTypeNormal, Reason: events.ReasonNominated,
-			Message: fmt.Sprintf("Pod should schedule on: nodeclaim/%s", nc.Name)}); err != nil {
+	return nc, true, nil
+}
+
+// nominationCause is why a Nominated event over the limit is not written.
+const nominationCause = "nomination rate limit, Karpenter's PodNominationRateLimiter: 5 a second, burst 10"
+
+// nominate writes a Nominated event on each pod of a NodeClaim the caller
+// created, as Karpenter's NominatePodEvent (sigs.k8s.io/karpenter
+// pkg/controllers/provisioning/scheduling/events.go): deduplicated by pod
+// UID, and through the limiter all nominations share, so a burst of a
+// thousand pods costs a few requests, not a thousand. Those the limiter
+// refuses are counted in unwritten.
+func (p *Provisioner) nominate(ctx context.Context, nc *karpv1.NodeClaim, pods []*corev1.Pod, unwritten *events.Unwritten) {
+	refused := 0
+	for _, pod := range pods {
+		done, err := p.recorder.Record(ctx, events.Event{Object: pod, Type: corev1.EventTypeNormal, Reason: events.ReasonNominated,
+			Message: fmt.Sprintf("Pod should schedule on: nodeclaim/%s", nc.Name), DedupeValues: []string{string(pod.UID)},
+			RateLimiter: p.nominations})
+		if err != nil {
 			p.log.Warn("writing event", "error", err)
 		}
+		if done == events.RateLimited {
+			refused++
+		}
 	}
-	return nc, true, nil
+	unwritten.Add(events.ReasonNominated, nominationCause, refused)
 }
 
 // adoptIfRetired reads the name counter just before nc is created. While

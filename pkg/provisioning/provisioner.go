@@ -26,10 +26,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/flowcontrol"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
@@ -72,10 +74,38 @@ type Options struct {
 	// NodePool that is not Ready, as Karpenter's provisioner; nil writes
 	// no status and trusts every NodePool.
 	Status *nodepoolstatus.ClassOptions
+	// MaxStuckReports bounds the stuck-pod FailedScheduling reports one
+	// pass makes (default DefaultMaxStuckReports); the rest wait for
+	// later passes and are counted in Result.EventsNotWritten.
+	MaxStuckReports int
+	// NominationLimiter, when set, replaces the Provisioner's own
+	// Karpenter-like limiter of Nominated events (tests give one on a
+	// fake clock).
+	NominationLimiter flowcontrol.PassiveRateLimiter
 }
 
 // DefaultStuckAfter is longer than a launch and registration take on Azure.
 const DefaultStuckAfter = 5 * time.Minute
+
+// DefaultMaxStuckReports keeps a pass's stuck-pod reports to about two
+// seconds at the handler's 50 requests a second: a report is a read and a
+// write (its dedupe window is the event).
+const DefaultMaxStuckReports = 50
+
+// StuckDedupeTimeout is Karpenter's window for a pod's FailedScheduling
+// event (sigs.k8s.io/karpenter pkg/controllers/provisioning/scheduling/
+// events.go PodFailedToScheduleEvent: DedupeValues pod UID, 5 minutes):
+// a stuck pod is reported once per window, although its message (the time
+// waited) changes on every pass.
+const StuckDedupeTimeout = 5 * time.Minute
+
+// Karpenter's PodNominationRateLimiter (sigs.k8s.io/karpenter
+// pkg/controllers/provisioning/scheduling/events.go): a token bucket of 5
+// a second with a burst of 10, shared by all Nominated events.
+const (
+	NominationQPS   = 5
+	NominationBurst = 10
+)
 
 // Provisioner places pending pods.
 type Provisioner struct {
@@ -90,6 +120,10 @@ type Provisioner struct {
 	limits      limitGuard
 	names       *claimnames.Counter
 	status      *nodepoolstatus.ClassOptions
+	maxStuck    int
+	// nominations is shared by every Nominated event this Provisioner
+	// writes, over all its passes (a warm instance keeps it).
+	nominations flowcontrol.PassiveRateLimiter
 }
 
 // New returns a Provisioner.
@@ -109,8 +143,14 @@ func New(opts Options) *Provisioner {
 	if opts.StuckAfter <= 0 {
 		opts.StuckAfter = DefaultStuckAfter
 	}
+	if opts.MaxStuckReports <= 0 {
+		opts.MaxStuckReports = DefaultMaxStuckReports
+	}
+	if opts.NominationLimiter == nil {
+		opts.NominationLimiter = flowcontrol.NewTokenBucketPassiveRateLimiterWithClock(NominationQPS, NominationBurst, opts.Clock)
+	}
 	return &Provisioner{status: opts.Status, kube: opts.Kube, catalog: opts.Catalog, clusterName: opts.ClusterName,
-		clock: opts.Clock, log: opts.Logger, recorder: events.NewRecorder(opts.Kube, opts.Clock),
+		maxStuck: opts.MaxStuckReports, nominations: opts.NominationLimiter, clock: opts.Clock, log: opts.Logger, recorder: events.NewRecorder(opts.Kube, opts.Clock),
 		offerings: opts.Offerings, stuckAfter: opts.StuckAfter,
 		limits: limitGuard{kube: opts.Kube, namespace: opts.Namespace, clock: opts.Clock, duration: opts.LimitsLeaseDuration},
 		names:  claimnames.NewCounter(opts.Kube, opts.Namespace, opts.Clock)}
@@ -137,6 +177,10 @@ type Result struct {
 	// Outcome holds the continuations the pass asks for, for the caller
 	// to send: the launch checks, and the next pass (RetryAt).
 	Outcome triggers.Outcome
+	// EventsNotWritten counts the events the pass left out, by reason and
+	// why: Nominated events over the nomination rate limit, stuck-pod
+	// reports over MaxStuckReports. The pass logs them in one line.
+	EventsNotWritten events.Unwritten
 }
 
 // retryDelay is how soon a pass runs again after deferring pods.
@@ -250,6 +294,7 @@ func (p *Provisioner) createPlanned(ctx context.Context, ps *pass, snap *snapsho
 		if !created {
 			continue
 		}
+		p.nominate(ctx, nc, plan.Pods, &ps.res.EventsNotWritten)
 		ps.res.Created = append(ps.res.Created, nc.Name)
 		recordCreated(ctx, nc, plan.Pods, p.clock.Now())
 		snap.NodeClaims = append(snap.NodeClaims, nc)
@@ -319,7 +364,10 @@ func (p *Provisioner) finishPass(ctx context.Context, ps *pass, pending []*corev
 	if ps.res.Pods.Count(Deferred) > 0 && len(ps.errs) == 0 {
 		ps.wantRetry(retryDelay)
 	}
-	ps.errs = append(ps.errs, p.reportStuck(ctx, ps.res.Pods, pending)...)
+	ps.errs = append(ps.errs, p.reportStuck(ctx, ps, pending)...)
+	if unwritten := ps.res.EventsNotWritten; len(unwritten) > 0 {
+		p.log.Info("events not written", "count", unwritten.Total(), "byReason", unwritten.String())
+	}
 	if ps.retryAfter > 0 {
 		next := triggers.ProvisionPass(p.clusterName, "", p.clock.Now(), ps.retryAfter)
 		ps.res.Outcome.Then(next)
@@ -332,35 +380,75 @@ func (p *Provisioner) finishPass(ctx context.Context, ps *pass, pending []*corev
 // pending longer than a launch takes (StuckAfter) although this pass placed
 // it: saying where it was placed and what it waits for, so a pod never
 // waits without a word. Unschedulable pods have their event already.
-func (p *Provisioner) reportStuck(ctx context.Context, outcomes Accounting, pending []*corev1.Pod) []error {
+//
+// As Karpenter's PodFailedToScheduleEvent, a pod is reported once per
+// StuckDedupeTimeout. A pass asks the API server about at most
+// MaxStuckReports pods, oldest pending first; pods this instance reported
+// within the window cost nothing and are passed over, so later passes
+// reach the rest in turn. Those left are counted in EventsNotWritten.
+func (p *Provisioner) reportStuck(ctx context.Context, ps *pass, pending []*corev1.Pod) []error {
 	byName := make(map[types.NamespacedName]*corev1.Pod, len(pending))
 	for _, pod := range pending {
 		byName[types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}] = pod
 	}
-	var errs []error
 	now := p.clock.Now()
-	for _, outcome := range outcomes {
+	var errs []error
+	budget := p.maxStuck
+	left := 0
+	for _, outcome := range p.stuck(ps.res.Pods, now) {
+		pod := byName[outcome.Pod]
+		if pod == nil {
+			continue // every outcome is of a pending pod
+		}
 		waited := now.Sub(outcome.PendingSince)
-		if outcome.Outcome == Unschedulable || waited < p.stuckAfter {
+		ev := events.Event{Object: pod, Type: corev1.EventTypeWarning, Reason: events.ReasonFailedScheduling,
+			Message: "karpfunc: " + stuckMessage(outcome, waited), DedupeValues: []string{string(pod.UID)},
+			DedupeTimeout: StuckDedupeTimeout}
+		if budget == 0 {
+			if !p.recorder.Remembers(ev) {
+				left++
+			}
 			continue
 		}
-		var msg string
-		switch outcome.Outcome {
-		case OnNode:
-			msg = fmt.Sprintf("pending for %s although node %s has room for it; waiting for kube-scheduler to bind it", waited.Round(time.Second), outcome.Target)
-		case OnInFlight:
-			msg = fmt.Sprintf("pending for %s; waiting for nodeclaim/%s to launch and register", waited.Round(time.Second), outcome.Target)
-		case OnNew:
-			msg = fmt.Sprintf("pending for %s; nodeclaim/%s was created for it", waited.Round(time.Second), outcome.Target)
-		default:
-			msg = fmt.Sprintf("pending for %s; waiting for %s", waited.Round(time.Second), outcome.Reason)
-		}
-		if err := p.recorder.Publish(ctx, events.Event{Object: byName[outcome.Pod], Type: corev1.EventTypeWarning,
-			Reason: events.ReasonFailedScheduling, Message: "karpfunc: " + msg}); err != nil {
+		done, err := p.recorder.Record(ctx, ev)
+		if err != nil {
 			errs = append(errs, err)
 		}
+		if done.Requested() || err != nil {
+			budget--
+		}
 	}
+	ps.res.EventsNotWritten.Add(events.ReasonFailedScheduling,
+		fmt.Sprintf("at most %d stuck-pod reports a pass, oldest pending first; later passes report the rest", p.maxStuck), left)
 	return errs
+}
+
+// stuck returns the placed pods pending longer than StuckAfter, oldest
+// pending first.
+func (p *Provisioner) stuck(outcomes Accounting, now time.Time) Accounting {
+	var stuck Accounting
+	for _, outcome := range outcomes {
+		if outcome.Outcome != Unschedulable && now.Sub(outcome.PendingSince) >= p.stuckAfter {
+			stuck = append(stuck, outcome)
+		}
+	}
+	slices.SortStableFunc(stuck, func(a, b PodOutcome) int { return a.PendingSince.Compare(b.PendingSince) })
+	return stuck
+}
+
+// stuckMessage says where a stuck pod was placed and what it waits for.
+func stuckMessage(outcome PodOutcome, waited time.Duration) string {
+	waitedFor := waited.Round(time.Second)
+	switch outcome.Outcome {
+	case OnNode:
+		return fmt.Sprintf("pending for %s although node %s has room for it; waiting for kube-scheduler to bind it", waitedFor, outcome.Target)
+	case OnInFlight:
+		return fmt.Sprintf("pending for %s; waiting for nodeclaim/%s to launch and register", waitedFor, outcome.Target)
+	case OnNew:
+		return fmt.Sprintf("pending for %s; nodeclaim/%s was created for it", waitedFor, outcome.Target)
+	default:
+		return fmt.Sprintf("pending for %s; waiting for %s", waitedFor, outcome.Reason)
+	}
 }
 
 func (p *Provisioner) loadUnavailable(ctx context.Context) (*offerings.Set, error) {

@@ -8,6 +8,7 @@ import (
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
 	"github.com/karpfunc/karpfunc/pkg/claimnames"
+	"github.com/karpfunc/karpfunc/pkg/events"
 	"github.com/karpfunc/karpfunc/pkg/scheduler"
 	"github.com/karpfunc/karpfunc/pkg/triggers"
 )
@@ -37,6 +38,13 @@ func (p *Provisioner) Replace(ctx context.Context, plan *scheduler.NodeClaimPlan
 	nc, created, err := p.create(ctx, plan, func(name string) bool { return held[name] }, view, annotations)
 	if err != nil {
 		return nil, triggers.Continuation{}, err
+	}
+	if created {
+		var unwritten events.Unwritten
+		p.nominate(ctx, nc, plan.Pods, &unwritten)
+		if len(unwritten) > 0 {
+			p.log.Info("events not written", "nodeclaim", nc.Name, "count", unwritten.Total(), "byReason", unwritten.String())
+		}
 	}
 	if generation, ok := claimnames.GenerationOf(nc); ok && created {
 		// Not fatal: termination retires it before the name is free.
