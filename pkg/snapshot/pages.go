@@ -97,6 +97,7 @@ func decodePage(data []byte, kind *protoKind, add func(client.Object)) (page, er
 		return page{}, fmt.Errorf("a page of %s: %w", kind.resource, err)
 	}
 	var out page
+	var scratch []byte
 	err = eachField(raw, func(num protowire.Number, field []byte) error {
 		switch num {
 		case 1:
@@ -107,7 +108,12 @@ func decodePage(data []byte, kind *protoKind, add func(client.Object)) (page, er
 			out.cont, out.rvOfPage = listMeta.Continue, listMeta.ResourceVersion
 		case 2:
 			item := kind.newItem()
-			if err := item.Unmarshal(field); err != nil {
+			stripped, err := withoutManagedFields(field, scratch[:0])
+			if err != nil {
+				return err
+			}
+			scratch = stripped
+			if err := item.Unmarshal(stripped); err != nil {
 				return err
 			}
 			out.count++
@@ -119,6 +125,72 @@ func decodePage(data []byte, kind *protoKind, add func(client.Object)) (page, er
 		return page{}, fmt.Errorf("a page of %s: %w", kind.resource, err)
 	}
 	return out, nil
+}
+
+// Field numbers of k8s.io/api's objects (generated.proto): every
+// top-level object's metadata, and ObjectMeta's managedFields.
+const (
+	objectMetadataField = 1
+	managedFieldsField  = 17
+)
+
+// withoutManagedFields appends to out the object's protobuf without its
+// metadata's managedFields, which Compact drops from every object anyway:
+// they are about half of a pod's bytes as the API server sends it, and
+// decoding them allocates a dozen values per pod that are garbage at once.
+// The rest is copied as it is.
+func withoutManagedFields(object, out []byte) ([]byte, error) {
+	err := eachRawField(object, func(num protowire.Number, typ protowire.Type, raw, value []byte) error {
+		if num != objectMetadataField || typ != protowire.BytesType {
+			out = append(out, raw...)
+			return nil
+		}
+		kept := 0
+		if err := eachKeptMetaField(value, func(field []byte) { kept += len(field) }); err != nil {
+			return err
+		}
+		out = protowire.AppendTag(out, num, typ)
+		out = protowire.AppendVarint(out, uint64(kept))
+		return eachKeptMetaField(value, func(field []byte) { out = append(out, field...) })
+	})
+	return out, err
+}
+
+// eachKeptMetaField calls f with each field of an ObjectMeta but its
+// managedFields, whole (tag included).
+func eachKeptMetaField(metadata []byte, f func([]byte)) error {
+	return eachRawField(metadata, func(num protowire.Number, _ protowire.Type, raw, _ []byte) error {
+		if num != managedFieldsField {
+			f(raw)
+		}
+		return nil
+	})
+}
+
+// eachRawField calls f with each field of a protobuf message: its number,
+// wire type, whole encoding (tag included) and, for length-delimited
+// fields, its value.
+func eachRawField(msg []byte, f func(num protowire.Number, typ protowire.Type, raw, value []byte) error) error {
+	for len(msg) > 0 {
+		num, typ, tagLen := protowire.ConsumeTag(msg)
+		if tagLen < 0 {
+			return fmt.Errorf("malformed protobuf: %w", protowire.ParseError(tagLen))
+		}
+		valueLen := protowire.ConsumeFieldValue(num, typ, msg[tagLen:])
+		if valueLen < 0 {
+			return fmt.Errorf("malformed protobuf field %d: %w", num, protowire.ParseError(valueLen))
+		}
+		raw := msg[:tagLen+valueLen]
+		var value []byte
+		if typ == protowire.BytesType {
+			value, _ = protowire.ConsumeBytes(msg[tagLen:])
+		}
+		msg = msg[tagLen+valueLen:]
+		if err := f(num, typ, raw, value); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // unwrapUnknown checks the prefix and the envelope's kind and returns its raw.
