@@ -115,7 +115,11 @@ func runInstance(ctx context.Context, which, kubeconfig string, s shape, changes
 		res, err := dis.Pass(ctx, live.PodEvents{})
 		return fmt.Sprintf("decided %q, %d refused kinds", res.Decided, len(res.Refused)), err
 	}
-	m := &meter{reads: reads, cache: cache}
+	served, err := newPodListsServed(writer)
+	if err != nil {
+		return err
+	}
+	m := &meter{reads: reads, cache: cache, served: served}
 	if err := m.measure(ctx, "cold "+which, profiled(pass)); err != nil {
 		return err
 	}
@@ -156,6 +160,7 @@ func profiled(pass func(context.Context) (string, error)) func(context.Context) 
 }
 
 type meter struct {
+	served         *podListsServed
 	reads          *counter
 	cache          *snapshot.Cache
 	bytes, reqs    int64
@@ -168,6 +173,10 @@ type meter struct {
 func (m *meter) measure(ctx context.Context, name string, pass func(context.Context) (string, error)) error {
 	resetPeakRSS()
 	stopHeap, peakHeap := sampleHeap()
+	servedBefore, err := m.served.read(ctx)
+	if err != nil {
+		return err
+	}
 	cpuBefore := readCPU()
 	start := time.Now()
 	summary, err := pass(ctx)
@@ -177,11 +186,15 @@ func (m *meter) measure(ctx context.Context, name string, pass func(context.Cont
 	if err != nil {
 		return fmt.Errorf("%s: %w", name, err)
 	}
+	servedAfter, err := m.served.read(ctx)
+	if err != nil {
+		return err
+	}
 	st := m.cache.Stats()
 	bytes, reqs := m.reads.bytes.Load(), m.reads.requests.Load()
 	fmt.Printf("%-17s wall %8s  peak RSS %5d MB  peak heap %5d MB  read %8.1f MB in %5d requests, %7d objects (%d listed, %d watch events)  %s\n%17s %s\n",
 		name, wall.Round(time.Millisecond), peakRSS()>>20, *peakHeap>>20, float64(bytes-m.bytes)/(1<<20), reqs-m.reqs,
-		st.ListedObjects-m.listed+st.WatchEvents-m.events, st.ListedObjects-m.listed, st.WatchEvents-m.events, summary, "", cpu)
+		st.ListedObjects-m.listed+st.WatchEvents-m.events, st.ListedObjects-m.listed, st.WatchEvents-m.events, summary, "", cpu+"; "+servedSince(servedBefore, servedAfter))
 	m.bytes, m.reqs, m.listed, m.events = bytes, reqs, st.ListedObjects, st.WatchEvents
 	return nil
 }
