@@ -134,7 +134,11 @@ func (d *dependencies) get() (*provisioning.Provisioner, *lifecycle.Controller, 
 	}
 	// The passes' snapshots come from a cache kept for the instance's life
 	// (listed once, then watched; fresh as of each pass: package snapshot).
-	snapKube := snapshot.WithCache(kube, snapshot.NewCache(kube, snapshot.CacheOptions{Logger: d.log}))
+	pages, err := snapshot.NewPageReader(restConfig)
+	if err != nil {
+		return nil, nil, err
+	}
+	snapKube := snapshot.WithCache(kube, snapshot.NewCache(kube, snapshot.CacheOptions{Logger: d.log, Pages: pages}))
 	azOpts, err := azure.OptionsFromEnv()
 	if err != nil {
 		return nil, nil, err

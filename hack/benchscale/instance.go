@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"runtime/metrics"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -69,7 +70,7 @@ func (nopPublisher) Publish(context.Context, string, ...bus.Message) error { ret
 func (nopPublisher) Close(context.Context) error                           { return nil }
 
 // runInstance is one handler instance: a cold pass, the changes, a warm pass.
-func runInstance(ctx context.Context, which, kubeconfig string, s shape, changes int, pageSize int64) error {
+func runInstance(ctx context.Context, which, kubeconfig string, s shape, changes int, cacheOpts snapshot.CacheOptions) error {
 	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 	if err != nil {
 		return err
@@ -87,7 +88,13 @@ func runInstance(ctx context.Context, which, kubeconfig string, s shape, changes
 		return err
 	}
 	cacheLog := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	cache := snapshot.NewCache(kube, snapshot.CacheOptions{Logger: cacheLog.With("instance", which), PageSize: pageSize})
+	cacheOpts.Logger = cacheLog.With("instance", which)
+	if !plainList {
+		if cacheOpts.Pages, err = snapshot.NewPageReader(cfg); err != nil {
+			return err
+		}
+	}
+	cache := snapshot.NewCache(kube, cacheOpts)
 	defer cache.Close()
 	snapKube := snapshot.WithCache(kube, cache)
 	cat, err := catalog.Default(location)
@@ -108,8 +115,12 @@ func runInstance(ctx context.Context, which, kubeconfig string, s shape, changes
 		res, err := dis.Pass(ctx, live.PodEvents{})
 		return fmt.Sprintf("decided %q, %d refused kinds", res.Decided, len(res.Refused)), err
 	}
-	m := &meter{reads: reads, cache: cache}
-	if err := m.measure(ctx, "cold "+which, pass); err != nil {
+	served, err := newPodListsServed(writer)
+	if err != nil {
+		return err
+	}
+	m := &meter{reads: reads, cache: cache, served: served}
+	if err := m.measure(ctx, "cold "+which, profiled(pass)); err != nil {
 		return err
 	}
 	round := 0
@@ -122,7 +133,34 @@ func runInstance(ctx context.Context, which, kubeconfig string, s shape, changes
 	return m.measure(ctx, "warm "+which, pass)
 }
 
+// plainList: the instance's cache reads every kind with the client's List
+// (-plain-list), not pods and nodes with a snapshot.PageReader.
+var plainList bool
+
+// cpuProfile is where -cpuprofile writes the cold pass's CPU profile.
+var cpuProfile string
+
+// profiled is pass, under a CPU profile when -cpuprofile is set.
+func profiled(pass func(context.Context) (string, error)) func(context.Context) (string, error) {
+	if cpuProfile == "" {
+		return pass
+	}
+	return func(ctx context.Context) (string, error) {
+		file, err := os.Create(cpuProfile)
+		if err != nil {
+			return "", err
+		}
+		defer func() { _ = file.Close() }()
+		if err := pprof.StartCPUProfile(file); err != nil {
+			return "", err
+		}
+		defer pprof.StopCPUProfile()
+		return pass(ctx)
+	}
+}
+
 type meter struct {
+	served         *podListsServed
 	reads          *counter
 	cache          *snapshot.Cache
 	bytes, reqs    int64
@@ -135,18 +173,28 @@ type meter struct {
 func (m *meter) measure(ctx context.Context, name string, pass func(context.Context) (string, error)) error {
 	resetPeakRSS()
 	stopHeap, peakHeap := sampleHeap()
+	servedBefore, err := m.served.read(ctx)
+	if err != nil {
+		return err
+	}
+	cpuBefore := readCPU()
 	start := time.Now()
 	summary, err := pass(ctx)
 	wall := time.Since(start)
+	cpu := readCPU().since(cpuBefore)
 	stopHeap()
 	if err != nil {
 		return fmt.Errorf("%s: %w", name, err)
 	}
+	servedAfter, err := m.served.read(ctx)
+	if err != nil {
+		return err
+	}
 	st := m.cache.Stats()
 	bytes, reqs := m.reads.bytes.Load(), m.reads.requests.Load()
-	fmt.Printf("%-17s wall %8s  peak RSS %5d MB  peak heap %5d MB  read %8.1f MB in %5d requests, %7d objects (%d listed, %d watch events)  %s\n",
+	fmt.Printf("%-17s wall %8s  peak RSS %5d MB  peak heap %5d MB  read %8.1f MB in %5d requests, %7d objects (%d listed, %d watch events)  %s\n%17s %s\n",
 		name, wall.Round(time.Millisecond), peakRSS()>>20, *peakHeap>>20, float64(bytes-m.bytes)/(1<<20), reqs-m.reqs,
-		st.ListedObjects-m.listed+st.WatchEvents-m.events, st.ListedObjects-m.listed, st.WatchEvents-m.events, summary)
+		st.ListedObjects-m.listed+st.WatchEvents-m.events, st.ListedObjects-m.listed, st.WatchEvents-m.events, summary, "", cpu+"; "+servedSince(servedBefore, servedAfter))
 	m.bytes, m.reqs, m.listed, m.events = bytes, reqs, st.ListedObjects, st.WatchEvents
 	return nil
 }

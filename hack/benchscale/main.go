@@ -57,6 +57,7 @@ type config struct {
 	pageSize             int64
 	instance, kubeconfig string
 	skipPlan             bool
+	hold                 bool
 	dir                  string
 }
 
@@ -69,9 +70,13 @@ func parseFlags() (config, error) {
 	flag.IntVar(&conf.workers, "workers", 64, "concurrent creators")
 	flag.IntVar(&conf.changes, "changes", 100, "changes between the cold and the warm pass")
 	flag.Int64Var(&conf.pageSize, "page-size", snapshot.DefaultPageSize, "LIST page size of the instances' snapshot cache")
+	flag.BoolVar(&plainList, "plain-list", false, "the instances' snapshot cache reads pods and nodes with the client's List, not a snapshot.PageReader")
 	flag.StringVar(&conf.instance, "instance", "", "internal: run one instance's passes (provision or disruption) against -kubeconfig")
 	flag.StringVar(&conf.kubeconfig, "instance-kubeconfig", "", "internal: the cluster of -instance")
 	flag.BoolVar(&conf.skipPlan, "skip-plan", false, "do not run karpfunc plan on the dumps")
+	flag.BoolVar(&conf.hold, "hold", false, "after the instances, keep the control plane up (until interrupted) for instances run by hand with -instance")
+	flag.StringVar(&cpuProfile, "cpuprofile", "", "internal: write a CPU profile of an instance's cold pass to this file")
+	flag.IntVar(&controlPlaneParent, "control-plane-parent", os.Getppid(), "internal: the pid whose kube-apiserver and etcd children an instance's CPU figures count (the driver's)")
 	flag.StringVar(&conf.dir, "dir", "", "where the dumps go (default: a temporary directory)")
 	flag.Parse()
 	if conf.nodes <= 0 || conf.pods < 0 || conf.pending < 0 || conf.namespaces <= 0 || conf.workers <= 0 || conf.changes < 0 {
@@ -88,7 +93,7 @@ func run() error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if conf.instance != "" {
-		return runInstance(ctx, conf.instance, conf.kubeconfig, conf.shape, conf.changes, conf.pageSize)
+		return runInstance(ctx, conf.instance, conf.kubeconfig, conf.shape, conf.changes, snapshot.CacheOptions{PageSize: conf.pageSize})
 	}
 	return drive(ctx, conf)
 }
@@ -124,9 +129,15 @@ func drive(ctx context.Context, conf config) error {
 		return err
 	}
 	for _, which := range []string{"provision", "disruption"} {
-		if err := child(ctx, which, cp.KubeconfigPath(), conf.shape, conf.changes, conf.pageSize); err != nil {
+		if err := child(ctx, which, cp.KubeconfigPath(), conf); err != nil {
 			return err
 		}
+	}
+	if conf.hold {
+		fmt.Printf("holding; run instances with: %s -instance disruption -instance-kubeconfig %s -control-plane-parent %d -nodes %d -pods %d -pending %d\n",
+			os.Args[0], cp.KubeconfigPath(), os.Getpid(), conf.nodes, conf.pods, conf.pending)
+		<-ctx.Done()
+		return nil
 	}
 	if conf.skipPlan {
 		return nil
@@ -142,14 +153,15 @@ func drive(ctx context.Context, conf config) error {
 }
 
 // child runs one instance in a new process, so its peak RSS is its own.
-func child(ctx context.Context, which, kubeconfig string, s shape, changes int, pageSize int64) error {
+func child(ctx context.Context, which, kubeconfig string, conf config) error {
 	self, err := os.Executable()
 	if err != nil {
 		return err
 	}
 	cmd := exec.CommandContext(ctx, self, "-instance", which, "-instance-kubeconfig", kubeconfig,
-		"-nodes", fmt.Sprint(s.nodes), "-pods", fmt.Sprint(s.pods), "-pending", fmt.Sprint(s.pending),
-		"-namespaces", fmt.Sprint(s.namespaces), "-changes", fmt.Sprint(changes), "-page-size", fmt.Sprint(pageSize))
+		"-nodes", fmt.Sprint(conf.nodes), "-pods", fmt.Sprint(conf.pods), "-pending", fmt.Sprint(conf.pending),
+		"-namespaces", fmt.Sprint(conf.namespaces), "-changes", fmt.Sprint(conf.changes), "-page-size", fmt.Sprint(conf.pageSize),
+		fmt.Sprintf("-plain-list=%t", plainList))
 	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
 	return cmd.Run()
 }

@@ -15,6 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
@@ -133,14 +134,24 @@ func startCache(t *testing.T) (client.WithWatch, *Cache) {
 	}
 	mustCreate(t, kube, testPod("bound-0", "node-0"))
 	// RelistBelow -1: no kind is relisted for being small, so a kind that
-	// lags must catch up by its watch.
-	cache := NewCache(kube, CacheOptions{RelistBelow: -1})
+	// lags must catch up by its watch. Pods and nodes are read with a
+	// PageReader, as the handler reads them.
+	cache := NewCache(kube, CacheOptions{RelistBelow: -1, Pages: mustPageReader(t, cp.RESTConfig())})
 	t.Cleanup(cache.Close)
 	snap := mustCluster(t, cache)
 	if len(snap.Nodes) != 3 || len(snap.Pods) != 1 {
 		t.Fatalf("cold snapshot: %d nodes, %d pods; want 3 and 1", len(snap.Nodes), len(snap.Pods))
 	}
 	return kube, cache
+}
+
+func mustPageReader(t *testing.T, cfg *rest.Config) *PageReader {
+	t.Helper()
+	pages, err := NewPageReader(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pages
 }
 
 func (c *Cache) kind(name string) *kindCache {
@@ -291,7 +302,7 @@ func TestCacheRelistsWhenHistoryIsGone(t *testing.T) {
 	testenv.DefaultServiceAccounts(t, kube, "default")
 	mustCreate(t, kube, testNode("node-0"))
 	mustCreate(t, kube, testPod("before", "node-0"))
-	cache := NewCache(kube, CacheOptions{RelistBelow: -1})
+	cache := NewCache(kube, CacheOptions{RelistBelow: -1, Pages: mustPageReader(t, cp.RESTConfig())})
 	t.Cleanup(cache.Close)
 	mustCluster(t, cache)
 

@@ -27,7 +27,9 @@ type kindSpec struct {
 	// measured on the bench cluster's objects (hack/benchscale) with some
 	// margin; the budget multiplies it by the object count.
 	bytesPerObject int64
-	fill           func(c *Cluster, objs []client.Object)
+	// proto: a core kind a PageReader can read.
+	proto *protoKind
+	fill  func(c *Cluster, objs []client.Object)
 }
 
 func fillInto[T any, PT interface {
@@ -48,7 +50,8 @@ var kinds = []kindSpec{
 	{name: "nodeclaims", newList: func() client.ObjectList { return &karpv1.NodeClaimList{} }, copyOnRead: true, bytesPerObject: 6 << 10,
 		fill: fillInto(func(c *Cluster) *[]*karpv1.NodeClaim { return &c.NodeClaims })},
 	{name: "nodes", newList: func() client.ObjectList { return &corev1.NodeList{} }, copyOnRead: true, bytesPerObject: 8 << 10,
-		fill: fillInto(func(c *Cluster) *[]*corev1.Node { return &c.Nodes })},
+		proto: &protoKind{resource: "nodes", listKind: "NodeList", newItem: func() protoObject { return &corev1.Node{} }},
+		fill:  fillInto(func(c *Cluster) *[]*corev1.Node { return &c.Nodes })},
 	{name: "nodepools", newList: func() client.ObjectList { return &karpv1.NodePoolList{} }, copyOnRead: true, bytesPerObject: 8 << 10,
 		fill: fillInto(func(c *Cluster) *[]*karpv1.NodePool { return &c.NodePools })},
 	{name: "aksnodeclasses", newList: func() client.ObjectList { return &v1beta1.AKSNodeClassList{} }, copyOnRead: true, bytesPerObject: 16 << 10,
@@ -66,5 +69,6 @@ var kinds = []kindSpec{
 	{name: "poddisruptionbudgets", newList: func() client.ObjectList { return &policyv1.PodDisruptionBudgetList{} }, bytesPerObject: 2 << 10,
 		fill: fillInto(func(c *Cluster) *[]*policyv1.PodDisruptionBudget { return &c.PodDisruptionBudgets })},
 	{name: "pods", newList: func() client.ObjectList { return &corev1.PodList{} }, bytesPerObject: 6 << 10,
-		fill: fillInto(func(c *Cluster) *[]*corev1.Pod { return &c.Pods })},
+		proto: &protoKind{resource: "pods", listKind: "PodList", newItem: func() protoObject { return &corev1.Pod{} }},
+		fill:  fillInto(func(c *Cluster) *[]*corev1.Pod { return &c.Pods })},
 }
