@@ -149,16 +149,9 @@ func decode(out []decoded, dec *decoder, file string, doc, item int, js []byte) 
 	if bytes.Equal(bytes.TrimSpace(js), []byte("null")) {
 		return out, nil
 	}
-	meta, ok := quickTypeMeta(js)
-	if ok {
-		// What compacting drops anyway is not decoded at all.
-		dec.pruned = prune(dec.pruned[:0], js, pruneRuleFor(apiGroup(meta.APIVersion), meta.Kind))
-		js = dec.pruned
-	} else if err := json.Unmarshal(js, &meta); err != nil {
-		if syntaxErr := (*json.SyntaxError)(nil); errors.As(err, &syntaxErr) {
-			return out, fail("not valid JSON (at byte %d of the object): %v", syntaxErr.Offset, err)
-		}
-		return out, fail("not a Kubernetes object: %v", err)
+	meta, js, err := readTypeMeta(dec, js)
+	if err != nil {
+		return out, fail("%w", err)
 	}
 	if meta.Kind == "" {
 		return out, fail("has no kind; every object needs apiVersion and kind")
@@ -173,6 +166,30 @@ func decode(out []decoded, dec *decoder, file string, doc, item int, js []byte) 
 	if item > 0 {
 		where += fmt.Sprintf(", item %d", item)
 	}
+	return appendObject(out, dec, where, meta, js, fail)
+}
+
+// readTypeMeta reads js's apiVersion, kind and name and, for a kind it
+// knows at a glance, prunes what compacting drops anyway, so it is not
+// decoded at all.
+func readTypeMeta(dec *decoder, js []byte) (typeMeta, []byte, error) {
+	meta, ok := quickTypeMeta(js)
+	if ok {
+		dec.pruned = prune(dec.pruned[:0], js, pruneRuleFor(apiGroup(meta.APIVersion), meta.Kind))
+		return meta, dec.pruned, nil
+	}
+	if err := json.Unmarshal(js, &meta); err != nil {
+		if syntaxErr := (*json.SyntaxError)(nil); errors.As(err, &syntaxErr) {
+			return meta, js, fmt.Errorf("not valid JSON (at byte %d of the object): %w", syntaxErr.Offset, err)
+		}
+		return meta, js, fmt.Errorf("not a Kubernetes object: %w", err)
+	}
+	return meta, js, nil
+}
+
+// appendObject decodes one object the planner uses (or a warning for one
+// it does not) and appends it, compacted, to out.
+func appendObject(out []decoded, dec *decoder, where string, meta typeMeta, js []byte, fail func(string, ...any) error) ([]decoded, error) {
 	objName := meta.Metadata.Name
 	if meta.Metadata.Namespace != "" {
 		objName = meta.Metadata.Namespace + "/" + objName
