@@ -16,34 +16,39 @@ import (
 // explain writes one event per node left alone, on its Node and NodeClaim:
 // DisruptionBlocked for a reason on the node itself, Unconsolidatable when
 // consolidation found nothing better. As Karpenter's (pkg/controllers/
-// disruption/events: Unconsolidatable and Blocked deduplicate on the
-// object's UID, Unconsolidatable for 15 minutes), the same reason on the
-// same object is written once per window, whatever its message says (it
-// may carry a time), so a fleet at rest costs no writes.
+// disruption/events: both deduplicate on the object's UID, Unconsolidatable
+// for 15 minutes), the same event on the same object is written once per
+// window, so a fleet at rest costs no writes.
 func (c *Controller) explain(ctx context.Context, snap *snapshot.Cluster, refusals []disruption.Refusal, counts map[string]int) {
 	for _, refusal := range refusals {
 		nc := findClaim(snap, refusal.NodeClaim)
 		if nc == nil || !ownership.Owns(nc) {
 			continue
 		}
-		ev := events.Event{Type: corev1.EventTypeNormal, Reason: events.ReasonUnconsolidatable, Message: refusal.Reason, DedupeTimeout: ExplainEvery}
-		if refusal.Blocked {
-			ev.Reason = events.ReasonDisruptionBlocked
-			ev.DedupeTimeout = 0
-		}
-		counts[ev.Reason]++
+		counts[explanation(refusal, nc).Reason]++
 		if node := nodeOf(snap, nc); node != nil {
-			c.publishOn(ctx, ev, node)
+			c.publish(ctx, explanation(refusal, node))
 		}
-		c.publishOn(ctx, ev, nc)
+		c.publish(ctx, explanation(refusal, nc))
 	}
 }
 
-// publishOn writes ev on obj, deduplicated on obj's UID.
-func (c *Controller) publishOn(ctx context.Context, ev events.Event, obj client.Object) {
-	ev.Object = obj
-	ev.DedupeValues = []string{string(obj.GetUID())}
-	c.publish(ctx, ev)
+// explanation is the event saying why obj (a Node or its NodeClaim) was
+// left alone. Unconsolidatable deduplicates on obj's UID whatever its
+// message says (it may carry a time). DisruptionBlocked deduplicates on
+// the UID and the reason: Karpenter keys it on the UID alone, so a node
+// first blocked as "not Initialized" would say nothing of the
+// do-not-disrupt pod that blocks it next until the window ends, and
+// `kubectl describe node` would show a stale reason. Every Blocked reason
+// is a fixed sentence (no time in it), so a node at rest still costs one
+// write per window.
+func explanation(refusal disruption.Refusal, obj client.Object) events.Event {
+	if refusal.Blocked {
+		return events.Event{Object: obj, Type: corev1.EventTypeNormal, Reason: events.ReasonDisruptionBlocked, Message: refusal.Reason,
+			DedupeValues: []string{string(obj.GetUID()), refusal.Reason}}
+	}
+	return events.Event{Object: obj, Type: corev1.EventTypeNormal, Reason: events.ReasonUnconsolidatable, Message: refusal.Reason,
+		DedupeValues: []string{string(obj.GetUID())}, DedupeTimeout: ExplainEvery}
 }
 
 // budgetErrors reports budgets that cannot be read: a Warning event on the

@@ -1,6 +1,7 @@
 package live
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -10,6 +11,7 @@ import (
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
 	"github.com/karpfunc/karpfunc/pkg/apis"
+	"github.com/karpfunc/karpfunc/pkg/disruption"
 	"github.com/karpfunc/karpfunc/pkg/snapshot"
 )
 
@@ -120,5 +122,37 @@ func TestEventReason(t *testing.T) {
 		if got := eventReason(tc.reason, tc.method); got != tc.want {
 			t.Errorf("eventReason(%q, %q) = %q, want %q", tc.reason, tc.method, got, tc.want)
 		}
+	}
+}
+
+// A node blocked first for one reason and then for another gets an event
+// for each (kubectl describe shows what blocks it now); an Unconsolidatable
+// node whose message changes gets one per window.
+func TestExplanationDedupe(t *testing.T) {
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n", UID: "node-uid"}}
+	other := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "m", UID: "other-uid"}}
+	blocked := func(why string) disruption.Refusal { return disruption.Refusal{NodeClaim: "nc", Blocked: true, Reason: why} }
+	idle := func(why string) disruption.Refusal { return disruption.Refusal{NodeClaim: "nc", Reason: why} }
+	for _, tc := range []struct {
+		name     string
+		a, b     disruption.Refusal
+		objB     *corev1.Node
+		wantSame bool
+	}{
+		{"blocked, then blocked for another reason", blocked("NodeClaim is not Initialized"), blocked("pod default/p has the karpenter.sh/do-not-disrupt annotation"), node, false},
+		{"blocked twice for one reason", blocked("Node is not Ready"), blocked("Node is not Ready"), node, true},
+		{"one reason on two nodes", blocked("Node is not Ready"), blocked("Node is not Ready"), other, false},
+		{"unconsolidatable, message changed", idle("can't replace with a cheaper node (checked at 10:00)"), idle("can't replace with a cheaper node (checked at 10:05)"), node, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a, b := explanation(tc.a, node), explanation(tc.b, tc.objB)
+			if a.Message != tc.a.Reason || b.Message != tc.b.Reason {
+				t.Errorf("messages %q, %q; want the refusals' reasons", a.Message, b.Message)
+			}
+			same := a.Reason == b.Reason && slices.Equal(a.DedupeValues, b.DedupeValues)
+			if same != tc.wantSame {
+				t.Errorf("dedupe keys %s %v and %s %v: same=%t, want %t", a.Reason, a.DedupeValues, b.Reason, b.DedupeValues, same, tc.wantSame)
+			}
+		})
 	}
 }
