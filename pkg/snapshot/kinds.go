@@ -45,12 +45,18 @@ func fillInto[T any, PT interface {
 	}
 }
 
+// The kinds a PageReader reads.
+var (
+	nodesProto = &protoKind{resource: "nodes", listKind: "NodeList", newItem: func() protoObject { return &corev1.Node{} }, wire: nodeWireRule}
+	podsProto  = &protoKind{resource: "pods", listKind: "PodList", newItem: func() protoObject { return &corev1.Pod{} }, wire: podWireRule}
+)
+
 // kinds are read in this order; pods last, as the biggest.
 var kinds = []kindSpec{
 	{name: "nodeclaims", newList: func() client.ObjectList { return &karpv1.NodeClaimList{} }, copyOnRead: true, bytesPerObject: 6 << 10,
 		fill: fillInto(func(c *Cluster) *[]*karpv1.NodeClaim { return &c.NodeClaims })},
 	{name: "nodes", newList: func() client.ObjectList { return &corev1.NodeList{} }, copyOnRead: true, bytesPerObject: 8 << 10,
-		proto: &protoKind{resource: "nodes", listKind: "NodeList", newItem: func() protoObject { return &corev1.Node{} }},
+		proto: nodesProto,
 		fill:  fillInto(func(c *Cluster) *[]*corev1.Node { return &c.Nodes })},
 	{name: "nodepools", newList: func() client.ObjectList { return &karpv1.NodePoolList{} }, copyOnRead: true, bytesPerObject: 8 << 10,
 		fill: fillInto(func(c *Cluster) *[]*karpv1.NodePool { return &c.NodePools })},
@@ -69,6 +75,6 @@ var kinds = []kindSpec{
 	{name: "poddisruptionbudgets", newList: func() client.ObjectList { return &policyv1.PodDisruptionBudgetList{} }, bytesPerObject: 2 << 10,
 		fill: fillInto(func(c *Cluster) *[]*policyv1.PodDisruptionBudget { return &c.PodDisruptionBudgets })},
 	{name: "pods", newList: func() client.ObjectList { return &corev1.PodList{} }, bytesPerObject: 6 << 10,
-		proto: &protoKind{resource: "pods", listKind: "PodList", newItem: func() protoObject { return &corev1.Pod{} }},
+		proto: podsProto,
 		fill:  fillInto(func(c *Cluster) *[]*corev1.Pod { return &c.Pods })},
 }

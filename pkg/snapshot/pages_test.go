@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/karpfunc/karpfunc/internal/testfixtures"
+	"github.com/karpfunc/karpfunc/pkg/scheduler/scaletest"
 )
 
 // encodeAs encodes obj as the API server sends it in the media type.
@@ -45,13 +46,13 @@ func podPage() *corev1.PodList {
 }
 
 // TestDecodePage decodes protobuf LIST bodies as PageReader does and
-// compares with what the client's decoder makes of the same bytes, less the
-// managedFields it skips; a body it cannot take is an error saying why.
+// compares, compacted, with what the client's decoder makes of the same
+// bytes, compacted; a body it cannot take is an error saying why.
 func TestDecodePage(t *testing.T) {
 	pods := podPage()
 	podBody := encodeAs(t, runtime.ContentTypeProtobuf, pods)
 	nodeBody := encodeAs(t, runtime.ContentTypeProtobuf, &corev1.NodeList{Items: []corev1.Node{*testfixtures.Node(testfixtures.NodeOptions{Name: "n", CPU: "16", Memory: "64Gi"})}})
-	podKind := &protoKind{resource: "pods", listKind: "PodList", newItem: func() protoObject { return &corev1.Pod{} }}
+	podKind := podsProto
 	for _, tc := range []struct {
 		name    string
 		body    []byte
@@ -81,13 +82,18 @@ func TestDecodePage(t *testing.T) {
 			if _, _, err := scheme.Codecs.UniversalDeserializer().Decode(tc.body, nil, want); err != nil {
 				t.Fatal(err)
 			}
+			var wantCompactor, gotCompactor Compactor
 			for i := range want.Items {
 				if len(want.Items[i].ManagedFields) == 0 {
 					t.Fatalf("the page's item %d has no managedFields: the test shows nothing", i)
 				}
-				want.Items[i].ManagedFields = nil // what Compact drops
-				if i >= len(got) || !equality.Semantic.DeepEqual(&want.Items[i], got[i]) {
-					t.Fatalf("item %d differs from the client's decoding without managedFields:\n got %+v\nwant %+v", i, got[i], &want.Items[i])
+				if i >= len(got) || len(got[i].GetManagedFields()) > 0 {
+					t.Fatalf("item %d missing or decoded with its managedFields", i)
+				}
+				wantCompactor.Compact(&want.Items[i])
+				gotCompactor.Compact(got[i])
+				if !equality.Semantic.DeepEqual(&want.Items[i], got[i]) {
+					t.Fatalf("item %d, compacted, differs from the client's decoding compacted:\n got %+v\nwant %+v", i, got[i], &want.Items[i])
 				}
 			}
 		})
@@ -98,7 +104,7 @@ func TestDecodePage(t *testing.T) {
 // PageReader may reuse its buffer for the next page.
 func TestDecodePageCopies(t *testing.T) {
 	body := encodeAs(t, runtime.ContentTypeProtobuf, podPage())
-	podKind := &protoKind{resource: "pods", listKind: "PodList", newItem: func() protoObject { return &corev1.Pod{} }}
+	podKind := podsProto
 	var got []client.Object
 	if _, err := decodePage(body, podKind, func(obj client.Object) { got = append(got, obj) }); err != nil {
 		t.Fatal(err)
@@ -137,12 +143,34 @@ func benchPage(b *testing.B) []byte {
 	return data
 }
 
+// apiShapedPage is a 500-pod page of scaletest's bound pods, shaped as the
+// API server returns them: managedFields, env, a readiness probe, a
+// projected volume, a security context, five conditions and a container
+// status with its state.
+func apiShapedPage(b *testing.B) []byte {
+	list := &corev1.PodList{ListMeta: metav1.ListMeta{ResourceVersion: "1"}}
+	for _, pod := range scaletest.Generate(scaletest.Size{Nodes: 20, BoundPods: 500, Seed: 3}).BoundPods {
+		list.Items = append(list.Items, *pod)
+	}
+	info, _ := runtime.SerializerInfoForMediaType(scheme.Codecs.SupportedMediaTypes(), runtime.ContentTypeProtobuf)
+	data, err := runtime.Encode(scheme.Codecs.EncoderForVersion(info.Serializer, corev1.SchemeGroupVersion), list)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return data
+}
+
 // BenchmarkDecodePage decodes and compacts a 500-pod protobuf page as the
 // client's List does (its decoder, every item compacted) and as PageReader
-// does (decodePage, skipping managedFields).
+// does (decodePage), on small pods (testfixtures') and on API-server-shaped
+// ones (api-shaped/).
 func BenchmarkDecodePage(b *testing.B) {
-	data := benchPage(b)
-	podKind := &protoKind{resource: "pods", listKind: "PodList", newItem: func() protoObject { return &corev1.Pod{} }}
+	benchDecodePage(b, benchPage(b))
+	b.Run("api-shaped", func(b *testing.B) { benchDecodePage(b, apiShapedPage(b)) })
+}
+
+func benchDecodePage(b *testing.B, data []byte) {
+	podKind := podsProto
 	b.Run("client", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
