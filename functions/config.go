@@ -61,6 +61,10 @@ const (
 	// group of nodes replaced by several cheaper nodes of other shapes
 	// ("true"/"false", default false).
 	EnvRebalance = "KARPFUNC_REBALANCE_CONSOLIDATION"
+	// EnvAPICompression asks the API server for gzip-compressed responses
+	// ("true"/"false", default false): worth it only on a slow link to the
+	// cluster (see apiCompression).
+	EnvAPICompression = "KARPFUNC_API_COMPRESSION"
 )
 
 // dependencies are built on first use and kept for the life of the process
@@ -122,12 +126,10 @@ func (d *dependencies) get() (*provisioning.Provisioner, *lifecycle.Controller, 
 	if err := checkNodeProvisioningMode(d.getenv); err != nil {
 		return nil, nil, err
 	}
-	restConfig, err := kubeauth.RESTConfig(d.getenv, nil)
+	restConfig, err := handlerRESTConfig(d.getenv)
 	if err != nil {
 		return nil, nil, err
 	}
-	restConfig.QPS, restConfig.Burst = 50, 100
-	restConfig.Wrap(telemetry.WrapKubeTransport) // a span per API call
 	kube, err := client.NewWithWatch(restConfig, client.Options{Scheme: apis.Scheme})
 	if err != nil {
 		return nil, nil, fmt.Errorf("building the Kubernetes client: %w", err)
@@ -238,17 +240,60 @@ func disruptionOptions(getenv func(string) string) (disruption.Options, error) {
 		name string
 		to   *bool
 	}{{EnvSpotToSpot, &engine.SpotToSpot}, {EnvRebalance, &engine.Rebalance}} {
-		value := getenv(setting.name)
-		if value == "" {
-			continue
-		}
-		enabled, err := strconv.ParseBool(value)
+		enabled, err := boolSetting(getenv, setting.name, false)
 		if err != nil {
-			return engine, fmt.Errorf("app setting %s=%q is not true or false", setting.name, value)
+			return engine, err
 		}
 		*setting.to = enabled
 	}
 	return engine, nil
+}
+
+// handlerRESTConfig is how the handler reaches the API server: its
+// rate limit, compression setting and a span per call.
+func handlerRESTConfig(getenv func(string) string) (*rest.Config, error) {
+	restConfig, err := kubeauth.RESTConfig(getenv, nil)
+	if err != nil {
+		return nil, err
+	}
+	restConfig.QPS, restConfig.Burst = 50, 100
+	compress, err := apiCompression(getenv)
+	if err != nil {
+		return nil, err
+	}
+	restConfig.DisableCompression = !compress
+	restConfig.Wrap(telemetry.WrapKubeTransport) // a span per API call
+	return restConfig, nil
+}
+
+// apiCompression: whether the handler asks the API server for gzip
+// (KARPFUNC_API_COMPRESSION, default false). kube-apiserver gzips every
+// response over 128 KB at level 1 when asked (k8s.io/apiserver
+// pkg/endpoints/handlers/responsewriters/writers.go,
+// defaultGzipContentEncodingLevel), which on a cold pass's LISTs costs it
+// CPU and costs the instance the gunzip. Kubernetes' own guidance:
+// rest.Config.DisableCompression is "recommended when clients communicate
+// primarily over high bandwidth / low latency networks" (kubernetes/kubernetes
+// PR #80919), and kubectl --disable-compression "can help improve list
+// call latencies significantly when client-server network bandwidth is
+// ample (>30MB/s) or if the server is CPU-constrained" (PR #112580, issue
+// #112296). A Function in the cluster's region has that bandwidth; a
+// slow link to the cluster is the case for turning it on.
+func apiCompression(getenv func(string) string) (bool, error) {
+	return boolSetting(getenv, EnvAPICompression, false)
+}
+
+// boolSetting reads a "true"/"false" app setting, def when unset.
+func boolSetting(getenv func(string) string, name string, def bool) (bool, error) {
+	value := getenv(name)
+	if value == "" {
+		return def, nil
+	}
+	enabled, err := strconv.ParseBool(value)
+	if err != nil {
+		return def, fmt.Errorf("app setting %s=%q is not true or false", name, value)
+	}
+	return enabled, nil
 }
 
 // waitSettings are the app settings that say how long to wait.

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/karpfunc/karpfunc/pkg/disruption"
@@ -37,3 +39,54 @@ func TestDisruptionOptions(t *testing.T) {
 		})
 	}
 }
+
+// TestAPICompression: the handler's clients ask for gzip only when
+// KARPFUNC_API_COMPRESSION says so; a value that is not a bool is refused
+// by name.
+func TestAPICompression(t *testing.T) {
+	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := os.WriteFile(kubeconfig, []byte(testKubeconfig), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name, value string
+		want        bool
+		wantErr     string
+	}{
+		{name: "unset: off", value: "", want: false},
+		{name: "on", value: "true", want: true},
+		{name: "off", value: "false", want: false},
+		{name: "bad", value: "gzip", wantErr: `app setting KARPFUNC_API_COMPRESSION="gzip" is not true or false`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			env := map[string]string{EnvAPICompression: tc.value, "KUBECONFIG": kubeconfig}
+			cfg, err := handlerRESTConfig(func(name string) string { return env[name] })
+			if tc.wantErr != "" {
+				if err == nil || err.Error() != tc.wantErr {
+					t.Fatalf("err = %v, want %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if cfg.DisableCompression == tc.want {
+				t.Errorf("DisableCompression = %t, want %t", cfg.DisableCompression, !tc.want)
+			}
+		})
+	}
+}
+
+const testKubeconfig = `apiVersion: v1
+kind: Config
+clusters:
+- name: c
+  cluster: {server: "https://127.0.0.1:6443"}
+users:
+- name: u
+  user: {token: "t"}
+contexts:
+- name: x
+  context: {cluster: c, user: u}
+current-context: x
+`

@@ -77,6 +77,7 @@ func runInstance(ctx context.Context, which, kubeconfig string, s shape, changes
 	}
 	writer := rest.CopyConfig(cfg)
 	cfg.QPS, cfg.Burst = 50, 100 // as the handler
+	cfg.DisableCompression = !apiCompression
 	reads := &counter{}
 	cfg.Wrap(reads.wrap)
 	kube, err := client.NewWithWatch(cfg, client.Options{Scheme: apis.Scheme})
@@ -136,6 +137,10 @@ func runInstance(ctx context.Context, which, kubeconfig string, s shape, changes
 // plainList: the instance's cache reads every kind with the client's List
 // (-plain-list), not pods and nodes with a snapshot.PageReader.
 var plainList bool
+
+// apiCompression: the instance asks the API server for gzip
+// (-api-compression), as the handler does with KARPFUNC_API_COMPRESSION=true.
+var apiCompression bool
 
 // cpuProfile is where -cpuprofile writes the cold pass's CPU profile.
 var cpuProfile string

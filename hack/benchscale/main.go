@@ -70,6 +70,7 @@ func parseFlags() (config, error) {
 	flag.IntVar(&conf.workers, "workers", 64, "concurrent creators")
 	flag.IntVar(&conf.changes, "changes", 100, "changes between the cold and the warm pass")
 	flag.Int64Var(&conf.pageSize, "page-size", snapshot.DefaultPageSize, "LIST page size of the instances' snapshot cache")
+	flag.BoolVar(&apiCompression, "api-compression", false, "the instances ask the API server for gzip (KARPFUNC_API_COMPRESSION=true); off by default, as the handler")
 	flag.BoolVar(&plainList, "plain-list", false, "the instances' snapshot cache reads pods and nodes with the client's List, not a snapshot.PageReader")
 	flag.StringVar(&conf.instance, "instance", "", "internal: run one instance's passes (provision or disruption) against -kubeconfig")
 	flag.StringVar(&conf.kubeconfig, "instance-kubeconfig", "", "internal: the cluster of -instance")
@@ -161,7 +162,7 @@ func child(ctx context.Context, which, kubeconfig string, conf config) error {
 	cmd := exec.CommandContext(ctx, self, "-instance", which, "-instance-kubeconfig", kubeconfig,
 		"-nodes", fmt.Sprint(conf.nodes), "-pods", fmt.Sprint(conf.pods), "-pending", fmt.Sprint(conf.pending),
 		"-namespaces", fmt.Sprint(conf.namespaces), "-changes", fmt.Sprint(conf.changes), "-page-size", fmt.Sprint(conf.pageSize),
-		fmt.Sprintf("-plain-list=%t", plainList))
+		fmt.Sprintf("-plain-list=%t", plainList), fmt.Sprintf("-api-compression=%t", apiCompression))
 	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
 	return cmd.Run()
 }

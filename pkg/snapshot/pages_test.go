@@ -2,6 +2,8 @@ package snapshot
 
 import (
 	"bytes"
+	"net/http"
+	"net/http/httptest"
 	"strconv"
 	"strings"
 	"testing"
@@ -11,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/karpfunc/karpfunc/internal/testfixtures"
@@ -191,4 +194,44 @@ func benchDecodePage(b *testing.B, data []byte) {
 			}
 		}
 	})
+}
+
+// TestPageReaderCompression: PageReader asks the API server for gzip
+// unless its config disables compression, and reads the page either way.
+func TestPageReaderCompression(t *testing.T) {
+	body := encodeAs(t, runtime.ContentTypeProtobuf, podPage())
+	for _, tc := range []struct {
+		name         string
+		disable      bool
+		wantEncoding string
+	}{
+		{name: "compression disabled", disable: true, wantEncoding: ""},
+		{name: "compression allowed", disable: false, wantEncoding: "gzip"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var asked []string
+			// TLS, as every API server: over plain HTTP client-go uses
+			// http.DefaultTransport, which ignores DisableCompression
+			// (k8s.io/client-go transport/cache.go).
+			server := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				asked = append(asked, r.Header.Get("Accept-Encoding"))
+				w.Header().Set("Content-Type", runtime.ContentTypeProtobuf)
+				_, _ = w.Write(body)
+			}))
+			defer server.Close()
+			reader, err := NewPageReader(&rest.Config{Host: server.URL, DisableCompression: tc.disable,
+				TLSClientConfig: rest.TLSClientConfig{Insecure: true}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var buf bytes.Buffer
+			read, err := reader.read(t.Context(), podsProto, 500, "", &buf, func(client.Object) {})
+			if err != nil || read.count != 3 {
+				t.Fatalf("read %+v, %v; want 3 pods", read, err)
+			}
+			if len(asked) != 1 || asked[0] != tc.wantEncoding {
+				t.Errorf("Accept-Encoding %q, want %q", asked, tc.wantEncoding)
+			}
+		})
+	}
 }
