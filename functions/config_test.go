@@ -40,8 +40,8 @@ func TestDisruptionOptions(t *testing.T) {
 	}
 }
 
-// TestAPICompression: the handler's clients ask for gzip only when
-// KARPFUNC_API_COMPRESSION says so; a value that is not a bool is refused
+// TestAPICompression: the handler's clients ask for gzip unless
+// KARPFUNC_API_COMPRESSION is false; a value that is not a bool is refused
 // by name.
 func TestAPICompression(t *testing.T) {
 	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
@@ -53,7 +53,7 @@ func TestAPICompression(t *testing.T) {
 		want        bool
 		wantErr     string
 	}{
-		{name: "unset: off", value: "", want: false},
+		{name: "unset: on", value: "", want: true},
 		{name: "on", value: "true", want: true},
 		{name: "off", value: "false", want: false},
 		{name: "bad", value: "gzip", wantErr: `app setting KARPFUNC_API_COMPRESSION="gzip" is not true or false`},

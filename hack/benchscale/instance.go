@@ -139,7 +139,8 @@ func runInstance(ctx context.Context, which, kubeconfig string, s shape, changes
 var plainList bool
 
 // apiCompression: the instance asks the API server for gzip
-// (-api-compression), as the handler does with KARPFUNC_API_COMPRESSION=true.
+// (-api-compression, default true), as the handler does unless
+// KARPFUNC_API_COMPRESSION=false.
 var apiCompression bool
 
 // cpuProfile is where -cpuprofile writes the cold pass's CPU profile.

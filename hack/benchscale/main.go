@@ -70,7 +70,7 @@ func parseFlags() (config, error) {
 	flag.IntVar(&conf.workers, "workers", 64, "concurrent creators")
 	flag.IntVar(&conf.changes, "changes", 100, "changes between the cold and the warm pass")
 	flag.Int64Var(&conf.pageSize, "page-size", snapshot.DefaultPageSize, "LIST page size of the instances' snapshot cache")
-	flag.BoolVar(&apiCompression, "api-compression", false, "the instances ask the API server for gzip (KARPFUNC_API_COMPRESSION=true); off by default, as the handler")
+	flag.BoolVar(&apiCompression, "api-compression", true, "the instances ask the API server for gzip, as the handler by default (KARPFUNC_API_COMPRESSION)")
 	flag.BoolVar(&plainList, "plain-list", false, "the instances' snapshot cache reads pods and nodes with the client's List, not a snapshot.PageReader")
 	flag.StringVar(&conf.instance, "instance", "", "internal: run one instance's passes (provision or disruption) against -kubeconfig")
 	flag.StringVar(&conf.kubeconfig, "instance-kubeconfig", "", "internal: the cluster of -instance")

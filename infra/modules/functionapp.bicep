@@ -124,10 +124,10 @@ resource settings 'Microsoft.Web/sites/config@2024-04-01' = {
     // Rebalancing consolidation (beyond Karpenter: several replacements
     // per command), off by default.
     KARPFUNC_REBALANCE_CONSOLIDATION: 'false'
-    // Ask the API server for gzip: off, as Kubernetes advises in-region
-    // (the cold pass's LISTs cost the API server and the instance less);
-    // 'true' only for a slow link to the cluster.
-    KARPFUNC_API_COMPRESSION: 'false'
+    // Ask the API server for gzip (client-go's default): measured
+    // cheaper than uncompressed for the cold pass's LISTs (README, "The
+    // cold pass"); 'false' to measure a cluster where it may differ.
+    KARPFUNC_API_COMPRESSION: 'true'
     // azidentity's DefaultAzureCredential: which user-assigned identity.
     AZURE_CLIENT_ID: identityClientId
     // The cluster and where its nodes go (pkg/azure OptionsFromEnv).

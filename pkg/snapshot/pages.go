@@ -35,7 +35,7 @@ type PageReader struct {
 
 // NewPageReader makes a PageReader for the API server of cfg; it has its
 // own client-side rate limit (cfg's QPS and Burst), and asks for gzip
-// unless cfg.DisableCompression (the handler disables it by default:
+// unless cfg.DisableCompression (KARPFUNC_API_COMPRESSION=false:
 // functions/config.go apiCompression).
 func NewPageReader(cfg *rest.Config) (*PageReader, error) {
 	core := rest.CopyConfig(cfg)
