@@ -198,14 +198,31 @@ func (c *Compactor) stringMap(tag string, m map[string]string) map[string]string
 	if len(m) == 0 {
 		return nil
 	}
-	keys := slices.Sorted(maps.Keys(m))
+	var keysArray [16]string // most maps: the sort needs no allocation
+	keys := sortedKeys(keysArray[:0], m)
+	size := len(tag)
+	for _, k := range keys {
+		size += len(k) + len(m[k]) + 8 // two length prefixes of up to 3 digits and their colons
+	}
 	var key strings.Builder
+	key.Grow(size)
 	key.WriteString(tag)
 	for _, k := range keys {
 		writeField(&key, k)
 		writeField(&key, m[k])
 	}
 	return share(c, key.String(), m)
+}
+
+// sortedKeys appends m's keys to keys, sorted (slices.Sorted(maps.Keys)
+// allocates its slice: in the cold pass's profile over 150,000 pods that
+// was a third of compacting's labels and annotations).
+func sortedKeys[K ~string, V any](keys []K, m map[K]V) []K {
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
 }
 
 // writeField writes s length-prefixed, so that no two different lists of
@@ -329,8 +346,8 @@ func writeContainerKey(key *strings.Builder, container *corev1.Container) {
 }
 
 func writeResources(key *strings.Builder, list corev1.ResourceList) {
-	names := slices.Sorted(maps.Keys(list))
-	for _, name := range names {
+	var namesArray [8]corev1.ResourceName
+	for _, name := range sortedKeys(namesArray[:0], list) {
 		quantity := list[name]
 		writeField(key, string(name))
 		writeField(key, quantity.String())
