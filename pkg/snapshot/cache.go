@@ -1,7 +1,6 @@
 package snapshot
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -386,11 +385,11 @@ func (c *Cache) listPages(ctx context.Context, spec *kindSpec) (map[string]clien
 		Compact(obj)
 		objs[key(obj)] = obj
 	}
-	var buf bytes.Buffer
+	var reading listReading
 	cont := ""
 	for {
 		c.lists.Add(1)
-		read, err := c.readPage(ctx, spec, cont, &buf, add)
+		read, err := c.readPage(ctx, spec, cont, &reading, add)
 		if err != nil {
 			return nil, 0, err
 		}
@@ -407,9 +406,9 @@ func (c *Cache) listPages(ctx context.Context, spec *kindSpec) (map[string]clien
 
 // readPage reads one page of spec from cont: with Pages when it reads the
 // kind, else with the client.
-func (c *Cache) readPage(ctx context.Context, spec *kindSpec, cont string, buf *bytes.Buffer, add func(client.Object)) (page, error) {
+func (c *Cache) readPage(ctx context.Context, spec *kindSpec, cont string, reading *listReading, add func(client.Object)) (page, error) {
 	if c.opts.Pages != nil && spec.proto != nil {
-		return c.opts.Pages.read(ctx, spec.proto, c.opts.PageSize, cont, buf, add)
+		return c.opts.Pages.read(ctx, spec.proto, c.opts.PageSize, cont, reading, add)
 	}
 	list := spec.newList()
 	if err := c.kube.List(ctx, list, client.Limit(c.opts.PageSize), client.Continue(cont)); err != nil {

@@ -83,8 +83,15 @@ const (
 	maxFirstBuffer = 64 << 20
 )
 
+// listReading is what one list keeps from page to page: the buffer its
+// pages are read into and what its decoder shares between items.
+type listReading struct {
+	buf     bytes.Buffer
+	decoder itemDecoder
+}
+
 // read reads one page of kind: limit objects from cont, each handed to add.
-func (r *PageReader) read(ctx context.Context, kind *protoKind, limit int64, cont string, buf *bytes.Buffer, add func(client.Object)) (page, error) {
+func (r *PageReader) read(ctx context.Context, kind *protoKind, limit int64, cont string, reading *listReading, add func(client.Object)) (page, error) {
 	req := r.rest.Get().Resource(kind.resource).Param("limit", strconv.FormatInt(limit, 10))
 	if cont != "" {
 		req = req.Param("continue", cont)
@@ -94,6 +101,7 @@ func (r *PageReader) read(ctx context.Context, kind *protoKind, limit int64, con
 		return page{}, err
 	}
 	defer func() { _ = body.Close() }()
+	buf := &reading.buf
 	buf.Reset()
 	if buf.Cap() == 0 {
 		buf.Grow(int(min(limit*itemBytesHint, maxFirstBuffer)))
@@ -101,7 +109,7 @@ func (r *PageReader) read(ctx context.Context, kind *protoKind, limit int64, con
 	if _, err := buf.ReadFrom(body); err != nil {
 		return page{}, fmt.Errorf("reading a page of %s: %w", kind.resource, err)
 	}
-	return decodePage(buf.Bytes(), kind, add)
+	return reading.decoder.page(buf.Bytes(), kind, add)
 }
 
 // protobufPrefix starts every protobuf body of the API server
@@ -114,12 +122,17 @@ var protobufPrefix = []byte{0x6b, 0x38, 0x73, 0x00}
 // Every string and byte field is copied out of data as it is decoded, so
 // data may be reused once this returns.
 func decodePage(data []byte, kind *protoKind, add func(client.Object)) (page, error) {
+	var decoder itemDecoder
+	return decoder.page(data, kind, add)
+}
+
+// page is decodePage with what d shares between items (and pages).
+func (d *itemDecoder) page(data []byte, kind *protoKind, add func(client.Object)) (page, error) {
 	raw, err := unwrapUnknown(data, kind.listKind)
 	if err != nil {
 		return page{}, fmt.Errorf("a page of %s: %w", kind.resource, err)
 	}
 	var out page
-	var scratch []byte
 	err = eachField(raw, func(num protowire.Number, field []byte) error {
 		switch num {
 		case 1:
@@ -129,13 +142,13 @@ func decodePage(data []byte, kind *protoKind, add func(client.Object)) (page, er
 			}
 			out.cont, out.rvOfPage = listMeta.Continue, listMeta.ResourceVersion
 		case 2:
-			item, err := decodeItem(kind, field, scratch[:0])
+			item, err := d.decode(kind, field)
 			if err != nil {
 				return fmt.Errorf("item %d%s: %w", out.count, describeItem(kind, field), err)
 			}
-			scratch = item.filtered
 			out.count++
 			add(item.object)
+			d.remember(item)
 		}
 		return nil
 	})
@@ -169,27 +182,6 @@ func eachRawField(msg []byte, f func(num protowire.Number, typ protowire.Type, r
 		}
 	}
 	return nil
-}
-
-// decodedItem is an item decoded, and the buffer its filtered bytes went
-// to (reused for the next item).
-type decodedItem struct {
-	object   client.Object
-	filtered []byte
-}
-
-// decodeItem filters an item's protobuf by kind's wire rule into scratch
-// and decodes what is left.
-func decodeItem(kind *protoKind, field, scratch []byte) (decodedItem, error) {
-	filtered, err := filterMessage(kind.wire, field, scratch)
-	if err != nil {
-		return decodedItem{filtered: filtered}, err
-	}
-	item := kind.newItem()
-	if err := item.Unmarshal(filtered); err != nil {
-		return decodedItem{filtered: filtered}, err
-	}
-	return decodedItem{object: item, filtered: filtered}, nil
 }
 
 // describeItem is " (namespace/name)" of an item that did not decode,

@@ -224,8 +224,7 @@ func TestPageReaderCompression(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			var buf bytes.Buffer
-			read, err := reader.read(t.Context(), podsProto, 500, "", &buf, func(client.Object) {})
+			read, err := reader.read(t.Context(), podsProto, 500, "", &listReading{}, func(client.Object) {})
 			if err != nil || read.count != 3 {
 				t.Fatalf("read %+v, %v; want 3 pods", read, err)
 			}

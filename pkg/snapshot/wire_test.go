@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/karpfunc/karpfunc/internal/testfixtures"
@@ -263,5 +264,48 @@ func TestDecodePageNeverPanics(t *testing.T) {
 			changed[at] = b
 			_, _ = decodePage(changed, podsProto, func(client.Object) {})
 		}
+	}
+}
+
+// TestDecodePageSharesSpecs: a page of API-server-shaped pods, replicas
+// of a few Deployments on many nodes, pending ones and the edge cases,
+// decoded and compacted as the cache does (specs shared between
+// replicas) is pod for pod the page decoded whole and compacted; and
+// replicas do share one decoded spec.
+func TestDecodePageSharesSpecs(t *testing.T) {
+	generated := scaletest.Generate(scaletest.Size{Nodes: 40, BoundPods: 400, PendingPods: 40, Seed: 13})
+	list := &corev1.PodList{}
+	for _, pod := range append(generated.BoundPods, generated.PendingPods...) {
+		list.Items = append(list.Items, *pod)
+	}
+	for _, pod := range edgePods() {
+		list.Items = append(list.Items, *pod, *pod)
+		list.Items[len(list.Items)-1].Spec.NodeName = "another-node"
+	}
+	body := encodeAs(t, runtime.ContentTypeProtobuf, list)
+	var got []*corev1.Pod
+	var compactor Compactor
+	if _, err := decodePage(body, podsProto, func(obj client.Object) {
+		compactor.Compact(obj)
+		got = append(got, obj.(*corev1.Pod))
+	}); err != nil {
+		t.Fatal(err)
+	}
+	whole := &corev1.PodList{}
+	if _, _, err := scheme.Codecs.UniversalDeserializer().Decode(body, nil, whole); err != nil {
+		t.Fatal(err)
+	}
+	var wholeCompactor Compactor
+	priorities := map[*int32]int{}
+	for i := range whole.Items {
+		want := &whole.Items[i]
+		wholeCompactor.Compact(want)
+		if i >= len(got) || !reflect.DeepEqual(want, got[i]) {
+			t.Fatalf("pod %d (%s) decoded with shared specs and compacted:\n%+v\nwant:\n%+v", i, want.Name, got[i], want)
+		}
+		priorities[got[i].Spec.Priority]++
+	}
+	if len(priorities) >= len(got)/2 {
+		t.Errorf("%d pods hold %d distinct priority pointers: their specs were not shared", len(got), len(priorities))
 	}
 }
