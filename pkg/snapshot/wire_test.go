@@ -269,9 +269,9 @@ func TestDecodePageNeverPanics(t *testing.T) {
 
 // TestDecodePageSharesSpecs: a page of API-server-shaped pods, replicas
 // of a few Deployments on many nodes, pending ones and the edge cases,
-// decoded and compacted as the cache does (specs shared between
-// replicas) is pod for pod the page decoded whole and compacted; and
-// replicas do share one decoded spec.
+// decoded and compacted as the cache does (specs, labels, annotations and
+// owner references shared between replicas) is pod for pod the page
+// decoded whole and compacted; and replicas do share one decoded spec.
 func TestDecodePageSharesSpecs(t *testing.T) {
 	generated := scaletest.Generate(scaletest.Size{Nodes: 40, BoundPods: 400, PendingPods: 40, Seed: 13})
 	list := &corev1.PodList{}
