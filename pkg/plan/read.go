@@ -137,6 +137,7 @@ var kinds = map[string]func() any{
 type decoder struct {
 	compactor snapshot.Compactor
 	pruned    []byte
+	pods      podDecoder
 }
 
 // decode appends the objects in one document (or List item) to out,
@@ -199,6 +200,11 @@ func appendObject(out []decoded, dec *decoder, where string, meta typeMeta, js [
 		return append(out, decoded{warning: fmt.Sprintf("%s: ignoring %s %s (kind %s, apiVersion %s is not used by the planner)",
 			where, meta.Kind, objName, meta.Kind, meta.APIVersion)}), nil
 	}
+	if meta.Kind == "Pod" && apiGroup(meta.APIVersion) == "" {
+		if pod, ok := dec.fastPod(js); ok {
+			return append(out, decoded{obj: pod}), nil
+		}
+	}
 	obj := newObject()
 	if err := json.Unmarshal(js, obj); err != nil {
 		return out, fail("%s %s: %v", meta.Kind, objName, err)
@@ -214,6 +220,13 @@ func appendObject(out []decoded, dec *decoder, where string, meta typeMeta, js [
 		}
 	}
 	return out, nil
+}
+
+// fastPod decodes a pod's pruned JSON straight into its compacted form
+// (see podDecoder), or says it cannot.
+func (dec *decoder) fastPod(js []byte) (*corev1.Pod, bool) {
+	dec.pods.compactor = &dec.compactor
+	return dec.pods.decode(js)
 }
 
 // apiGroup is apiVersion's group: "" for the core group ("v1").
