@@ -137,6 +137,7 @@ var kinds = map[string]func() any{
 type decoder struct {
 	compactor snapshot.Compactor
 	pruned    []byte
+	compact   []byte
 	pods      podDecoder
 }
 
@@ -172,8 +173,17 @@ func decode(out []decoded, dec *decoder, file string, doc, item int, js []byte) 
 
 // readTypeMeta reads js's apiVersion, kind and name and, for a kind it
 // knows at a glance, prunes what compacting drops anyway, so it is not
-// decoded at all.
+// decoded at all; the JSON it returns is compact (js may be indented).
 func readTypeMeta(dec *decoder, js []byte) (typeMeta, []byte, error) {
+	if pruned, rule, ok := readPruned(dec.pruned[:0], js); ok {
+		dec.pruned = pruned
+		if meta, ok := quickTypeMeta(pruned); ok && pruneRuleFor(apiGroup(meta.APIVersion), meta.Kind) == rule {
+			return meta, pruned, nil
+		}
+	}
+	// The separate passes: compact, read the type, prune.
+	dec.compact = appendCompact(dec.compact[:0], js)
+	js = dec.compact
 	meta, ok := quickTypeMeta(js)
 	if ok {
 		dec.pruned = prune(dec.pruned[:0], js, pruneRuleFor(apiGroup(meta.APIVersion), meta.Kind))

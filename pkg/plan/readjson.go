@@ -75,8 +75,7 @@ func (p *decodePool) work() {
 // converter turns a unit's text into compact JSON, reusing its buffers
 // between units; one per worker.
 type converter struct {
-	fast    yamljson.Converter
-	compact []byte
+	fast yamljson.Converter
 }
 
 func (c *converter) toJSON(unit *decodeUnit) ([]byte, error) {
@@ -90,10 +89,8 @@ func (c *converter) toJSON(unit *decodeUnit) ([]byte, error) {
 		}
 		return js, nil
 	}
-	// Compact JSON lets decode read apiVersion and kind without a full
-	// unmarshal; indented input is compacted first.
-	c.compact = appendCompact(c.compact[:0], unit.raw)
-	return c.compact, nil
+	// decode compacts indented JSON as it prunes it (readTypeMeta).
+	return unit.raw, nil
 }
 
 func (p *decodePool) submit(unit *decodeUnit) {
