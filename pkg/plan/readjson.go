@@ -58,7 +58,8 @@ func newDecodePool(file string) *decodePool {
 
 func (p *decodePool) work() {
 	defer p.wg.Done()
-	var conv converter
+	// managedFields is pruned and compacted away anyway.
+	conv := converter{fast: yamljson.Converter{DropManagedFields: true}}
 	var dec decoder
 	for unit := range p.next {
 		js, err := conv.toJSON(unit)
@@ -80,7 +81,7 @@ type converter struct {
 
 func (c *converter) toJSON(unit *decodeUnit) ([]byte, error) {
 	if unit.yaml {
-		if js, ok := c.fast.Convert(unit.raw); ok {
+		if js, ok := c.fast.ConvertShared(unit.raw); ok {
 			return js, nil
 		}
 		js, err := yaml.YAMLToJSON(unit.raw)

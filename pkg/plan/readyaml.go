@@ -137,6 +137,13 @@ func (s *yamlSplitter) firstEntry(line []byte) {
 // itemLine adds a line to the item being read, starts the next one, or
 // ends the sequence.
 func (s *yamlSplitter) itemLine(line []byte) {
+	if !s.plainItemLine(line) {
+		s.anyItemLine(line)
+	}
+}
+
+// anyItemLine is itemLine for every line.
+func (s *yamlSplitter) anyItemLine(line []byte) {
 	switch {
 	case entryAt(line, s.indent):
 		s.flushItem()
@@ -152,6 +159,31 @@ func (s *yamlSplitter) itemLine(line []byte) {
 		s.line(line)
 	}
 }
+
+// plainItemLine takes, without trimming, the common line inside an item:
+// indented deeper than its "- " and starting with neither white space
+// other than spaces nor a comment (itemLine's cases, in its order, for
+// that line: not an entry, not blank, deeper).
+func (s *yamlSplitter) plainItemLine(line []byte) bool {
+	spaces := 0
+	for spaces < len(line) && line[spaces] == ' ' {
+		spaces++
+	}
+	if spaces <= s.indent || spaces == len(line) || !plainStart[line[spaces]] {
+		return false
+	}
+	s.item.Write(line[min(spaces, s.indent+2):])
+	return true
+}
+
+// plainStart marks the bytes after a line's indentation that make it
+// neither blank nor a comment.
+var plainStart = func() (table [256]bool) {
+	for char := range table {
+		table[char] = char > ' ' && char < 0x7f && char != '#'
+	}
+	return table
+}()
 
 func indentOf(line []byte) int { return len(line) - len(bytes.TrimLeft(line, " ")) }
 

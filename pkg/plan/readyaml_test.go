@@ -34,3 +34,28 @@ func TestYAMLListTakesFastPath(t *testing.T) {
 		}
 	}
 }
+
+// TestPlainItemLineMatches: every line plainItemLine takes, it takes as
+// anyItemLine would.
+func TestPlainItemLineMatches(t *testing.T) {
+	lines := []string{"  a: b\n", "   a: b\n", "    - x\n", " a\n", "  # c\n", "  \t#c\n", "  \u00a0\n", "  \u0085x\n", "\n", "  \n",
+		"- a\n", "  - a\n", "a: b\n", "  ~\n", "  \"q\"\n", "   x", "  é\n"}
+	taken := 0
+	for _, indent := range []int{0, 2} {
+		for _, line := range lines {
+			fast := &yamlSplitter{inItems: true, started: true, indent: indent}
+			if !fast.plainItemLine([]byte(line)) {
+				continue
+			}
+			taken++
+			slow := &yamlSplitter{inItems: true, started: true, indent: indent}
+			slow.anyItemLine([]byte(line))
+			if fast.item.String() != slow.item.String() || !slow.inItems {
+				t.Errorf("indent %d, line %q: plainItemLine wrote %q, anyItemLine %q (still in items: %v)", indent, line, fast.item.String(), slow.item.String(), slow.inItems)
+			}
+		}
+	}
+	if taken < 6 {
+		t.Errorf("plainItemLine took %d lines; the test proves little", taken)
+	}
+}

@@ -27,6 +27,12 @@ import (
 // Converter holds buffers reused between documents; it is not safe for
 // concurrent use. The zero value is ready.
 type Converter struct {
+	// DropManagedFields leaves out the root mapping's
+	// metadata.managedFields in block style: its lines are crossed without
+	// being parsed, so it is neither converted nor checked (see
+	// skipNested). Everything else keeps the invariant.
+	DropManagedFields bool
+
 	src   []byte
 	lines []line
 	nodes []node
@@ -35,6 +41,8 @@ type Converter struct {
 	text  []byte // decoded strings that are not slices of src
 	out   []byte
 	depth int
+	// inMetadata: the mapping being parsed is the root's metadata.
+	inMetadata bool
 }
 
 type line struct {
@@ -74,6 +82,13 @@ const maxDepth = 500
 // Convert returns y as JSON and true, or nil and false when it does not
 // handle y. The returned slice is freshly allocated.
 func (c *Converter) Convert(y []byte) ([]byte, bool) {
+	js, ok := c.ConvertShared(y)
+	return bytes.Clone(js), ok
+}
+
+// ConvertShared is Convert without the copy: the returned slice is the
+// Converter's buffer, valid until its next use.
+func (c *Converter) ConvertShared(y []byte) ([]byte, bool) {
 	if !printableASCII(y) {
 		return nil, false
 	}
@@ -86,7 +101,7 @@ func (c *Converter) Convert(y []byte) ([]byte, bool) {
 	if !ok || !c.emit(root) {
 		return nil, false
 	}
-	return bytes.Clone(c.out), true
+	return c.out, true
 }
 
 // printableASCII reports whether y holds only printable ASCII and line feeds.
@@ -109,6 +124,7 @@ func (c *Converter) reset(y []byte) {
 	c.text = c.text[:0]
 	c.out = c.out[:0]
 	c.depth = 0
+	c.inMetadata = false
 }
 
 // splitLines fills c.lines and returns the first line with content; it
@@ -213,12 +229,10 @@ func (c *Converter) mapping(i, col, indent int) (int, int, bool) {
 		if !ok {
 			return 0, 0, false
 		}
-		val, next, ok := c.value(i, vp, indent, true)
+		next, ok := c.entryValue(&e, i, vp, indent)
 		if !ok {
 			return 0, 0, false
 		}
-		e.val = val
-		c.stack = append(c.stack, e)
 		next = c.nextLine(next)
 		if next == len(c.lines) || c.lines[next].indent < indent {
 			i = next
@@ -234,6 +248,44 @@ func (c *Converter) mapping(i, col, indent int) (int, int, bool) {
 	}
 	m, ok := c.finishMap(base)
 	return m, i, ok
+}
+
+// entryValue parses the value of the mapping entry e (at indent, its
+// value at p of line i) and pushes the entry, unless it is one
+// DropManagedFields leaves out; it returns the line after the value.
+func (c *Converter) entryValue(e *entry, i, p, indent int) (int, bool) {
+	if c.dropped(e.key, i, p) {
+		return c.skipNested(i, indent), true
+	}
+	inMetadata := c.inMetadata
+	c.inMetadata = c.depth == 1 && string(e.key) == "metadata"
+	val, next, ok := c.value(i, p, indent, true)
+	c.inMetadata = inMetadata
+	e.val = val
+	c.stack = append(c.stack, *e)
+	return next, ok
+}
+
+// dropped reports whether key, at p of line i, is the managedFields of
+// the root's metadata with its value on the following lines.
+func (c *Converter) dropped(key []byte, i, p int) bool {
+	return c.DropManagedFields && c.inMetadata && c.depth == 2 && string(key) == "managedFields" &&
+		(p == c.lines[i].end || c.src[p] == '#')
+}
+
+// skipNested returns the line after the nested value of the entry on
+// line i at indent: the lines indented deeper, and a sequence's entries
+// at indent itself, as nestedValue would parse them.
+func (c *Converter) skipNested(i, indent int) int {
+	next := i + 1
+	for next < len(c.lines) {
+		l := c.lines[next]
+		if !l.skip && l.indent <= indent && !(l.indent == indent && c.isSeqItem(l.start+l.indent, l.end)) {
+			break
+		}
+		next++
+	}
+	return next
 }
 
 // finishMap turns the entries pushed since base into a map node with
