@@ -101,7 +101,7 @@ func stringAt(js []byte, i int) (int, bool) {
 // JSON white space.
 func skipSpace(js []byte, i int) int {
 	for i < len(js) && isSpace(js[i]) {
-		i++
+		i = skipSpaces(js, i+1)
 	}
 	return i
 }
