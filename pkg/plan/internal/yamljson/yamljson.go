@@ -17,6 +17,7 @@ package yamljson
 
 import (
 	"bytes"
+	"encoding/binary"
 	"regexp"
 	"slices"
 	"strconv"
@@ -104,8 +105,31 @@ func (c *Converter) ConvertShared(y []byte) ([]byte, bool) {
 	return c.out, true
 }
 
-// printableASCII reports whether y holds only printable ASCII and line feeds.
+// printableASCII reports whether y holds only printable ASCII and line
+// feeds. It reads eight bytes at a time; a word with a control byte (a
+// line feed, most often) is read byte by byte.
 func printableASCII(y []byte) bool {
+	for len(y) >= 8 {
+		word := binary.LittleEndian.Uint64(y)
+		if word&highBits != 0 || (word+lowBits)&highBits != 0 {
+			return false // a byte >= 0x80, or 0x7f
+		}
+		// Some byte < 0x20 (exact for bytes < 0x80).
+		if (word-0x20*lowBits)&^word&highBits != 0 && !printableBytes(y[:8]) {
+			return false
+		}
+		y = y[8:]
+	}
+	return printableBytes(y)
+}
+
+const (
+	lowBits  = 0x0101010101010101
+	highBits = 0x8080808080808080
+)
+
+// printableBytes is printableASCII one byte at a time.
+func printableBytes(y []byte) bool {
 	for _, b := range y {
 		if (b < 0x20 && b != '\n') || b > 0x7e {
 			return false
