@@ -81,7 +81,7 @@ type converter struct {
 
 func (c *converter) toJSON(unit *decodeUnit) ([]byte, error) {
 	if unit.yaml {
-		if js, ok := c.fast.ConvertShared(unit.raw); ok {
+		if js, ok := c.fast.ConvertPruned(unit.raw, yamlPrunerFor(unit.raw)); ok {
 			return js, nil
 		}
 		js, err := yaml.YAMLToJSON(unit.raw)

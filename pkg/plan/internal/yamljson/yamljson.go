@@ -44,6 +44,24 @@ type Converter struct {
 	depth int
 	// inMetadata: the mapping being parsed is the root's metadata.
 	inMetadata bool
+	// valueMapping and valueElements are the Pruners for the value about
+	// to be parsed: for it if it is a mapping, for its mapping elements if
+	// it is a sequence.
+	valueMapping, valueElements Pruner
+}
+
+// Pruner leaves out entries of block mappings as a document is converted
+// (ConvertPruned): an entry it drops is not in the output, and its value,
+// when on the following lines, is crossed without being parsed or
+// checked. A nil Pruner drops nothing below it.
+type Pruner interface {
+	// Drop reports whether the entry key is left out.
+	Drop(key []byte) bool
+	// Mapping is the Pruner for key's value when that is a mapping.
+	Mapping(key []byte) Pruner
+	// Elements is the Pruner for the mappings in key's value when that is
+	// a sequence.
+	Elements(key []byte) Pruner
 }
 
 type line struct {
@@ -90,16 +108,23 @@ func (c *Converter) Convert(y []byte) ([]byte, bool) {
 // ConvertShared is Convert without the copy: the returned slice is the
 // Converter's buffer, valid until its next use.
 func (c *Converter) ConvertShared(y []byte) ([]byte, bool) {
+	return c.ConvertPruned(y, nil)
+}
+
+// ConvertPruned is ConvertShared leaving out what root (the Pruner for
+// the document's root mapping) drops.
+func (c *Converter) ConvertPruned(y []byte, root Pruner) ([]byte, bool) {
 	if !printableASCII(y) {
 		return nil, false
 	}
 	c.reset(y)
+	c.valueMapping = root
 	first, ok := c.splitLines()
 	if !ok {
 		return nil, false
 	}
-	root, ok := c.root(first)
-	if !ok || !c.emit(root) {
+	top, ok := c.root(first)
+	if !ok || !c.emit(top) {
 		return nil, false
 	}
 	return c.out, true
@@ -149,6 +174,7 @@ func (c *Converter) reset(y []byte) {
 	c.out = c.out[:0]
 	c.depth = 0
 	c.inMetadata = false
+	c.valueMapping, c.valueElements = nil, nil
 }
 
 // splitLines fills c.lines and returns the first line with content; it
@@ -245,6 +271,8 @@ func (c *Converter) mapping(i, col, indent int) (int, int, bool) {
 		return 0, 0, false
 	}
 	defer func() { c.depth-- }()
+	pruner := c.valueMapping
+	c.valueMapping, c.valueElements = nil, nil
 	base := len(c.stack)
 	for {
 		l := c.lines[i]
@@ -253,7 +281,7 @@ func (c *Converter) mapping(i, col, indent int) (int, int, bool) {
 		if !ok {
 			return 0, 0, false
 		}
-		next, ok := c.entryValue(&e, i, vp, indent)
+		next, ok := c.entryValue(&e, i, vp, indent, pruner)
 		if !ok {
 			return 0, 0, false
 		}
@@ -277,9 +305,16 @@ func (c *Converter) mapping(i, col, indent int) (int, int, bool) {
 // entryValue parses the value of the mapping entry e (at indent, its
 // value at p of line i) and pushes the entry, unless it is one
 // DropManagedFields leaves out; it returns the line after the value.
-func (c *Converter) entryValue(e *entry, i, p, indent int) (int, bool) {
+func (c *Converter) entryValue(e *entry, i, p, indent int, pruner Pruner) (int, bool) {
 	if c.dropped(e.key, i, p) {
 		return c.skipNested(i, indent), true
+	}
+	if pruner != nil && pruner.Drop(e.key) {
+		return c.dropValue(i, p, indent)
+	}
+	c.valueMapping, c.valueElements = nil, nil
+	if pruner != nil {
+		c.valueMapping, c.valueElements = pruner.Mapping(e.key), pruner.Elements(e.key)
 	}
 	inMetadata := c.inMetadata
 	c.inMetadata = c.depth == 1 && string(e.key) == "metadata"
@@ -287,6 +322,18 @@ func (c *Converter) entryValue(e *entry, i, p, indent int) (int, bool) {
 	c.inMetadata = inMetadata
 	e.val = val
 	c.stack = append(c.stack, *e)
+	return next, ok
+}
+
+// dropValue crosses the value a Pruner dropped: one on the following
+// lines is skipped, one on the key's line is parsed (it is cheap, and
+// keeps its checks) and left out.
+func (c *Converter) dropValue(i, p, indent int) (int, bool) {
+	if p == c.lines[i].end || c.src[p] == '#' {
+		return c.skipNested(i, indent), true
+	}
+	c.valueMapping, c.valueElements = nil, nil
+	_, next, ok := c.value(i, p, indent, true)
 	return next, ok
 }
 
@@ -338,8 +385,10 @@ func (c *Converter) sequence(i, indent int) (int, int, bool) {
 		return 0, 0, false
 	}
 	defer func() { c.depth-- }()
+	elements := c.valueElements
 	base := len(c.stack)
 	for {
+		c.valueMapping, c.valueElements = elements, nil
 		l := c.lines[i]
 		p := l.start + indent + 1
 		for p < l.end && c.src[p] == ' ' {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -248,5 +249,48 @@ func TestDropManagedFields(t *testing.T) {
 				t.Errorf("managedFields kept: %s", fast)
 			}
 		})
+	}
+}
+
+// keyPruner drops the keys in drop and governs the mappings and sequence
+// elements under the keys in below.
+type keyPruner struct {
+	drop  []string
+	below map[string]*keyPruner
+}
+
+func (p *keyPruner) Drop(key []byte) bool { return slices.Contains(p.drop, string(key)) }
+
+func (p *keyPruner) Mapping(key []byte) yamljson.Pruner { return p.child(key) }
+
+func (p *keyPruner) Elements(key []byte) yamljson.Pruner { return p.child(key) }
+
+func (p *keyPruner) child(key []byte) yamljson.Pruner {
+	if sub := p.below[string(key)]; sub != nil {
+		return sub
+	}
+	return nil
+}
+
+// TestConvertPruned: entries a Pruner drops are left out, whether their
+// value is on the following lines or on the key's line, in mappings and
+// in a sequence's mappings; the same keys elsewhere are kept.
+func TestConvertPruned(t *testing.T) {
+	pruner := &keyPruner{drop: []string{"gone"}, below: map[string]*keyPruner{
+		"m": {drop: []string{"lost"}},
+		"s": {drop: []string{"lost"}},
+	}}
+	doc := "a: 1\nm:\n  lost:\n    deep:\n    - 1\n  z: 2\ns:\n- lost: [1, 2]\n  z: 3\n- w: 5\n  lost:\n    v: 4\nt:\n  lost: 6\ngone:\n  - 7\n"
+	var c yamljson.Converter
+	if _, ok := c.Convert([]byte(doc)); !ok {
+		t.Fatal("refused without a Pruner")
+	}
+	got, ok := c.ConvertPruned([]byte(doc), pruner)
+	if !ok {
+		t.Fatal("refused")
+	}
+	want := `{"a":1,"m":{"z":2},"s":[{"z":3},{"w":5}],"t":{"lost":6}}`
+	if string(got) != want {
+		t.Errorf("got  %s\nwant %s", got, want)
 	}
 }
