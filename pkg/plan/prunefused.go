@@ -238,22 +238,28 @@ func (p *fusedPruner) element(i int, rule *pruneRule, written int) (int, bool, b
 	if written > 0 {
 		p.dst = append(p.dst, ',')
 	}
-	if i >= len(p.src) || p.src[i] != '{' || rule.withKey == nil && rule.typeIn == nil {
-		if i < len(p.src) && p.src[i] == '{' {
-			end, _, ok := p.object(i, rule)
-			return end, true, ok
-		}
+	isObject := i < len(p.src) && p.src[i] == '{'
+	switch {
+	case isObject && (rule.withKey != nil || rule.typeIn != nil):
+		elemStart := len(p.dst)
 		end, ok := p.copyValue(i)
+		if !rule.keepsElement(p.dst[elemStart:]) {
+			p.dst = p.dst[:start]
+			return end, false, ok
+		}
+		return end, true, ok
+	case isObject:
+		end, _, ok := p.object(i, rule)
 		return end, true, ok
 	}
-	elemStart := len(p.dst)
 	end, ok := p.copyValue(i)
-	elem := p.dst[elemStart:]
-	if rule.withKey != nil && !hasField(elem, rule.withKey) || rule.typeIn != nil && !typeAmong(elem, rule.typeIn) {
-		p.dst = p.dst[:start]
-		return end, false, ok
-	}
 	return end, true, ok
+}
+
+// keepsElement applies the rule's element filters (withKey, typeIn) to
+// the compact JSON object elem, as pruneRule.appendElements does.
+func (r *pruneRule) keepsElement(elem []byte) bool {
+	return (r.withKey == nil || hasField(elem, r.withKey)) && (r.typeIn == nil || typeAmong(elem, r.typeIn))
 }
 
 // copyValue copies the value at i compacted; it returns the index after
