@@ -93,3 +93,27 @@ func TestFastPodCases(t *testing.T) {
 		})
 	}
 }
+
+// FuzzFastPod: whenever the fast path takes a pod's JSON, encoding/json
+// takes it too, and Compact makes the same pod of it.
+func FuzzFastPod(f *testing.F) {
+	f.Add([]byte(`{"kind":"Pod","apiVersion":"v1","metadata":{"name":"a","labels":{"x":"y"},"creationTimestamp":"2026-11-01T00:00:00Z"},"spec":{"priority":-3,"containers":[{"name":"c","resources":{"requests":{"cpu":"1"}}}]},"status":{"phase":"Pending","conditions":[{"type":"PodScheduled"}]}}`))
+	f.Add([]byte(`{"metadata":{"annotations":{"k":"v"},"generation":3},"spec":{"hostNetwork":true,"tolerations":[]},"status":{"startTime":"2026-11-01T00:00:01Z"}}`))
+	f.Fuzz(func(t *testing.T, js []byte) {
+		var compactor snapshot.Compactor
+		dec := podDecoder{compactor: &compactor}
+		fast, ok := dec.decode(js)
+		if !ok {
+			return
+		}
+		slow := &corev1.Pod{}
+		if err := json.Unmarshal(js, slow); err != nil {
+			t.Fatalf("the fast path took %q, which encoding/json refuses: %v", js, err)
+		}
+		var slowCompactor snapshot.Compactor
+		slowCompactor.Compact(slow)
+		if !reflect.DeepEqual(fast, slow) {
+			t.Fatalf("%q\nfast: %+v\nslow: %+v", js, fast, slow)
+		}
+	})
+}
