@@ -164,11 +164,7 @@ func decode(out []decoded, dec *decoder, file string, doc, item int, js []byte) 
 		}
 		return decodeItems(out, dec, file, doc, meta.Items)
 	}
-	where := fmt.Sprintf("%s: document %d", file, doc)
-	if item > 0 {
-		where += fmt.Sprintf(", item %d", item)
-	}
-	return appendObject(out, dec, where, meta, js, fail)
+	return appendObject(out, dec, position{file, doc, item}, meta, js, fail)
 }
 
 // readTypeMeta reads js's apiVersion, kind and name and, for a kind it
@@ -200,7 +196,7 @@ func readTypeMeta(dec *decoder, js []byte) (typeMeta, []byte, error) {
 
 // appendObject decodes one object the planner uses (or a warning for one
 // it does not) and appends it, compacted, to out.
-func appendObject(out []decoded, dec *decoder, where string, meta typeMeta, js []byte, fail func(string, ...any) error) ([]decoded, error) {
+func appendObject(out []decoded, dec *decoder, where position, meta typeMeta, js []byte, fail func(string, ...any) error) ([]decoded, error) {
 	objName := meta.Metadata.Name
 	if meta.Metadata.Namespace != "" {
 		objName = meta.Metadata.Namespace + "/" + objName
@@ -237,6 +233,21 @@ func appendObject(out []decoded, dec *decoder, where string, meta typeMeta, js [
 func (dec *decoder) fastPod(js []byte) (*corev1.Pod, bool) {
 	dec.pods.compactor = &dec.compactor
 	return dec.pods.decode(js)
+}
+
+// position is where an object is, for warnings: written only when one
+// is (most objects have none).
+type position struct {
+	file      string
+	doc, item int
+}
+
+func (p position) String() string {
+	where := fmt.Sprintf("%s: document %d", p.file, p.doc)
+	if p.item > 0 {
+		where += fmt.Sprintf(", item %d", p.item)
+	}
+	return where
 }
 
 // apiGroup is apiVersion's group: "" for the core group ("v1").
