@@ -2,6 +2,7 @@ package plan
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -169,9 +170,7 @@ func (st *scanState) run(buf []byte, start, i int) (int, bool) {
 			}
 			continue
 		}
-		for i < len(buf) && !structural[buf[i]] {
-			i++
-		}
+		i = skipPlain(buf, i)
 		if i < len(buf) {
 			if st.step(buf[i]) {
 				return i + 1, true
@@ -180,6 +179,30 @@ func (st *scanState) run(buf []byte, start, i int) (int, bool) {
 		}
 	}
 	return len(buf), false
+}
+
+// skipPlain is the index of the first byte at or after i that changes
+// scanState, or len(buf). Indented JSON is mostly runs of spaces: those are
+// crossed eight bytes at a time.
+func skipPlain(buf []byte, i int) int {
+	for i < len(buf) && !structural[buf[i]] {
+		i = skipSpaces(buf, i+1)
+	}
+	return i
+}
+
+// eightSpaces is eight ' ' bytes read as one word.
+const eightSpaces = 0x2020202020202020
+
+// skipSpaces is the index of the first byte at or after i that is not ' '.
+func skipSpaces(buf []byte, i int) int {
+	for i+8 <= len(buf) && binary.LittleEndian.Uint64(buf[i:]) == eightSpaces {
+		i += 8
+	}
+	for i < len(buf) && buf[i] == ' ' {
+		i++
+	}
+	return i
 }
 
 // structural marks the bytes that change scanState outside strings.
@@ -243,7 +266,7 @@ func appendCompact(dst, js []byte) []byte {
 		char := js[i]
 		switch char {
 		case ' ', '\t', '\r', '\n':
-			i++
+			i = skipSpaces(js, i+1)
 		case '"':
 			end := stringEnd(js, i, i+1)
 			if end < 0 {

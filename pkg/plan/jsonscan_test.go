@@ -3,6 +3,7 @@ package plan
 import (
 	"bytes"
 	"encoding/json"
+	"strings"
 	"testing"
 	"testing/iotest"
 )
@@ -42,6 +43,27 @@ func TestScannerValues(t *testing.T) {
 			}
 			if next, _, err := scan.value(); err != nil || string(next) != "7" {
 				t.Errorf("%s: after %s, value() = %q, %v; want the next value 7", name, in, next, err)
+			}
+		}
+	}
+}
+
+// TestSkipPlain: runs of spaces of every length around the eight-byte
+// steps end where the next byte that is not a space is, and skipPlain
+// stops at the first structural byte only.
+func TestSkipPlain(t *testing.T) {
+	for spaces := range 20 {
+		for _, tail := range []string{"", "x", "\n ", "\"", "}"} {
+			buf := []byte(strings.Repeat(" ", spaces) + tail)
+			if got := skipSpaces(buf, 0); got != spaces {
+				t.Errorf("skipSpaces(%q) = %d, want %d", buf, got, spaces)
+			}
+			want := strings.IndexAny(string(buf), "\"{}[]")
+			if want < 0 {
+				want = len(buf)
+			}
+			if got := skipPlain(buf, 0); got != want {
+				t.Errorf("skipPlain(%q) = %d, want %d", buf, got, want)
 			}
 		}
 	}

@@ -137,6 +137,8 @@ var kinds = map[string]func() any{
 type decoder struct {
 	compactor snapshot.Compactor
 	pruned    []byte
+	compact   []byte
+	pods      podDecoder
 }
 
 // decode appends the objects in one document (or List item) to out,
@@ -162,17 +164,22 @@ func decode(out []decoded, dec *decoder, file string, doc, item int, js []byte) 
 		}
 		return decodeItems(out, dec, file, doc, meta.Items)
 	}
-	where := fmt.Sprintf("%s: document %d", file, doc)
-	if item > 0 {
-		where += fmt.Sprintf(", item %d", item)
-	}
-	return appendObject(out, dec, where, meta, js, fail)
+	return appendObject(out, dec, position{file, doc, item}, meta, js, fail)
 }
 
 // readTypeMeta reads js's apiVersion, kind and name and, for a kind it
 // knows at a glance, prunes what compacting drops anyway, so it is not
-// decoded at all.
+// decoded at all; the JSON it returns is compact (js may be indented).
 func readTypeMeta(dec *decoder, js []byte) (typeMeta, []byte, error) {
+	if pruned, rule, ok := readPruned(dec.pruned[:0], js); ok {
+		dec.pruned = pruned
+		if meta, ok := quickTypeMeta(pruned); ok && pruneRuleFor(apiGroup(meta.APIVersion), meta.Kind) == rule {
+			return meta, pruned, nil
+		}
+	}
+	// The separate passes: compact, read the type, prune.
+	dec.compact = appendCompact(dec.compact[:0], js)
+	js = dec.compact
 	meta, ok := quickTypeMeta(js)
 	if ok {
 		dec.pruned = prune(dec.pruned[:0], js, pruneRuleFor(apiGroup(meta.APIVersion), meta.Kind))
@@ -189,7 +196,7 @@ func readTypeMeta(dec *decoder, js []byte) (typeMeta, []byte, error) {
 
 // appendObject decodes one object the planner uses (or a warning for one
 // it does not) and appends it, compacted, to out.
-func appendObject(out []decoded, dec *decoder, where string, meta typeMeta, js []byte, fail func(string, ...any) error) ([]decoded, error) {
+func appendObject(out []decoded, dec *decoder, where position, meta typeMeta, js []byte, fail func(string, ...any) error) ([]decoded, error) {
 	objName := meta.Metadata.Name
 	if meta.Metadata.Namespace != "" {
 		objName = meta.Metadata.Namespace + "/" + objName
@@ -198,6 +205,11 @@ func appendObject(out []decoded, dec *decoder, where string, meta typeMeta, js [
 	if !ok {
 		return append(out, decoded{warning: fmt.Sprintf("%s: ignoring %s %s (kind %s, apiVersion %s is not used by the planner)",
 			where, meta.Kind, objName, meta.Kind, meta.APIVersion)}), nil
+	}
+	if meta.Kind == "Pod" && apiGroup(meta.APIVersion) == "" {
+		if pod, ok := dec.fastPod(js); ok {
+			return append(out, decoded{obj: pod}), nil
+		}
 	}
 	obj := newObject()
 	if err := json.Unmarshal(js, obj); err != nil {
@@ -214,6 +226,28 @@ func appendObject(out []decoded, dec *decoder, where string, meta typeMeta, js [
 		}
 	}
 	return out, nil
+}
+
+// fastPod decodes a pod's pruned JSON straight into its compacted form
+// (see podDecoder), or says it cannot.
+func (dec *decoder) fastPod(js []byte) (*corev1.Pod, bool) {
+	dec.pods.compactor = &dec.compactor
+	return dec.pods.decode(js)
+}
+
+// position is where an object is, for warnings: written only when one
+// is (most objects have none).
+type position struct {
+	file      string
+	doc, item int
+}
+
+func (p position) String() string {
+	where := fmt.Sprintf("%s: document %d", p.file, p.doc)
+	if p.item > 0 {
+		where += fmt.Sprintf(", item %d", p.item)
+	}
+	return where
 }
 
 // apiGroup is apiVersion's group: "" for the core group ("v1").

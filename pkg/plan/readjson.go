@@ -58,7 +58,8 @@ func newDecodePool(file string) *decodePool {
 
 func (p *decodePool) work() {
 	defer p.wg.Done()
-	var conv converter
+	// managedFields is pruned and compacted away anyway.
+	conv := converter{fast: yamljson.Converter{DropManagedFields: true}}
 	var dec decoder
 	for unit := range p.next {
 		js, err := conv.toJSON(unit)
@@ -75,13 +76,12 @@ func (p *decodePool) work() {
 // converter turns a unit's text into compact JSON, reusing its buffers
 // between units; one per worker.
 type converter struct {
-	fast    yamljson.Converter
-	compact []byte
+	fast yamljson.Converter
 }
 
 func (c *converter) toJSON(unit *decodeUnit) ([]byte, error) {
 	if unit.yaml {
-		if js, ok := c.fast.Convert(unit.raw); ok {
+		if js, ok := c.fast.ConvertPruned(unit.raw, yamlPrunerFor(unit.raw)); ok {
 			return js, nil
 		}
 		js, err := yaml.YAMLToJSON(unit.raw)
@@ -90,10 +90,8 @@ func (c *converter) toJSON(unit *decodeUnit) ([]byte, error) {
 		}
 		return js, nil
 	}
-	// Compact JSON lets decode read apiVersion and kind without a full
-	// unmarshal; indented input is compacted first.
-	c.compact = appendCompact(c.compact[:0], unit.raw)
-	return c.compact, nil
+	// decode compacts indented JSON as it prunes it (readTypeMeta).
+	return unit.raw, nil
 }
 
 func (p *decodePool) submit(unit *decodeUnit) {

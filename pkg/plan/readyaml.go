@@ -38,6 +38,8 @@ type yamlSplitter struct {
 	indent   int
 	item     bytes.Buffer
 	started  bool // item holds an entry
+	// managed leaves out the item's metadata.managedFields.
+	managed managedFieldsFilter
 }
 
 // splitYAMLStream submits the documents of r, streaming List items.
@@ -137,14 +139,23 @@ func (s *yamlSplitter) firstEntry(line []byte) {
 // itemLine adds a line to the item being read, starts the next one, or
 // ends the sequence.
 func (s *yamlSplitter) itemLine(line []byte) {
+	if !s.plainItemLine(line) {
+		s.anyItemLine(line)
+	}
+}
+
+// anyItemLine is itemLine for every line.
+func (s *yamlSplitter) anyItemLine(line []byte) {
 	switch {
 	case entryAt(line, s.indent):
 		s.flushItem()
 		s.startItem(line)
 	case blankOrComment(line):
-		s.item.WriteByte('\n')
+		if !s.managed.skipping {
+			s.item.WriteByte('\n')
+		}
 	case indentOf(line) > s.indent:
-		s.item.Write(dedent(line, s.indent+2))
+		s.writeItemLine(dedent(line, s.indent+2))
 	default:
 		// Back at the top level: the sequence has ended.
 		s.flushItem()
@@ -152,6 +163,77 @@ func (s *yamlSplitter) itemLine(line []byte) {
 		s.line(line)
 	}
 }
+
+// plainItemLine takes, without trimming, the common line inside an item:
+// indented deeper than its "- " and starting with neither white space
+// other than spaces nor a comment (itemLine's cases, in its order, for
+// that line: not an entry, not blank, deeper).
+func (s *yamlSplitter) plainItemLine(line []byte) bool {
+	spaces := 0
+	for spaces < len(line) && line[spaces] == ' ' {
+		spaces++
+	}
+	if spaces <= s.indent || spaces == len(line) || !plainStart[line[spaces]] {
+		return false
+	}
+	s.writeItemLine(line[min(spaces, s.indent+2):])
+	return true
+}
+
+// writeItemLine adds a line of the item, dedented, unless it belongs to
+// the item's metadata.managedFields.
+func (s *yamlSplitter) writeItemLine(text []byte) {
+	if !s.managed.drops(text) {
+		s.item.Write(text)
+	}
+}
+
+// managedFieldsFilter finds an item's metadata.managedFields among its
+// dedented lines, as kubectl prints it (metadata's keys two spaces in,
+// the key alone on its line, the sequence under it), so that its lines,
+// half of an API-server pod's, are neither copied nor converted (Compact
+// drops it; yamljson's DropManagedFields would skip it later). Blank and
+// comment lines inside it go too: kept, they could join a block scalar
+// before it.
+type managedFieldsFilter struct {
+	inMetadata bool
+	// childIndent is the indent of metadata's first key, -1 before it.
+	childIndent int
+	skipping    bool
+}
+
+// drops takes the item's next content line and reports whether it is
+// part of metadata.managedFields.
+func (f *managedFieldsFilter) drops(text []byte) bool {
+	indent := indentOf(text)
+	if f.skipping {
+		if indent > 2 || indent == 2 && entryAt(text, 2) {
+			return true
+		}
+		f.skipping = false
+	}
+	if indent == 0 {
+		*f = managedFieldsFilter{inMetadata: string(text) == "metadata:\n", childIndent: -1}
+		return false
+	}
+	if !f.inMetadata {
+		return false
+	}
+	if f.childIndent < 0 {
+		f.childIndent = indent
+	}
+	f.skipping = f.childIndent == 2 && string(text) == "  managedFields:\n"
+	return f.skipping
+}
+
+// plainStart marks the bytes after a line's indentation that make it
+// neither blank nor a comment.
+var plainStart = func() (table [256]bool) {
+	for char := range table {
+		table[char] = char > ' ' && char < 0x7f && char != '#'
+	}
+	return table
+}()
 
 func indentOf(line []byte) int { return len(line) - len(bytes.TrimLeft(line, " ")) }
 
@@ -168,7 +250,8 @@ func dedent(line []byte, n int) []byte {
 func (s *yamlSplitter) startItem(line []byte) {
 	s.started = true
 	s.item.Reset()
-	s.item.Write(line[s.indent+2:])
+	s.managed = managedFieldsFilter{}
+	s.writeItemLine(line[s.indent+2:])
 }
 
 // flushItem submits the item read so far as a document of its own.

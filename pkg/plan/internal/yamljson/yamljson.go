@@ -17,6 +17,7 @@ package yamljson
 
 import (
 	"bytes"
+	"encoding/binary"
 	"regexp"
 	"slices"
 	"strconv"
@@ -27,6 +28,12 @@ import (
 // Converter holds buffers reused between documents; it is not safe for
 // concurrent use. The zero value is ready.
 type Converter struct {
+	// DropManagedFields leaves out the root mapping's
+	// metadata.managedFields in block style: its lines are crossed without
+	// being parsed, so it is neither converted nor checked (see
+	// skipNested). Everything else keeps the invariant.
+	DropManagedFields bool
+
 	src   []byte
 	lines []line
 	nodes []node
@@ -35,6 +42,26 @@ type Converter struct {
 	text  []byte // decoded strings that are not slices of src
 	out   []byte
 	depth int
+	// inMetadata: the mapping being parsed is the root's metadata.
+	inMetadata bool
+	// valueMapping and valueElements are the Pruners for the value about
+	// to be parsed: for it if it is a mapping, for its mapping elements if
+	// it is a sequence.
+	valueMapping, valueElements Pruner
+}
+
+// Pruner leaves out entries of block mappings as a document is converted
+// (ConvertPruned): an entry it drops is not in the output, and its value,
+// when on the following lines, is crossed without being parsed or
+// checked. A nil Pruner drops nothing below it.
+type Pruner interface {
+	// Drop reports whether the entry key is left out.
+	Drop(key []byte) bool
+	// Mapping is the Pruner for key's value when that is a mapping.
+	Mapping(key []byte) Pruner
+	// Elements is the Pruner for the mappings in key's value when that is
+	// a sequence.
+	Elements(key []byte) Pruner
 }
 
 type line struct {
@@ -74,23 +101,60 @@ const maxDepth = 500
 // Convert returns y as JSON and true, or nil and false when it does not
 // handle y. The returned slice is freshly allocated.
 func (c *Converter) Convert(y []byte) ([]byte, bool) {
+	js, ok := c.ConvertShared(y)
+	return bytes.Clone(js), ok
+}
+
+// ConvertShared is Convert without the copy: the returned slice is the
+// Converter's buffer, valid until its next use.
+func (c *Converter) ConvertShared(y []byte) ([]byte, bool) {
+	return c.ConvertPruned(y, nil)
+}
+
+// ConvertPruned is ConvertShared leaving out what root (the Pruner for
+// the document's root mapping) drops.
+func (c *Converter) ConvertPruned(y []byte, root Pruner) ([]byte, bool) {
 	if !printableASCII(y) {
 		return nil, false
 	}
 	c.reset(y)
+	c.valueMapping = root
 	first, ok := c.splitLines()
 	if !ok {
 		return nil, false
 	}
-	root, ok := c.root(first)
-	if !ok || !c.emit(root) {
+	top, ok := c.root(first)
+	if !ok || !c.emit(top) {
 		return nil, false
 	}
-	return bytes.Clone(c.out), true
+	return c.out, true
 }
 
-// printableASCII reports whether y holds only printable ASCII and line feeds.
+// printableASCII reports whether y holds only printable ASCII and line
+// feeds. It reads eight bytes at a time; a word with a control byte (a
+// line feed, most often) is read byte by byte.
 func printableASCII(y []byte) bool {
+	for len(y) >= 8 {
+		word := binary.LittleEndian.Uint64(y)
+		if word&highBits != 0 || (word+lowBits)&highBits != 0 {
+			return false // a byte >= 0x80, or 0x7f
+		}
+		// Some byte < 0x20 (exact for bytes < 0x80).
+		if (word-0x20*lowBits)&^word&highBits != 0 && !printableBytes(y[:8]) {
+			return false
+		}
+		y = y[8:]
+	}
+	return printableBytes(y)
+}
+
+const (
+	lowBits  = 0x0101010101010101
+	highBits = 0x8080808080808080
+)
+
+// printableBytes is printableASCII one byte at a time.
+func printableBytes(y []byte) bool {
 	for _, b := range y {
 		if (b < 0x20 && b != '\n') || b > 0x7e {
 			return false
@@ -109,6 +173,8 @@ func (c *Converter) reset(y []byte) {
 	c.text = c.text[:0]
 	c.out = c.out[:0]
 	c.depth = 0
+	c.inMetadata = false
+	c.valueMapping, c.valueElements = nil, nil
 }
 
 // splitLines fills c.lines and returns the first line with content; it
@@ -205,6 +271,8 @@ func (c *Converter) mapping(i, col, indent int) (int, int, bool) {
 		return 0, 0, false
 	}
 	defer func() { c.depth-- }()
+	pruner := c.valueMapping
+	c.valueMapping, c.valueElements = nil, nil
 	base := len(c.stack)
 	for {
 		l := c.lines[i]
@@ -213,12 +281,10 @@ func (c *Converter) mapping(i, col, indent int) (int, int, bool) {
 		if !ok {
 			return 0, 0, false
 		}
-		val, next, ok := c.value(i, vp, indent, true)
+		next, ok := c.entryValue(&e, i, vp, indent, pruner)
 		if !ok {
 			return 0, 0, false
 		}
-		e.val = val
-		c.stack = append(c.stack, e)
 		next = c.nextLine(next)
 		if next == len(c.lines) || c.lines[next].indent < indent {
 			i = next
@@ -234,6 +300,63 @@ func (c *Converter) mapping(i, col, indent int) (int, int, bool) {
 	}
 	m, ok := c.finishMap(base)
 	return m, i, ok
+}
+
+// entryValue parses the value of the mapping entry e (at indent, its
+// value at p of line i) and pushes the entry, unless it is one
+// DropManagedFields leaves out; it returns the line after the value.
+func (c *Converter) entryValue(e *entry, i, p, indent int, pruner Pruner) (int, bool) {
+	if c.dropped(e.key, i, p) {
+		return c.skipNested(i, indent), true
+	}
+	if pruner != nil && pruner.Drop(e.key) {
+		return c.dropValue(i, p, indent)
+	}
+	c.valueMapping, c.valueElements = nil, nil
+	if pruner != nil {
+		c.valueMapping, c.valueElements = pruner.Mapping(e.key), pruner.Elements(e.key)
+	}
+	inMetadata := c.inMetadata
+	c.inMetadata = c.depth == 1 && string(e.key) == "metadata"
+	val, next, ok := c.value(i, p, indent, true)
+	c.inMetadata = inMetadata
+	e.val = val
+	c.stack = append(c.stack, *e)
+	return next, ok
+}
+
+// dropValue crosses the value a Pruner dropped: one on the following
+// lines is skipped, one on the key's line is parsed (it is cheap, and
+// keeps its checks) and left out.
+func (c *Converter) dropValue(i, p, indent int) (int, bool) {
+	if p == c.lines[i].end || c.src[p] == '#' {
+		return c.skipNested(i, indent), true
+	}
+	c.valueMapping, c.valueElements = nil, nil
+	_, next, ok := c.value(i, p, indent, true)
+	return next, ok
+}
+
+// dropped reports whether key, at p of line i, is the managedFields of
+// the root's metadata with its value on the following lines.
+func (c *Converter) dropped(key []byte, i, p int) bool {
+	return c.DropManagedFields && c.inMetadata && c.depth == 2 && string(key) == "managedFields" &&
+		(p == c.lines[i].end || c.src[p] == '#')
+}
+
+// skipNested returns the line after the nested value of the entry on
+// line i at indent: the lines indented deeper, and a sequence's entries
+// at indent itself, as nestedValue would parse them.
+func (c *Converter) skipNested(i, indent int) int {
+	next := i + 1
+	for next < len(c.lines) {
+		l := c.lines[next]
+		if !l.skip && l.indent <= indent && !(l.indent == indent && c.isSeqItem(l.start+l.indent, l.end)) {
+			break
+		}
+		next++
+	}
+	return next
 }
 
 // finishMap turns the entries pushed since base into a map node with
@@ -262,8 +385,10 @@ func (c *Converter) sequence(i, indent int) (int, int, bool) {
 		return 0, 0, false
 	}
 	defer func() { c.depth-- }()
+	elements := c.valueElements
 	base := len(c.stack)
 	for {
+		c.valueMapping, c.valueElements = elements, nil
 		l := c.lines[i]
 		p := l.start + indent + 1
 		for p < l.end && c.src[p] == ' ' {

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"reflect"
+	"slices"
+	"strings"
 	"testing"
 
 	"sigs.k8s.io/yaml"
@@ -185,4 +187,110 @@ func FuzzConvert(f *testing.F) {
 		}
 		check(t, &c, in)
 	})
+}
+
+// withoutManagedFields is sigs.k8s.io/yaml's JSON of in, less the root's
+// metadata.managedFields.
+func withoutManagedFields(t *testing.T, in string) string {
+	t.Helper()
+	slow, err := yaml.YAMLToJSON([]byte(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc map[string]any
+	if err := json.Unmarshal(slow, &doc); err != nil {
+		t.Fatal(err)
+	}
+	if meta, ok := doc["metadata"].(map[string]any); ok {
+		delete(meta, "managedFields")
+	}
+	out, err := json.Marshal(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(out)
+}
+
+// TestDropManagedFields: with DropManagedFields, the root metadata's
+// block-style managedFields is left out and the rest is what
+// sigs.k8s.io/yaml converts; managedFields anywhere else, or written on
+// its key's line, is converted as before.
+func TestDropManagedFields(t *testing.T) {
+	for _, tc := range []struct {
+		name, in string
+		dropped  bool
+	}{
+		{"kubectl pod", strings.Replace(kubectlPod, "  name: web", "  managedFields:\n  - apiVersion: v1\n    fieldsType: FieldsV1\n    fieldsV1:\n      f:metadata:\n        f:labels:\n          .: {}\n    manager: kubectl\n    time: \"2024-05-01T10:00:00Z\"\n  name: web", 1), true},
+		{"same-indent sequence", "metadata:\n  managedFields:\n  - manager: a\n    fieldsV1:\n      f:x: {}\n\n  # note\n  - manager: b\n  name: p\nspec: {}\n", true},
+		{"deeper sequence", "metadata:\n  managedFields:\n    - manager: a\n  name: p\n", true},
+		{"last key", "kind: Pod\nmetadata:\n  name: p\n  managedFields:\n  - manager: a\n", true},
+		{"inline value", "metadata:\n  managedFields: []\n  name: p\n", false},
+		{"not the root's metadata", "spec:\n  metadata:\n    managedFields:\n    - manager: a\n    name: p\n", false},
+		{"not under metadata", "status:\n  managedFields:\n  - manager: a\n", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := yamljson.Converter{DropManagedFields: true}
+			fast, ok := c.Convert([]byte(tc.in))
+			if !ok {
+				t.Fatalf("fast path refused it")
+			}
+			slow, err := yaml.YAMLToJSON([]byte(tc.in))
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := string(slow)
+			if tc.dropped {
+				want = withoutManagedFields(t, tc.in)
+			}
+			if string(fast) != want {
+				t.Errorf("\ngot:  %s\nwant: %s", fast, want)
+			}
+			if tc.dropped && bytes.Contains(fast, []byte("managedFields")) {
+				t.Errorf("managedFields kept: %s", fast)
+			}
+		})
+	}
+}
+
+// keyPruner drops the keys in drop and governs the mappings and sequence
+// elements under the keys in below.
+type keyPruner struct {
+	drop  []string
+	below map[string]*keyPruner
+}
+
+func (p *keyPruner) Drop(key []byte) bool { return slices.Contains(p.drop, string(key)) }
+
+func (p *keyPruner) Mapping(key []byte) yamljson.Pruner { return p.child(key) }
+
+func (p *keyPruner) Elements(key []byte) yamljson.Pruner { return p.child(key) }
+
+func (p *keyPruner) child(key []byte) yamljson.Pruner {
+	if sub := p.below[string(key)]; sub != nil {
+		return sub
+	}
+	return nil
+}
+
+// TestConvertPruned: entries a Pruner drops are left out, whether their
+// value is on the following lines or on the key's line, in mappings and
+// in a sequence's mappings; the same keys elsewhere are kept.
+func TestConvertPruned(t *testing.T) {
+	pruner := &keyPruner{drop: []string{"gone"}, below: map[string]*keyPruner{
+		"m": {drop: []string{"lost"}},
+		"s": {drop: []string{"lost"}},
+	}}
+	doc := "a: 1\nm:\n  lost:\n    deep:\n    - 1\n  z: 2\ns:\n- lost: [1, 2]\n  z: 3\n- w: 5\n  lost:\n    v: 4\nt:\n  lost: 6\ngone:\n  - 7\n"
+	var c yamljson.Converter
+	if _, ok := c.Convert([]byte(doc)); !ok {
+		t.Fatal("refused without a Pruner")
+	}
+	got, ok := c.ConvertPruned([]byte(doc), pruner)
+	if !ok {
+		t.Fatal("refused")
+	}
+	want := `{"a":1,"m":{"z":2},"s":[{"z":3},{"w":5}],"t":{"lost":6}}`
+	if string(got) != want {
+		t.Errorf("got  %s\nwant %s", got, want)
+	}
 }
