@@ -131,7 +131,9 @@ func TestEventReason(t *testing.T) {
 func TestExplanationDedupe(t *testing.T) {
 	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n", UID: "node-uid"}}
 	other := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "m", UID: "other-uid"}}
-	blocked := func(why string) disruption.Refusal { return disruption.Refusal{NodeClaim: "nc", Blocked: true, Reason: why} }
+	blocked := func(why string) disruption.Refusal {
+		return disruption.Refusal{NodeClaim: "nc", Blocked: true, Reason: why}
+	}
 	idle := func(why string) disruption.Refusal { return disruption.Refusal{NodeClaim: "nc", Reason: why} }
 	for _, tc := range []struct {
 		name     string
