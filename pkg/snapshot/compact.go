@@ -29,9 +29,10 @@ import (
 //     references, finalizers, node selector, containers, tolerations,
 //     affinity, spread constraints and volumes may be the same value as
 //     another pod's; of a pod a PageReader read, every map, slice and
-//     pointer of its spec may be (specshare.go). Code that changes a pod changes a copy it made of
-//     the part (passes copy a pod with `cp := *p` and assign fields,
-//     never write into a map or slice of it).
+//     pointer of its spec may be (specshare.go). Code that changes a pod
+//     changes a copy it made of the part (passes copy a pod with
+//     `cp := *p` and assign fields, never write into a map or slice of
+//     it).
 //   - Compacting an object twice is the same as once.
 
 // lastApplied is kubectl's copy of the whole object in an annotation: often

@@ -21,7 +21,7 @@ import (
 )
 
 // encodeAs encodes obj as the API server sends it in the media type.
-func encodeAs(t *testing.T, mediaType string, obj runtime.Object) []byte {
+func encodeAs(t testing.TB, mediaType string, obj runtime.Object) []byte {
 	t.Helper()
 	info, ok := runtime.SerializerInfoForMediaType(scheme.Codecs.SupportedMediaTypes(), mediaType)
 	if !ok {
@@ -138,12 +138,7 @@ func benchPage(b *testing.B) []byte {
 		}
 		list.Items = append(list.Items, *pod)
 	}
-	info, _ := runtime.SerializerInfoForMediaType(scheme.Codecs.SupportedMediaTypes(), runtime.ContentTypeProtobuf)
-	data, err := runtime.Encode(scheme.Codecs.EncoderForVersion(info.Serializer, corev1.SchemeGroupVersion), list)
-	if err != nil {
-		b.Fatal(err)
-	}
-	return data
+	return encodeAs(b, runtime.ContentTypeProtobuf, list)
 }
 
 // apiShapedPage is a 500-pod page of scaletest's bound pods, shaped as the
@@ -155,12 +150,7 @@ func apiShapedPage(b *testing.B) []byte {
 	for _, pod := range scaletest.Generate(scaletest.Size{Nodes: 20, BoundPods: 500, Seed: 3}).BoundPods {
 		list.Items = append(list.Items, *pod)
 	}
-	info, _ := runtime.SerializerInfoForMediaType(scheme.Codecs.SupportedMediaTypes(), runtime.ContentTypeProtobuf)
-	data, err := runtime.Encode(scheme.Codecs.EncoderForVersion(info.Serializer, corev1.SchemeGroupVersion), list)
-	if err != nil {
-		b.Fatal(err)
-	}
-	return data
+	return encodeAs(b, runtime.ContentTypeProtobuf, list)
 }
 
 // BenchmarkDecodePage decodes and compacts a 500-pod protobuf page as the
