@@ -64,6 +64,11 @@ const (
 	// EnvAPICompression asks the API server for gzip-compressed responses
 	// ("true"/"false", default true; see apiCompression).
 	EnvAPICompression = "KARPFUNC_API_COMPRESSION"
+	// EnvSnapshotCheckShared makes every pass prove it wrote no object its
+	// snapshot shares with the warm cache ("true"/"false", default false;
+	// snapshot.CacheOptions.CheckShared). A diagnostic: it copies the whole
+	// cluster on every pass. The end-to-end tests turn it on.
+	EnvSnapshotCheckShared = "KARPFUNC_SNAPSHOT_CHECK_SHARED"
 )
 
 // dependencies are built on first use and kept for the life of the process
@@ -139,7 +144,11 @@ func (d *dependencies) get() (*provisioning.Provisioner, *lifecycle.Controller, 
 	if err != nil {
 		return nil, nil, err
 	}
-	snapKube := snapshot.WithCache(kube, snapshot.NewCache(kube, snapshot.CacheOptions{Logger: d.log, Pages: pages}))
+	checkShared, err := boolSetting(d.getenv, EnvSnapshotCheckShared, false)
+	if err != nil {
+		return nil, nil, err
+	}
+	snapKube := snapshot.WithCache(kube, snapshot.NewCache(kube, snapshot.CacheOptions{Logger: d.log, Pages: pages, CheckShared: checkShared}))
 	azOpts, err := azure.OptionsFromEnv()
 	if err != nil {
 		return nil, nil, err

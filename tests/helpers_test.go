@@ -19,6 +19,7 @@ import (
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/karpfunc/karpfunc/internal/localenv"
+	"github.com/karpfunc/karpfunc/pkg/snapshot"
 )
 
 // The tests' own clients log nothing through controller-runtime (whose
@@ -41,6 +42,7 @@ func startEnv(t *testing.T, opts localenv.Options) *localenv.Env {
 		t.Fatalf("starting the local loop: %v", err)
 	}
 	t.Cleanup(func() {
+		checkSharedWrites(t, env)
 		if t.Failed() && env.LogPath != "" {
 			if data, err := os.ReadFile(env.LogPath); err == nil {
 				lines := strings.Split(string(data), "\n")
@@ -55,6 +57,27 @@ func startEnv(t *testing.T, opts localenv.Options) *localenv.Env {
 		}
 	})
 	return env
+}
+
+// checkSharedWrites fails the test when a pass wrote to an object its
+// snapshot shared with the handler's warm cache (the loop runs the handler
+// with KARPFUNC_SNAPSHOT_CHECK_SHARED).
+func checkSharedWrites(t *testing.T, env *localenv.Env) {
+	t.Helper()
+	if env.LogPath == "" {
+		return
+	}
+	data, err := os.ReadFile(env.LogPath)
+	if err != nil {
+		t.Errorf("reading the loop's log for shared writes: %v", err)
+		return
+	}
+	for line := range strings.SplitSeq(string(data), "\n") {
+		if strings.Contains(line, snapshot.SharedWriteMessage) {
+			t.Errorf("a pass wrote to an object of its snapshot that the warm cache shares:\n%s", line)
+			return
+		}
+	}
 }
 
 // startEnvWithNodePool is startEnv with the sample NodePool and

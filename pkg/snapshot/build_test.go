@@ -1,8 +1,10 @@
 package snapshot
 
 import (
+	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -10,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 )
 
 // filled is a cache holding objs as if listed, without an API server.
@@ -28,15 +31,56 @@ func filled(objs ...client.Object) *Cache {
 	return c
 }
 
-func TestBuildCopiesWhatPassesWrite(t *testing.T) {
+func TestBuildSharesAllButWhatSyncWrites(t *testing.T) {
 	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n"}}
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "default"}}
-	snap := filled(node, pod).build()
-	if snap.Nodes[0] == node {
-		t.Error("a snapshot's Node is the cache's own object; a pass's patch would write into the cache")
+	pool := &karpv1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: "general"}}
+	c := filled(node, pod)
+	c.kind("nodepools").objs[key(pool)] = pool
+	snap := c.build()
+	if snap.Nodes[0] != node || snap.Pods[0] != pod {
+		t.Error("a snapshot's Node or pod is a copy: they are shared, and a pass copies what it writes")
 	}
-	if snap.Pods[0] != pod {
-		t.Error("a snapshot's pod is a copy: pods are shared read-only")
+	if snap.NodePools[0] == pool {
+		t.Error("a snapshot's NodePool is the cache's own object; nodepoolstatus.Sync would write into the cache")
+	}
+}
+
+// TestCheckShared: with CheckShared, a write to a shared object is found
+// and named, once; without it, or without a write, nothing is reported.
+func TestCheckShared(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		check   bool
+		write   func(*Cluster)
+		wantErr string
+	}{
+		{name: "no write", check: true, write: func(*Cluster) {}},
+		{name: "a taint", check: true, write: func(s *Cluster) { s.Nodes[0].Spec.Taints = append(s.Nodes[0].Spec.Taints, corev1.Taint{Key: "k"}) },
+			wantErr: "nodes n"},
+		{name: "a pod's label", check: true, write: func(s *Cluster) { s.Pods[0].Labels = map[string]string{"a": "b"} }, wantErr: "pods default/p"},
+		{name: "the slice only", check: true, write: func(s *Cluster) { s.Nodes[0] = &corev1.Node{} }},
+		{name: "off", write: func(s *Cluster) { s.Nodes[0].Labels = map[string]string{"a": "b"} }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := filled(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n"}}, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "default"}})
+			c.opts.CheckShared = tc.check
+			tc.write(c.build())
+			err := c.CheckShared()
+			if tc.wantErr == "" {
+				if err != nil {
+					t.Fatalf("CheckShared = %v, want nil", err)
+				}
+				return
+			}
+			var shared *SharedWriteError
+			if !errors.As(err, &shared) || !strings.Contains(err.Error(), SharedWriteMessage+": "+tc.wantErr) {
+				t.Fatalf("CheckShared = %v, want a SharedWriteError naming %s", err, tc.wantErr)
+			}
+			if err := c.CheckShared(); err != nil {
+				t.Errorf("a second CheckShared = %v; the write was reported once", err)
+			}
+		})
 	}
 }
 
@@ -79,7 +123,7 @@ func TestApplyIgnoresAReplacedWatch(t *testing.T) {
 }
 
 // BenchmarkBuild is the warm pass's own cost at AKS's limits: 150,000 pods
-// sorted and shared, 5,000 Nodes sorted and copied.
+// and 5,000 Nodes sorted and shared.
 func BenchmarkBuild(b *testing.B) {
 	var objs []client.Object
 	for i := range 150000 {

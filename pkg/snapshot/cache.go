@@ -58,7 +58,12 @@ type CacheOptions struct {
 	// Budget is the heap the cached objects may take, in bytes; zero
 	// derives it from the memory limit (MemoryBudget).
 	Budget int64
-	Logger *slog.Logger
+	// CheckShared keeps a copy of every object a snapshot shares with the
+	// cache and, before the next snapshot (or at CheckShared), fails with
+	// a SharedWriteError if a pass wrote to one. It doubles a pass's
+	// memory: a diagnostic for tests (KARPFUNC_SNAPSHOT_CHECK_SHARED).
+	CheckShared bool
+	Logger      *slog.Logger
 }
 
 // Stats count what the cache read, since it was made.
@@ -86,6 +91,7 @@ type Cache struct {
 	life   context.Context
 	stop   context.CancelFunc
 	warm   bool
+	handed []handedOut // CheckShared: the last snapshot's shared objects
 
 	lists, relists, listed, events, probes, nudges atomic.Int64
 }
@@ -154,6 +160,9 @@ func (c *Cache) Cluster(ctx context.Context) (*Cluster, error) {
 	started := time.Now()
 	c.passMu.Lock()
 	defer c.passMu.Unlock()
+	if err := c.checkShared(); err != nil {
+		return nil, err
+	}
 	if !c.warm {
 		if err := c.coldStart(ctx); err != nil {
 			return nil, timeErr(ctx, "snapshot", started, err)
@@ -567,9 +576,9 @@ func (k *kindCache) waitFor(ctx context.Context, rv uint64, d time.Duration) boo
 	}
 }
 
-// build hands out the cached objects: the kinds the passes write to as deep
-// copies, the rest shared (nothing writes them; see the package
-// documentation).
+// build hands out the cached objects: the kinds the passes write in place
+// as deep copies, the rest shared (a pass copies what it writes; see the
+// package documentation).
 func (c *Cache) build() *Cluster {
 	out := &Cluster{}
 	for _, kind := range c.kinds {
@@ -580,6 +589,8 @@ func (c *Cache) build() *Cluster {
 			for i, o := range objs {
 				objs[i] = o.DeepCopyObject().(client.Object)
 			}
+		} else if c.opts.CheckShared {
+			c.recordShared(kind, objs)
 		}
 		kind.spec.fill(out, objs)
 	}

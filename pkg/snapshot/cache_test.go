@@ -28,7 +28,7 @@ import (
 // TestCache runs the warm cache against a real API server: a change made
 // just before a pass is in its snapshot (whether the changed kind's watch
 // is the busy one or an idle one that must be nudged), an expired watch
-// relists, the objects passes write to are copies, and a cluster over the
+// relists, a pass's write to a shared object is caught, and a cluster over the
 // memory budget is refused with its size.
 func TestCache(t *testing.T) {
 	kube, cache := startCache(t)
@@ -65,14 +65,20 @@ func TestCache(t *testing.T) {
 		}
 	})
 
-	t.Run("snapshots are copies where passes write", func(t *testing.T) {
+	t.Run("a write to a shared object is caught", func(t *testing.T) {
+		// The cache runs with CheckShared, as the handler in the
+		// end-to-end tests: a pass that wrote a Node in place fails the
+		// next snapshot, naming it, and the write is reported once.
 		snap := mustCluster(t, cache)
+		written, labels := snap.Nodes[0].Name, snap.Nodes[0].Labels
 		snap.Nodes[0].Labels = map[string]string{"written": "by-a-pass"}
-		snap.Nodes[0].Spec.Unschedulable = true
-		again := mustCluster(t, cache)
-		if again.Nodes[0].Labels["written"] != "" || again.Nodes[0].Spec.Unschedulable {
-			t.Error("a write to a snapshot's Node reached the cache")
+		_, err := cache.Cluster(t.Context())
+		var shared *SharedWriteError
+		if !errors.As(err, &shared) || shared.Kind != "nodes" || shared.Key != written || !strings.Contains(shared.Diff, "by-a-pass") {
+			t.Fatalf("the snapshot after a pass wrote node %s: %v; want a SharedWriteError naming it", written, err)
 		}
+		snap.Nodes[0].Labels = labels // the cache's object, mended for the subtests after
+		mustCluster(t, cache)
 	})
 
 	t.Run("out of time", func(t *testing.T) {
@@ -136,7 +142,7 @@ func startCache(t *testing.T) (client.WithWatch, *Cache) {
 	// RelistBelow -1: no kind is relisted for being small, so a kind that
 	// lags must catch up by its watch. Pods and nodes are read with a
 	// PageReader, as the handler reads them.
-	cache := NewCache(kube, CacheOptions{RelistBelow: -1, Pages: mustPageReader(t, cp.RESTConfig())})
+	cache := NewCache(kube, CacheOptions{RelistBelow: -1, Pages: mustPageReader(t, cp.RESTConfig()), CheckShared: true})
 	t.Cleanup(cache.Close)
 	snap := mustCluster(t, cache)
 	if len(snap.Nodes) != 3 || len(snap.Pods) != 1 {
@@ -302,7 +308,7 @@ func TestCacheRelistsWhenHistoryIsGone(t *testing.T) {
 	testenv.DefaultServiceAccounts(t, kube, "default")
 	mustCreate(t, kube, testNode("node-0"))
 	mustCreate(t, kube, testPod("before", "node-0"))
-	cache := NewCache(kube, CacheOptions{RelistBelow: -1, Pages: mustPageReader(t, cp.RESTConfig())})
+	cache := NewCache(kube, CacheOptions{RelistBelow: -1, Pages: mustPageReader(t, cp.RESTConfig()), CheckShared: true})
 	t.Cleanup(cache.Close)
 	mustCluster(t, cache)
 

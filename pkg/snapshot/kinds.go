@@ -18,10 +18,13 @@ import (
 type kindSpec struct {
 	name    string
 	newList func() client.ObjectList
-	// copyOnRead: the passes patch these objects in place (a patch writes
-	// the server's answer into the object it was given), so a snapshot
-	// hands out deep copies and the cache's own objects stay as the watch
-	// delivered them.
+	// copyOnRead: the passes write these objects in place
+	// (nodepoolstatus.Sync patches NodePool and AKSNodeClass status into
+	// the objects it is given), so a snapshot hands out deep copies and the
+	// cache's own objects stay as the watch delivered them. Only the small
+	// kinds are copied: every other kind is shared, and a pass that writes
+	// one of its objects copies it first (CacheOptions.CheckShared proves
+	// it in the end-to-end tests).
 	copyOnRead bool
 	// bytesPerObject is the heap one stripped object of this kind costs,
 	// measured on the bench cluster's objects (hack/benchscale) with some
@@ -53,9 +56,9 @@ var (
 
 // kinds are read in this order; pods last, as the biggest.
 var kinds = []kindSpec{
-	{name: "nodeclaims", newList: func() client.ObjectList { return &karpv1.NodeClaimList{} }, copyOnRead: true, bytesPerObject: 6 << 10,
+	{name: "nodeclaims", newList: func() client.ObjectList { return &karpv1.NodeClaimList{} }, bytesPerObject: 6 << 10,
 		fill: fillInto(func(c *Cluster) *[]*karpv1.NodeClaim { return &c.NodeClaims })},
-	{name: "nodes", newList: func() client.ObjectList { return &corev1.NodeList{} }, copyOnRead: true, bytesPerObject: 8 << 10,
+	{name: "nodes", newList: func() client.ObjectList { return &corev1.NodeList{} }, bytesPerObject: 8 << 10,
 		proto: nodesProto,
 		fill:  fillInto(func(c *Cluster) *[]*corev1.Node { return &c.Nodes })},
 	{name: "nodepools", newList: func() client.ObjectList { return &karpv1.NodePoolList{} }, copyOnRead: true, bytesPerObject: 8 << 10,

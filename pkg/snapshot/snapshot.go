@@ -32,15 +32,17 @@
 //     requests fail, and a kind that does not catch up within CatchUp is
 //     relisted (a consistent LIST). No bookmark or event short of the quorum
 //     resourceVersion ever counts as caught up.
-//   - Nothing the cache holds is written by a pass: NodeClaims, Nodes,
-//     NodePools and AKSNodeClasses, which the passes patch in place (a
+//   - Nothing the cache holds is written by a pass. NodePools and
+//     AKSNodeClasses, whose status nodepoolstatus.Sync patches in place (a
 //     controller-runtime Patch writes the answer into the object it was
-//     given), are handed out as deep copies; pods, DaemonSets, volumes,
-//     claims, StorageClasses, namespaces and PodDisruptionBudgets are shared
-//     and only read (the scheduler, the disruption engine and the passes
-//     never assign to them; a test guards the copies). A watch event
-//     replaces an object, never edits it, so a snapshot stays as it was
-//     handed out for the whole pass.
+//     given), are handed out as deep copies: a few objects. Everything else,
+//     the 5,000 Nodes and NodeClaims and 150,000 pods of a cluster at AKS's
+//     limits among them, is shared: the scheduler and the disruption engine
+//     only read, and a pass that writes a Node or NodeClaim (a taint, an
+//     annotation, a status condition) writes a copy. CacheOptions.CheckShared
+//     proves it: the end-to-end tests run the handler with it and fail on a
+//     SharedWriteError. A watch event replaces an object, never edits it, so
+//     a snapshot stays as it was handed out for the whole pass.
 //   - Input never copies or mutates the objects; it only sorts them into
 //     pending pods, bound pods and capacity.
 //   - A NodeClaim being deleted is never capacity; a finished pod never

@@ -84,7 +84,7 @@ func (c *Controller) disrupt(ctx context.Context, out *triggers.Outcome, snap *s
 	if err := c.taint(ctx, node); err != nil {
 		return err
 	}
-	if _, _, err := lifecycle.WriteNodeClaimStatus(ctx, c.kube, nc, func(cur *karpv1.NodeClaim) bool {
+	if _, _, err := lifecycle.WriteNodeClaimStatus(ctx, c.kube, nc.DeepCopy(), func(cur *karpv1.NodeClaim) bool { // nc is the snapshot's
 		return cur.StatusConditions().SetTrueWithReason(karpv1.ConditionTypeDisruptionReason, reason, "Disrupted: "+reason)
 	}); err != nil {
 		if apierrors.IsNotFound(err) {
@@ -109,14 +109,16 @@ func (c *Controller) disrupt(ctx context.Context, out *triggers.Outcome, snap *s
 	return nil
 }
 
-// taint puts the disrupted taint on node (nil: none) unless it has it.
+// taint puts the disrupted taint on node (nil: none) unless it has it; it
+// patches a copy, node being the snapshot's.
 func (c *Controller) taint(ctx context.Context, node *corev1.Node) error {
 	if node == nil || slices.ContainsFunc(node.Spec.Taints, func(t corev1.Taint) bool { return t.Key == karpv1.DisruptedTaintKey }) {
 		return nil
 	}
-	patch := client.MergeFromWithOptions(node.DeepCopy(), client.MergeFromWithOptimisticLock{})
-	node.Spec.Taints = append(node.Spec.Taints, disruption.DisruptedTaint)
-	if err := c.kube.Patch(ctx, node, patch); client.IgnoreNotFound(err) != nil {
+	patch := client.MergeFromWithOptions(node, client.MergeFromWithOptimisticLock{})
+	tainted := node.DeepCopy()
+	tainted.Spec.Taints = append(tainted.Spec.Taints, disruption.DisruptedTaint)
+	if err := c.kube.Patch(ctx, tainted, patch); client.IgnoreNotFound(err) != nil {
 		return fmt.Errorf("tainting node %s for disruption: %w", node.Name, err)
 	}
 	return nil

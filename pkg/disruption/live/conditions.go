@@ -35,12 +35,12 @@ func (c *Controller) writeConditions(ctx context.Context, snap *snapshot.Cluster
 		nodes[n.Name] = n
 	}
 	var errs []error
-	for _, nc := range snap.NodeClaims {
+	for i, nc := range snap.NodeClaims {
 		np := pools[nc.Labels[karpv1.NodePoolLabelKey]]
 		if np == nil || nc.DeletionTimestamp != nil || !ownership.Owns(nc) {
 			continue
 		}
-		_, _, err := lifecycle.WriteNodeClaimStatus(ctx, c.kube, nc, func(cur *karpv1.NodeClaim) bool {
+		err := c.writeClaimStatus(ctx, snap, i, func(cur *karpv1.NodeClaim) bool {
 			return cur.DeletionTimestamp == nil && syncConditions(cur, nodes[cur.Status.NodeName], np, hashes, versions, now)
 		})
 		if client.IgnoreNotFound(err) != nil {
@@ -93,6 +93,17 @@ func syncDrifted(nc *karpv1.NodeClaim, want disruption.ConditionState) bool {
 	return false
 }
 
+// writeClaimStatus writes the status of a copy of snap.NodeClaims[i] (the
+// snapshot shares the object with the cache) and puts what was written in
+// its place, so the rest of the pass decides on it.
+func (c *Controller) writeClaimStatus(ctx context.Context, snap *snapshot.Cluster, i int, mutate func(*karpv1.NodeClaim) bool) error {
+	written, wrote, err := lifecycle.WriteNodeClaimStatus(ctx, c.kube, snap.NodeClaims[i].DeepCopy(), mutate)
+	if err == nil && wrote {
+		snap.NodeClaims[i] = written
+	}
+	return err
+}
+
 // notePodEvents moves lastPodEventTime forward on the NodeClaims of the
 // nodes named (never backward: events arrive out of order).
 func (c *Controller) notePodEvents(ctx context.Context, snap *snapshot.Cluster, ev PodEvents) []error {
@@ -104,11 +115,11 @@ func (c *Controller) notePodEvents(ctx context.Context, snap *snapshot.Cluster, 
 		named[n] = true
 	}
 	var errs []error
-	for _, nc := range snap.NodeClaims {
+	for i, nc := range snap.NodeClaims {
 		if !named[nc.Status.NodeName] || nc.DeletionTimestamp != nil || !ownership.Owns(nc) || !nc.Status.LastPodEventTime.Time.Before(ev.At) {
 			continue
 		}
-		_, _, err := lifecycle.WriteNodeClaimStatus(ctx, c.kube, nc, func(cur *karpv1.NodeClaim) bool {
+		err := c.writeClaimStatus(ctx, snap, i, func(cur *karpv1.NodeClaim) bool {
 			if cur.DeletionTimestamp != nil || !cur.Status.LastPodEventTime.Time.Before(ev.At) {
 				return false
 			}

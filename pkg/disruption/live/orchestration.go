@@ -8,6 +8,7 @@ import (
 	"slices"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
@@ -90,8 +91,8 @@ func (c *Controller) markValidating(ctx context.Context, candidates []*karpv1.No
 		if nc.Annotations[apis.AnnotationDisruptionValidating] == mark {
 			continue
 		}
-		patch := client.MergeFrom(nc.DeepCopy())
-		marked := nc.DeepCopy()
+		patch := client.MergeFrom(nc)
+		marked := nc.DeepCopy() // nc is the snapshot's
 		if mark == "" {
 			delete(marked.Annotations, apis.AnnotationDisruptionValidating)
 		} else {
@@ -151,7 +152,7 @@ func (c *Controller) resume(ctx context.Context, snap *snapshot.Cluster, out *tr
 		rec, err := readRecord(replacements)
 		if err != nil {
 			c.log.Warn("disruption command refused: its record cannot be read; its replacements become ordinary nodes, its candidates stay", "command", id, "error", err)
-			errs = append(errs, c.unmarkAll(ctx, replacements))
+			errs = append(errs, c.unmarkAll(ctx, snap, replacements))
 			continue
 		}
 		alive, ready := replacementsUp(replacements)
@@ -160,7 +161,7 @@ func (c *Controller) resume(ctx context.Context, snap *snapshot.Cluster, out *tr
 			// A replacement failed: the command is abandoned, the
 			// candidates stay; the next decision starts afresh.
 			c.log.Info("disruption command abandoned: a replacement is gone", "command", id, "want", rec.Replacements, "live", alive)
-			errs = append(errs, c.unmarkAll(ctx, replacements))
+			errs = append(errs, c.unmarkAll(ctx, snap, replacements))
 			continue
 		case ready < alive:
 			waiting = id
@@ -224,20 +225,25 @@ func (c *Controller) finish(ctx context.Context, out *triggers.Outcome, snap *sn
 		}
 		names = append(names, ref.Name)
 	}
-	errs = append(errs, c.unmarkAll(ctx, replacements))
+	errs = append(errs, c.unmarkAll(ctx, snap, replacements))
 	return names, errors.Join(errs...)
 }
 
 // unmarkAll drops the replacements' records: they are ordinary nodes from
 // now on.
-func (c *Controller) unmarkAll(ctx context.Context, replacements []*karpv1.NodeClaim) error {
+func (c *Controller) unmarkAll(ctx context.Context, snap *snapshot.Cluster, replacements []*karpv1.NodeClaim) error {
 	var errs []error
 	for _, nc := range replacements {
-		patch := client.MergeFrom(nc.DeepCopy())
+		patch := client.MergeFrom(nc)
+		unmarked := nc.DeepCopy() // nc is the snapshot's
 		for _, key := range recordKeys {
-			delete(nc.Annotations, key)
+			delete(unmarked.Annotations, key)
 		}
-		if err := c.kube.Patch(ctx, nc, patch); client.IgnoreNotFound(err) != nil {
+		err := c.kube.Patch(ctx, unmarked, patch)
+		switch {
+		case err == nil:
+			putClaim(snap, unmarked)
+		case !apierrors.IsNotFound(err):
 			errs = append(errs, fmt.Errorf("clearing the disruption annotations of NodeClaim %s: %w", nc.Name, err))
 		}
 	}

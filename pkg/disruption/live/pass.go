@@ -182,6 +182,19 @@ func findClaim(snap *snapshot.Cluster, name string) *karpv1.NodeClaim {
 	return nil
 }
 
+// putClaim puts written, a copy of one of snap's NodeClaims that a pass
+// wrote, in the place of the one it copied: the rest of the pass decides
+// on what was written (the snapshot's own object is the cache's, never
+// written).
+func putClaim(snap *snapshot.Cluster, written *karpv1.NodeClaim) {
+	for i, nc := range snap.NodeClaims {
+		if nc.Name == written.Name {
+			snap.NodeClaims[i] = written
+			return
+		}
+	}
+}
+
 func nodeOf(snap *snapshot.Cluster, nc *karpv1.NodeClaim) *corev1.Node {
 	if nc.Status.NodeName == "" {
 		return nil
