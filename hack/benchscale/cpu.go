@@ -48,7 +48,11 @@ var controlPlaneParent int
 
 // siblingCPU is the CPU time of the processes named comm whose parent is
 // controlPlaneParent.
-func siblingCPU(comm string) time.Duration {
+func siblingCPU(comm string) time.Duration { return siblingCPUOf(controlPlaneParent, comm) }
+
+// siblingCPUOf is the CPU time of the processes named comm whose parent is
+// parent.
+func siblingCPUOf(parent int, comm string) time.Duration {
 	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
 	var total time.Duration
 	for _, path := range stats {
@@ -56,8 +60,8 @@ func siblingCPU(comm string) time.Duration {
 		if err != nil {
 			continue
 		}
-		name, parent, ticks, ok := parseStat(string(raw))
-		if ok && name == comm && parent == controlPlaneParent {
+		name, ppid, ticks, ok := parseStat(string(raw))
+		if ok && name == comm && ppid == parent {
 			total += time.Duration(ticks) * time.Second / clockTicks
 		}
 	}

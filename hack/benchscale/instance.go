@@ -121,7 +121,7 @@ func runInstance(ctx context.Context, which, kubeconfig string, s shape, changes
 		return err
 	}
 	m := &meter{reads: reads, cache: cache, served: served}
-	if err := m.measure(ctx, "cold "+which, profiled(pass)); err != nil {
+	if err := m.measure(ctx, "cold "+which, profiled("cold "+which, pass)); err != nil {
 		return err
 	}
 	round := 0
@@ -131,7 +131,7 @@ func runInstance(ctx context.Context, which, kubeconfig string, s shape, changes
 	if err := makeChanges(ctx, other, s, changes, round); err != nil {
 		return err
 	}
-	return m.measure(ctx, "warm "+which, pass)
+	return m.measure(ctx, "warm "+which, profiled("warm "+which, pass))
 }
 
 // plainList: the instance's cache reads every kind with the client's List
@@ -143,16 +143,17 @@ var plainList bool
 // KARPFUNC_API_COMPRESSION=false.
 var apiCompression bool
 
-// cpuProfile is where -cpuprofile writes the cold pass's CPU profile.
+// cpuProfile is the path -cpuprofile writes each pass's CPU profile to,
+// with the pass's name appended (".cold-provision", ".warm-disruption").
 var cpuProfile string
 
 // profiled is pass, under a CPU profile when -cpuprofile is set.
-func profiled(pass func(context.Context) (string, error)) func(context.Context) (string, error) {
+func profiled(name string, pass func(context.Context) (string, error)) func(context.Context) (string, error) {
 	if cpuProfile == "" {
 		return pass
 	}
 	return func(ctx context.Context) (string, error) {
-		file, err := os.Create(cpuProfile)
+		file, err := os.Create(cpuProfile + "." + strings.ReplaceAll(name, " ", "-"))
 		if err != nil {
 			return "", err
 		}

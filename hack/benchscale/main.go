@@ -76,7 +76,7 @@ func parseFlags() (config, error) {
 	flag.StringVar(&conf.kubeconfig, "instance-kubeconfig", "", "internal: the cluster of -instance")
 	flag.BoolVar(&conf.skipPlan, "skip-plan", false, "do not run karpfunc plan on the dumps")
 	flag.BoolVar(&conf.hold, "hold", false, "after the instances, keep the control plane up (until interrupted) for instances run by hand with -instance")
-	flag.StringVar(&cpuProfile, "cpuprofile", "", "internal: write a CPU profile of an instance's cold pass to this file")
+	flag.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of each pass to this path with the pass's name appended (.cold-provision, .warm-disruption, ...)")
 	flag.IntVar(&controlPlaneParent, "control-plane-parent", os.Getppid(), "internal: the pid whose kube-apiserver and etcd children an instance's CPU figures count (the driver's)")
 	flag.StringVar(&conf.dir, "dir", "", "where the dumps go (default: a temporary directory)")
 	flag.Parse()
@@ -162,7 +162,7 @@ func child(ctx context.Context, which, kubeconfig string, conf config) error {
 	cmd := exec.CommandContext(ctx, self, "-instance", which, "-instance-kubeconfig", kubeconfig,
 		"-nodes", fmt.Sprint(conf.nodes), "-pods", fmt.Sprint(conf.pods), "-pending", fmt.Sprint(conf.pending),
 		"-namespaces", fmt.Sprint(conf.namespaces), "-changes", fmt.Sprint(conf.changes), "-page-size", fmt.Sprint(conf.pageSize),
-		fmt.Sprintf("-plain-list=%t", plainList), fmt.Sprintf("-api-compression=%t", apiCompression))
+		fmt.Sprintf("-plain-list=%t", plainList), fmt.Sprintf("-api-compression=%t", apiCompression), "-cpuprofile", cpuProfile)
 	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
 	return cmd.Run()
 }
@@ -252,7 +252,32 @@ func waitForWatchCache(ctx context.Context, kube client.Client) error {
 		}
 	}
 	fmt.Printf("the API server's watch cache holds everything after %s\n", time.Since(start).Round(time.Millisecond))
+	settle(ctx)
 	return nil
+}
+
+// settle waits (at most settleLimit) until the API server is idle, using
+// under a tenth of a core for settleQuiet: a cluster's API server at rest,
+// not one still digesting the load, is what a pass meets.
+func settle(ctx context.Context) {
+	const (
+		settleLimit = 3 * time.Minute
+		settleQuiet = 3 * time.Second
+	)
+	start := time.Now()
+	before := siblingCPUOf(os.Getpid(), "kube-apiserver")
+	used, quiet := before, time.Duration(0)
+	for quiet < settleQuiet && time.Since(start) < settleLimit && ctx.Err() == nil {
+		time.Sleep(time.Second)
+		now := siblingCPUOf(os.Getpid(), "kube-apiserver")
+		if now-used < 100*time.Millisecond {
+			quiet += time.Second
+		} else {
+			quiet = 0
+		}
+		used = now
+	}
+	fmt.Printf("the API server settled after %s (%.1f CPU-s meanwhile)\n", time.Since(start).Round(time.Second), (used - before).Seconds())
 }
 
 // checkCounts asks the API server (a LIST of one, which reports how many

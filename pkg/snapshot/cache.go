@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"iter"
 	"log/slog"
 	"math/rand/v2"
 	goruntime "runtime"
@@ -394,40 +395,47 @@ func (c *Cache) listPages(ctx context.Context, spec *kindSpec) (map[string]clien
 		Compact(obj)
 		objs[key(obj)] = obj
 	}
-	var reading listReading
-	cont := ""
-	for {
-		c.lists.Add(1)
-		read, err := c.readPage(ctx, spec, cont, &reading, add)
+	for read, err := range c.pagesOf(ctx, spec, add) {
 		if err != nil {
 			return nil, 0, err
 		}
+		c.lists.Add(1)
 		c.listed.Add(read.count)
 		if need := int64(len(objs)) * spec.bytesPerObject; need > c.opts.Budget {
 			return nil, 0, &TooLargeError{Counts: map[string]int64{spec.name: int64(len(objs))}, Need: need, Budget: c.opts.Budget, Partial: read.cont != ""}
 		}
-		if cont = read.cont; cont == "" {
+		if read.cont == "" {
 			rv, err := parseRV(read.rvOfPage)
 			return objs, rv, err
 		}
 	}
+	return nil, 0, fmt.Errorf("listing %s: the pages ended without a last page", spec.name)
 }
 
-// readPage reads one page of spec from cont: with Pages when it reads the
-// kind, else with the client.
-func (c *Cache) readPage(ctx context.Context, spec *kindSpec, cont string, reading *listReading, add func(client.Object)) (page, error) {
+// pagesOf reads spec's pages, handing each object to add: with Pages, the
+// next page on its way while one decodes, when it reads the kind; else
+// with the client.
+func (c *Cache) pagesOf(ctx context.Context, spec *kindSpec, add func(client.Object)) iter.Seq2[page, error] {
 	if c.opts.Pages != nil && spec.proto != nil {
-		return c.opts.Pages.read(ctx, spec.proto, c.opts.PageSize, cont, reading, add)
+		return c.opts.Pages.pages(ctx, spec.proto, c.opts.PageSize, add)
 	}
-	list := spec.newList()
-	if err := c.kube.List(ctx, list, client.Limit(c.opts.PageSize), client.Continue(cont)); err != nil {
-		return page{}, err
+	return func(yield func(page, error) bool) {
+		for cont := ""; ; {
+			list := spec.newList()
+			if err := c.kube.List(ctx, list, client.Limit(c.opts.PageSize), client.Continue(cont)); err != nil {
+				yield(page{}, err)
+				return
+			}
+			err := meta.EachListItem(list, func(item runtime.Object) error {
+				add(item.(client.Object))
+				return nil
+			})
+			cont = list.GetContinue()
+			if !yield(page{count: int64(meta.LenList(list)), cont: cont, rvOfPage: list.GetResourceVersion()}, err) || err != nil || cont == "" {
+				return
+			}
+		}
 	}
-	err := meta.EachListItem(list, func(item runtime.Object) error {
-		add(item.(client.Object))
-		return nil
-	})
-	return page{count: int64(meta.LenList(list)), cont: list.GetContinue(), rvOfPage: list.GetResourceVersion()}, err
 }
 
 func key(o client.Object) string {
