@@ -183,3 +183,24 @@ func TestOrderAfterChanges(t *testing.T) {
 		}
 	}
 }
+
+// TestNodeClaimConditionsReadOnly: a NodeClaim arrives without status
+// conditions (a claim just created); a pass that reads them through
+// karpenter's StatusConditions, which sets missing ones Unknown in place,
+// writes nothing into the object the cache shares.
+func TestNodeClaimConditionsReadOnly(t *testing.T) {
+	c := filled()
+	c.opts.CheckShared = true
+	claims := c.kind("nodeclaims")
+	created := &karpv1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "general-a", ResourceVersion: "5"}}
+	if err := claims.apply(claims.gen, watch.Event{Type: watch.Added, Object: created}); err != nil {
+		t.Fatal(err)
+	}
+	snap := c.build()
+	if snap.NodeClaims[0].StatusConditions().Get(karpv1.ConditionTypeLaunched).IsTrue() {
+		t.Error("a new NodeClaim reads as Launched")
+	}
+	if err := c.CheckShared(); err != nil {
+		t.Errorf("reading a new NodeClaim's conditions wrote it: %v", err)
+	}
+}

@@ -21,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 )
 
 // Defaults of CacheOptions.
@@ -392,7 +393,7 @@ func (c *Cache) listAll(ctx context.Context, spec *kindSpec) (map[string]client.
 func (c *Cache) listPages(ctx context.Context, spec *kindSpec) (map[string]client.Object, uint64, error) {
 	objs := map[string]client.Object{}
 	add := func(obj client.Object) {
-		Compact(obj)
+		ingest(obj)
 		objs[key(obj)] = obj
 	}
 	for read, err := range c.pagesOf(ctx, spec, add) {
@@ -435,6 +436,19 @@ func (c *Cache) pagesOf(ctx context.Context, spec *kindSpec, add func(client.Obj
 				return
 			}
 		}
+	}
+}
+
+// ingest readies an object as it arrives: compacted (Compact) and, for a
+// NodeClaim, its status conditions set up as karpenter's StatusConditions
+// sets them up on its first call (operatorpkg status.ConditionTypes.For
+// sets every missing condition Unknown, in place). The passes call that
+// accessor on the NodeClaims the cache shares with them, often with
+// several passes at once; with every condition there, it only reads.
+func ingest(obj client.Object) {
+	Compact(obj)
+	if nc, ok := obj.(*karpv1.NodeClaim); ok {
+		nc.StatusConditions()
 	}
 }
 
@@ -532,7 +546,7 @@ func (k *kindCache) apply(gen uint64, ev watch.Event) error {
 	}
 	switch ev.Type {
 	case watch.Added, watch.Modified:
-		Compact(obj)
+		ingest(obj)
 		k.objs[key(obj)] = obj
 		k.noteLocked(key(obj))
 	case watch.Deleted:
