@@ -607,9 +607,13 @@ func (c *Cache) build() *Cluster {
 	out := &Cluster{}
 	for _, kind := range c.kinds {
 		kind.mu.Lock()
-		objs := slices.Clone(kind.orderedLocked()) // a pass may reorder its slices
+		// orderedLocked's slice is never written once made (changes make a
+		// new one), and fill copies it into the pass's own typed slice, which
+		// a pass may reorder.
+		objs := kind.orderedLocked()
 		kind.mu.Unlock()
 		if kind.spec.copyOnRead {
+			objs = slices.Clone(objs)
 			for i, o := range objs {
 				objs[i] = o.DeepCopyObject().(client.Object)
 			}
