@@ -41,7 +41,7 @@ func TestCache(t *testing.T) {
 		// catch-up would miss; it rotates so that each kind is in turn the
 		// busy one (its watch passes the quorum resourceVersion by an
 		// event) and a lagging one (proved fresh by the probe).
-		probes := cache.Stats().Probes
+		probes, nudges := cache.Stats().Probes, cache.Stats().Nudges
 		for round := range len(freshnessChanges) {
 			setUpRound(t, kube, cache, round)
 			for i := range freshnessChanges {
@@ -62,6 +62,9 @@ func TestCache(t *testing.T) {
 		}
 		if cache.Stats().Probes == probes {
 			t.Error("no freshness probe ran: every kind was caught up by its events, the lagging-kind path is untested")
+		}
+		if got := cache.Stats().Nudges - nudges; got != 0 {
+			t.Errorf("%d kinds were nudged for a bookmark: the API server refused their freshness probe", got)
 		}
 	})
 
