@@ -5,11 +5,15 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
@@ -17,12 +21,24 @@ import (
 )
 
 // The burst workload (`-pods N`): one Deployment of N replicas in the
-// default namespace, each pod asking what a small web or API replica asks.
+// default namespace, each pod asking what a small web or API replica asks;
+// with -bare-pods, the same N pods created by the demo itself.
 const (
 	burstName    = "burst"
+	burstImage   = "registry.k8s.io/pause:3.10"
 	burstCPU     = "500m"
 	burstMemory  = "1Gi"
 	burstPodsMax = 5000
+	// burstCreators create the bare pods at once: enough that 1,000
+	// exist within a few seconds, well under the API server's default
+	// 200 mutating requests in flight.
+	burstCreators = 32
+)
+
+// What a burst's timeline starts at.
+const (
+	startDeployment = "the Deployment's creation"
+	startFirstPod   = "the first pod's creation"
 )
 
 // burstManifest is the burst Deployment as YAML, applied like the
@@ -43,10 +59,10 @@ spec:
     spec:
       containers:
         - name: app
-          image: registry.k8s.io/pause:3.10
+          image: %[5]s
           resources:
             requests: {cpu: %[3]s, memory: %[4]s}
-`, burstName, replicas, burstCPU, burstMemory)
+`, burstName, replicas, burstCPU, burstMemory, burstImage)
 }
 
 // applyBurst creates the burst Deployment and returns its creation time as
@@ -67,12 +83,98 @@ func applyBurst(ctx context.Context, env *localenv.Env, replicas int) (time.Time
 	return created.CreationTimestamp.Time, nil
 }
 
+// burstPod is the burst Deployment's pod template as a pod of its own,
+// burst-00000 onwards.
+func burstPod(index int) *corev1.Pod {
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s-%05d", burstName, index), Namespace: "default",
+			Labels: map[string]string{"app": burstName}},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{
+			Name:  "app",
+			Image: burstImage,
+			Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
+				corev1.ResourceCPU:    resource.MustParse(burstCPU),
+				corev1.ResourceMemory: resource.MustParse(burstMemory),
+			}},
+		}}},
+	}
+}
+
+// createBurst creates the burst's pods itself (-bare-pods) and returns
+// the first pod's creation time as the API server recorded it.
+func createBurst(ctx context.Context, env *localenv.Env, count int) (time.Time, error) {
+	began := time.Now()
+	first, err := createBurstPods(ctx, env.ControlPlane.RESTConfig(), count)
+	if err != nil {
+		return time.Time{}, err
+	}
+	fmt.Printf("  · created %d pods %s-%05d to %s-%05d in %s, %d at a time (%s CPU, %s memory each)\n",
+		count, burstName, 0, burstName, count-1, time.Since(began).Round(10*time.Millisecond), burstCreators, burstCPU, burstMemory)
+	return first, nil
+}
+
+// createBurstPods creates count burst pods with burstCreators creators
+// through a client of cfg with no client-side rate limit (the admin
+// config's 50 a second would take 20 s for 1,000), and returns the first
+// pod's creation time as the API server recorded it. The first failure
+// stops the other creators and is returned.
+func createBurstPods(ctx context.Context, cfg *rest.Config, count int) (time.Time, error) {
+	cfg.QPS, cfg.Burst = -1, 0
+	kube, err := client.New(cfg, client.Options{})
+	if err != nil {
+		return time.Time{}, fmt.Errorf("burst pods' client: %w", err)
+	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	var next atomic.Int64
+	creators := make([]podCreator, burstCreators)
+	var running sync.WaitGroup
+	for i := range creators {
+		creators[i] = podCreator{kube: kube, next: &next, count: count}
+		running.Go(func() { creators[i].run(ctx, cancel) })
+	}
+	running.Wait()
+	if err := context.Cause(ctx); err != nil {
+		return time.Time{}, err
+	}
+	first := time.Time{}
+	for i := range creators {
+		first = earliest(first, creators[i].first)
+	}
+	return first, nil
+}
+
+// podCreator creates burst pods, taking the next index until count, and
+// keeps the earliest creation time it saw.
+type podCreator struct {
+	kube  client.Client
+	next  *atomic.Int64
+	count int
+	first time.Time
+}
+
+func (creator *podCreator) run(ctx context.Context, fail context.CancelCauseFunc) {
+	for ctx.Err() == nil {
+		index := int(creator.next.Add(1) - 1)
+		if index >= creator.count {
+			return
+		}
+		pod := burstPod(index)
+		if err := creator.kube.Create(ctx, pod); err != nil {
+			fail(fmt.Errorf("creating pod %s: %w", pod.Name, err))
+			return
+		}
+		creator.first = earliest(creator.first, pod.CreationTimestamp.Time)
+	}
+}
+
 // burstTimeline is when each phase of the burst ended, from the objects'
 // own timestamps (creation times and condition transitions, which the API
 // server keeps to the second). Each field is the last object to reach that
 // phase, except firstClaim and firstPod.
 type burstTimeline struct {
-	start          time.Time // the Deployment's creation
+	start          time.Time // the Deployment's or the first pod's creation
+	startEvent     string    // which: startDeployment or startFirstPod
 	firstPod       time.Time // the first pod created
 	lastPod        time.Time // the last pod created
 	firstClaim     time.Time // the first NodeClaim created
@@ -98,8 +200,8 @@ type burstTimeline struct {
 }
 
 // readTimeline reads the burst's pods, the NodeClaims and the Nodes.
-func readTimeline(ctx context.Context, kube client.Client, start time.Time) (burstTimeline, error) {
-	line := burstTimeline{start: start}
+func readTimeline(ctx context.Context, kube client.Client, start time.Time, startEvent string) (burstTimeline, error) {
+	line := burstTimeline{start: start, startEvent: startEvent}
 	var pods corev1.PodList
 	if err := kube.List(ctx, &pods, client.InNamespace("default"), client.MatchingLabels{"app": burstName}); err != nil {
 		return line, err
@@ -244,10 +346,11 @@ func latest(current, candidate time.Time) time.Time {
 }
 
 // print writes the breakdown: each phase's end as seconds after the
-// Deployment's creation, and the launch and registration spreads.
+// start (the Deployment's or the first pod's creation), and the launch and
+// registration spreads.
 func (line burstTimeline) print(out io.Writer) {
-	fmt.Fprintf(out, "\nburst breakdown: %d pods, %d NodeClaims, %d Nodes (object timestamps, to the second, after the Deployment's creation)\n",
-		line.pods, line.claims, line.nodes)
+	fmt.Fprintf(out, "\nburst breakdown: %d pods, %d NodeClaims, %d Nodes (object timestamps, to the second, after %s)\n",
+		line.pods, line.claims, line.nodes, line.startEvent)
 	for _, phase := range []struct {
 		what string
 		at   time.Time

@@ -1,15 +1,20 @@
 package main
 
 import (
+	"bytes"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/awslabs/operatorpkg/status"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
+	"sigs.k8s.io/yaml"
 )
 
 // TestTimeline: each phase ends with the last object to reach it, from the
@@ -130,5 +135,51 @@ func TestPodEvents(t *testing.T) {
 	if !slices.Equal(line.markTimes, wantMarks) || !slices.Equal(line.nominateTimes, wantNominations) {
 		t.Errorf("created -> unschedulable %v, unschedulable -> nominated %v; want %v and %v",
 			line.markTimes, line.nominateTimes, wantMarks, wantNominations)
+	}
+}
+
+// TestBreakdownStart: the breakdown says what its seconds are counted
+// from, the Deployment's creation or (-bare-pods) the first pod's.
+func TestBreakdownStart(t *testing.T) {
+	start := time.Date(2026, 12, 2, 17, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		name, startEvent, want, notWant string
+	}{
+		{"deployment", startDeployment, "after the Deployment's creation)", "first pod's creation"},
+		{"bare pods", startFirstPod, "after the first pod's creation)", "Deployment"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var out bytes.Buffer
+			burstTimeline{start: start, startEvent: tc.startEvent}.print(&out)
+			header, _, _ := strings.Cut(strings.TrimPrefix(out.String(), "\n"), "\n")
+			if !strings.Contains(header, tc.want) || strings.Contains(header, tc.notWant) {
+				t.Errorf("header %q; want it to say %q and not %q", header, tc.want, tc.notWant)
+			}
+		})
+	}
+}
+
+// TestBurstPod: a bare burst pod is the burst Deployment's pod template,
+// labels and spec, under its own name in the default namespace.
+func TestBurstPod(t *testing.T) {
+	var deployment appsv1.Deployment
+	if err := yaml.UnmarshalStrict(burstManifest(3), &deployment); err != nil {
+		t.Fatalf("decoding the burst manifest: %v", err)
+	}
+	template := deployment.Spec.Template
+	for _, tc := range []struct {
+		index    int
+		wantName string
+	}{{0, "burst-00000"}, {42, "burst-00042"}, {burstPodsMax - 1, "burst-04999"}} {
+		pod := burstPod(tc.index)
+		if pod.Name != tc.wantName || pod.Namespace != "default" {
+			t.Errorf("pod %d is %s/%s; want default/%s", tc.index, pod.Namespace, pod.Name, tc.wantName)
+		}
+		if !equality.Semantic.DeepEqual(pod.Labels, template.Labels) {
+			t.Errorf("pod %d labels %v; want the template's %v", tc.index, pod.Labels, template.Labels)
+		}
+		if !equality.Semantic.DeepEqual(pod.Spec, template.Spec) {
+			t.Errorf("pod %d spec %+v; want the template's %+v", tc.index, pod.Spec, template.Spec)
+		}
 	}
 }

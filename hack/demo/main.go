@@ -5,9 +5,11 @@
 // It is not part of the user CLI (cmd/karpfunc), which links no stand-in.
 // With -pods N it applies one Deployment of N replicas instead (the burst,
 // `make bench-burst`) and ends with the burst's breakdown, read from the
-// pods', NodeClaims' and Nodes' own timestamps.
+// pods', NodeClaims' and Nodes' own timestamps. With -bare-pods as well
+// it creates the N pods itself, all within seconds, so the breakdown runs
+// from the first pod's creation rather than kube-controller-manager's pace.
 //
-//	go run ./hack/demo [-timeout 10m] [-keep] [-vm-create 6s] [-boot 3s] [-pods N [-trace]]
+//	go run ./hack/demo [-timeout 10m] [-keep] [-vm-create 6s] [-boot 3s] [-pods N [-bare-pods] [-trace]]
 package main
 
 import (
@@ -51,6 +53,7 @@ type demoFlags struct {
 	vmCreate time.Duration // the ARM emulator's VM create time
 	boot     time.Duration // a created VM's boot time
 	pods     int           // 0: the sample workload; else the burst's replicas
+	barePods bool          // create the burst's pods directly, not through a Deployment
 	trace    bool          // collect the handler's traces and profile the Provision passes
 }
 
@@ -62,14 +65,28 @@ func parseDemoFlags(args []string) (demoFlags, error) {
 	vmCreate := fs.Duration("vm-create", demoVMCreate, "how long the ARM emulator takes to create a VM")
 	boot := fs.Duration("boot", demoBoot, "how long a created VM takes to boot and register its Node")
 	pods := fs.Int("pods", 0, "apply one Deployment of this many replicas instead of the sample workload, and print the burst's breakdown")
+	barePods := fs.Bool("bare-pods", false, "with -pods N: create the N pods directly ("+fmt.Sprint(burstCreators)+
+		" at a time) instead of a Deployment, and time the breakdown from the first pod's creation")
 	trace := fs.Bool("trace", false, "collect the handler's traces (OTLP) and print where the Provision passes spent their time")
 	if err := fs.Parse(args); err != nil {
 		return demoFlags{}, err
 	}
-	if *pods < 0 || *pods > burstPodsMax {
-		return demoFlags{}, fmt.Errorf("-pods %d: the burst takes 1 to %d pods (0 runs the sample workload)", *pods, burstPodsMax)
+	opts := demoFlags{timeout: *timeout, keep: *keep, vmCreate: *vmCreate, boot: *boot, pods: *pods, barePods: *barePods, trace: *trace}
+	if err := opts.check(); err != nil {
+		return demoFlags{}, err
 	}
-	return demoFlags{timeout: *timeout, keep: *keep, vmCreate: *vmCreate, boot: *boot, pods: *pods, trace: *trace}, nil
+	return opts, nil
+}
+
+// check refuses settings that do not go together.
+func (opts demoFlags) check() error {
+	if opts.pods < 0 || opts.pods > burstPodsMax {
+		return fmt.Errorf("-pods %d: the burst takes 1 to %d pods (0 runs the sample workload)", opts.pods, burstPodsMax)
+	}
+	if opts.barePods && opts.pods == 0 {
+		return errors.New("-bare-pods needs -pods N: it creates the burst's N pods; the sample workload has no burst")
+	}
+	return nil
 }
 
 func runDemo(args []string) error {
@@ -108,7 +125,7 @@ func runDemo(args []string) error {
 	}()
 	fmt.Printf("  · everything up in %s; process logs in %s\n", time.Since(started).Round(100*time.Millisecond), env.LogPath)
 
-	load, err := applyWorkload(ctx, env, root, opts.pods)
+	load, err := applyWorkload(ctx, env, root, opts)
 	if err != nil {
 		return err
 	}
@@ -133,19 +150,21 @@ func runDemo(args []string) error {
 type workload struct {
 	selector client.MatchingLabelsSelector
 	pods     int
-	// start is when the burst's Deployment was created (zero for the
-	// sample workload, whose time runs from the first pending pod).
-	start time.Time
+	// start is when the burst's Deployment or, with -bare-pods, its first
+	// pod was created (zero for the sample workload, whose time runs from
+	// the first pending pod); startEvent says which.
+	start      time.Time
+	startEvent string
 	// poll is how often the progress is read: a LIST of every pod costs
 	// the shared machine more the more pods there are.
 	poll time.Duration
 }
 
 // applyWorkload applies the sample NodePool and either the sample workload
-// (burstPods 0) or the burst Deployment.
-func applyWorkload(ctx context.Context, env *localenv.Env, root string, burstPods int) (workload, error) {
+// (opts.pods 0) or the burst: its Deployment or, with -bare-pods, its pods.
+func applyWorkload(ctx context.Context, env *localenv.Env, root string, opts demoFlags) (workload, error) {
 	files := []string{"examples/nodepool.yaml", "examples/workload.yaml"}
-	if burstPods > 0 {
+	if opts.pods > 0 {
 		files = files[:1]
 	}
 	for _, file := range files {
@@ -157,16 +176,21 @@ func applyWorkload(ctx context.Context, env *localenv.Env, root string, burstPod
 			fmt.Printf("  · applied %s/%s from %s\n", obj.GetKind(), obj.GetName(), file)
 		}
 	}
-	if burstPods == 0 {
+	if opts.pods == 0 {
 		return workload{selector: client.MatchingLabelsSelector{Selector: mustSelector("app in (web, api, worker)")},
 			pods: 50, poll: 250 * time.Millisecond}, nil
 	}
-	start, err := applyBurst(ctx, env, burstPods)
-	if err != nil {
-		return workload{}, err
+	load := workload{selector: client.MatchingLabelsSelector{Selector: mustSelector("app=" + burstName)},
+		pods: opts.pods, poll: time.Second}
+	var err error
+	if opts.barePods {
+		load.startEvent = startFirstPod
+		load.start, err = createBurst(ctx, env, opts.pods)
+	} else {
+		load.startEvent = startDeployment
+		load.start, err = applyBurst(ctx, env, opts.pods)
 	}
-	return workload{selector: client.MatchingLabelsSelector{Selector: mustSelector("app=" + burstName)},
-		pods: burstPods, start: start, poll: time.Second}, nil
+	return load, err
 }
 
 // waitForPods prints the workload's progress as it changes until all its
@@ -231,7 +255,7 @@ func printSummary(ctx context.Context, env *localenv.Env, opts demoFlags, load w
 	if load.start.IsZero() {
 		return nil
 	}
-	line, err := readTimeline(ctx, env.Kube, load.start)
+	line, err := readTimeline(ctx, env.Kube, load.start, load.startEvent)
 	if err != nil {
 		return fmt.Errorf("reading the burst's timeline: %w", err)
 	}
