@@ -93,7 +93,7 @@ func newSolver(in Input) *solver {
 	s.index = newBinIndex(len(s.res.names))
 	s.counters.setNamespaces(in.Namespaces, in.Pods, in.BoundPods)
 	s.internGroupCounters()
-	bound := s.boundByNode(in.BoundPods, in.Memo)
+	bound := s.boundByNode(in.BoundPods, in.Memo, len(in.Nodes))
 	s.matchGroupCounters()
 	s.newExisting(in, bound)
 	return s
@@ -215,12 +215,12 @@ func (s *solver) internGroupCounters() {
 // boundByNode returns what the running bound pods take, by node name:
 // their requests, summed, and the counters each one counts in. The pods
 // are read in one pass, in input order (the order they were decoded and
-// laid out in memory in), and not again.
-func (s *solver) boundByNode(boundPods []*corev1.Pod, memo *Memo) map[string]*boundOnNode {
+// laid out in memory in), and not again. nodeCount sizes the map.
+func (s *solver) boundByNode(boundPods []*corev1.Pod, memo *Memo, nodeCount int) map[string]*boundOnNode {
 	byNamespace := newCountersByNamespace(&s.counters)
-	bound := map[string]*boundOnNode{}
+	bound := make(map[string]*boundOnNode, nodeCount)
 	for _, pod := range boundPods {
-		if pod == nil || pod.Spec.NodeName == "" || pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
+		if !runningBound(pod) {
 			continue
 		}
 		onNode := bound[pod.Spec.NodeName]
@@ -231,16 +231,27 @@ func (s *solver) boundByNode(boundPods []*corev1.Pod, memo *Memo) map[string]*bo
 		s.addBoundPod(onNode, pod, memo)
 		// The counters it matches, then those its required anti-affinity
 		// owns.
-		counted := byNamespace.matched(pod, nil)
-		reqAnti, _ := podAntiAffinity(pod)
-		for _, term := range reqAnti {
-			if owned, err := s.counters.forTerm(term, pod.Namespace, true); err == nil {
-				counted = append(counted, owned)
-			}
-		}
-		onNode.counted = append(onNode.counted, counted)
+		onNode.counted = byNamespace.matched(pod, onNode.counted)
+		onNode.counted = s.appendOwned(pod, onNode.counted)
 	}
 	return bound
+}
+
+// runningBound reports whether pod is bound to a node and not finished.
+func runningBound(pod *corev1.Pod) bool {
+	return pod != nil && pod.Spec.NodeName != "" && pod.Status.Phase != corev1.PodSucceeded && pod.Status.Phase != corev1.PodFailed
+}
+
+// appendOwned appends to out the counters pod's required anti-affinity
+// terms own.
+func (s *solver) appendOwned(pod *corev1.Pod, out []*counter) []*counter {
+	reqAnti, _ := podAntiAffinity(pod)
+	for _, term := range reqAnti {
+		if owned, err := s.counters.forTerm(term, pod.Namespace, true); err == nil {
+			out = append(out, owned)
+		}
+	}
+	return out
 }
 
 // matchGroupCounters lists, for each group, the counters its pods match:
@@ -577,13 +588,8 @@ func (s *solver) newExisting(in Input, bound map[string]*boundOnNode) {
 	}
 	nodes, nodesByProviderID := indexNodes(in.Nodes)
 	claimOfNode, inFlight := matchClaims(in.NodeClaims, nodes, nodesByProviderID)
-	for _, node := range sortedBy(slices.Collect(func(yield func(*corev1.Node) bool) {
-		for _, node := range nodes {
-			if !yield(node) {
-				return
-			}
-		}
-	}), func(n *corev1.Node) string { return n.Name }) {
+	s.reserveHostnameCounts(len(s.bins) + len(nodes) + len(inFlight))
+	for _, node := range sortedByName(nodes) {
 		if node.Spec.Unschedulable || node.DeletionTimestamp != nil {
 			continue
 		}
@@ -598,10 +604,31 @@ func (s *solver) newExisting(in Input, bound map[string]*boundOnNode) {
 	}
 }
 
+// reserveHostnameCounts gives every hostname counter room to count in
+// bins bins (a hostname counter counts per bin id), so counting the bound
+// pods of thousands of nodes does not regrow them.
+func (s *solver) reserveHostnameCounts(bins int) {
+	for _, counter := range s.counters.all {
+		if counter.kind == keyHostname {
+			counter.counts = slices.Grow(counter.counts, max(bins-len(counter.counts), 0))
+		}
+	}
+}
+
+// sortedByName lists the nodes ordered by name.
+func sortedByName(byName map[string]*corev1.Node) []*corev1.Node {
+	out := make([]*corev1.Node, 0, len(byName))
+	for _, node := range byName {
+		out = append(out, node)
+	}
+	slices.SortFunc(out, func(a, b *corev1.Node) int { return strings.Compare(a.Name, b.Name) })
+	return out
+}
+
 // indexNodes returns the nodes by name and by provider ID.
 func indexNodes(list []*corev1.Node) (byName, byProviderID map[string]*corev1.Node) {
-	byName = map[string]*corev1.Node{}
-	byProviderID = map[string]*corev1.Node{}
+	byName = make(map[string]*corev1.Node, len(list))
+	byProviderID = make(map[string]*corev1.Node, len(list))
 	for _, node := range list {
 		if node == nil {
 			continue
@@ -617,7 +644,7 @@ func indexNodes(list []*corev1.Node) (byName, byProviderID map[string]*corev1.No
 // matchClaims returns the NodeClaims whose node exists, by node name, and
 // the in-flight ones (no node yet and not being deleted).
 func matchClaims(claims []*karpv1.NodeClaim, nodes, nodesByProviderID map[string]*corev1.Node) (map[string]*karpv1.NodeClaim, []*karpv1.NodeClaim) {
-	claimOfNode := map[string]*karpv1.NodeClaim{}
+	claimOfNode := make(map[string]*karpv1.NodeClaim, len(claims))
 	var inFlight []*karpv1.NodeClaim
 	for _, nc := range claims {
 		if nc == nil {
@@ -660,10 +687,8 @@ func (s *solver) addNodeBin(in Input, n *corev1.Node, claim *karpv1.NodeClaim, o
 	s.addBin(target)
 	if onNode != nil {
 		target.ports = slices.Clone(onNode.ports) // the bin appends its own
-		for _, counted := range onNode.counted {
-			for _, counter := range counted {
-				s.count(target, counter)
-			}
+		for _, counter := range onNode.counted {
+			s.count(target, counter)
 		}
 	}
 }
