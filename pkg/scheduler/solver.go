@@ -56,6 +56,8 @@ type solver struct {
 	linearScan bool
 	// labelReqs builds existing nodes' requirements from shared parts.
 	labelReqs *labelRequirements
+	// memo: Input.Memo.
+	memo *Memo
 }
 
 type pendingPod struct {
@@ -76,6 +78,7 @@ func newSolver(in Input) *solver {
 		spread:   in.Spread,
 
 		labelReqs: newLabelRequirements(),
+		memo:      in.Memo,
 
 		packLargest: in.PackLargest,
 	}
@@ -593,7 +596,7 @@ func (s *solver) newExisting(in Input, bound map[string]*boundOnNode) {
 		if node.Spec.Unschedulable || node.DeletionTimestamp != nil {
 			continue
 		}
-		s.addNodeBin(in, node, claimOfNode[node.Name], bound[node.Name])
+		s.addNodeBin(node, claimOfNode[node.Name], bound[node.Name])
 	}
 	for _, nc := range sortedBy(inFlight, func(nc *karpv1.NodeClaim) string { return nc.Name }) {
 		var pl *pool
@@ -665,8 +668,8 @@ func matchClaims(claims []*karpv1.NodeClaim, nodes, nodesByProviderID map[string
 
 // addNodeBin adds a bin for a schedulable node (claim is its NodeClaim,
 // if any) and counts the pods bound to it.
-func (s *solver) addNodeBin(in Input, n *corev1.Node, claim *karpv1.NodeClaim, onNode *boundOnNode) {
-	target := &bin{id: len(s.bins), node: n.Name, labels: labels.Set(n.Labels), reqs: in.Memo.nodeRequirements(n, s.labelReqs), compat: map[string]bool{}}
+func (s *solver) addNodeBin(n *corev1.Node, claim *karpv1.NodeClaim, onNode *boundOnNode) {
+	target := &bin{id: len(s.bins), node: n.Name, labels: labels.Set(n.Labels), nodeObject: n}
 	var startup []corev1.Taint
 	if claim != nil {
 		target.claimName = claim.Name
@@ -715,7 +718,7 @@ func (s *solver) addInFlightBin(in Input, nc *karpv1.NodeClaim, pl *pool, onNode
 	if available == nil {
 		return // neither launched nor naming a known instance type: no capacity to count on
 	}
-	target := &bin{id: len(s.bins), claimName: nc.Name, labels: labels.Set(nc.Labels), reqs: reqs, inFlight: true, taints: nc.Spec.Taints, compat: map[string]bool{}}
+	target := &bin{id: len(s.bins), claimName: nc.Name, labels: labels.Set(nc.Labels), reqs: reqs, inFlight: true, taints: nc.Spec.Taints}
 	zoneReq := reqs.Get(corev1.LabelTopologyZone)
 	for i, zone := range s.dom.zones {
 		if zoneReq.Has(zone) {
