@@ -221,6 +221,7 @@ func (s *solver) internGroupCounters() {
 // laid out in memory in), and not again. nodeCount sizes the map.
 func (s *solver) boundByNode(boundPods []*corev1.Pod, memo *Memo, nodeCount int) map[string]*boundOnNode {
 	byNamespace := newCountersByNamespace(&s.counters)
+	owners := newOwnerCounters(&s.counters)
 	bound := make(map[string]*boundOnNode, nodeCount)
 	for _, pod := range boundPods {
 		if !runningBound(pod) {
@@ -235,7 +236,7 @@ func (s *solver) boundByNode(boundPods []*corev1.Pod, memo *Memo, nodeCount int)
 		// The counters it matches, then those its required anti-affinity
 		// owns.
 		onNode.counted = byNamespace.matched(pod, onNode.counted)
-		onNode.counted = s.appendOwned(pod, onNode.counted)
+		onNode.counted = owners.appendOwned(pod, onNode.counted)
 	}
 	return bound
 }
@@ -245,17 +246,6 @@ func runningBound(pod *corev1.Pod) bool {
 	return pod != nil && pod.Spec.NodeName != "" && pod.Status.Phase != corev1.PodSucceeded && pod.Status.Phase != corev1.PodFailed
 }
 
-// appendOwned appends to out the counters pod's required anti-affinity
-// terms own.
-func (s *solver) appendOwned(pod *corev1.Pod, out []*counter) []*counter {
-	reqAnti, _ := podAntiAffinity(pod)
-	for _, term := range reqAnti {
-		if owned, err := s.counters.forTerm(term, pod.Namespace, true); err == nil {
-			out = append(out, owned)
-		}
-	}
-	return out
-}
 
 // matchGroupCounters lists, for each group, the counters its pods match:
 // owner counters block it, the others count it.
