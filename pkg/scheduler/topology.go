@@ -221,7 +221,10 @@ func (cs *counters) get(key string, ls *metav1.LabelSelector, extra map[string]s
 			sel = sel.Add(reqs...)
 		}
 	}
-	id := fmt.Sprintf("%t|%s|%t|%s|%s", owners, key, allNS, strings.Join(nss, ","), sel.String())
+	// labels.Nothing() and labels.Everything() both print as "": Empty
+	// tells a term without a labelSelector (no pod) from one with {}
+	// (every pod).
+	id := fmt.Sprintf("%t|%s|%t|%s|%t|%s", owners, key, allNS, strings.Join(nss, ","), sel.Empty(), sel.String())
 	if counter, ok := cs.byKey[id]; ok {
 		return counter, nil
 	}
