@@ -246,7 +246,6 @@ func runningBound(pod *corev1.Pod) bool {
 	return pod != nil && pod.Spec.NodeName != "" && pod.Status.Phase != corev1.PodSucceeded && pod.Status.Phase != corev1.PodFailed
 }
 
-
 // matchGroupCounters lists, for each group, the counters its pods match:
 // owner counters block it, the others count it.
 func (s *solver) matchGroupCounters() {
