@@ -22,10 +22,15 @@ type bin struct {
 	// Existing capacity.
 	node, claimName string
 	labels          labels.Set
-	reqs            scheduling.Requirements
-	inFlight        bool
-	taints          scheduling.Taints
-	compat          map[string]bool
+	// reqs are the requirements of the labels; an existing node's are
+	// built on first use (see requirements), from nodeObject.
+	reqs       scheduling.Requirements
+	nodeObject *corev1.Node
+	inFlight   bool
+	taints     scheduling.Taints
+	// compat caches, per requirements key, whether a variant's
+	// requirements are compatible with reqs (nil until the first).
+	compat map[string]bool
 
 	// New claims: what is still possible.
 	types      bitset
@@ -194,17 +199,29 @@ func (s *solver) nodeFilterMatches(b *bin, v *variant) bool {
 		group.nodeFilter = topologyNodeFilter(group.pod)
 	}
 	for _, reqs := range group.nodeFilter {
+		if len(reqs) == 0 {
+			return true // Compatible with no requirements is nil, whatever b's
+		}
 		var err error
 		if b.inFlight {
-			err = b.reqs.Compatible(reqs, allowWellKnown)
+			err = s.requirements(b).Compatible(reqs, allowWellKnown)
 		} else {
-			err = b.reqs.Compatible(reqs)
+			err = s.requirements(b).Compatible(reqs)
 		}
 		if err == nil {
 			return true
 		}
 	}
 	return false
+}
+
+// requirements are existing bin b's requirements, built from its node's
+// labels on first use: a large cluster's solve tries few of its nodes.
+func (s *solver) requirements(b *bin) scheduling.Requirements {
+	if b.reqs == nil && b.nodeObject != nil {
+		b.reqs = s.memo.nodeRequirements(b.nodeObject, s.labelReqs)
+	}
+	return b.reqs
 }
 
 func topologyNodeFilter(pod *corev1.Pod) []scheduling.Requirements {
@@ -338,7 +355,7 @@ func (s *solver) try(b *bin, v *variant, commit bool) (ok bool, failed *constrai
 		if !s.narrowClaim(b, v, &ch) {
 			return false, nil
 		}
-	} else if !existingAdmits(b, v) {
+	} else if !s.existingAdmits(b, v) {
 		return false, nil
 	}
 	if portsConflict(b, v.g) {
@@ -395,16 +412,19 @@ func (s *solver) narrowClaim(b *bin, v *variant, ch *choice) bool {
 // existingAdmits reports whether v's pods tolerate existing bin b's taints
 // and their requirements are compatible with its labels (cached per
 // requirements key).
-func existingAdmits(b *bin, v *variant) bool {
+func (s *solver) existingAdmits(b *bin, v *variant) bool {
 	if len(b.taints) > 0 && b.taints.Tolerates(v.tolerations) != nil {
 		return false
 	}
 	compatible, known := b.compat[v.reqsKey]
 	if !known {
 		if b.inFlight {
-			compatible = b.reqs.Compatible(v.reqs, allowWellKnown) == nil
+			compatible = s.requirements(b).Compatible(v.reqs, allowWellKnown) == nil
 		} else {
-			compatible = b.reqs.Compatible(v.reqs) == nil
+			compatible = s.requirements(b).Compatible(v.reqs) == nil
+		}
+		if b.compat == nil {
+			b.compat = map[string]bool{}
 		}
 		b.compat[v.reqsKey] = compatible
 	}

@@ -20,6 +20,12 @@ import (
 type countersByNamespace struct {
 	counters    *counters
 	byNamespace map[string][]*counter
+	// last is the namespace last looked up and lastList its list: pods
+	// come in the API server's order, namespace by namespace, so most
+	// lookups need no map.
+	last     string
+	lastList []*counter
+	lastSet  bool
 }
 
 func newCountersByNamespace(cs *counters) *countersByNamespace {
@@ -28,6 +34,15 @@ func newCountersByNamespace(cs *counters) *countersByNamespace {
 
 // inNamespace lists the counters that count pods in namespace.
 func (idx *countersByNamespace) inNamespace(namespace string) []*counter {
+	if idx.lastSet && namespace == idx.last {
+		return idx.lastList
+	}
+	list := idx.lookup(namespace)
+	idx.last, idx.lastList, idx.lastSet = namespace, list, true
+	return list
+}
+
+func (idx *countersByNamespace) lookup(namespace string) []*counter {
 	list, ok := idx.byNamespace[namespace]
 	if ok {
 		return list

@@ -61,3 +61,40 @@ func directMatches(cs *counters, pod *corev1.Pod) []*counter {
 	}
 	return out
 }
+
+// TestCountersTellNothingFromEverything: a term without a labelSelector
+// matches no pod and one with an empty selector matches every pod; both
+// selectors print as "", yet each gets its own counter, whichever comes
+// first.
+func TestCountersTellNothingFromEverything(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		first *metav1.LabelSelector
+	}{
+		{name: "nothing first", first: nil},
+		{name: "everything first", first: &metav1.LabelSelector{}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cs := &counters{byKey: map[string]*counter{}}
+			second := &metav1.LabelSelector{}
+			if tc.first != nil {
+				second = nil
+			}
+			one, err := cs.get(corev1.LabelHostname, tc.first, nil, false, []string{"default"}, true)
+			if err != nil {
+				t.Fatal(err)
+			}
+			other, err := cs.get(corev1.LabelHostname, second, nil, false, []string{"default"}, true)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if one == other {
+				t.Fatal("a selector matching no pod and one matching every pod share a counter")
+			}
+			pod := labels.Set{"app": "web"}
+			if one.selector.Matches(pod) == (tc.first == nil) {
+				t.Errorf("the first counter's selector matches a pod: %t, want %t", one.selector.Matches(pod), tc.first != nil)
+			}
+		})
+	}
+}

@@ -131,8 +131,9 @@ type boundOnNode struct {
 	// solver's resIndex ("pods" left out: pods counts it). Quantities sum
 	// exactly, so the sum is the same in any order.
 	requested []resource.Quantity
-	// counted are, per pod, the counters it counts in.
-	counted [][]*counter
+	// counted are the counters each pod counts in, pod after pod, in
+	// input order (one entry per pod and counter).
+	counted []*counter
 	// ports are the host ports they hold: a pending pod wanting one of
 	// them cannot go there (Karpenter's state.StateNode tracks the same
 	// HostPortUsage of the pods bound to a node).

@@ -56,6 +56,8 @@ type solver struct {
 	linearScan bool
 	// labelReqs builds existing nodes' requirements from shared parts.
 	labelReqs *labelRequirements
+	// memo: Input.Memo.
+	memo *Memo
 }
 
 type pendingPod struct {
@@ -76,6 +78,7 @@ func newSolver(in Input) *solver {
 		spread:   in.Spread,
 
 		labelReqs: newLabelRequirements(),
+		memo:      in.Memo,
 
 		packLargest: in.PackLargest,
 	}
@@ -93,7 +96,7 @@ func newSolver(in Input) *solver {
 	s.index = newBinIndex(len(s.res.names))
 	s.counters.setNamespaces(in.Namespaces, in.Pods, in.BoundPods)
 	s.internGroupCounters()
-	bound := s.boundByNode(in.BoundPods, in.Memo)
+	bound := s.boundByNode(in.BoundPods, in.Memo, len(in.Nodes))
 	s.matchGroupCounters()
 	s.newExisting(in, bound)
 	return s
@@ -215,12 +218,13 @@ func (s *solver) internGroupCounters() {
 // boundByNode returns what the running bound pods take, by node name:
 // their requests, summed, and the counters each one counts in. The pods
 // are read in one pass, in input order (the order they were decoded and
-// laid out in memory in), and not again.
-func (s *solver) boundByNode(boundPods []*corev1.Pod, memo *Memo) map[string]*boundOnNode {
+// laid out in memory in), and not again. nodeCount sizes the map.
+func (s *solver) boundByNode(boundPods []*corev1.Pod, memo *Memo, nodeCount int) map[string]*boundOnNode {
 	byNamespace := newCountersByNamespace(&s.counters)
-	bound := map[string]*boundOnNode{}
+	owners := newOwnerCounters(&s.counters)
+	bound := make(map[string]*boundOnNode, nodeCount)
 	for _, pod := range boundPods {
-		if pod == nil || pod.Spec.NodeName == "" || pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
+		if !runningBound(pod) {
 			continue
 		}
 		onNode := bound[pod.Spec.NodeName]
@@ -231,16 +235,15 @@ func (s *solver) boundByNode(boundPods []*corev1.Pod, memo *Memo) map[string]*bo
 		s.addBoundPod(onNode, pod, memo)
 		// The counters it matches, then those its required anti-affinity
 		// owns.
-		counted := byNamespace.matched(pod, nil)
-		reqAnti, _ := podAntiAffinity(pod)
-		for _, term := range reqAnti {
-			if owned, err := s.counters.forTerm(term, pod.Namespace, true); err == nil {
-				counted = append(counted, owned)
-			}
-		}
-		onNode.counted = append(onNode.counted, counted)
+		onNode.counted = byNamespace.matched(pod, onNode.counted)
+		onNode.counted = owners.appendOwned(pod, onNode.counted)
 	}
 	return bound
+}
+
+// runningBound reports whether pod is bound to a node and not finished.
+func runningBound(pod *corev1.Pod) bool {
+	return pod != nil && pod.Spec.NodeName != "" && pod.Status.Phase != corev1.PodSucceeded && pod.Status.Phase != corev1.PodFailed
 }
 
 // matchGroupCounters lists, for each group, the counters its pods match:
@@ -577,17 +580,12 @@ func (s *solver) newExisting(in Input, bound map[string]*boundOnNode) {
 	}
 	nodes, nodesByProviderID := indexNodes(in.Nodes)
 	claimOfNode, inFlight := matchClaims(in.NodeClaims, nodes, nodesByProviderID)
-	for _, node := range sortedBy(slices.Collect(func(yield func(*corev1.Node) bool) {
-		for _, node := range nodes {
-			if !yield(node) {
-				return
-			}
-		}
-	}), func(n *corev1.Node) string { return n.Name }) {
+	s.reserveHostnameCounts(len(s.bins) + len(nodes) + len(inFlight))
+	for _, node := range sortedByName(nodes) {
 		if node.Spec.Unschedulable || node.DeletionTimestamp != nil {
 			continue
 		}
-		s.addNodeBin(in, node, claimOfNode[node.Name], bound[node.Name])
+		s.addNodeBin(node, claimOfNode[node.Name], bound[node.Name])
 	}
 	for _, nc := range sortedBy(inFlight, func(nc *karpv1.NodeClaim) string { return nc.Name }) {
 		var pl *pool
@@ -598,10 +596,31 @@ func (s *solver) newExisting(in Input, bound map[string]*boundOnNode) {
 	}
 }
 
+// reserveHostnameCounts gives every hostname counter room to count in
+// bins bins (a hostname counter counts per bin id), so counting the bound
+// pods of thousands of nodes does not regrow them.
+func (s *solver) reserveHostnameCounts(bins int) {
+	for _, counter := range s.counters.all {
+		if counter.kind == keyHostname {
+			counter.counts = slices.Grow(counter.counts, max(bins-len(counter.counts), 0))
+		}
+	}
+}
+
+// sortedByName lists the nodes ordered by name.
+func sortedByName(byName map[string]*corev1.Node) []*corev1.Node {
+	out := make([]*corev1.Node, 0, len(byName))
+	for _, node := range byName {
+		out = append(out, node)
+	}
+	slices.SortFunc(out, func(a, b *corev1.Node) int { return strings.Compare(a.Name, b.Name) })
+	return out
+}
+
 // indexNodes returns the nodes by name and by provider ID.
 func indexNodes(list []*corev1.Node) (byName, byProviderID map[string]*corev1.Node) {
-	byName = map[string]*corev1.Node{}
-	byProviderID = map[string]*corev1.Node{}
+	byName = make(map[string]*corev1.Node, len(list))
+	byProviderID = make(map[string]*corev1.Node, len(list))
 	for _, node := range list {
 		if node == nil {
 			continue
@@ -617,7 +636,7 @@ func indexNodes(list []*corev1.Node) (byName, byProviderID map[string]*corev1.No
 // matchClaims returns the NodeClaims whose node exists, by node name, and
 // the in-flight ones (no node yet and not being deleted).
 func matchClaims(claims []*karpv1.NodeClaim, nodes, nodesByProviderID map[string]*corev1.Node) (map[string]*karpv1.NodeClaim, []*karpv1.NodeClaim) {
-	claimOfNode := map[string]*karpv1.NodeClaim{}
+	claimOfNode := make(map[string]*karpv1.NodeClaim, len(claims))
 	var inFlight []*karpv1.NodeClaim
 	for _, nc := range claims {
 		if nc == nil {
@@ -638,8 +657,8 @@ func matchClaims(claims []*karpv1.NodeClaim, nodes, nodesByProviderID map[string
 
 // addNodeBin adds a bin for a schedulable node (claim is its NodeClaim,
 // if any) and counts the pods bound to it.
-func (s *solver) addNodeBin(in Input, n *corev1.Node, claim *karpv1.NodeClaim, onNode *boundOnNode) {
-	target := &bin{id: len(s.bins), node: n.Name, labels: labels.Set(n.Labels), reqs: in.Memo.nodeRequirements(n, s.labelReqs), compat: map[string]bool{}}
+func (s *solver) addNodeBin(n *corev1.Node, claim *karpv1.NodeClaim, onNode *boundOnNode) {
+	target := &bin{id: len(s.bins), node: n.Name, labels: labels.Set(n.Labels), nodeObject: n}
 	var startup []corev1.Taint
 	if claim != nil {
 		target.claimName = claim.Name
@@ -660,10 +679,8 @@ func (s *solver) addNodeBin(in Input, n *corev1.Node, claim *karpv1.NodeClaim, o
 	s.addBin(target)
 	if onNode != nil {
 		target.ports = slices.Clone(onNode.ports) // the bin appends its own
-		for _, counted := range onNode.counted {
-			for _, counter := range counted {
-				s.count(target, counter)
-			}
+		for _, counter := range onNode.counted {
+			s.count(target, counter)
 		}
 	}
 }
@@ -690,7 +707,7 @@ func (s *solver) addInFlightBin(in Input, nc *karpv1.NodeClaim, pl *pool, onNode
 	if available == nil {
 		return // neither launched nor naming a known instance type: no capacity to count on
 	}
-	target := &bin{id: len(s.bins), claimName: nc.Name, labels: labels.Set(nc.Labels), reqs: reqs, inFlight: true, taints: nc.Spec.Taints, compat: map[string]bool{}}
+	target := &bin{id: len(s.bins), claimName: nc.Name, labels: labels.Set(nc.Labels), reqs: reqs, inFlight: true, taints: nc.Spec.Taints}
 	zoneReq := reqs.Get(corev1.LabelTopologyZone)
 	for i, zone := range s.dom.zones {
 		if zoneReq.Has(zone) {

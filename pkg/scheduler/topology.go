@@ -184,20 +184,29 @@ func (cs *counters) setNamespaces(nss []*corev1.Namespace, pods ...[]*corev1.Pod
 		cs.nsLabels[namespace.Name] = withName
 	}
 	for _, ps := range pods {
-		for _, pod := range ps {
-			if pod == nil {
-				continue
-			}
-			if _, ok := cs.nsLabels[pod.Namespace]; !ok {
-				cs.nsLabels[pod.Namespace] = labels.Set{corev1.LabelMetadataName: pod.Namespace}
-			}
-		}
+		cs.addPodNamespaces(ps)
 	}
 	cs.nsNames = make([]string, 0, len(cs.nsLabels))
 	for name := range cs.nsLabels {
 		cs.nsNames = append(cs.nsNames, name)
 	}
 	slices.Sort(cs.nsNames)
+}
+
+// addPodNamespaces records the namespaces of pods not yet known, with
+// only their name label. A pod in the namespace of the pod before it (the
+// API server lists pods namespace by namespace) needs no lookup.
+func (cs *counters) addPodNamespaces(pods []*corev1.Pod) {
+	previous := ""
+	for _, pod := range pods {
+		if pod == nil || (pod.Namespace == previous && previous != "") {
+			continue
+		}
+		previous = pod.Namespace
+		if _, ok := cs.nsLabels[pod.Namespace]; !ok {
+			cs.nsLabels[pod.Namespace] = labels.Set{corev1.LabelMetadataName: pod.Namespace}
+		}
+	}
 }
 
 func (cs *counters) get(key string, ls *metav1.LabelSelector, extra map[string]string, allNS bool, nss []string, owners bool) (*counter, error) {
@@ -212,7 +221,10 @@ func (cs *counters) get(key string, ls *metav1.LabelSelector, extra map[string]s
 			sel = sel.Add(reqs...)
 		}
 	}
-	id := fmt.Sprintf("%t|%s|%t|%s|%s", owners, key, allNS, strings.Join(nss, ","), sel.String())
+	// labels.Nothing() and labels.Everything() both print as "": Empty
+	// tells a term without a labelSelector (no pod) from one with {}
+	// (every pod).
+	id := fmt.Sprintf("%t|%s|%t|%s|%t|%s", owners, key, allNS, strings.Join(nss, ","), sel.Empty(), sel.String())
 	if counter, ok := cs.byKey[id]; ok {
 		return counter, nil
 	}
