@@ -137,7 +137,7 @@ func runDemo(args []string) error {
 		return err
 	}
 	if traces != nil && !load.start.IsZero() {
-		printProvisionProfile(os.Stdout, traces.Spans(), load.start)
+		printProvisionProfile(os.Stdout, traces.Spans(), load.start, load.startEvent)
 	}
 	if opts.keep {
 		fmt.Printf("\nkeeping it running; KUBECONFIG=%s ; Ctrl-C to stop\n", env.ControlPlane.KubeconfigPath())

@@ -91,7 +91,7 @@ func invocationOf(span otlpreceiver.Span, byID map[string]otlpreceiver.Span) (ot
 // printProvisionProfile writes each Provision pass of the burst (start
 // after the Deployment's creation, wall time, requests) and, over all of
 // them, the request kinds that took the most time.
-func printProvisionProfile(out io.Writer, spans []otlpreceiver.Span, start time.Time) {
+func printProvisionProfile(out io.Writer, spans []otlpreceiver.Span, start time.Time, startEvent string) {
 	var passes []*invocation
 	for _, inv := range profileInvocations(spans) {
 		if inv.function == "Provision" {
@@ -102,7 +102,7 @@ func printProvisionProfile(out io.Writer, spans []otlpreceiver.Span, start time.
 		fmt.Fprintln(out, "\nno Provision pass traced")
 		return
 	}
-	fmt.Fprintf(out, "\nProvision passes (from the handler's traces): start after the Deployment's creation, wall time, API server and ARM requests in line\n")
+	fmt.Fprintf(out, "\nProvision passes (from the handler's traces): start after %s, wall time, API server and ARM requests in line\n", startEvent)
 	overall := map[string]*requestTotal{}
 	busy := time.Duration(0)
 	for _, pass := range passes {
