@@ -138,17 +138,10 @@ func (d *dependencies) get() (*provisioning.Provisioner, *lifecycle.Controller, 
 	if err != nil {
 		return nil, nil, fmt.Errorf("building the Kubernetes client: %w", err)
 	}
-	// The passes' snapshots come from a cache kept for the instance's life
-	// (listed once, then watched; fresh as of each pass: package snapshot).
-	pages, err := snapshot.NewPageReader(restConfig)
+	snapKube, err := d.cachedKube(kube, restConfig)
 	if err != nil {
 		return nil, nil, err
 	}
-	checkShared, err := boolSetting(d.getenv, EnvSnapshotCheckShared, false)
-	if err != nil {
-		return nil, nil, err
-	}
-	snapKube := snapshot.WithCache(kube, snapshot.NewCache(kube, snapshot.CacheOptions{Logger: d.log, Pages: pages, CheckShared: checkShared}))
 	azOpts, err := azure.OptionsFromEnv()
 	if err != nil {
 		return nil, nil, err
@@ -272,6 +265,21 @@ func handlerRESTConfig(getenv func(string) string) (*rest.Config, error) {
 	restConfig.DisableCompression = !compress
 	restConfig.Wrap(telemetry.WrapKubeTransport) // a span per API call
 	return restConfig, nil
+}
+
+// cachedKube is kube with the passes' snapshots coming from a cache kept
+// for the instance's life (listed once, then watched; fresh as of each
+// pass: package snapshot).
+func (d *dependencies) cachedKube(kube client.WithWatch, restConfig *rest.Config) (*snapshot.Cached, error) {
+	pages, err := snapshot.NewPageReader(restConfig)
+	if err != nil {
+		return nil, err
+	}
+	checkShared, err := boolSetting(d.getenv, EnvSnapshotCheckShared, false)
+	if err != nil {
+		return nil, err
+	}
+	return snapshot.WithCache(kube, snapshot.NewCache(kube, snapshot.CacheOptions{Logger: d.log, Pages: pages, CheckShared: checkShared})), nil
 }
 
 // apiCompression: whether the handler asks the API server for gzip

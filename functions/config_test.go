@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"testing"
 
+	"k8s.io/client-go/rest"
+
 	"github.com/karpfunc/karpfunc/pkg/disruption"
 )
 
@@ -90,3 +92,34 @@ contexts:
   context: {cluster: c, user: u}
 current-context: x
 `
+
+// TestSnapshotCheckShared: KARPFUNC_SNAPSHOT_CHECK_SHARED is a bool; any
+// other value is refused by name before the cache is built.
+func TestSnapshotCheckShared(t *testing.T) {
+	for _, tc := range []struct {
+		name, value, wantErr string
+	}{
+		{name: "unset", value: ""},
+		{name: "on", value: "true"},
+		{name: "bad", value: "yes please", wantErr: `app setting KARPFUNC_SNAPSHOT_CHECK_SHARED="yes please" is not true or false`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := &dependencies{getenv: func(name string) string {
+				if name == EnvSnapshotCheckShared {
+					return tc.value
+				}
+				return ""
+			}}
+			cached, err := d.cachedKube(nil, &rest.Config{Host: "https://127.0.0.1:6443"})
+			if tc.wantErr != "" {
+				if err == nil || err.Error() != tc.wantErr {
+					t.Fatalf("err = %v, want %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil || cached == nil || cached.Source == nil {
+				t.Fatalf("cachedKube = %v, %v; want a cached client", cached, err)
+			}
+		})
+	}
+}
