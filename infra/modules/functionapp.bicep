@@ -128,6 +128,10 @@ resource settings 'Microsoft.Web/sites/config@2024-04-01' = {
     // cheaper than uncompressed for the cold pass's LISTs (README, "The
     // cold pass"); 'false' to measure a cluster where it may differ.
     KARPFUNC_API_COMPRESSION: 'true'
+    // A diagnostic, off: 'true' makes every pass prove it wrote no object
+    // its snapshot shares with the warm cache, at the cost of copying the
+    // cluster each pass (README, "At scale"; the end-to-end tests run with it).
+    KARPFUNC_SNAPSHOT_CHECK_SHARED: 'false'
     // azidentity's DefaultAzureCredential: which user-assigned identity.
     AZURE_CLIENT_ID: identityClientId
     // The cluster and where its nodes go (pkg/azure OptionsFromEnv).
