@@ -85,7 +85,18 @@ func TestManager(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		review, err := cs.AuthenticationV1().SelfSubjectReviews().Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
+		// The API server's bootstrap token authenticator reads Secrets
+		// through its informer's lister (kubernetes
+		// plugin/pkg/auth/authenticator/token/bootstrap), so a token just
+		// created is Unauthorized until the informer has it; a kubelet
+		// retries the same way.
+		var review *authenticationv1.SelfSubjectReview
+		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+			review, err = cs.AuthenticationV1().SelfSubjectReviews().Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
+			if !apierrors.IsUnauthorized(err) || time.Now().After(deadline) {
+				break
+			}
+		}
 		if err != nil {
 			t.Fatal(err)
 		}
