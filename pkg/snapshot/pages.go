@@ -84,21 +84,6 @@ const (
 	maxFirstBuffer = 64 << 20
 )
 
-// listReading is what one list keeps from page to page: the buffer its
-// pages are read into and what its decoder shares between items.
-type listReading struct {
-	buf     bytes.Buffer
-	decoder itemDecoder
-}
-
-// read reads one page of kind: limit objects from cont, each handed to add.
-func (r *PageReader) read(ctx context.Context, kind *protoKind, limit int64, cont string, reading *listReading, add func(client.Object)) (page, error) {
-	if _, err := r.fetch(ctx, kind, limit, cont, &reading.buf); err != nil {
-		return page{}, err
-	}
-	return reading.decoder.page(reading.buf.Bytes(), kind, add)
-}
-
 // pages reads kind whole, a page of limit objects at a time, each object
 // handed to add, and yields each page once its objects are. The next page
 // is asked for as soon as a page's body has arrived (its continue token

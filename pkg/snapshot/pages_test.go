@@ -6,6 +6,7 @@ import (
 	"net/http/httptest"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -199,12 +200,17 @@ func TestPageReaderCompression(t *testing.T) {
 		{name: "compression allowed", disable: false, wantEncoding: "gzip"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			var asked []string
+			var (
+				askedMu sync.Mutex // the page after the first is asked for ahead, concurrently
+				asked   []string
+			)
 			// TLS, as every API server: over plain HTTP client-go uses
 			// http.DefaultTransport, which ignores DisableCompression
 			// (k8s.io/client-go transport/cache.go).
 			server := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				askedMu.Lock()
 				asked = append(asked, r.Header.Get("Accept-Encoding"))
+				askedMu.Unlock()
 				w.Header().Set("Content-Type", runtime.ContentTypeProtobuf)
 				_, _ = w.Write(body)
 			}))
@@ -214,11 +220,20 @@ func TestPageReaderCompression(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			read, err := reader.read(t.Context(), podsProto, 500, "", &listReading{}, func(client.Object) {})
-			if err != nil || read.count != 3 {
-				t.Fatalf("read %+v, %v; want 3 pods", read, err)
+			var read page
+			for got, err := range reader.pages(t.Context(), podsProto, 500, func(client.Object) {}) {
+				if err != nil {
+					t.Fatal(err)
+				}
+				read = got
+				break // the page says there is more; the first one is the test
 			}
-			if len(asked) != 1 || asked[0] != tc.wantEncoding {
+			if read.count != 3 {
+				t.Fatalf("read %+v; want 3 pods", read)
+			}
+			askedMu.Lock()
+			defer askedMu.Unlock()
+			if len(asked) == 0 || asked[0] != tc.wantEncoding {
 				t.Errorf("Accept-Encoding %q, want %q", asked, tc.wantEncoding)
 			}
 		})
