@@ -78,7 +78,10 @@ func converge[T client.Object](ctx context.Context, kube client.Client, obj T, f
 // functions that write NodeClaim conditions: a status patch computed from
 // an older read would replace the whole conditions list, erasing what
 // another function wrote meanwhile (an Interruption's DisruptionReason,
-// say), so every such write goes through the optimistic lock.
+// say), so every such write goes through the optimistic lock. It writes a
+// copy of nc and leaves nc as it was: the callers hold NodeClaims a warm
+// snapshot shares with its cache (package snapshot); what was written
+// comes back.
 func WriteNodeClaimStatus(ctx context.Context, kube client.Client, nc *karpv1.NodeClaim, mutate func(*karpv1.NodeClaim) bool) (*karpv1.NodeClaim, bool, error) {
-	return converge(ctx, kube, nc, newNodeClaim, writeStatus, mutate)
+	return converge(ctx, kube, nc.DeepCopy(), newNodeClaim, writeStatus, mutate)
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
@@ -150,11 +151,15 @@ func TestStaleStatusWriteKeepsTheInterruption(t *testing.T) {
 	if _, first, err := lc.MarkInterrupted(ctx, stale.DeepCopy(), time.Now().Add(time.Minute), "test preemption"); err != nil || !first {
 		t.Fatalf("MarkInterrupted = first %t, %v", first, err)
 	}
+	given := stale.DeepCopy()
 	got, wrote, err := lifecycle.WriteNodeClaimStatus(ctx, w.kube, stale, func(cur *karpv1.NodeClaim) bool {
 		return cur.StatusConditions().SetTrue(karpv1.ConditionTypeConsolidatable)
 	})
 	if err != nil || !wrote {
 		t.Fatalf("WriteNodeClaimStatus = wrote %t, %v", wrote, err)
+	}
+	if !equality.Semantic.DeepEqual(stale, given) {
+		t.Error("WriteNodeClaimStatus wrote into the NodeClaim it was given; a warm snapshot shares it with its cache")
 	}
 	if err := w.kube.Get(ctx, client.ObjectKey{Name: name}, got); err != nil {
 		t.Fatal(err)

@@ -84,7 +84,7 @@ func (c *Controller) disrupt(ctx context.Context, out *triggers.Outcome, snap *s
 	if err := c.taint(ctx, node); err != nil {
 		return err
 	}
-	if _, _, err := lifecycle.WriteNodeClaimStatus(ctx, c.kube, nc.DeepCopy(), func(cur *karpv1.NodeClaim) bool { // nc is the snapshot's
+	if _, _, err := lifecycle.WriteNodeClaimStatus(ctx, c.kube, nc, func(cur *karpv1.NodeClaim) bool {
 		return cur.StatusConditions().SetTrueWithReason(karpv1.ConditionTypeDisruptionReason, reason, "Disrupted: "+reason)
 	}); err != nil {
 		if apierrors.IsNotFound(err) {

@@ -93,11 +93,11 @@ func syncDrifted(nc *karpv1.NodeClaim, want disruption.ConditionState) bool {
 	return false
 }
 
-// writeClaimStatus writes the status of a copy of snap.NodeClaims[i] (the
+// writeClaimStatus writes snap.NodeClaims[i]'s status (a copy: the
 // snapshot shares the object with the cache) and puts what was written in
 // its place, so the rest of the pass decides on it.
 func (c *Controller) writeClaimStatus(ctx context.Context, snap *snapshot.Cluster, i int, mutate func(*karpv1.NodeClaim) bool) error {
-	written, wrote, err := lifecycle.WriteNodeClaimStatus(ctx, c.kube, snap.NodeClaims[i].DeepCopy(), mutate)
+	written, wrote, err := lifecycle.WriteNodeClaimStatus(ctx, c.kube, snap.NodeClaims[i], mutate)
 	if err == nil && wrote {
 		snap.NodeClaims[i] = written
 	}
