@@ -271,15 +271,25 @@ func handlerRESTConfig(getenv func(string) string) (*rest.Config, error) {
 // for the instance's life (listed once, then watched; fresh as of each
 // pass: package snapshot).
 func (d *dependencies) cachedKube(kube client.WithWatch, restConfig *rest.Config) (*snapshot.Cached, error) {
-	pages, err := snapshot.NewPageReader(restConfig)
+	opts, err := d.cacheOptions(restConfig)
 	if err != nil {
 		return nil, err
+	}
+	return snapshot.WithCache(kube, snapshot.NewCache(kube, opts)), nil
+}
+
+// cacheOptions are the warm cache's options: pods and nodes read by a
+// PageReader, and KARPFUNC_SNAPSHOT_CHECK_SHARED.
+func (d *dependencies) cacheOptions(restConfig *rest.Config) (snapshot.CacheOptions, error) {
+	pages, err := snapshot.NewPageReader(restConfig)
+	if err != nil {
+		return snapshot.CacheOptions{}, err
 	}
 	checkShared, err := boolSetting(d.getenv, EnvSnapshotCheckShared, false)
 	if err != nil {
-		return nil, err
+		return snapshot.CacheOptions{}, err
 	}
-	return snapshot.WithCache(kube, snapshot.NewCache(kube, snapshot.CacheOptions{Logger: d.log, Pages: pages, CheckShared: checkShared})), nil
+	return snapshot.CacheOptions{Logger: d.log, Pages: pages, CheckShared: checkShared}, nil
 }
 
 // apiCompression: whether the handler asks the API server for gzip

@@ -26,14 +26,8 @@ func TestDisruptionOptions(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := disruptionOptions(func(k string) string { return tc.env[k] })
-			if tc.wantErr != "" {
-				if err == nil || err.Error() != tc.wantErr {
-					t.Fatalf("err = %v, want %q", err, tc.wantErr)
-				}
+			if settingRefused(t, err, tc.wantErr) {
 				return
-			}
-			if err != nil {
-				t.Fatal(err)
 			}
 			if got.SpotToSpot != tc.want.SpotToSpot || got.Rebalance != tc.want.Rebalance || got.TimeLimit == 0 {
 				t.Errorf("options %+v, want %+v with a time limit", got, tc.want)
@@ -63,14 +57,8 @@ func TestAPICompression(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			env := map[string]string{EnvAPICompression: tc.value, "KUBECONFIG": kubeconfig}
 			cfg, err := handlerRESTConfig(func(name string) string { return env[name] })
-			if tc.wantErr != "" {
-				if err == nil || err.Error() != tc.wantErr {
-					t.Fatalf("err = %v, want %q", err, tc.wantErr)
-				}
+			if settingRefused(t, err, tc.wantErr) {
 				return
-			}
-			if err != nil {
-				t.Fatal(err)
 			}
 			if cfg.DisableCompression == tc.want {
 				t.Errorf("DisableCompression = %t, want %t", cfg.DisableCompression, !tc.want)
@@ -93,14 +81,16 @@ contexts:
 current-context: x
 `
 
-// TestSnapshotCheckShared: KARPFUNC_SNAPSHOT_CHECK_SHARED is a bool; any
-// other value is refused by name before the cache is built.
+// TestSnapshotCheckShared: KARPFUNC_SNAPSHOT_CHECK_SHARED turns the warm
+// cache's check on (off when unset); any other value is refused by name.
 func TestSnapshotCheckShared(t *testing.T) {
 	for _, tc := range []struct {
 		name, value, wantErr string
+		want                 bool
 	}{
-		{name: "unset", value: ""},
-		{name: "on", value: "true"},
+		{name: "unset: off", value: ""},
+		{name: "on", value: "true", want: true},
+		{name: "off", value: "false"},
 		{name: "bad", value: "yes please", wantErr: `app setting KARPFUNC_SNAPSHOT_CHECK_SHARED="yes please" is not true or false`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -110,16 +100,29 @@ func TestSnapshotCheckShared(t *testing.T) {
 				}
 				return ""
 			}}
-			cached, err := d.cachedKube(nil, &rest.Config{Host: "https://127.0.0.1:6443"})
-			if tc.wantErr != "" {
-				if err == nil || err.Error() != tc.wantErr {
-					t.Fatalf("err = %v, want %q", err, tc.wantErr)
-				}
+			opts, err := d.cacheOptions(&rest.Config{Host: "https://127.0.0.1:6443"})
+			if settingRefused(t, err, tc.wantErr) {
 				return
 			}
-			if err != nil || cached == nil || cached.Source == nil {
-				t.Fatalf("cachedKube = %v, %v; want a cached client", cached, err)
+			if opts.CheckShared != tc.want || opts.Pages == nil {
+				t.Errorf("cache options %+v; want CheckShared %t and a PageReader", opts, tc.want)
 			}
 		})
 	}
+}
+
+// settingRefused checks err against wantErr, the refusal a bad setting
+// must get ("" for none), and reports whether the case ends there.
+func settingRefused(t *testing.T, err error, wantErr string) bool {
+	t.Helper()
+	if wantErr != "" {
+		if err == nil || err.Error() != wantErr {
+			t.Fatalf("err = %v, want %q", err, wantErr)
+		}
+		return true
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return false
 }
