@@ -3,10 +3,12 @@ package snapshot
 import (
 	"encoding/json"
 	"maps"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"unsafe"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -48,6 +50,39 @@ const maxShared = 1 << 16
 // is not safe for concurrent use; the zero value is ready.
 type Compactor struct {
 	shared map[string]any
+	// handedOut holds the address of every map, slice and pointer in
+	// shared: a part found there is already shared, and compacting it
+	// again is skipped without building its key. A PageReader's pods
+	// arrive with their labels, annotations, owner references and spec
+	// parts shared by their bytes (specshare.go), so most parts of a cold
+	// start are found here; building their keys again was 0.9 of the
+	// instance's 6.4 CPU-s in the cold pass's profile. It is reset with
+	// shared, which keeps every part in it alive, so no address in it is
+	// reused by another value.
+	handedOut map[unsafe.Pointer]struct{}
+}
+
+// sliceAddress and mapAddress are where a part's contents live: the same
+// address is the same value. An empty part has none (every zero-size
+// allocation has one address).
+func sliceAddress[S ~[]E, E any](s S) unsafe.Pointer {
+	if len(s) == 0 {
+		return nil
+	}
+	return unsafe.Pointer(unsafe.SliceData(s))
+}
+
+func mapAddress[M ~map[K]V, K comparable, V any](m M) unsafe.Pointer {
+	if len(m) == 0 {
+		return nil
+	}
+	return reflect.ValueOf(m).UnsafePointer()
+}
+
+// alreadyShared reports whether the part at address is one c handed out.
+func (c *Compactor) alreadyShared(address unsafe.Pointer) bool {
+	_, found := c.handedOut[address]
+	return found && address != nil
 }
 
 // liveCompactor is the one the cache's Compact calls share.
@@ -117,8 +152,8 @@ func (c *Compactor) compactPodSpec(spec *corev1.PodSpec) {
 	spec.Volumes = c.claimVolumes(spec.Volumes)
 	spec.NodeSelector = c.stringMap("s", spec.NodeSelector)
 	spec.Tolerations = c.tolerations(spec.Tolerations)
-	spec.Affinity = sharedJSON(c, "A", spec.Affinity)
-	spec.TopologySpreadConstraints = sharedJSON(c, "T", spec.TopologySpreadConstraints)
+	spec.Affinity = sharedJSON(c, "A", spec.Affinity, unsafe.Pointer(spec.Affinity))
+	spec.TopologySpreadConstraints = sharedJSON(c, "T", spec.TopologySpreadConstraints, sliceAddress(spec.TopologySpreadConstraints))
 	spec.ImagePullSecrets, spec.SecurityContext = nil, nil
 	spec.DNSPolicy, spec.DNSConfig, spec.ServiceAccountName, spec.DeprecatedServiceAccount = "", nil, "", ""
 	spec.Hostname, spec.Subdomain, spec.HostAliases = "", "", nil
@@ -163,8 +198,9 @@ func resourceStatuses(statuses []corev1.ContainerStatus) []corev1.ContainerStatu
 	return out
 }
 
-// share returns the part stored under key, or stores and returns part.
-func share[T any](c *Compactor, key string, part T) T {
+// share returns the part stored under key, or stores and returns part,
+// whose contents are at address (nil for a string).
+func share[T any](c *Compactor, key string, part T, address unsafe.Pointer) T {
 	if prev, ok := c.shared[key]; ok {
 		if typed, ok := prev.(T); ok {
 			return typed
@@ -172,8 +208,12 @@ func share[T any](c *Compactor, key string, part T) T {
 	}
 	if c.shared == nil || len(c.shared) >= maxShared {
 		c.shared = make(map[string]any, 1024)
+		c.handedOut = make(map[unsafe.Pointer]struct{}, 1024)
 	}
 	c.shared[key] = part
+	if address != nil {
+		c.handedOut[address] = struct{}{}
+	}
 	return part
 }
 
@@ -182,23 +222,29 @@ func (c *Compactor) intern(s string) string {
 	if s == "" {
 		return s
 	}
-	return share(c, "$"+s, s)
+	return share(c, "$"+s, s, nil)
 }
 
 // sharedJSON is part, shared with an equal one compacted before; equal by
 // JSON encoding (for the rarer, nested parts: affinity, spread).
-func sharedJSON[T any](c *Compactor, tag string, part T) T {
+func sharedJSON[T any](c *Compactor, tag string, part T, address unsafe.Pointer) T {
+	if c.alreadyShared(address) {
+		return part
+	}
 	raw, err := json.Marshal(part)
 	if err != nil || string(raw) == "null" {
 		return part
 	}
-	return share(c, tag+string(raw), part)
+	return share(c, tag+string(raw), part, address)
 }
 
 // stringMap is m, shared with an equal map compacted before.
 func (c *Compactor) stringMap(tag string, m map[string]string) map[string]string {
 	if len(m) == 0 {
 		return nil
+	}
+	if c.alreadyShared(mapAddress(m)) {
+		return m
 	}
 	var keysArray [16]string // most maps: the sort needs no allocation
 	keys := sortedKeys(keysArray[:0], m)
@@ -213,7 +259,7 @@ func (c *Compactor) stringMap(tag string, m map[string]string) map[string]string
 		writeField(&key, k)
 		writeField(&key, m[k])
 	}
-	return share(c, key.String(), m)
+	return share(c, key.String(), m, mapAddress(m))
 }
 
 // sortedKeys appends m's keys to keys, sorted (slices.Sorted(maps.Keys)
@@ -239,19 +285,26 @@ func (c *Compactor) strings(tag string, list []string) []string {
 	if len(list) == 0 {
 		return nil
 	}
+	if c.alreadyShared(sliceAddress(list)) {
+		return list
+	}
 	var key strings.Builder
 	key.WriteString(tag)
 	for _, s := range list {
 		writeField(&key, s)
 	}
-	return share(c, key.String(), list)
+	return share(c, key.String(), list, sliceAddress(list))
 }
 
 func (c *Compactor) ownerRefs(refs []metav1.OwnerReference) []metav1.OwnerReference {
 	if len(refs) == 0 {
 		return nil
 	}
+	if c.alreadyShared(sliceAddress(refs)) {
+		return refs
+	}
 	var key strings.Builder
+	key.Grow(128 * len(refs))
 	key.WriteByte('o')
 	for _, ref := range refs {
 		writeField(&key, ref.APIVersion)
@@ -261,7 +314,7 @@ func (c *Compactor) ownerRefs(refs []metav1.OwnerReference) []metav1.OwnerRefere
 		key.WriteString(boolText(ref.Controller))
 		key.WriteString(boolText(ref.BlockOwnerDeletion))
 	}
-	return share(c, key.String(), refs)
+	return share(c, key.String(), refs, sliceAddress(refs))
 }
 
 func boolText(b *bool) string {
@@ -273,6 +326,9 @@ func boolText(b *bool) string {
 
 func (c *Compactor) tolerations(tols []corev1.Toleration) []corev1.Toleration {
 	if len(tols) == 0 {
+		return tols
+	}
+	if c.alreadyShared(sliceAddress(tols)) {
 		return tols
 	}
 	var key strings.Builder
@@ -287,7 +343,7 @@ func (c *Compactor) tolerations(tols []corev1.Toleration) []corev1.Toleration {
 		}
 		key.WriteByte(';')
 	}
-	return share(c, key.String(), tols)
+	return share(c, key.String(), tols, sliceAddress(tols))
 }
 
 // containers keeps of each container what requests, host ports and
@@ -295,6 +351,9 @@ func (c *Compactor) tolerations(tols []corev1.Toleration) []corev1.Toleration {
 // before.
 func (c *Compactor) containers(list []corev1.Container) []corev1.Container {
 	if len(list) == 0 {
+		return list
+	}
+	if c.alreadyShared(sliceAddress(list)) {
 		return list
 	}
 	var key strings.Builder
@@ -311,7 +370,7 @@ func (c *Compactor) containers(list []corev1.Container) []corev1.Container {
 	for i := range list {
 		kept[i] = compactContainer(&list[i])
 	}
-	return share(c, key.String(), kept)
+	return share(c, key.String(), kept, sliceAddress(kept))
 }
 
 func compactContainer(full *corev1.Container) corev1.Container {
@@ -361,6 +420,9 @@ func writeResources(key *strings.Builder, list corev1.ResourceList) {
 // PersistentVolumeClaim or an ephemeral claim (volume topology); shared
 // with equal lists compacted before.
 func (c *Compactor) claimVolumes(volumes []corev1.Volume) []corev1.Volume {
+	if c.alreadyShared(sliceAddress(volumes)) {
+		return volumes
+	}
 	var kept []corev1.Volume
 	for _, vol := range volumes {
 		if vol.PersistentVolumeClaim != nil || vol.Ephemeral != nil {
@@ -370,7 +432,7 @@ func (c *Compactor) claimVolumes(volumes []corev1.Volume) []corev1.Volume {
 	if len(kept) == 0 {
 		return nil
 	}
-	return sharedJSON(c, "v", kept)
+	return sharedJSON(c, "v", kept, sliceAddress(kept))
 }
 
 // Strip is Compact, under the name hack/benchscale still calls.

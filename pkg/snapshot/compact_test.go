@@ -181,3 +181,4 @@ func sameMap(a, b map[string]string) bool {
 	delete(a, probe)
 	return shared
 }
+
