@@ -181,4 +181,3 @@ func sameMap(a, b map[string]string) bool {
 	delete(a, probe)
 	return shared
 }
-
