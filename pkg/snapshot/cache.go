@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"iter"
 	"log/slog"
+	"maps"
 	"math/rand/v2"
+	"os"
 	goruntime "runtime"
 	"slices"
 	"strconv"
@@ -101,13 +103,17 @@ type Cache struct {
 type kindCache struct {
 	spec *kindSpec
 
-	mu       sync.Mutex
-	objs     map[string]client.Object
-	rv       uint64 // every change up to rv has been applied
-	gen      uint64 // the watch goroutine that may apply events
-	cancel   context.CancelFunc
-	advanced chan struct{} // closed (and replaced) when rv moves
-	nudge    chan struct{}
+	mu   sync.Mutex
+	objs map[string]client.Object
+	rv   uint64 // every change up to rv has been applied
+	gen  uint64 // the watch goroutine that may apply events
+	// watching is the WATCH being consumed now (numbered by watches),
+	// 0 while there is none: a freshness probe proves the kind's view
+	// only for a watch up before and after it (catchUpKind).
+	watching, watches uint64
+	cancel            context.CancelFunc
+	advanced          chan struct{} // closed (and replaced) when rv moves
+	nudge             chan struct{}
 	// failing: the last WATCH request failed (forbidden, unreachable); a
 	// pass relists the kind rather than wait for a watch that is not there.
 	failing atomic.Bool
@@ -228,8 +234,9 @@ func (c *Cache) catchUp(ctx context.Context) error {
 // catchUpKind proves the kind's view holds every change up to target:
 //   - its watch has applied an event at or past target (a busy kind);
 //   - else a freshness probe (probe) shows the API server's watch cache
-//     for the kind is at or past target, its own watch having been handed
-//     every event up to it;
+//     for the kind is at or past target, its own watch, up before the
+//     probe and still after it, having been handed every event up to it
+//     (probeWatched; a relist or reconnect in progress is waited for);
 //   - else (a server without the probe, a failing watch) the kind is
 //     relisted when small or failing, or nudged for a bookmark and, failing
 //     that within CatchUp, relisted.
@@ -240,9 +247,12 @@ func (c *Cache) catchUpKind(ctx context.Context, kind *kindCache, target uint64)
 	if kind.failing.Load() {
 		return "relist", c.relist(ctx, kind)
 	}
-	probeErr := c.probe(ctx, kind, target)
+	probeErr := c.probeWatched(ctx, kind, target)
 	if probeErr == nil {
 		return "probe", nil
+	}
+	if kind.waitFor(ctx, target, 0) {
+		return "relist", nil // a relist in progress got there first
 	}
 	if err := ctx.Err(); err != nil {
 		return "probe", fmt.Errorf("catching up to resourceVersion %d: %w", target, err)
@@ -264,6 +274,28 @@ func (c *Cache) catchUpKind(ctx context.Context, kind *kindCache, target uint64)
 	}
 	c.log.Warn("snapshot: watch did not catch up; relisting", "kind", kind.spec.name, "at", kind.currentRV(), "want", target, "bound", c.opts.CatchUp)
 	return "relist", c.relist(ctx, kind)
+}
+
+// errNoWatch: the kind had no WATCH up to take the probe's word for.
+var errNoWatch = errors.New("the kind's watch was not up throughout the probe")
+
+// probeWatched probes the kind's freshness (probe), which proves the
+// kind's view only if its own WATCH was being consumed before the probe
+// and still is after it: one that has ended (a relist, a reconnect, a 410)
+// may not have been handed the events up to target. A relist or a
+// reconnect in progress is waited for (up to CatchUp).
+func (c *Cache) probeWatched(ctx context.Context, kind *kindCache, target uint64) error {
+	watch := kind.waitForWatch(ctx, c.opts.CatchUp)
+	if watch == 0 {
+		return errNoWatch
+	}
+	if err := c.probe(ctx, kind, target); err != nil {
+		return err
+	}
+	if !kind.stillWatching(watch) {
+		return errNoWatch
+	}
+	return nil
 }
 
 // probeSelector matches no object (a label both equal to a value and
@@ -379,12 +411,16 @@ func (c *Cache) relist(ctx context.Context, kind *kindCache) error {
 		return err
 	}
 	c.log.Debug("snapshot: listed", "kind", kind.spec.name, "objects", len(objs), "resourceVersion", rv, "took", time.Since(started))
+	if kind.spec.name == "pods" {
+		fmt.Fprintf(os.Stderr, "DEBUG relist pods rv=%d n=%d %v\n", rv, len(objs), slices.Collect(maps.Keys(objs)))
+	}
 	kind.mu.Lock()
 	defer kind.mu.Unlock()
 	if kind.cancel != nil {
 		kind.cancel()
 	}
 	kind.gen++
+	kind.watching = 0
 	kind.objs, kind.rv, kind.stale = objs, rv, true
 	kind.signalLocked()
 	wctx, cancel := context.WithCancel(c.life)
@@ -419,10 +455,10 @@ func (c *Cache) listPages(ctx context.Context, spec *kindSpec) (map[string]clien
 		c.lists.Add(1)
 		c.listed.Add(read.count)
 		if need := int64(len(objs)) * spec.bytesPerObject; need > c.opts.Budget {
-			return nil, 0, &TooLargeError{Counts: map[string]int64{spec.name: int64(len(objs))}, Need: need, Budget: c.opts.Budget, Partial: read.cont != ""}
+			return nil, 0, &TooLargeError{Counts: map[string]int64{spec.name: int64(len(objs))}, Need: need, Budget: c.opts.Budget, Partial: read.more}
 		}
-		if read.cont == "" {
-			rv, err := parseRV(read.rvOfPage)
+		if !read.more {
+			rv, err := parseRV(read.rv)
 			return objs, rv, err
 		}
 	}
@@ -448,7 +484,7 @@ func (c *Cache) pagesOf(ctx context.Context, spec *kindSpec, add func(client.Obj
 				return nil
 			})
 			cont = list.GetContinue()
-			if !yield(page{count: int64(meta.LenList(list)), cont: cont, rvOfPage: list.GetResourceVersion()}, err) || err != nil || cont == "" {
+			if !yield(page{count: int64(meta.LenList(list)), more: cont != "", rv: list.GetResourceVersion()}, err) || err != nil || cont == "" {
 				return
 			}
 		}
@@ -490,7 +526,9 @@ func (c *Cache) watchLoop(ctx context.Context, kind *kindCache, gen uint64) {
 			ResourceVersion: strconv.FormatUint(kind.currentRV(), 10), AllowWatchBookmarks: true, TimeoutSeconds: &timeout}})
 		kind.failing.Store(err != nil && !apierrors.IsResourceExpired(err) && !apierrors.IsGone(err))
 		if err == nil {
+			watch := kind.watchStarted(gen)
 			nudged, err = c.consume(ctx, kind, gen, watcher)
+			kind.watchEnded(watch)
 			watcher.Stop()
 		}
 		switch {
@@ -579,6 +617,59 @@ func (k *kindCache) apply(gen uint64, ev watch.Event) error {
 func (k *kindCache) signalLocked() {
 	close(k.advanced)
 	k.advanced = make(chan struct{})
+}
+
+// watchStarted numbers a WATCH of gen's goroutine as the one being
+// consumed (0 if gen's goroutine is no longer the kind's).
+func (k *kindCache) watchStarted(gen uint64) uint64 {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.gen != gen {
+		return 0
+	}
+	k.watches++
+	k.watching = k.watches
+	k.signalLocked()
+	return k.watching
+}
+
+// watchEnded records that watch is no longer consumed.
+func (k *kindCache) watchEnded(watch uint64) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if watch != 0 && k.watching == watch {
+		k.watching = 0
+		k.signalLocked()
+	}
+}
+
+// waitForWatch is the WATCH being consumed, waiting up to d for one (a
+// relist or a reconnect in progress); 0 if none came.
+func (k *kindCache) waitForWatch(ctx context.Context, d time.Duration) uint64 {
+	deadline := time.NewTimer(d)
+	defer deadline.Stop()
+	for {
+		k.mu.Lock()
+		watch, advanced := k.watching, k.advanced
+		k.mu.Unlock()
+		if watch != 0 {
+			return watch
+		}
+		select {
+		case <-advanced:
+		case <-deadline.C:
+			return 0
+		case <-ctx.Done():
+			return 0
+		}
+	}
+}
+
+// stillWatching reports whether watch is still the one being consumed.
+func (k *kindCache) stillWatching(watch uint64) bool {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.watching == watch
 }
 
 func (k *kindCache) currentRV() uint64 {

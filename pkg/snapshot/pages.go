@@ -3,33 +3,37 @@ package snapshot
 import (
 	"bytes"
 	"context"
-	"errors"
+	"encoding/binary"
 	"fmt"
 	"iter"
-	"strconv"
+	"slices"
 
 	"google.golang.org/protobuf/encoding/protowire"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// PageReader reads LIST pages of the core kinds the snapshot holds most of
-// (pods, nodes) as protobuf, each page into one buffer reused from page to
-// page and decoded object by object. A client's List reads each page with
-// io.ReadAll, which grows a new buffer by doubling for every page (the
-// page of 5,000 pods is about 15 MB), then copies the page once more as it
-// unwraps it, and decodes every item into one slice that stays alive as
-// long as any of its objects does: in the bench's profile of a cold pass
-// over 30,000 pods (hack/benchscale -cpuprofile) the read and the copy
-// were 40% of the instance's CPU; over 150,000, where decoding and GC
-// weigh more, this reader (with managedFields skipped) saved 0.5-1 of
-// 9.5-10.5 CPU-seconds and 60-115 MB of peak heap. Each item is filtered
-// at the wire before it is decoded: what Compact would drop is never
-// decoded (wire.go).
+// PageReader reads the core kinds the snapshot holds most of (pods,
+// nodes) as protobuf, in one LIST streamed item by item: a goroutine reads
+// (and unzips) the body into a few chunks of items reused in turn, while
+// the caller decodes the chunk before; no page is ever held whole. Each
+// item is filtered at the wire before it is decoded: what Compact would
+// drop is never decoded (wire.go).
+//
+// One LIST, not pages: the API server's watch cache serves a page after
+// the first by collecting every object from the continue key to the end
+// of the kind, then keeping `limit` of them (k8s.io/apiserver
+// cacher/store btreeStore.OrderedListPrefix, Cacher.GetList), so paging
+// 150,000 pods by 5,000 walked 2.4 million objects: 0.98 of the API
+// server's 7 CPU-s in its profile of a cold pass (hack/benchscale
+// -cpuprofile, with the API server's /debug/pprof). An informer's first
+// list (client-go's reflector, resourceVersion 0) is one LIST too. The
+// API server encodes a protobuf list as it writes it
+// (StreamingCollectionEncodingToProtobuf), and this reader decodes it as
+// it arrives.
 type PageReader struct {
 	rest rest.Interface
 }
@@ -68,167 +72,198 @@ type protoObject interface {
 	Unmarshal(data []byte) error
 }
 
-// page is what one LIST page said besides its items.
+// page is a run of a list's objects having been read: how many, whether
+// more follow, and, on the last, the list's resourceVersion.
 type page struct {
-	count          int64
-	cont, rvOfPage string
+	count int64
+	more  bool
+	rv    string
 }
 
-// A kind's first page is read into a buffer of itemBytesHint per object
-// asked for (at most maxFirstBuffer), not one grown by doubling from
-// nothing: the bench's pods are 3.1 KB of protobuf each, its nodes 3.4 KB,
-// and growing to a 15 MB page allocates and clears twice that on the way,
-// on memory the process touches for the first time.
+// Items travel from the reading goroutine to the decoding one in chunks
+// of about chunkBytes, chunksInFlight of them at a time: the bench's pods
+// are 3.1 KB of protobuf each, so a chunk holds about 1,300.
 const (
-	itemBytesHint  = 4 << 10
-	maxFirstBuffer = 64 << 20
+	chunkBytes     = 4 << 20
+	chunksInFlight = 3
+	// maxItemBytes bounds one object: etcd refuses a value over 1.5 MiB
+	// (its --max-request-bytes), so a larger length is a broken body.
+	maxItemBytes = 64 << 20
 )
 
-// pages reads kind whole, a page of limit objects at a time, each object
-// handed to add, and yields each page once its objects are. The next page
-// is asked for as soon as a page's body has arrived (its continue token
-// comes first, in the list's metadata): the API server encodes it, and the
-// transport reads and unzips it, while this page decodes. At 150,000 pods
-// the API server's part and the decoding each take seconds of CPU, which
-// one page at a time added up. A consumer that stops early cancels the
-// page on its way.
-func (r *PageReader) pages(ctx context.Context, kind *protoKind, limit int64, add func(client.Object)) iter.Seq2[page, error] {
+// itemChunk is items read, each as the list encodes it (field 2, its
+// length, its bytes); the last chunk carries the list's resourceVersion,
+// or why the list did not finish.
+type itemChunk struct {
+	items []byte
+	last  bool
+	rv    string
+	err   error
+}
+
+// pages reads kind whole in one LIST, handing each object to add, and
+// yields a page every `every` objects and at the end. A consumer that
+// stops early cancels the read.
+func (r *PageReader) pages(ctx context.Context, kind *protoKind, every int64, add func(client.Object)) iter.Seq2[page, error] {
 	return func(yield func(page, error) bool) {
 		ctx, cancel := context.WithCancel(ctx)
 		defer cancel()
+		free, filled := make(chan *itemChunk, chunksInFlight), make(chan *itemChunk, chunksInFlight)
+		for range chunksInFlight {
+			free <- &itemChunk{items: make([]byte, 0, chunkBytes)}
+		}
+		go r.stream(ctx, kind, free, filled)
 		var decoder itemDecoder
-		bufs := [2]*bytes.Buffer{{}, {}}
-		pending := r.fetchAsync(ctx, kind, limit, "", bufs[0])
-		for i := 0; ; i++ {
-			got := <-pending
-			if got.err != nil {
-				yield(page{}, got.err)
+		var read page
+		for {
+			var chunk *itemChunk
+			select {
+			case chunk = <-filled:
+			case <-ctx.Done():
+				yield(page{}, ctx.Err())
 				return
 			}
-			if got.next != "" {
-				pending = r.fetchAsync(ctx, kind, limit, got.next, bufs[(i+1)%2])
-			}
-			read, err := decoder.page(bufs[i%2].Bytes(), kind, add)
-			if !yield(read, err) || err != nil || got.next == "" {
+			if chunk.err != nil {
+				yield(page{}, fmt.Errorf("listing %s: %w", kind.resource, chunk.err))
 				return
+			}
+			if err := decoder.items(chunk.items, kind, &read.count, add); err != nil {
+				yield(page{}, fmt.Errorf("listing %s: %w", kind.resource, err))
+				return
+			}
+			if chunk.last {
+				read.rv = chunk.rv
+				yield(read, nil)
+				return
+			}
+			chunk.items = chunk.items[:0]
+			free <- chunk
+			if read.count >= every {
+				if !yield(page{count: read.count, more: true}, nil) {
+					return
+				}
+				read.count = 0
 			}
 		}
 	}
 }
 
-// fetched is a page's body having arrived: the continue token of the page
-// after it, or why it did not.
-type fetched struct {
-	next string
-	err  error
-}
-
-// fetchAsync fetches a page into buf in the background.
-func (r *PageReader) fetchAsync(ctx context.Context, kind *protoKind, limit int64, cont string, buf *bytes.Buffer) <-chan fetched {
-	done := make(chan fetched, 1)
-	go func() {
-		next, err := r.fetch(ctx, kind, limit, cont, buf)
-		done <- fetched{next: next, err: err}
-	}()
-	return done
-}
-
-// fetch reads one page of kind from cont into buf, whole, and returns the
-// continue token its list metadata carries.
-func (r *PageReader) fetch(ctx context.Context, kind *protoKind, limit int64, cont string, buf *bytes.Buffer) (string, error) {
-	req := r.rest.Get().Resource(kind.resource).Param("limit", strconv.FormatInt(limit, 10))
-	if cont != "" {
-		req = req.Param("continue", cont)
+// stream GETs kind's list and reads it into chunks taken from free, each
+// sent on filled once full; the last says how the list ended.
+func (r *PageReader) stream(ctx context.Context, kind *protoKind, free <-chan *itemChunk, filled chan<- *itemChunk) {
+	var chunk *itemChunk
+	send := func(c *itemChunk) bool {
+		select {
+		case filled <- c:
+			return true
+		case <-ctx.Done():
+			return false
+		}
 	}
-	body, err := req.Stream(ctx)
+	take := func() bool {
+		select {
+		case chunk = <-free:
+			return true
+		case <-ctx.Done():
+			return false
+		}
+	}
+	if !take() {
+		return
+	}
+	body, err := r.rest.Get().Resource(kind.resource).Stream(ctx)
 	if err != nil {
-		return "", err
+		chunk.last, chunk.err = true, err
+		send(chunk)
+		return
 	}
 	defer func() { _ = body.Close() }()
-	buf.Reset()
-	if buf.Cap() == 0 {
-		buf.Grow(int(min(limit*itemBytesHint, maxFirstBuffer)))
+	sink := &chunkSink{chunk: &chunk, full: func() bool { return send(chunk) && take() }}
+	meta, err := readList(body, kind.listKind, sink)
+	if sink.stopped {
+		return
 	}
-	if _, err := buf.ReadFrom(body); err != nil {
-		return "", fmt.Errorf("reading a page of %s: %w", kind.resource, err)
-	}
-	return peekContinue(buf.Bytes(), kind)
+	chunk.last, chunk.rv, chunk.err = true, meta.ResourceVersion, err
+	send(chunk)
 }
 
-// peekContinue is the continue token of a protobuf LIST body, read from
-// the list's metadata (field 1, encoded before the items) without walking
-// the items.
-func peekContinue(data []byte, kind *protoKind) (string, error) {
-	raw, err := unwrapUnknown(data, kind.listKind)
-	if err != nil {
-		return "", fmt.Errorf("a page of %s: %w", kind.resource, err)
+// chunkSink reads items into *chunk, handing it on (full) when the next
+// item would take it past chunkBytes.
+type chunkSink struct {
+	chunk   **itemChunk
+	full    func() bool
+	stopped bool
+}
+
+func (s *chunkSink) room(n int) ([]byte, bool) {
+	chunk := *s.chunk
+	if len(chunk.items) > 0 && len(chunk.items)+n+2*binary.MaxVarintLen64 > chunkBytes {
+		if !s.full() {
+			s.stopped = true
+			return nil, false
+		}
+		chunk = *s.chunk
 	}
-	for len(raw) > 0 {
-		num, typ, tagLen := protowire.ConsumeTag(raw)
-		if tagLen < 0 {
-			break
-		}
-		valueLen := protowire.ConsumeFieldValue(num, typ, raw[tagLen:])
-		if valueLen < 0 {
-			break
-		}
-		if num == 1 && typ == protowire.BytesType {
-			field, _ := protowire.ConsumeBytes(raw[tagLen:])
-			var listMeta metav1.ListMeta
-			if err := listMeta.Unmarshal(field); err != nil {
-				return "", fmt.Errorf("a page of %s: its list metadata: %w", kind.resource, err)
-			}
-			return listMeta.Continue, nil
-		}
-		raw = raw[tagLen+valueLen:]
-	}
-	return "", nil // a malformed page: decoding it says where
+	chunk.items = protowire.AppendTag(chunk.items, listItemsField, protowire.BytesType)
+	chunk.items = protowire.AppendVarint(chunk.items, uint64(n))
+	start := len(chunk.items)
+	chunk.items = slices.Grow(chunk.items, n)[:start+n]
+	return chunk.items[start:], true
+}
+
+func (s *chunkSink) item([]byte) error { return nil }
+
+// bodySink decodes each item as it is read (decodePage).
+type bodySink struct {
+	decoder *itemDecoder
+	kind    *protoKind
+	add     func(client.Object)
+	count   int64
+	scratch []byte
+}
+
+func (s *bodySink) room(n int) ([]byte, bool) {
+	s.scratch = slices.Grow(s.scratch[:0], n)[:n]
+	return s.scratch, true
+}
+
+func (s *bodySink) item(value []byte) error {
+	return s.decoder.item(value, s.kind, &s.count, s.add)
 }
 
 // protobufPrefix starts every protobuf body of the API server
 // (k8s.io/apimachinery/pkg/runtime/serializer/protobuf).
 var protobufPrefix = []byte{0x6b, 0x38, 0x73, 0x00}
 
-// decodePage decodes a protobuf LIST body: the prefix, then a
-// runtime.Unknown (typeMeta = 1, raw = 2, contentEncoding = 3) whose raw
-// is the list (metadata = 1, items = 2, as every *List of k8s.io/api).
+// decodePage decodes a whole protobuf LIST body as PageReader reads one.
 // Every string and byte field is copied out of data as it is decoded, so
 // data may be reused once this returns.
 func decodePage(data []byte, kind *protoKind, add func(client.Object)) (page, error) {
-	var decoder itemDecoder
-	return decoder.page(data, kind, add)
+	sink := &bodySink{decoder: &itemDecoder{}, kind: kind, add: add}
+	meta, err := readList(bytes.NewReader(data), kind.listKind, sink)
+	if err != nil {
+		return page{}, fmt.Errorf("listing %s: %w", kind.resource, err)
+	}
+	return page{count: sink.count, more: meta.Continue != "", rv: meta.ResourceVersion}, nil
 }
 
-// page is decodePage with what d shares between items (and pages).
-func (d *itemDecoder) page(data []byte, kind *protoKind, add func(client.Object)) (page, error) {
-	raw, err := unwrapUnknown(data, kind.listKind)
-	if err != nil {
-		return page{}, fmt.Errorf("a page of %s: %w", kind.resource, err)
-	}
-	var out page
-	err = eachField(raw, func(num protowire.Number, field []byte) error {
-		switch num {
-		case 1:
-			var listMeta metav1.ListMeta
-			if err := listMeta.Unmarshal(field); err != nil {
-				return err
-			}
-			out.cont, out.rvOfPage = listMeta.Continue, listMeta.ResourceVersion
-		case 2:
-			item, err := d.decode(kind, field)
-			if err != nil {
-				return fmt.Errorf("item %d%s: %w", out.count, describeItem(kind, field), err)
-			}
-			out.count++
-			add(item.object)
-			d.remember(item)
-		}
-		return nil
+// items decodes a chunk's items, counting them in count.
+func (d *itemDecoder) items(chunk []byte, kind *protoKind, count *int64, add func(client.Object)) error {
+	return eachField(chunk, func(_ protowire.Number, field []byte) error {
+		return d.item(field, kind, count, add)
 	})
+}
+
+// item decodes one item and hands it to add.
+func (d *itemDecoder) item(field []byte, kind *protoKind, count *int64, add func(client.Object)) error {
+	decoded, err := d.decode(kind, field)
 	if err != nil {
-		return page{}, fmt.Errorf("a page of %s: %w", kind.resource, err)
+		return fmt.Errorf("item %d%s: %w", *count, describeItem(kind, field), err)
 	}
-	return out, nil
+	*count++
+	add(decoded.object)
+	d.remember(decoded)
+	return nil
 }
 
 // eachRawField calls f with each field of a protobuf message: its number,
@@ -264,37 +299,6 @@ func describeItem(kind *protoKind, field []byte) string {
 		return fmt.Sprintf(" (%s %s)", kind.resource, name)
 	}
 	return ""
-}
-
-// unwrapUnknown checks the prefix and the envelope's kind and returns its raw.
-func unwrapUnknown(data []byte, wantKind string) ([]byte, error) {
-	body, ok := bytes.CutPrefix(data, protobufPrefix)
-	if !ok {
-		return nil, errors.New("the body is not the API server's protobuf (no k8s prefix)")
-	}
-	var typeMeta runtime.TypeMeta
-	var raw []byte
-	encoding := ""
-	err := eachField(body, func(num protowire.Number, field []byte) error {
-		switch num {
-		case 1:
-			return typeMeta.Unmarshal(field)
-		case 2:
-			raw = field
-		case 3:
-			encoding = string(field)
-		}
-		return nil
-	})
-	switch {
-	case err != nil:
-		return nil, err
-	case typeMeta.Kind != wantKind:
-		return nil, fmt.Errorf("the body holds a %q, not a %s", typeMeta.Kind, wantKind)
-	case encoding != "":
-		return nil, fmt.Errorf("the body's content encoding %q is not supported", encoding)
-	}
-	return raw, nil
 }
 
 // eachField calls f with each length-delimited field of a protobuf

@@ -79,8 +79,8 @@ func TestDecodePage(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if read.count != 3 || read.cont != "next-token" || read.rvOfPage != "4242" {
-				t.Errorf("page = %+v, want 3 objects, continue next-token, resourceVersion 4242", read)
+			if read.count != 3 || !read.more || read.rv != "4242" {
+				t.Errorf("page = %+v, want 3 objects, more to come (a continue token), resourceVersion 4242", read)
 			}
 			want := &corev1.PodList{}
 			if _, _, err := scheme.Codecs.UniversalDeserializer().Decode(tc.body, nil, want); err != nil {

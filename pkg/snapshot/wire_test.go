@@ -234,8 +234,8 @@ func TestDecodePageMalformed(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := decodePage(pageOf(tc.item), podsProto, func(client.Object) {})
-			if err == nil || !strings.Contains(err.Error(), tc.wantErr) || !strings.Contains(err.Error(), "a page of pods") {
-				t.Fatalf("error %v, want one naming the pods page and %q", err, tc.wantErr)
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) || !strings.Contains(err.Error(), "listing pods") {
+				t.Fatalf("error %v, want one naming the pods list and %q", err, tc.wantErr)
 			}
 		})
 	}
