@@ -6,9 +6,7 @@ import (
 	"fmt"
 	"iter"
 	"log/slog"
-	"maps"
 	"math/rand/v2"
-	"os"
 	goruntime "runtime"
 	"slices"
 	"strconv"
@@ -411,9 +409,6 @@ func (c *Cache) relist(ctx context.Context, kind *kindCache) error {
 		return err
 	}
 	c.log.Debug("snapshot: listed", "kind", kind.spec.name, "objects", len(objs), "resourceVersion", rv, "took", time.Since(started))
-	if kind.spec.name == "pods" {
-		fmt.Fprintf(os.Stderr, "DEBUG relist pods rv=%d n=%d %v\n", rv, len(objs), slices.Collect(maps.Keys(objs)))
-	}
 	kind.mu.Lock()
 	defer kind.mu.Unlock()
 	if kind.cancel != nil {
