@@ -81,10 +81,15 @@ func (e *TooLargeError) Error() string {
 		strings.Join(parts, ", "), more, e.Need>>20, e.Budget>>20, budgetShare*100, limit>>20, from)
 }
 
+// maxSizeHint bounds the map a list sizes up front from a count: a count
+// the budget refuses never gets there, but a server may say anything.
+const maxSizeHint = 1 << 20
+
 // checkBudget counts every kind with a LIST of one object (the API server
 // reports how many remain) and refuses before anything is decoded when
 // the estimate exceeds the budget. A server that does not report the count
-// is checked page by page instead (listPages).
+// is checked as the list is read instead (listPages, every PageSize
+// objects).
 func (c *Cache) checkBudget(ctx context.Context) error {
 	counts := map[string]int64{}
 	var need int64
@@ -99,6 +104,7 @@ func (c *Cache) checkBudget(ctx context.Context) error {
 			count += *remaining
 		}
 		counts[k.spec.name] = count
+		k.counted = int(min(count, maxSizeHint))
 		need += count * k.spec.bytesPerObject
 	}
 	if need > c.opts.Budget {

@@ -48,7 +48,10 @@ const (
 
 // CacheOptions configure a Cache.
 type CacheOptions struct {
-	// PageSize is the limit of each LIST page (default DefaultPageSize).
+	// PageSize is the limit of each LIST page the client reads (the kinds
+	// Pages does not read), and how often, in objects, the budget is
+	// checked while Pages reads a kind in one LIST (default
+	// DefaultPageSize).
 	PageSize int64
 	// CatchUp (default DefaultCatchUp).
 	CatchUp time.Duration
@@ -109,9 +112,12 @@ type kindCache struct {
 	// 0 while there is none: a freshness probe proves the kind's view
 	// only for a watch up before and after it (catchUpKind).
 	watching, watches uint64
-	cancel            context.CancelFunc
-	advanced          chan struct{} // closed (and replaced) when rv moves
-	nudge             chan struct{}
+	// counted is how many objects the budget check counted (checkBudget,
+	// before the cold start's lists): the first list's size hint.
+	counted  int
+	cancel   context.CancelFunc
+	advanced chan struct{} // closed (and replaced) when rv moves
+	nudge    chan struct{}
 	// failing: the last WATCH request failed (forbidden, unreachable); a
 	// pass relists the kind rather than wait for a watch that is not there.
 	failing atomic.Bool
@@ -404,7 +410,7 @@ func parseRV(s string) (uint64, error) {
 func (c *Cache) relist(ctx context.Context, kind *kindCache) error {
 	c.relists.Add(1)
 	started := time.Now()
-	objs, rv, err := c.listAll(ctx, kind.spec)
+	objs, rv, err := c.listAll(ctx, kind.spec, max(kind.size(), kind.counted))
 	if err != nil {
 		return err
 	}
@@ -427,9 +433,9 @@ func (c *Cache) relist(ctx context.Context, kind *kindCache) error {
 // listAll pages through a kind; every page after the first is read at the
 // first page's resourceVersion, so the whole list is one consistent view.
 // An expired continue token starts over.
-func (c *Cache) listAll(ctx context.Context, spec *kindSpec) (map[string]client.Object, uint64, error) {
+func (c *Cache) listAll(ctx context.Context, spec *kindSpec, sizeHint int) (map[string]client.Object, uint64, error) {
 	for {
-		objs, rv, err := c.listPages(ctx, spec)
+		objs, rv, err := c.listPages(ctx, spec, sizeHint)
 		if apierrors.IsResourceExpired(err) || apierrors.IsGone(err) {
 			continue
 		}
@@ -437,8 +443,11 @@ func (c *Cache) listAll(ctx context.Context, spec *kindSpec) (map[string]client.
 	}
 }
 
-func (c *Cache) listPages(ctx context.Context, spec *kindSpec) (map[string]client.Object, uint64, error) {
-	objs := map[string]client.Object{}
+// listPages reads spec whole into a map sized for sizeHint objects (growing
+// a map to 150,000 pods one doubling at a time was 0.36 of a cold pass's
+// 5.1 CPU-s).
+func (c *Cache) listPages(ctx context.Context, spec *kindSpec, sizeHint int) (map[string]client.Object, uint64, error) {
+	objs := make(map[string]client.Object, sizeHint)
 	add := func(obj client.Object) {
 		ingest(obj)
 		objs[key(obj)] = obj
