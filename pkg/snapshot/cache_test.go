@@ -320,6 +320,7 @@ func TestCacheRelistsWhenHistoryIsGone(t *testing.T) {
 	pods.cancel() // the pod watch stops, as a connection drops
 	gen, relists := pods.gen, cache.Stats().Relists
 	pods.mu.Unlock()
+	waitUntil(t, "the pod watch to end", func() bool { return pods.stillWatching(0) })
 	mustCreate(t, kube, testPod("while-away", "node-0"))
 	if err := kube.Delete(t.Context(), testPod("before", ""), client.GracePeriodSeconds(0)); err != nil {
 		t.Fatal(err)
