@@ -8,17 +8,20 @@
 // reader List is given carries a Cache (WithCache), from the warm cache a
 // long-lived handler keeps between invocations. The Cache's cold start
 // counts the objects against the memory budget (MemoryBudget) before
-// decoding any, then LISTs each kind in pages (PageSize, each page read at
-// the first one's resourceVersion) and starts a WATCH from the list's
-// resourceVersion with bookmarks; a 410 Gone relists. Objects are compacted
-// on arrival (Compact) and kept as the watch delivers them.
+// decoding any, then LISTs each kind (pods and nodes in one LIST each,
+// decoded as it streams in: PageReader; the others in pages of PageSize,
+// each page read at the first one's resourceVersion) and starts a WATCH
+// from the list's resourceVersion with bookmarks; a 410 Gone relists.
+// Objects are compacted on arrival (Compact) and kept as the watch
+// delivers them.
 //
 // Invariants:
 //   - Freshness: a snapshot handed to a pass includes every change committed
 //     before the pass asked for it. The pass reads the cluster's current
 //     resourceVersion once with a quorum read (LIST of one namespace, no
 //     resourceVersion: etcd's revision, one counter for every kind). A kind
-//     is fresh when its watch has applied an event at or past it; else when
+//     is fresh when its watch has applied an event at or past it; else,
+//     while its own watch is up from before the probe to after it, when
 //     a freshness probe (a streaming list at that resourceVersion,
 //     NotOlderThan, over a selector that matches nothing) gets its
 //     initial-events-end bookmark, which the API server sends once its watch
