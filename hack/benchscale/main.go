@@ -149,6 +149,8 @@ func drive(ctx context.Context, conf config) error {
 			return err
 		}
 		defer func() { _ = os.RemoveAll(dir) }()
+	} else if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("-dir: %w", err)
 	}
 	return benchPlan(ctx, kube, root, dir)
 }
