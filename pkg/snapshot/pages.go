@@ -29,9 +29,12 @@ import (
 // cacher/store btreeStore.OrderedListPrefix, Cacher.GetList), so paging
 // 150,000 pods by 5,000 walked 2.4 million objects: 0.98 of the API
 // server's 7 CPU-s in its profile of a cold pass (hack/benchscale
-// -cpuprofile, with the API server's /debug/pprof). An informer's first
-// list (client-go's reflector, resourceVersion 0) is one LIST too. The
-// API server encodes a protobuf list as it writes it
+// -cpuprofile, with the API server's /debug/pprof); and a quiet
+// cluster's later pages went to etcd, once its compaction had dropped the
+// watch cache's snapshot at the list's resourceVersion. An informer lists
+// the same way: client-go's reflector turns pagination off for its
+// relists so the watch cache serves them whole (tools/cache/reflector.go
+// list). The API server encodes a protobuf list as it writes it
 // (StreamingCollectionEncodingToProtobuf), and this reader decodes it as
 // it arrives.
 type PageReader struct {
