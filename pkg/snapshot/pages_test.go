@@ -239,3 +239,87 @@ func TestPageReaderCompression(t *testing.T) {
 		})
 	}
 }
+
+// TestPageReaderStreams reads a list of API-server-shaped pods larger than
+// several chunks, as the API server streams it, and checks every pod comes
+// out once, in order, with a page every `every` objects and the list's
+// resourceVersion on the last; a reader stopped early, or a body cut off
+// mid-item, ends with no page claiming the list was whole.
+func TestPageReaderStreams(t *testing.T) {
+	list := &corev1.PodList{ListMeta: metav1.ListMeta{ResourceVersion: "777"}}
+	for _, pod := range scaletest.Generate(scaletest.Size{Nodes: 60, BoundPods: 6000, Seed: 5}).BoundPods {
+		list.Items = append(list.Items, *pod)
+	}
+	body := encodeAs(t, runtime.ContentTypeProtobuf, list)
+	if len(body) < 2*chunkBytes {
+		t.Fatalf("the body is %d bytes; the test needs more than two chunks (%d)", len(body), 2*chunkBytes)
+	}
+	serve := func(t *testing.T, data []byte) *PageReader {
+		server := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Query().Has("limit") || r.URL.Query().Has("continue") {
+				t.Errorf("the reader asked for a page (%s); want one LIST", r.URL.RawQuery)
+			}
+			w.Header().Set("Content-Type", runtime.ContentTypeProtobuf)
+			_, _ = w.Write(data)
+		}))
+		t.Cleanup(server.Close)
+		reader, err := NewPageReader(&rest.Config{Host: server.URL, TLSClientConfig: rest.TLSClientConfig{Insecure: true}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return reader
+	}
+
+	t.Run("whole", func(t *testing.T) {
+		var names []string
+		var pages []page
+		for read, err := range serve(t, body).pages(t.Context(), podsProto, 1000, func(obj client.Object) { names = append(names, obj.GetName()) }) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			pages = append(pages, read)
+		}
+		if len(names) != len(list.Items) {
+			t.Fatalf("read %d pods; want %d", len(names), len(list.Items))
+		}
+		for i := range names {
+			if names[i] != list.Items[i].Name {
+				t.Fatalf("pod %d is %s; want %s (in the list's order)", i, names[i], list.Items[i].Name)
+			}
+		}
+		var total int64
+		for i, read := range pages {
+			total += read.count
+			last := i == len(pages)-1
+			if read.more == last || (!last && read.count < 1000) {
+				t.Errorf("page %d = %+v; want at least 1000 objects and more to come but on the last", i, read)
+			}
+		}
+		if last := pages[len(pages)-1]; last.rv != "777" || total != int64(len(list.Items)) {
+			t.Errorf("pages %+v count %d objects, the last at resourceVersion %q; want %d and 777", pages, total, last.rv, len(list.Items))
+		}
+	})
+	t.Run("stopped early", func(t *testing.T) {
+		for read, err := range serve(t, body).pages(t.Context(), podsProto, 500, func(client.Object) {}) {
+			if err != nil || !read.more {
+				t.Fatalf("first page %+v, %v; want one with more to come", read, err)
+			}
+			break
+		}
+	})
+	t.Run("cut off", func(t *testing.T) {
+		var sawErr error
+		for read, err := range serve(t, body[:len(body)-100]).pages(t.Context(), podsProto, 1000, func(client.Object) {}) {
+			if err != nil {
+				sawErr = err
+				break
+			}
+			if !read.more {
+				t.Fatalf("a body cut short ended with a last page %+v", read)
+			}
+		}
+		if sawErr == nil || !strings.Contains(sawErr.Error(), "listing pods") || !strings.Contains(sawErr.Error(), "unexpected EOF") {
+			t.Errorf("error %v; want one naming the pods list and the body ending early", sawErr)
+		}
+	})
+}
