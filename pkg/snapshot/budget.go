@@ -86,29 +86,41 @@ func (e *TooLargeError) Error() string {
 const maxSizeHint = 1 << 20
 
 // checkBudget counts every kind with a LIST of one object (the API server
-// reports how many remain) and refuses before anything is decoded when
-// the estimate exceeds the budget. A server that does not report the count
-// is checked as the list is read instead (listPages, every PageSize
-// objects).
+// reports how many remain), all kinds at once, and refuses before anything
+// is decoded when the estimate exceeds the budget. A server that does not
+// report the count is checked as the list is read instead (listPages,
+// every PageSize objects).
 func (c *Cache) checkBudget(ctx context.Context) error {
+	err := c.eachKind(ctx, func(ctx context.Context, k *kindCache) error {
+		count, err := c.count(ctx, k.spec)
+		k.counted = count
+		return err
+	})
+	if err != nil {
+		return err
+	}
 	counts := map[string]int64{}
 	var need int64
 	for _, k := range c.kinds {
-		list := k.spec.newList()
-		c.lists.Add(1)
-		if err := c.kube.List(ctx, list, client.Limit(1)); err != nil {
-			return &ListError{Kind: k.spec.name, error: err}
-		}
-		count := int64(meta.LenList(list))
-		if remaining := list.GetRemainingItemCount(); remaining != nil {
-			count += *remaining
-		}
-		counts[k.spec.name] = count
-		k.counted = int(min(count, maxSizeHint))
-		need += count * k.spec.bytesPerObject
+		counts[k.spec.name] = k.counted
+		need += k.counted * k.spec.bytesPerObject
 	}
 	if need > c.opts.Budget {
 		return &TooLargeError{Counts: counts, Need: need, Budget: c.opts.Budget}
 	}
 	return nil
+}
+
+// count is how many objects of spec there are, by a LIST of one.
+func (c *Cache) count(ctx context.Context, spec *kindSpec) (int64, error) {
+	list := spec.newList()
+	c.lists.Add(1)
+	if err := c.kube.List(ctx, list, client.Limit(1)); err != nil {
+		return 0, err
+	}
+	count := int64(meta.LenList(list))
+	if remaining := list.GetRemainingItemCount(); remaining != nil {
+		count += *remaining
+	}
+	return count, nil
 }

@@ -114,7 +114,7 @@ type kindCache struct {
 	watching, watches uint64
 	// counted is how many objects the budget check counted (checkBudget,
 	// before the cold start's lists): the first list's size hint.
-	counted  int
+	counted  int64
 	cancel   context.CancelFunc
 	advanced chan struct{} // closed (and replaced) when rv moves
 	nudge    chan struct{}
@@ -410,7 +410,7 @@ func parseRV(s string) (uint64, error) {
 func (c *Cache) relist(ctx context.Context, kind *kindCache) error {
 	c.relists.Add(1)
 	started := time.Now()
-	objs, rv, err := c.listAll(ctx, kind.spec, max(kind.size(), kind.counted))
+	objs, rv, err := c.listAll(ctx, kind.spec, max(kind.size(), int(min(kind.counted, maxSizeHint))))
 	if err != nil {
 		return err
 	}
