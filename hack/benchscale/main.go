@@ -69,7 +69,7 @@ func parseFlags() (config, error) {
 	flag.IntVar(&conf.namespaces, "namespaces", 50, "namespaces the pods spread over")
 	flag.IntVar(&conf.workers, "workers", 64, "concurrent creators")
 	flag.IntVar(&conf.changes, "changes", 100, "changes between the cold and the warm pass")
-	flag.Int64Var(&conf.pageSize, "page-size", snapshot.DefaultPageSize, "LIST page size of the instances' snapshot cache")
+	flag.Int64Var(&conf.pageSize, "page-size", snapshot.DefaultPageSize, "the instances' snapshot cache: LIST page size of the kinds the client reads, and how often (in objects) the budget is checked while pods and nodes stream in")
 	flag.BoolVar(&apiCompression, "api-compression", true, "the instances ask the API server for gzip, as the handler by default (KARPFUNC_API_COMPRESSION)")
 	flag.BoolVar(&plainList, "plain-list", false, "the instances' snapshot cache reads pods and nodes with the client's List, not a snapshot.PageReader")
 	flag.StringVar(&conf.instance, "instance", "", "internal: run one instance's passes (provision or disruption) against -kubeconfig")
