@@ -650,23 +650,12 @@ func (k *kindCache) watchEnded(watch uint64) {
 // waitForWatch is the WATCH being consumed, waiting up to d for one (a
 // relist or a reconnect in progress); 0 if none came.
 func (k *kindCache) waitForWatch(ctx context.Context, d time.Duration) uint64 {
-	deadline := time.NewTimer(d)
-	defer deadline.Stop()
-	for {
-		k.mu.Lock()
-		watch, advanced := k.watching, k.advanced
-		k.mu.Unlock()
-		if watch != 0 {
-			return watch
-		}
-		select {
-		case <-advanced:
-		case <-deadline.C:
-			return 0
-		case <-ctx.Done():
-			return 0
-		}
-	}
+	var watch uint64
+	k.await(ctx, d, func() bool {
+		watch = k.watching
+		return watch != 0
+	})
+	return watch
 }
 
 // stillWatching reports whether watch is still the one being consumed.
@@ -690,13 +679,19 @@ func (k *kindCache) size() int {
 
 // waitFor reports whether the k reaches rv within d.
 func (k *kindCache) waitFor(ctx context.Context, rv uint64, d time.Duration) bool {
+	return k.await(ctx, d, func() bool { return k.rv >= rv })
+}
+
+// await reports whether done, called under k.mu, holds within d; it is
+// checked again each time the kind advances (signalLocked).
+func (k *kindCache) await(ctx context.Context, d time.Duration, done func() bool) bool {
 	deadline := time.NewTimer(d)
 	defer deadline.Stop()
 	for {
 		k.mu.Lock()
-		at, advanced := k.rv, k.advanced
+		holds, advanced := done(), k.advanced
 		k.mu.Unlock()
-		if at >= rv {
+		if holds {
 			return true
 		}
 		select {
