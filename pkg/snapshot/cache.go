@@ -410,7 +410,7 @@ func parseRV(s string) (uint64, error) {
 func (c *Cache) relist(ctx context.Context, kind *kindCache) error {
 	c.relists.Add(1)
 	started := time.Now()
-	objs, rv, err := c.listAll(ctx, kind.spec, max(kind.size(), int(min(kind.counted, maxSizeHint))))
+	objs, rv, err := c.listAll(ctx, kind.spec, kind.sizeHint())
 	if err != nil {
 		return err
 	}
@@ -430,9 +430,10 @@ func (c *Cache) relist(ctx context.Context, kind *kindCache) error {
 	return nil
 }
 
-// listAll pages through a kind; every page after the first is read at the
-// first page's resourceVersion, so the whole list is one consistent view.
-// An expired continue token starts over.
+// listAll reads a kind whole: one streamed LIST (Pages), or pages every
+// one after the first of which is read at the first page's
+// resourceVersion, so the whole list is one consistent view. An expired
+// continue token starts over.
 func (c *Cache) listAll(ctx context.Context, spec *kindSpec, sizeHint int) (map[string]client.Object, uint64, error) {
 	for {
 		objs, rv, err := c.listPages(ctx, spec, sizeHint)
@@ -675,6 +676,12 @@ func (k *kindCache) size() int {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	return len(k.objs)
+}
+
+// sizeHint is how many objects a list of the kind is likely to hold: as
+// many as it holds now, or as the budget check counted before the first.
+func (k *kindCache) sizeHint() int {
+	return max(k.size(), int(min(k.counted, maxSizeHint)))
 }
 
 // waitFor reports whether the k reaches rv within d.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"iter"
 	"slices"
@@ -154,64 +155,64 @@ func (r *PageReader) pages(ctx context.Context, kind *protoKind, every int64, ad
 // stream GETs kind's list and reads it into chunks taken from free, each
 // sent on filled once full; the last says how the list ended.
 func (r *PageReader) stream(ctx context.Context, kind *protoKind, free <-chan *itemChunk, filled chan<- *itemChunk) {
-	var chunk *itemChunk
-	send := func(c *itemChunk) bool {
-		select {
-		case filled <- c:
-			return true
-		case <-ctx.Done():
-			return false
-		}
-	}
-	take := func() bool {
-		select {
-		case chunk = <-free:
-			return true
-		case <-ctx.Done():
-			return false
-		}
-	}
-	if !take() {
+	sink := &chunkSink{ctx: ctx, free: free, filled: filled}
+	if !sink.take() {
 		return
 	}
 	body, err := r.rest.Get().Resource(kind.resource).Stream(ctx)
 	if err != nil {
-		chunk.last, chunk.err = true, err
-		send(chunk)
+		sink.chunk.last, sink.chunk.err = true, err
+		sink.send()
 		return
 	}
 	defer func() { _ = body.Close() }()
-	sink := &chunkSink{chunk: &chunk, full: func() bool { return send(chunk) && take() }}
 	meta, err := readList(body, kind.listKind, sink)
-	if sink.stopped {
+	if errors.Is(err, errStopped) {
 		return
 	}
-	chunk.last, chunk.rv, chunk.err = true, meta.ResourceVersion, err
-	send(chunk)
+	sink.chunk.last, sink.chunk.rv, sink.chunk.err = true, meta.ResourceVersion, err
+	sink.send()
 }
 
-// chunkSink reads items into *chunk, handing it on (full) when the next
-// item would take it past chunkBytes.
+// chunkSink reads items into its chunk, sending it on filled and taking
+// the next from free when an item would take it past chunkBytes; it stops
+// the read when ctx ends.
 type chunkSink struct {
-	chunk   **itemChunk
-	full    func() bool
-	stopped bool
+	ctx    context.Context
+	free   <-chan *itemChunk
+	filled chan<- *itemChunk
+	chunk  *itemChunk
+}
+
+func (s *chunkSink) take() bool {
+	select {
+	case s.chunk = <-s.free:
+		return true
+	case <-s.ctx.Done():
+		return false
+	}
+}
+
+func (s *chunkSink) send() bool {
+	select {
+	case s.filled <- s.chunk:
+		return true
+	case <-s.ctx.Done():
+		return false
+	}
 }
 
 func (s *chunkSink) room(n int) ([]byte, bool) {
-	chunk := *s.chunk
-	if len(chunk.items) > 0 && len(chunk.items)+n+2*binary.MaxVarintLen64 > chunkBytes {
-		if !s.full() {
-			s.stopped = true
+	if len(s.chunk.items) > 0 && len(s.chunk.items)+n+2*binary.MaxVarintLen64 > chunkBytes {
+		if !s.send() || !s.take() {
 			return nil, false
 		}
-		chunk = *s.chunk
 	}
-	chunk.items = protowire.AppendTag(chunk.items, listItemsField, protowire.BytesType)
-	chunk.items = protowire.AppendVarint(chunk.items, uint64(n))
-	start := len(chunk.items)
-	chunk.items = slices.Grow(chunk.items, n)[:start+n]
-	return chunk.items[start:], true
+	items := protowire.AppendTag(s.chunk.items, listItemsField, protowire.BytesType)
+	items = protowire.AppendVarint(items, uint64(n))
+	start := len(items)
+	s.chunk.items = slices.Grow(items, n)[:start+n]
+	return s.chunk.items[start:], true
 }
 
 func (s *chunkSink) item([]byte) error { return nil }
