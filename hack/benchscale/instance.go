@@ -94,6 +94,7 @@ func runInstance(ctx context.Context, which, kubeconfig string, s shape, changes
 		if cacheOpts.Pages, err = snapshot.NewPageReader(cfg); err != nil {
 			return err
 		}
+		cacheOpts.Pages.ListsAtOnce = listsAtOnce
 	}
 	cache := snapshot.NewCache(kube, cacheOpts)
 	defer cache.Close()
@@ -137,6 +138,9 @@ func runInstance(ctx context.Context, which, kubeconfig string, s shape, changes
 // plainList: the instance's cache reads every kind with the client's List
 // (-plain-list), not pods and nodes with a snapshot.PageReader.
 var plainList bool
+
+// listsAtOnce is the instance's PageReader.ListsAtOnce.
+var listsAtOnce int
 
 // apiCompression: the instance asks the API server for gzip
 // (-api-compression, default true), as the handler does unless

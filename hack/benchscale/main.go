@@ -71,6 +71,7 @@ func parseFlags() (config, error) {
 	flag.IntVar(&conf.changes, "changes", 100, "changes between the cold and the warm pass")
 	flag.Int64Var(&conf.pageSize, "page-size", snapshot.DefaultPageSize, "the instances' snapshot cache: LIST page size of the kinds the client reads, and how often (in objects) the budget is checked while pods and nodes stream in")
 	flag.BoolVar(&apiCompression, "api-compression", true, "the instances ask the API server for gzip, as the handler by default (KARPFUNC_API_COMPRESSION)")
+	flag.IntVar(&listsAtOnce, "lists-at-once", snapshot.DefaultListsAtOnce, "the instances' PageReader: LISTs of a kind read in parts (pods, by namespace) at once; 1 reads pods in one LIST")
 	flag.BoolVar(&plainList, "plain-list", false, "the instances' snapshot cache reads pods and nodes with the client's List, not a snapshot.PageReader")
 	flag.StringVar(&conf.instance, "instance", "", "internal: run one instance's passes (provision or disruption) against -kubeconfig")
 	flag.StringVar(&conf.kubeconfig, "instance-kubeconfig", "", "internal: the cluster of -instance")
@@ -164,7 +165,7 @@ func child(ctx context.Context, which, kubeconfig string, conf config) error {
 	cmd := exec.CommandContext(ctx, self, "-instance", which, "-instance-kubeconfig", kubeconfig,
 		"-nodes", fmt.Sprint(conf.nodes), "-pods", fmt.Sprint(conf.pods), "-pending", fmt.Sprint(conf.pending),
 		"-namespaces", fmt.Sprint(conf.namespaces), "-changes", fmt.Sprint(conf.changes), "-page-size", fmt.Sprint(conf.pageSize),
-		fmt.Sprintf("-plain-list=%t", plainList), fmt.Sprintf("-api-compression=%t", apiCompression), "-cpuprofile", cpuProfile)
+		fmt.Sprintf("-plain-list=%t", plainList), "-lists-at-once", fmt.Sprint(listsAtOnce), fmt.Sprintf("-api-compression=%t", apiCompression), "-cpuprofile", cpuProfile)
 	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
 	return cmd.Run()
 }

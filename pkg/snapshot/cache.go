@@ -108,6 +108,10 @@ type kindCache struct {
 	objs map[string]client.Object
 	rv   uint64 // every change up to rv has been applied
 	gen  uint64 // the watch goroutine that may apply events
+	// listed is where the last list was whole; read in parts, its watch
+	// skips the changes a namespace's LIST already held until it passes
+	// the last part's resourceVersion.
+	listed listedAt
 	// watching is the WATCH being consumed now (numbered by watches),
 	// 0 while there is none: a freshness probe proves the kind's view
 	// only for a watch up before and after it (catchUpKind).
@@ -410,11 +414,11 @@ func parseRV(s string) (uint64, error) {
 func (c *Cache) relist(ctx context.Context, kind *kindCache) error {
 	c.relists.Add(1)
 	started := time.Now()
-	objs, rv, err := c.listAll(ctx, kind.spec, kind.sizeHint())
+	objs, at, err := c.listAll(ctx, kind.spec, kind.sizeHint())
 	if err != nil {
 		return err
 	}
-	c.log.Debug("snapshot: listed", "kind", kind.spec.name, "objects", len(objs), "resourceVersion", rv, "took", time.Since(started))
+	c.log.Debug("snapshot: listed", "kind", kind.spec.name, "objects", len(objs), "resourceVersion", at.floor, "parts", len(at.namespaces), "took", time.Since(started))
 	kind.mu.Lock()
 	defer kind.mu.Unlock()
 	if kind.cancel != nil {
@@ -422,7 +426,7 @@ func (c *Cache) relist(ctx context.Context, kind *kindCache) error {
 	}
 	kind.gen++
 	kind.watching = 0
-	kind.objs, kind.rv, kind.stale = objs, rv, true
+	kind.objs, kind.rv, kind.listed, kind.stale = objs, at.floor, at, true
 	kind.signalLocked()
 	wctx, cancel := context.WithCancel(c.life)
 	kind.cancel = cancel
@@ -434,20 +438,20 @@ func (c *Cache) relist(ctx context.Context, kind *kindCache) error {
 // one after the first of which is read at the first page's
 // resourceVersion, so the whole list is one consistent view. An expired
 // continue token starts over.
-func (c *Cache) listAll(ctx context.Context, spec *kindSpec, sizeHint int) (map[string]client.Object, uint64, error) {
+func (c *Cache) listAll(ctx context.Context, spec *kindSpec, sizeHint int) (map[string]client.Object, listedAt, error) {
 	for {
-		objs, rv, err := c.listPages(ctx, spec, sizeHint)
+		objs, at, err := c.listPages(ctx, spec, sizeHint)
 		if apierrors.IsResourceExpired(err) || apierrors.IsGone(err) {
 			continue
 		}
-		return objs, rv, err
+		return objs, at, err
 	}
 }
 
 // listPages reads spec whole into a map sized for sizeHint objects (growing
 // a map to 150,000 pods one doubling at a time was 0.36 of a cold pass's
 // 5.1 CPU-s).
-func (c *Cache) listPages(ctx context.Context, spec *kindSpec, sizeHint int) (map[string]client.Object, uint64, error) {
+func (c *Cache) listPages(ctx context.Context, spec *kindSpec, sizeHint int) (map[string]client.Object, listedAt, error) {
 	objs := make(map[string]client.Object, sizeHint)
 	add := func(obj client.Object) {
 		ingest(obj)
@@ -455,19 +459,19 @@ func (c *Cache) listPages(ctx context.Context, spec *kindSpec, sizeHint int) (ma
 	}
 	for read, err := range c.pagesOf(ctx, spec, add) {
 		if err != nil {
-			return nil, 0, err
+			return nil, listedAt{}, err
 		}
 		c.lists.Add(1)
 		c.listed.Add(read.count)
 		if need := int64(len(objs)) * spec.bytesPerObject; need > c.opts.Budget {
-			return nil, 0, &TooLargeError{Counts: map[string]int64{spec.name: int64(len(objs))}, Need: need, Budget: c.opts.Budget, Partial: read.more}
+			return nil, listedAt{}, &TooLargeError{Counts: map[string]int64{spec.name: int64(len(objs))}, Need: need, Budget: c.opts.Budget, Partial: read.more}
 		}
 		if !read.more {
-			rv, err := parseRV(read.rv)
-			return objs, rv, err
+			at, err := read.listed()
+			return objs, at, err
 		}
 	}
-	return nil, 0, fmt.Errorf("listing %s: the pages ended without a last page", spec.name)
+	return nil, listedAt{}, fmt.Errorf("listing %s: the pages ended without a last page", spec.name)
 }
 
 // pagesOf reads spec's pages, handing each object to add: with Pages, the
@@ -588,7 +592,8 @@ func (c *Cache) consume(ctx context.Context, kind *kindCache, gen uint64, w watc
 	}
 }
 
-// apply records one event if gen's watch is still the kind's.
+// apply records one event if gen's watch is still the kind's and the
+// kind's list did not already hold it.
 func (k *kindCache) apply(gen uint64, ev watch.Event) error {
 	obj, ok := ev.Object.(client.Object)
 	if !ok {
@@ -603,7 +608,32 @@ func (k *kindCache) apply(gen uint64, ev watch.Event) error {
 	if k.gen != gen {
 		return nil
 	}
-	switch ev.Type {
+	if !k.heldLocked(obj, rv) {
+		k.recordLocked(ev.Type, obj)
+	}
+	if rv > k.rv {
+		k.rv = rv
+		k.signalLocked()
+	}
+	return nil
+}
+
+// heldLocked reports whether the kind's list, read in parts, already held
+// obj's change at rv: its namespace's LIST was whole at rv or later. Past
+// the last part's resourceVersion, no list holds any change.
+func (k *kindCache) heldLocked(obj client.Object, rv uint64) bool {
+	if k.listed.namespaces == nil {
+		return false
+	}
+	if rv > k.listed.ceiling {
+		k.listed.namespaces = nil
+		return false
+	}
+	return k.listed.holds(obj, rv)
+}
+
+func (k *kindCache) recordLocked(change watch.EventType, obj client.Object) {
+	switch change {
 	case watch.Added, watch.Modified:
 		ingest(obj)
 		k.objs[key(obj)] = obj
@@ -612,11 +642,6 @@ func (k *kindCache) apply(gen uint64, ev watch.Event) error {
 		delete(k.objs, key(obj))
 		k.noteLocked(key(obj))
 	}
-	if rv > k.rv {
-		k.rv = rv
-		k.signalLocked()
-	}
-	return nil
 }
 
 func (k *kindCache) signalLocked() {

@@ -51,7 +51,7 @@ func fillInto[T any, PT interface {
 // The kinds a PageReader reads.
 var (
 	nodesProto = &protoKind{resource: "nodes", listKind: "NodeList", newItem: func() protoObject { return &corev1.Node{} }, wire: nodeWireRule}
-	podsProto  = &protoKind{resource: "pods", listKind: "PodList", newItem: func() protoObject { return &corev1.Pod{} }, wire: podWireRule}
+	podsProto  = &protoKind{resource: "pods", listKind: "PodList", namespaced: true, newItem: func() protoObject { return &corev1.Pod{} }, wire: podWireRule}
 )
 
 // kinds are read in this order; pods last, as the biggest.

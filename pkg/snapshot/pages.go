@@ -11,6 +11,7 @@ import (
 
 	"google.golang.org/protobuf/encoding/protowire"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
@@ -18,13 +19,13 @@ import (
 )
 
 // PageReader reads the core kinds the snapshot holds most of (pods,
-// nodes) as protobuf, in one LIST streamed item by item: a goroutine reads
-// (and unzips) the body into a few chunks of items reused in turn, while
-// the caller decodes the chunk before; no page is ever held whole. Each
+// nodes) as protobuf, each LIST streamed item by item: goroutines read
+// (and unzip) the bodies into a few chunks of items reused in turn, while
+// the caller decodes the chunks before; no page is ever held whole. Each
 // item is filtered at the wire before it is decoded: what Compact would
 // drop is never decoded (wire.go).
 //
-// One LIST, not pages: the API server's watch cache serves a page after
+// Whole LISTs, not pages: the API server's watch cache serves a page after
 // the first by collecting every object from the continue key to the end
 // of the kind, then keeping `limit` of them (k8s.io/apiserver
 // cacher/store btreeStore.OrderedListPrefix, Cacher.GetList), so paging
@@ -35,12 +36,35 @@ import (
 // watch cache's snapshot at the list's resourceVersion. An informer lists
 // the same way: client-go's reflector turns pagination off for its
 // relists so the watch cache serves them whole (tools/cache/reflector.go
-// list). The API server encodes a protobuf list as it writes it
-// (StreamingCollectionEncodingToProtobuf), and this reader decodes it as
-// it arrives.
+// list).
+//
+// Pods in parts, one LIST per namespace, ListsAtOnce at a time: the API
+// server copies, sizes and encodes one LIST on one goroutine (5.3 CPU-s
+// and as many seconds for 150,000 pods, the cold pass's critical path),
+// so parts run on as many cores as it has. Each part is a read from the
+// watch cache at least as fresh as the namespaces' list
+// (resourceVersionMatch=NotOlderThan), itself a consistent read, and is
+// whole at its own resourceVersion: the last page says which (listedAt),
+// and the cache's watch, started from the lowest, skips in each namespace
+// the events its LIST already held (kindCache.apply). A namespace made
+// after the namespaces' list has only changes after it, which the watch
+// brings. A kind with more than maxNamespaceParts namespaces is read in
+// one LIST: a LIST costs the API server a few milliseconds even when
+// nearly empty.
 type PageReader struct {
 	rest rest.Interface
+	// ListsAtOnce is how many LISTs of a kind read in parts run at once
+	// (0: DefaultListsAtOnce; 1: pods too are read in one LIST).
+	ListsAtOnce int
 }
+
+// DefaultListsAtOnce: on the 2-core bench machine, with the API server on
+// the same cores, reading 150,000 pods in 50 namespaces took 4.3-4.6 s
+// with 2 or 3 LISTs at once, 6.4 s in one LIST (hack/benchscale).
+const DefaultListsAtOnce = 3
+
+// maxNamespaceParts bounds how many LISTs one kind is read in.
+const maxNamespaceParts = 256
 
 // NewPageReader makes a PageReader for the API server of cfg; it has its
 // own client-side rate limit (cfg's QPS and Burst), and asks for gzip
@@ -63,6 +87,7 @@ func NewPageReader(cfg *rest.Config) (*PageReader, error) {
 // protoKind is a core kind PageReader reads.
 type protoKind struct {
 	resource, listKind string
+	namespaced         bool
 	newItem            func() protoObject
 	// wire is what decoding keeps of an item (wire.go): what Compact
 	// keeps.
@@ -77,48 +102,104 @@ type protoObject interface {
 }
 
 // page is a run of a list's objects having been read: how many, whether
-// more follow, and, on the last, the list's resourceVersion.
+// more follow, and, on the last, the list's resourceVersion (rv, a LIST's
+// metadata) or, for a kind read in parts, where each part is whole (at).
 type page struct {
 	count int64
 	more  bool
 	rv    string
+	at    listedAt
 }
 
-// Items travel from the reading goroutine to the decoding one in chunks
-// of about chunkBytes, chunksInFlight of them at a time: the bench's pods
+// listed is where the objects of a last page are whole.
+func (p page) listed() (listedAt, error) {
+	if p.at.floor > 0 {
+		return p.at, nil
+	}
+	rv, err := parseRV(p.rv)
+	return listedAt{floor: rv}, err
+}
+
+// listedAt is where a kind's LISTs were whole: every object at floor or
+// later; read in parts, each namespace's objects at the resourceVersion of
+// its own LIST (namespaces), the highest of which is ceiling.
+type listedAt struct {
+	floor, ceiling uint64
+	namespaces     map[string]uint64
+}
+
+// add records where part was whole.
+func (l *listedAt) add(part listPart, rvText string) error {
+	rv, err := parseRV(rvText)
+	if err != nil {
+		return err
+	}
+	if part.namespace == "" {
+		l.floor = rv
+		return nil
+	}
+	if l.namespaces == nil {
+		if l.floor, err = parseRV(part.atLeast); err != nil {
+			return err
+		}
+		l.namespaces = map[string]uint64{}
+	}
+	l.namespaces[part.namespace] = rv
+	l.ceiling = max(l.ceiling, rv)
+	return nil
+}
+
+// holds reports whether obj's change at rv is one its namespace's LIST
+// already held.
+func (l *listedAt) holds(obj client.Object, rv uint64) bool {
+	return rv <= l.namespaces[obj.GetNamespace()]
+}
+
+// Items travel from the reading goroutines to the decoding one in chunks
+// of about chunkBytes, each reader's and spareChunks more: the bench's pods
 // are 3.1 KB of protobuf each, so a chunk holds about 1,300.
 const (
-	chunkBytes     = 4 << 20
-	chunksInFlight = 3
+	chunkBytes  = 4 << 20
+	spareChunks = 2
 	// maxItemBytes bounds one object: etcd refuses a value over 1.5 MiB
 	// (its --max-request-bytes), so a larger length is a broken body.
 	maxItemBytes = 64 << 20
 )
 
 // itemChunk is items read, each as the list encodes it (field 2, its
-// length, its bytes); the last chunk carries the list's resourceVersion,
-// or why the list did not finish.
+// length, its bytes); a part's last chunk carries the resourceVersion its
+// LIST was whole at, or why it did not finish.
 type itemChunk struct {
 	items []byte
+	part  listPart
 	last  bool
 	rv    string
 	err   error
+	// free is the pool the chunk goes back to once decoded.
+	free chan<- *itemChunk
 }
 
-// pages reads kind whole in one LIST, handing each object to add, and
-// yields a page every `every` objects and at the end. A consumer that
-// stops early cancels the read.
+// listPart is one LIST of a kind read in parts: one namespace's objects,
+// at least as fresh as atLeast; or, namespace "", the whole kind in a
+// consistent read.
+type listPart struct {
+	namespace, atLeast string
+}
+
+// pages reads kind whole, handing each object to add, and yields a page
+// every `every` objects and at the end. A consumer that stops early
+// cancels the read.
 func (r *PageReader) pages(ctx context.Context, kind *protoKind, every int64, add func(client.Object)) iter.Seq2[page, error] {
 	return func(yield func(page, error) bool) {
 		ctx, cancel := context.WithCancel(ctx)
 		defer cancel()
-		free, filled := make(chan *itemChunk, chunksInFlight), make(chan *itemChunk, chunksInFlight)
-		for range chunksInFlight {
-			free <- &itemChunk{items: make([]byte, 0, chunkBytes)}
+		parts, err := r.parts(ctx, kind)
+		if err != nil {
+			yield(page{}, fmt.Errorf("listing %s: %w", kind.resource, err))
+			return
 		}
-		go r.stream(ctx, kind, free, filled)
-		var decoder itemDecoder
-		var read page
+		filled := r.start(ctx, kind, parts)
+		reading := &partsRead{kind: kind, add: add, remaining: len(parts)}
 		for {
 			var chunk *itemChunk
 			select {
@@ -127,51 +208,143 @@ func (r *PageReader) pages(ctx context.Context, kind *protoKind, every int64, ad
 				yield(page{}, ctx.Err())
 				return
 			}
-			if chunk.err != nil {
-				yield(page{}, fmt.Errorf("listing %s: %w", kind.resource, chunk.err))
+			read, err := reading.take(chunk)
+			if err != nil {
+				yield(page{}, fmt.Errorf("listing %s%s: %w", kind.resource, chunk.part, err))
 				return
 			}
-			if err := decoder.items(chunk.items, kind, &read.count, add); err != nil {
-				yield(page{}, fmt.Errorf("listing %s: %w", kind.resource, err))
-				return
-			}
-			if chunk.last {
-				read.rv = chunk.rv
+			if !read.more {
 				yield(read, nil)
 				return
 			}
-			chunk.items = chunk.items[:0]
-			free <- chunk
 			if read.count >= every {
-				if !yield(page{count: read.count, more: true}, nil) {
+				if !yield(read, nil) {
 					return
 				}
-				read.count = 0
+				reading.read.count = 0
 			}
 		}
 	}
 }
 
-// stream GETs kind's list and reads it into chunks taken from free, each
-// sent on filled once full; the last says how the list ended.
-func (r *PageReader) stream(ctx context.Context, kind *protoKind, free <-chan *itemChunk, filled chan<- *itemChunk) {
-	sink := &chunkSink{ctx: ctx, free: free, filled: filled}
-	if !sink.take() {
-		return
+// start queues parts for up to ListsAtOnce readers (stream) and returns
+// where their chunks arrive.
+func (r *PageReader) start(ctx context.Context, kind *protoKind, parts []listPart) <-chan *itemChunk {
+	readers := min(len(parts), r.listsAtOnce())
+	free, filled := make(chan *itemChunk, readers+spareChunks), make(chan *itemChunk, readers+spareChunks)
+	for range readers + spareChunks {
+		free <- &itemChunk{items: make([]byte, 0, chunkBytes), free: free}
 	}
-	body, err := r.rest.Get().Resource(kind.resource).Stream(ctx)
+	queue := make(chan listPart, len(parts))
+	for _, part := range parts {
+		queue <- part
+	}
+	close(queue)
+	for range readers {
+		go r.stream(ctx, kind, queue, free, filled)
+	}
+	return filled
+}
+
+// partsRead decodes the chunks of a kind's parts as they arrive.
+type partsRead struct {
+	kind      *protoKind
+	add       func(client.Object)
+	decoder   itemDecoder
+	read      page
+	whole     listedAt
+	remaining int
+}
+
+// take decodes a chunk and hands it back to its reader's pool; the page
+// it returns says more (the running count) until every part has ended.
+func (p *partsRead) take(chunk *itemChunk) (page, error) {
+	if chunk.err != nil {
+		return page{}, chunk.err
+	}
+	if err := p.decoder.items(chunk.items, p.kind, &p.read.count, p.add); err != nil {
+		return page{}, err
+	}
+	if chunk.last {
+		if err := p.whole.add(chunk.part, chunk.rv); err != nil {
+			return page{}, err
+		}
+		p.remaining--
+	}
+	*chunk = itemChunk{items: chunk.items[:0], free: chunk.free}
+	chunk.free <- chunk
+	if p.remaining == 0 {
+		return page{count: p.read.count, at: p.whole}, nil
+	}
+	return page{count: p.read.count, more: true}, nil
+}
+
+func (p listPart) String() string {
+	if p.namespace == "" {
+		return ""
+	}
+	return " in namespace " + p.namespace
+}
+
+func (r *PageReader) listsAtOnce() int {
+	if r.ListsAtOnce > 0 {
+		return r.ListsAtOnce
+	}
+	return DefaultListsAtOnce
+}
+
+// parts are the LISTs kind is read in: one per namespace, each at least as
+// fresh as the namespaces' list, when kind is namespaced and read in parts;
+// else one, a consistent read.
+func (r *PageReader) parts(ctx context.Context, kind *protoKind) ([]listPart, error) {
+	if !kind.namespaced || r.listsAtOnce() == 1 {
+		return []listPart{{}}, nil
+	}
+	var namespaces corev1.NamespaceList
+	if err := r.rest.Get().AbsPath("/api/v1/namespaces").Do(ctx).Into(&namespaces); err != nil {
+		return nil, fmt.Errorf("listing the namespaces to read it by: %w", err)
+	}
+	parts := make([]listPart, 0, len(namespaces.Items))
+	for _, ns := range namespaces.Items {
+		parts = append(parts, listPart{namespace: ns.Name, atLeast: namespaces.ResourceVersion})
+	}
+	if len(parts) < 2 || len(parts) > maxNamespaceParts {
+		return []listPart{{}}, nil
+	}
+	return parts, nil
+}
+
+// stream GETs the parts from queue and reads each into chunks taken from
+// free, each sent on filled once full; a part's last says how it ended.
+func (r *PageReader) stream(ctx context.Context, kind *protoKind, queue <-chan listPart, free <-chan *itemChunk, filled chan<- *itemChunk) {
+	sink := &chunkSink{ctx: ctx, free: free, filled: filled}
+	for part := range queue {
+		if !sink.take() {
+			return
+		}
+		meta, err := r.readPart(ctx, kind, part, sink)
+		if errors.Is(err, errStopped) {
+			return
+		}
+		sink.chunk.part, sink.chunk.last, sink.chunk.rv, sink.chunk.err = part, true, meta.ResourceVersion, err
+		if !sink.send() || err != nil {
+			return
+		}
+	}
+}
+
+func (r *PageReader) readPart(ctx context.Context, kind *protoKind, part listPart, sink *chunkSink) (metav1.ListMeta, error) {
+	req := r.rest.Get().Resource(kind.resource)
+	if part.namespace != "" {
+		req = req.Namespace(part.namespace).Param("resourceVersion", part.atLeast).
+			Param("resourceVersionMatch", string(metav1.ResourceVersionMatchNotOlderThan))
+	}
+	body, err := req.Stream(ctx)
 	if err != nil {
-		sink.chunk.last, sink.chunk.err = true, err
-		sink.send()
-		return
+		return metav1.ListMeta{}, err
 	}
 	defer func() { _ = body.Close() }()
-	meta, err := readList(body, kind.listKind, sink)
-	if errors.Is(err, errStopped) {
-		return
-	}
-	sink.chunk.last, sink.chunk.rv, sink.chunk.err = true, meta.ResourceVersion, err
-	sink.send()
+	return readList(body, kind.listKind, sink)
 }
 
 // chunkSink reads items into its chunk, sending it on filled and taking
