@@ -102,8 +102,8 @@ type protoObject interface {
 }
 
 // page is a run of a list's objects having been read: how many, whether
-// more follow, and, on the last, the list's resourceVersion (rv, a LIST's
-// metadata) or, for a kind read in parts, where each part is whole (at).
+// more follow, and, on the last, the last LIST's resourceVersion (rv) and,
+// from a PageReader, where every part is whole (at).
 type page struct {
 	count int64
 	more  bool
@@ -265,18 +265,18 @@ func (p *partsRead) take(chunk *itemChunk) (page, error) {
 	if err := p.decoder.items(chunk.items, p.kind, &p.read.count, p.add); err != nil {
 		return page{}, err
 	}
+	read := page{count: p.read.count, more: true}
 	if chunk.last {
 		if err := p.whole.add(chunk.part, chunk.rv); err != nil {
 			return page{}, err
 		}
-		p.remaining--
+		if p.remaining--; p.remaining == 0 {
+			read = page{count: p.read.count, rv: chunk.rv, at: p.whole}
+		}
 	}
 	*chunk = itemChunk{items: chunk.items[:0], free: chunk.free}
 	chunk.free <- chunk
-	if p.remaining == 0 {
-		return page{count: p.read.count, at: p.whole}, nil
-	}
-	return page{count: p.read.count, more: true}, nil
+	return read, nil
 }
 
 func (p listPart) String() string {

@@ -220,6 +220,7 @@ func TestPageReaderCompression(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			reader.ListsAtOnce = 1 // one LIST of every pod
 			var read page
 			for got, err := range reader.pages(t.Context(), podsProto, 500, func(client.Object) {}) {
 				if err != nil {
@@ -267,6 +268,7 @@ func TestPageReaderStreams(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		reader.ListsAtOnce = 1 // one LIST of every pod
 		return reader
 	}
 
