@@ -50,7 +50,7 @@ const (
 type CacheOptions struct {
 	// PageSize is the limit of each LIST page the client reads (the kinds
 	// Pages does not read), and how often, in objects, the budget is
-	// checked while Pages reads a kind in one LIST (default
+	// checked while Pages reads a kind in whole LISTs (default
 	// DefaultPageSize).
 	PageSize int64
 	// CatchUp (default DefaultCatchUp).
@@ -434,10 +434,11 @@ func (c *Cache) relist(ctx context.Context, kind *kindCache) error {
 	return nil
 }
 
-// listAll reads a kind whole: one streamed LIST (Pages), or pages every
-// one after the first of which is read at the first page's
-// resourceVersion, so the whole list is one consistent view. An expired
-// continue token starts over.
+// listAll reads a kind whole: streamed LISTs (Pages: pods one per
+// namespace, each whole at its own resourceVersion, none older than the
+// namespaces' list), or pages every one after the first of which is read
+// at the first page's resourceVersion, so the whole list is one consistent
+// view. An expired continue token starts over.
 func (c *Cache) listAll(ctx context.Context, spec *kindSpec, sizeHint int) (map[string]client.Object, listedAt, error) {
 	for {
 		objs, at, err := c.listPages(ctx, spec, sizeHint)

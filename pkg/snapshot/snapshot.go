@@ -8,16 +8,22 @@
 // reader List is given carries a Cache (WithCache), from the warm cache a
 // long-lived handler keeps between invocations. The Cache's cold start
 // counts the objects against the memory budget (MemoryBudget) before
-// decoding any, then LISTs each kind (pods and nodes in one LIST each,
-// decoded as it streams in: PageReader; the others in pages of PageSize,
-// each page read at the first one's resourceVersion) and starts a WATCH
-// from the list's resourceVersion with bookmarks; a 410 Gone relists.
+// decoding any, then LISTs each kind (nodes in one LIST and pods in one
+// LIST per namespace, a few at once, decoded as they stream in:
+// PageReader; the others in pages of PageSize, each page read at the first
+// one's resourceVersion) and starts a WATCH from the list's
+// resourceVersion (pods: the lowest of their LISTs', skipping in each
+// namespace what its LIST held) with bookmarks; a 410 Gone relists.
 // Objects are compacted on arrival (Compact) and kept as the watch
 // delivers them.
 //
 // Invariants:
 //   - Freshness: a snapshot handed to a pass includes every change committed
-//     before the pass asked for it. The pass reads the cluster's current
+//     before the pass asked for it. A cold pass's LISTs are consistent
+//     reads, or (pods by namespace) reads at least as fresh as one: the
+//     namespaces' list, made after the pass began; different namespaces'
+//     pods may be whole at different resourceVersions, as different kinds'
+//     objects always were. A warm pass reads the cluster's current
 //     resourceVersion once with a quorum read (LIST of one namespace, no
 //     resourceVersion: etcd's revision, one counter for every kind). A kind
 //     is fresh when its watch has applied an event at or past it; else,
