@@ -221,7 +221,7 @@ func (r *PageReader) pages(ctx context.Context, kind *protoKind, every int64, ad
 				if !yield(read, nil) {
 					return
 				}
-				reading.read.count = 0
+				reading.count = 0
 			}
 		}
 	}
@@ -251,7 +251,7 @@ type partsRead struct {
 	kind      *protoKind
 	add       func(client.Object)
 	decoder   itemDecoder
-	read      page
+	count     int64 // objects since the last page
 	whole     listedAt
 	remaining int
 }
@@ -262,16 +262,16 @@ func (p *partsRead) take(chunk *itemChunk) (page, error) {
 	if chunk.err != nil {
 		return page{}, chunk.err
 	}
-	if err := p.decoder.items(chunk.items, p.kind, &p.read.count, p.add); err != nil {
+	if err := p.decoder.items(chunk.items, p.kind, &p.count, p.add); err != nil {
 		return page{}, err
 	}
-	read := page{count: p.read.count, more: true}
+	read := page{count: p.count, more: true}
 	if chunk.last {
 		if err := p.whole.add(chunk.part, chunk.rv); err != nil {
 			return page{}, err
 		}
 		if p.remaining--; p.remaining == 0 {
-			read = page{count: p.read.count, rv: chunk.rv, at: p.whole}
+			read = page{count: p.count, rv: chunk.rv, at: p.whole}
 		}
 	}
 	*chunk = itemChunk{items: chunk.items[:0], free: chunk.free}
