@@ -59,8 +59,9 @@ type PageReader struct {
 }
 
 // DefaultListsAtOnce: on the 2-core bench machine, with the API server on
-// the same cores, reading 150,000 pods in 50 namespaces took 4.3-4.6 s
-// with 2 or 3 LISTs at once, 6.4 s in one LIST (hack/benchscale).
+// the same cores, reading 150,000 pods in 50 namespaces took 4.3 s
+// with 3 LISTs at once (4.5 s with 2), 6.0-6.5 s in one LIST
+// (hack/benchscale -lists-at-once).
 const DefaultListsAtOnce = 3
 
 // maxNamespaceParts bounds how many LISTs one kind is read in.
