@@ -1,7 +1,6 @@
 package snapshot
 
 import (
-	"context"
 	"fmt"
 	"maps"
 	"net/http"
@@ -9,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -276,21 +276,23 @@ func TestCacheReadsPodsByNamespaceUnderChurn(t *testing.T) {
 	cache := NewCache(kube, CacheOptions{RelistBelow: -1, Pages: mustPageReader(t, cfg), CheckShared: true})
 	t.Cleanup(cache.Close)
 
-	ctx, stop := context.WithCancel(t.Context())
+	// The changes stop between requests, never mid-request: a request
+	// cancelled in flight can still be committed after the test compares.
+	var stopping atomic.Bool
 	churned := make(chan int)
 	go func() {
 		changes := 0
 		defer func() { churned <- changes }()
-		for round := 1; ctx.Err() == nil; round++ {
+		for round := 1; !stopping.Load(); round++ {
 			ns, i := namespaces[round%len(namespaces)], round%20
 			var err error
 			switch round % 5 {
 			case 0:
-				err = kube.Delete(ctx, newPod(ns, i))
+				err = kube.Delete(t.Context(), newPod(ns, i))
 			case 1:
-				err = kube.Create(ctx, newPod(ns, i))
+				err = kube.Create(t.Context(), newPod(ns, i))
 			default:
-				err = relabel(ctx, kube, newPod(ns, i), round)
+				err = relabel(t.Context(), kube, newPod(ns, i), round)
 			}
 			if err == nil {
 				changes++
@@ -299,7 +301,7 @@ func TestCacheReadsPodsByNamespaceUnderChurn(t *testing.T) {
 	}()
 	time.Sleep(100 * time.Millisecond) // changes under way before the cold start
 	mustCluster(t, cache)
-	stop()
+	stopping.Store(true)
 	if changes := <-churned; changes < 20 {
 		t.Fatalf("only %d changes were made during the cold start; the test shows nothing", changes)
 	}
