@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"iter"
 	"slices"
+	"strconv"
 
 	"google.golang.org/protobuf/encoding/protowire"
 	corev1 "k8s.io/api/core/v1"
@@ -302,15 +303,18 @@ func (r *PageReader) parts(ctx context.Context, kind *protoKind) ([]listPart, er
 		return []listPart{{}}, nil
 	}
 	var namespaces corev1.NamespaceList
-	if err := r.rest.Get().AbsPath("/api/v1/namespaces").Do(ctx).Into(&namespaces); err != nil {
+	// One more than the parts allowed tells too many from enough without
+	// reading thousands of namespaces.
+	if err := r.rest.Get().AbsPath("/api/v1/namespaces").Param("limit", strconv.Itoa(maxNamespaceParts+1)).
+		Do(ctx).Into(&namespaces); err != nil {
 		return nil, fmt.Errorf("listing the namespaces to read it by: %w", err)
+	}
+	if len(namespaces.Items) < 2 || len(namespaces.Items) > maxNamespaceParts {
+		return []listPart{{}}, nil
 	}
 	parts := make([]listPart, 0, len(namespaces.Items))
 	for _, ns := range namespaces.Items {
 		parts = append(parts, listPart{namespace: ns.Name, atLeast: namespaces.ResourceVersion})
-	}
-	if len(parts) < 2 || len(parts) > maxNamespaceParts {
-		return []listPart{{}}, nil
 	}
 	return parts, nil
 }

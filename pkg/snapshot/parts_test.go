@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -94,8 +95,16 @@ func (s *namespacedServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}()
 	w.Header().Set("Content-Type", runtime.ContentTypeProtobuf)
 	if r.URL.Path == "/api/v1/namespaces" {
+		limit, err := strconv.Atoi(r.URL.Query().Get("limit"))
+		if err != nil || limit != maxNamespaceParts+1 {
+			s.t.Errorf("namespaces listed with %s; want limit=%d, enough to tell too many", r.URL.RawQuery, maxNamespaceParts+1)
+		}
 		list := &corev1.NamespaceList{ListMeta: metav1.ListMeta{ResourceVersion: s.namespacesRV}}
 		for _, name := range slices.Sorted(maps.Keys(s.pods)) {
+			if len(list.Items) == limit {
+				list.Continue = "more" // as the API server pages
+				break
+			}
 			list.Items = append(list.Items, corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}})
 		}
 		_, _ = w.Write(encodeAs(s.t, runtime.ContentTypeProtobuf, list))
