@@ -256,18 +256,13 @@ func TestPageReaderStreams(t *testing.T) {
 		t.Fatalf("the body is %d bytes; the test needs more than two chunks (%d)", len(body), 2*chunkBytes)
 	}
 	serve := func(t *testing.T, data []byte) *PageReader {
-		server := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		reader := readerOf(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if r.URL.Query().Has("limit") || r.URL.Query().Has("continue") {
 				t.Errorf("the reader asked for a page (%s); want one LIST", r.URL.RawQuery)
 			}
 			w.Header().Set("Content-Type", runtime.ContentTypeProtobuf)
 			_, _ = w.Write(data)
 		}))
-		t.Cleanup(server.Close)
-		reader, err := NewPageReader(&rest.Config{Host: server.URL, TLSClientConfig: rest.TLSClientConfig{Insecure: true}})
-		if err != nil {
-			t.Fatal(err)
-		}
 		reader.ListsAtOnce = 1 // one LIST of every pod
 		return reader
 	}
