@@ -33,8 +33,10 @@ demo: tools build
 test: tools lint
 	$(GO) test -count=1 -timeout 40m ./...
 
-## lint: go vet over everything, golangci-lint (.golangci.yml: gocyclo, unparam, errorlint, revive) over production code
+## lint: go vet over everything, golangci-lint (.golangci.yml: gocyclo, unparam, errorlint, revive) over production code,
+## and hack/repocheck over the git index (no executable, no file over 1 MiB outside testdata/, every document link resolves)
 lint: tools
+	$(GO) run ./hack/repocheck
 	$(GO) vet ./...
 	$(BIN)/golangci-lint run ./...
 
