@@ -8,13 +8,17 @@ PACKAGE_GOARCH ?= amd64
 # The relay image's tag: the chart's appVersion.
 RELAY_VERSION := $(shell sed -n 's/^appVersion: *"\{0,1\}\([^"]*\)"\{0,1\}/\1/p' relay/chart/Chart.yaml)
 
-.PHONY: all tools build demo test lint unit e2e soak bench bench-scale bench-burst package image generate vet clean
+.PHONY: all tools lint-tools build demo test lint unit e2e soak bench bench-scale bench-burst package image generate vet clean
 
 all: build
 
-## tools: build etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kwok from source (cached per user)
+## tools: build etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok and golangci-lint from source (cached per user)
 tools:
 	@hack/tools.sh
+
+## lint-tools: golangci-lint alone, all `make lint` needs
+lint-tools:
+	@hack/tools.sh golangci-lint
 
 ## build: the handler, relay, local Functions host and CLI into bin/
 build:
@@ -35,13 +39,16 @@ test: tools lint
 
 ## lint: go vet over everything, golangci-lint (.golangci.yml: gocyclo, unparam, errorlint, revive) over production code,
 ## and hack/repocheck over the git index (no executable, no file over 1 MiB outside testdata/, every document link resolves)
-lint: tools
+lint: lint-tools
 	$(GO) run ./hack/repocheck
 	$(GO) vet ./...
 	$(BIN)/golangci-lint run ./...
 
+## unit: every package's tests that need no control plane, in seconds to minutes. -short skips each test
+## that starts one (internal/testenv.ControlPlane, internal/controlplane's and relay/internal/watch's helpers,
+## tests/); those run in `make test`
 unit:
-	$(GO) test -count=1 -short ./pkg/... ./functions/... ./relay/... ./infra/... ./hack/...
+	$(GO) test -count=1 -short ./...
 
 e2e: tools
 	$(GO) test -count=1 -timeout 30m -v ./tests/...

@@ -4,8 +4,9 @@
 # from a release download. Binaries are kept in a per-user cache keyed by version, so a fresh
 # clone (CI's, for one) reuses them; bin/ gets symlinks into that cache.
 #
-#   hack/tools.sh            build what is missing, link into bin/
-#   hack/tools.sh --print    print the cache directory and exit
+#   hack/tools.sh                  build what is missing, link into bin/
+#   hack/tools.sh golangci-lint    only golangci-lint (`make lint` needs nothing else)
+#   hack/tools.sh --print          print the cache directory and exit
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
@@ -16,7 +17,13 @@ GOLANGCI_LINT_VERSION="v2.15.0"
 CACHE="${KARPFUNC_TOOLS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/karpfunc/tools}"
 BIN="$ROOT/bin"
 
-if [[ "${1:-}" == "--print" ]]; then echo "$CACHE"; exit 0; fi
+case "${1:-}" in
+  --print) echo "$CACHE"; exit 0 ;;
+  ""|golangci-lint) ;;
+  *) echo "tools: unknown argument $1; usage: hack/tools.sh [golangci-lint|--print]" >&2; exit 2 ;;
+esac
+ONLY_LINT=""
+[[ "${1:-}" == "golangci-lint" ]] && ONLY_LINT=1
 mkdir -p "$CACHE" "$BIN"
 
 # build NAME VERSION MODULE_DIR PACKAGE [LDFLAGS]
@@ -44,13 +51,15 @@ k8s_ldflags() {
   echo "$flags"
 }
 
-build etcd "$ETCD_VERSION" etcd ./etcd \
-  "-X go.etcd.io/etcd/api/v3/version.GitSHA=module"
-for cmd in kube-apiserver kube-controller-manager kube-scheduler; do
-  build "$cmd" "$K8S_VERSION" kubernetes "k8s.io/kubernetes/cmd/$cmd" "$(k8s_ldflags)"
-done
-build kwok "$KWOK_VERSION" kwok sigs.k8s.io/kwok/cmd/kwok \
-  "-X sigs.k8s.io/kwok/pkg/consts.Version=$KWOK_VERSION"
+if [[ -z "$ONLY_LINT" ]]; then
+  build etcd "$ETCD_VERSION" etcd ./etcd \
+    "-X go.etcd.io/etcd/api/v3/version.GitSHA=module"
+  for cmd in kube-apiserver kube-controller-manager kube-scheduler; do
+    build "$cmd" "$K8S_VERSION" kubernetes "k8s.io/kubernetes/cmd/$cmd" "$(k8s_ldflags)"
+  done
+  build kwok "$KWOK_VERSION" kwok sigs.k8s.io/kwok/cmd/kwok \
+    "-X sigs.k8s.io/kwok/pkg/consts.Version=$KWOK_VERSION"
+fi
 # golangci-lint is built with `go install` at its pinned version (its own go.mod
 # pins its linters), not from tools/: it is a developer tool, not a control-plane part.
 lint_out="$CACHE/golangci-lint-$GOLANGCI_LINT_VERSION/golangci-lint"

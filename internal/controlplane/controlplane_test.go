@@ -34,9 +34,13 @@ import (
 	"github.com/karpfunc/karpfunc/pkg/apis/v1beta1"
 )
 
-// binDir builds the control plane binaries if needed (first run only).
+// binDir builds the control plane binaries if needed (first run only). It
+// skips the test under -short (`make unit`): every caller starts processes.
 func binDir(t *testing.T) string {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("starts a control plane")
+	}
 	root, err := tools.RepoRoot()
 	if err != nil {
 		t.Fatal(err)

@@ -95,6 +95,9 @@ func (r *recorder) waitFor(t *testing.T, what string, match func(sent) bool) sen
 
 func startControlPlane(t *testing.T) *controlplane.ControlPlane {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("starts a control plane")
+	}
 	root, err := tools.RepoRoot()
 	if err != nil {
 		t.Fatal(err)
