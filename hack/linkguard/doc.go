@@ -9,4 +9,7 @@
 // package's private tree (functions/internal/customhandler,
 // relay/internal/..., pkg/catalog/internal/...) is production code that
 // Go's visibility rule keeps to its parent, and is allowed.
+//
+// Links between documents (Markdown links to files and headings) are
+// hack/repocheck's, which `make lint` runs.
 package linkguard

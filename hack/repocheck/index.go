@@ -39,6 +39,7 @@ func Check(dir string) ([]Problem, error) {
 		return nil, err
 	}
 	problems := checkFiles(files)
+	problems = append(problems, checkReadme(files)...)
 	return append(problems, checkLinks(files)...), nil
 }
 

@@ -32,6 +32,22 @@ var (
 	linkText = regexp.MustCompile(`\[([^\]]*)\]\([^)]*\)`)
 )
 
+// MaxReadmeLines is the longest README.md the repository keeps.
+const MaxReadmeLines = 300
+
+// checkReadme applies the README's length rule.
+func checkReadme(files []trackedFile) []Problem {
+	for _, f := range files {
+		if f.Path != "README.md" {
+			continue
+		}
+		if n := strings.Count(strings.TrimSuffix(string(f.Head), "\n"), "\n") + 1; n > MaxReadmeLines {
+			return []Problem{{f.Path, fmt.Sprintf("is %d lines, over %d: move detail into a page under docs/ and link it", n, MaxReadmeLines)}}
+		}
+	}
+	return nil
+}
+
 // link is one relative link of a document, by line.
 type link struct {
 	Line   int

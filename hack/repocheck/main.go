@@ -18,6 +18,8 @@
 //     CONTRIBUTING.md, docs/**/*.md) names a tracked file or directory,
 //     and a #fragment names a heading of the Markdown file it points at,
 //     slugged as GitHub slugs headings.
+//   - README.md is at most MaxReadmeLines lines: it is the page a newcomer
+//     reads first, and the rest belongs in docs/.
 //
 // Symbolic links and submodules are not files and are not checked.
 package main

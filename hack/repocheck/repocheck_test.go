@@ -67,6 +67,9 @@ func TestCheck(t *testing.T) {
 			wants: []string{"pkg/x/dump.json: is 1048577 bytes, over the 1048576-byte limit"}},
 		{name: "large executable: both rules", add: []repoFile{{path: "relay-bin", content: append(slices.Clone(elfHead), bytes.Repeat([]byte{0}, MaxFileSize)...)}},
 			wants: []string{"relay-bin: is a compiled ELF executable", "relay-bin: is 1048596 bytes"}},
+		{name: "README over the line limit", add: []repoFile{{path: "README.md", content: readme(MaxReadmeLines + 1)}},
+			wants: []string{"README.md: is 301 lines, over 300"}},
+		{name: "README at the line limit", add: []repoFile{{path: "README.md", content: readme(MaxReadmeLines)}}},
 		{name: "link to a missing file", add: []repoFile{{path: "docs/faults.md", content: []byte("# Faults\n\nSee\n[nodes](nodes.md).\n")}},
 			wants: []string{`docs/faults.md:4: link "nodes.md" names docs/nodes.md, which the repository does not track`}},
 		{name: "link to a missing heading", add: []repoFile{{path: "CONTRIBUTING.md", content: []byte("[steps](docs/deploy.md#steps)\n")}},
@@ -154,6 +157,12 @@ func TestSlugify(t *testing.T) {
 			t.Errorf("slugify(%q) = %q, want %q", heading, got, want)
 		}
 	}
+}
+
+// readme is a README.md of n lines whose heading the clean repository's
+// documents link to.
+func readme(n int) []byte {
+	return append([]byte("# Example\n"), bytes.Repeat([]byte("line\n"), n-1)...)
 }
 
 // gitRepo makes a git repository holding files, all staged.
