@@ -302,13 +302,13 @@ func (d *dependencies) cacheOptions(restConfig *rest.Config) (snapshot.CacheOpti
 // networks" (kubernetes/kubernetes PR #80919), kubectl
 // --disable-compression "can help improve list call latencies
 // significantly when client-server network bandwidth is ample (>30MB/s)
-// or if the server is CPU-constrained" (PR #112580, issue #112296). On
-// the bench's cold pass it did not pay (README, "The cold pass"): a page
-// of 5,000 pods gzips 20 to 1 (15.3 MB to 0.8 MB), and writing the whole
-// 15 MB over HTTP/2 and TLS cost the API server more than gzip did, while
-// the instance spent on TLS and HTTP/2 frames what it saved on gunzip;
-// and 466 MB for a cold pass instead of 23 MB would cost seconds on a
-// real link. false is there to measure a cluster where it may differ.
+// or if the server is CPU-constrained" (kubernetes/kubernetes PR #112580).
+// It stays on by default because pods compress about 20 to 1: writing a
+// LIST whole over HTTP/2 and TLS costs the API server more than gzip does,
+// the instance spends on TLS records and HTTP/2 frames what it saves on
+// gunzip, and a cold pass moves a twentieth of the bytes over a real link
+// (docs/performance.md). false is there for a cluster whose objects
+// compress less.
 func apiCompression(getenv func(string) string) (bool, error) {
 	return boolSetting(getenv, EnvAPICompression, true)
 }

@@ -29,7 +29,8 @@ import (
 // does by default; JSON indented by four spaces as kubectl's printer, YAML
 // by sigs.k8s.io/yaml as kubectl's) and times `karpfunc plan` on each. The
 // dumps are written a LIST page at a time: the cluster is never whole in
-// this process's memory (both dumps of the full size were 17 GB in it).
+// this process's memory (at full size the dumps would take many times
+// the memory a pass does).
 func benchPlan(ctx context.Context, kube client.Client, root, dir string) error {
 	paths := []string{filepath.Join(dir, "cluster.json"), filepath.Join(dir, "cluster.yaml")}
 	if err := writeDumps(ctx, kube, paths[0], paths[1]); err != nil {

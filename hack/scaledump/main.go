@@ -1,4 +1,4 @@
-// Command scaledump writes the cluster of issue 20 (5,000 Standard_D16as_v5
+// Command scaledump writes a cluster at AKS's limits (5,000 Standard_D16as_v5
 // nodes with their NodeClaims, 150,000 bound pods and 2,000 pending, shaped
 // as the API server returns them) as `kubectl get -o json` and `-o yaml`
 // Lists, for measuring `karpfunc plan` at scale:

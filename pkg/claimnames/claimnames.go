@@ -44,7 +44,9 @@
 // generation inside another's read-to-Create round trip while a second
 // pass takes its view; the extra claim is an empty node consolidation
 // removes, never a reused name. Passes on different views (one saw a pod
-// the other did not) may group pods differently, as before the counter.
+// the other did not) may group pods differently; the names then differ and
+// both sets of claims are created, as any two passes on different views
+// would.
 //
 // The counter starts (when its Lease is first created) at the Unix time in
 // milliseconds, so a counter lost with karpfunc's namespace restarts above

@@ -14,12 +14,11 @@ import (
 
 // inputFor is the largest dump that reading takes at most mem bytes for:
 // decoding holds the compacted objects (snapshot.Compact) plus what the
-// decoders allocate on the way. Measured on the issue-20 dumps
-// (hack/scaledump: 5,000 nodes, 152,000 API-server pods), peak RSS of the
-// whole plan over the dump's size: 0.26 for the 1.94 GB indented JSON
-// List, 0.59 for the 0.86 GB YAML List since pods decode straight into
-// their compact form (0.36 and 0.84 before; 0.44 and 1.23 before pruning
-// and yamljson took every item); the limit allows 1.25.
+// decoders allocate on the way. A plan's peak memory is well under its
+// dump's size for full-size dumps (hack/scaledump: 5,000 nodes, 152,000
+// API-server pods, as indented JSON and as YAML), YAML costing the more
+// per byte; the limit allows 1.25 times the dump, a margin over both
+// (docs/performance.md).
 func inputFor(mem int64) int64 { return mem / 5 * 4 }
 
 // SizeError is a dump too large for the memory at hand: it is refused

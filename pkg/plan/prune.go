@@ -11,8 +11,8 @@ import (
 // every kind, and on pods the containers' env, image, probes and mounts,
 // the volumes without a claim, the container statuses' states and the
 // status's IPs. A rule only drops what Compact drops; whatever it keeps
-// of a pod is decoded and compacted as before, so the compacted object is
-// the same (TestPruneKeepsCompacted, TestPruneKeepsPlan).
+// of a pod is decoded and compacted as the unpruned object would be, so the
+// compacted object is the same (TestPruneKeepsCompacted, TestPruneKeepsPlan).
 //
 // Keys are matched as encoding/json matches field names: a keep list keeps
 // every key that may fold to one of its names (and any escaped or

@@ -108,8 +108,8 @@ func (p *decodePool) drain() []*decodeUnit {
 
 // rawBuffers recycles the text of List items between the reader and the
 // workers: an item is copied into a buffer and the buffer comes back once
-// the item is decoded, so a dump's text (1.9 GB for the issue-20 JSON
-// List) is not garbage that drives the collector.
+// the item is decoded, so a dump's text (gigabytes for a cluster at AKS's
+// limits) is not garbage that drives the collector.
 var rawBuffers = sync.Pool{New: func() any { return new([]byte) }}
 
 // maxPooledRaw: larger buffers are left to the collector.

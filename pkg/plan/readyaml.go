@@ -21,7 +21,7 @@ import (
 //
 // Anything the splitter does not recognise (a document with no "items:"
 // line, items written in flow style) is left in the rest of the document
-// and decoded whole, as before.
+// and decoded whole by the general decoder.
 
 // yamlSplitter holds the document being read.
 type yamlSplitter struct {

@@ -26,11 +26,12 @@ import (
 
 // Defaults of CacheOptions.
 const (
-	// DefaultPageSize: 150,000 pods in pages of 500 took over 5 minutes on
-	// the bench machine (each page ~2.8 s with the API server loaded), long
-	// enough for the continue token to expire at etcd's 5-minute compaction
-	// and the list to start over; in pages of 5,000 it took 2m16s. A page of
-	// 5,000 pods is about 15 MB of protobuf, decoded then stripped.
+	// DefaultPageSize is the page of the kinds read through the client (a
+	// PageReader reads pods and nodes whole). Small pages multiply the
+	// requests of a large kind until the list can outlast its continue
+	// token, which expires at etcd's compaction (every 5 minutes) and
+	// starts the list over; a page of 5,000 pods is a few tens of MB of
+	// protobuf at most, decoded then stripped.
 	DefaultPageSize = 5000
 	// DefaultCatchUp bounds how long a pass waits for one kind's watch to
 	// reach the pass's resourceVersion (the bookmark a nudged watch gets
@@ -186,10 +187,10 @@ func (c *Cache) Cluster(ctx context.Context) (*Cluster, error) {
 		c.warm = true
 		// The cold list leaves the heap's next GC target set from a heap
 		// still growing (the last collection ran mid-list), so the first
-		// warm passes often paid a whole mark of the cached objects: 0.56
-		// of a warm Provision's 0.78 CPU-seconds at 150,000 pods
-		// (hack/benchscale). A collection now, beside the cold pass's
-		// solve, sets the target from the cache as it stays.
+		// warm passes would pay a whole mark of the cached objects, most
+		// of a warm pass's CPU at AKS's limits. A collection now, beside
+		// the cold pass's solve, sets the target from the cache as it
+		// stays.
 		go goruntime.GC()
 	} else if err := c.catchUp(ctx); err != nil {
 		return nil, timeErr(ctx, "snapshot", started, err)
@@ -316,8 +317,8 @@ const probeSelector = "karpfunc.azure.com/freshness-probe=none,!karpfunc.azure.c
 // of walking every object of the kind through the selector (k8s.io/apiserver
 // registry.Store.WatchPredicate narrows to the key when the field selector
 // matches a single name; cacher's getIntervalFromStoreLocked does GetByKey
-// for it, OrderedListPrefix of the whole store otherwise). At 150,000 pods
-// the walk made the pods' probe the warm pass's longest wait (about 0.2 s).
+// for it, OrderedListPrefix of the whole store otherwise), so a probe
+// costs the same whatever the number of objects of the kind.
 // The freshness the probe proves is the kind's watch cache's, whatever
 // the key (cacher.Watch waits for the cache's resourceVersion first).
 const (
@@ -449,9 +450,9 @@ func (c *Cache) listAll(ctx context.Context, spec *kindSpec, sizeHint int) (map[
 	}
 }
 
-// listPages reads spec whole into a map sized for sizeHint objects (growing
-// a map to 150,000 pods one doubling at a time was 0.36 of a cold pass's
-// 5.1 CPU-s).
+// listPages reads spec whole into a map sized for sizeHint objects, so a
+// large kind's map is allocated once rather than grown one doubling at a
+// time.
 func (c *Cache) listPages(ctx context.Context, spec *kindSpec, sizeHint int) (map[string]client.Object, listedAt, error) {
 	objs := make(map[string]client.Object, sizeHint)
 	add := func(obj client.Object) {

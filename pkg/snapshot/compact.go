@@ -55,8 +55,8 @@ type Compactor struct {
 	// again is skipped without building its key. A PageReader's pods
 	// arrive with their labels, annotations, owner references and spec
 	// parts shared by their bytes (specshare.go), so most parts of a cold
-	// start are found here; building their keys again was 0.9 of the
-	// instance's 6.4 CPU-s in the cold pass's profile. It is reset with
+	// start are found here, and building their keys again would be a large
+	// share of a cold start's CPU. It is reset with
 	// shared, which keeps every part in it alive, so no address in it is
 	// reused by another value.
 	handedOut map[unsafe.Pointer]struct{}

@@ -27,8 +27,9 @@ type kindSpec struct {
 	// it in the end-to-end tests).
 	copyOnRead bool
 	// bytesPerObject is the heap one stripped object of this kind costs,
-	// measured on the bench cluster's objects (hack/benchscale) with some
-	// margin; the budget multiplies it by the object count.
+	// for objects shaped as the API server serves them (hack/benchscale's
+	// cluster) with some margin; the budget multiplies it by the object
+	// count.
 	bytesPerObject int64
 	// proto: a core kind a PageReader can read.
 	proto *protoKind

@@ -29,20 +29,19 @@ import (
 // Whole LISTs, not pages: the API server's watch cache serves a page after
 // the first by collecting every object from the continue key to the end
 // of the kind, then keeping `limit` of them (k8s.io/apiserver
-// cacher/store btreeStore.OrderedListPrefix, Cacher.GetList), so paging
-// 150,000 pods by 5,000 walked 2.4 million objects: 0.98 of the API
-// server's 7 CPU-s in its profile of a cold pass (hack/benchscale
-// -cpuprofile, with the API server's /debug/pprof); and a quiet
-// cluster's later pages went to etcd, once its compaction had dropped the
-// watch cache's snapshot at the list's resourceVersion. An informer lists
+// cacher/store btreeStore.OrderedListPrefix, Cacher.GetList), so the
+// pages of a large kind walk it over and over, the work growing with the
+// square of its size; and a quiet cluster's later pages go to etcd, once
+// its compaction has dropped the watch cache's snapshot at the list's
+// resourceVersion. An informer lists
 // the same way: client-go's reflector turns pagination off for its
 // relists so the watch cache serves them whole (tools/cache/reflector.go
 // list).
 //
 // Pods in parts, one LIST per namespace, ListsAtOnce at a time: the API
-// server copies, sizes and encodes one LIST on one goroutine (5.3 CPU-s
-// and as many seconds for 150,000 pods, the cold pass's critical path),
-// so parts run on as many cores as it has. Each part is a read from the
+// server copies, sizes and encodes one LIST on one goroutine, so the
+// pods' one LIST would be a cold pass's critical path; parts run on as
+// many cores as it has. Each part is a read from the
 // watch cache at least as fresh as the namespaces' list
 // (resourceVersionMatch=NotOlderThan), itself a consistent read, and is
 // whole at its own resourceVersion: the last page says which (listedAt),
@@ -59,10 +58,10 @@ type PageReader struct {
 	ListsAtOnce int
 }
 
-// DefaultListsAtOnce: on the 2-core bench machine, with the API server on
-// the same cores, reading 150,000 pods in 50 namespaces took 4.3 s
-// with 3 LISTs at once (4.5 s with 2), 6.0-6.5 s in one LIST
-// (hack/benchscale -lists-at-once).
+// DefaultListsAtOnce is enough to keep two API server cores busy while
+// the instance decodes, and few enough that the parts do not crowd out
+// other clients; hack/benchscale -lists-at-once compares settings
+// (docs/performance.md).
 const DefaultListsAtOnce = 3
 
 // maxNamespaceParts bounds how many LISTs one kind is read in.
@@ -158,8 +157,9 @@ func (l *listedAt) holds(obj client.Object, rv uint64) bool {
 }
 
 // Items travel from the reading goroutines to the decoding one in chunks
-// of about chunkBytes, each reader's and spareChunks more: the bench's pods
-// are 3.1 KB of protobuf each, so a chunk holds about 1,300.
+// of about chunkBytes, each reader's and spareChunks more: a pod with its
+// status is a few KB of protobuf, so a chunk holds on the order of a
+// thousand.
 const (
 	chunkBytes  = 4 << 20
 	spareChunks = 2

@@ -114,7 +114,7 @@ type Source interface {
 }
 
 // Cached is a client whose List reads come from a Source: the passes take
-// their Kubernetes client as before and get the warm cache's snapshots.
+// an ordinary Kubernetes client and get the warm cache's snapshots.
 type Cached struct {
 	client.Client
 	Source Source

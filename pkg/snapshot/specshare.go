@@ -17,9 +17,9 @@ import (
 // (read-only) ones, as compaction leaves them. Labels, annotations and
 // owner references are shared by their bytes the same way. Each table is
 // bounded by maxSharedSpecs. On a page where no two pods share a
-// template, this costs about 8% more allocation (the keys kept) than
-// decoding each pod whole (BenchmarkDecodePage/api-shaped); where they
-// do, much less.
+// template, this costs somewhat more allocation (the keys kept) than
+// decoding each pod whole (BenchmarkDecodePage/api-shaped measures that
+// worst case); where they do, much less.
 
 // podSpecNodeNameField is PodSpec's nodeName (generated.proto).
 const podSpecNodeNameField = 10

@@ -37,7 +37,7 @@ type Size struct {
 	Seed        int64
 }
 
-// AKSLimits is the cluster of issue 20: AKS's 5,000 nodes, the Kubernetes
+// AKSLimits is a cluster at AKS's limits: AKS's 5,000 nodes, the Kubernetes
 // scalability envelope's 150,000 pods, and a burst of 2,000 pending.
 var AKSLimits = Size{Nodes: 5000, BoundPods: 150000, PendingPods: 2000, Seed: 20}
 

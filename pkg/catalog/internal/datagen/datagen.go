@@ -218,8 +218,8 @@ func facts(s sku) exclude.Facts {
 
 // gpuOf classifies s's GPUs from the sources. Any GPU fact marks a GPU size,
 // because the sources fill the fields unevenly. A maker counts only when it
-// comes from Karpenter's supported-GPU list: the README's "gpuName" source
-// guessed it from the model, and those GPUs are not in that list, so AKS
+// comes from Karpenter's supported-GPU list: the data set's "gpuName"
+// field is guessed from the model, and those GPUs are not in that list, so AKS
 // images have no driver for them.
 func gpuOf(s sku) exclude.GPU {
 	manufacturer := deref(s.GPUManufacturer)
