@@ -25,6 +25,7 @@ import (
 	"github.com/karpfunc/karpfunc/pkg/interruption"
 	"github.com/karpfunc/karpfunc/pkg/kubeauth"
 	"github.com/karpfunc/karpfunc/pkg/lifecycle"
+	"github.com/karpfunc/karpfunc/pkg/maintenance"
 	"github.com/karpfunc/karpfunc/pkg/nodepoolstatus"
 	"github.com/karpfunc/karpfunc/pkg/offerings"
 	"github.com/karpfunc/karpfunc/pkg/provisioning"
@@ -69,6 +70,13 @@ const (
 	// snapshot.CacheOptions.CheckShared). A diagnostic: it copies the whole
 	// cluster on every pass. The end-to-end tests turn it on.
 	EnvSnapshotCheckShared = "KARPFUNC_SNAPSHOT_CHECK_SHARED"
+	// EnvClusterResourceID is the AKS cluster's ARM resource ID
+	// (/subscriptions/<sub>/resourceGroups/<rg>/providers/
+	// Microsoft.ContainerService/managedClusters/<name>): drift
+	// replacements start only inside its maintenance windows
+	// (pkg/maintenance). Unset: maintenance windows are not read and drift
+	// replaces nodes at any time, which the handler logs once.
+	EnvClusterResourceID = "KARPFUNC_CLUSTER_RESOURCE_ID"
 )
 
 // dependencies are built on first use and kept for the life of the process
@@ -199,12 +207,36 @@ func (d *dependencies) get() (*provisioning.Provisioner, *lifecycle.Controller, 
 	if err != nil {
 		return nil, nil, err
 	}
+	windows, err := d.maintenanceWindows(launcher, clk)
+	if err != nil {
+		return nil, nil, err
+	}
 	d.disruptionCtrl = live.New(live.Options{Kube: snapKube, Catalog: cat, Replacer: d.provisioner,
 		ClusterName: azOpts.ClusterName, Clock: clk, Logger: d.log, Decisions: rec, Engine: engine, Status: statusOpts,
-		Versions: live.NodeVersions{Images: launcher.Images(), Kubernetes: kubeVersion.Get}})
+		Versions: live.NodeVersions{Images: launcher.Images(), Kubernetes: kubeVersion.Get}, Maintenance: windows})
 	d.pub, d.cluster = pub, azOpts.ClusterName
 	d.built = true
 	return d.provisioner, d.lifecycleController, nil
+}
+
+// maintenanceWindows reads the cluster's maintenance configurations named
+// by KARPFUNC_CLUSTER_RESOURCE_ID (nil when unset, said once in the log).
+func (d *dependencies) maintenanceWindows(launcher *azure.Launcher, clk clock.PassiveClock) (live.MaintenanceSource, error) {
+	id := d.getenv(EnvClusterResourceID)
+	if id == "" {
+		d.log.Info("maintenance windows are not read: drift replaces nodes at any time", "setting", EnvClusterResourceID)
+		return nil, nil
+	}
+	sub, rg, name, err := maintenance.ParseClusterID(id)
+	if err != nil {
+		return nil, fmt.Errorf("app setting %s: %w", EnvClusterResourceID, err)
+	}
+	client, err := launcher.MaintenanceConfigurations(sub)
+	if err != nil {
+		return nil, err
+	}
+	return maintenance.NewReader(maintenance.Options{Lister: maintenance.ARMLister{Client: client, ResourceGroup: rg, Cluster: name},
+		Clock: clk, Logger: d.log}), nil
 }
 
 // loadCatalog is the instance-type catalog: KARPFUNC_CATALOG_FILE, or the
