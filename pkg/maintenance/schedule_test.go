@@ -108,7 +108,7 @@ func TestScheduleNext(t *testing.T) {
 			now: "2026-12-04T00:00:00Z", want: "2026-12-05T22:00:00Z/2026-12-06T02:00:00Z"},
 		{name: "legacy notAllowedTime cuts a slot", cfg: &armcontainerservice.MaintenanceConfiguration{Name: to.Ptr(ConfigDefault),
 			Properties: &armcontainerservice.MaintenanceConfigurationProperties{
-				TimeInWeek: []*armcontainerservice.TimeInWeek{{Day: to.Ptr(armcontainerservice.WeekDaySaturday), HourSlots: []*int32{to.Ptr[int32](1), to.Ptr[int32](2)}}},
+				TimeInWeek:     []*armcontainerservice.TimeInWeek{{Day: to.Ptr(armcontainerservice.WeekDaySaturday), HourSlots: []*int32{to.Ptr[int32](1), to.Ptr[int32](2)}}},
 				NotAllowedTime: []*armcontainerservice.TimeSpan{{Start: to.Ptr(at("2026-12-05T00:00:00Z")), End: to.Ptr(at("2026-12-05T02:30:00Z"))}}}},
 			now: "2026-12-04T00:00:00Z", want: "2026-12-05T02:30:00Z/2026-12-05T03:00:00Z"},
 		{name: "the weekly default window", cfg: windowConfig(ConfigDefault, armcontainerservice.MaintenanceWindow{Schedule: weekly(1, armcontainerservice.WeekDayTuesday),
