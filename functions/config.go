@@ -417,7 +417,7 @@ func nodeBootstrap(restConfig *rest.Config, kube client.Client, getenv func(stri
 		return nil, nil, nil, err
 	}
 	minValid := max(bootstraptoken.DefaultMinValid, regTTL+15*time.Minute)
-	tokens, err := bootstraptoken.New(bootstraptoken.Options{Kube: kube, MinValidity: minValid, TTL: minValid + time.Hour, Logger: log})
+	tokens, err := bootstraptoken.New(bootstraptoken.Options{Kube: kube, MinValidity: minValid, TTL: 2 * minValid, Logger: log})
 	if err != nil {
 		return nil, nil, nil, err
 	}
