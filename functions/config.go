@@ -203,11 +203,7 @@ func (d *dependencies) get() (*provisioning.Provisioner, *lifecycle.Controller, 
 	d.interruptionCtrl = interruption.New(interruption.Options{Kube: kube, Lifecycle: d.lifecycleController, Evacuator: d.provisioner,
 		Offerings: unavailable, Clock: clk, Logger: d.log,
 		ClusterName: azOpts.ClusterName, Decisions: rec})
-	engine, err := disruptionOptions(d.getenv)
-	if err != nil {
-		return nil, nil, err
-	}
-	windows, err := d.maintenanceWindows(launcher, clk)
+	engine, windows, err := d.disruptionSettings(launcher, clk)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -217,6 +213,17 @@ func (d *dependencies) get() (*provisioning.Provisioner, *lifecycle.Controller, 
 	d.pub, d.cluster = pub, azOpts.ClusterName
 	d.built = true
 	return d.provisioner, d.lifecycleController, nil
+}
+
+// disruptionSettings are the disruption engine's options and the
+// maintenance windows drift waits for.
+func (d *dependencies) disruptionSettings(launcher *azure.Launcher, clk clock.PassiveClock) (disruption.Options, live.MaintenanceSource, error) {
+	engine, err := disruptionOptions(d.getenv)
+	if err != nil {
+		return engine, nil, err
+	}
+	windows, err := d.maintenanceWindows(launcher, clk)
+	return engine, windows, err
 }
 
 // maintenanceWindows reads the cluster's maintenance configurations named

@@ -171,9 +171,9 @@ func compileWindow(name string, mw *armcontainerservice.MaintenanceWindow) (*Sch
 // begins from the next occurrence of the configured day of the week");
 // karpfunc applies the same rule to days and months.
 func scheduleDays(name string, sch *armcontainerservice.Schedule, anchor time.Time) (func(time.Time) bool, error) {
-	fail := func(field string, format string, args ...any) error {
+	fail := failFunc(func(field string, format string, args ...any) error {
 		return &ConfigError{name, "maintenanceWindow.schedule" + field, fmt.Errorf(format, args...)}
-	}
+	})
 	if sch == nil {
 		return nil, fail("", "missing: set one of daily, weekly, absoluteMonthly, relativeMonthly")
 	}
@@ -196,73 +196,90 @@ func scheduleDays(name string, sch *armcontainerservice.Schedule, anchor time.Ti
 	}
 	switch {
 	case sch.Daily != nil:
-		every, err := interval(sch.Daily.IntervalDays, fail, ".daily.intervalDays")
-		if err != nil {
-			return nil, err
-		}
-		return func(day time.Time) bool {
-			return !day.Before(anchor) && daysBetween(anchor, day)%every == 0
-		}, nil
+		return dailyDays(sch.Daily, anchor, fail)
 	case sch.Weekly != nil:
-		every, err := interval(sch.Weekly.IntervalWeeks, fail, ".weekly.intervalWeeks")
-		if err != nil {
-			return nil, err
-		}
-		dow, err := weekday(sch.Weekly.DayOfWeek, fail, ".weekly.dayOfWeek")
-		if err != nil {
-			return nil, err
-		}
-		first := anchor.AddDate(0, 0, (int(dow)-int(anchor.Weekday())+7)%7)
-		return func(day time.Time) bool {
-			return !day.Before(first) && day.Weekday() == dow && (daysBetween(first, day)/7)%every == 0
-		}, nil
+		return weeklyDays(sch.Weekly, anchor, fail)
 	case sch.AbsoluteMonthly != nil:
-		every, err := interval(sch.AbsoluteMonthly.IntervalMonths, fail, ".absoluteMonthly.intervalMonths")
-		if err != nil {
-			return nil, err
-		}
-		dom := deref32(sch.AbsoluteMonthly.DayOfMonth)
-		if dom < 1 || dom > 31 {
-			return nil, fail(".absoluteMonthly.dayOfMonth", "is %s, not 1 to 31", intText(sch.AbsoluteMonthly.DayOfMonth))
-		}
-		// A month without the day (the 31st in April) has no window: AKS's
-		// docs do not say; skipping is the reading that never starts
-		// maintenance on a day the user did not name.
-		firstMonth := monthIndex(anchor)
-		if int(dom) < anchor.Day() {
-			firstMonth++
-		}
-		return func(day time.Time) bool {
-			months := monthIndex(day) - firstMonth
-			return !day.Before(anchor) && day.Day() == int(dom) && months >= 0 && months%every == 0
-		}, nil
+		return absoluteMonthlyDays(sch.AbsoluteMonthly, anchor, fail)
 	default:
-		rm := sch.RelativeMonthly
-		every, err := interval(rm.IntervalMonths, fail, ".relativeMonthly.intervalMonths")
-		if err != nil {
-			return nil, err
-		}
-		dow, err := weekday(rm.DayOfWeek, fail, ".relativeMonthly.dayOfWeek")
-		if err != nil {
-			return nil, err
-		}
-		index := ""
-		if rm.WeekIndex != nil {
-			index = string(*rm.WeekIndex)
-		}
-		if !slices.Contains([]string{"First", "Second", "Third", "Fourth", "Last"}, index) {
-			return nil, fail(".relativeMonthly.weekIndex", "is %q, not First, Second, Third, Fourth or Last", index)
-		}
-		is := func(day time.Time) bool { return day.Weekday() == dow && weekIndexIs(day, index) }
-		firstMonth := monthIndex(anchor)
-		if occurrence := nthWeekday(anchor, is); occurrence.Before(anchor) {
-			firstMonth++
-		}
-		return func(day time.Time) bool {
-			months := monthIndex(day) - firstMonth
-			return !day.Before(anchor) && is(day) && months >= 0 && months%every == 0
-		}, nil
+		return relativeMonthlyDays(sch.RelativeMonthly, anchor, fail)
 	}
+}
+
+type failFunc func(field string, format string, args ...any) error
+
+func dailyDays(d *armcontainerservice.DailySchedule, anchor time.Time, fail failFunc) (func(time.Time) bool, error) {
+	every, err := interval(d.IntervalDays, fail, ".daily.intervalDays")
+	if err != nil {
+		return nil, err
+	}
+	return func(day time.Time) bool {
+		return !day.Before(anchor) && daysBetween(anchor, day)%every == 0
+	}, nil
+}
+
+func weeklyDays(w *armcontainerservice.WeeklySchedule, anchor time.Time, fail failFunc) (func(time.Time) bool, error) {
+	every, err := interval(w.IntervalWeeks, fail, ".weekly.intervalWeeks")
+	if err != nil {
+		return nil, err
+	}
+	dow, err := weekday(w.DayOfWeek, fail, ".weekly.dayOfWeek")
+	if err != nil {
+		return nil, err
+	}
+	first := anchor.AddDate(0, 0, (int(dow)-int(anchor.Weekday())+7)%7)
+	return func(day time.Time) bool {
+		return !day.Before(first) && day.Weekday() == dow && (daysBetween(first, day)/7)%every == 0
+	}, nil
+}
+
+func absoluteMonthlyDays(am *armcontainerservice.AbsoluteMonthlySchedule, anchor time.Time, fail failFunc) (func(time.Time) bool, error) {
+	every, err := interval(am.IntervalMonths, fail, ".absoluteMonthly.intervalMonths")
+	if err != nil {
+		return nil, err
+	}
+	dom := deref32(am.DayOfMonth)
+	if dom < 1 || dom > 31 {
+		return nil, fail(".absoluteMonthly.dayOfMonth", "is %s, not 1 to 31", intText(am.DayOfMonth))
+	}
+	// A month without the day (the 31st in April) has no window: AKS's
+	// docs do not say; skipping is the reading that never starts
+	// maintenance on a day the user did not name.
+	firstMonth := monthIndex(anchor)
+	if int(dom) < anchor.Day() {
+		firstMonth++
+	}
+	return func(day time.Time) bool {
+		months := monthIndex(day) - firstMonth
+		return !day.Before(anchor) && day.Day() == int(dom) && months >= 0 && months%every == 0
+	}, nil
+}
+
+func relativeMonthlyDays(rm *armcontainerservice.RelativeMonthlySchedule, anchor time.Time, fail failFunc) (func(time.Time) bool, error) {
+	every, err := interval(rm.IntervalMonths, fail, ".relativeMonthly.intervalMonths")
+	if err != nil {
+		return nil, err
+	}
+	dow, err := weekday(rm.DayOfWeek, fail, ".relativeMonthly.dayOfWeek")
+	if err != nil {
+		return nil, err
+	}
+	index := ""
+	if rm.WeekIndex != nil {
+		index = string(*rm.WeekIndex)
+	}
+	if !slices.Contains([]string{"First", "Second", "Third", "Fourth", "Last"}, index) {
+		return nil, fail(".relativeMonthly.weekIndex", "is %q, not First, Second, Third, Fourth or Last", index)
+	}
+	is := func(day time.Time) bool { return day.Weekday() == dow && weekIndexIs(day, index) }
+	firstMonth := monthIndex(anchor)
+	if occurrence := nthWeekday(anchor, is); occurrence.Before(anchor) {
+		firstMonth++
+	}
+	return func(day time.Time) bool {
+		months := monthIndex(day) - firstMonth
+		return !day.Before(anchor) && is(day) && months >= 0 && months%every == 0
+	}, nil
 }
 
 // compileLegacy reads the deprecated `default` form: timeInWeek day and
@@ -400,7 +417,7 @@ func nthWeekday(day time.Time, is func(time.Time) bool) time.Time {
 	return day
 }
 
-func weekday(d *armcontainerservice.WeekDay, fail func(string, string, ...any) error, field string) (time.Weekday, error) {
+func weekday(d *armcontainerservice.WeekDay, fail failFunc, field string) (time.Weekday, error) {
 	if d != nil {
 		for wd := time.Sunday; wd <= time.Saturday; wd++ {
 			if strings.EqualFold(wd.String(), string(*d)) {
@@ -415,7 +432,7 @@ func weekday(d *armcontainerservice.WeekDay, fail func(string, string, ...any) e
 	return 0, fail(field, "is %q, not a day of the week (Monday ... Sunday)", text)
 }
 
-func interval(v *int32, fail func(string, string, ...any) error, field string) (int, error) {
+func interval(v *int32, fail failFunc, field string) (int, error) {
 	if v == nil || *v < 1 {
 		return 0, fail(field, "is %s, not a positive number", intText(v))
 	}
