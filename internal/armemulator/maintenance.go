@@ -135,6 +135,9 @@ func (s *Server) putMaintenanceConfig(w http.ResponseWriter, r *http.Request, su
 	}
 	key := resourceKey(sub, rg, cluster)
 	s.mu.Lock()
+	if s.maintenance == nil {
+		s.maintenance = map[string]map[string]*armcontainerservice.MaintenanceConfiguration{}
+	}
 	if s.maintenance[key] == nil {
 		s.maintenance[key] = map[string]*armcontainerservice.MaintenanceConfiguration{}
 	}

@@ -163,7 +163,7 @@ type Server struct {
 	eventGrid  EventGrid
 	gallery    []GalleryVersion
 	// maintenance: maintenance configurations by cluster resourceKey,
-	// then lower-case name.
+	// then lower-case name (made on the first PUT).
 	maintenance map[string]map[string]*armcontainerservice.MaintenanceConfiguration
 
 	nodes  *nodeWorker
@@ -244,21 +244,20 @@ func (opts *Options) applyDefaults() error {
 // newServer is an emulator with empty state for opts (defaults applied).
 func newServer(opts Options) *Server {
 	server := &Server{
-		opts:        opts,
-		log:         opts.Logger.With("component", "armemulator"),
-		clock:       opts.Clock,
-		faults:      NewRules(opts.Faults...),
-		vms:         map[string]*vmState{},
-		nics:        map[string]*nicState{},
-		network:     newNetworkState(opts.Network),
-		disks:       map[string]*diskState{},
-		ops:         map[string]*operation{},
-		bootErrors:  map[string]string{},
-		maintenance: map[string]map[string]*armcontainerservice.MaintenanceConfiguration{},
-		token:       "emulator-" + randHex(8),
-		nextIP:      4, // Azure reserves .0-.3 of every subnet
-		eventGrid:   opts.EventGrid,
-		gallery:     opts.GalleryVersions,
+		opts:       opts,
+		log:        opts.Logger.With("component", "armemulator"),
+		clock:      opts.Clock,
+		faults:     NewRules(opts.Faults...),
+		vms:        map[string]*vmState{},
+		nics:       map[string]*nicState{},
+		network:    newNetworkState(opts.Network),
+		disks:      map[string]*diskState{},
+		ops:        map[string]*operation{},
+		bootErrors: map[string]string{},
+		token:      "emulator-" + randHex(8),
+		nextIP:     4, // Azure reserves .0-.3 of every subnet
+		eventGrid:  opts.EventGrid,
+		gallery:    opts.GalleryVersions,
 	}
 	if server.gallery == nil {
 		server.gallery = DefaultGalleryVersions()
