@@ -15,6 +15,9 @@
 //     to a NodeClaim that is deleting, not Initialized, or not Ready.
 //   - No command takes more nodes from a NodePool than its budgets allow
 //     for the command's reason, counting nodes already disrupting.
+//   - Drift never starts for a reason State.DriftHold holds (the cluster's
+//     maintenance windows); the held node is explained with the hold's
+//     reason and stays a candidate for every other method.
 //   - A replacement is one NodeClaim, strictly cheaper than what it
 //     replaces (consolidation), or whatever the pods need (drift); with
 //     Options.Rebalance, rebalancing consolidation may replace a group of
