@@ -25,6 +25,7 @@ import (
 	"github.com/karpfunc/karpfunc/pkg/interruption"
 	"github.com/karpfunc/karpfunc/pkg/kubeauth"
 	"github.com/karpfunc/karpfunc/pkg/lifecycle"
+	"github.com/karpfunc/karpfunc/pkg/maintenance"
 	"github.com/karpfunc/karpfunc/pkg/nodepoolstatus"
 	"github.com/karpfunc/karpfunc/pkg/offerings"
 	"github.com/karpfunc/karpfunc/pkg/provisioning"
@@ -69,6 +70,13 @@ const (
 	// snapshot.CacheOptions.CheckShared). A diagnostic: it copies the whole
 	// cluster on every pass. The end-to-end tests turn it on.
 	EnvSnapshotCheckShared = "KARPFUNC_SNAPSHOT_CHECK_SHARED"
+	// EnvClusterResourceID is the AKS cluster's ARM resource ID
+	// (/subscriptions/<sub>/resourceGroups/<rg>/providers/
+	// Microsoft.ContainerService/managedClusters/<name>): drift
+	// replacements start only inside its maintenance windows
+	// (pkg/maintenance). Unset: maintenance windows are not read and drift
+	// replaces nodes at any time, which the handler logs once.
+	EnvClusterResourceID = "KARPFUNC_CLUSTER_RESOURCE_ID"
 )
 
 // dependencies are built on first use and kept for the life of the process
@@ -195,16 +203,47 @@ func (d *dependencies) get() (*provisioning.Provisioner, *lifecycle.Controller, 
 	d.interruptionCtrl = interruption.New(interruption.Options{Kube: kube, Lifecycle: d.lifecycleController, Evacuator: d.provisioner,
 		Offerings: unavailable, Clock: clk, Logger: d.log,
 		ClusterName: azOpts.ClusterName, Decisions: rec})
-	engine, err := disruptionOptions(d.getenv)
+	engine, windows, err := d.disruptionSettings(launcher, clk)
 	if err != nil {
 		return nil, nil, err
 	}
 	d.disruptionCtrl = live.New(live.Options{Kube: snapKube, Catalog: cat, Replacer: d.provisioner,
 		ClusterName: azOpts.ClusterName, Clock: clk, Logger: d.log, Decisions: rec, Engine: engine, Status: statusOpts,
-		Versions: live.NodeVersions{Images: launcher.Images(), Kubernetes: kubeVersion.Get}})
+		Versions: live.NodeVersions{Images: launcher.Images(), Kubernetes: kubeVersion.Get}, Maintenance: windows})
 	d.pub, d.cluster = pub, azOpts.ClusterName
 	d.built = true
 	return d.provisioner, d.lifecycleController, nil
+}
+
+// disruptionSettings are the disruption engine's options and the
+// maintenance windows drift waits for.
+func (d *dependencies) disruptionSettings(launcher *azure.Launcher, clk clock.PassiveClock) (disruption.Options, live.MaintenanceSource, error) {
+	engine, err := disruptionOptions(d.getenv)
+	if err != nil {
+		return engine, nil, err
+	}
+	windows, err := d.maintenanceWindows(launcher, clk)
+	return engine, windows, err
+}
+
+// maintenanceWindows reads the cluster's maintenance configurations named
+// by KARPFUNC_CLUSTER_RESOURCE_ID (nil when unset, said once in the log).
+func (d *dependencies) maintenanceWindows(launcher *azure.Launcher, clk clock.PassiveClock) (live.MaintenanceSource, error) {
+	id := d.getenv(EnvClusterResourceID)
+	if id == "" {
+		d.log.Info("maintenance windows are not read: drift replaces nodes at any time", "setting", EnvClusterResourceID)
+		return nil, nil
+	}
+	sub, rg, name, err := maintenance.ParseClusterID(id)
+	if err != nil {
+		return nil, fmt.Errorf("app setting %s: %w", EnvClusterResourceID, err)
+	}
+	client, err := launcher.MaintenanceConfigurations(sub)
+	if err != nil {
+		return nil, err
+	}
+	return maintenance.NewReader(maintenance.Options{Lister: maintenance.ARMLister{Client: client, ResourceGroup: rg, Cluster: name},
+		Clock: clk, Logger: d.log}), nil
 }
 
 // loadCatalog is the instance-type catalog: KARPFUNC_CATALOG_FILE, or the
@@ -385,7 +424,7 @@ func nodeBootstrap(restConfig *rest.Config, kube client.Client, getenv func(stri
 		return nil, nil, nil, err
 	}
 	minValid := max(bootstraptoken.DefaultMinValid, regTTL+15*time.Minute)
-	tokens, err := bootstraptoken.New(bootstraptoken.Options{Kube: kube, MinValidity: minValid, TTL: minValid + time.Hour, Logger: log})
+	tokens, err := bootstraptoken.New(bootstraptoken.Options{Kube: kube, MinValidity: minValid, TTL: 2 * minValid, Logger: log})
 	if err != nil {
 		return nil, nil, nil, err
 	}

@@ -35,6 +35,7 @@ var builtInRoles = map[string]struct{ name, variable string }{
 	"b7e6dc6d-f1e8-4753-8033-0f276bb0955b": {"Storage Blob Data Owner", "storageBlobDataOwner"},
 	"3913510d-42f4-4e42-8a64-420c390055eb": {"Monitoring Metrics Publisher", "monitoringMetricsPublisher"},
 	"4abbcc35-e782-43d8-92c5-2d3f1bd2253f": {"Azure Kubernetes Service Cluster User Role", "aksClusterUserRole"},
+	"acdd72a7-3385-48ef-bd42-f606fba81ae7": {"Reader", "reader"},
 	// ==== deployer rights: built-in roles replacing custom ones, and the registry's ====
 	"4d97b98b-1d4f-4787-a291-c67834d212e7": {"Network Contributor", "networkContributor"},
 	"7f951dda-4ed3-4680-a7ca-43fe172d538d": {"AcrPull", "acrPull"},

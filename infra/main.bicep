@@ -234,6 +234,7 @@ module functionApp 'modules/functionapp.bicep' = {
     serviceBusFqdn: serviceBus.outputs.fullyQualifiedNamespace
     queues: serviceBus.outputs.queueNames
     clusterName: aksClusterName
+    clusterResourceId: '${subscription().id}/resourceGroups/${aksResourceGroupName}/providers/Microsoft.ContainerService/managedClusters/${aksClusterName}'
     clusterLocation: aksLocation
     nodeResourceGroupName: aksNodeResourceGroupName
     nodeSubnetId: aksNodeSubnetId

@@ -23,6 +23,8 @@ param serviceBusFqdn string
 @description('Queue names by role: provision, lifecycle, interruption, disruption.')
 param queues object
 param clusterName string
+// The AKS cluster's resource ID: drift waits for its maintenance windows.
+param clusterResourceId string
 param clusterLocation string
 param nodeResourceGroupName string
 param nodeSubnetId string
@@ -147,6 +149,9 @@ resource settings 'Microsoft.Web/sites/config@2024-04-01' = {
     KARPFUNC_NODE_IMAGE_VERSION: ''
     KARPFUNC_NODE_IMAGE_TTL: ''
     KARPFUNC_CLUSTER_NAME: clusterName
+    // Drift replacements start only inside the cluster's planned
+    // maintenance windows (docs/maintenance-windows.md).
+    KARPFUNC_CLUSTER_RESOURCE_ID: clusterResourceId
     // The cluster's API server, reached as the Functions identity
     // (pkg/kubeauth), and its node provisioning mode (the handler refuses
     // to act with NAP on).

@@ -32,6 +32,10 @@ const (
 	OpListSecurityGroups Operation = "ListSecurityGroups"
 	// OpListGalleryVersions lists a community gallery image's versions.
 	OpListGalleryVersions Operation = "ListGalleryVersions"
+	// The managed cluster's maintenance configurations.
+	OpListMaintenanceConfigs Operation = "ListMaintenanceConfigurations"
+	OpGetMaintenanceConfig   Operation = "GetMaintenanceConfiguration"
+	OpPutMaintenanceConfig   Operation = "PutMaintenanceConfiguration"
 )
 
 // Request is what an Injector sees of an incoming request.

@@ -76,6 +76,9 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request, seg []string) boo
 	// /subscriptions/{sub}/providers/{ns}/locations/{loc}/operations|operationResults/{id}
 	case isOperation(seg) && r.Method == http.MethodGet:
 		s.getOperation(w, r, sub, seg[7], segIs(seg, 6, "operationResults"))
+	// /subscriptions/{sub}/resourceGroups/{rg}/providers/Microsoft.ContainerService/managedClusters/{c}/maintenanceConfigurations[/{name}]
+	case isMaintenanceConfig(seg):
+		return s.routeMaintenanceConfig(w, r, seg)
 	default:
 		return s.routeResourceGroup(w, r, seg)
 	}
@@ -160,6 +163,8 @@ func resourceType(seg []string) string {
 		return "operations"
 	case isGalleryVersions(seg):
 		return "communityGalleryImageVersions"
+	case isMaintenanceConfig(seg):
+		return "maintenanceConfigurations"
 	}
 	if route := findResourceGroupRoute(seg); route != nil {
 		return route.typ

@@ -2,7 +2,8 @@
 // and tests: an HTTPS server on loopback that serves the ARM REST routes the
 // karpfunc launcher uses (virtual machines, network interfaces, resource
 // SKUs, async operations, and reads of the node resource group's load
-// balancers and network security groups), with the SDK's model types for its
+// balancers and network security groups, the managed cluster's maintenance
+// configurations), with the SDK's model types for its
 // JSON, so the real armcompute/armnetwork clients and pollers run unmodified
 // against it.
 //
@@ -29,6 +30,7 @@ import (
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/compute/armcompute/v8"
+	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/containerservice/armcontainerservice/v6"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
@@ -110,6 +112,10 @@ type Options struct {
 	// galleries hold (see gallery.go); nil: DefaultGalleryVersions. A VM
 	// create naming another version is refused with GalleryImageNotFound.
 	GalleryVersions []GalleryVersion
+	// ManagedClusters are the AKS clusters' resource IDs whose maintenance
+	// configurations are served (see maintenance.go); another cluster is
+	// ResourceNotFound. Empty serves any cluster.
+	ManagedClusters []string
 }
 
 // Counters count what the emulator did, for tests.
@@ -156,6 +162,9 @@ type Server struct {
 	bootErrors map[string]string
 	eventGrid  EventGrid
 	gallery    []GalleryVersion
+	// maintenance: maintenance configurations by cluster resourceKey,
+	// then lower-case name (made on the first PUT).
+	maintenance map[string]map[string]*armcontainerservice.MaintenanceConfiguration
 
 	nodes  *nodeWorker
 	cancel context.CancelFunc

@@ -73,6 +73,8 @@ var apiVersions = map[string][]string{
 	"operations":            {operationsAPIVersion},
 	// armcompute/v8 CommunityGalleryImageVersionsClient
 	"communityGalleryImageVersions": {"2026-03-03"},
+	// armcontainerservice/v6 MaintenanceConfigurationsClient
+	"maintenanceConfigurations": {"2025-02-01"},
 }
 
 // operationsAPIVersion is what the emulator writes into the operation URLs

@@ -265,6 +265,8 @@ func (e *Env) armOptions(logw io.Writer) armemulator.Options {
 		Identities: []armemulator.Identity{{ResourceID: KubeletIdentityID(), ClientID: KubeletIdentityClientID,
 			PrincipalID: KubeletIdentityPrincipalID, CallerMayAssign: true}},
 		CallerObjectID: FunctionsPrincipalID,
+		// The cluster whose maintenance configurations tests set.
+		ManagedClusters: []string{e.ClusterID()},
 		// The node resource group AKS creates for outboundType loadBalancer:
 		// its subnet is private, so a node reaches the API server only
 		// through the load balancer's outbound pool.
@@ -356,6 +358,9 @@ func (e *Env) hostHandlerEnv() ([]string, error) {
 		// as the preprovision hook sets them from identityProfile.kubeletidentity.
 		azure.EnvKubeletIdentityClientID+"="+KubeletIdentityClientID,
 		azure.EnvNodeIdentities+"="+KubeletIdentityID(),
+		// The managed cluster whose maintenance windows drift waits for
+		// (functions' KARPFUNC_CLUSTER_RESOURCE_ID).
+		"KARPFUNC_CLUSTER_RESOURCE_ID="+e.ClusterID(),
 	)
 	return append(handlerEnv, OTLPEnv(e.Options.OTLPEndpoint)...), nil
 }
@@ -429,6 +434,17 @@ const (
 func KubeletIdentityID() string {
 	return "/subscriptions/" + SubscriptionID + "/resourceGroups/" + ResourceGroup +
 		"/providers/Microsoft.ManagedIdentity/userAssignedIdentities/karpfunc-local-agentpool"
+}
+
+// ClusterResourceGroup is the local AKS cluster's own resource group (its
+// nodes are in ResourceGroup).
+const ClusterResourceGroup = "karpfunc-local"
+
+// ClusterID is the local AKS cluster's resource ID: the ARM emulator
+// serves its maintenance configurations.
+func (e *Env) ClusterID() string {
+	return "/subscriptions/" + SubscriptionID + "/resourceGroups/" + ClusterResourceGroup +
+		"/providers/Microsoft.ContainerService/managedClusters/" + e.Options.ClusterName
 }
 
 // SubnetID is the node subnet the local NodeClaims use: the one of the VNet

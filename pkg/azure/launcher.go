@@ -18,6 +18,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
 	"github.com/Azure/azure-sdk-for-go/sdk/azidentity"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/compute/armcompute/v8"
+	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/containerservice/armcontainerservice/v6"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
 
 	"github.com/karpfunc/karpfunc/pkg/cloudprovider"
@@ -77,6 +78,10 @@ type Launcher struct {
 	lbs      *armnetwork.LoadBalancersClient
 	nsgs     *armnetwork.SecurityGroupsClient
 	netCache *nodeNetworkCache
+	// cred and armOpts are the launcher's ARM connection, for the clients
+	// other packages need (MaintenanceConfigurations).
+	cred    azcore.TokenCredential
+	armOpts *arm.ClientOptions
 }
 
 // NewLauncher builds the ARM clients from opts.
@@ -160,11 +165,24 @@ func NewLauncher(opts Options) (*Launcher, error) {
 		skus:     skus,
 		images:   images,
 		pollOpts: &runtime.PollUntilDoneOptions{Frequency: opts.PollFrequency},
+		cred:     cred,
+		armOpts:  armOpts,
 	}
 	if err := launcher.newNetworkClients(cred, armOpts); err != nil {
 		return nil, err
 	}
 	return launcher, nil
+}
+
+// MaintenanceConfigurations is a client of an AKS cluster's planned
+// maintenance configurations in subscriptionID, over the launcher's ARM
+// connection (endpoint, credential, telemetry).
+func (l *Launcher) MaintenanceConfigurations(subscriptionID string) (*armcontainerservice.MaintenanceConfigurationsClient, error) {
+	client, err := armcontainerservice.NewMaintenanceConfigurationsClient(subscriptionID, l.cred, l.armOpts)
+	if err != nil {
+		return nil, fmt.Errorf("creating the maintenance configurations client: %w", err)
+	}
+	return client, nil
 }
 
 func newHTTPClient(caPEM []byte) (*http.Client, error) {

@@ -8,30 +8,34 @@
 // authenticator reads.
 //
 // Invariants:
-//   - The Manager only ever reuses, or deletes, Secrets it created: they carry
-//     LabelManagedBy=ManagedByValue. Tokens others made (AKS's own, kubeadm's)
-//     are never touched.
+//   - The Manager reads, creates and deletes only the Secrets of its Slots
+//     (bootstrap-token-kfunc1, -kfunc2), by name; it never lists Secrets.
+//     A slot's Secret it did not create (no LabelManagedBy=ManagedByValue)
+//     is never touched. Tokens others made (AKS's own, kubeadm's) are never
+//     read.
 //   - A token handed out stays valid for at least MinValidity, so a VM
 //     launched with it can still join when it boots; a token closer to its
 //     expiry than that is replaced (rotated) by a fresh one.
-//   - Expired tokens the Manager created are deleted when it next looks.
+//   - Expired tokens in the slots are deleted when the Manager next looks.
 //   - The token secret is never logged, put in an error, an event or a
 //     status: only the token ID (the public half) is.
 package bootstraptoken
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"fmt"
 	"log/slog"
 	"math/big"
 	"regexp"
-	"sort"
+	"slices"
 	"strings"
 	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/clock"
@@ -60,10 +64,11 @@ const (
 // creation (ClusterRole system:node-bootstrapper) and auto-approval of node
 // client certificates to some of them. Which groups AKS binds is AKS's
 // business, so the Manager does not guess: unless Options.Group is set, its
-// tokens carry the auth-extra-groups of the cluster's own bootstrap token
-// (a bootstrap.kubernetes.io/token Secret in kube-system karpfunc did not
-// create), the Secret the Azure Karpenter provider reuses for its nodes
-// (Azure/karpenter-provider-azure hack/deploy/configure-values.sh).
+// tokens carry the groups the cluster's ClusterRoleBindings bind to those
+// two roles (extraGroups). The Azure Karpenter provider instead copies the
+// cluster's own bootstrap token (Azure/karpenter-provider-azure
+// hack/deploy/configure-values.sh); finding that token would take reading
+// every Secret in kube-system, which karpfunc is not granted.
 
 var (
 	tokenRE = regexp.MustCompile(`^([a-z0-9]{6})\.([a-z0-9]{16})$`)
@@ -135,8 +140,8 @@ func New(opts Options) (*Manager, error) {
 	if opts.MinValidity == 0 {
 		opts.MinValidity = DefaultMinValid
 	}
-	if opts.TTL <= opts.MinValidity || opts.MinValidity < 0 {
-		return nil, fmt.Errorf("bootstraptoken: TTL %s must exceed MinValidity %s (a fresh token must be usable)", opts.TTL, opts.MinValidity)
+	if opts.TTL < 2*opts.MinValidity || opts.MinValidity <= 0 {
+		return nil, fmt.Errorf("bootstraptoken: TTL %s must be at least twice MinValidity %s (a fresh token must be usable, and the other slot's token expired when the next is needed)", opts.TTL, opts.MinValidity)
 	}
 	if err := checkGroups(opts.Group); opts.Group != "" && err != nil {
 		return nil, fmt.Errorf("bootstraptoken: Options.Group: %w", err)
@@ -153,9 +158,27 @@ func New(opts Options) (*Manager, error) {
 	return &Manager{opts: opts}, nil
 }
 
+// Slots are the token IDs the Manager uses, and so the only Secret names it
+// reads, writes or deletes (bootstrap-token-<slot>): the chart grants get
+// and delete on these names alone, and no list. Two slots are enough
+// because a new token is needed only once the newest has less than
+// MinValidity left, and New requires TTL >= 2*MinValidity: by then the
+// other slot's token has expired (it was created at least TTL-MinValidity
+// before the newest, and lived TTL).
+var Slots = []string{"kfunc1", "kfunc2"}
+
+// SecretNames are the Secret names of Slots.
+func SecretNames() []string {
+	out := make([]string, len(Slots))
+	for i, slot := range Slots {
+		out[i] = SecretPrefix + slot
+	}
+	return out
+}
+
 // Token returns a bootstrap token ("<id>.<secret>") valid for at least
-// MinValidity: the cached one, else the longest-lived valid one this
-// Manager's Secrets hold, else a new one. Expired Secrets of ours are
+// MinValidity: the cached one, else the longest-lived valid one of the
+// slots, else a new one in a free slot. Expired tokens in the slots are
 // deleted on the way.
 func (m *Manager) Token(ctx context.Context) (string, error) {
 	m.mu.Lock()
@@ -173,96 +196,99 @@ func (m *Manager) Token(ctx context.Context) (string, error) {
 		m.opts.Logger.Info("bootstrap token Secret was deleted; replacing it", "tokenID", cached.id)
 	}
 	m.cached = nil
-	best, err := m.sweep(ctx, now)
-	if err != nil {
-		return "", err
-	}
-	if best == nil {
-		if best, err = m.create(ctx, now); err != nil {
+	for attempt := 0; ; attempt++ {
+		best, free, err := m.sweep(ctx, now)
+		if err != nil {
 			return "", err
 		}
+		if best == nil {
+			if free == "" {
+				return "", &Error{fmt.Errorf("every bootstrap token slot (%s in %s) holds an unexpired token with less than %s left: TTL %s must be at least twice MinValidity", strings.Join(SecretNames(), ", "), Namespace, m.opts.MinValidity, m.opts.TTL)}
+			}
+			best, err = m.create(ctx, now, free)
+			if apierrors.IsAlreadyExists(err) && attempt < 2 {
+				continue // another instance filled the slot: look again
+			}
+			if err != nil {
+				return "", err
+			}
+		}
+		m.cached = best
+		return best.id + "." + best.secret, nil
 	}
-	m.cached = best
-	return best.id + "." + best.secret, nil
 }
 
-// sweep lists our token Secrets, deletes the expired ones and returns the
-// longest-lived one that is valid for at least MinValidity (nil: none).
-func (m *Manager) sweep(ctx context.Context, now time.Time) (*token, error) {
-	var list corev1.SecretList
-	if err := m.opts.Kube.List(ctx, &list, client.InNamespace(Namespace), client.MatchingLabels{LabelManagedBy: ManagedByValue}); err != nil {
-		return nil, &Error{fmt.Errorf("listing bootstrap token Secrets in %s: %w", Namespace, err)}
-	}
-	var usable []*token
-	for i := range list.Items {
-		secret := &list.Items[i]
-		if secret.Type != corev1.SecretTypeBootstrapToken {
+// sweep reads the slots by name, deletes the expired tokens in them, and
+// returns the longest-lived token valid for at least MinValidity (nil:
+// none) and a slot that is free (""; none).
+func (m *Manager) sweep(ctx context.Context, now time.Time) (best *token, free string, err error) {
+	for _, slot := range Slots {
+		name := SecretPrefix + slot
+		secret := &corev1.Secret{}
+		err := m.opts.Kube.Get(ctx, client.ObjectKey{Namespace: Namespace, Name: name}, secret)
+		if apierrors.IsNotFound(err) {
+			free = cmp.Or(free, slot)
 			continue
+		}
+		if err != nil {
+			return nil, "", &Error{fmt.Errorf("reading bootstrap token Secret %s/%s: %w", Namespace, name, err)}
+		}
+		if secret.Labels[LabelManagedBy] != ManagedByValue {
+			return nil, "", &Error{fmt.Errorf("Secret %s/%s exists but was not made by karpfunc (no %s=%s label): karpfunc never touches it and cannot use its slot; remove it if nothing else uses it", Namespace, name, LabelManagedBy, ManagedByValue)}
 		}
 		tok, ok := parse(secret)
-		if !ok {
-			m.opts.Logger.Warn("ignoring malformed bootstrap token Secret", "secret", secret.Name)
-			continue
-		}
-		if !now.Before(tok.expires) {
+		if !ok || !now.Before(tok.expires) {
 			err := m.opts.Kube.Delete(ctx, secret, client.Preconditions{UID: &secret.UID})
 			if client.IgnoreNotFound(err) != nil && !apierrors.IsConflict(err) {
-				return nil, &Error{fmt.Errorf("deleting expired bootstrap token Secret %s: %w", secret.Name, err)}
+				return nil, "", &Error{fmt.Errorf("deleting expired or malformed bootstrap token Secret %s/%s: %w", Namespace, name, err)}
 			}
-			m.opts.Logger.Info("deleted expired bootstrap token", "tokenID", tok.id, "expired", tok.expires.Format(time.RFC3339))
+			m.opts.Logger.Info("deleted expired or malformed bootstrap token", "tokenID", slot)
+			free = cmp.Or(free, slot)
 			continue
 		}
-		if tok.expires.Sub(now) >= m.opts.MinValidity {
-			usable = append(usable, tok)
+		if tok.expires.Sub(now) >= m.opts.MinValidity && (best == nil || tok.expires.After(best.expires)) {
+			best = tok
 		}
 	}
-	if len(usable) == 0 {
-		return nil, nil
-	}
-	sort.Slice(usable, func(i, j int) bool { return usable[i].expires.After(usable[j].expires) })
-	return usable[0], nil
+	return best, free, nil
 }
 
-func (m *Manager) create(ctx context.Context, now time.Time) (*token, error) {
+// create makes a token in slot (its ID); AlreadyExists is returned as is
+// (another instance took the slot).
+func (m *Manager) create(ctx context.Context, now time.Time, slot string) (*token, error) {
 	groups, err := m.extraGroups(ctx)
 	if err != nil {
 		return nil, err
 	}
-	for attempt := 0; ; attempt++ {
-		id, err := randomString(6)
-		if err != nil {
-			return nil, err
-		}
-		secret, err := randomString(16)
-		if err != nil {
-			return nil, err
-		}
-		// The authenticator compares against RFC 3339 in UTC; whole seconds
-		// keep what we cache equal to what it reads.
-		expires := now.Add(m.opts.TTL).UTC().Truncate(time.Second)
-		tokenSecret := &corev1.Secret{
-			ObjectMeta: metav1.ObjectMeta{Name: SecretPrefix + id, Namespace: Namespace,
-				Labels: map[string]string{LabelManagedBy: ManagedByValue}},
-			Type: corev1.SecretTypeBootstrapToken,
-			StringData: map[string]string{
-				KeyTokenID:     id,
-				KeyTokenSecret: secret,
-				KeyExpiration:  expires.Format(time.RFC3339),
-				KeyUsageAuth:   "true",
-				KeyExtraGroups: groups,
-				KeyDescription: m.opts.Description,
-			},
-		}
-		err = m.opts.Kube.Create(ctx, tokenSecret)
-		if apierrors.IsAlreadyExists(err) && attempt < 3 {
-			continue // another token has this ID: draw again
-		}
-		if err != nil {
-			return nil, &Error{fmt.Errorf("creating bootstrap token Secret %s/%s: %w", Namespace, SecretPrefix+id, err)}
-		}
-		m.opts.Logger.Info("created bootstrap token", "tokenID", id, "expires", expires.Format(time.RFC3339), "groups", groups)
-		return &token{id: id, secret: secret, expires: expires}, nil
+	secret, err := randomString(16)
+	if err != nil {
+		return nil, err
 	}
+	// The authenticator compares against RFC 3339 in UTC; whole seconds
+	// keep what we cache equal to what it reads.
+	expires := now.Add(m.opts.TTL).UTC().Truncate(time.Second)
+	tokenSecret := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: SecretPrefix + slot, Namespace: Namespace,
+			Labels: map[string]string{LabelManagedBy: ManagedByValue}},
+		Type: corev1.SecretTypeBootstrapToken,
+		StringData: map[string]string{
+			KeyTokenID:     slot,
+			KeyTokenSecret: secret,
+			KeyExpiration:  expires.Format(time.RFC3339),
+			KeyUsageAuth:   "true",
+			KeyExtraGroups: groups,
+			KeyDescription: m.opts.Description,
+		},
+	}
+	err = m.opts.Kube.Create(ctx, tokenSecret)
+	if apierrors.IsAlreadyExists(err) {
+		return nil, err
+	}
+	if err != nil {
+		return nil, &Error{fmt.Errorf("creating bootstrap token Secret %s/%s: %w", Namespace, SecretPrefix+slot, err)}
+	}
+	m.opts.Logger.Info("created bootstrap token", "tokenID", slot, "expires", expires.Format(time.RFC3339), "groups", groups)
+	return &token{id: slot, secret: secret, expires: expires}, nil
 }
 
 func parse(s *corev1.Secret) (*token, bool) {
@@ -310,37 +336,55 @@ func checkGroups(groups string) error {
 	return nil
 }
 
+// The ClusterRoles TLS bootstrapping needs a token's groups to be bound to
+// (Kubernetes docs, "TLS bootstrapping": authorize kubelet to create CSR,
+// and approve them automatically).
+const (
+	RoleCreateCSR  = "system:node-bootstrapper"
+	RoleApproveCSR = "system:certificates.k8s.io:certificatesigningrequests:nodeclient"
+	// GroupBootstrappers is the group every bootstrap token authenticates
+	// into.
+	GroupBootstrappers = "system:bootstrappers"
+)
+
 // extraGroups is the auth-extra-groups of new tokens: Options.Group, else
-// those of the cluster's own bootstrap token (the first by name of the
-// well-formed, authentication-enabled, unexpired token Secrets in
-// kube-system this Manager did not create).
+// the groups the cluster binds to TLS bootstrapping, read from its
+// ClusterRoleBindings: for each of RoleCreateCSR and RoleApproveCSR, none
+// if system:bootstrappers itself is bound, else the first (by name)
+// system:bootstrappers:<name> group bound to it. Reading bindings needs no
+// access to any Secret.
 func (m *Manager) extraGroups(ctx context.Context) (string, error) {
 	if m.opts.Group != "" {
 		return m.opts.Group, nil
 	}
-	var list corev1.SecretList
-	if err := m.opts.Kube.List(ctx, &list, client.InNamespace(Namespace)); err != nil {
-		return "", &Error{fmt.Errorf("listing Secrets in %s to find the cluster's bootstrap token: %w", Namespace, err)}
+	var list rbacv1.ClusterRoleBindingList
+	if err := m.opts.Kube.List(ctx, &list); err != nil {
+		return "", &Error{fmt.Errorf("listing ClusterRoleBindings to find the groups the cluster binds to TLS bootstrapping: %w", err)}
 	}
-	sort.Slice(list.Items, func(i, j int) bool { return list.Items[i].Name < list.Items[j].Name })
-	for i := range list.Items {
-		secret := &list.Items[i]
-		if secret.Type != corev1.SecretTypeBootstrapToken || secret.Labels[LabelManagedBy] == ManagedByValue {
+	bound := map[string][]string{}
+	for _, binding := range list.Items {
+		if binding.RoleRef.Kind != "ClusterRole" || (binding.RoleRef.Name != RoleCreateCSR && binding.RoleRef.Name != RoleApproveCSR) {
 			continue
 		}
-		if tok, ok := parse(secret); !ok || !m.opts.Clock.Now().Before(tok.expires) {
-			continue // the authenticator would refuse it: not the cluster's working token
+		for _, subject := range binding.Subjects {
+			if subject.Kind == rbacv1.GroupKind && (subject.Name == GroupBootstrappers || groupRE.MatchString(subject.Name)) {
+				bound[binding.RoleRef.Name] = append(bound[binding.RoleRef.Name], subject.Name)
+			}
 		}
-		groups := string(secret.Data[KeyExtraGroups])
-		if groups == "" {
-			return "", nil // it authenticates as system:bootstrappers only; so do ours
-		}
-		if err := checkGroups(groups); err != nil {
-			return "", &Error{fmt.Errorf("the cluster's bootstrap token Secret %s/%s: %s: %w", Namespace, secret.Name, KeyExtraGroups, err)}
-		}
-		return groups, nil
 	}
-	return "", &Error{fmt.Errorf("no bootstrap token Secret of the cluster (type %s, not made by karpfunc) in %s to copy %s from: "+
-		"nodes would join with groups the cluster may not bind; check the cluster is AKS, or set the groups explicitly",
-		corev1.SecretTypeBootstrapToken, Namespace, KeyExtraGroups)}
+	var groups []string
+	for _, role := range []string{RoleCreateCSR, RoleApproveCSR} {
+		names := bound[role]
+		if len(names) == 0 {
+			return "", &Error{fmt.Errorf("no ClusterRoleBinding binds ClusterRole %s to %s or a %s:<name> group: a node could not get its certificate; bind it, or name the groups (bootstraptoken Options.Group)", role, GroupBootstrappers, GroupBootstrappers)}
+		}
+		if slices.Contains(names, GroupBootstrappers) {
+			continue
+		}
+		slices.Sort(names)
+		if !slices.Contains(groups, names[0]) {
+			groups = append(groups, names[0])
+		}
+	}
+	return strings.Join(groups, ","), nil
 }

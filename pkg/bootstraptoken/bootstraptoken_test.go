@@ -9,6 +9,7 @@ import (
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -143,18 +144,20 @@ func TestManager(t *testing.T) {
 		}
 	})
 
-	t.Run("expired tokens of ours are deleted, others' are not", func(t *testing.T) {
+	t.Run("an expired token's slot is reused, others' tokens are not touched", func(t *testing.T) {
 		clk.SetTime(clk.Now().Add(61 * time.Minute)) // first expired; second has 59m left
 		third, err := m.Token(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if third == second {
+		if third == second || third == first {
 			t.Fatal("token not rotated")
 		}
-		err = kube.Get(ctx, client.ObjectKey{Namespace: "kube-system", Name: "bootstrap-token-" + id}, &corev1.Secret{})
-		if !apierrors.IsNotFound(err) {
-			t.Errorf("expired token Secret of ours: Get = %v, want NotFound", err)
+		if bootstraptoken.ID(third) != id {
+			t.Errorf("the new token is %s, want the expired token's slot %s", bootstraptoken.ID(third), id)
+		}
+		if n := len(ours(t, kube)); n != 2 {
+			t.Errorf("%d karpfunc token Secrets, want 2 (the slots)", n)
 		}
 		if err := kube.Get(ctx, client.ObjectKeyFromObject(foreign), &corev1.Secret{}); err != nil {
 			t.Errorf("foreign token Secret: %v, want it left alone", err)
@@ -199,7 +202,7 @@ func TestNewRejectsBadOptions(t *testing.T) {
 		want string
 	}{
 		{"no client", bootstraptoken.Options{}, "Options.Kube is required"},
-		{"TTL not above MinValidity", bootstraptoken.Options{Kube: kube, TTL: time.Hour, MinValidity: time.Hour}, "must exceed MinValidity"},
+		{"TTL under twice MinValidity", bootstraptoken.Options{Kube: kube, TTL: 90 * time.Minute, MinValidity: time.Hour}, "at least twice MinValidity"},
 		{"group outside system:bootstrappers", bootstraptoken.Options{Kube: kube, Group: "system:masters"}, `group "system:masters"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -259,11 +262,11 @@ func contains(list []string, s string) bool {
 	return false
 }
 
-// TestTokensCarryTheClusterTokenGroups: a new token carries the
-// auth-extra-groups of the cluster's own (AKS's) bootstrap token, read from
-// the cluster, not a group karpfunc assumes; with no cluster token the
+// TestTokensCarryTheBoundGroups: a new token carries the groups the
+// cluster's ClusterRoleBindings bind to CSR creation and approval, read
+// from the cluster, not a group karpfunc assumes; with no such binding the
 // Manager refuses rather than guess.
-func TestTokensCarryTheClusterTokenGroups(t *testing.T) {
+func TestTokensCarryTheBoundGroups(t *testing.T) {
 	cp := testenv.ControlPlane(t, controlplane.Options{})
 	kube := testenv.Client(t, cp.RESTConfig())
 	ctx := t.Context()
@@ -284,39 +287,70 @@ func TestTokensCarryTheClusterTokenGroups(t *testing.T) {
 	}
 	clearTokens := func() {
 		if err := kube.DeleteAllOf(ctx, &corev1.Secret{}, client.InNamespace("kube-system"),
-			client.MatchingFields{"type": string(corev1.SecretTypeBootstrapToken)}); err != nil {
+			client.MatchingLabels{bootstraptoken.LabelManagedBy: bootstraptoken.ManagedByValue}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	bind := func(name, role, group string) {
+		if err := kube.Create(ctx, &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: name},
+			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role},
+			Subjects: []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.GroupKind, Name: group}}}); err != nil {
 			t.Fatal(err)
 		}
 	}
 
-	// The local control plane keeps a cluster token, as AKS does.
+	// The local control plane binds TLS bootstrapping as kubeadm and AKS do.
 	token, err := newToken()
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got := groupsOf(token); got != controlplane.AKSBootstrapTokenGroups {
-		t.Errorf("token groups = %q, want the cluster token's %q", got, controlplane.AKSBootstrapTokenGroups)
+		t.Errorf("token groups = %q, want the bound %q", got, controlplane.AKSBootstrapTokenGroups)
 	}
 
+	// CSR creation open to every bootstrapper, approval to one more group
+	// (first by name): only that group is needed.
 	clearTokens()
-	cluster := tokenSecret("aks000", "0123456789abcdef", clk.Now().Add(24*time.Hour), nil)
-	cluster.StringData["auth-extra-groups"] = "system:bootstrappers:cluster-nodes,system:bootstrappers:other"
-	expired := tokenSecret("000000", "0123456789abcdef", clk.Now().Add(-time.Minute), nil)
-	expired.StringData["auth-extra-groups"] = "system:bootstrappers:stale"
-	for _, s := range []*corev1.Secret{cluster, expired} {
-		if err := kube.Create(ctx, s); err != nil {
-			t.Fatal(err)
-		}
-	}
+	bind("all-create", bootstraptoken.RoleCreateCSR, "system:bootstrappers")
+	bind("a-approve", bootstraptoken.RoleApproveCSR, "system:bootstrappers:a-nodes")
+	bind("users-approve", bootstraptoken.RoleApproveCSR, "system:authenticated") // not a bootstrapper group
 	if token, err = newToken(); err != nil {
 		t.Fatal(err)
 	}
-	if got := groupsOf(token); got != "system:bootstrappers:cluster-nodes,system:bootstrappers:other" {
-		t.Errorf("token groups = %q, want those of the cluster's unexpired token", got)
+	if got := groupsOf(token); got != "system:bootstrappers:a-nodes" {
+		t.Errorf("token groups = %q, want system:bootstrappers:a-nodes", got)
 	}
 
+	// No bootstrapper may have its CSR approved: refuse.
 	clearTokens()
-	if _, err := newToken(); err == nil || !strings.Contains(err.Error(), "no bootstrap token Secret of the cluster") {
-		t.Errorf("Token() with no cluster token = %v, want a refusal", err)
+	for _, name := range []string{"a-approve", "kubeadm:node-autoapprove-bootstrap"} {
+		if err := kube.Delete(ctx, &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: name}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := newToken(); err == nil || !strings.Contains(err.Error(), "no ClusterRoleBinding binds ClusterRole "+bootstraptoken.RoleApproveCSR) {
+		t.Errorf("Token() with no approval binding = %v, want a refusal naming the role", err)
+	}
+}
+
+// TestSlotNotOurs: a Secret in a slot that karpfunc did not make is left
+// alone and named in the error.
+func TestSlotNotOurs(t *testing.T) {
+	cp := testenv.ControlPlane(t, controlplane.Options{})
+	kube := testenv.Client(t, cp.RESTConfig())
+	ctx := t.Context()
+	other := tokenSecret(bootstraptoken.Slots[0], "0123456789abcdef", time.Now().Add(-time.Hour), nil)
+	if err := kube.Create(ctx, other); err != nil {
+		t.Fatal(err)
+	}
+	m, err := bootstraptoken.New(bootstraptoken.Options{Kube: kube})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.Token(ctx); err == nil || !strings.Contains(err.Error(), "was not made by karpfunc") {
+		t.Fatalf("Token() = %v, want a refusal naming the Secret it does not own", err)
+	}
+	if err := kube.Get(ctx, client.ObjectKeyFromObject(other), &corev1.Secret{}); err != nil {
+		t.Errorf("the Secret karpfunc did not make: %v, want it left alone", err)
 	}
 }

@@ -15,6 +15,9 @@
 //     to a NodeClaim that is deleting, not Initialized, or not Ready.
 //   - No command takes more nodes from a NodePool than its budgets allow
 //     for the command's reason, counting nodes already disrupting.
+//   - Drift never starts for a reason State.DriftHold holds (the cluster's
+//     maintenance windows); the held node is explained with the hold's
+//     reason and stays a candidate for every other method.
 //   - A replacement is one NodeClaim, strictly cheaper than what it
 //     replaces (consolidation), or whatever the pods need (drift); with
 //     Options.Rebalance, rebalancing consolidation may replace a group of
@@ -87,6 +90,23 @@ type State struct {
 	// Versions are the image and Kubernetes versions nodes should run
 	// (zero: no version drift).
 	Versions Versions
+	// DriftHold says whether drift of a reason (a Drift* constant) may not
+	// start now, and why (the cluster's maintenance windows). It is asked
+	// only for drifted candidates, once per reason it needs. nil: drift may
+	// start at any time.
+	DriftHold func(reason string) (Hold, bool)
+}
+
+// Hold keeps drift replacements of one reason from starting now. The
+// node stays a candidate for every other method: emptiness, consolidation
+// and expiration are not held.
+type Hold struct {
+	// Reason completes "drifted (<why>) but ..." in the node's
+	// explanation; it names the next window.
+	Reason string
+	// Until is when the hold may lift (the next window's start): the
+	// decision's Next includes it, so a pass runs then. Zero: unknown.
+	Until time.Time
 }
 
 // Candidate is a node that may be disrupted.
@@ -110,6 +130,9 @@ type Candidate struct {
 	// Drift is why the node no longer matches its NodePool or
 	// AKSNodeClass ("" if it does).
 	Drift string
+	// DriftHeld is why its drift may not be acted on now ("" if it may):
+	// State.DriftHold's reason, as the node's explanation.
+	DriftHeld string
 
 	moved []*corev1.Pod // see unbound
 }
@@ -248,6 +271,13 @@ func Decide(st State) Decision {
 	refused := map[string]Refusal{}
 	for name, refusal := range engine.blocked {
 		refused[name] = refusal
+	}
+	// A held drift explains the node before whatever consolidation says:
+	// it is why a drifted node is still there.
+	for _, candidate := range engine.Candidates {
+		if candidate.DriftHeld != "" {
+			refused[candidate.Name()] = Refusal{NodeClaim: candidate.Name(), Blocked: true, Reason: candidate.DriftHeld}
+		}
 	}
 	decision.Command = engine.firstCommand(refused)
 	in := map[string]bool{}

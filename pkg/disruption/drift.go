@@ -56,7 +56,7 @@ type Drift struct{}
 
 func (Drift) Name() string                    { return MethodDrift }
 func (Drift) Reason() Reason                  { return ReasonDrifted }
-func (Drift) ShouldDisrupt(c *Candidate) bool { return c.Drift != "" }
+func (Drift) ShouldDisrupt(c *Candidate) bool { return c.Drift != "" && c.DriftHeld == "" }
 
 func (Drift) ComputeCommands(e *Engine, budgets Budgets, cands []*Candidate) ([]*Command, []Refusal) {
 	remaining := budgets.clone()

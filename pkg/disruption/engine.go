@@ -5,6 +5,7 @@ import (
 	"math"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -45,6 +46,8 @@ type Engine struct {
 	interPod bool
 	pdbs     []pdb
 	started  time.Time
+	// holds: State.DriftHold's answers, by drift reason.
+	holds map[string]askedHold
 }
 
 // outOfTime: Options.TimeLimit has passed since the engine was made.
@@ -61,7 +64,7 @@ type pdb struct {
 func NewEngine(st State) *Engine {
 	cluster := st.Cluster
 	engine := &Engine{st: st, podsOn: map[string][]*corev1.Pod{}, unusable: map[string]bool{}, blocked: map[string]Refusal{},
-		poolCost: map[string]float64{}, poolDisr: map[string]float64{}, started: time.Now()}
+		poolCost: map[string]float64{}, poolDisr: map[string]float64{}, started: time.Now(), holds: map[string]askedHold{}}
 	engine.base = cluster.Input(st.Catalog, snapshot.Live)
 	// Every simulation solves against the same nodes, bound pods and
 	// catalog: derive from them once.
@@ -221,6 +224,7 @@ func (e *Engine) candidate(nc *karpv1.NodeClaim, node *corev1.Node, np *karpv1.N
 		e.noteNext(at)
 	}
 	candidate.Drift = drift(nc, node, np, want)
+	e.holdDrift(candidate)
 	if !nodeReady(node) {
 		return candidate, "Node is not Ready"
 	}
@@ -230,6 +234,31 @@ func (e *Engine) candidate(nc *karpv1.NodeClaim, node *corev1.Node, np *karpv1.N
 		}
 	}
 	return candidate, why
+}
+
+// holdDrift marks c's drift held when State.DriftHold says so, and
+// notes when the hold may lift (the next pass).
+func (e *Engine) holdDrift(c *Candidate) {
+	if c.Drift == "" || e.st.DriftHold == nil {
+		return
+	}
+	reason, _, _ := strings.Cut(c.Drift, ":")
+	hold, ok := e.holds[reason]
+	if !ok {
+		hold.Hold, hold.held = e.st.DriftHold(reason)
+		e.holds[reason] = hold
+	}
+	if !hold.held {
+		return
+	}
+	c.DriftHeld = "drifted (" + c.Drift + ") but " + hold.Reason
+	e.noteNext(hold.Until)
+}
+
+// askedHold is State.DriftHold's answer for one reason.
+type askedHold struct {
+	Hold
+	held bool
 }
 
 func labelOf(nc *karpv1.NodeClaim, n *corev1.Node, key string) string {

@@ -100,6 +100,16 @@ type Options struct {
 	// Versions says which node image and Kubernetes versions nodes should
 	// run (nil: no image or Kubernetes version drift).
 	Versions VersionSource
+	// Maintenance holds drift replacements outside the cluster's
+	// maintenance windows (nil: drift may start at any time);
+	// *maintenance.Reader implements it.
+	Maintenance MaintenanceSource
+}
+
+// MaintenanceSource answers disruption.State.DriftHold for a decision at
+// now; it may read what it needs on the first question.
+type MaintenanceSource interface {
+	DriftHold(ctx context.Context, now time.Time) func(reason string) (disruption.Hold, bool)
 }
 
 // VersionSource says which versions nodes should run now, for the

@@ -127,8 +127,13 @@ func (c *Controller) askNext(next time.Time, res *Result) {
 
 // state is what the engine decides from; versions that cannot be resolved
 // now are logged and left out (their drift check waits for a later pass).
+// Drift is held outside the cluster's maintenance windows
+// (Options.Maintenance).
 func (c *Controller) state(ctx context.Context, snap *snapshot.Cluster, now time.Time) disruption.State {
 	st := disruption.State{Cluster: snap, Catalog: c.opts.Catalog, Now: now, Options: c.opts.Engine}
+	if c.opts.Maintenance != nil {
+		st.DriftHold = c.opts.Maintenance.DriftHold(ctx, now)
+	}
 	if c.opts.Versions == nil {
 		return st
 	}
