@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/validation"
 	fieldpath "k8s.io/apimachinery/pkg/util/validation/field"
+	resourcehelper "k8s.io/component-helpers/resource"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 )
 
@@ -77,9 +78,6 @@ var (
 	integerResources = sets.New[corev1.ResourceName](corev1.ResourcePods, corev1.ResourceQuotas, corev1.ResourceServices,
 		corev1.ResourceReplicationControllers, corev1.ResourceSecrets, corev1.ResourceConfigMaps,
 		corev1.ResourcePersistentVolumeClaims, corev1.ResourceServicesNodePorts, corev1.ResourceServicesLoadBalancers)
-	// podLevelResources: what spec.resources may name
-	// (k8s.io/component-helpers resource.SupportedPodLevelResources).
-	podLevelResources = sets.New[corev1.ResourceName](corev1.ResourceCPU, corev1.ResourceMemory)
 )
 
 // isHugePages: helper.IsHugePageResourceName.
@@ -147,8 +145,8 @@ func validatePodResourceName(name corev1.ResourceName, path *fieldpath.Path) fie
 	if errs := validateResourceName(name, path); len(errs) > 0 {
 		return errs
 	}
-	if !podLevelResources.Has(name) {
-		return fieldpath.ErrorList{fieldpath.NotSupported(path, name, sets.List(podLevelResources))}
+	if !resourcehelper.IsSupportedPodLevelResource(name) {
+		return fieldpath.ErrorList{fieldpath.NotSupported(path, name, sets.List(resourcehelper.SupportedPodLevelResources()))}
 	}
 	return nil
 }

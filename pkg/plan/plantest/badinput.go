@@ -47,6 +47,8 @@ var BadInputs = []BadInput{
 		[]string{"spec.containers[0].resources: Forbidden: HugePages require cpu or memory"}},
 	{"init container", "apiVersion: v1\nkind: Pod\nmetadata: {name: p, namespace: ns}\nspec: {initContainers: [{name: i, resources: {limits: {memory: -1Gi}}}], containers: [{name: c}]}\n",
 		[]string{`spec.initContainers[0].resources.limits[memory]: Invalid value: "-1Gi": must be greater than or equal to 0`}},
+	{"pod-level resource not supported there", "apiVersion: v1\nkind: Pod\nmetadata: {name: p, namespace: ns}\nspec: {resources: {limits: {nvidia.com/gpu: 1}}, containers: [{name: c}]}\n",
+		[]string{`spec.resources.limits[nvidia.com/gpu]: Unsupported value: "nvidia.com/gpu": supported values: "cpu", "hugepages-", "memory"`}},
 	{"item of a List in a later document", "apiVersion: v1\nkind: Namespace\nmetadata: {name: ns}\n---\napiVersion: v1\nkind: List\nitems:\n" +
 		"- {apiVersion: v1, kind: Pod, metadata: {name: p, namespace: ns}, spec: {containers: [{name: c, resources: {requests: {cpu: 1}}}]}}\n" +
 		"- {apiVersion: v1, kind: Pod, metadata: {name: q, namespace: ns}, spec: {containers: [{name: c, resources: {requests: {memory: \"-5\"}}}]}}\n",
