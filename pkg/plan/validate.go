@@ -24,9 +24,10 @@ import (
 // hold what one would refuse, and lack what one would default. The live
 // loop reads objects the API server stored, so only plan checks and
 // defaults, here, by the API server's rules for the fields planning reads
-// (containers' resources, the pod's overhead and resources, NodePools'
-// weight and limits), and both then compute requests the same way (the
-// scheduler's, through snapshot.Cluster.Input).
+// (the containers' resources of Pods and DaemonSet templates, a pod's
+// overhead and pod-level resources, a NodePool's weight, limits and
+// Karpenter's runtime rules), and both then compute requests the same way
+// (the scheduler's, through snapshot.Cluster.Input).
 //
 // The rules are k8s.io/kubernetes v1.37 pkg/apis/core/validation
 // (validation.go: validateResourceRequirements, ValidateContainerResourceName,
@@ -34,7 +35,8 @@ import (
 // pkg/apis/core/helper (helpers.go), and the defaulting of
 // pkg/apis/core/v1/defaults.go SetDefaults_Pod. That module is not a library
 // (it cannot be required), so the predicates are restated below, each by
-// its source; the name grammar and error rendering are apimachinery's.
+// its source; the name grammar and error rendering are apimachinery's, the
+// pod-level resource names k8s.io/component-helpers'.
 
 // InvalidError is an object the API server would refuse: its kind and
 // name, and every field at fault, each with its path as the API server
@@ -215,23 +217,7 @@ func validateResources(res *corev1.ResourceRequirements, nameRule func(corev1.Re
 }
 
 func sortedKeys(list corev1.ResourceList) []corev1.ResourceName {
-	var keysArray [8]corev1.ResourceName
-	keys := keysArray[:0]
-	for name := range list {
-		keys = append(keys, name)
-	}
-	if len(keys) > 1 {
-		sortResourceNames(keys)
-	}
-	return keys
-}
-
-func sortResourceNames(names []corev1.ResourceName) {
-	for i := 1; i < len(names); i++ {
-		for j := i; j > 0 && names[j] < names[j-1]; j-- {
-			names[j], names[j-1] = names[j-1], names[j]
-		}
-	}
+	return slices.Sorted(maps.Keys(list))
 }
 
 // validatePodSpec checks what planning reads of a pod spec: it has
