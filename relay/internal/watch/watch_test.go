@@ -268,8 +268,8 @@ func TestRelay(t *testing.T) {
 			// event proves every event before it was handled, and an event
 			// that should not exist would be recorded before the marker.
 			SendWorkers: 1,
-			Logger:   slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo})),
-			OnSynced: func() { close(synced) },
+			Logger:      slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo})),
+			OnSynced:    func() { close(synced) },
 		})
 	}()
 	defer func() {
