@@ -199,21 +199,31 @@ func validateResources(res *corev1.ResourceRequirements, nameRule func(corev1.Re
 	check(res.Limits, limPath)
 	check(res.Requests, reqPath)
 	for _, name := range sortedKeys(res.Requests) {
-		request := res.Requests[name]
-		limit, limited := res.Limits[name]
-		switch {
-		case limited && !overcommitAllowed(name) && request.Cmp(limit) != 0:
-			errs = append(errs, fieldpath.Invalid(reqPath, request.String(), fmt.Sprintf("must be equal to %s limit of %s", name, limit.String())))
-		case limited && request.Cmp(limit) > 0:
-			errs = append(errs, fieldpath.Invalid(reqPath, request.String(), fmt.Sprintf("must be less than or equal to %s limit of %s", name, limit.String())))
-		case !limited && !overcommitAllowed(name):
-			errs = append(errs, fieldpath.Required(limPath, "Limit must be set for non overcommitable resources"))
+		if err := requestAgainstLimit(name, res, path); err != nil {
+			errs = append(errs, err)
 		}
 	}
 	if hugePages && !cpuOrMemory {
 		errs = append(errs, fieldpath.Forbidden(path, "HugePages require cpu or memory"))
 	}
 	return errs
+}
+
+// requestAgainstLimit: a request is at most its limit, and equal to it
+// for a resource that cannot be overcommitted (extended resources,
+// hugepages), which must have a limit (validateResourceRequirements).
+func requestAgainstLimit(name corev1.ResourceName, res *corev1.ResourceRequirements, path *fieldpath.Path) *fieldpath.Error {
+	request := res.Requests[name]
+	limit, limited := res.Limits[name]
+	switch {
+	case limited && !overcommitAllowed(name) && request.Cmp(limit) != 0:
+		return fieldpath.Invalid(path.Child("requests"), request.String(), fmt.Sprintf("must be equal to %s limit of %s", name, limit.String()))
+	case limited && request.Cmp(limit) > 0:
+		return fieldpath.Invalid(path.Child("requests"), request.String(), fmt.Sprintf("must be less than or equal to %s limit of %s", name, limit.String()))
+	case !limited && !overcommitAllowed(name):
+		return fieldpath.Required(path.Child("limits"), "Limit must be set for non overcommitable resources")
+	}
+	return nil
 }
 
 func sortedKeys(list corev1.ResourceList) []corev1.ResourceName {
@@ -418,70 +428,69 @@ func findMalformed(typ reflect.Type, value any, path *fieldpath.Path) *fieldpath
 	for typ.Kind() == reflect.Pointer {
 		typ = typ.Elem()
 	}
-	if typ == quantityType {
-		var text string
-		switch v := value.(type) {
-		case string:
-			text = v
-		case json.Number:
-			text = v.String()
-		default:
-			return nil
+	switch {
+	case typ == quantityType:
+		return malformedValue(value, path)
+	case typ.Kind() == reflect.Struct:
+		if object, ok := value.(map[string]any); ok {
+			return malformedInStruct(typ, object, path)
 		}
-		if _, err := resource.ParseQuantity(text); err != nil {
-			return fieldpath.Invalid(path, text, err.Error())
-		}
-		return nil
-	}
-	switch typ.Kind() {
-	case reflect.Struct:
-		object, ok := value.(map[string]any)
-		if !ok {
-			return nil
-		}
-		for i := range typ.NumField() {
-			field := typ.Field(i)
-			name, _, _ := strings.Cut(field.Tag.Get("json"), ",")
-			if field.Anonymous && name == "" {
-				if bad := findMalformed(field.Type, object, path); bad != nil {
+	case typ.Kind() == reflect.Slice:
+		if items, ok := value.([]any); ok {
+			for i, item := range items {
+				if bad := findMalformed(typ.Elem(), item, path.Index(i)); bad != nil {
 					return bad
 				}
-				continue
 			}
-			if name == "" || name == "-" || !field.IsExported() {
-				continue
+		}
+	case typ.Kind() == reflect.Map:
+		if entries, ok := value.(map[string]any); ok {
+			for _, key := range slices.Sorted(maps.Keys(entries)) {
+				if bad := findMalformed(typ.Elem(), entries[key], path.Key(key)); bad != nil {
+					return bad
+				}
 			}
-			child, ok := object[name]
-			if !ok {
-				continue
-			}
-			next := fieldpath.NewPath(name)
-			if path != nil {
-				next = path.Child(name)
-			}
-			if bad := findMalformed(field.Type, child, next); bad != nil {
+		}
+	}
+	return nil
+}
+
+// malformedValue is the error of a quantity's JSON value (a string, or a
+// number as written) that does not parse.
+func malformedValue(value any, path *fieldpath.Path) *fieldpath.Error {
+	var text string
+	switch v := value.(type) {
+	case string:
+		text = v
+	case json.Number:
+		text = v.String()
+	default:
+		return nil
+	}
+	if _, err := resource.ParseQuantity(text); err != nil {
+		return fieldpath.Invalid(path, text, err.Error())
+	}
+	return nil
+}
+
+// malformedInStruct walks a struct's fields by their JSON names; embedded
+// structs without a name (TypeMeta) are read from the same object.
+func malformedInStruct(typ reflect.Type, object map[string]any, path *fieldpath.Path) *fieldpath.Error {
+	for i := range typ.NumField() {
+		field := typ.Field(i)
+		name, _, _ := strings.Cut(field.Tag.Get("json"), ",")
+		if field.Anonymous && name == "" {
+			if bad := findMalformed(field.Type, object, path); bad != nil {
 				return bad
 			}
+			continue
 		}
-	case reflect.Slice:
-		items, ok := value.([]any)
-		if !ok {
-			return nil
+		child, ok := object[name]
+		if name == "" || name == "-" || !field.IsExported() || !ok {
+			continue
 		}
-		for i, item := range items {
-			if bad := findMalformed(typ.Elem(), item, path.Index(i)); bad != nil {
-				return bad
-			}
-		}
-	case reflect.Map:
-		entries, ok := value.(map[string]any)
-		if !ok {
-			return nil
-		}
-		for _, key := range slices.Sorted(maps.Keys(entries)) {
-			if bad := findMalformed(typ.Elem(), entries[key], path.Key(key)); bad != nil {
-				return bad
-			}
+		if bad := findMalformed(field.Type, child, path.Child(name)); bad != nil {
+			return bad
 		}
 	}
 	return nil
