@@ -25,7 +25,7 @@ import (
 // loop reads objects the API server stored, so only plan checks and
 // defaults, here, by the API server's rules for the fields planning reads
 // (the containers' resources of Pods and DaemonSet templates, a pod's
-// overhead and pod-level resources, a NodePool's weight, limits and
+// overhead and pod-level resources, a NodePool's weight, limits' format and
 // Karpenter's runtime rules), and both then compute requests the same way
 // (the scheduler's, through snapshot.Cluster.Input).
 //
@@ -385,20 +385,16 @@ func validateObject(ctx context.Context, obj any) error {
 
 // validateNodePool checks the NodePool fields planning relies on that the
 // CRD's schema bounds (sigs.k8s.io/karpenter pkg/apis/crds
-// karpenter.sh_nodepools.yaml: weight 1 to 100, limits quantities) and
-// Karpenter's runtime validation (NodePool.RuntimeValidate: template
-// labels, taints, requirements), which the live loop reports as the
-// NodePool's ValidationSucceeded condition.
+// karpenter.sh_nodepools.yaml: weight 1 to 100; its limits' pattern admits
+// negative quantities, so they are not refused, and a malformed one fails
+// to decode) and Karpenter's runtime validation (NodePool.RuntimeValidate:
+// template labels, taints, requirements), which the live loop reports as
+// the NodePool's ValidationSucceeded condition.
 func validateNodePool(ctx context.Context, np *karpv1.NodePool) fieldpath.ErrorList {
 	var errs fieldpath.ErrorList
 	spec := fieldpath.NewPath("spec")
 	if np.Spec.Weight != nil && (*np.Spec.Weight < 1 || *np.Spec.Weight > 100) {
 		errs = append(errs, fieldpath.Invalid(spec.Child("weight"), *np.Spec.Weight, "must be between 1 and 100"))
-	}
-	for _, name := range sortedKeys(corev1.ResourceList(np.Spec.Limits)) {
-		if limit := np.Spec.Limits[name]; limit.Sign() < 0 {
-			errs = append(errs, fieldpath.Invalid(spec.Child("limits").Key(string(name)), limit.String(), "must be greater than or equal to 0"))
-		}
 	}
 	if err := np.RuntimeValidate(ctx); err != nil {
 		errs = append(errs, fieldpath.Invalid(spec.Child("template"), fieldpath.OmitValueType{}, err.Error()))
