@@ -25,7 +25,8 @@ import (
 // loop reads objects the API server stored, so only plan checks and
 // defaults, here, by the API server's rules for the fields planning reads
 // (the containers' resources of Pods and DaemonSet templates, a pod's
-// overhead and pod-level resources, a NodePool's weight, limits' format and
+// overhead and pod-level resources, a Node's capacity and allocatable, a
+// NodePool's weight, limits' format and
 // Karpenter's runtime rules), and both then compute requests the same way
 // (the scheduler's, through snapshot.Cluster.Input).
 //
@@ -375,12 +376,32 @@ func validateObject(ctx context.Context, obj any) error {
 		if errs := validatePodSpec(&typed.Spec.Template.Spec, fieldpath.NewPath("spec", "template", "spec")); len(errs) > 0 {
 			return &InvalidError{Kind: "DaemonSet", Name: objectName(typed.Namespace, typed.Name), Errs: errs}
 		}
+	case *corev1.Node:
+		if errs := validateNodeResources(typed); len(errs) > 0 {
+			return &InvalidError{Kind: "Node", Name: typed.Name, Errs: errs}
+		}
 	case *karpv1.NodePool:
 		if errs := validateNodePool(ctx, typed); len(errs) > 0 {
 			return &InvalidError{Kind: "NodePool", Name: typed.Name, Errs: errs}
 		}
 	}
 	return nil
+}
+
+// validateNodeResources: validation.go ValidateNodeResources: a node's
+// capacity and allocatable, which planning counts a bound node's room
+// from, are valid quantities of their resources.
+func validateNodeResources(node *corev1.Node) fieldpath.ErrorList {
+	var errs fieldpath.ErrorList
+	for _, list := range []struct {
+		name      string
+		resources corev1.ResourceList
+	}{{"capacity", node.Status.Capacity}, {"allocatable", node.Status.Allocatable}} {
+		for _, name := range sortedKeys(list.resources) {
+			errs = append(errs, validateQuantity(name, list.resources[name], fieldpath.NewPath("status", list.name, string(name)))...)
+		}
+	}
+	return errs
 }
 
 // validateNodePool checks the NodePool fields planning relies on that the
