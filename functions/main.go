@@ -18,6 +18,7 @@ import (
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/karpfunc/karpfunc/functions/internal/customhandler"
+	"github.com/karpfunc/karpfunc/pkg/version"
 )
 
 func main() {
@@ -26,6 +27,8 @@ func main() {
 	// controller-runtime's clients log through logr: send it to the same
 	// handler, instead of its "SetLogger was never called" stack trace.
 	ctrllog.SetLogger(logr.FromSlogHandler(log.Handler()))
+	// Which build runs, once per process: what a bug report quotes.
+	log.Info("karpfunc handler starting", version.Get().LogAttrs()...)
 	deps := newDependencies(os.Getenv, log)
 	obs := setupTelemetry(os.Getenv, log)
 	srv := customhandler.NewServer(customhandler.ServerOptions{})

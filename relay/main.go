@@ -31,6 +31,7 @@ import (
 
 	"github.com/karpfunc/karpfunc/pkg/bus"
 	"github.com/karpfunc/karpfunc/pkg/telemetry"
+	"github.com/karpfunc/karpfunc/pkg/version"
 	"github.com/karpfunc/karpfunc/relay/internal/watch"
 )
 
@@ -90,6 +91,8 @@ func main() {
 	// handler, instead of its "SetLogger was never called" stack trace.
 	ctrllog.SetLogger(logr.FromSlogHandler(log.Handler()))
 	klog.SetSlogLogger(log.With("component", "client-go"))
+	// Which build runs, once per process: what a bug report quotes.
+	log.Info("karpfunc relay starting", version.Get().LogAttrs()...)
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()

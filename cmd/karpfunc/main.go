@@ -3,15 +3,19 @@
 //
 //	karpfunc plan -f FILE ...     what would be launched for these objects (offline)
 //	karpfunc catalog refresh ...  a catalog file from Azure's Retail Prices and Resource SKUs APIs
+//	karpfunc version              the build: module version, commit, commit date, Go version
 package main
 
 import (
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 
 	"github.com/go-logr/logr"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/karpfunc/karpfunc/pkg/version"
 )
 
 func main() {
@@ -28,6 +32,8 @@ func main() {
 		err = runPlan(os.Args[2:])
 	case "catalog":
 		err = runCatalog(os.Args[2:])
+	case "version", "--version":
+		err = runVersion(os.Stdout, os.Args[2:])
 	case "help", "-h", "--help":
 		usage()
 		return
@@ -51,5 +57,16 @@ func usage() {
 commands:
   plan   plan what karpfunc would launch for Kubernetes objects read from files
   catalog refresh  rebuild a catalog file from the Azure Retail Prices and Resource SKUs APIs
+  version  print the build: module version, commit, commit date and Go version (also --version)
 `)
+}
+
+// runVersion prints the running binary's build information; it takes no
+// arguments.
+func runVersion(stdout io.Writer, args []string) error {
+	if len(args) > 0 {
+		return fmt.Errorf("version: unexpected argument %q; version takes none", args[0])
+	}
+	_, err := io.WriteString(stdout, version.Get().Text())
+	return err
 }

@@ -50,10 +50,13 @@ func BenchmarkDecodePods(b *testing.B) {
 	}
 }
 
-// TestStrippedPodHeap reports the heap one bench pod takes as decoded and
-// once stripped (the budget's bytesPerObject for pods is checked against it).
+// TestStrippedPodHeap measures the heap one bench pod takes as decoded and
+// once compacted, and fails when the compacted pod does not fit in what
+// the memory budget counts for a pod (snapshot.BytesPerObject), or when
+// compacting no longer saves at least half of a pod's heap.
 func TestStrippedPodHeap(t *testing.T) {
 	const n = 5000
+	perPod := map[bool]int64{}
 	for _, strip := range []bool{false, true} {
 		var before, after goruntime.MemStats
 		goruntime.GC()
@@ -66,7 +69,15 @@ func TestStrippedPodHeap(t *testing.T) {
 		}
 		goruntime.GC()
 		goruntime.ReadMemStats(&after)
-		t.Logf("strip=%v: %d bytes of heap per pod", strip, (int64(after.HeapAlloc)-int64(before.HeapAlloc))/n)
+		perPod[strip] = (int64(after.HeapAlloc) - int64(before.HeapAlloc)) / n
+		t.Logf("strip=%v: %d bytes of heap per pod", strip, perPod[strip])
 		goruntime.KeepAlive(l)
+	}
+	if budget := snapshot.BytesPerObject("pods"); perPod[true] > budget {
+		t.Errorf("a compacted pod takes %d bytes of heap; the memory budget counts %d: raise the pods' bytesPerObject in pkg/snapshot/kinds.go",
+			perPod[true], budget)
+	}
+	if perPod[true] <= 0 || perPod[true]*2 > perPod[false] {
+		t.Errorf("a compacted pod takes %d bytes of heap, a decoded one %d; compacting should save at least half", perPod[true], perPod[false])
 	}
 }

@@ -104,9 +104,9 @@ func TestReadErrors(t *testing.T) {
 	for _, tc := range []struct {
 		name, input, want string
 	}{
-		{"invalid YAML", "kind: Pod\n---\na: [b\n", "f.yaml: document 2: not valid YAML or JSON"},
+		{"invalid YAML", "apiVersion: v1\nkind: Namespace\nmetadata: {name: team}\n---\na: [b\n", "f.yaml: document 2: not valid YAML or JSON"},
 		{"no kind", "apiVersion: v1\nmetadata: {name: x}\n", "f.yaml: document 1: has no kind"},
-		{"bad quantity", "apiVersion: v1\nkind: Pod\nmetadata: {name: p, namespace: ns}\nspec: {containers: [{name: c, resources: {requests: {cpu: lots}}}]}\n", "f.yaml: document 1: Pod ns/p: quantities must match"},
+		{"bad quantity", "apiVersion: v1\nkind: Pod\nmetadata: {name: p, namespace: ns}\nspec: {containers: [{name: c, resources: {requests: {cpu: lots}}}]}\n", "f.yaml: document 1: Pod ns/p is invalid (the API server would refuse it): spec.containers[0].resources.requests[cpu]: Invalid value: \"lots\": quantities must match"},
 		{"bad item in a List", "apiVersion: v1\nkind: List\nitems:\n- {apiVersion: v1, kind: Node, metadata: {name: node-a}}\n- {apiVersion: v1, kind: Node, metadata: {name: 7}}\n", "f.yaml: document 1, item 2:"},
 		{"wrong field type", "apiVersion: karpenter.sh/v1\nkind: NodePool\nmetadata: {name: np}\nspec: {weight: heavy}\n", "f.yaml: document 1: NodePool np:"},
 	} {

@@ -7,6 +7,7 @@ package plan
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -17,6 +18,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	storagev1 "k8s.io/api/storage/v1"
+	fieldpath "k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
@@ -64,8 +66,11 @@ func (e *DocumentError) Unwrap() error { return e.Err }
 // Read adds the objects in r to o: YAML documents separated by "---", or
 // JSON documents one after another (a file whose first character is "{"),
 // each an object or a kind: List. name is used in errors and warnings. It
-// fails only when a document cannot be parsed as the kind it declares;
-// unknown kinds become warnings.
+// fails when a document cannot be parsed as the kind it declares, or holds
+// what the API server would refuse in a field planning reads (an
+// *InvalidError naming the fields, see validate.go); unknown kinds become
+// warnings. Pods' requests are defaulted from their limits as the API
+// server stores them.
 func (o *Objects) Read(name string, r io.Reader) error {
 	buffered := bufio.NewReaderSize(r, 1<<16)
 	if startsWithJSON(buffered) {
@@ -139,6 +144,7 @@ type decoder struct {
 	pruned    []byte
 	compact   []byte
 	pods      podDecoder
+	checker   podChecker
 }
 
 // decode appends the objects in one document (or List item) to out,
@@ -208,15 +214,28 @@ func appendObject(out []decoded, dec *decoder, where position, meta typeMeta, js
 	}
 	if meta.Kind == "Pod" && apiGroup(meta.APIVersion) == "" {
 		if pod, ok := dec.fastPod(js); ok {
+			if err := dec.checker.check(pod); err != nil {
+				return out, fail("%w", err)
+			}
 			return append(out, decoded{obj: pod}), nil
 		}
 	}
 	obj := newObject()
 	if err := json.Unmarshal(js, obj); err != nil {
+		if bad := malformedQuantity(newObject(), js); bad != nil {
+			return out, fail("%w", &InvalidError{Kind: meta.Kind, Name: objName, Errs: fieldpath.ErrorList{bad}})
+		}
 		return out, fail("%s %s: %v", meta.Kind, objName, err)
 	}
 	if object, ok := obj.(client.Object); ok {
 		dec.compactor.Compact(object)
+	}
+	if pod, ok := obj.(*corev1.Pod); ok {
+		if err := dec.checker.check(pod); err != nil {
+			return out, fail("%w", err)
+		}
+	} else if err := validateObject(context.Background(), obj); err != nil {
+		return out, fail("%w", err)
 	}
 	out = append(out, decoded{obj: obj})
 	if nodeClass, ok := obj.(*v1beta1.AKSNodeClass); ok {

@@ -114,9 +114,9 @@ func TestReadJSONListItemsInOrder(t *testing.T) {
 func TestReadJSONScannerEdges(t *testing.T) {
 	managed := `"managedFields": [{"manager": "kubectl", "fieldsV1": {"f:metadata": {"f:labels": {}}}}]`
 	pods := []string{
-		`{"apiVersion": "v1", "kind": "Pod", "metadata": {` + managed + `, "name": "first", "namespace": "a", "annotations": {"note": "}]\"\\{["}}}`,
-		`{"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "middle", ` + managed + `, "namespace": "b", "labels": {"app": "x"}}}`,
-		`{"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "last", "namespace": "c", ` + managed + `}}`,
+		`{"apiVersion": "v1", "kind": "Pod", "metadata": {` + managed + `, "name": "first", "namespace": "a", "annotations": {"note": "}]\"\\{["}}, "spec": {"containers": [{"name": "c"}]}}`,
+		`{"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "middle", ` + managed + `, "namespace": "b", "labels": {"app": "x"}}, "spec": {"containers": [{"name": "c"}]}}`,
+		`{"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "last", "namespace": "c", ` + managed + `}, "spec": {"containers": [{"name": "c"}]}}`,
 	}
 	list := "{\"apiVersion\": \"v1\", \"kind\": \"List\", \"items\": [\n" + strings.Join(pods, ",\n") + "\n]}\n"
 	for _, tc := range []struct {

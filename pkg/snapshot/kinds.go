@@ -82,3 +82,15 @@ var kinds = []kindSpec{
 		proto: podsProto,
 		fill:  fillInto(func(c *Cluster) *[]*corev1.Pod { return &c.Pods })},
 }
+
+// BytesPerObject is the heap the memory budget counts for one compacted
+// object of kind (a resource name: "pods", "nodes"...), 0 for a kind the
+// cache does not read; hack/benchscale checks the measured heap against it.
+func BytesPerObject(kind string) int64 {
+	for i := range kinds {
+		if kinds[i].name == kind {
+			return kinds[i].bytesPerObject
+		}
+	}
+	return 0
+}

@@ -66,6 +66,10 @@ type Options struct {
 	Resync time.Duration
 	// RetryBaseDelay and RetryMaxDelay bound publish retries (defaults in sender).
 	RetryBaseDelay, RetryMaxDelay time.Duration
+	// SendWorkers is how many messages are published at once (default in
+	// sender). With one, messages reach the bus in the order the handlers
+	// sent them while no publish fails.
+	SendWorkers int
 	// SyncTimeout bounds the initial list of every informer (default 2m).
 	SyncTimeout time.Duration
 	// Clock is injected for the batch windows and resync; nil: real clock.
@@ -209,7 +213,8 @@ func newRelay(ctx context.Context, opts Options) (*relay, error) {
 	if err != nil {
 		return nil, err
 	}
-	send, err := sender.New(sender.Options{Publisher: opts.Publisher, Logger: opts.Logger, BaseDelay: opts.RetryBaseDelay, MaxDelay: opts.RetryMaxDelay})
+	send, err := sender.New(sender.Options{Publisher: opts.Publisher, Logger: opts.Logger, BaseDelay: opts.RetryBaseDelay, MaxDelay: opts.RetryMaxDelay,
+		Workers: opts.SendWorkers})
 	if err != nil {
 		return nil, err
 	}

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -265,8 +266,13 @@ func TestRelay(t *testing.T) {
 			Cluster: "test-cluster", Kube: relayKube, Metadata: relayMeta, Publisher: rec,
 			BatchIdleDuration: 2 * time.Second, BatchMaxDuration: 8 * time.Second, Resync: 3 * time.Second,
 			RetryBaseDelay: 10 * time.Millisecond, RetryMaxDelay: 100 * time.Millisecond,
-			Logger:   slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo})),
-			OnSynced: func() { close(synced) },
+			// One worker and a recorder that never fails: messages are
+			// recorded in the order the handlers sent them, so a marker
+			// event proves every event before it was handled, and an event
+			// that should not exist would be recorded before the marker.
+			SendWorkers: 1,
+			Logger:      slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo})),
+			OnSynced:    func() { close(synced) },
 		})
 	}()
 	defer func() {
@@ -297,18 +303,32 @@ func TestRelay(t *testing.T) {
 			return p
 		}
 		a, b, waiting := newPod("a"), newPod("b"), newPod("waiting")
-		// A pending pod the scheduler has not judged is not a trigger.
-		time.Sleep(time.Second)
+		// A pending pod the scheduler has not judged is not a trigger. The
+		// barrier: a marker pod made unschedulable after them goes through
+		// the same informer and batcher, so its provision event is
+		// recorded after (or holds) any event the pending pods caused.
+		marker := unschedulable(t, ctx, kube, newPod("marker"))
+		rec.waitFor(t, "provision event for the marker pod", func(s sent) bool {
+			return s.queue == bus.QueueProvision && slices.ContainsFunc(provisionPods(t, s), func(p messages.ObjectRef) bool { return p.UID == string(marker.UID) })
+		})
 		for _, s := range rec.all() {
-			if s.queue == bus.QueueProvision {
-				t.Fatalf("provision event %s for pods that are merely pending", s.msg.ID)
+			if s.queue != bus.QueueProvision {
+				continue
+			}
+			if pods := provisionPods(t, s); len(pods) != 1 || pods[0].UID != string(marker.UID) {
+				t.Fatalf("provision event %s holds %+v; want only the marker pod: the others are merely pending", s.msg.ID, pods)
 			}
 		}
+		if err := kube.CoreV1().Pods(ns).Delete(ctx, marker.Name, metav1.DeleteOptions{GracePeriodSeconds: new(int64)}); err != nil {
+			t.Fatal(err)
+		}
+		seen := len(rec.all())
 		a = unschedulable(t, ctx, kube, a)
 		b = unschedulable(t, ctx, kube, b)
 
 		s := rec.waitFor(t, "provision event", func(s sent) bool {
-			return s.queue == bus.QueueProvision && strings.HasPrefix(s.msg.ID, "provision/") && !strings.HasPrefix(s.msg.ID, "provision/resync/")
+			return s.queue == bus.QueueProvision && strings.HasPrefix(s.msg.ID, "provision/") && !strings.HasPrefix(s.msg.ID, "provision/resync/") &&
+				!slices.ContainsFunc(rec.all()[:seen], func(before sent) bool { return before.msg.ID == s.msg.ID })
 		})
 		want := []messages.ObjectRef{
 			{Namespace: ns, Name: "a", UID: string(a.UID), ResourceVersion: a.ResourceVersion},
@@ -423,12 +443,21 @@ func TestRelay(t *testing.T) {
 			t.Fatalf("ready event data %+v", data)
 		}
 
-		// A heartbeat that changes no readiness is not an event.
+		// A heartbeat that changes no readiness is not an event. The
+		// barrier: a node added after it goes through the same informer,
+		// so its joined event is recorded after any event the heartbeat
+		// caused.
 		n.Status.Conditions[0].LastHeartbeatTime = metav1.NewTime(since.Add(10 * time.Second))
 		if _, err = kube.CoreV1().Nodes().UpdateStatus(ctx, n, metav1.UpdateOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		time.Sleep(time.Second)
+		marker, err := kube.CoreV1().Nodes().Create(ctx, &corev1.Node{
+			ObjectMeta: metav1.ObjectMeta{Name: "node-marker"}, Spec: corev1.NodeSpec{ProviderID: "azure:///subscriptions/s/resourceGroups/rg/providers/Microsoft.Compute/virtualMachines/marker"},
+		}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rec.waitFor(t, "joined event of the marker node", func(s sent) bool { return s.msg.ID == fmt.Sprintf("node/%s/ready=false", marker.UID) })
 		count := 0
 		for _, s := range rec.all() {
 			if strings.HasPrefix(s.msg.ID, "node/"+string(n.UID)) {
@@ -451,16 +480,22 @@ func TestRelay(t *testing.T) {
 		if err := c.Create(ctx, nc); err != nil {
 			t.Fatal(err)
 		}
-		time.Sleep(500 * time.Millisecond)
-		for _, s := range rec.all() {
-			if strings.HasPrefix(s.msg.ID, "nodeclaim/") {
-				t.Fatalf("event %s for a nodeclaim that is not being deleted", s.msg.ID)
-			}
-		}
+		// A nodeclaim that is not being deleted is not an event. The
+		// barrier: its deletion goes through the same informer, so its
+		// deleting event is recorded after any event the creation caused.
 		if err := c.Delete(ctx, nc); err != nil {
 			t.Fatal(err)
 		}
 		s := rec.waitFor(t, "nodeclaim deleting event", func(s sent) bool { return s.msg.ID == "nodeclaim/"+string(nc.UID)+"/deleting" })
+		var claimEvents []string
+		for _, s := range rec.all() {
+			if strings.HasPrefix(s.msg.ID, "nodeclaim/") {
+				claimEvents = append(claimEvents, s.msg.ID)
+			}
+		}
+		if len(claimEvents) != 1 {
+			t.Fatalf("nodeclaim events %v; want the one deleting event, none while the nodeclaim was not being deleted", claimEvents)
+		}
 		data, err := messages.DecodeData[messages.NodeClaim](s.ev)
 		if err != nil {
 			t.Fatal(err)
