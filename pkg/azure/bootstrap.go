@@ -696,7 +696,7 @@ func (l *Launcher) customData(ctx context.Context, req LaunchRequest) (string, e
 		return "", fmt.Errorf("launch %q: getting a TLS bootstrap token: %w", req.Name, err)
 	}
 	// The same count as the NIC's pod IP configurations (podips.go).
-	maxPods := launchMaxPods(req)
+	maxPods := l.launchMaxPods(req)
 	cluster := *l.opts.Bootstrap
 	if l.opts.KubernetesVersion != nil {
 		if cluster.KubernetesVersion, err = l.opts.KubernetesVersion(ctx); err != nil {
