@@ -23,7 +23,8 @@ const (
 	// operating system follows the cluster's Kubernetes version (22.04
 	// before 1.34, 24.04 from 1.34; package nodeimage).
 	DefaultImageFamily = ImageFamilyUbuntu
-	// DefaultMaxPods is AKS's default for Azure CNI overlay, which NAP uses.
+	// DefaultMaxPods is AKS's default for Azure CNI overlay, which NAP uses;
+	// other networks pass theirs to DefaultedSpecFor.
 	DefaultMaxPods int32 = 250
 )
 
@@ -156,6 +157,17 @@ type AKSNodeClassList struct {
 	metav1.TypeMeta `json:",inline"`
 	metav1.ListMeta `json:"metadata,omitempty"`
 	Items           []AKSNodeClass `json:"items"`
+}
+
+// DefaultedSpecFor is DefaultedSpec with defaultMaxPods as the max pods
+// default: the cluster network's (AKS's 30 on the node subnet, 250 on
+// overlay and plugin none; pkg/azure DefaultMaxPods). 0 is DefaultMaxPods.
+func (in *AKSNodeClass) DefaultedSpecFor(defaultMaxPods int32) AKSNodeClassSpec {
+	spec := in.DefaultedSpec()
+	if in.Spec.MaxPods == nil && defaultMaxPods > 0 {
+		spec.MaxPods = &defaultMaxPods
+	}
+	return spec
 }
 
 // DefaultedSpec returns the spec with the CRD's defaults filled in, for
