@@ -163,6 +163,9 @@ func (d *dependencies) get() (*provisioning.Provisioner, *lifecycle.Controller, 
 		return nil, nil, err
 	}
 	azOpts.KubernetesVersion = kubeVersion.Get
+	// The max pods of a node whose AKSNodeClass sets none, by the cluster's
+	// network: the scheduler plans with it and the node is launched with it.
+	maxPods := azure.DefaultMaxPods(*azOpts.Bootstrap)
 	launcher, err := azure.NewLauncher(azOpts)
 	if err != nil {
 		return nil, nil, err
@@ -186,7 +189,7 @@ func (d *dependencies) get() (*provisioning.Provisioner, *lifecycle.Controller, 
 	rec := decisionRecorder(d.getenv, d.log)
 	unavailable := offerings.NewStore(kube, d.getenv(EnvNamespace), "", clk)
 	d.provisioner = provisioning.New(provisioning.Options{Kube: snapKube, Catalog: cat, ClusterName: azOpts.ClusterName, Clock: clk,
-		Logger: d.log, Offerings: unavailable, Namespace: d.getenv(EnvNamespace), Status: statusOpts})
+		Logger: d.log, Offerings: unavailable, Namespace: d.getenv(EnvNamespace), Status: statusOpts, DefaultMaxPods: maxPods})
 	evictor, err := lifecycle.NewEvictor(restConfig)
 	if err != nil {
 		return nil, nil, err
@@ -195,7 +198,8 @@ func (d *dependencies) get() (*provisioning.Provisioner, *lifecycle.Controller, 
 	// contract; only this wiring knows the contract is Azure's.
 	d.lifecycleController = lifecycle.New(lifecycle.Options{Kube: kube, Deleter: launcher, Evictor: evictor, Clock: clk, Logger: d.log,
 		ClusterName: azOpts.ClusterName, Publisher: pub, RegistrationTTL: regTTL, Namespace: d.getenv(EnvNamespace),
-		Launch: &lifecycle.LaunchOptions{Creator: launcher, Catalog: cat, Offerings: unavailable, CheckInterval: waits.launchCheck, Decisions: rec}})
+		Launch: &lifecycle.LaunchOptions{Creator: launcher, Catalog: cat, Offerings: unavailable, CheckInterval: waits.launchCheck, Decisions: rec,
+			DefaultMaxPods: maxPods}})
 	d.launcher = launcher
 	d.gcGrace = waits.gcGrace
 	d.notice = waits.notice
@@ -204,6 +208,7 @@ func (d *dependencies) get() (*provisioning.Provisioner, *lifecycle.Controller, 
 		Offerings: unavailable, Clock: clk, Logger: d.log,
 		ClusterName: azOpts.ClusterName, Decisions: rec})
 	engine, windows, err := d.disruptionSettings(launcher, clk)
+	engine.DefaultMaxPods = maxPods
 	if err != nil {
 		return nil, nil, err
 	}

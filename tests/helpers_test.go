@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/discovery"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/go-logr/logr"
@@ -156,4 +157,19 @@ func allRunning(ctx context.Context, kube client.Client, app string, want int) (
 		}
 	}
 	return running == want && len(pods) == want, fmt.Sprintf("%s: %d of %d pods running (%d exist)", app, running, want, len(pods))
+}
+
+// serverVersion is the local API server's version (1.37.2): the version
+// nodes join at and their image is picked for.
+func serverVersion(t *testing.T, env *localenv.Env) string {
+	t.Helper()
+	disco, err := discovery.NewDiscoveryClientForConfig(env.ControlPlane.RESTConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := disco.ServerVersion()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.TrimPrefix(v.GitVersion, "v")
 }

@@ -372,7 +372,8 @@ func checkFleetConsistent(t *testing.T, ctx context.Context, env *localenv.Env) 
 		// The node image is the one for the size's architecture and
 		// generation, and status.imageID says which VM image booted.
 		if it, ok := env.Catalog.Get(*(*string)(vm.Properties.HardwareProfile.VMSize)); ok {
-			want, err := nodeimage.Select(nodeimage.FamilyUbuntu2204, it.Architecture, it.HyperVGenerations, nodeimage.ExampleVersion)
+			want, err := nodeimage.Select(nodeimage.Want{Family: nodeimage.FamilyUbuntu, Architecture: it.Architecture,
+				Generations: it.HyperVGenerations, KubernetesVersion: serverVersion(t, env)}, nodeimage.ExampleVersion)
 			if got := *vm.Properties.StorageProfile.ImageReference.CommunityGalleryImageID; err != nil || got != want.ID() || nc.Status.ImageID != got {
 				t.Errorf("NodeClaim %s (%s, %s, %v): VM image %s, status.imageID %s; want %s (%v)", nc.Name, it.Name, it.Architecture, it.HyperVGenerations, got, nc.Status.ImageID, want.ID(), err)
 			}

@@ -21,8 +21,9 @@ import (
 // TestStatus: NodePool and AKSNodeClass status as Karpenter and the Azure
 // provider keep them. The example NodePool and AKSNodeClass become Ready
 // (images, Kubernetes version, NODES); a NodePool pointing at a missing
-// AKSNodeClass and one whose AKSNodeClass's subnet is in another VNet are
-// not Ready, with the reason, and nothing is launched for their pods, whose
+// AKSNodeClass, one whose AKSNodeClass's subnet is in another VNet and one
+// whose AKSNodeClass asks for an image family AKS does not offer at the
+// cluster's Kubernetes version (ImagesReady=False) are not Ready, with the reason, and nothing is launched for their pods, whose
 // FailedScheduling events say why; once fixed they are Ready again and
 // their pods run on nodes launched from them.
 func TestStatus(t *testing.T) {
@@ -42,7 +43,15 @@ func TestStatus(t *testing.T) {
 	if err := kube.Create(ctx, aksNodeClass("wrongnet", otherVNet)); err != nil {
 		t.Fatal(err)
 	}
-	for _, np := range []*karpv1.NodePool{labelledPool("orphan", "missing"), labelledPool("wrongnet", "wrongnet")} {
+	// Ubuntu 22.04 is supported at Kubernetes 1.25 to 1.33 only (Learn,
+	// aks/upgrade-os-version); the local control plane runs 1.37.
+	jammy := aksNodeClass("jammy", "")
+	family := v1beta1.ImageFamilyUbuntu2204
+	jammy.Spec.ImageFamily = &family
+	if err := kube.Create(ctx, jammy); err != nil {
+		t.Fatal(err)
+	}
+	for _, np := range []*karpv1.NodePool{labelledPool("orphan", "missing"), labelledPool("wrongnet", "wrongnet"), labelledPool("jammy", "jammy")} {
 		if err := kube.Create(ctx, np); err != nil {
 			t.Fatal(err)
 		}
@@ -58,7 +67,9 @@ func TestStatus(t *testing.T) {
 		nodepoolstatus.ReasonNodeClassNotFound, "AKSNodeClass missing not found")
 	waitCondition(t, ctx, kube, &karpv1.NodePool{}, "wrongnet", karpv1.ConditionTypeNodeClassReady, metav1.ConditionFalse,
 		"UnhealthyDependents", "SubnetsReady=False (SubnetIDInvalid: vnetSubnetID does not match the cluster")
-	for _, name := range []string{"orphan", "wrongnet"} {
+	waitCondition(t, ctx, kube, &v1beta1.AKSNodeClass{}, "jammy", v1beta1.ConditionTypeImagesReady, metav1.ConditionFalse,
+		nodepoolstatus.ReasonImageFamilyUnsupported, "supports at Kubernetes 1.25 to 1.33 only")
+	for _, name := range []string{"orphan", "wrongnet", "jammy"} {
 		waitCondition(t, ctx, kube, &karpv1.NodePool{}, name, status.ConditionReady, metav1.ConditionFalse, "", "")
 		waitPodEvent(t, ctx, kube, name, "NodePool "+name+" is not ready")
 	}

@@ -371,7 +371,7 @@ func testCustomData(t *testing.T, mutate func(*azure.NodeBootstrap)) string {
 			NetworkPlugin: "azure", NetworkPluginMode: "overlay", NetworkDataplane: "cilium", DNSServiceIP: "10.0.0.10"},
 		SubscriptionID: sub, ResourceGroup: rg, Location: loc, AdminUsername: "azureuser",
 		SubnetID: "/subscriptions/" + sub + "/resourceGroups/" + rg + "/providers/Microsoft.Network/virtualNetworks/v/subnets/s",
-		Token:    "abcdef.0123456789abcdef", MaxPods: 50,
+		Token:    "abcdef.0123456789abcdef", MaxPods: 50, NetworkSecurityGroup: AKSSecurityGroup,
 		Labels: map[string]string{"karpenter.sh/nodepool": "default", "karpenter.sh/capacity-type": "spot",
 			"example.kubernetes.io/team": "a"}, // not settable by a kubelet: left out of its flags
 		Taints: []corev1.Taint{{Key: "dedicated", Value: "x", Effect: corev1.TaintEffectNoSchedule}},

@@ -21,7 +21,11 @@ type provisioning struct {
 	caPEM     []byte
 	token     string
 	version   string // v1.33.2
+	minor     int    // 33
 	maxPods   int32
+	// networkPlugin is NETWORK_PLUGIN: which CNI configuration the node
+	// image installs (cluster.go).
+	networkPlugin string
 	// classicCNI: NETWORK_PLUGIN azure without the overlay pod network
 	// label, so the node's CNI hands pods the NIC's secondary IPs.
 	classicCNI bool
@@ -109,6 +113,8 @@ func (p *provisioning) readKubelet(vars map[string]string) error {
 		return fmt.Errorf("KUBERNETES_VERSION %q: %w (no kubelet binary to install)", vars["KUBERNETES_VERSION"], err)
 	}
 	p.version = "v" + parsed.String()
+	p.minor = int(parsed.Minor())
+	p.networkPlugin = vars["NETWORK_PLUGIN"]
 	switch vars["NETWORK_PLUGIN"] {
 	case "azure", "none", "kubenet":
 	default:

@@ -32,7 +32,11 @@ func TestClassicCNINodeNeedsPodIPs(t *testing.T) {
 		{"classic CNI, max pods", classic, 50, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s := start(t, Options{OpDelay: time.Millisecond, NodeResources: func(string, int32) (corev1.ResourceList, corev1.ResourceList, string, bool) {
+			cluster := ManagedCluster{} // overlay
+			if tc.bootstrap != nil {
+				cluster = ManagedCluster{NetworkPlugin: "azure", NetworkDataplane: "azure"}
+			}
+			s := start(t, Options{OpDelay: time.Millisecond, Cluster: cluster, NodeResources: func(string, int32) (corev1.ResourceList, corev1.ResourceList, string, bool) {
 				return corev1.ResourceList{}, corev1.ResourceList{}, "amd64", true
 			}})
 			vms, nics := clients(t, s)
@@ -56,6 +60,9 @@ func TestClassicCNINodeNeedsPodIPs(t *testing.T) {
 			s.mu.Lock()
 			_, err = s.kubeletFor(s.vms[resourceKey(sub, rg, "vm-1")])
 			s.mu.Unlock()
+			if err == nil && s.BootError("vm-1") != "" {
+				t.Fatalf("node registers but not Ready: %s", s.BootError("vm-1"))
+			}
 			switch {
 			case tc.want == "" && err != nil:
 				t.Fatalf("node does not join: %v", err)

@@ -85,6 +85,9 @@ type Options struct {
 	Identities []Identity
 	// CallerObjectID names the caller in LinkedAuthorizationFailed.
 	CallerObjectID string
+	// Cluster is the managed cluster's network profile the nodes must
+	// fit (see ManagedCluster; the zero value is Azure CNI overlay).
+	Cluster ManagedCluster
 	// Network is the node resource group's load balancers and NSGs and
 	// the subnets' outbound settings (see nodenetwork.go; AKSNetwork is
 	// what AKS creates). The zero value has none: a NIC may reference no

@@ -221,7 +221,43 @@ func (s *Server) kubeletFor(v *vmState) (kubelet, error) {
 	if ip := s.privateIPLocked(v); ip != "" {
 		node.Status.Addresses = append([]corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: ip}}, node.Status.Addresses...)
 	}
+	if reason, msg := s.notReadyReason(v, prov); msg != "" {
+		s.markNotReady(node, reason, msg)
+		s.bootErrors[strings.ToLower(v.name())] = msg
+		s.log.Warn("node registers but its pod network is not ready", "name", v.name(), "reason", reason, "message", msg)
+	}
 	return kubelet{node: node, prov: prov}, nil
+}
+
+// notReadyReason says why v's node registers but never becomes Ready: its
+// provisioning does not fit the cluster's network profile, or its node image
+// does not support its Kubernetes version (cluster.go).
+func (s *Server) notReadyReason(v *vmState, prov *provisioning) (string, string) {
+	if msg := s.opts.Cluster.networkProblem(prov.networkPlugin); msg != "" {
+		return "NetworkPluginMismatch", msg
+	}
+	imageID := ""
+	if sp := v.vm.Properties.StorageProfile; sp != nil && sp.ImageReference != nil {
+		imageID = deref(sp.ImageReference.CommunityGalleryImageID)
+	}
+	if msg := imageProblem(imageID, prov.minor); msg != "" {
+		return "NodeImageUnsupported", msg + ": no CNI is installed for it"
+	}
+	return "", ""
+}
+
+// markNotReady makes node register as a kubelet whose pod network never
+// came up does: NetworkUnavailable True and Ready False (the kubelet's
+// "container runtime network not ready"), and kwok does not play its
+// kubelet, so nothing makes it Ready.
+func (s *Server) markNotReady(node *corev1.Node, reason, msg string) {
+	delete(node.Annotations, KwokNodeAnnotation)
+	now := metav1.NewTime(s.clock.Now())
+	node.Status.Conditions = []corev1.NodeCondition{
+		{Type: corev1.NodeNetworkUnavailable, Status: corev1.ConditionTrue, Reason: reason, Message: msg, LastHeartbeatTime: now, LastTransitionTime: now},
+		{Type: corev1.NodeReady, Status: corev1.ConditionFalse, Reason: "KubeletNotReady", LastHeartbeatTime: now, LastTransitionTime: now,
+			Message: "container runtime network not ready: NetworkReady=false reason:NetworkPluginNotReady message:Network plugin returns error: cni plugin not initialized"},
+	}
 }
 
 // ipConfigurationsLocked counts the IP configurations of v's NICs.

@@ -50,7 +50,8 @@ func testSSHKey(t *testing.T) string {
 
 func image(t *testing.T, family, arch string, gen string) string {
 	t.Helper()
-	img, err := nodeimage.Select(family, arch, []string{gen}, nodeimage.ExampleVersion)
+	img, err := nodeimage.Select(nodeimage.Want{Family: family, Architecture: arch, Generations: []string{gen}, KubernetesVersion: "1.33.2"},
+		nodeimage.ExampleVersion)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -271,7 +271,11 @@ func (e *Env) armOptions(logw io.Writer) armemulator.Options {
 		// its subnet is private, so a node reaches the API server only
 		// through the load balancer's outbound pool.
 		Network: armemulator.AKSNetwork(SubscriptionID, ResourceGroup, opts.Region),
-		Kube:    e.ControlPlane.RESTConfig(),
+		// The cluster's network profile, as the handler's defaults take it
+		// (Azure CNI overlay with Cilium): nodes must be provisioned for it.
+		Cluster: armemulator.ManagedCluster{NetworkPlugin: azure.NetworkPluginAzure, NetworkPluginMode: azure.NetworkPluginModeOver,
+			NetworkDataplane: azure.NetworkDataplaneCil},
+		Kube: e.ControlPlane.RESTConfig(),
 		// The VNet resolves the API server's FQDN to the local API server.
 		DNS:           map[string]string{e.ControlPlane.APIServerFQDN(): e.ControlPlane.APIServerAddr()},
 		Logger:        slog.New(slog.NewTextHandler(logw, &slog.HandlerOptions{Level: slog.LevelInfo})).With("component", "arm-emulator"),

@@ -205,7 +205,7 @@ var nodeImageStaticValues = map[string]string{
 
 	// Unused by the aksscriptless flow (the provider leaves them empty).
 	"MOBY_VERSION": "", "HYPERKUBE_URL": "", "CUSTOM_KUBE_BINARY_URL": "", "KUBEPROXY_URL": "",
-	"APISERVER_PUBLIC_KEY": "", "NETWORK_SECURITY_GROUP": "", "ROUTE_TABLE": "",
+	"APISERVER_PUBLIC_KEY":     "",
 	"PRIMARY_AVAILABILITY_SET": "", "PRIMARY_SCALE_SET": "", "CONTAINERD_DOWNLOAD_URL_BASE": "",
 	"NETWORK_MODE": "", "TELEPORTD_PLUGIN_DOWNLOAD_URL": "", "CONTAINERD_VERSION": "",
 	"CONTAINERD_PACKAGE_URL": "", "RUNC_VERSION": "", "RUNC_PACKAGE_URL": "", "HTTP_PROXY_TRUSTED_CA": "",

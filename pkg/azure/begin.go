@@ -71,6 +71,9 @@ func (l *Launcher) beginNIC(ctx context.Context, req LaunchRequest) (NICStatus, 
 	if _, err := l.customData(ctx, req); err != nil {
 		return NICStatus{}, err
 	}
+	if _, err := l.imageWant(ctx, req); err != nil {
+		return NICStatus{}, err
+	}
 	name := NICName(req.Name)
 	got, err := l.nics.Get(ctx, l.opts.ResourceGroup, name, nil)
 	switch {

@@ -122,6 +122,28 @@ func (c ClusterBootstrap) ClassicAzureCNI() bool {
 	return c.NetworkPlugin == NetworkPluginAzure && c.NetworkPluginMode != NetworkPluginModeOver
 }
 
+// AgentBakerNetworkPlugin is NETWORK_PLUGIN as the node image's
+// provisioning reads it: "none" on Azure CNI overlay, on Cilium with the
+// node subnet and with plugin none, "azure" only on classic Azure CNI (the
+// Azure provider's getAgentbakerNetworkPlugin,
+// Azure/karpenter-provider-azure@352646f5
+// pkg/providers/launchtemplate/launchtemplate.go:204-210, with
+// pkg/operator/options/options_extensions.go:23-33). With "azure" AgentBaker
+// installs the classic azure-vnet conflist (Azure/AgentBaker@06836ee2
+// parts/linux/cloud-init/artifacts/cse_config.sh:526-537
+// configureCNIIPTables, cse_install.sh:132-135 installNetworkPlugin); with
+// "none" it leaves the CNI to what the cluster runs (azure-cns with
+// overlay, Cilium), which is how AKS's own overlay and Cilium nodes are set
+// up.
+func (c ClusterBootstrap) AgentBakerNetworkPlugin() string {
+	overlay := c.NetworkPlugin == NetworkPluginAzure && c.NetworkPluginMode == NetworkPluginModeOver
+	ciliumNodeSubnet := c.NetworkPlugin == NetworkPluginAzure && c.NetworkPluginMode == "" && c.NetworkDataplane == NetworkDataplaneCil
+	if overlay || ciliumNodeSubnet || c.NetworkPlugin == NetworkPluginNone {
+		return NetworkPluginNone
+	}
+	return NetworkPluginAzure
+}
+
 // ClusterBootstrapFromEnv reads the cluster bootstrap settings through
 // getenv; caPEM is the cluster CA (from the handler's connection to the API
 // server) and serverVersion the API server's version, used when
@@ -273,6 +295,10 @@ type NodeBootstrap struct {
 	AdminUsername string
 	// Architecture is amd64 or arm64; ImageFamily the AKSNodeClass's.
 	Architecture, ImageFamily string
+	// NetworkSecurityGroup is the cluster NSG's name in the node resource
+	// group, aks-agentpool-<8 digits>-nsg (NETWORK_SECURITY_GROUP; its
+	// digits, the cluster ID, name ROUTE_TABLE).
+	NetworkSecurityGroup string
 	// Token is the TLS bootstrap token, <id>.<secret>.
 	Token string
 	// MaxPods is --max-pods.
@@ -323,6 +349,10 @@ func (b NodeBootstrap) Variables() ([]Variable, error) {
 	if b.MaxPods <= 0 {
 		return nil, NewInvalidRequestError("node bootstrap: max pods %d must be positive", b.MaxPods)
 	}
+	clusterID, err := clusterIDOf(b.NetworkSecurityGroup)
+	if err != nil {
+		return nil, err
+	}
 	kv, _ := kubernetesVersion(b.Cluster.KubernetesVersion) // validated above
 	cluster := b.Cluster
 	flags, err := b.kubeletFlags(kv)
@@ -337,7 +367,7 @@ func (b NodeBootstrap) Variables() ([]Variable, error) {
 		"ADMINUSER":                        b.AdminUsername,
 		"TENANT_ID":                        cluster.TenantID,
 		"KUBERNETES_VERSION":               cluster.KubernetesVersion,
-		"KUBE_BINARY_URL":                  fmt.Sprintf("%s/kubernetes/v%s/binaries/kubernetes-node-linux-%s.tar.gz", aksMirror, cluster.KubernetesVersion, arch),
+		"KUBE_BINARY_URL":                  kubeBinaryURL(kv, cluster.KubernetesVersion, arch),
 		"CREDENTIAL_PROVIDER_DOWNLOAD_URL": credProvider,
 		"SUBSCRIPTION_ID":                  b.SubscriptionID,
 		"RESOURCE_GROUP":                   b.ResourceGroup,
@@ -354,7 +384,9 @@ func (b NodeBootstrap) Variables() ([]Variable, error) {
 		"LOAD_BALANCER_SKU":                "Standard",
 		"EXCLUDE_MASTER_FROM_STANDARD_LB":  "true",
 		"MAXIMUM_LOADBALANCER_RULE_COUNT":  "250",
-		"NETWORK_PLUGIN":                   cluster.NetworkPlugin,
+		"NETWORK_PLUGIN":                   cluster.AgentBakerNetworkPlugin(),
+		"NETWORK_SECURITY_GROUP":           b.NetworkSecurityGroup,
+		"ROUTE_TABLE":                      "aks-agentpool-" + clusterID + "-routetable",
 		"NETWORK_POLICY":                   cluster.NetworkPolicy,
 		"VNET_CNI_PLUGINS_URL":             fmt.Sprintf("%s/azure-cni/v1.4.32/binaries/azure-vnet-cni-linux-%s-v1.4.32.tgz", aksMirror, arch),
 		"CNI_PLUGINS_URL":                  fmt.Sprintf("%s/cni-plugins/v1.1.1/binaries/cni-plugins-linux-%s-v1.1.1.tgz", aksMirror, arch),
@@ -444,6 +476,10 @@ oom_score = 0
     [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
       BinaryName = "/usr/bin/runc"
       SystemdCgroup = true
+    [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.untrusted]
+      runtime_type = "io.containerd.runc.v2"
+    [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.untrusted.options]
+      BinaryName = "/usr/bin/runc"
   [plugins."io.containerd.grpc.v1.cri".registry]
     config_path = "/etc/containerd/certs.d"
   [plugins."io.containerd.grpc.v1.cri".registry.headers]
@@ -467,6 +503,32 @@ net.ipv4.neigh.default.gc_thresh3=16384
 func shellQuote(v string) string {
 	escaper := strings.NewReplacer(`\`, `\\`, `"`, `\"`, "$", `\$`, "`", "\\`")
 	return `"` + escaper.Replace(v) + `"`
+}
+
+// kubeBinaryURL is where the node image downloads the kubelet and kubectl
+// of version: empty from Kubernetes 1.34, whose node images carry them (the
+// Azure provider's kubeBinaryURL,
+// pkg/providers/imagefamily/bootstrap/aksbootstrap.go:246-254).
+func kubeBinaryURL(kv *version.Version, raw, arch string) string {
+	if kv.Minor() >= 34 {
+		return ""
+	}
+	return fmt.Sprintf("%s/kubernetes/v%s/binaries/kubernetes-node-linux-%s.tar.gz", aksMirror, raw, arch)
+}
+
+// clusterNSGRE is the cluster NSG AKS creates in the node resource group;
+// its digits are the cluster ID the route table is named by (the
+// provider's networksecuritygroup.GetClusterIDFromNSGName and
+// launchtemplate.go:173-175).
+var clusterNSGRE = regexp.MustCompile(`(?i)^aks-agentpool-(\d{8})-nsg$`)
+
+func clusterIDOf(nsg string) (string, error) {
+	match := clusterNSGRE.FindStringSubmatch(nsg)
+	if match == nil {
+		return "", NewInvalidRequestError("node bootstrap: the cluster NSG %q is not named aks-agentpool-<8 digits>-nsg (the NSG AKS creates in the node resource group; "+
+			"NETWORK_SECURITY_GROUP and ROUTE_TABLE are named after it)", nsg)
+	}
+	return match[1], nil
 }
 
 // credentialProviderVersion is the out-of-tree ACR credential provider
@@ -638,7 +700,7 @@ func (l *Launcher) customData(ctx context.Context, req LaunchRequest) (string, e
 		return "", fmt.Errorf("launch %q: getting a TLS bootstrap token: %w", req.Name, err)
 	}
 	// The same count as the NIC's pod IP configurations (podips.go).
-	maxPods := launchMaxPods(req)
+	maxPods := l.launchMaxPods(req)
 	cluster := *l.opts.Bootstrap
 	if l.opts.KubernetesVersion != nil {
 		if cluster.KubernetesVersion, err = l.opts.KubernetesVersion(ctx); err != nil {
@@ -648,8 +710,12 @@ func (l *Launcher) customData(ctx context.Context, req LaunchRequest) (string, e
 			return "", fmt.Errorf("launch %q: %w", req.Name, err)
 		}
 	}
+	nsg, err := l.SecurityGroupName(ctx)
+	if err != nil {
+		return "", fmt.Errorf("launch %q: %w", req.Name, err)
+	}
 	data, err := NodeBootstrap{
-		Cluster:        cluster,
+		Cluster: cluster, NetworkSecurityGroup: nsg,
 		SubscriptionID: l.opts.SubscriptionID, ResourceGroup: l.opts.ResourceGroup, Location: l.opts.Location,
 		SubnetID: req.SubnetID, AdminUsername: adminUsername,
 		Architecture: req.Architecture, ImageFamily: req.ImageFamily,

@@ -47,7 +47,7 @@ func testNode(t *testing.T) azure.NodeBootstrap {
 		SubscriptionID: "sub-1", ResourceGroup: "MC_rg_c_eastus", Location: "eastus",
 		SubnetID:      "/subscriptions/sub-1/resourceGroups/net-rg/providers/Microsoft.Network/virtualNetworks/vnet-1/subnets/nodes",
 		AdminUsername: "azureuser", Architecture: "arm64", ImageFamily: "AzureLinux",
-		Token: testToken, MaxPods: 42,
+		Token: testToken, MaxPods: 42, NetworkSecurityGroup: "aks-agentpool-12345678-nsg",
 		Labels: map[string]string{
 			"karpenter.sh/nodepool":            "default",
 			"node.kubernetes.io/instance-type": "Standard_D2ps_v5",
@@ -90,7 +90,7 @@ func TestNodeBootstrapCustomData(t *testing.T) {
 		{"KUBERNETES_VERSION", "1.33.2"},
 		{"KUBE_BINARY_URL", "https://acs-mirror.azureedge.net/kubernetes/v1.33.2/binaries/kubernetes-node-linux-arm64.tar.gz"},
 		{"CREDENTIAL_PROVIDER_DOWNLOAD_URL", "https://acs-mirror.azureedge.net/cloud-provider-azure/v1.33.0/binaries/azure-acr-credential-provider-linux-arm64-v1.33.0.tar.gz"},
-		{"NETWORK_PLUGIN", "azure"},
+		{"NETWORK_PLUGIN", "none"}, // overlay: the provider sends none
 		{"NETWORK_POLICY", ""},
 		{"VNET_CNI_PLUGINS_URL", "https://acs-mirror.azureedge.net/azure-cni/v1.4.32/binaries/azure-vnet-cni-linux-arm64-v1.4.32.tgz"},
 		{"CNI_PLUGINS_URL", "https://acs-mirror.azureedge.net/cni-plugins/v1.1.1/binaries/cni-plugins-linux-arm64-v1.1.1.tgz"},

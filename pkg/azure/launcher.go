@@ -446,7 +446,7 @@ func (l *Launcher) normalise(req *LaunchRequest) error {
 	if req.Architecture != "" && req.Architecture != "amd64" && req.Architecture != "arm64" {
 		return NewInvalidRequestError("launch %q: architecture %q is not amd64 or arm64", req.Name, req.Architecture)
 	}
-	if _, err := nodeimage.Definition(req.ImageFamily, req.Architecture, l.generations(*req)); err != nil {
+	if err := nodeimage.Supports(req.ImageFamily, req.Architecture, l.generations(*req)); err != nil {
 		return NewInvalidRequestError("launch %q as %s: %v", req.Name, req.InstanceType, err)
 	}
 	return nil
@@ -470,10 +470,42 @@ func armZone(zone, location string) string {
 }
 
 // Image is the node image req's VM boots: its image family, architecture
-// and Hyper-V generations pick the image definition (package nodeimage);
-// its version is the pinned NodeImageVersion or the gallery's current one.
+// and Hyper-V generations and the Kubernetes version nodes join at pick the
+// image definition (package nodeimage); its version is the pinned
+// NodeImageVersion or the gallery's current one. A family AKS does not
+// offer at that Kubernetes version is an InvalidRequestError.
 func (l *Launcher) Image(ctx context.Context, req LaunchRequest) (nodeimage.Image, error) {
-	return l.images.Resolve(ctx, req.ImageFamily, req.Architecture, l.generations(req))
+	want, err := l.imageWant(ctx, req)
+	if err != nil {
+		return nodeimage.Image{}, err
+	}
+	return l.images.Resolve(ctx, want)
+}
+
+// imageWant is what picks req's image definition; the error says why req
+// has none at the cluster's Kubernetes version.
+func (l *Launcher) imageWant(ctx context.Context, req LaunchRequest) (nodeimage.Want, error) {
+	kube, err := l.kubernetesVersion(ctx)
+	if err != nil {
+		return nodeimage.Want{}, fmt.Errorf("launch %q: reading the cluster's Kubernetes version: %w", req.Name, err)
+	}
+	want := nodeimage.Want{Family: req.ImageFamily, Architecture: req.Architecture, Generations: l.generations(req), KubernetesVersion: kube}
+	if _, err := nodeimage.Definition(want); err != nil {
+		return nodeimage.Want{}, NewInvalidRequestError("launch %q as %s: %v", req.Name, req.InstanceType, err)
+	}
+	return want, nil
+}
+
+// kubernetesVersion is the version nodes join at: Options.KubernetesVersion
+// when set, else the bootstrap's.
+func (l *Launcher) kubernetesVersion(ctx context.Context) (string, error) {
+	if l.opts.KubernetesVersion != nil {
+		return l.opts.KubernetesVersion(ctx)
+	}
+	if l.opts.Bootstrap == nil {
+		return "", fmt.Errorf("no node bootstrap configured")
+	}
+	return l.opts.Bootstrap.KubernetesVersion, nil
 }
 
 func (l *Launcher) generations(req LaunchRequest) []string {

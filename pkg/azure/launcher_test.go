@@ -589,7 +589,7 @@ func TestImageAndSSHProfile(t *testing.T) {
 	}{
 		{"gen1-only size", "Standard_D2_v3", "Ubuntu2204", "amd64", []string{"V1"}, "/images/2204containerd/versions/202510.03.1"},
 		{"gen1 and gen2 size", "Standard_D2s_v5", "Ubuntu2404", "amd64", []string{"V1", "V2"}, "/images/2404gen2containerd/versions/202510.03.1"},
-		{"arm64", "Standard_D2ps_v5", "AzureLinux", "arm64", []string{"V2"}, "/images/V2gen2arm64/versions/202510.03.1"},
+		{"arm64", "Standard_D2ps_v5", "AzureLinux", "arm64", []string{"V2"}, "/images/V3gen2arm64/versions/202510.03.1"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			req := request("img-" + strings.ToLower(strings.ReplaceAll(tc.name, " ", "-")))

@@ -112,23 +112,24 @@ func nodePool(p *armnetwork.BackendAddressPool) bool {
 }
 
 // ManagedSecurityGroup picks the cluster's NSG from the node resource
-// group's NSGs: exactly one aks-agentpool-<8 digits>-nsg.
-func ManagedSecurityGroup(nsgs []*armnetwork.SecurityGroup, resourceGroup string) (string, error) {
+// group's NSGs: exactly one aks-agentpool-<8 digits>-nsg. It returns its ID
+// and name.
+func ManagedSecurityGroup(nsgs []*armnetwork.SecurityGroup, resourceGroup string) (id, name string, err error) {
 	var found []string
-	var id string
 	for _, nsg := range nsgs {
 		if nsg != nil && managedNSGRE.MatchString(deref(nsg.Name)) {
 			found = append(found, deref(nsg.Name))
-			id = deref(nsg.ID)
+			id, name = deref(nsg.ID), deref(nsg.Name)
 		}
 	}
 	switch len(found) {
 	case 1:
-		return id, nil
+		return id, name, nil
 	case 0:
-		return "", NodeNetworkError{fmt.Errorf("node resource group %q has no NSG named aks-agentpool-<8 digits>-nsg: on a bring-your-own VNet node NICs carry the cluster's NSG, which AKS creates there; check Options.ResourceGroup (%s)", resourceGroup, EnvResourceGroup)}
+		return "", "", NodeNetworkError{fmt.Errorf("node resource group %q has no NSG named aks-agentpool-<8 digits>-nsg: every node's customData names the cluster's NSG "+
+			"(and on a bring-your-own VNet its NIC carries it), which AKS creates there; check Options.ResourceGroup (%s)", resourceGroup, EnvResourceGroup)}
 	default:
-		return "", NodeNetworkError{fmt.Errorf("node resource group %q has %d cluster NSGs (%s); expected one", resourceGroup, len(found), strings.Join(found, ", "))}
+		return "", "", NodeNetworkError{fmt.Errorf("node resource group %q has %d cluster NSGs (%s); expected one", resourceGroup, len(found), strings.Join(found, ", "))}
 	}
 }
 
@@ -164,6 +165,7 @@ type nodeNetworkCache struct {
 	mu      sync.Mutex
 	pools   []string
 	nsgID   string
+	nsgName string
 	readAt  time.Time
 	haveNSG bool
 }
@@ -186,18 +188,43 @@ func (l *Launcher) NodeNetworkFor(ctx context.Context, subnetID string) (NodeNet
 		cache.haveNSG = false
 	}
 	if !managed && !cache.haveNSG {
-		id, err := l.findSecurityGroup(ctx)
-		if err != nil {
+		if err := l.readSecurityGroupLocked(ctx); err != nil {
 			return NodeNetwork{}, err
 		}
-		cache.nsgID = id
-		cache.haveNSG = true
 	}
 	nn := NodeNetwork{BackendPools: append([]string(nil), cache.pools...)}
 	if !managed {
 		nn.SecurityGroupID = cache.nsgID
 	}
 	return nn, nil
+}
+
+// readSecurityGroupLocked finds the cluster NSG into the cache (its lock
+// held).
+func (l *Launcher) readSecurityGroupLocked(ctx context.Context) error {
+	id, name, err := l.findSecurityGroup(ctx)
+	if err != nil {
+		return err
+	}
+	l.netCache.nsgID, l.netCache.nsgName, l.netCache.haveNSG = id, name, true
+	return nil
+}
+
+// SecurityGroupName is the cluster NSG's name (aks-agentpool-<8 digits>-nsg)
+// for the node's customData (NETWORK_SECURITY_GROUP, and the cluster ID in
+// ROUTE_TABLE), read from ARM and kept with the pools, as the Azure
+// provider reads it for every node (launchtemplate.go:169-175 through
+// pkg/providers/networksecuritygroup ManagedNetworkSecurityGroup, which
+// errors when there is not exactly one).
+func (l *Launcher) SecurityGroupName(ctx context.Context) (string, error) {
+	l.netCache.mu.Lock()
+	defer l.netCache.mu.Unlock()
+	if !l.netCache.haveNSG {
+		if err := l.readSecurityGroupLocked(ctx); err != nil {
+			return "", err
+		}
+	}
+	return l.netCache.nsgName, nil
 }
 
 // forgetNodeNetwork drops the cache when err is ARM refusing a NIC for a
@@ -244,13 +271,13 @@ func (l *Launcher) listBackendPools(ctx context.Context) ([]string, error) {
 	return ClusterBackendPools(lbs), nil
 }
 
-func (l *Launcher) findSecurityGroup(ctx context.Context) (string, error) {
+func (l *Launcher) findSecurityGroup(ctx context.Context) (id, name string, err error) {
 	var nsgs []*armnetwork.SecurityGroup
 	pager := l.nsgs.NewListPager(l.opts.ResourceGroup, nil)
 	for pager.More() {
 		page, err := pager.NextPage(ctx)
 		if err != nil {
-			return "", wrapARM(err, "listing network security groups in %q", l.opts.ResourceGroup)
+			return "", "", wrapARM(err, "listing network security groups in %q", l.opts.ResourceGroup)
 		}
 		nsgs = append(nsgs, page.Value...)
 	}

@@ -4,8 +4,6 @@ import (
 	"fmt"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v9"
-
-	"github.com/karpfunc/karpfunc/pkg/apis/v1beta1"
 )
 
 // A node's NIC IP configurations. On classic Azure CNI (NETWORK_PLUGIN azure
@@ -21,21 +19,43 @@ import (
 // "Private IP addresses per network interface: 256").
 const maxIPConfigurationsPerNIC = 256
 
+// DefaultMaxPods is --max-pods when the AKSNodeClass sets none, by the
+// cluster's network as AKS and the Azure provider default it
+// (Azure/karpenter-provider-azure@352646f5 pkg/utils/utils.go:159-176
+// GetMaxPods, pkg/consts/consts.go:37-42): 250 with plugin none and on
+// Azure CNI overlay, 30 on the node subnet (classic Azure CNI and Cilium
+// without overlay: every pod IP is a NIC IP configuration), 110 otherwise.
+func DefaultMaxPods(c ClusterBootstrap) int32 {
+	switch {
+	case c.NetworkPlugin == NetworkPluginNone:
+		return 250
+	case c.NetworkPlugin == NetworkPluginAzure && c.NetworkPluginMode == NetworkPluginModeOver:
+		return 250
+	case c.NetworkPlugin == NetworkPluginAzure && c.NetworkPluginMode == "":
+		return 30
+	}
+	return 110
+}
+
 // podIPConfigurations is how many IP configurations req's NIC carries: its
 // max pods on classic Azure CNI, else 1.
 func (l *Launcher) podIPConfigurations(req LaunchRequest) int {
 	if l.opts.Bootstrap == nil || !l.opts.Bootstrap.ClassicAzureCNI() {
 		return 1
 	}
-	return int(launchMaxPods(req))
+	return int(l.launchMaxPods(req))
 }
 
-// launchMaxPods is req's --max-pods: the AKSNodeClass's, or the default.
-func launchMaxPods(req LaunchRequest) int32 {
-	if req.MaxPods == 0 {
-		return v1beta1.DefaultMaxPods
+// launchMaxPods is req's --max-pods: the AKSNodeClass's, or the cluster
+// network's default.
+func (l *Launcher) launchMaxPods(req LaunchRequest) int32 {
+	if req.MaxPods != 0 {
+		return req.MaxPods
 	}
-	return req.MaxPods
+	if l.opts.Bootstrap == nil {
+		return DefaultMaxPods(ClusterBootstrap{NetworkPlugin: DefaultNetworkPlugin, NetworkPluginMode: DefaultNetworkMode})
+	}
+	return DefaultMaxPods(*l.opts.Bootstrap)
 }
 
 // checkPodIPs refuses a classic Azure CNI launch whose NIC would need more

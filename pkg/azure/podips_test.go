@@ -8,6 +8,26 @@ import (
 	"github.com/karpfunc/karpfunc/pkg/azure"
 )
 
+// TestDefaultMaxPods: the provider's GetMaxPods by network
+// (pkg/utils/utils.go:159-176 @352646f5).
+func TestDefaultMaxPods(t *testing.T) {
+	for _, tc := range []struct {
+		plugin, mode, dataplane string
+		want                    int32
+	}{
+		{"azure", "overlay", "cilium", 250},
+		{"azure", "overlay", "azure", 250},
+		{"azure", "", "azure", 30},
+		{"azure", "", "cilium", 30},
+		{"none", "", "azure", 250},
+	} {
+		c := azure.ClusterBootstrap{NetworkPlugin: tc.plugin, NetworkPluginMode: tc.mode, NetworkDataplane: tc.dataplane}
+		if got := azure.DefaultMaxPods(c); got != tc.want {
+			t.Errorf("DefaultMaxPods(%s/%q/%s) = %d, want %d", tc.plugin, tc.mode, tc.dataplane, got, tc.want)
+		}
+	}
+}
+
 // TestNICPodIPConfigurations: through the real SDK client, a classic Azure
 // CNI node's NIC carries one IP configuration per pod (max pods in all, the
 // first primary, ipconfig1..N, all in the node subnet), as the Azure
@@ -25,7 +45,8 @@ func TestNICPodIPConfigurations(t *testing.T) {
 		{"overlay", nil, 30, 1},
 		{"network plugin none", none, 30, 1},
 		{"classic Azure CNI", classic, 30, 30},
-		{"classic Azure CNI, default max pods", classic, 0, 250},
+		// The provider's GetMaxPods: 30 on the node subnet (utils.go:159-176).
+		{"classic Azure CNI, default max pods", classic, 0, 30},
 		{"classic Azure CNI over Azure's limit", classic, 300, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -56,7 +56,7 @@ type LaunchRequest struct {
 	// the catalog; empty means ["V2"].
 	HyperVGenerations []string
 
-	ImageFamily  string // default Ubuntu2204
+	ImageFamily  string // default Ubuntu
 	OSDiskSizeGB int32  // default 128
 	MaxPods      int32
 	SubnetID     string // default: the provider's configured subnet

@@ -79,6 +79,9 @@ type Options struct {
 	// reached are refused as such and the next pass tries again. Zero: no
 	// limit (offline replays, tests).
 	TimeLimit time.Duration
+	// DefaultMaxPods is the cluster network's max pods default for classes
+	// that set none (see scheduler.Input); 0 is v1beta1.DefaultMaxPods.
+	DefaultMaxPods int32
 }
 
 // State is what a decision is made from.

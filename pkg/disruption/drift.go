@@ -91,7 +91,7 @@ func (Drift) ComputeCommands(e *Engine, budgets Budgets, cands []*Candidate) ([]
 	return nil, refusals
 }
 
-type classInfo struct{ hash string }
+type classInfo struct{ hash, family string }
 
 // desired is what drift compares a NodeClaim with beyond its NodePool.
 type desired struct {
@@ -102,7 +102,7 @@ type desired struct {
 func classIndex(c *snapshot.Cluster) map[string]classInfo {
 	out := map[string]classInfo{}
 	for _, nc := range c.NodeClasses {
-		out[nc.Name] = classInfo{hash: NodeClassHash(nc)}
+		out[nc.Name] = classInfo{hash: NodeClassHash(nc), family: *nc.DefaultedSpec().ImageFamily}
 	}
 	return out
 }
@@ -141,10 +141,33 @@ func drift(nc *karpv1.NodeClaim, node *corev1.Node, np *karpv1.NodePool, want de
 	if versionDrifted(node, want.versions.Kubernetes) {
 		return DriftK8sVersion
 	}
-	if imageDrifted(nc, want.versions.Images) {
+	if imageDrifted(nc, want.versions.Images) || definitionDrifted(nc, np, want) {
 		return DriftImage
 	}
 	return ""
+}
+
+// definitionDrifted: at the control plane's Kubernetes version, nc's
+// AKSNodeClass boots another image definition than nc booted (a
+// control-plane upgrade across 1.34 moves imageFamily Ubuntu from 22.04 to
+// 24.04, across 1.32 AzureLinux from 2.0 to 3.0; package nodeimage). The
+// provider gets the same from its status.images, which list the new
+// definitions after the upgrade. A class AKS does not offer at the version
+// is not judged here: its ImagesReady is False and nothing replaces the
+// node.
+func definitionDrifted(nc *karpv1.NodeClaim, np *karpv1.NodePool, want desired) bool {
+	img, ok := nodeimage.Parse(nc.Status.ImageID)
+	ref := np.Spec.Template.Spec.NodeClassRef
+	if !ok || ref == nil || want.versions.Kubernetes == "" {
+		return false
+	}
+	class, ok := want.classes[ref.Name]
+	if !ok {
+		return false
+	}
+	now, err := nodeimage.Definition(nodeimage.Want{Family: class.family, Architecture: img.Architecture,
+		Generations: []string{img.Generation}, KubernetesVersion: want.versions.Kubernetes})
+	return err == nil && now.DefinitionKey() != img.DefinitionKey()
 }
 
 // versionDrifted: the node's kubelet is not the control plane's version

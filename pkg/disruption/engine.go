@@ -66,6 +66,7 @@ func NewEngine(st State) *Engine {
 	engine := &Engine{st: st, podsOn: map[string][]*corev1.Pod{}, unusable: map[string]bool{}, blocked: map[string]Refusal{},
 		poolCost: map[string]float64{}, poolDisr: map[string]float64{}, started: time.Now(), holds: map[string]askedHold{}}
 	engine.base = cluster.Input(st.Catalog, snapshot.Live)
+	engine.base.DefaultMaxPods = st.Options.DefaultMaxPods
 	// Every simulation solves against the same nodes, bound pods and
 	// catalog: derive from them once.
 	engine.base.Memo = scheduler.NewMemo()

@@ -87,6 +87,10 @@ type LaunchOptions struct {
 	// Decisions records launches and give-ups (default: logged, published
 	// nowhere).
 	Decisions *decisions.Recorder
+	// DefaultMaxPods is the cluster network's max pods default for classes
+	// that set none (the same number the scheduler planned with); 0 is
+	// v1beta1.DefaultMaxPods.
+	DefaultMaxPods int32
 }
 
 // LaunchResult says where one look at a NodeClaim's launch left it.
@@ -119,6 +123,7 @@ type launcher struct {
 	maxFailures   int
 	checkInterval time.Duration
 	decisions     *decisions.Recorder
+	maxPods       int32
 }
 
 // newLauncher returns the launch reconciler, nil without a Creator.
@@ -142,7 +147,8 @@ func newLauncher(opts Options) *launcher {
 	}
 	return &launcher{kube: opts.Kube, creator: cfg.Creator, catalog: cfg.Catalog, offerings: cfg.Offerings, clock: opts.Clock,
 		log: opts.Logger, recorder: events.NewRecorder(opts.Kube, opts.Clock), cluster: opts.ClusterName, regTTL: opts.RegistrationTTL,
-		maxAttempts: cfg.MaxAttempts, maxFailures: cfg.MaxFailures, checkInterval: cfg.CheckInterval, decisions: cfg.Decisions}
+		maxAttempts: cfg.MaxAttempts, maxFailures: cfg.MaxFailures, checkInterval: cfg.CheckInterval, decisions: cfg.Decisions,
+		maxPods: cfg.DefaultMaxPods}
 }
 
 // LaunchAsk is the launch check a Provision pass asks for nc, due now, and
@@ -217,7 +223,7 @@ func (l *launch) run(ctx context.Context, nodeJoined bool) (LaunchResult, error)
 	if err != nil {
 		return LaunchResult{}, err
 	}
-	l.spec = class.DefaultedSpec()
+	l.spec = class.DefaultedSpecFor(l.lr.maxPods)
 	if l.state != nil && l.now.Sub(l.state.Begun) > LaunchTimeout {
 		return l.giveUp(ctx, NewLaunchFailedError(l.nc.Name, "LaunchTimeout",
 			fmt.Sprintf("VM %s did not finish creating within %s of the launch's first create", l.state, LaunchTimeout)))

@@ -79,11 +79,11 @@ func NewResolver(opts ResolverOptions) (*Resolver, error) {
 // Pinned is the pinned version ("" when versions are resolved).
 func (r *Resolver) Pinned() string { return r.opts.Pin }
 
-// Resolve is the image a size with arch and generations boots in family:
-// Definition at its current version. This is the function the
-// AKSNodeClass status.images writer calls per (family, arch, generation).
-func (r *Resolver) Resolve(ctx context.Context, family, arch string, generations []string) (Image, error) {
-	img, err := Definition(family, arch, generations)
+// Resolve is the image w boots: Definition at its current version. This is
+// the function the AKSNodeClass status.images writer calls per (family,
+// arch, generation) and a launch calls for its VM.
+func (r *Resolver) Resolve(ctx context.Context, w Want) (Image, error) {
+	img, err := Definition(w)
 	if err != nil {
 		return Image{}, err
 	}

@@ -89,7 +89,8 @@ func TestResolveAgainstGallery(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			img, err := r.Resolve(context.Background(), nodeimage.FamilyUbuntu2204, "amd64", []string{"V1", "V2"})
+			img, err := r.Resolve(context.Background(), nodeimage.Want{Family: nodeimage.FamilyUbuntu2204, Architecture: "amd64",
+				Generations: []string{"V1", "V2"}, KubernetesVersion: "1.33.2"})
 			var rerr *nodeimage.ResolveError
 			if tc.wantErr {
 				if !errors.As(err, &rerr) {
@@ -119,7 +120,8 @@ func TestResolveCachesForTTL(t *testing.T) {
 	}
 	resolve := func() string {
 		t.Helper()
-		img, err := r.Resolve(context.Background(), nodeimage.FamilyAzureLinux, "arm64", []string{"V2"})
+		img, err := r.Resolve(context.Background(), nodeimage.Want{Family: nodeimage.FamilyAzureLinux, Architecture: "arm64",
+			Generations: []string{"V2"}, KubernetesVersion: "1.33.2"})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -20,8 +20,12 @@ import (
 // one (Azure/karpenter-provider-azure pkg/controllers/nodeclass/status:
 // subnet.go SubnetIDInvalid, images.go ImagesNotFound).
 const (
-	ReasonSubnetIDInvalid            = "SubnetIDInvalid"
-	ReasonImagesNotFound             = "ImagesNotFound"
+	ReasonSubnetIDInvalid = "SubnetIDInvalid"
+	ReasonImagesNotFound  = "ImagesNotFound"
+	// ReasonImageFamilyUnsupported: AKS offers no image of the class's
+	// family at the nodes' Kubernetes version (karpfunc's own reason; the
+	// provider launches such images anyway).
+	ReasonImageFamilyUnsupported     = "ImageFamilyUnsupportedAtKubernetesVersion"
 	ReasonKubernetesVersionInvalid   = "KubernetesVersionInvalid"
 	ReasonKubernetesVersionUnknown   = "KubernetesVersionUnknown"
 	ReasonKubernetesVersionUnsupport = "KubernetesVersionUnsupported"
@@ -64,7 +68,7 @@ type ClassOptions struct {
 // ImageResolver is what status asks for the image a class launches per
 // architecture and Hyper-V generation (nodeimage.Resolver).
 type ImageResolver interface {
-	Resolve(ctx context.Context, family, arch string, generations []string) (nodeimage.Image, error)
+	Resolve(ctx context.Context, want nodeimage.Want) (nodeimage.Image, error)
 }
 
 // ClassStatus returns class's status as the Azure provider's status
@@ -75,10 +79,15 @@ func ClassStatus(ctx context.Context, class *v1beta1.AKSNodeClass, opts ClassOpt
 	out := class.DeepCopy()
 	conds := out.StatusConditions(status.WithClock(clk))
 	images, err := classImages(ctx, *out.DefaultedSpec().ImageFamily, opts)
-	if err != nil {
+	var unsupported *nodeimage.UnsupportedVersionError
+	switch {
+	case errors.As(err, &unsupported):
+		out.Status.Images = nil
+		conds.SetFalse(v1beta1.ConditionTypeImagesReady, ReasonImageFamilyUnsupported, err.Error())
+	case err != nil:
 		out.Status.Images = nil
 		conds.SetFalse(v1beta1.ConditionTypeImagesReady, ReasonImagesNotFound, err.Error())
-	} else {
+	default:
 		out.Status.Images = images
 		conds.SetTrue(v1beta1.ConditionTypeImagesReady)
 	}
@@ -107,10 +116,14 @@ var imageTargets = []struct{ arch, gen, hyperV string }{
 	{"arm64", nodeimage.GenerationV1, "1"},
 }
 
-// classImages lists family's node images, one per architecture and
-// generation it has one for; an error when it has none at all or the
-// version is not a node image version.
+// classImages lists family's node images at the nodes' Kubernetes version,
+// one per architecture and generation it has one for; an error when AKS
+// does not offer the family at that version (*nodeimage.UnsupportedVersionError),
+// it has no image at all, or the version is not a node image version.
 func classImages(ctx context.Context, family string, opts ClassOptions) ([]v1beta1.NodeImage, error) {
+	if _, err := nodeimage.CheckVersion(family, opts.KubernetesVersion); err != nil {
+		return nil, err
+	}
 	var out []v1beta1.NodeImage
 	for _, target := range imageTargets {
 		img, err := resolveImage(ctx, family, target.arch, target.gen, opts)
@@ -134,14 +147,15 @@ func classImages(ctx context.Context, family string, opts ClassOptions) ([]v1bet
 
 // resolveImage is the image family boots on arch and generation gen now.
 func resolveImage(ctx context.Context, family, arch, gen string, opts ClassOptions) (nodeimage.Image, error) {
+	want := nodeimage.Want{Family: family, Architecture: arch, Generations: []string{gen}, KubernetesVersion: opts.KubernetesVersion}
 	if opts.Images != nil {
-		return opts.Images.Resolve(ctx, family, arch, []string{gen})
+		return opts.Images.Resolve(ctx, want)
 	}
 	version := opts.ImageVersion
 	if version == "" {
 		version = nodeimage.ExampleVersion
 	}
-	return nodeimage.Select(family, arch, []string{gen}, version)
+	return nodeimage.Select(want, version)
 }
 
 // checkKubernetesVersion applies the Azure provider's rules for a node

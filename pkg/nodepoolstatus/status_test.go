@@ -66,7 +66,14 @@ func TestClassStatus(t *testing.T) {
 		{name: "image version not an AKS one", class: class("", ""), opts: ClassOptions{KubernetesVersion: "1.33.2", ImageVersion: "latest"},
 			falseType: v1beta1.ConditionTypeImagesReady, reason: ReasonImagesNotFound},
 		{name: "no kubernetes version", class: class("", ""), opts: ClassOptions{},
-			falseType: v1beta1.ConditionTypeKubernetesVersionReady, reason: ReasonKubernetesVersionUnknown, images: 3},
+			falseType: v1beta1.ConditionTypeKubernetesVersionReady, reason: ReasonKubernetesVersionUnknown},
+		// Learn's support table (aks/upgrade-os-version): Ubuntu 22.04 at
+		// 1.25-1.33, Azure Linux 3.0 at 1.28-1.36; Ubuntu follows the version.
+		{name: "Ubuntu2204 at 1.37", class: class(v1beta1.ImageFamilyUbuntu2204, ""), opts: ClassOptions{KubernetesVersion: "1.37.2", ControlPlaneVersion: "1.37.2"},
+			falseType: v1beta1.ConditionTypeImagesReady, reason: ReasonImageFamilyUnsupported},
+		{name: "AzureLinux at 1.37", class: class(v1beta1.ImageFamilyAzureLinux, ""), opts: ClassOptions{KubernetesVersion: "1.37.2", ControlPlaneVersion: "1.37.2"},
+			falseType: v1beta1.ConditionTypeImagesReady, reason: ReasonImageFamilyUnsupported},
+		{name: "Ubuntu at 1.37", class: class(v1beta1.ImageFamilyUbuntu, ""), opts: ClassOptions{KubernetesVersion: "1.37.2", ControlPlaneVersion: "1.37.2"}, images: 3},
 		{name: "node minor newer than the control plane", class: class("", ""), opts: ClassOptions{KubernetesVersion: "1.34.0", ControlPlaneVersion: "1.33.2"},
 			falseType: v1beta1.ConditionTypeKubernetesVersionReady, reason: ReasonKubernetesVersionUnsupport, images: 3},
 		{name: "node four minors behind", class: class("", ""), opts: ClassOptions{KubernetesVersion: "1.29.0", ControlPlaneVersion: "1.33.2"},

@@ -48,7 +48,7 @@ func (p *Provisioner) checkLimits(ctx context.Context, np *karpv1.NodePool, nc *
 	if err != nil {
 		return err
 	}
-	maxPods := *class.DefaultedSpec().MaxPods
+	maxPods := *class.DefaultedSpecFor(p.maxPods).MaxPods
 	held := []corev1.ResourceList{}
 	nodes := int64(1) // nc itself
 	for i := range list.Items {

@@ -74,6 +74,9 @@ type Options struct {
 	// NodePool that is not Ready, as Karpenter's provisioner; nil writes
 	// no status and trusts every NodePool.
 	Status *nodepoolstatus.ClassOptions
+	// DefaultMaxPods is the cluster network's max pods default for classes
+	// that set none (see scheduler.Input); 0 is v1beta1.DefaultMaxPods.
+	DefaultMaxPods int32
 	// MaxStuckReports bounds the stuck-pod FailedScheduling reports one
 	// pass makes (default DefaultMaxStuckReports); the rest wait for
 	// later passes and are counted in Result.EventsNotWritten.
@@ -121,6 +124,7 @@ type Provisioner struct {
 	names       *claimnames.Counter
 	status      *nodepoolstatus.ClassOptions
 	maxStuck    int
+	maxPods     int32 // Options.DefaultMaxPods
 	// nominations is shared by every Nominated event this Provisioner
 	// writes, over all its passes (a warm instance keeps it).
 	nominations flowcontrol.PassiveRateLimiter
@@ -151,7 +155,7 @@ func New(opts Options) *Provisioner {
 	}
 	return &Provisioner{status: opts.Status, kube: opts.Kube, catalog: opts.Catalog, clusterName: opts.ClusterName,
 		maxStuck: opts.MaxStuckReports, nominations: opts.NominationLimiter, clock: opts.Clock, log: opts.Logger, recorder: events.NewRecorder(opts.Kube, opts.Clock),
-		offerings: opts.Offerings, stuckAfter: opts.StuckAfter,
+		offerings: opts.Offerings, stuckAfter: opts.StuckAfter, maxPods: opts.DefaultMaxPods,
 		limits: limitGuard{kube: opts.Kube, namespace: opts.Namespace, clock: opts.Clock, duration: opts.LimitsLeaseDuration},
 		names:  claimnames.NewCounter(opts.Kube, opts.Namespace, opts.Clock)}
 }
@@ -214,6 +218,7 @@ func (p *Provisioner) Provision(ctx context.Context) (Result, error) {
 		return Result{}, err
 	}
 	in := snap.Input(unavailable.Apply(p.catalog), snapshot.Live)
+	in.DefaultMaxPods = p.maxPods
 	ps := &pass{res: Result{PendingPods: len(in.Pods)}, started: started}
 	recordPending(ctx, len(in.Pods))
 	if in.NotReady, err = p.syncStatus(ctx, snap); err != nil {

@@ -137,12 +137,15 @@ func (s *solver) newPools(in Input) {
 
 func (s *solver) newPool(np *karpv1.NodePool, classes map[string]*v1beta1.AKSNodeClass, in Input) *pool {
 	pl := &pool{np: np, maxPods: v1beta1.DefaultMaxPods, variants: map[string]*poolVariant{}}
+	if in.DefaultMaxPods > 0 {
+		pl.maxPods = in.DefaultMaxPods
+	}
 	if problem := nodeClassProblem(np, classes, in.NotReady); problem != "" {
 		pl.invalid = problem
 		return pl
 	}
 	pl.class = classes[np.Spec.Template.Spec.NodeClassRef.Name]
-	pl.maxPods = *pl.class.DefaultedSpec().MaxPods
+	pl.maxPods = *pl.class.DefaultedSpecFor(in.DefaultMaxPods).MaxPods
 	if in.Catalog == nil {
 		pl.invalid = "no instance-type catalog was given to the scheduler"
 		return pl

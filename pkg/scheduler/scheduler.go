@@ -65,6 +65,10 @@ type Input struct {
 	// only they could take is unschedulable with that reason. nil (plans
 	// from files, where status is not kept) trusts every NodePool.
 	NotReady map[string]string
+	// DefaultMaxPods is a node's pod count when its AKSNodeClass sets no
+	// maxPods: the cluster network's default (30 on the node subnet, 250
+	// on overlay); 0 is v1beta1.DefaultMaxPods.
+	DefaultMaxPods int32
 	// Memo, when set, is reused across solves over the same snapshot (see
 	// Memo); nil computes everything afresh.
 	Memo *Memo

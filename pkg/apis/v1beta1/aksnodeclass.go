@@ -19,8 +19,12 @@ const (
 // files, which never went through the API server).
 const (
 	DefaultOSDiskSizeGB int32 = 128
-	DefaultImageFamily        = ImageFamilyUbuntu2204
-	// DefaultMaxPods is AKS's default for Azure CNI overlay, which NAP uses.
+	// DefaultImageFamily is the Azure provider's default (Ubuntu): its
+	// operating system follows the cluster's Kubernetes version (22.04
+	// before 1.34, 24.04 from 1.34; package nodeimage).
+	DefaultImageFamily = ImageFamilyUbuntu
+	// DefaultMaxPods is AKS's default for Azure CNI overlay, which NAP uses;
+	// other networks pass theirs to DefaultedSpecFor.
 	DefaultMaxPods int32 = 250
 )
 
@@ -47,8 +51,12 @@ type AKSNodeClassSpec struct {
 	// +kubebuilder:validation:Maximum=2048
 	// +optional
 	OSDiskSizeGB *int32 `json:"osDiskSizeGB,omitempty"`
-	// ImageFamily is the node image family.
-	// +kubebuilder:default=Ubuntu2204
+	// ImageFamily is the node image family. Ubuntu and AzureLinux follow
+	// the cluster's Kubernetes version (Ubuntu 24.04 from 1.34, else 22.04;
+	// Azure Linux 3.0 from 1.32); Ubuntu2204 and Ubuntu2404 are fixed, and
+	// a family AKS does not support at the cluster's version makes the
+	// class's ImagesReady False.
+	// +kubebuilder:default=Ubuntu
 	// +kubebuilder:validation:Enum:={Ubuntu,Ubuntu2204,Ubuntu2404,AzureLinux}
 	// +optional
 	ImageFamily *string `json:"imageFamily,omitempty"`
@@ -149,6 +157,17 @@ type AKSNodeClassList struct {
 	metav1.TypeMeta `json:",inline"`
 	metav1.ListMeta `json:"metadata,omitempty"`
 	Items           []AKSNodeClass `json:"items"`
+}
+
+// DefaultedSpecFor is DefaultedSpec with defaultMaxPods as the max pods
+// default: the cluster network's (AKS's 30 on the node subnet, 250 on
+// overlay and plugin none; pkg/azure DefaultMaxPods). 0 is DefaultMaxPods.
+func (in *AKSNodeClass) DefaultedSpecFor(defaultMaxPods int32) AKSNodeClassSpec {
+	spec := in.DefaultedSpec()
+	if in.Spec.MaxPods == nil && defaultMaxPods > 0 {
+		spec.MaxPods = &defaultMaxPods
+	}
+	return spec
 }
 
 // DefaultedSpec returns the spec with the CRD's defaults filled in, for
