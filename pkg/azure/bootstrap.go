@@ -529,7 +529,7 @@ func (b NodeBootstrap) kubeletFlags(kv *version.Version) (string, error) {
 	// same Reservations the engine subtracted from the size's capacity, so
 	// the Node's allocatable is the one the plan assumed.
 	if b.Reservations == nil {
-		return "", NewInvalidRequestError("node bootstrap: no kubelet reservations for the node's size (catalog.InstanceType.Reservations): "+
+		return "", NewInvalidRequestError("node bootstrap: no kubelet reservations for the node's size (catalog.InstanceType.Reservations): " +
 			"the Node's allocatable would not be the one the plan assumed")
 	}
 	maps.Copy(flags, b.Reservations.KubeletFlags())

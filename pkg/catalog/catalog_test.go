@@ -57,9 +57,9 @@ func TestReservationsOverheadAndFlags(t *testing.T) {
 	// taken as the kubelet computes it (float32 percentage).
 	storage := resource.MustParse("129886128Ki")
 	for _, tc := range []struct {
-		name                              string
-		vcpus, memoryMiB                  int64
-		maxPods                           int32
+		name                               string
+		vcpus, memoryMiB                   int64
+		maxPods                            int32
 		wantCPU, wantMem, wantKubeReserved string
 	}{
 		{"2 vCPU 7GiB 30 pods", 2, 7 * 1024, 30, "100m", "750Mi", "cpu=100m,memory=650Mi"},
