@@ -32,8 +32,8 @@ func TestClassicCNINodeNeedsPodIPs(t *testing.T) {
 		{"classic CNI, max pods", classic, 50, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s := start(t, Options{OpDelay: time.Millisecond, NodeResources: func(string, int32) (corev1.ResourceList, corev1.ResourceList, string, bool) {
-				return corev1.ResourceList{}, corev1.ResourceList{}, "amd64", true
+			s := start(t, Options{OpDelay: time.Millisecond, NodeResources: func(string, int32) (corev1.ResourceList, string, bool) {
+				return corev1.ResourceList{}, "amd64", true
 			}})
 			vms, nics := clients(t, s)
 			ctx := context.Background()
