@@ -24,10 +24,19 @@ func TestKubeletFlagsAreTheEnginesOverhead(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// A catalog file's stated overheads are kept by the kubelet too.
+	stated, err := catalog.Parse([]byte(`{"region":"eastus","zones":["eastus-1"],"instanceTypes":[
+		{"name":"Standard_A","architecture":"amd64","capacity":{"cpu":"4","memory":"16Gi","ephemeral-storage":"100Gi"},
+		 "overhead":{"cpu":"250m","memory":"1Gi","ephemeral-storage":"2Gi"},"offerings":[{"zone":"eastus-1","capacityType":"on-demand","price":1}]},
+		{"name":"Standard_B","architecture":"amd64","capacity":{"cpu":"4","memory":"16Gi"},
+		 "overhead":{},"offerings":[{"zone":"eastus-1","capacityType":"on-demand","price":1}]}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
 	base := testNode(t)
 	base.Kubelet = nil
 	for _, maxPods := range []int32{30, 110, 250} {
-		for _, it := range cat.InstanceTypes {
+		for _, it := range append(cat.InstanceTypes, stated.InstanceTypes...) {
 			sized := it.WithMaxPods(maxPods)
 			reservations, err := sized.Reservations()
 			if err != nil {

@@ -449,3 +449,30 @@ func TestHyperVGenerations(t *testing.T) {
 		t.Errorf("default generations = %s, want V2", got)
 	}
 }
+
+// A catalog file's capacity is after VM overhead; AKS's reservations are for
+// the size's memory, which the sku-memory label records.
+func TestFileReservationsUseTheSKUMemoryLabel(t *testing.T) {
+	file := func(labels string) string {
+		return `{"region":"eastus","zones":["eastus-1"],"instanceTypes":[{"name":"Standard_D4s_v5","architecture":"amd64",
+			"capacity":{"cpu":"4","memory":"15155Mi","pods":"250"},"labels":{` + labels + `},
+			"offerings":[{"zone":"eastus-1","capacityType":"on-demand","price":0.192}]}]}`
+	}
+	for _, tc := range []struct{ name, labels, wantMemory string }{
+		{"with the label: 25% of 16GiB + 100Mi", `"karpenter.azure.com/sku-memory":"16384"`, "4196Mi"},
+		{"without: 25% of the capacity + 100Mi", ``, "3888Mi"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := catalog.Parse([]byte(file(tc.labels)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if q := c.InstanceTypes[0].Overhead[corev1.ResourceMemory]; q.Cmp(resource.MustParse(tc.wantMemory)) != 0 {
+				t.Errorf("memory overhead = %s, want %s", q.String(), tc.wantMemory)
+			}
+		})
+	}
+	if _, err := catalog.Parse([]byte(file(`"karpenter.azure.com/sku-memory":"lots"`))); err == nil || !strings.Contains(err.Error(), "sku-memory") {
+		t.Errorf("a bad sku-memory label: err = %v, want one naming it", err)
+	}
+}
