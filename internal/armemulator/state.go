@@ -302,9 +302,9 @@ func skuCapabilitiesOf(rs *armcompute.ResourceSKU) skuCapabilities {
 
 // guestMemoryOverhead is the share of a size's memory the guest does not
 // see as MemTotal, which the kubelet reports as capacity. Guests lose some
-// to the kernel and firmware: AKS nodes have reported 4017088Ki and
-// 4025836Ki for 4 GiB sizes and 16403296Ki for 16 GiB (Azure/AKS issues
-// #1216, #3525), 2-4% below. The emulated guest loses 7.5%, the Azure
+// to the kernel and firmware: AKS nodes of 4 GiB sizes have reported
+// 4017088Ki and 4025836Ki (Azure/AKS issues #1216, #3525), about 4% below.
+// The emulated guest loses 7.5%, the Azure
 // provider's VM_MEMORY_OVERHEAD_PERCENT default (karpenter-provider-azure
 // pkg/operator/options/options.go:110), more than any observed loss: a
 // plan that fits it fits a real node.
