@@ -58,13 +58,12 @@ rules:
 	arm, err := armemulator.Start(ctx, armemulator.Options{SubscriptionIDs: []string{testenv.SubscriptionID},
 		OpDelay: 10 * time.Millisecond, Kube: cp.RESTConfig(), Logger: slog.New(slog.DiscardHandler), Network: testenv.Network(),
 		DNS: map[string]string{cp.APIServerFQDN(): cp.APIServerAddr()},
-		NodeResources: func(sku string, maxPods int32) (corev1.ResourceList, corev1.ResourceList, string, bool) {
+		NodeResources: func(sku string, maxPods int32) (corev1.ResourceList, string, bool) {
 			it, ok := cat.Get(sku)
 			if !ok {
-				return nil, nil, "", false
+				return nil, "", false
 			}
-			it = it.WithMaxPods(maxPods)
-			return it.Capacity.DeepCopy(), it.Allocatable(), it.Architecture, true
+			return it.WithMaxPods(maxPods).Capacity.DeepCopy(), it.Architecture, true
 		}})
 	if err != nil {
 		t.Fatal(err)
@@ -102,8 +101,14 @@ rules:
 		}
 		return l
 	}
+	d2, _ := cat.Get("Standard_D2s_v5")
+	reservations, err := d2.WithMaxPods(30).Reservations()
+	if err != nil {
+		t.Fatal(err)
+	}
 	request := func(name string) azure.LaunchRequest {
 		return azure.LaunchRequest{Name: name, NodePool: "default", InstanceType: "Standard_D2s_v5", Zone: "eastus-1", MaxPods: 30,
+			Reservations: &reservations,
 			Labels: map[string]string{karpv1.NodePoolLabelKey: "default", karpv1.CapacityTypeLabelKey: "on-demand",
 				"team.example.com/owner": "a", "example.kubernetes.io/restricted": "x"},
 			Taints: []corev1.Taint{{Key: "dedicated", Value: "x", Effect: corev1.TaintEffectNoSchedule}}}

@@ -68,8 +68,8 @@ func TestNodeNetworkAndImageMustFitTheCluster(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := start(t, Options{OpDelay: time.Millisecond, Cluster: tc.cluster,
-				NodeResources: func(string, int32) (corev1.ResourceList, corev1.ResourceList, string, bool) {
-					return corev1.ResourceList{}, corev1.ResourceList{}, "amd64", true
+				NodeResources: func(string, int32) (corev1.ResourceList, string, bool) {
+					return corev1.ResourceList{}, "amd64", true
 				}})
 			vms, nics := clients(t, s)
 			ctx := context.Background()

@@ -34,6 +34,7 @@ import (
 
 	"github.com/karpfunc/karpfunc/pkg/azure"
 	"github.com/karpfunc/karpfunc/pkg/bus"
+	"github.com/karpfunc/karpfunc/pkg/catalog"
 	"github.com/karpfunc/karpfunc/pkg/interruption"
 )
 
@@ -372,6 +373,11 @@ func testCustomData(t *testing.T, mutate func(*azure.NodeBootstrap)) string {
 		SubscriptionID: sub, ResourceGroup: rg, Location: loc, AdminUsername: "azureuser",
 		SubnetID: "/subscriptions/" + sub + "/resourceGroups/" + rg + "/providers/Microsoft.Network/virtualNetworks/v/subnets/s",
 		Token:    "abcdef.0123456789abcdef", MaxPods: 50, NetworkSecurityGroup: AKSSecurityGroup,
+		Reservations: &catalog.Reservations{
+			KubeReserved:    corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("1050Mi")},
+			SystemReserved:  corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("0"), corev1.ResourceMemory: resource.MustParse("0")},
+			MemoryAvailable: resource.MustParse("100Mi"), NodeFSAvailablePercent: 10, NodeFSInodesFreePercent: 5,
+		},
 		Labels: map[string]string{"karpenter.sh/nodepool": "default", "karpenter.sh/capacity-type": "spot",
 			"example.kubernetes.io/team": "a"}, // not settable by a kubelet: left out of its flags
 		Taints: []corev1.Taint{{Key: "dedicated", Value: "x", Effect: corev1.TaintEffectNoSchedule}},
@@ -403,14 +409,13 @@ func TestKubeletForBootedVM(t *testing.T) {
 		}
 		return &vmState{vm: vm, sub: sub, rg: rg, location: loc, zone: "eastus-2"}
 	}
-	catalog := func(sku string, maxPods int32) (corev1.ResourceList, corev1.ResourceList, string, bool) {
+	nodeResources := func(sku string, maxPods int32) (corev1.ResourceList, string, bool) {
 		if sku != "Standard_D4s_v5" {
-			return nil, nil, "", false
+			return nil, "", false
 		}
-		return corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4")},
-			corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("3860m")}, "amd64", true
+		return corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4")}, "amd64", true
 	}
-	s := &Server{opts: Options{SKUs: skuList, NodeResources: catalog}, nics: map[string]*nicState{}}
+	s := &Server{opts: Options{SKUs: skuList, NodeResources: nodeResources}, nics: map[string]*nicState{}}
 
 	t.Run("from SKU capabilities", func(t *testing.T) {
 		k, err := s.kubeletFor(mkVM("Standard_D2ps_v5", true, boot))
@@ -442,10 +447,13 @@ func TestKubeletForBootedVM(t *testing.T) {
 			n.Spec.Taints[1].Effect != corev1.TaintEffectNoExecute {
 			t.Errorf("taints = %v", n.Spec.Taints)
 		}
+		// The guest sees 8 GiB less 7.5%; the kubelet keeps 1050Mi
+		// kube-reserved and 100Mi for eviction.
 		mem := n.Status.Capacity[corev1.ResourceMemory]
+		allocatableMem := n.Status.Allocatable[corev1.ResourceMemory]
 		pods := n.Status.Allocatable[corev1.ResourcePods]
-		if mem.Value() != 8<<30 || pods.Value() != 50 {
-			t.Errorf("capacity memory %s, allocatable pods %s", mem.String(), pods.String())
+		if guest := int64(8<<30) - 644245095; mem.Value() != guest || allocatableMem.Value() != guest-1150<<20 || pods.Value() != 50 {
+			t.Errorf("capacity memory %s, allocatable memory %s, allocatable pods %s", mem.String(), allocatableMem.String(), pods.String())
 		}
 		if n.Status.NodeInfo.KubeletVersion != "v1.33.2" {
 			t.Errorf("kubelet version %q", n.Status.NodeInfo.KubeletVersion)
@@ -460,7 +468,7 @@ func TestKubeletForBootedVM(t *testing.T) {
 			t.Fatal(err)
 		}
 		cpu := k.node.Status.Allocatable[corev1.ResourceCPU]
-		if cpu.String() != "3860m" || k.node.Labels["kubernetes.io/arch"] != "amd64" {
+		if cpu.String() != "3900m" || k.node.Labels["kubernetes.io/arch"] != "amd64" {
 			t.Errorf("allocatable cpu %s, labels %v", cpu.String(), k.node.Labels)
 		}
 	})

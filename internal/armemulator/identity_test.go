@@ -92,8 +92,8 @@ func TestLinkedAuthorizationFailed(t *testing.T) {
 // A VM whose customData names a kubelet identity it does not carry never
 // starts its kubelet.
 func TestKubeletIdentityMustBeOnTheVM(t *testing.T) {
-	s := &Server{opts: Options{NodeResources: func(string, int32) (capacity, allocatable corev1.ResourceList, arch string, ok bool) {
-		return nil, nil, "amd64", true
+	s := &Server{opts: Options{NodeResources: func(string, int32) (capacity corev1.ResourceList, arch string, ok bool) {
+		return nil, "amd64", true
 	}}, nics: map[string]*nicState{}}
 	boot := testCustomData(t, func(nb *azure.NodeBootstrap) { nb.Cluster.KubeletIdentityClientID = "kubelet-client" })
 	vmWith := func(clientIDs ...string) *vmState {

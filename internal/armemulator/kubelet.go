@@ -31,6 +31,8 @@ type provisioning struct {
 	classicCNI bool
 	labels     map[string]string
 	taints     []corev1.Taint
+	// reservations are what the kubelet keeps from pods (allocatable.go).
+	reservations kubeletReservations
 	// kubeletIdentity is the client ID of the kubelet identity named in
 	// azure.json (userAssignedIdentityID), "" for none.
 	kubeletIdentity string
@@ -120,9 +122,12 @@ func (p *provisioning) readKubelet(vars map[string]string) error {
 	default:
 		return fmt.Errorf("NETWORK_PLUGIN %q is not azure, none or kubenet", vars["NETWORK_PLUGIN"])
 	}
-	flags, err := azure.ParseKubeletFlags(vars["KUBELET_FLAGS"])
+	flags, err := parseKubeletFlags(vars["KUBELET_FLAGS"])
 	if err != nil {
 		return fmt.Errorf("KUBELET_FLAGS: %w", err)
+	}
+	if p.reservations, err = readReservations(flags); err != nil {
+		return err
 	}
 	if flags["--kubeconfig"] == "" {
 		return fmt.Errorf("KUBELET_FLAGS has no --kubeconfig: the kubelet would not know where to write its credentials")

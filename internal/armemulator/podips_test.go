@@ -36,8 +36,8 @@ func TestClassicCNINodeNeedsPodIPs(t *testing.T) {
 			if tc.bootstrap != nil {
 				cluster = ManagedCluster{NetworkPlugin: "azure", NetworkDataplane: "azure"}
 			}
-			s := start(t, Options{OpDelay: time.Millisecond, Cluster: cluster, NodeResources: func(string, int32) (corev1.ResourceList, corev1.ResourceList, string, bool) {
-				return corev1.ResourceList{}, corev1.ResourceList{}, "amd64", true
+			s := start(t, Options{OpDelay: time.Millisecond, Cluster: cluster, NodeResources: func(string, int32) (corev1.ResourceList, string, bool) {
+				return corev1.ResourceList{}, "amd64", true
 			}})
 			vms, nics := clients(t, s)
 			ctx := context.Background()

@@ -65,12 +65,14 @@ type Options struct {
 	// host:port their connections to <name>:443 reach (the API server's
 	// FQDN -> its local address). A name not in it does not resolve.
 	DNS map[string]string
-	// NodeResources gives a booted node's capacity, allocatable and
-	// architecture for its VM size. When nil, or when it answers !ok, the
-	// SKU's vCPUs/MemoryGB capabilities from SKUs are used (allocatable =
-	// capacity); with neither, the VM never becomes a Node (like a VM whose
-	// kubelet fails to join).
-	NodeResources func(sku string, maxPods int32) (capacity, allocatable corev1.ResourceList, arch string, ok bool)
+	// NodeResources gives a booted node's capacity (what its kubelet
+	// reports: cpu, memory as the guest sees it, pods, ephemeral-storage)
+	// and architecture for its VM size. When nil, or when it answers !ok,
+	// the SKU's vCPUs/MemoryGB capabilities from SKUs are used; with
+	// neither, the VM never becomes a Node (like a VM whose kubelet fails
+	// to join). Allocatable is always the kubelet's own: capacity less the
+	// reservations in its flags (allocatable.go).
+	NodeResources func(sku string, maxPods int32) (capacity corev1.ResourceList, arch string, ok bool)
 	// SKUs are the resource SKUs served by the SKU API and used to validate
 	// VM sizes and zones. Empty accepts any VM size.
 	SKUs []*armcompute.ResourceSKU

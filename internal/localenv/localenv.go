@@ -283,18 +283,20 @@ func (e *Env) armOptions(logw io.Writer) armemulator.Options {
 	}
 }
 
-// catalogNodeResources answers the emulator's Node resources from the
-// catalog, with maxPods applied when set.
-func catalogNodeResources(cat *catalog.Catalog) func(string, int32) (corev1.ResourceList, corev1.ResourceList, string, bool) {
-	return func(sku string, maxPods int32) (corev1.ResourceList, corev1.ResourceList, string, bool) {
+// catalogNodeResources answers the emulator's Node capacity from the
+// catalog, with maxPods applied when set: the capacity the engine assumes
+// for the size is the one the emulated guest reports. Allocatable is the
+// emulated kubelet's own, from the reservations in its flags.
+func catalogNodeResources(cat *catalog.Catalog) func(string, int32) (corev1.ResourceList, string, bool) {
+	return func(sku string, maxPods int32) (corev1.ResourceList, string, bool) {
 		it, ok := cat.Get(sku)
 		if !ok {
-			return nil, nil, "", false
+			return nil, "", false
 		}
 		if maxPods > 0 {
 			it = it.WithMaxPods(maxPods)
 		}
-		return it.Capacity.DeepCopy(), it.Allocatable(), it.Architecture, true
+		return it.Capacity.DeepCopy(), it.Architecture, true
 	}
 }
 

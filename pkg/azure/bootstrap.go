@@ -7,6 +7,7 @@ import (
 	"encoding/base64"
 	"encoding/pem"
 	"fmt"
+	"maps"
 	"net"
 	"net/url"
 	"regexp"
@@ -19,6 +20,7 @@ import (
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
 	"github.com/karpfunc/karpfunc/pkg/apis/v1beta1"
+	"github.com/karpfunc/karpfunc/pkg/catalog"
 )
 
 // A node VM joins the cluster the way the Azure Karpenter provider's default
@@ -311,6 +313,9 @@ type NodeBootstrap struct {
 	Taints []corev1.Taint
 	// Kubelet is the AKSNodeClass's kubelet configuration (nil: defaults).
 	Kubelet *v1beta1.KubeletConfiguration
+	// Reservations are the kubelet's kube-reserved, system-reserved and
+	// hard eviction thresholds for the node's size and MaxPods; required.
+	Reservations *catalog.Reservations
 }
 
 // Variable is one environment variable of the node's provisioning.
@@ -562,7 +567,6 @@ func (b NodeBootstrap) kubeletFlags(kv *version.Version) (string, error) {
 		"--cluster-domain":                    "cluster.local",
 		"--enforce-node-allocatable":          "pods",
 		"--event-qps":                         "0",
-		"--eviction-hard":                     "memory.available<750Mi,nodefs.available<10%,nodefs.inodesFree<5%",
 		"--image-gc-high-threshold":           "85",
 		"--image-gc-low-threshold":            "80",
 		"--image-credential-provider-config":  "/var/lib/kubelet/credential-provider-config.yaml",
@@ -583,6 +587,14 @@ func (b NodeBootstrap) kubeletFlags(kv *version.Version) (string, error) {
 			"TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305,TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384,TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305," +
 			"TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384,TLS_RSA_WITH_AES_256_GCM_SHA384,TLS_RSA_WITH_AES_128_GCM_SHA256",
 	}
+	// --kube-reserved, --system-reserved and --eviction-hard come from the
+	// same Reservations the engine subtracted from the size's capacity, so
+	// the Node's allocatable is the one the plan assumed.
+	if b.Reservations == nil {
+		return "", NewInvalidRequestError("node bootstrap: no kubelet reservations for the node's size (catalog.InstanceType.Reservations): " +
+			"the Node's allocatable would not be the one the plan assumed")
+	}
+	maps.Copy(flags, b.Reservations.KubeletFlags())
 	if kv.Minor() < 34 {
 		flags["--cloud-config"] = "/etc/kubernetes/azure.json"
 	}
@@ -720,6 +732,7 @@ func (l *Launcher) customData(ctx context.Context, req LaunchRequest) (string, e
 		SubnetID: req.SubnetID, AdminUsername: adminUsername,
 		Architecture: req.Architecture, ImageFamily: req.ImageFamily,
 		Token: token, MaxPods: maxPods, Labels: req.Labels, Taints: req.Taints, Kubelet: req.Kubelet,
+		Reservations: req.Reservations,
 	}.CustomData()
 	if err != nil {
 		return "", fmt.Errorf("launch %q: %w", req.Name, err)

@@ -18,6 +18,7 @@ import (
 
 	"github.com/karpfunc/karpfunc/pkg/apis/v1beta1"
 	"github.com/karpfunc/karpfunc/pkg/azure"
+	"github.com/karpfunc/karpfunc/pkg/catalog"
 )
 
 func testCA(t *testing.T) []byte {
@@ -47,7 +48,7 @@ func testNode(t *testing.T) azure.NodeBootstrap {
 		SubscriptionID: "sub-1", ResourceGroup: "MC_rg_c_eastus", Location: "eastus",
 		SubnetID:      "/subscriptions/sub-1/resourceGroups/net-rg/providers/Microsoft.Network/virtualNetworks/vnet-1/subnets/nodes",
 		AdminUsername: "azureuser", Architecture: "arm64", ImageFamily: "AzureLinux",
-		Token: testToken, MaxPods: 42, NetworkSecurityGroup: "aks-agentpool-12345678-nsg",
+		Token: testToken, MaxPods: 42, NetworkSecurityGroup: "aks-agentpool-12345678-nsg", Reservations: ptr(catalog.KubeletReservations(2, 8192, 42)),
 		Labels: map[string]string{
 			"karpenter.sh/nodepool":            "default",
 			"node.kubernetes.io/instance-type": "Standard_D2ps_v5",
@@ -151,7 +152,11 @@ func TestNodeBootstrapCustomData(t *testing.T) {
 		{"--cloud-config", "/etc/kubernetes/azure.json"},
 		{"--pod-infra-container-image", "mcr.microsoft.com/oss/kubernetes/pause:3.6"},
 		{"--image-credential-provider-config", "/var/lib/kubelet/credential-provider-config.yaml"},
-		{"--eviction-hard", "memory.available<750Mi,nodefs.available<10%,nodefs.inodesFree<5%"},
+		// AKS's reservations from 1.29 for 2 vCPUs, 8 GiB and 42 pods:
+		// 20Mi x 42 + 50Mi, eviction at 100Mi.
+		{"--kube-reserved", "cpu=100m,memory=890Mi"},
+		{"--system-reserved", "cpu=0,memory=0"},
+		{"--eviction-hard", "memory.available<100Mi,nodefs.available<10%,nodefs.inodesFree<5%"},
 		// From the AKSNodeClass's kubelet settings.
 		{"--cpu-manager-policy", "static"},
 		{"--image-gc-high-threshold", "90"},
@@ -221,6 +226,7 @@ func TestNodeBootstrapRefuses(t *testing.T) {
 		{"no token", func(b *azure.NodeBootstrap) { b.Token = "" }, "bootstrap token is not of the form"},
 		{"bad subnet", func(b *azure.NodeBootstrap) { b.SubnetID = "nodes" }, `subnet ID "nodes"`},
 		{"no max pods", func(b *azure.NodeBootstrap) { b.MaxPods = 0 }, "max pods 0"},
+		{"no reservations", func(b *azure.NodeBootstrap) { b.Reservations = nil }, "no kubelet reservations"},
 		{"taint with comma", func(b *azure.NodeBootstrap) {
 			b.Taints = []corev1.Taint{{Key: "a", Value: "b,c", Effect: corev1.TaintEffectNoSchedule}}
 		}, "cannot be registered"},

@@ -15,6 +15,7 @@ import (
 
 	"github.com/karpfunc/karpfunc/internal/armemulator"
 	"github.com/karpfunc/karpfunc/pkg/azure"
+	"github.com/karpfunc/karpfunc/pkg/catalog"
 )
 
 const (
@@ -103,7 +104,7 @@ func testSSHKey(t *testing.T) string {
 func request(name string) azure.LaunchRequest {
 	return azure.LaunchRequest{
 		Name: name, NodePool: "default", InstanceType: "Standard_D2s_v5", Zone: "eastus-1",
-		CapacityType: azure.CapacityTypeOnDemand, MaxPods: 30,
+		CapacityType: azure.CapacityTypeOnDemand, MaxPods: 30, Reservations: ptr(catalog.KubeletReservations(2, 8192, 30)),
 		Labels: map[string]string{"karpenter.sh/nodepool": "default", "team": "a"},
 		Taints: []corev1.Taint{{Key: "karpenter.sh/unregistered", Effect: corev1.TaintEffectNoExecute}},
 		Tags:   map[string]string{"costcenter": "42", "karpenter.azure.com/cluster": "spoof"},

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/version"
 
 	"github.com/karpfunc/karpfunc/pkg/azure"
+	"github.com/karpfunc/karpfunc/pkg/catalog"
 	"github.com/karpfunc/karpfunc/pkg/nodeimage"
 )
 
@@ -223,6 +224,8 @@ func karpfuncVariables(t *testing.T, shape compareShape, size compareSize, ca []
 	nb := azure.NodeBootstrap{Cluster: cluster, SubscriptionID: "sub-1", ResourceGroup: "MC_rg_c_eastus", Location: "eastus",
 		SubnetID: compareSubnet, AdminUsername: "azureuser", Architecture: size.arch, ImageFamily: size.family,
 		NetworkSecurityGroup: compareNSG, Token: testToken, MaxPods: azure.DefaultMaxPods(cluster)}
+	reservations := catalog.KubeletReservations(int64(size.vcpus), int64(size.memoryGiB*1024), nb.MaxPods)
+	nb.Reservations = &reservations
 	list, err := nb.Variables()
 	if err != nil {
 		t.Fatal(err)

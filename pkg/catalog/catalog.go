@@ -45,8 +45,9 @@ type InstanceType struct {
 	// Capacity is what the node reports: cpu, memory (after VM overhead),
 	// pods (maxPods), ephemeral-storage (OS disk) and GPUs.
 	Capacity corev1.ResourceList
-	// Overhead is what AKS keeps: kube-reserved, system-reserved (none on
-	// AKS) and the eviction threshold.
+	// Overhead is what the kubelet keeps from pods: kube-reserved,
+	// system-reserved (none on AKS) and the hard eviction thresholds, from
+	// the same Reservations its flags are written from (see Reservations).
 	Overhead  corev1.ResourceList
 	Labels    map[string]string
 	Offerings []Offering
@@ -75,14 +76,37 @@ func (c *Catalog) Get(name string) (*InstanceType, bool) {
 	return nil, false
 }
 
+// Reservations are the kubelet reservations a node of this type is started
+// with, the ones Overhead was computed from. An overhead a catalog file
+// stated is kept as kube-reserved with no hard eviction thresholds, so the
+// kubelet keeps exactly it; it may name cpu, memory and ephemeral-storage,
+// the resources a kubelet reserves.
+func (it *InstanceType) Reservations() (Reservations, error) {
+	if !it.fixedOverhead {
+		pods := it.Capacity[corev1.ResourcePods]
+		return KubeletReservations(it.vcpus, it.memoryMiB, int32(pods.Value())), nil
+	}
+	kube := corev1.ResourceList{corev1.ResourceCPU: resource.Quantity{}, corev1.ResourceMemory: resource.Quantity{}}
+	for name, q := range it.Overhead {
+		switch name {
+		case corev1.ResourceCPU, corev1.ResourceMemory, corev1.ResourceEphemeralStorage:
+			kube[name] = q.DeepCopy()
+		default:
+			return Reservations{}, fmt.Errorf("instance type %s: the catalog file's overhead names %s, which a kubelet cannot reserve "+
+				"(it reserves cpu, memory and ephemeral-storage): remove it from the overhead", it.Name, name)
+		}
+	}
+	return Reservations{KubeReserved: kube, SystemReserved: corev1.ResourceList{corev1.ResourceCPU: resource.Quantity{}, corev1.ResourceMemory: resource.Quantity{}}}, nil
+}
+
 // Allocatable is capacity minus overhead: what pods can request.
 func (it *InstanceType) Allocatable() corev1.ResourceList {
 	return resources.Subtract(it.Capacity, it.Overhead)
 }
 
 // WithMaxPods returns a copy whose pods capacity is n, with AKS's memory
-// reservation recomputed for n (it grows with maxPods from AKS 1.29; see
-// Overhead). A catalog file's explicit overhead is kept as written.
+// reservation recomputed for n (it grows with maxPods; see
+// KubeletReservations). A catalog file's explicit overhead is kept as written.
 func (it *InstanceType) WithMaxPods(n int32) *InstanceType {
 	out := *it
 	out.Capacity = it.Capacity.DeepCopy()
@@ -90,7 +114,7 @@ func (it *InstanceType) WithMaxPods(n int32) *InstanceType {
 	if it.fixedOverhead {
 		out.Overhead = it.Overhead.DeepCopy()
 	} else {
-		out.Overhead = Overhead(it.vcpus, it.memoryMiB, n)
+		out.Overhead = KubeletReservations(it.vcpus, it.memoryMiB, n).Overhead(out.Capacity)
 	}
 	return &out
 }
@@ -222,7 +246,7 @@ func newInstanceType(s compact.SKU, region string, offerings []Offering) *Instan
 		Architecture:      s.Architecture,
 		HyperVGenerations: slices.Clone(s.HyperVGenerations),
 		Capacity:          capacity,
-		Overhead:          Overhead(s.VCPUs, s.MemoryMiB, v1beta1.DefaultMaxPods),
+		Overhead:          KubeletReservations(s.VCPUs, s.MemoryMiB, v1beta1.DefaultMaxPods).Overhead(capacity),
 		Labels: deriveLabels(skuFacts{
 			name: s.Name, architecture: s.Architecture, vcpus: s.VCPUs, memoryMiB: s.MemoryMiB,
 			gpuCount: s.GPUCount, gpuName: s.GPUName, gpuManufacturer: s.GPUManufacturer,

@@ -28,49 +28,65 @@ func TestKubeReservedCPU(t *testing.T) {
 }
 
 func TestKubeReservedMemory(t *testing.T) {
+	// AKS from 1.29: min(20Mi x maxPods + 50Mi, 25% of the VM's memory)
+	// (https://learn.microsoft.com/azure/aks/node-resource-reservations).
 	for _, tc := range []struct {
 		name      string
 		memoryMiB int64
 		maxPods   int32
-		legacy    string
-		perPod    string
+		want      string
 	}{
-		// Legacy values match the Azure provider's own table tests.
-		{"7GiB", 7 * 1024, 110, "1638Mi", "1792Mi"},
-		{"8GiB 30 pods (AKS doc example: 650 MB)", 8 * 1024, 30, "1843Mi", "650Mi"},
-		{"4GiB 70 pods (AKS doc example: capped at 25%)", 4 * 1024, 70, "1024Mi", "1024Mi"},
-		{"16GiB", 16 * 1024, 250, "2662Mi", "4096Mi"},
-		{"64GiB", 64 * 1024, 250, "5611Mi", "5050Mi"},
+		{"8GiB 30 pods (AKS doc example: 650 MB)", 8 * 1024, 30, "650Mi"},
+		{"4GiB 70 pods (AKS doc example: capped at 25%)", 4 * 1024, 70, "1024Mi"},
+		{"7GiB 110 pods", 7 * 1024, 110, "1792Mi"},
+		{"16GiB 250 pods: 25% cap", 16 * 1024, 250, "4096Mi"},
+		{"64GiB 250 pods", 64 * 1024, 250, "5050Mi"},
+		{"256GiB 250 pods", 256 * 1024, 250, "5050Mi"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := catalog.LegacyKubeReservedMemory(tc.memoryMiB); got.Cmp(resource.MustParse(tc.legacy)) != 0 {
-				t.Errorf("legacy = %s, want %s", got.String(), tc.legacy)
-			}
-			if got := catalog.PerPodKubeReservedMemory(tc.memoryMiB, tc.maxPods); got.Cmp(resource.MustParse(tc.perPod)) != 0 {
-				t.Errorf("per-pod = %s, want %s", got.String(), tc.perPod)
+			if got := catalog.KubeReservedMemory(tc.memoryMiB, tc.maxPods); got.Cmp(resource.MustParse(tc.want)) != 0 {
+				t.Errorf("kube-reserved memory = %s, want %s", got.String(), tc.want)
 			}
 		})
 	}
 }
 
-func TestOverheadTakesTheLargerMemoryFormula(t *testing.T) {
+func TestReservationsOverheadAndFlags(t *testing.T) {
+	// A real AKS 1.29 node, 2 vCPUs and 30 max pods, reported ephemeral-storage
+	// capacity 129886128Ki and allocatable 119703055367: nodefs.available<10%
+	// taken as the kubelet computes it (float32 percentage).
+	storage := resource.MustParse("129886128Ki")
 	for _, tc := range []struct {
-		name             string
-		vcpus, memoryMiB int64
-		maxPods          int32
-		wantCPU, wantMem string
+		name                               string
+		vcpus, memoryMiB                   int64
+		maxPods                            int32
+		wantCPU, wantMem, wantKubeReserved string
 	}{
-		{"16GiB at 250 pods: per-pod 4096Mi+100Mi", 4, 16384, 250, "140m", "4196Mi"},
-		{"16GiB at 30 pods: legacy 2662Mi+750Mi", 4, 16384, 30, "140m", "3412Mi"},
-		{"256GiB at 250 pods: legacy 12165Mi+750Mi", 64, 256 * 1024, 250, "740m", "12915Mi"},
+		{"2 vCPU 7GiB 30 pods", 2, 7 * 1024, 30, "100m", "750Mi", "cpu=100m,memory=650Mi"},
+		{"4 vCPU 16GiB 250 pods", 4, 16384, 250, "140m", "4196Mi", "cpu=140m,memory=4096Mi"},
+		{"64 vCPU 256GiB 250 pods", 64, 256 * 1024, 250, "740m", "5150Mi", "cpu=740m,memory=5050Mi"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got := catalog.Overhead(tc.vcpus, tc.memoryMiB, tc.maxPods)
+			r := catalog.KubeletReservations(tc.vcpus, tc.memoryMiB, tc.maxPods)
+			got := r.Overhead(corev1.ResourceList{corev1.ResourceEphemeralStorage: storage})
 			if q := got[corev1.ResourceCPU]; q.Cmp(resource.MustParse(tc.wantCPU)) != 0 {
 				t.Errorf("cpu = %s, want %s", q.String(), tc.wantCPU)
 			}
 			if q := got[corev1.ResourceMemory]; q.Cmp(resource.MustParse(tc.wantMem)) != 0 {
 				t.Errorf("memory = %s, want %s", q.String(), tc.wantMem)
+			}
+			allocatable := storage.DeepCopy()
+			allocatable.Sub(got[corev1.ResourceEphemeralStorage])
+			if allocatable.Value() != 119703055367 {
+				t.Errorf("ephemeral-storage allocatable = %d, want 119703055367", allocatable.Value())
+			}
+			flags := r.KubeletFlags()
+			want := map[string]string{"--kube-reserved": tc.wantKubeReserved, "--system-reserved": "cpu=0,memory=0",
+				"--eviction-hard": "memory.available<100Mi,nodefs.available<10%,nodefs.inodesFree<5%"}
+			for name, value := range want {
+				if flags[name] != value {
+					t.Errorf("%s = %q, want %q", name, flags[name], value)
+				}
 			}
 		})
 	}
@@ -263,7 +279,7 @@ func TestWithMaxPods(t *testing.T) {
 	for _, tc := range []struct {
 		maxPods int32
 		wantMem string
-	}{{30, "3412Mi"}, {110, "3412Mi"}, {200, "4150Mi"}, {250, "4196Mi"}} {
+	}{{30, "750Mi"}, {110, "2350Mi"}, {200, "4150Mi"}, {250, "4196Mi"}} {
 		got := d4.WithMaxPods(tc.maxPods)
 		if q := got.Capacity[corev1.ResourcePods]; q.Value() != int64(tc.maxPods) {
 			t.Errorf("WithMaxPods(%d) pods = %d", tc.maxPods, q.Value())
@@ -431,5 +447,32 @@ func TestHyperVGenerations(t *testing.T) {
 	}
 	if got := strings.Join(f.InstanceTypes[1].HyperVGenerations, ","); got != "V2" {
 		t.Errorf("default generations = %s, want V2", got)
+	}
+}
+
+// A catalog file's capacity is after VM overhead; AKS's reservations are for
+// the size's memory, which the sku-memory label records.
+func TestFileReservationsUseTheSKUMemoryLabel(t *testing.T) {
+	file := func(labels string) string {
+		return `{"region":"eastus","zones":["eastus-1"],"instanceTypes":[{"name":"Standard_D4s_v5","architecture":"amd64",
+			"capacity":{"cpu":"4","memory":"15155Mi","pods":"250"},"labels":{` + labels + `},
+			"offerings":[{"zone":"eastus-1","capacityType":"on-demand","price":0.192}]}]}`
+	}
+	for _, tc := range []struct{ name, labels, wantMemory string }{
+		{"with the label: 25% of 16GiB + 100Mi", `"karpenter.azure.com/sku-memory":"16384"`, "4196Mi"},
+		{"without: 25% of the capacity + 100Mi", ``, "3888Mi"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := catalog.Parse([]byte(file(tc.labels)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if q := c.InstanceTypes[0].Overhead[corev1.ResourceMemory]; q.Cmp(resource.MustParse(tc.wantMemory)) != 0 {
+				t.Errorf("memory overhead = %s, want %s", q.String(), tc.wantMemory)
+			}
+		})
+	}
+	if _, err := catalog.Parse([]byte(file(`"karpenter.azure.com/sku-memory":"lots"`))); err == nil || !strings.Contains(err.Error(), "sku-memory") {
+		t.Errorf("a bad sku-memory label: err = %v, want one naming it", err)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -26,8 +27,11 @@ import (
 //	   "offerings":[{"zone":"eastus-1","capacityType":"on-demand","price":0.192,"available":true}]}]}
 //
 // capacity is taken as the node will report it (cpu and memory required; pods
-// defaults to 250). An absent overhead means "compute AKS's reservations from
-// capacity"; a present one, even {}, is used as given. Labels are derived from
+// defaults to 250). An absent overhead means "compute AKS's reservations"
+// (from the karpenter.azure.com/sku-memory label, the size's memory in MiB,
+// when present, else from capacity); a present one, even {}, is used as given
+// and is what a node's kubelet is told to keep (kube-reserved, no hard
+// eviction thresholds); it may name cpu, memory and ephemeral-storage. Labels are derived from
 // the name and capacity as for the embedded catalog; labels in the file are
 // added on top. available defaults to true. hyperVGenerations lists the VM
 // generations the size boots, as Azure writes them ("V1", "V2"); absent
@@ -139,6 +143,15 @@ func parseInstanceType(region string, zones map[string]bool, f fileInstanceType,
 		vcpus:             (cpu.MilliValue() + 999) / 1000,
 		memoryMiB:         memory.Value() >> 20,
 	}
+	// The reservations are AKS's for the size's memory, which a refreshed
+	// file records in the sku-memory label (capacity is after VM overhead).
+	if skuMemory, ok := f.Labels[LabelSKUMemory]; ok {
+		mib, err := strconv.ParseInt(skuMemory, 10, 64)
+		if err != nil || mib <= 0 {
+			return nil, invalid("labels."+LabelSKUMemory, "is %q; it is the size's memory in MiB, a positive integer, e.g. \"16384\"", skuMemory)
+		}
+		it.memoryMiB = mib
+	}
 	if f.Overhead != nil {
 		if it.Overhead, err = parseResources(*f.Overhead, "overhead", invalid); err != nil {
 			return nil, err
@@ -146,7 +159,7 @@ func parseInstanceType(region string, zones map[string]bool, f fileInstanceType,
 		it.fixedOverhead = true
 	} else {
 		pods := capacity[corev1.ResourcePods]
-		it.Overhead = Overhead(it.vcpus, it.memoryMiB, int32(pods.Value()))
+		it.Overhead = KubeletReservations(it.vcpus, it.memoryMiB, int32(pods.Value())).Overhead(capacity)
 	}
 	gpuCount, manufacturer := gpus(capacity)
 	it.Labels = deriveLabels(skuFacts{

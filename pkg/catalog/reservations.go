@@ -1,53 +1,91 @@
 package catalog
 
 import (
+	"fmt"
 	"math"
+	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 )
 
-// How much of a node AKS keeps for itself.
+// How much of a node AKS keeps for itself, and how it is kept.
 //
-// CPU: kube-reserved follows AKS's regressive table (6% of the first core, 4%
-// of the second, 2% of cores 3-4, 1% above), which gives AKS's published
-// 60/100/140/180/260/420/740 millicores for 1/2/4/8/16/32/64 cores.
+// One value, Reservations, carries a node's kubelet reservations: it is
+// written into the kubelet's flags (--kube-reserved, --system-reserved,
+// --eviction-hard) and it is the Overhead the engine subtracts from
+// Capacity. The kubelet computes its Node's allocatable from those flags as
+// capacity - kube-reserved - system-reserved - hard eviction thresholds
+// (https://kubernetes.io/docs/tasks/administer-cluster/reserve-compute-resources/#node-allocatable),
+// so the plan and the Node agree by construction.
 //
-// Memory has two published formulas:
-//   - legacy (AKS < 1.29, and the model the Azure Karpenter provider still
-//     uses for NAP): regressive kube-reserved (25% of the first 4 GiB, 20% of
-//     the next 4, 10% of the next 8, 6% up to 128 GiB, 2% above) plus a
-//     memory.available<750Mi hard eviction threshold;
-//   - per-pod (AKS >= 1.29): kube-reserved = min(20 MiB × maxPods + 50 MiB,
-//     25% of memory) plus a memory.available<100Mi eviction threshold.
+// The values are what AKS configures on its own Linux nodes from Kubernetes
+// 1.29 (karpfunc bootstraps nodes from 1.30 on), as
+// https://learn.microsoft.com/azure/aks/node-resource-reservations states:
+//   - kube-reserved CPU: AKS's regressive table (6% of the first core, 4% of
+//     the second, 2% of cores 3-4, 1% above), 60/100/140/180/260/420/740
+//     millicores for 1/2/4/8/16/32/64 cores;
+//   - kube-reserved memory: the lesser of 20 MB x max pods + 50 MB and 25% of
+//     the VM's memory. AKS writes it in MiB: a 1.29 node with 30 max pods
+//     reports allocatable exactly 650Mi + 100Mi below capacity;
+//   - hard eviction memory.available<100Mi, with the kubelet's
+//     nodefs.available<10% and nodefs.inodesFree<5% kept;
+//   - no system-reserved (written as cpu=0,memory=0).
 //
-// Which one a node gets depends on the Kubernetes version and on how it was
-// bootstrapped, which a plan cannot know. A scheduler that over-estimates
-// allocatable leaves pods pending on a brand-new node, while one that
-// under-estimates only costs a little headroom, so the overhead we report is
-// the larger of the two. With maxPods 250 the per-pod formula dominates below
-// ~19 GiB (its 25% cap), the legacy one above.
+// The Azure provider (karpenter-provider-azure) still uses AKS's rule from
+// before 1.29: kube-reserved memory 25/20/10/6/2% of the VM's memory and
+// memory.available<750Mi only; docs/reservations.md lists the differences.
 //
-// VM memory overhead: the guest sees less memory than the SKU advertises.
-// Like the Azure provider (vm-memory-overhead-percent, default 0.075) the
-// embedded catalog subtracts 7.5% from capacity, so it is not in Overhead.
+// VM memory overhead: the guest sees less memory than the size advertises.
+// Like the Azure provider (VM_MEMORY_OVERHEAD_PERCENT, default 0.075) the
+// catalog takes 7.5% off a size's memory for the node's capacity, so it is
+// not in Overhead.
 
 const (
 	// VMMemoryOverheadPercent is taken off a SKU's memory to get node capacity.
 	VMMemoryOverheadPercent = 0.075
-	// LegacyEvictionThreshold is AKS's memory.available hard eviction threshold
-	// before 1.29 (and the Azure provider's).
-	LegacyEvictionThreshold = "750Mi"
-	// PerPodEvictionThreshold is AKS's memory.available threshold from 1.29.
-	PerPodEvictionThreshold = "100Mi"
+	// EvictionMemoryAvailable is AKS's memory.available hard eviction
+	// threshold from Kubernetes 1.29.
+	EvictionMemoryAvailable = "100Mi"
+	// EvictionNodeFSAvailablePercent and EvictionNodeFSInodesFreePercent are
+	// the nodefs thresholds AKS's kubelets keep (the kubelet's defaults).
+	EvictionNodeFSAvailablePercent  = 10
+	EvictionNodeFSInodesFreePercent = 5
 )
+
+// Reservations are a node's kubelet reservations.
+type Reservations struct {
+	// KubeReserved and SystemReserved hold cpu and memory.
+	KubeReserved, SystemReserved corev1.ResourceList
+	// MemoryAvailable is the memory.available hard eviction threshold.
+	MemoryAvailable resource.Quantity
+	// NodeFSAvailablePercent and NodeFSInodesFreePercent are the
+	// nodefs.available and nodefs.inodesFree hard eviction thresholds.
+	NodeFSAvailablePercent, NodeFSInodesFreePercent int
+}
+
+// KubeletReservations are AKS's reservations for a VM with vcpus cores and
+// memoryMiB of memory (the size's, before VM overhead) running at most
+// maxPods pods.
+func KubeletReservations(vcpus, memoryMiB int64, maxPods int32) Reservations {
+	return Reservations{
+		KubeReserved: corev1.ResourceList{
+			corev1.ResourceCPU:    KubeReservedCPU(vcpus),
+			corev1.ResourceMemory: KubeReservedMemory(memoryMiB, maxPods),
+		},
+		SystemReserved: corev1.ResourceList{
+			corev1.ResourceCPU:    *resource.NewMilliQuantity(0, resource.DecimalSI),
+			corev1.ResourceMemory: *resource.NewQuantity(0, resource.BinarySI),
+		},
+		MemoryAvailable:         resource.MustParse(EvictionMemoryAvailable),
+		NodeFSAvailablePercent:  EvictionNodeFSAvailablePercent,
+		NodeFSInodesFreePercent: EvictionNodeFSInodesFreePercent,
+	}
+}
 
 type bracket struct{ upTo, rate float64 }
 
-var (
-	cpuBrackets    = []bracket{{1, .06}, {2, .04}, {4, .02}, {math.MaxFloat64, .01}}
-	memoryBrackets = []bracket{{4, .25}, {8, .20}, {16, .10}, {128, .06}, {math.MaxFloat64, .02}}
-)
+var cpuBrackets = []bracket{{1, .06}, {2, .04}, {4, .02}, {math.MaxFloat64, .01}}
 
 func regressive(brackets []bracket, amount float64) float64 {
 	var total, lower float64
@@ -61,37 +99,102 @@ func regressive(brackets []bracket, amount float64) float64 {
 	return total
 }
 
-// KubeReservedCPU is AKS's kube-reserved CPU for a VM with vcpus cores.
+// KubeReservedCPU is AKS's kube-reserved CPU for a VM with vcpus cores,
+// truncated to whole millicores.
 func KubeReservedCPU(vcpus int64) resource.Quantity {
 	return *resource.NewMilliQuantity(int64(1000*regressive(cpuBrackets, float64(vcpus))), resource.DecimalSI)
 }
 
-// LegacyKubeReservedMemory is the pre-1.29 regressive kube-reserved memory,
-// rounded down to whole MiB as AKS writes it.
-func LegacyKubeReservedMemory(memoryMiB int64) resource.Quantity {
-	gib := float64(memoryMiB) / 1024
-	return mebibytes(int64(1024 * regressive(memoryBrackets, gib)))
-}
-
-// PerPodKubeReservedMemory is the AKS >= 1.29 kube-reserved memory for a node
-// running at most maxPods pods.
-func PerPodKubeReservedMemory(memoryMiB int64, maxPods int32) resource.Quantity {
+// KubeReservedMemory is AKS's kube-reserved memory from 1.29 for a VM with
+// memoryMiB running at most maxPods pods: min(20Mi x maxPods + 50Mi, 25%),
+// in whole MiB.
+func KubeReservedMemory(memoryMiB int64, maxPods int32) resource.Quantity {
 	return mebibytes(min(20*int64(maxPods)+50, memoryMiB/4))
 }
 
-// Overhead is what AKS takes from a node before pods: kube-reserved CPU, and
-// the larger of the two memory formulas (kube-reserved + eviction threshold).
-// AKS sets no system-reserved.
-func Overhead(vcpus, memoryMiB int64, maxPods int32) corev1.ResourceList {
-	legacy := LegacyKubeReservedMemory(memoryMiB)
-	legacy.Add(resource.MustParse(LegacyEvictionThreshold))
-	perPod := PerPodKubeReservedMemory(memoryMiB, maxPods)
-	perPod.Add(resource.MustParse(PerPodEvictionThreshold))
-	memory := legacy
-	if perPod.Cmp(legacy) > 0 {
-		memory = perPod
+// Overhead is what the kubelet keeps from pods on a node of capacity:
+// kube-reserved + system-reserved + the hard eviction thresholds, each
+// signal counted against the resource the kubelet counts it against
+// (memory.available against memory, nodefs.available against
+// ephemeral-storage, a percentage of its capacity).
+func (r Reservations) Overhead(capacity corev1.ResourceList) corev1.ResourceList {
+	out := corev1.ResourceList{}
+	for _, list := range []corev1.ResourceList{r.KubeReserved, r.SystemReserved} {
+		for name, q := range list {
+			sum := out[name]
+			sum.Add(q)
+			out[name] = sum
+		}
 	}
-	return corev1.ResourceList{corev1.ResourceCPU: KubeReservedCPU(vcpus), corev1.ResourceMemory: memory}
+	memory := out[corev1.ResourceMemory]
+	memory.Add(r.MemoryAvailable)
+	out[corev1.ResourceMemory] = memory
+	if storage, ok := capacity[corev1.ResourceEphemeralStorage]; ok && r.NodeFSAvailablePercent > 0 {
+		out[corev1.ResourceEphemeralStorage] = percentOf(storage, r.NodeFSAvailablePercent)
+	}
+	return out
+}
+
+// percentOf is percent% of capacity as the kubelet computes a percentage
+// eviction threshold: the percentage parsed as a float32 and divided by
+// 100, times capacity, truncated (kubernetes pkg/kubelet/eviction
+// helpers.go parsePercentage, api/types.go GetThresholdQuantity).
+func percentOf(capacity resource.Quantity, percent int) resource.Quantity {
+	fraction := float32(percent) / 100
+	return *resource.NewQuantity(int64(float64(capacity.Value())*float64(fraction)), resource.BinarySI)
+}
+
+// KubeletFlags are the kubelet flags that set r: --kube-reserved,
+// --system-reserved and --eviction-hard, values as AKS writes them
+// (cpu in millicores, memory in Mi).
+func (r Reservations) KubeletFlags() map[string]string {
+	return map[string]string{
+		"--kube-reserved":   reservedFlag(r.KubeReserved),
+		"--system-reserved": reservedFlag(r.SystemReserved),
+		"--eviction-hard": fmt.Sprintf("memory.available<%s,nodefs.available<%s,nodefs.inodesFree<%s",
+			memoryThreshold(r.MemoryAvailable), thresholdPercent(r.NodeFSAvailablePercent), thresholdPercent(r.NodeFSInodesFreePercent)),
+	}
+}
+
+// reservedFlag writes a --kube-reserved or --system-reserved value: cpu and
+// memory always, ephemeral-storage when reserved.
+func reservedFlag(list corev1.ResourceList) string {
+	cpu, memory := list[corev1.ResourceCPU], list[corev1.ResourceMemory]
+	cpuText := "0"
+	if m := cpu.MilliValue(); m != 0 {
+		cpuText = strconv.FormatInt(m, 10) + "m"
+	}
+	out := "cpu=" + cpuText + ",memory=" + mebibyteString(memory)
+	if storage, ok := list[corev1.ResourceEphemeralStorage]; ok && !storage.IsZero() {
+		out += ",ephemeral-storage=" + mebibyteString(storage)
+	}
+	return out
+}
+
+// thresholdPercent writes a percentage eviction threshold; 0% is the
+// kubelet's way to set none (kubernetes pkg/kubelet/eviction/helpers.go
+// parseThresholdStatement ignores 0% and 100%).
+func thresholdPercent(percent int) string { return strconv.Itoa(percent) + "%" }
+
+// memoryThreshold writes a memory.available threshold; none is 0% (a
+// quantity threshold must be positive).
+func memoryThreshold(q resource.Quantity) string {
+	if q.IsZero() {
+		return thresholdPercent(0)
+	}
+	return mebibyteString(q)
+}
+
+// mebibyteString writes q in Mi when it is whole MiB, else in bytes.
+func mebibyteString(q resource.Quantity) string {
+	switch v := q.Value(); {
+	case v == 0:
+		return "0"
+	case v%(1<<20) == 0:
+		return strconv.FormatInt(v>>20, 10) + "Mi"
+	default:
+		return strconv.FormatInt(v, 10)
+	}
 }
 
 // NodeMemory is the memory a node reports for a SKU with memoryMiB, after

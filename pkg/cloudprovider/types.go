@@ -22,6 +22,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/karpfunc/karpfunc/pkg/apis/v1beta1"
+	"github.com/karpfunc/karpfunc/pkg/catalog"
 )
 
 // Provisioning states of an instance (and of its NIC), as the provider
@@ -60,6 +61,11 @@ type LaunchRequest struct {
 	OSDiskSizeGB int32  // default 128
 	MaxPods      int32
 	SubnetID     string // default: the provider's configured subnet
+	// Reservations are the kubelet's reservations for InstanceType at
+	// MaxPods, the ones the engine subtracted from its capacity
+	// (catalog.InstanceType.Reservations); required: the node's kubelet is
+	// started with them.
+	Reservations *catalog.Reservations
 
 	// Labels and Taints are delivered to the node via its kubelet flags;
 	// so is Kubelet, the AKSNodeClass's kubelet configuration (nil: AKS's

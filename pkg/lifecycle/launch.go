@@ -645,6 +645,14 @@ func (lr *launcher) launchRequest(nc *karpv1.NodeClaim, spec v1beta1.AKSNodeClas
 	if spec.VNETSubnetID != nil {
 		req.SubnetID = *spec.VNETSubnetID
 	}
+	// The kubelet keeps what the engine subtracted when it chose the size;
+	// a type without reservations (a catalog file's overhead naming a
+	// resource no kubelet reserves) is refused by the node bootstrap.
+	if reservations, err := instanceType.WithMaxPods(*spec.MaxPods).Reservations(); err == nil {
+		req.Reservations = &reservations
+	} else {
+		lr.log.Warn("launching a size without kubelet reservations", "nodeclaim", nc.Name, "error", err)
+	}
 	return req
 }
 

@@ -26,6 +26,7 @@ import (
 	"github.com/karpfunc/karpfunc/internal/controlplane"
 	"github.com/karpfunc/karpfunc/internal/testenv"
 	"github.com/karpfunc/karpfunc/pkg/azure"
+	"github.com/karpfunc/karpfunc/pkg/catalog"
 	"github.com/karpfunc/karpfunc/pkg/lifecycle"
 	"github.com/karpfunc/karpfunc/pkg/ownership"
 )
@@ -71,7 +72,7 @@ func start(t *testing.T) *world {
 // then deletes the NodeClaim (it stays, held by the termination finalizer).
 func (w *world) deletingClaim(t *testing.T, ctx context.Context, name string, tgp *metav1.Duration) *corev1.Node {
 	t.Helper()
-	inst, err := w.launcher.Create(ctx, azure.LaunchRequest{Name: name, NodePool: "np", InstanceType: "Standard_D2s_v5"})
+	inst, err := w.launcher.Create(ctx, azure.LaunchRequest{Name: name, NodePool: "np", InstanceType: "Standard_D2s_v5", Reservations: d2Reservations})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -358,6 +359,11 @@ func TestTerminateBlockedEviction(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// d2Reservations are AKS's kubelet reservations for Standard_D2s_v5 (2
+// vCPUs, 8 GiB) at the default 250 pods, for VMs these tests create
+// directly.
+var d2Reservations = ptr(catalog.KubeletReservations(2, 8192, 250))
 
 // terminateAcrossDelete calls Terminate the way the scheduled retries do
 // while the VM's delete is under way. A call that reaches the delete must

@@ -38,12 +38,12 @@ func TestActsOnlyOnItsOwn(t *testing.T) {
 
 	// Another controller's VM and NIC: launched through ARM, then
 	// re-tagged without karpfunc's mark (a PUT may change tags).
-	if _, err := w.launcher.Create(ctx, azure.LaunchRequest{Name: "nap-vm", NodePool: "default", InstanceType: "Standard_D2s_v5"}); err != nil {
+	if _, err := w.launcher.Create(ctx, azure.LaunchRequest{Name: "nap-vm", NodePool: "default", InstanceType: "Standard_D2s_v5", Reservations: d2Reservations}); err != nil {
 		t.Fatal(err)
 	}
 	stripMark(t, ctx, w.arm, "nap-vm")
 	// karpfunc's orphan: a VM no NodeClaim owns.
-	if _, err := w.launcher.Create(ctx, azure.LaunchRequest{Name: "orphan-vm", NodePool: "np", InstanceType: "Standard_D2s_v5"}); err != nil {
+	if _, err := w.launcher.Create(ctx, azure.LaunchRequest{Name: "orphan-vm", NodePool: "np", InstanceType: "Standard_D2s_v5", Reservations: d2Reservations}); err != nil {
 		t.Fatal(err)
 	}
 	// Another controller's NodeClaims: one launched whose VM karpfunc
