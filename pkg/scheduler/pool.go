@@ -127,8 +127,11 @@ func (s *solver) newPools(in Input) {
 		}
 	}
 	nps := slices.DeleteFunc(slices.Clone(in.NodePools), func(np *karpv1.NodePool) bool { return np == nil || np.DeletionTimestamp != nil })
+	// Heaviest first, equal weights by name descending: the order of
+	// Karpenter's utils/nodepool.OrderByWeight, so the same pod gets the
+	// same NodePool as under Karpenter.
 	slices.SortStableFunc(nps, func(a, b *karpv1.NodePool) int {
-		return cmp.Or(-cmp.Compare(ptrOr(a.Spec.Weight, 0), ptrOr(b.Spec.Weight, 0)), cmp.Compare(a.Name, b.Name))
+		return cmp.Or(-cmp.Compare(ptrOr(a.Spec.Weight, 0), ptrOr(b.Spec.Weight, 0)), -cmp.Compare(a.Name, b.Name))
 	})
 	for _, np := range nps {
 		s.pools = append(s.pools, s.newPool(np, classes, in))
