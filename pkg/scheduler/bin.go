@@ -116,33 +116,70 @@ func (s *solver) universe(k *constraint, v *variant) uint64 {
 }
 
 // poolDomains is the part of the universe the NodePools can launch into.
+//
+// Under Honor a pool's domains are those its nodes can be in while
+// meeting the pod's nodeSelector and one of its required node affinity
+// terms (any term, not only the one the variant is at): the nodes
+// kube-scheduler's PodTopologySpread counts, and Karpenter's
+// TopologyNodeFilter. The variant's preferred terms and volume
+// requirements narrow where this pod may go, not which domains the skew
+// is measured over.
 func (s *solver) poolDomains(k *constraint, v *variant) uint64 {
 	var domains uint64
+	filter, keys := s.groupNodeFilter(v.g)
 	for i, pl := range s.pools {
-		vp := s.variantPool(v, i)
+		if k.honorTaints && !v.toleratesPool(pl, i) {
+			continue
+		}
 		if k.ignoreAffinity {
 			// Ignore: a domain counts wherever the pool offers it, whatever
 			// the pod's nodeSelector and required node affinity say
 			// (Kubernetes includes every node; Karpenter's node filter then
 			// passes every NodeClaim). The pool's own requirements still
 			// bound what it can launch.
-			vp = s.poolVariant(pl, scheduling.NewRequirements(), "")
-		}
-		if !vp.ok || (k.honorTaints && !v.toleratesPool(pl, i)) {
+			domains |= s.offeredDomains(k, s.poolVariant(pl, scheduling.NewRequirements(), ""))
 			continue
 		}
-		switch k.c.kind {
-		case keyZone:
-			domains |= vp.offeredZones
-		case keyCapacityType:
-			domains |= vp.offeredCTs
-		case keyCustom:
-			if vp.custom.Has(k.c.key) {
-				domains |= maskOf(s.dom.table(k.c.key), vp.custom.Get(k.c.key))
-			}
+		for j, reqs := range filter {
+			domains |= s.offeredDomains(k, s.poolVariant(pl, reqs, keys[j]))
 		}
 	}
 	return domains
+}
+
+// offeredDomains is the domains of k's key pool variant vp offers (none
+// when vp admits nothing).
+func (s *solver) offeredDomains(k *constraint, vp *poolVariant) uint64 {
+	if !vp.ok {
+		return 0
+	}
+	switch k.c.kind {
+	case keyZone:
+		return vp.offeredZones
+	case keyCapacityType:
+		return vp.offeredCTs
+	case keyCustom:
+		if vp.custom.Has(k.c.key) {
+			return maskOf(s.dom.table(k.c.key), vp.custom.Get(k.c.key))
+		}
+	}
+	return 0
+}
+
+// groupNodeFilter is the group's topology node filter (one requirements
+// set per required node affinity term) and each set's key, built on first
+// use.
+func (s *solver) groupNodeFilter(g *group) ([]scheduling.Requirements, []string) {
+	if g.nodeFilter == nil {
+		g.nodeFilter = topologyNodeFilter(g.pod)
+	}
+	if g.nodeFilterKeys == nil {
+		g.nodeFilterKeys = make([]string, len(g.nodeFilter))
+		for i, reqs := range g.nodeFilter {
+			g.nodeFilterKeys[i] = requirementsKey(reqs)
+		}
+	}
+	return g.nodeFilter, g.nodeFilterKeys
 }
 
 // nodeDomains is the part of the universe existing nodes and in-flight

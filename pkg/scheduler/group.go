@@ -36,6 +36,9 @@ type group struct {
 	// nodeAffinityPolicy Honor count (nodeSelector plus one required
 	// term); computed on first use.
 	nodeFilter []scheduling.Requirements
+	// nodeFilterKeys are nodeFilter's requirements keys (for the pool
+	// variants of each).
+	nodeFilterKeys []string
 	done       bool // no more relaxations
 }
 
