@@ -536,6 +536,11 @@ func (s *solver) topology(b *bin, v *variant, ch *choice, dims []dimension) ([]d
 // applyConstraint narrows masks by rule k on b and reports whether any
 // domain is left.
 func (s *solver) applyConstraint(masks *topologyMasks, b *bin, v *variant, ch *choice, k *constraint) bool {
+	if k.c.kind != keyHostname && k.kind == affinity && b.holdsPending(k.c) {
+		// Pods the affinity targets are on b, in whatever domain b
+		// settles in: the pod is in theirs wherever that is.
+		return true
+	}
 	switch k.c.kind {
 	case keyHostname:
 		return hostAllowed(k, b)
@@ -772,6 +777,17 @@ func (s *solver) record(b *bin, g *group) {
 		}
 		b.pending = kept
 	}
+}
+
+// holdsPending reports whether b holds pods counted for c that wait for
+// b to settle its domain.
+func (b *bin) holdsPending(c *counter) bool {
+	for _, waiting := range b.pending {
+		if waiting.c == c && waiting.n > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // count counts one pod on b for c: in b's domain if settled, in every

@@ -149,14 +149,67 @@ func Solve(in Input) Result {
 	return newSolver(in).solve()
 }
 
+// placePending places one pending pod.
+func (s *solver) placePending(pending pendingPod) bool {
+	s.current, s.prefer = pending.pod, pending.prefer
+	return s.place(pending.g)
+}
+
+// retry tries the pods that found no place again, in rounds, for as long
+// as a round places one, and returns those still unplaced. Placing other
+// pods can only make room scarcer, limits tighter and anti-affinity
+// stricter, but it can meet a pod's required pod affinity (its target
+// was smaller, so placed after it) or raise a spread constraint's
+// minimum domain: pods with such a rule are retried, as Karpenter's
+// scheduler requeues a pod that failed and keeps going while the queue
+// makes progress (sigs.k8s.io/karpenter v1.14.1
+// pkg/controllers/provisioning/scheduling/scheduler.go Solve,
+// queue.go Pop/Push). The others would fail the same way again.
+func (s *solver) retry(failed []pendingPod) []pendingPod {
+	for {
+		var still []pendingPod
+		placed := false
+		for _, pending := range failed {
+			if s.mayPlaceLater(pending.g) && s.placePending(pending) {
+				placed = true
+			} else {
+				still = append(still, pending)
+			}
+		}
+		failed = still
+		if !placed || len(failed) == 0 {
+			return failed
+		}
+	}
+}
+
+// mayPlaceLater reports whether g's pods have a rule other pods' placement
+// can satisfy: required or preferred pod affinity, or topology spread.
+func (s *solver) mayPlaceLater(g *group) bool {
+	variant := s.variantAt(g, 0)
+	if variant == nil {
+		return false
+	}
+	for _, k := range variant.constraints {
+		if k.kind == affinity || k.kind == spread {
+			return true
+		}
+	}
+	return false
+}
+
 // solve places every pending pod, then repairs and reports.
 func (s *solver) solve() Result {
 	var res Result
+	var failed []pendingPod
 	for _, pending := range s.order {
-		s.current, s.prefer = pending.pod, pending.prefer
-		if !s.place(pending.g) {
-			res.Unschedulable = append(res.Unschedulable, Unschedulable{Pod: pending.pod, Reason: s.unplacedReason(pending.g)})
+		if !s.placePending(pending) {
+			failed = append(failed, pending)
 		}
+	}
+	for _, pending := range s.retry(failed) {
+		s.current, s.prefer = pending.pod, pending.prefer
+		res.Unschedulable = append(res.Unschedulable, Unschedulable{Pod: pending.pod, Reason: s.unplacedReason(pending.g)})
 	}
 	if !s.spread {
 		s.repair()
