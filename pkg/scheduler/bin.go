@@ -654,7 +654,7 @@ func (s *solver) fits(b *bin, v *variant, ch *choice) bool {
 	// but do not draw more pods in; if narrowing rules the target out, the
 	// next most efficient option that fits takes over.
 	ch.target = nil
-	if target := b.target; target != nil && valid(target) && !s.packLargest {
+	if target := b.target; target != nil && valid(target) && !s.packLargest && !s.pastTarget {
 		if !fitsSum(b.used, req, target.room) {
 			return false
 		}
