@@ -460,6 +460,9 @@ func (s *solver) existingAdmits(b *bin, v *variant) bool {
 		} else {
 			compatible = s.requirements(b).Compatible(v.reqs) == nil
 		}
+		if compatible && len(v.mustExist) > 0 {
+			_, compatible = s.missingLabel(v.mustExist, s.requirements(b))
+		}
 		if b.compat == nil {
 			b.compat = map[string]bool{}
 		}

@@ -445,6 +445,12 @@ func offerMask(zones, cts uint64) uint64 {
 // variant returns the pool narrowed by pod requirements reqs (key is their
 // text), computing it once.
 func (s *solver) poolVariant(pl *pool, reqs scheduling.Requirements, key string) *poolVariant {
+	return s.poolVariantFor(pl, reqs, key, nil)
+}
+
+// poolVariantFor is poolVariant for requirements that also need the
+// labels mustExist present on the node (key includes them).
+func (s *solver) poolVariantFor(pl *pool, reqs scheduling.Requirements, key string, mustExist []string) *poolVariant {
 	if vp, ok := pl.variants[key]; ok {
 		return vp
 	}
@@ -460,6 +466,11 @@ func (s *solver) poolVariant(pl *pool, reqs scheduling.Requirements, key string)
 	}
 	requirements := copyRequirements(pl.reqs)
 	requirements.Add(reqs.Values()...)
+	if key, ok := s.missingLabel(mustExist, requirements); !ok {
+		vp.why = fmt.Sprintf("NodePool %s: the pod's node selector/affinity needs label %q on the node with a value in %s, which the NodePool does not give its nodes; set it in the NodePool's template labels or requirements",
+			pl.np.Name, key, reqs.Get(key))
+		return vp
+	}
 	vp.reqs = requirements
 	s.narrowDomains(vp, requirements)
 	s.narrowTypes(vp, pl, requirements)
