@@ -146,7 +146,41 @@ type Unschedulable struct {
 // Solve places in.Pods. It never fails: problems with the input become
 // Unschedulable reasons.
 func Solve(in Input) Result {
-	return newSolver(in).solve()
+	res := newSolver(in).solve()
+	if in.Spread || in.PackLargest || len(res.NewNodeClaims) < 2 || len(in.Pods) > smallBatch {
+		return res
+	}
+	// A small batch: the LP that picks the type claims pack to prices
+	// fractions of nodes, and for a handful of pods several small nodes
+	// can look cheaper than one larger node that holds them all with its
+	// single DaemonSet overhead, when they are not. Karpenter's packing
+	// (one claim takes pods while any of its types holds them, and
+	// launches the cheapest that does) finds that node: keep whichever
+	// fleet is cheaper, with no more pods left pending.
+	largest := in
+	largest.PackLargest = true
+	if packed := newSolver(largest).solve(); len(packed.Unschedulable) <= len(res.Unschedulable) && fleetPrice(packed) < fleetPrice(res)-1e-9 {
+		return packed
+	}
+	return res
+}
+
+// smallBatch is the most pending pods for which Solve also tries
+// Karpenter's packing (see Solve): beyond it the LP's fractional nodes
+// are a close estimate of whole ones, and the second solve would cost
+// time for nothing.
+const smallBatch = 100
+
+// fleetPrice is the hourly price of res's new claims, each at its
+// cheapest offering.
+func fleetPrice(res Result) float64 {
+	total := 0.0
+	for _, plan := range res.NewNodeClaims {
+		if _, offering := plan.Cheapest(); offering.Price > 0 {
+			total += offering.Price
+		}
+	}
+	return total
 }
 
 // placePending places one pending pod.
