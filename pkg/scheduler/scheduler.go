@@ -14,6 +14,11 @@
 // Preferences (preferred pod affinity, anti-affinity, node affinity,
 // ScheduleAnyway spread, PreferNoSchedule taints) are required until a pod
 // cannot be placed, then relaxed one at a time in Karpenter's order.
+// A pod with pod affinity or topology spread that finds no place is tried
+// again once the others are placed, as Karpenter requeues it. A label a
+// pod's node selector or affinity needs present is never taken as
+// satisfied by a node without it, even where Karpenter's requirement sets
+// cannot tell the two apart (see presence.go).
 //
 // Speed comes from the design: identical pods form groups whose
 // requirements, compatible instance types (bitsets) and topology counters
