@@ -116,33 +116,70 @@ func (s *solver) universe(k *constraint, v *variant) uint64 {
 }
 
 // poolDomains is the part of the universe the NodePools can launch into.
+//
+// Under Honor a pool's domains are those its nodes can be in while
+// meeting the pod's nodeSelector and one of its required node affinity
+// terms (any term, not only the one the variant is at): the nodes
+// kube-scheduler's PodTopologySpread counts, and Karpenter's
+// TopologyNodeFilter. The variant's preferred terms and volume
+// requirements narrow where this pod may go, not which domains the skew
+// is measured over.
 func (s *solver) poolDomains(k *constraint, v *variant) uint64 {
 	var domains uint64
+	filter, keys := s.groupNodeFilter(v.g)
 	for i, pl := range s.pools {
-		vp := s.variantPool(v, i)
+		if k.honorTaints && !v.toleratesPool(pl, i) {
+			continue
+		}
 		if k.ignoreAffinity {
 			// Ignore: a domain counts wherever the pool offers it, whatever
 			// the pod's nodeSelector and required node affinity say
 			// (Kubernetes includes every node; Karpenter's node filter then
 			// passes every NodeClaim). The pool's own requirements still
 			// bound what it can launch.
-			vp = s.poolVariant(pl, scheduling.NewRequirements(), "")
-		}
-		if !vp.ok || (k.honorTaints && !v.toleratesPool(pl, i)) {
+			domains |= s.offeredDomains(k, s.poolVariant(pl, scheduling.NewRequirements(), ""))
 			continue
 		}
-		switch k.c.kind {
-		case keyZone:
-			domains |= vp.offeredZones
-		case keyCapacityType:
-			domains |= vp.offeredCTs
-		case keyCustom:
-			if vp.custom.Has(k.c.key) {
-				domains |= maskOf(s.dom.table(k.c.key), vp.custom.Get(k.c.key))
-			}
+		for j, reqs := range filter {
+			domains |= s.offeredDomains(k, s.poolVariant(pl, reqs, keys[j]))
 		}
 	}
 	return domains
+}
+
+// offeredDomains is the domains of k's key pool variant vp offers (none
+// when vp admits nothing).
+func (s *solver) offeredDomains(k *constraint, vp *poolVariant) uint64 {
+	if !vp.ok {
+		return 0
+	}
+	switch k.c.kind {
+	case keyZone:
+		return vp.offeredZones
+	case keyCapacityType:
+		return vp.offeredCTs
+	case keyCustom:
+		if vp.custom.Has(k.c.key) {
+			return maskOf(s.dom.table(k.c.key), vp.custom.Get(k.c.key))
+		}
+	}
+	return 0
+}
+
+// groupNodeFilter is the group's topology node filter (one requirements
+// set per required node affinity term) and each set's key, built on first
+// use.
+func (s *solver) groupNodeFilter(g *group) ([]scheduling.Requirements, []string) {
+	if g.nodeFilter == nil {
+		g.nodeFilter = topologyNodeFilter(g.pod)
+	}
+	if g.nodeFilterKeys == nil {
+		g.nodeFilterKeys = make([]string, len(g.nodeFilter))
+		for i, reqs := range g.nodeFilter {
+			g.nodeFilterKeys[i] = requirementsKey(reqs)
+		}
+	}
+	return g.nodeFilter, g.nodeFilterKeys
 }
 
 // nodeDomains is the part of the universe existing nodes and in-flight
@@ -423,6 +460,9 @@ func (s *solver) existingAdmits(b *bin, v *variant) bool {
 		} else {
 			compatible = s.requirements(b).Compatible(v.reqs) == nil
 		}
+		if compatible && len(v.mustExist) > 0 {
+			_, compatible = s.missingLabel(v.mustExist, s.requirements(b))
+		}
 		if b.compat == nil {
 			b.compat = map[string]bool{}
 		}
@@ -499,6 +539,11 @@ func (s *solver) topology(b *bin, v *variant, ch *choice, dims []dimension) ([]d
 // applyConstraint narrows masks by rule k on b and reports whether any
 // domain is left.
 func (s *solver) applyConstraint(masks *topologyMasks, b *bin, v *variant, ch *choice, k *constraint) bool {
+	if k.c.kind != keyHostname && k.kind == affinity && b.holdsPending(k.c) {
+		// Pods the affinity targets are on b, in whatever domain b
+		// settles in: the pod is in theirs wherever that is.
+		return true
+	}
 	switch k.c.kind {
 	case keyHostname:
 		return hostAllowed(k, b)
@@ -612,7 +657,7 @@ func (s *solver) fits(b *bin, v *variant, ch *choice) bool {
 	// but do not draw more pods in; if narrowing rules the target out, the
 	// next most efficient option that fits takes over.
 	ch.target = nil
-	if target := b.target; target != nil && valid(target) && !s.packLargest {
+	if target := b.target; target != nil && valid(target) && !s.packLargest && !s.pastTarget {
 		if !fitsSum(b.used, req, target.room) {
 			return false
 		}
@@ -735,6 +780,17 @@ func (s *solver) record(b *bin, g *group) {
 		}
 		b.pending = kept
 	}
+}
+
+// holdsPending reports whether b holds pods counted for c that wait for
+// b to settle its domain.
+func (b *bin) holdsPending(c *counter) bool {
+	for _, waiting := range b.pending {
+		if waiting.c == c && waiting.n > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // count counts one pod on b for c: in b's domain if settled, in every

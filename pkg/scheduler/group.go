@@ -36,7 +36,10 @@ type group struct {
 	// nodeAffinityPolicy Honor count (nodeSelector plus one required
 	// term); computed on first use.
 	nodeFilter []scheduling.Requirements
-	done       bool // no more relaxations
+	// nodeFilterKeys are nodeFilter's requirements keys (for the pool
+	// variants of each).
+	nodeFilterKeys []string
+	done           bool // no more relaxations
 }
 
 // relaxation says how many soft constraints are dropped, in Karpenter's
@@ -51,9 +54,12 @@ type relaxation struct {
 
 // variant is a group at one relaxation level.
 type variant struct {
-	g           *group
-	relax       relaxation
-	reqs        scheduling.Requirements
+	g     *group
+	relax relaxation
+	reqs  scheduling.Requirements
+	// mustExist are keys reqs admit a missing label for but the pods need
+	// present (see labelPresence); reqsKey includes them.
+	mustExist   []string
 	reqsKey     string
 	tolerations []corev1.Toleration
 	constraints []*constraint
@@ -258,7 +264,12 @@ func (s *solver) newVariant(g *group, r relaxation) *variant {
 	pod := g.pod
 	built := &variant{g: g, relax: r, pools: make([]*poolVariant, len(s.pools)), tolerates: make([]int8, len(s.pools))}
 	built.reqs = variantRequirements(g, r)
-	built.reqsKey = requirementsKey(built.reqs)
+	var conflict string
+	built.mustExist, conflict = labelPresence(g, r, built.reqs)
+	built.reqsKey = requirementsKey(built.reqs) + presenceKey(built.mustExist)
+	if conflict != "" {
+		built.err = conflict
+	}
 	built.tolerations = pod.Spec.Tolerations
 	if r.tolerateSoft {
 		built.tolerations = append(slices.Clone(built.tolerations), corev1.Toleration{Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectPreferNoSchedule})
@@ -388,7 +399,7 @@ func (s *solver) variantPool(v *variant, i int) *poolVariant {
 	if vp := v.pools[i]; vp != nil {
 		return vp
 	}
-	vp := s.poolVariant(s.pools[i], v.reqs, v.reqsKey)
+	vp := s.poolVariantFor(s.pools[i], v.reqs, v.reqsKey, v.mustExist)
 	v.pools[i] = vp
 	return vp
 }

@@ -127,8 +127,11 @@ func (s *solver) newPools(in Input) {
 		}
 	}
 	nps := slices.DeleteFunc(slices.Clone(in.NodePools), func(np *karpv1.NodePool) bool { return np == nil || np.DeletionTimestamp != nil })
+	// Heaviest first, equal weights by name descending: the order of
+	// Karpenter's utils/nodepool.OrderByWeight, so the same pod gets the
+	// same NodePool as under Karpenter.
 	slices.SortStableFunc(nps, func(a, b *karpv1.NodePool) int {
-		return cmp.Or(-cmp.Compare(ptrOr(a.Spec.Weight, 0), ptrOr(b.Spec.Weight, 0)), cmp.Compare(a.Name, b.Name))
+		return cmp.Or(-cmp.Compare(ptrOr(a.Spec.Weight, 0), ptrOr(b.Spec.Weight, 0)), -cmp.Compare(a.Name, b.Name))
 	})
 	for _, np := range nps {
 		s.pools = append(s.pools, s.newPool(np, classes, in))
@@ -334,9 +337,9 @@ type daemon struct {
 }
 
 // daemonsFor lists the DaemonSets whose pods would run on the pool's
-// nodes: they tolerate its taints and their node selector and required
-// affinity admit its requirements. Each type then keeps those whose
-// requirements also admit the type.
+// nodes: they tolerate its taints (as daemonTolerates decides) and their
+// node selector and required affinity admit its requirements. Each type
+// then keeps those whose requirements also admit the type.
 func (s *solver) daemonsFor(pl *pool, in Input) []daemon {
 	var out []daemon
 	for _, ds := range in.DaemonSets {
@@ -344,7 +347,7 @@ func (s *solver) daemonsFor(pl *pool, in Input) []daemon {
 			continue
 		}
 		pod := &corev1.Pod{ObjectMeta: ds.Spec.Template.ObjectMeta, Spec: ds.Spec.Template.Spec}
-		if pl.taints.ToleratesPod(pod) != nil {
+		if !daemonTolerates(pl.taints, &pod.Spec) {
 			continue
 		}
 		var terms []scheduling.Requirements
@@ -358,6 +361,50 @@ func (s *solver) daemonsFor(pl *pool, in Input) []daemon {
 		}
 	}
 	return out
+}
+
+// daemonTolerations are the tolerations the DaemonSet controller adds to
+// every daemon pod (kubernetes pkg/controller/daemon/util/daemonset_util.go,
+// AddOrUpdateDaemonPodTolerations): not-ready and unreachable NoExecute,
+// and the node-condition taints NoSchedule. Host-network pods also
+// tolerate network-unavailable (hostNetworkTolerations).
+var daemonTolerations = []corev1.Toleration{
+	{Key: corev1.TaintNodeNotReady, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute},
+	{Key: corev1.TaintNodeUnreachable, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute},
+	{Key: corev1.TaintNodeDiskPressure, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule},
+	{Key: corev1.TaintNodeMemoryPressure, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule},
+	{Key: corev1.TaintNodePIDPressure, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule},
+	{Key: corev1.TaintNodeUnschedulable, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule},
+}
+
+var hostNetworkTolerations = []corev1.Toleration{
+	{Key: corev1.TaintNodeNetworkUnavailable, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule},
+}
+
+// daemonTolerates reports whether a daemon pod with spec runs on a node
+// with taints. Only NoSchedule and NoExecute taints keep it off: the
+// DaemonSet controller's placement check and kube-scheduler's
+// TaintToleration filter both look at those effects only (kubernetes
+// pkg/controller/daemon/daemon_controller.go predicates, and
+// pkg/scheduler/framework/plugins/tainttoleration/taint_toleration.go
+// Filter with helper.DoNotScheduleTaintsFilterFunc); Karpenter's
+// isDaemonPodCompatible likewise tolerates PreferNoSchedule for daemons.
+// The controller's default tolerations count as the pod's own.
+func daemonTolerates(taints scheduling.Taints, spec *corev1.PodSpec) bool {
+	var binding scheduling.Taints
+	for _, taint := range taints {
+		if taint.Effect == corev1.TaintEffectNoSchedule || taint.Effect == corev1.TaintEffectNoExecute {
+			binding = append(binding, taint)
+		}
+	}
+	if len(binding) == 0 {
+		return true
+	}
+	tolerations := slices.Concat(spec.Tolerations, daemonTolerations)
+	if spec.HostNetwork {
+		tolerations = append(tolerations, hostNetworkTolerations...)
+	}
+	return binding.Tolerates(tolerations) == nil
 }
 
 // requiredTerms are a pod's nodeSelector ANDed with each of its required
@@ -401,6 +448,12 @@ func offerMask(zones, cts uint64) uint64 {
 // variant returns the pool narrowed by pod requirements reqs (key is their
 // text), computing it once.
 func (s *solver) poolVariant(pl *pool, reqs scheduling.Requirements, key string) *poolVariant {
+	return s.poolVariantFor(pl, reqs, key, nil)
+}
+
+// poolVariantFor is poolVariant for requirements that also need the
+// labels mustExist present on the node (key includes them).
+func (s *solver) poolVariantFor(pl *pool, reqs scheduling.Requirements, key string, mustExist []string) *poolVariant {
 	if vp, ok := pl.variants[key]; ok {
 		return vp
 	}
@@ -416,6 +469,11 @@ func (s *solver) poolVariant(pl *pool, reqs scheduling.Requirements, key string)
 	}
 	requirements := copyRequirements(pl.reqs)
 	requirements.Add(reqs.Values()...)
+	if key, ok := s.missingLabel(mustExist, requirements); !ok {
+		vp.why = fmt.Sprintf("NodePool %s: the pod's node selector/affinity needs label %q on the node with a value in %s, which the NodePool does not give its nodes; set it in the NodePool's template labels or requirements",
+			pl.np.Name, key, reqs.Get(key))
+		return vp
+	}
 	vp.reqs = requirements
 	s.narrowDomains(vp, requirements)
 	s.narrowTypes(vp, pl, requirements)

@@ -14,6 +14,11 @@
 // Preferences (preferred pod affinity, anti-affinity, node affinity,
 // ScheduleAnyway spread, PreferNoSchedule taints) are required until a pod
 // cannot be placed, then relaxed one at a time in Karpenter's order.
+// A pod with pod affinity or topology spread that finds no place is tried
+// again once the others are placed, as Karpenter requeues it. A label a
+// pod's node selector or affinity needs present is never taken as
+// satisfied by a node without it, even where Karpenter's requirement sets
+// cannot tell the two apart (see presence.go).
 //
 // Speed comes from the design: identical pods form groups whose
 // requirements, compatible instance types (bitsets) and topology counters
@@ -150,17 +155,104 @@ type Unschedulable struct {
 // Solve places in.Pods. It never fails: problems with the input become
 // Unschedulable reasons.
 func Solve(in Input) Result {
-	return newSolver(in).solve()
+	res := newSolver(in).solve()
+	if in.Spread || in.PackLargest || len(res.NewNodeClaims) < 2 || len(in.Pods) > smallBatch {
+		return res
+	}
+	// A small batch: the LP that picks the type claims pack to prices
+	// fractions of nodes, and for a handful of pods several small nodes
+	// can look cheaper than one larger node that holds them all with its
+	// single DaemonSet overhead, when they are not. Karpenter's packing
+	// (one claim takes pods while any of its types holds them, and
+	// launches the cheapest that does) finds that node: keep whichever
+	// fleet is cheaper, with no more pods left pending.
+	largest := in
+	largest.PackLargest = true
+	if packed := newSolver(largest).solve(); len(packed.Unschedulable) <= len(res.Unschedulable) && fleetPrice(packed) < fleetPrice(res)-1e-9 {
+		return packed
+	}
+	return res
+}
+
+// smallBatch is the most pending pods for which Solve also tries
+// Karpenter's packing (see Solve): beyond it the LP's fractional nodes
+// are a close estimate of whole ones, and the second solve would cost
+// time for nothing.
+const smallBatch = 100
+
+// fleetPrice is the hourly price of res's new claims, each at its
+// cheapest offering.
+func fleetPrice(res Result) float64 {
+	total := 0.0
+	for _, plan := range res.NewNodeClaims {
+		if _, offering := plan.Cheapest(); offering.Price > 0 {
+			total += offering.Price
+		}
+	}
+	return total
+}
+
+// placePending places one pending pod.
+func (s *solver) placePending(pending pendingPod) bool {
+	s.current, s.prefer = pending.pod, pending.prefer
+	return s.place(pending.g)
+}
+
+// retry tries the pods that found no place again, in rounds, for as long
+// as a round places one, and returns those still unplaced. Placing other
+// pods can only make room scarcer, limits tighter and anti-affinity
+// stricter, but it can meet a pod's required pod affinity (its target
+// was smaller, so placed after it) or raise a spread constraint's
+// minimum domain: pods with such a rule are retried, as Karpenter's
+// scheduler requeues a pod that failed and keeps going while the queue
+// makes progress (sigs.k8s.io/karpenter v1.14.1
+// pkg/controllers/provisioning/scheduling/scheduler.go Solve,
+// queue.go Pop/Push). The others would fail the same way again.
+func (s *solver) retry(failed []pendingPod) []pendingPod {
+	for {
+		var still []pendingPod
+		placed := false
+		for _, pending := range failed {
+			if s.mayPlaceLater(pending.g) && s.placePending(pending) {
+				placed = true
+			} else {
+				still = append(still, pending)
+			}
+		}
+		failed = still
+		if !placed || len(failed) == 0 {
+			return failed
+		}
+	}
+}
+
+// mayPlaceLater reports whether g's pods have a rule other pods' placement
+// can satisfy: required or preferred pod affinity, or topology spread.
+func (s *solver) mayPlaceLater(g *group) bool {
+	variant := s.variantAt(g, 0)
+	if variant == nil {
+		return false
+	}
+	for _, k := range variant.constraints {
+		if k.kind == affinity || k.kind == spread {
+			return true
+		}
+	}
+	return false
 }
 
 // solve places every pending pod, then repairs and reports.
 func (s *solver) solve() Result {
 	var res Result
+	var failed []pendingPod
 	for _, pending := range s.order {
-		s.current, s.prefer = pending.pod, pending.prefer
-		if !s.place(pending.g) {
-			res.Unschedulable = append(res.Unschedulable, Unschedulable{Pod: pending.pod, Reason: s.unplacedReason(pending.g)})
+		if !s.placePending(pending) {
+			failed = append(failed, pending)
 		}
+	}
+	for _, pending := range s.retry(failed) {
+		s.current, s.prefer = pending.pod, pending.prefer
+		res.Unschedulable = append(res.Unschedulable, Unschedulable{Pod: pending.pod, Reason: s.unplacedReason(pending.g)})
 	}
 	if !s.spread {
 		s.repair()

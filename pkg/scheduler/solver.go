@@ -49,6 +49,9 @@ type solver struct {
 	spread bool
 	// packLargest: Input.PackLargest.
 	packLargest bool
+	// pastTarget lets a claim take a pod that fits one of its options
+	// but not its target (see growOpen).
+	pastTarget bool
 	// index finds the open bins with room for a pod (see binIndex);
 	// linearScan tries every open bin instead, as the index's tests
 	// compare.
@@ -815,7 +818,21 @@ func (s *solver) placeVariant(v *variant) bool {
 			return true
 		}
 	}
-	return false
+	return s.growOpen(v)
+}
+
+// growOpen puts one pod of v on the first open claim that holds it in
+// any of its options, past the target it packs to: when no new claim can
+// be opened (limits reached, say), a claim grows into the larger options
+// the pool's limits were already charged for, as Karpenter adds a pod to
+// an in-flight NodeClaim while any of its instance types still fits.
+func (s *solver) growOpen(v *variant) bool {
+	if s.packLargest {
+		return false // claims already take pods while any option holds them
+	}
+	s.pastTarget = true
+	defer func() { s.pastTarget = false }()
+	return s.placeOpen(v)
 }
 
 // placeOpen puts one pod of v on the first open bin that takes it, in bin

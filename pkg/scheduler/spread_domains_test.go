@@ -1,0 +1,54 @@
+package scheduler_test
+
+import (
+	"maps"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/karpfunc/karpfunc/pkg/scheduler"
+)
+
+// TestSpreadDomainsFromRequiredTerms: a topology spread constraint counts
+// the domains of the nodes that meet the pod's nodeSelector and required
+// node affinity (nodeAffinityPolicy Honor), never its preferred terms, as
+// kube-scheduler's PodTopologySpread and Karpenter's TopologyNodeFilter
+// do. A preference that names one zone therefore does not make that zone
+// the only domain: once it holds maxSkew more pods than an empty allowed
+// zone, the next pod relaxes the preference and goes elsewhere.
+func TestSpreadDomainsFromRequiredTerms(t *testing.T) {
+	zoneIn := func(zones ...string) corev1.NodeSelectorRequirement {
+		return req(corev1.LabelTopologyZone, corev1.NodeSelectorOpIn, zones...)
+	}
+	for _, tc := range []struct {
+		name     string
+		pods     int
+		required []corev1.NodeSelectorRequirement
+		want     map[string]int
+	}{
+		{name: "a preferred zone and no required term", pods: 2, want: map[string]int{"test-1": 1, "other": 1}},
+		{name: "a preferred zone within two required zones", pods: 2, required: []corev1.NodeSelectorRequirement{zoneIn("test-1", "test-2")}, want: map[string]int{"test-1": 1, "test-2": 1}},
+		{name: "three pods over two required zones", pods: 3, required: []corev1.NodeSelectorRequirement{zoneIn("test-1", "test-2")}, want: map[string]int{"test-1": 2, "test-2": 1}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ps := zonePinnedSpread(tc.pods, corev1.NodeInclusionPolicyHonor, tc.required...)
+			for _, p := range ps {
+				preferNode(p, 50, zoneIn("test-1"))
+			}
+			r := scheduler.Solve(uniformInput(t, ps...))
+			if len(r.Unschedulable) > 0 {
+				t.Fatalf("unschedulable: %+v", r.Unschedulable)
+			}
+			got := map[string]int{}
+			for zone, count := range perDomain(r, corev1.LabelTopologyZone) {
+				if _, named := tc.want[zone]; !named && zone != "?" {
+					zone = "other"
+				}
+				got[zone] += count
+			}
+			if !maps.Equal(got, tc.want) {
+				t.Errorf("pods per zone %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
