@@ -64,7 +64,7 @@ func (c *cloudProvider) IsDrifted(context.Context, *karpv1.NodeClaim) (kcp.Drift
 	return "", nil
 }
 func (c *cloudProvider) RepairPolicies() []kcp.RepairPolicy { return nil }
-func (c *cloudProvider) Name() string                      { return "differential" }
+func (c *cloudProvider) Name() string                       { return "differential" }
 func (c *cloudProvider) GetSupportedNodeClasses() []status.Object {
 	return []status.Object{&v1beta1.AKSNodeClass{}}
 }
