@@ -358,3 +358,12 @@ func (g *gen) constrain(pod *corev1.Pod, app string, groups int) {
 		}
 	}
 }
+
+// daemonSet is a DaemonSet running spec.
+func daemonSet(name string, spec *corev1.PodSpec) *appsv1.DaemonSet {
+	ds := &appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace}}
+	ds.Spec.Selector = &metav1.LabelSelector{MatchLabels: map[string]string{"ds": name}}
+	ds.Spec.Template.Labels = map[string]string{"ds": name}
+	ds.Spec.Template.Spec = *spec
+	return ds
+}
