@@ -179,7 +179,23 @@ func dearerCause(sc *scenario, cat *catalog.Catalog) string {
 			return "dearer/daemonset-overhead"
 		}
 	}
-	return "dearer/other"
+	o, err := run(sc, cat)
+	if err != nil || !o.Comparable {
+		return "dearer/other"
+	}
+	if choices(o.Karpenter) != choices(o.Karpfunc) {
+		return "dearer/nodepool-or-capacity-type-choice"
+	}
+	return "dearer/packing"
+}
+
+// choices are the NodePools and capacity types a plan's new nodes use.
+func choices(p *plan) string {
+	seen := map[string]bool{}
+	for _, n := range p.New {
+		seen[n.Pool+"/"+n.CapacityType] = true
+	}
+	return strings.Join(sortedMapKeys(seen), ",")
 }
 
 func weightOf(np *karpv1.NodePool) int32 {
@@ -368,6 +384,11 @@ func TestDifferential(t *testing.T) {
 		fmt.Fprintf(&summary, "class %s: %d scenarios (first seed %d)\n", class, counts[class], first[class].seed)
 	}
 	t.Log(summary.String())
+	for _, rule := range sortedMapKeys(karpenterWrong) {
+		small := shrinkWhile(generate(karpenterWrongFirst[rule], cat), func(c *scenario) bool { return karpenterBreaks(c, cat, rule) })
+		o, _ := run(small, cat)
+		t.Logf("Karpenter breaks %s; minimal example (from seed %d), not held against karpfunc:\n%s\n%s%s%s", rule, karpenterWrongFirst[rule], render(small), o.Karpenter, o.Karpfunc, describe(o, ""))
+	}
 	for _, class := range sortedMapKeys(counts) {
 		ex := first[class]
 		small := shrink(ex.sc, cat, class)
@@ -432,14 +453,24 @@ func hasClass(sc *scenario, cat *catalog.Catalog, class string) bool {
 	return false
 }
 
+// karpenterBreaks reports whether Karpenter's plan breaks rule.
+func karpenterBreaks(sc *scenario, cat *catalog.Catalog, rule string) bool {
+	o, err := run(sc, cat)
+	return err == nil && slices.ContainsFunc(o.KarpenterViolations, func(v violation) bool { return v.Rule == rule })
+}
+
 // shrink removes pods, nodes, DaemonSets and NodePools one at a time
 // while the scenario still shows class, until nothing more can go.
 func shrink(sc *scenario, cat *catalog.Catalog, class string) *scenario {
+	return shrinkWhile(sc, func(c *scenario) bool { return hasClass(c, cat, class) })
+}
+
+func shrinkWhile(sc *scenario, holds func(*scenario) bool) *scenario {
 	cur := sc.deepCopy()
 	for changed := true; changed; {
 		changed = false
 		for _, cand := range smaller(cur) {
-			if hasClass(cand, cat, class) {
+			if holds(cand) {
 				cur, changed = cand, true
 				break
 			}
