@@ -125,7 +125,7 @@ func classifyViolation(sc *scenario, f *plan, v violation) string {
 			return "spread/counts-pods-on-nodes-its-affinity-excludes"
 		}
 	case "node-affinity":
-		if pod := podByName(sc, v.Pod); pod != nil && usesUndefinedLabel(sc, pod) {
+		if pod := podByName(sc, v.Pod); pod != nil && usesUndefinedLabel(pod) {
 			return "node-affinity/label-the-nodepool-does-not-define"
 		}
 	}
@@ -158,7 +158,7 @@ func classifyPending(sc *scenario, app string) string {
 		return "pending/other"
 	case pod.Spec.Affinity != nil && pod.Spec.Affinity.PodAffinity != nil:
 		return "pending/pod-affinity"
-	case usesUndefinedLabel(sc, pod):
+	case usesUndefinedLabel(pod):
 		return "pending/label-the-nodepool-does-not-define"
 	case slices.ContainsFunc(sc.NodePools, func(np *karpv1.NodePool) bool { return len(np.Spec.Limits) > 0 }):
 		return "pending/nodepool-limits"
@@ -271,7 +271,7 @@ func hasPreferredNodeAffinity(pod *corev1.Pod) bool {
 
 // usesUndefinedLabel: the pod's required terms or preferences name a
 // custom label (not well known).
-func usesUndefinedLabel(_ *scenario, pod *corev1.Pod) bool {
+func usesUndefinedLabel(pod *corev1.Pod) bool {
 	for k := range pod.Spec.NodeSelector {
 		if isCustom(k) {
 			return true

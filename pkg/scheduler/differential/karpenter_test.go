@@ -130,12 +130,12 @@ func runKarpenter(sc *scenario, cat *catalog.Catalog) (*plan, error) {
 	}
 	res = res.TruncateInstanceTypes(ctx, kscheduling.MaxInstanceTypes)
 	for _, nc := range res.NewNodeClaims {
-		var options []string
+		var names []string
 		for _, it := range nc.InstanceTypeOptions {
-			options = append(options, it.Name)
+			names = append(names, it.Name)
 		}
-		sort.Strings(options)
-		out.addNew(cat, nc.NodePoolName, options, nc.Requirements, nc.Pods)
+		sort.Strings(names)
+		out.addNew(cat, nc.NodePoolName, names, nc.Requirements, nc.Pods)
 	}
 	for _, n := range res.ExistingNodes {
 		if len(n.Pods) > 0 {

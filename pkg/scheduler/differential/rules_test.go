@@ -224,10 +224,10 @@ type node struct {
 // there, and the pending pods where the plan puts them.
 type world struct {
 	Nodes []*node
-	// Domains are, per topology key of zone and capacity type, the values
-	// a node could take from some NodePool (their requirements and the
-	// instance types' offerings), which topology spread counts as in
-	// Karpenter: a zone with no node yet is still a domain pods spread to.
+	// Potential are the nodes some NodePool could launch (its
+	// requirements, the instance types' offerings): their zones and
+	// capacity types are spread domains as in Karpenter, so a zone with no
+	// node yet is still a domain pods spread to.
 	Potential []potentialNode
 }
 
@@ -408,11 +408,7 @@ func checkResources(n *node) []violation {
 	var out []violation
 	for _, name := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory, corev1.ResourcePods} {
 		if q, limit := used[name], n.Allocatable[name]; q.Cmp(limit) > 0 {
-			placed := 0
-			for range n.Placed {
-				placed++
-			}
-			if placed == 0 {
+			if len(n.Placed) == 0 {
 				continue // over before the plan: not the plan's doing
 			}
 			out = append(out, violation{Rule: "resources", Node: n.Name, Detail: fmt.Sprintf("%s requested %s > allocatable %s (%d pods incl. daemons)", name, q.String(), limit.String(), len(n.Pods))})
