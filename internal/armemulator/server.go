@@ -110,11 +110,17 @@ type Options struct {
 	// galleries hold (see gallery.go); nil: DefaultGalleryVersions. A VM
 	// create naming another version is refused with GalleryImageNotFound.
 	GalleryVersions []GalleryVersion
+	// Quota is the subscription's vCPU quota (see quota.go); the zero
+	// value limits nothing. Also settable with SetQuota.
+	Quota Quota
 }
 
 // Counters count what the emulator did, for tests.
 type Counters struct {
-	VMCreates, VMDeletes   int
+	VMCreates, VMDeletes int
+	// QuotaRefusals counts VM creates refused for quota (409
+	// OperationNotAllowed).
+	QuotaRefusals          int
 	NICCreates, NICDeletes int
 	// DiskDeletes counts managed disks deleted (with their VM, or alone).
 	DiskDeletes  int
@@ -156,6 +162,7 @@ type Server struct {
 	bootErrors map[string]string
 	eventGrid  EventGrid
 	gallery    []GalleryVersion
+	quota      Quota
 
 	nodes  *nodeWorker
 	cancel context.CancelFunc
@@ -254,6 +261,7 @@ func newServer(opts Options) *Server {
 		server.gallery = DefaultGalleryVersions()
 	}
 	server.counters.Requests = map[Operation]int{}
+	server.SetQuota(opts.Quota)
 	return server
 }
 
