@@ -69,6 +69,11 @@ const (
 	// snapshot.CacheOptions.CheckShared). A diagnostic: it copies the whole
 	// cluster on every pass. The end-to-end tests turn it on.
 	EnvSnapshotCheckShared = "KARPFUNC_SNAPSHOT_CHECK_SHARED"
+	// EnvQuotaAware makes provisioning read the subscription's compute
+	// quota and plan no launch quota would refuse ("true"/"false", default
+	// true; provisioning.Options.Quota). false leaves quota to launch
+	// errors and the unavailable-offerings cache they fill.
+	EnvQuotaAware = "KARPFUNC_QUOTA_AWARE"
 )
 
 // dependencies are built on first use and kept for the life of the process
@@ -177,8 +182,16 @@ func (d *dependencies) get() (*provisioning.Provisioner, *lifecycle.Controller, 
 	clk := clock.RealClock{}
 	rec := decisionRecorder(d.getenv, d.log)
 	unavailable := offerings.NewStore(kube, d.getenv(EnvNamespace), "", clk)
+	quotaAware, err := boolSetting(d.getenv, EnvQuotaAware, true)
+	if err != nil {
+		return nil, nil, err
+	}
+	var usages provisioning.UsageReader
+	if quotaAware {
+		usages = launcher
+	}
 	d.provisioner = provisioning.New(provisioning.Options{Kube: snapKube, Catalog: cat, ClusterName: azOpts.ClusterName, Clock: clk,
-		Logger: d.log, Offerings: unavailable, Namespace: d.getenv(EnvNamespace), Status: statusOpts})
+		Logger: d.log, Offerings: unavailable, Quota: usages, Namespace: d.getenv(EnvNamespace), Status: statusOpts})
 	evictor, err := lifecycle.NewEvictor(restConfig)
 	if err != nil {
 		return nil, nil, err
