@@ -174,6 +174,7 @@ func runOnce(ctx context.Context, root string, s settings, aware bool) (result, 
 	counters := env.ARM.Counters()
 	res.refused, res.creates = counters.QuotaRefusals, counters.VMCreates
 	res.vcpus, res.pricePerHour = fleet(env.ARM.VMs(), env.Catalog)
+	printQuotaEntries(ctx, env)
 	fmt.Printf("  · %d pods Running after %s; %d creates refused for quota\n", res.running, res.tookToRunning.Round(100*time.Millisecond), res.refused)
 	return res, nil
 }
@@ -281,4 +282,19 @@ func fleet(vms []*armcompute.VirtualMachine, cat *catalog.Catalog) (int64, float
 		}
 	}
 	return vcpus, price
+}
+
+// printQuotaEntries prints what refused creates taught the shared
+// unavailable-offerings cache (its quota entries).
+func printQuotaEntries(ctx context.Context, env *localenv.Env) {
+	set, err := offerings.NewStore(env.Kube, localenv.Namespace, "", nil).Load(ctx)
+	if err != nil {
+		fmt.Printf("  · reading the unavailable offerings: %v\n", err)
+		return
+	}
+	for _, entry := range set.Entries() {
+		if strings.Contains(entry.Reason, "Quota") {
+			fmt.Printf("  · cache: %s\n", entry)
+		}
+	}
 }
