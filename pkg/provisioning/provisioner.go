@@ -229,12 +229,18 @@ func (p *Provisioner) Provision(ctx context.Context) (Result, error) {
 		return Result{}, err
 	}
 	ps := &pass{started: started}
-	if ps.headroom = p.headroom(ctx, snap, unavailable.Apply(p.catalog)); ps.headroom != nil {
-		quotaEntries := ps.headroom.Entries(p.catalog, p.clock.Now().Add(time.Minute))
-		ps.quotaSummary = quotaSummary(ps.headroom, p.catalog)
-		unavailable = unavailable.With(quotaEntries...)
+	cat := unavailable.Apply(p.catalog)
+	in := snap.Input(cat, snapshot.Live)
+	// Quota is read only when there is something to place: an idle
+	// cluster costs ARM nothing.
+	if len(in.Pods) > 0 {
+		if ps.headroom = p.headroom(ctx, snap, cat); ps.headroom != nil {
+			if quotaEntries := ps.headroom.Entries(p.catalog, p.clock.Now().Add(time.Minute)); len(quotaEntries) > 0 {
+				ps.quotaSummary = quotaSummary(ps.headroom, p.catalog)
+				in.Catalog = unavailable.With(quotaEntries...).Apply(p.catalog)
+			}
+		}
 	}
-	in := snap.Input(unavailable.Apply(p.catalog), snapshot.Live)
 	ps.res = Result{PendingPods: len(in.Pods)}
 	recordPending(ctx, len(in.Pods))
 	if in.NotReady, err = p.syncStatus(ctx, snap); err != nil {
@@ -242,6 +248,7 @@ func (p *Provisioner) Provision(ctx context.Context) (Result, error) {
 	}
 	if len(in.Pods) > 0 {
 		p.placePending(ctx, ps, snap, in, view)
+		p.writeQuotaStatus(ctx, ps, snap)
 	}
 	if ps.outOfTime != nil {
 		return ps.res, ps.outOfTime // the solve's NodeClaims were not created
@@ -308,7 +315,6 @@ func (p *Provisioner) placePending(ctx context.Context, ps *pass, snap *snapshot
 		}
 	}
 	p.createPlanned(ctx, ps, snap, plans, view)
-	p.writeQuotaStatus(ctx, ps, snap)
 }
 
 // createPlanned creates the NodeClaims plans ask for, adds them to snap,
