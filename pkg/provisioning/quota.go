@@ -39,8 +39,11 @@ type quotaCache struct {
 	usage  offerings.Usage
 	ok     bool
 	// failing is set after a read failed and cleared by the next that
-	// succeeds: the failure is logged once, not once per pass.
-	failing bool
+	// succeeds: the failure is logged once, not once per pass. failedAt
+	// is the last failure: the next read waits the TTL, so a throttled or
+	// forbidden API is not asked on every pass.
+	failing  bool
+	failedAt time.Time
 }
 
 // headroom returns the quota left for a pass over snap, or nil when quota
@@ -54,6 +57,9 @@ func (p *Provisioner) headroom(ctx context.Context, snap *snapshot.Cluster, cat 
 	now := p.clock.Now()
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.failing && now.Sub(c.failedAt) < c.ttl {
+		return nil
+	}
 	if !c.ok || now.Sub(c.usage.Read) >= c.ttl {
 		usage, err := c.reader.ReadUsage(ctx)
 		if err != nil {
@@ -61,7 +67,7 @@ func (p *Provisioner) headroom(ctx context.Context, snap *snapshot.Cluster, cat 
 				p.log.Warn("reading the subscription's compute quota failed; provisioning goes on without quota awareness, on launch errors alone, until a read succeeds",
 					"error", err)
 			}
-			c.failing, c.ok = true, false
+			c.failing, c.ok, c.failedAt = true, false, now
 			recordQuotaReadFailure(ctx)
 			return nil
 		}

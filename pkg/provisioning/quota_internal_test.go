@@ -1,16 +1,25 @@
 package provisioning
 
 import (
+	"bytes"
+	"context"
+	"log/slog"
+	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	clocktesting "k8s.io/utils/clock/testing"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 	"sigs.k8s.io/karpenter/pkg/scheduling"
 
+	"github.com/karpfunc/karpfunc/internal/armemulator"
+	"github.com/karpfunc/karpfunc/internal/testenv"
 	"github.com/karpfunc/karpfunc/pkg/catalog"
 	"github.com/karpfunc/karpfunc/pkg/offerings"
 	"github.com/karpfunc/karpfunc/pkg/scheduler"
+	"github.com/karpfunc/karpfunc/pkg/snapshot"
 )
 
 // TestFitQuota: plans are charged in order against quota; a plan whose
@@ -65,5 +74,42 @@ func TestFitQuota(t *testing.T) {
 	short, ok := refused[plans[4]]
 	if len(refused) != 1 || !ok || short.Quota == "" || short.Left != 0 || short.Needed != 4 {
 		t.Errorf("refused %v; want the last plan, with its cheapest offering's shortfall (0 left, 4 needed)", refused)
+	}
+}
+
+// TestHeadroomReadFailure: with the usages API refusing, a pass gets no
+// headroom (it goes on without quota awareness), the failure is logged
+// once over many passes, the API is asked again only after the TTL, and
+// quota awareness comes back with the first read that works.
+func TestHeadroomReadFailure(t *testing.T) {
+	arm, launcher := testenv.ARM(t)
+	arm.Faults().Add(armemulator.Rule{Operation: armemulator.OpListUsages, Code: "AuthorizationFailed", StatusCode: 403, Count: 2})
+	clk := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	var logs bytes.Buffer
+	p := New(Options{Quota: launcher, QuotaTTL: 10 * time.Second, Clock: clk, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	snap, cat := &snapshot.Cluster{}, &catalog.Catalog{}
+	ctx := context.Background()
+	for range 5 {
+		if h := p.headroom(ctx, snap, cat); h != nil {
+			t.Fatalf("headroom with the usages API refusing: %+v", h)
+		}
+		clk.Step(time.Second)
+	}
+	if asked := arm.Counters().Requests[armemulator.OpListUsages]; asked != 1 {
+		t.Errorf("usages asked %d times within the TTL; want 1", asked)
+	}
+	clk.Step(10 * time.Second)
+	if h := p.headroom(ctx, snap, cat); h != nil {
+		t.Fatalf("headroom after the TTL, the API still refusing: %+v", h)
+	}
+	clk.Step(10 * time.Second)
+	if h := p.headroom(ctx, snap, cat); h == nil {
+		t.Fatalf("no headroom once the usages API answers")
+	}
+	if n := strings.Count(logs.String(), "provisioning goes on without quota awareness"); n != 1 {
+		t.Errorf("the failure logged %d times; want once:\n%s", n, logs.String())
+	}
+	if !strings.Contains(logs.String(), "provisioning is quota-aware") {
+		t.Errorf("the recovery is not logged:\n%s", logs.String())
 	}
 }
