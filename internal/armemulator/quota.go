@@ -47,10 +47,13 @@ func (s *Server) SetQuota(q Quota) {
 }
 
 // quotaUse is the vCPUs in use: by family and regional for regular VMs,
-// spot for spot VMs. Spot VMs count only against the low-priority quota
-// (Learn, "Use Azure Spot Virtual Machines", Quota: "Azure Spot Virtual
-// Machines have a separate quota ... based on vCPUs", and regular family
-// and regional quotas do not apply).
+// spot for spot VMs. Regular VMs count against two tiers, the Total
+// Regional vCPUs and their family's vCPUs; spot VMs against the separate
+// spot (low-priority) vCPU quota only (Learn, "Check vCPU quotas",
+// https://learn.microsoft.com/azure/virtual-machines/quotas; the Azure
+// provider likewise reads a LowPriorityCores refusal as all spot and
+// nothing else: pkg/providers/instance/offerings/commonerrorhandlers.go:40-65
+// @352646f5).
 type quotaUse struct {
 	families map[string]int64
 	regional int64
