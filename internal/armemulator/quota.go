@@ -52,7 +52,7 @@ func (s *Server) SetQuota(q Quota) {
 // spot (low-priority) vCPU quota only (Learn, "Check vCPU quotas",
 // https://learn.microsoft.com/azure/virtual-machines/quotas; the Azure
 // provider likewise reads a LowPriorityCores refusal as all spot and
-// nothing else: pkg/providers/instance/offerings/commonerrorhandlers.go:40-65
+// nothing else: pkg/providers/instance/offerings/commonerrorhandlers.go:143-158
 // @352646f5).
 type quotaUse struct {
 	families map[string]int64

@@ -128,8 +128,10 @@ func capacityScope(base cloudprovider.Unavailable, code string) cloudprovider.Un
 // the message has them. A family quota whose limit is 0 stays marked for
 // SubscriptionQuotaTTL, one with room for SubscriptionQuotaWithRoomTTL
 // (usage changes as nodes go), as the Azure provider times them
-// (pkg/providers/instance/offerings/commonerrorhandlers.go:143-186
-// @352646f5); without figures SubscriptionQuotaTTL.
+// (pkg/providers/instance/offerings/commonerrorhandlers.go:40-55,159-186
+// @352646f5). Without figures it is SubscriptionQuotaTTL, where the
+// provider takes 10 minutes: a message that does not say the limit is
+// not taken as room.
 func quotaScope(err error, offering offeringOf) cloudprovider.Unavailable {
 	numbers, known := QuotaNumbersOf(err)
 	reason := func(name string) string {
