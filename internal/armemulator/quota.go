@@ -39,8 +39,10 @@ func (s *Server) SetQuota(q Quota) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	families := make(map[string]int64, len(q.Families))
+	s.quotaNames = make(map[string]string, len(q.Families))
 	for family, limit := range q.Families {
 		families[strings.ToLower(family)] = limit
+		s.quotaNames[strings.ToLower(family)] = family
 	}
 	q.Families = families
 	s.quota = q
@@ -182,6 +184,10 @@ func (s *Server) listUsages(w http.ResponseWriter, r *http.Request, sub, locatio
 	s.settleLocked()
 	use := s.usageLocked(sub, location)
 	q := s.quota
+	families := map[string]string{} // lower -> as the SKU list or the test spells it
+	for lower, name := range s.quotaNames {
+		families[lower] = name
+	}
 	s.mu.Unlock()
 	const unlimited = 100000
 	limitOr := func(limit int64) int64 {
@@ -198,15 +204,9 @@ func (s *Server) listUsages(w http.ResponseWriter, r *http.Request, sub, locatio
 		usage(usageRegional, "Total Regional vCPUs", use.regional, limitOr(q.Regional)),
 		usage(usageSpot, "Total Regional Spot vCPUs", use.spot, limitOr(q.Spot)),
 	}}
-	families := map[string]string{} // lower -> as the SKU list spells it
 	for _, rs := range s.opts.SKUs {
 		if rs != nil && deref(rs.Family) != "" {
 			families[strings.ToLower(deref(rs.Family))] = deref(rs.Family)
-		}
-	}
-	for family := range q.Families {
-		if _, ok := families[family]; !ok {
-			families[family] = family
 		}
 	}
 	keys := make([]string, 0, len(families))

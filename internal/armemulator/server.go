@@ -163,6 +163,7 @@ type Server struct {
 	eventGrid  EventGrid
 	gallery    []GalleryVersion
 	quota      Quota
+	quotaNames map[string]string // quota.Families' keys (lower case) as set
 
 	nodes  *nodeWorker
 	cancel context.CancelFunc
