@@ -77,6 +77,11 @@ const (
 	// (pkg/maintenance). Unset: maintenance windows are not read and drift
 	// replaces nodes at any time, which the handler logs once.
 	EnvClusterResourceID = "KARPFUNC_CLUSTER_RESOURCE_ID"
+	// EnvQuotaAware makes provisioning read the subscription's compute
+	// quota and plan no launch quota would refuse ("true"/"false", default
+	// true; provisioning.Options.Quota). false leaves quota to launch
+	// errors and the unavailable-offerings cache they fill.
+	EnvQuotaAware = "KARPFUNC_QUOTA_AWARE"
 )
 
 // dependencies are built on first use and kept for the life of the process
@@ -189,7 +194,7 @@ func (d *dependencies) get() (*provisioning.Provisioner, *lifecycle.Controller, 
 	rec := decisionRecorder(d.getenv, d.log)
 	unavailable := offerings.NewStore(kube, d.getenv(EnvNamespace), "", clk)
 	d.provisioner = provisioning.New(provisioning.Options{Kube: snapKube, Catalog: cat, ClusterName: azOpts.ClusterName, Clock: clk,
-		Logger: d.log, Offerings: unavailable, Namespace: d.getenv(EnvNamespace), Status: statusOpts, DefaultMaxPods: maxPods})
+		Logger: d.log, Offerings: unavailable, Quota: quotaReader(waits.quotaAware, launcher), Namespace: d.getenv(EnvNamespace), Status: statusOpts, DefaultMaxPods: maxPods})
 	evictor, err := lifecycle.NewEvictor(restConfig)
 	if err != nil {
 		return nil, nil, err
@@ -370,16 +375,30 @@ func boolSetting(getenv func(string) string, name string, def bool) (bool, error
 	return enabled, nil
 }
 
-// waitSettings are the app settings that say how long to wait.
-type waitSettings struct {
-	gcGrace, launchCheck, notice time.Duration
+// quotaReader is what provisioning reads the subscription's quota
+// through: the launcher, or nil (no quota awareness) when aware is false.
+func quotaReader(aware bool, launcher *azure.Launcher) provisioning.UsageReader {
+	if !aware {
+		return nil
+	}
+	return launcher
 }
 
-// waits reads KARPFUNC_GC_GRACE_PERIOD, KARPFUNC_LAUNCH_CHECK_INTERVAL
-// and KARPFUNC_SPOT_NOTICE.
+// waitSettings are the app settings that say how long to wait, and
+// whether provisioning reads the subscription's quota.
+type waitSettings struct {
+	gcGrace, launchCheck, notice time.Duration
+	quotaAware                   bool
+}
+
+// waits reads KARPFUNC_GC_GRACE_PERIOD, KARPFUNC_LAUNCH_CHECK_INTERVAL,
+// KARPFUNC_SPOT_NOTICE and KARPFUNC_QUOTA_AWARE.
 func (d *dependencies) waits() (waitSettings, error) {
 	var waits waitSettings
 	var err error
+	if waits.quotaAware, err = boolSetting(d.getenv, EnvQuotaAware, true); err != nil {
+		return waits, err
+	}
 	if waits.gcGrace, err = d.duration(EnvGCGracePeriod, lifecycle.DefaultGCGracePeriod); err != nil {
 		return waits, err
 	}

@@ -126,3 +126,35 @@ func settingRefused(t *testing.T, err error, wantErr string) bool {
 	}
 	return false
 }
+
+// TestQuotaAwareSetting: KARPFUNC_QUOTA_AWARE defaults to on, reads
+// true/false, and a value that is neither is refused by name.
+func TestQuotaAwareSetting(t *testing.T) {
+	for _, c := range []struct {
+		value   string
+		want    bool
+		wantErr string
+	}{
+		{"", true, ""},
+		{"false", false, ""},
+		{"true", true, ""},
+		{"off", false, `app setting KARPFUNC_QUOTA_AWARE="off" is not true or false`},
+	} {
+		d := newDependencies(func(name string) string {
+			if name == EnvQuotaAware {
+				return c.value
+			}
+			return ""
+		}, nil)
+		waits, err := d.waits()
+		if c.wantErr != "" {
+			if err == nil || err.Error() != c.wantErr {
+				t.Errorf("%q: error %v; want %q", c.value, err, c.wantErr)
+			}
+			continue
+		}
+		if err != nil || waits.quotaAware != c.want {
+			t.Errorf("%q: quota aware %t, %v; want %t", c.value, waits.quotaAware, err, c.want)
+		}
+	}
+}

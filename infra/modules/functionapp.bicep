@@ -126,6 +126,10 @@ resource settings 'Microsoft.Web/sites/config@2024-04-01' = {
     // Rebalancing consolidation (beyond Karpenter: several replacements
     // per command), off by default.
     KARPFUNC_REBALANCE_CONSOLIDATION: 'false'
+    // Provisioning reads the subscription's compute quota (the usages
+    // API) and plans no launch it would refuse; 'false' leaves quota to
+    // launch errors alone.
+    KARPFUNC_QUOTA_AWARE: 'true'
     // Ask the API server for gzip (client-go's default): measured
     // cheaper than uncompressed for the cold pass's LISTs (README, "The
     // cold pass"); 'false' to measure a cluster where it may differ.

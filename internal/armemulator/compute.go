@@ -148,6 +148,12 @@ func (s *Server) putVM(w http.ResponseWriter, r *http.Request, sub, rg, name str
 		writeRefusal(w, ref)
 		return
 	}
+	if ref := s.checkQuotaLocked(sub, location, sku, &vm); !ref.ok() {
+		s.counters.QuotaRefusals++
+		s.log.Info("VM create refused: quota", "name", name, "sku", sku)
+		writeRefusal(w, ref)
+		return
+	}
 	diskName := osDiskName(&vm, name)
 	if ref := s.checkOSDiskLocked(sub, rg, diskName); !ref.ok() {
 		writeRefusal(w, ref)

@@ -24,6 +24,7 @@ const (
 	OpDeleteDisk   Operation = "DeleteDisk"
 	OpListDisks    Operation = "ListDisks"
 	OpListSKUs     Operation = "ListSKUs"
+	OpListUsages   Operation = "ListUsages"
 	OpGetOperation Operation = "GetOperation"
 
 	OpGetLoadBalancer    Operation = "GetLoadBalancer"

@@ -70,6 +70,9 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request, seg []string) boo
 	// /subscriptions/{sub}/providers/Microsoft.Compute/skus
 	case isSKUList(seg) && r.Method == http.MethodGet:
 		s.listSKUs(w, r, sub)
+	// /subscriptions/{sub}/providers/Microsoft.Compute/locations/{loc}/usages
+	case isUsages(seg) && r.Method == http.MethodGet:
+		s.listUsages(w, r, sub, seg[5])
 	// /subscriptions/{sub}/providers/Microsoft.Compute/locations/{loc}/communityGalleries/{gallery}/images/{definition}/versions
 	case isGalleryVersions(seg) && r.Method == http.MethodGet:
 		s.listGalleryVersions(w, r, sub, seg[5], seg[7], seg[9])
@@ -159,6 +162,8 @@ func resourceType(seg []string) string {
 	switch {
 	case isSKUList(seg):
 		return "skus"
+	case isUsages(seg):
+		return "usages"
 	case isOperation(seg):
 		return "operations"
 	case isGalleryVersions(seg):

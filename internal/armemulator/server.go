@@ -121,11 +121,17 @@ type Options struct {
 	// configurations are served (see maintenance.go); another cluster is
 	// ResourceNotFound. Empty serves any cluster.
 	ManagedClusters []string
+	// Quota is the subscription's vCPU quota (see quota.go); the zero
+	// value limits nothing. Also settable with SetQuota.
+	Quota Quota
 }
 
 // Counters count what the emulator did, for tests.
 type Counters struct {
-	VMCreates, VMDeletes   int
+	VMCreates, VMDeletes int
+	// QuotaRefusals counts VM creates refused for quota (409
+	// OperationNotAllowed).
+	QuotaRefusals          int
 	NICCreates, NICDeletes int
 	// DiskDeletes counts managed disks deleted (with their VM, or alone).
 	DiskDeletes  int
@@ -170,6 +176,8 @@ type Server struct {
 	// maintenance: maintenance configurations by cluster resourceKey,
 	// then lower-case name (made on the first PUT).
 	maintenance map[string]map[string]*armcontainerservice.MaintenanceConfiguration
+	quota       Quota
+	quotaNames  map[string]string // quota.Families' keys (lower case) as set
 
 	nodes  *nodeWorker
 	cancel context.CancelFunc
@@ -268,6 +276,7 @@ func newServer(opts Options) *Server {
 		server.gallery = DefaultGalleryVersions()
 	}
 	server.counters.Requests = map[Operation]int{}
+	server.SetQuota(opts.Quota)
 	return server
 }
 

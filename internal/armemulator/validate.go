@@ -66,6 +66,7 @@ func badParameter(target, format string, args ...any) refusal {
 var apiVersions = map[string][]string{
 	"virtualMachines":       {"2026-04-01"}, // armcompute/v8
 	"skus":                  {"2021-07-01"}, // armcompute/v8 ResourceSKUsClient
+	"usages":                {"2026-04-01"}, // armcompute/v8 UsageClient (usage_client.go)
 	"networkInterfaces":     {"2025-05-01"}, // armnetwork/v9
 	"loadBalancers":         {"2025-05-01"}, // armnetwork/v9
 	"networkSecurityGroups": {"2025-05-01"}, // armnetwork/v9

@@ -7,12 +7,16 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/compute/armcompute/v8"
 
 	"github.com/karpfunc/karpfunc/pkg/catalog"
+	"github.com/karpfunc/karpfunc/pkg/offerings"
 )
 
 // ResourceSKUs turns a catalog into the Resource SKU records ARM would list
 // for its region, so the emulator offers exactly the catalog's sizes, in
 // their zones, with the capabilities ARM checks a VM against (vCPUs,
-// memory, Hyper-V generations, CPU architecture).
+// memory, Hyper-V generations, CPU architecture) and the quota family
+// (the SKU API's family field, which the emulator's quota counts by). The
+// catalog does not keep Azure's family name, so it is derived from the
+// size name by the rule the usages API's names follow (offerings.QuotaFamily).
 func ResourceSKUs(cat *catalog.Catalog) []*armcompute.ResourceSKU {
 	out := make([]*armcompute.ResourceSKU, 0, len(cat.InstanceTypes))
 	for _, it := range cat.InstanceTypes {
@@ -37,7 +41,7 @@ func ResourceSKUs(cat *catalog.Catalog) []*armcompute.ResourceSKU {
 			return &armcompute.ResourceSKUCapabilities{Name: to(name), Value: to(value)}
 		}
 		out = append(out, &armcompute.ResourceSKU{
-			Name: to(it.Name), ResourceType: to("virtualMachines"), Tier: to("Standard"),
+			Name: to(it.Name), ResourceType: to("virtualMachines"), Tier: to("Standard"), Family: to(offerings.QuotaFamily(it.Name)),
 			Locations: []*string{to(cat.Region)}, LocationInfo: []*armcompute.ResourceSKULocationInfo{info},
 			Capabilities: []*armcompute.ResourceSKUCapabilities{
 				capability("vCPUs", strconv.FormatInt(it.Capacity.Cpu().Value(), 10)),

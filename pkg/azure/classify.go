@@ -122,22 +122,42 @@ func capacityScope(base cloudprovider.Unavailable, code string) cloudprovider.Un
 	return base
 }
 
-// quotaScope is what quota error err marks.
+// quotaScope is what quota error err marks: spot quota every spot
+// offering, regional quota every offering of the capacity type, a family's
+// quota every size of the family. The reason carries ARM's figures when
+// the message has them. A family quota whose limit is 0 stays marked for
+// SubscriptionQuotaTTL, one with room for SubscriptionQuotaWithRoomTTL
+// (usage changes as nodes go), as the Azure provider times them
+// (pkg/providers/instance/offerings/commonerrorhandlers.go:40-55,159-186
+// @352646f5). Without figures it is SubscriptionQuotaTTL, where the
+// provider takes 10 minutes: a message that does not say the limit is
+// not taken as room.
 func quotaScope(err error, offering offeringOf) cloudprovider.Unavailable {
+	numbers, known := QuotaNumbersOf(err)
+	reason := func(name string) string {
+		if known {
+			return name + " (" + numbers.String() + ")"
+		}
+		return name
+	}
 	switch QuotaScope(err) {
 	case QuotaScopeLowPriority:
-		return cloudprovider.Unavailable{CapacityType: CapacityTypeSpot, Reason: "LowPriorityQuota", TTL: offerings.SubscriptionQuotaTTL}
+		return cloudprovider.Unavailable{CapacityType: CapacityTypeSpot, Reason: reason("LowPriorityQuota"), TTL: offerings.SubscriptionQuotaTTL}
 	case QuotaScopeRegional:
-		return cloudprovider.Unavailable{CapacityType: offering.capacityType, Reason: "RegionalQuota", TTL: offerings.RegionalQuotaTTL}
+		return cloudprovider.Unavailable{CapacityType: offering.capacityType, Reason: reason("RegionalQuota"), TTL: offerings.RegionalQuotaTTL}
+	}
+	ttl := offerings.SubscriptionQuotaTTL
+	if known && numbers.Limit > 0 {
+		ttl = offerings.SubscriptionQuotaWithRoomTTL
 	}
 	family := quotaFamilyInMessage(err)
 	if family == "" {
 		family = offerings.QuotaFamily(offering.instanceType)
 	}
 	if family == "" {
-		return cloudprovider.Unavailable{CapacityType: offering.capacityType, InstanceType: offering.instanceType, Reason: "FamilyQuota", TTL: offerings.SubscriptionQuotaTTL}
+		return cloudprovider.Unavailable{CapacityType: offering.capacityType, InstanceType: offering.instanceType, Reason: reason("FamilyQuota"), TTL: ttl}
 	}
-	return cloudprovider.Unavailable{CapacityType: offering.capacityType, Family: family, Reason: "FamilyQuota", TTL: offerings.SubscriptionQuotaTTL}
+	return cloudprovider.Unavailable{CapacityType: offering.capacityType, Family: family, Reason: reason("FamilyQuota " + family), TTL: ttl}
 }
 
 var quotaFamilyRE = regexp.MustCompile(`(?i)\b(standard[A-Za-z0-9]*Family)\b`)

@@ -45,6 +45,10 @@ func TestClassifyCreate(t *testing.T) {
 			[]cloudprovider.Unavailable{{CapacityType: "spot", TTL: offerings.SubscriptionQuotaTTL}}, ""},
 		{"family quota: the family named in the message", arm(409, "OperationNotAllowed", "exceeding approved standardDSv5Family Cores quota"), od, capacity,
 			[]cloudprovider.Unavailable{{CapacityType: "on-demand", Family: "standardDSv5Family", TTL: offerings.SubscriptionQuotaTTL}}, ""},
+		{"family quota with ARM's figures: the family, 10m", arm(409, "OperationNotAllowed", "Operation could not be completed as it results in exceeding approved standardDASv5Family Cores quota. Additional details - Deployment Model: Resource Manager, Location: eastus, Current Limit: 100, Current Usage: 96, Additional Required: 64, (Minimum) New Limit Required: 160."), od, capacity,
+			[]cloudprovider.Unavailable{{CapacityType: "on-demand", Family: "standardDASv5Family", TTL: offerings.SubscriptionQuotaWithRoomTTL}}, ""},
+		{"family quota of limit 0: 1h", arm(409, "OperationNotAllowed", "exceeding approved standardDSv5Family Cores quota. Additional details - Deployment Model: Resource Manager, Location: eastus, Current Limit: 0, Current Usage: 0, Additional Required: 4,"), od, capacity,
+			[]cloudprovider.Unavailable{{CapacityType: "on-demand", Family: "standardDSv5Family", TTL: offerings.SubscriptionQuotaTTL}}, ""},
 		{"regional quota: all on-demand", arm(409, "OperationNotAllowed", "exceeding approved Total Regional Cores quota"), od, capacity,
 			[]cloudprovider.Unavailable{{CapacityType: "on-demand", TTL: offerings.RegionalQuotaTTL}}, ""},
 		{"QuotaExceeded code without a family: the size's family", arm(409, "QuotaExceeded", "no"), od, capacity,
@@ -110,5 +114,24 @@ func TestClassifyRead(t *testing.T) {
 	slow := &ARMError{StatusCode: 429, Code: CodeTooManyRequests, RetryAfter: 7 * time.Second}
 	if err := classifyRead(slow, false); !cloudprovider.IsThrottled(err) || cloudprovider.RetryAfter(err) != 7*time.Second {
 		t.Errorf("429 = %v (retry after %s), want throttled for 7s", err, cloudprovider.RetryAfter(err))
+	}
+}
+
+// TestQuotaNumbers: ARM's figures are read from the messages that carry
+// them, current and legacy.
+func TestQuotaNumbers(t *testing.T) {
+	for _, c := range []struct {
+		msg  string
+		want QuotaNumbers
+		ok   bool
+	}{
+		{"Operation could not be completed as it results in exceeding approved standardDASv5Family Cores quota. Additional details - Deployment Model: Resource Manager, Location: eastus, Current Limit: 100, Current Usage: 96, Additional Required: 64, (Minimum) New Limit Required: 160.", QuotaNumbers{100, 96, 64}, true},
+		{"Operation results in exceeding quota limits of Core. Maximum allowed: 4, Current in use: 4, Additional requested: 8.", QuotaNumbers{4, 4, 8}, true},
+		{"Operation could not be completed as it results in exceeding approved LowPriorityCores quota.", QuotaNumbers{}, false},
+	} {
+		got, ok := QuotaNumbersOf(NewARMError(409, CodeOperationNotAllowed, c.msg))
+		if got != c.want || ok != c.ok {
+			t.Errorf("QuotaNumbersOf(%q) = %+v, %t; want %+v, %t", c.msg, got, ok, c.want, c.ok)
+		}
 	}
 }

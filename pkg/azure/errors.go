@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -285,4 +286,40 @@ func RetryAfter(err error) time.Duration {
 		return ae.RetryAfter
 	}
 	return 0
+}
+
+// QuotaNumbers are the figures ARM gives in a quota error's message: the
+// quota's limit, its usage and the vCPUs the request needed.
+type QuotaNumbers struct {
+	Limit, Usage, Required int64
+}
+
+func (q QuotaNumbers) String() string {
+	return fmt.Sprintf("limit %d, usage %d, required %d", q.Limit, q.Usage, q.Required)
+}
+
+// quotaNumbersRE reads ARM's "Current Limit: 100, Current Usage: 96,
+// Additional Required: 64" (the family, regional and low-priority
+// messages; Azure/karpenter-provider-azure#192) and the older "Maximum
+// allowed: 4, Current in use: 4, Additional requested: 8" (Learn, "Resolve
+// errors for resource quotas", https://learn.microsoft.com/azure/
+// azure-resource-manager/troubleshooting/error-resource-quota).
+var quotaNumbersRE = regexp.MustCompile(`(?i)(?:Current Limit|Maximum allowed):\s*(\d+),\s*(?:Current Usage|Current in use):\s*(\d+),\s*(?:Additional Required|Additional requested):\s*(\d+)`)
+
+// QuotaNumbersOf returns the figures of quota error err, when its message
+// has them.
+func QuotaNumbersOf(err error) (QuotaNumbers, bool) {
+	if !IsQuotaError(err) {
+		return QuotaNumbers{}, false
+	}
+	ae, _ := AsARMError(err)
+	match := quotaNumbersRE.FindStringSubmatch(ae.Message)
+	if match == nil {
+		return QuotaNumbers{}, false
+	}
+	var q QuotaNumbers
+	q.Limit, _ = strconv.ParseInt(match[1], 10, 64)
+	q.Usage, _ = strconv.ParseInt(match[2], 10, 64)
+	q.Required, _ = strconv.ParseInt(match[3], 10, 64)
+	return q, true
 }

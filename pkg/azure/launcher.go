@@ -72,6 +72,7 @@ type Launcher struct {
 	vms      *armcompute.VirtualMachinesClient
 	nics     *armnetwork.InterfacesClient
 	skus     *armcompute.ResourceSKUsClient
+	usages   *armcompute.UsageClient
 	images   *nodeimage.Resolver
 	pollOpts *runtime.PollUntilDoneOptions
 	// lbs, nsgs and netCache find the node network (nodenetwork.go).
@@ -149,6 +150,10 @@ func NewLauncher(opts Options) (*Launcher, error) {
 	if err != nil {
 		return nil, fmt.Errorf("creating resource SKU client: %w", err)
 	}
+	usages, err := armcompute.NewUsageClient(opts.SubscriptionID, cred, armOpts)
+	if err != nil {
+		return nil, fmt.Errorf("creating usage client: %w", err)
+	}
 	versions, err := armcompute.NewCommunityGalleryImageVersionsClient(opts.SubscriptionID, cred, armOpts)
 	if err != nil {
 		return nil, fmt.Errorf("creating community gallery image versions client: %w", err)
@@ -163,6 +168,7 @@ func NewLauncher(opts Options) (*Launcher, error) {
 		vms:      vms,
 		nics:     nics,
 		skus:     skus,
+		usages:   usages,
 		images:   images,
 		pollOpts: &runtime.PollUntilDoneOptions{Frequency: opts.PollFrequency},
 		cred:     cred,

@@ -23,6 +23,7 @@ func TestARMOperation(t *testing.T) {
 		{http.MethodPost, rg + "Microsoft.Compute/virtualMachines/vm1/deallocate", "virtualMachines.deallocate"},
 		{http.MethodGet, "/subscriptions/s/providers/Microsoft.Compute/locations/eastus/operations/abc", "operations.Get"},
 		{http.MethodGet, "/subscriptions/s/providers/Microsoft.Compute/skus", "skus.List"},
+		{http.MethodGet, "/subscriptions/s/providers/Microsoft.Compute/locations/eastus/usages", "usages.List"},
 	} {
 		if got := ARMOperation(tt.method, tt.path); got != tt.want {
 			t.Errorf("ARMOperation(%s %s) = %q; want %q", tt.method, tt.path, got, tt.want)

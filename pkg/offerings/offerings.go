@@ -49,7 +49,10 @@ const (
 	SKUNotAvailableSpotTTL     = time.Hour
 	SKUNotAvailableOnDemandTTL = 23 * time.Hour
 	SubscriptionQuotaTTL       = time.Hour
-	RegionalQuotaTTL           = 30 * time.Minute
+	// SubscriptionQuotaWithRoomTTL is for a family quota whose limit is
+	// not 0: usage falls as nodes go, so it is looked at again sooner.
+	SubscriptionQuotaWithRoomTTL = 10 * time.Minute
+	RegionalQuotaTTL             = 30 * time.Minute
 )
 
 // Entry marks a set of offerings unavailable until Until. Empty InstanceType,

@@ -11,6 +11,7 @@ import (
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
 	"github.com/karpfunc/karpfunc/pkg/lifecycle"
+	"github.com/karpfunc/karpfunc/pkg/offerings"
 	"github.com/karpfunc/karpfunc/pkg/telemetry"
 )
 
@@ -65,3 +66,23 @@ func recordCreated(ctx context.Context, nc *karpv1.NodeClaim, pods []*corev1.Pod
 		}
 	}
 }
+
+var (
+	quotaRemaining, _ = meter.Int64Gauge("karpfunc_quota_vcpus_remaining",
+		metric.WithDescription("vCPUs the subscription's compute quota leaves in the region after usage and launches in flight, by quota (a VM family, cores for total regional, lowPriorityCores for spot)."))
+	quotaLimit, _ = meter.Int64Gauge("karpfunc_quota_vcpus_limit",
+		metric.WithDescription("The subscription's compute quota limit in vCPUs, by quota (a VM family, cores, lowPriorityCores)."))
+	quotaReadFailures, _ = meter.Int64Counter("karpfunc_quota_read_failures_total",
+		metric.WithDescription("Reads of the compute usages API that failed; provisioning then goes on without quota awareness."))
+)
+
+// recordHeadroom sets each quota's remaining vCPUs and limit.
+func recordHeadroom(ctx context.Context, h *offerings.Headroom) {
+	for _, q := range h.Quotas() {
+		attrs := metric.WithAttributes(attribute.String("family", q.Quota), attribute.String("region", h.Region()))
+		quotaRemaining.Record(ctx, q.Left, attrs)
+		quotaLimit.Record(ctx, q.Limit, attrs)
+	}
+}
+
+func recordQuotaReadFailure(ctx context.Context) { quotaReadFailures.Add(ctx, 1) }

@@ -58,6 +58,13 @@ type Options struct {
 	// Offerings is the shared unavailable-offerings state; nil disables it
 	// (every offering the catalog calls available is tried).
 	Offerings *offerings.Store
+	// Quota reads the subscription's compute quota and use (quota.go); nil
+	// turns quota awareness off, leaving quota to launch errors and the
+	// Offerings cache they fill.
+	Quota UsageReader
+	// QuotaTTL is how long a read of the usages serves passes (default
+	// DefaultQuotaTTL).
+	QuotaTTL time.Duration
 	// Namespace holds karpfunc's coordination objects (the NodePool limits
 	// Leases, the NodeClaim name counter); default kube-system, as the
 	// offerings state.
@@ -119,6 +126,7 @@ type Provisioner struct {
 	log         *slog.Logger
 	recorder    *events.Recorder
 	offerings   *offerings.Store
+	quota       *quotaCache
 	stuckAfter  time.Duration
 	limits      limitGuard
 	names       *claimnames.Counter
@@ -153,7 +161,14 @@ func New(opts Options) *Provisioner {
 	if opts.NominationLimiter == nil {
 		opts.NominationLimiter = flowcontrol.NewTokenBucketPassiveRateLimiterWithClock(NominationQPS, NominationBurst, opts.Clock)
 	}
-	return &Provisioner{status: opts.Status, kube: opts.Kube, catalog: opts.Catalog, clusterName: opts.ClusterName,
+	var quota *quotaCache
+	if opts.Quota != nil {
+		if opts.QuotaTTL <= 0 {
+			opts.QuotaTTL = DefaultQuotaTTL
+		}
+		quota = &quotaCache{reader: opts.Quota, ttl: opts.QuotaTTL}
+	}
+	return &Provisioner{status: opts.Status, quota: quota, kube: opts.Kube, catalog: opts.Catalog, clusterName: opts.ClusterName,
 		maxStuck: opts.MaxStuckReports, nominations: opts.NominationLimiter, clock: opts.Clock, log: opts.Logger, recorder: events.NewRecorder(opts.Kube, opts.Clock),
 		offerings: opts.Offerings, stuckAfter: opts.StuckAfter, maxPods: opts.DefaultMaxPods,
 		limits: limitGuard{kube: opts.Kube, namespace: opts.Namespace, clock: opts.Clock, duration: opts.LimitsLeaseDuration},
@@ -217,15 +232,28 @@ func (p *Provisioner) Provision(ctx context.Context) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	in := snap.Input(unavailable.Apply(p.catalog), snapshot.Live)
+	ps := &pass{started: started}
+	cat := unavailable.Apply(p.catalog)
+	in := snap.Input(cat, snapshot.Live)
 	in.DefaultMaxPods = p.maxPods
-	ps := &pass{res: Result{PendingPods: len(in.Pods)}, started: started}
+	// Quota is read only when there is something to place: an idle
+	// cluster costs ARM nothing.
+	if len(in.Pods) > 0 {
+		if ps.headroom = p.headroom(ctx, snap, cat); ps.headroom != nil {
+			if quotaEntries := ps.headroom.Entries(p.catalog, p.clock.Now().Add(time.Minute)); len(quotaEntries) > 0 {
+				ps.quotaSummary = quotaSummary(ps.headroom, p.catalog)
+				in.Catalog = unavailable.With(quotaEntries...).Apply(p.catalog)
+			}
+		}
+	}
+	ps.res = Result{PendingPods: len(in.Pods)}
 	recordPending(ctx, len(in.Pods))
 	if in.NotReady, err = p.syncStatus(ctx, snap); err != nil {
 		ps.errs = append(ps.errs, err)
 	}
 	if len(in.Pods) > 0 {
 		p.placePending(ctx, ps, snap, in, view)
+		p.writeQuotaStatus(ctx, ps, snap)
 	}
 	if ps.outOfTime != nil {
 		return ps.res, ps.outOfTime // the solve's NodeClaims were not created
@@ -244,6 +272,13 @@ type pass struct {
 	// out before it acted on the solve.
 	started   time.Time
 	outOfTime error
+	// headroom is the quota left for the pass (nil: quota awareness off
+	// or the usages unreadable); quotaSummary names the quotas that rule
+	// offerings out, "" when none does. quotaBlocked is set when quota
+	// left pods without an offering.
+	headroom     *offerings.Headroom
+	quotaSummary string
+	quotaBlocked bool
 }
 
 func (ps *pass) wantRetry(d time.Duration) { ps.retryAfter = max(ps.retryAfter, d) }
@@ -268,12 +303,23 @@ func (p *Provisioner) placePending(ctx context.Context, ps *pass, snap *snapshot
 		}
 	}
 	for _, refused := range out.Unschedulable {
+		message := "karpfunc: " + refused.Reason
+		if ps.quotaSummary != "" {
+			message += "; subscription quota rules out offerings: " + ps.quotaSummary
+			ps.quotaBlocked = true
+		}
 		if err := p.recorder.Publish(ctx, events.Event{Object: refused.Pod, Type: corev1.EventTypeWarning,
-			Reason: events.ReasonFailedScheduling, Message: "karpfunc: " + refused.Reason}); err != nil {
+			Reason: events.ReasonFailedScheduling, Message: message}); err != nil {
 			ps.errs = append(ps.errs, err)
 		}
 	}
-	p.createPlanned(ctx, ps, snap, out.NewNodeClaims, view)
+	plans, overQuota := fitQuota(ps.headroom, out.NewNodeClaims)
+	for _, plan := range out.NewNodeClaims {
+		if short, over := overQuota[plan]; over {
+			p.overQuota(ctx, ps, plan, short)
+		}
+	}
+	p.createPlanned(ctx, ps, snap, plans, view)
 }
 
 // createPlanned creates the NodeClaims plans ask for, adds them to snap,
