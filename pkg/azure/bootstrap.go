@@ -311,6 +311,8 @@ type NodeBootstrap struct {
 	Taints []corev1.Taint
 	// Kubelet is the AKSNodeClass's kubelet configuration (nil: defaults).
 	Kubelet *v1beta1.KubeletConfiguration
+	// Sysctls is the AKSNodeClass's linuxOSConfig.sysctls (nil: defaults).
+	Sysctls *v1beta1.SysctlConfiguration
 }
 
 // Variable is one environment variable of the node's provisioning.
@@ -416,7 +418,7 @@ func (b NodeBootstrap) Variables() ([]Variable, error) {
 		"KUBELET_FLAGS":                    flags,
 		"KUBELET_NODE_LABELS":              labels,
 		"KUBELET_CONFIG_FILE_ENABLED":      "false",
-		"SYSCTL_CONTENT":                   b64(sysctlConfig),
+		"SYSCTL_CONTENT":                   b64(sysctlContent(b.Sysctls)),
 		"ENABLE_UNATTENDED_UPGRADES":       "false",
 		"SHOULD_CONFIGURE_HTTP_PROXY":      "false",
 		"SHOULD_CONFIGURE_CUSTOM_CA_TRUST": "false",
@@ -720,6 +722,7 @@ func (l *Launcher) customData(ctx context.Context, req LaunchRequest) (string, e
 		SubnetID: req.SubnetID, AdminUsername: adminUsername,
 		Architecture: req.Architecture, ImageFamily: req.ImageFamily,
 		Token: token, MaxPods: maxPods, Labels: req.Labels, Taints: req.Taints, Kubelet: req.Kubelet,
+		Sysctls: req.Sysctls,
 	}.CustomData()
 	if err != nil {
 		return "", fmt.Errorf("launch %q: %w", req.Name, err)

@@ -645,6 +645,12 @@ func (lr *launcher) launchRequest(nc *karpv1.NodeClaim, spec v1beta1.AKSNodeClas
 	if spec.VNETSubnetID != nil {
 		req.SubnetID = *spec.VNETSubnetID
 	}
+	if spec.Security != nil && spec.Security.EncryptionAtHost != nil {
+		req.EncryptionAtHost = *spec.Security.EncryptionAtHost
+	}
+	if spec.LinuxOSConfig != nil {
+		req.Sysctls = spec.LinuxOSConfig.Sysctls
+	}
 	return req
 }
 

@@ -42,11 +42,12 @@ const (
 //
 // +kubebuilder:validation:XValidation:rule="!has(self.fipsMode) || self.fipsMode != 'FIPS'",message="spec.fipsMode: FIPS is not supported by karpfunc: it boots no FIPS node images; remove spec.fipsMode or set it to Disabled, or use NAP for FIPS node pools"
 // +kubebuilder:validation:XValidation:rule="!has(self.security) || !has(self.security.trustedLaunch) || !((has(self.security.trustedLaunch.vtpm) && self.security.trustedLaunch.vtpm) || (has(self.security.trustedLaunch.secureBoot) && self.security.trustedLaunch.secureBoot))",message="spec.security.trustedLaunch: Trusted Launch (vtpm, secureBoot) is not supported by karpfunc: it boots no Trusted Launch node images; remove spec.security.trustedLaunch or set vtpm and secureBoot to false"
-// +kubebuilder:validation:XValidation:rule="!has(self.security) || !has(self.security.encryptionAtHost) || !self.security.encryptionAtHost",message="spec.security.encryptionAtHost: encryption at host is not supported by karpfunc yet; remove spec.security.encryptionAtHost or set it to false"
 // +kubebuilder:validation:XValidation:rule="!has(self.localDNS)",message="spec.localDNS is not supported by karpfunc: nodes use the cluster's DNS as configured by AKS; remove spec.localDNS"
 // +kubebuilder:validation:XValidation:rule="!has(self.artifactStreaming) || !has(self.artifactStreaming.enabled) || !self.artifactStreaming.enabled",message="spec.artifactStreaming: artifact streaming is not supported by karpfunc; remove spec.artifactStreaming or set enabled to false"
 // +kubebuilder:validation:XValidation:rule="!has(self.gpu) || !has(self.gpu.mode) || self.gpu.mode != 'Driver'",message="spec.gpu.mode: Driver is not supported by karpfunc yet: it installs no GPU drivers; set spec.gpu.mode to None and install drivers and the device plugin yourself (for example with the NVIDIA GPU Operator)"
-// +kubebuilder:validation:XValidation:rule="!has(self.linuxOSConfig)",message="spec.linuxOSConfig is not supported by karpfunc yet; remove spec.linuxOSConfig"
+// +kubebuilder:validation:XValidation:rule="!has(self.linuxOSConfig) || !has(self.linuxOSConfig.swapFileSize)",message="spec.linuxOSConfig.swapFileSize: swap files are not supported by karpfunc; remove spec.linuxOSConfig.swapFileSize"
+// +kubebuilder:validation:XValidation:rule="!has(self.linuxOSConfig) || !has(self.linuxOSConfig.transparentHugePageEnabled)",message="spec.linuxOSConfig.transparentHugePageEnabled is not supported by karpfunc yet; remove it (spec.linuxOSConfig.sysctls is supported)"
+// +kubebuilder:validation:XValidation:rule="!has(self.linuxOSConfig) || !has(self.linuxOSConfig.transparentHugePageDefrag)",message="spec.linuxOSConfig.transparentHugePageDefrag is not supported by karpfunc yet; remove it (spec.linuxOSConfig.sysctls is supported)"
 // +kubebuilder:validation:XValidation:rule="!has(self.kubelet) || !has(self.kubelet.failSwapOn) || self.kubelet.failSwapOn",message="spec.kubelet.failSwapOn: false is not supported by karpfunc: nodes have no swap (spec.linuxOSConfig.swapFileSize is refused); remove spec.kubelet.failSwapOn or set it to true"
 type AKSNodeClassSpec struct {
 	// VNETSubnetID is the ARM ID of the subnet node NICs attach to. Empty means
@@ -88,7 +89,8 @@ type AKSNodeClassSpec struct {
 	// Kubelet tunes the kubelet on the nodes.
 	// +optional
 	Kubelet *KubeletConfiguration `json:"kubelet,omitempty"`
-	// Security holds the VM security settings.
+	// Security holds the VM security settings: encryptionAtHost sets the
+	// VM's securityProfile.encryptionAtHost; Trusted Launch is refused.
 	// +optional
 	Security *Security `json:"security,omitempty"`
 	// LocalDNS configures a per-node DNS cache; refused (see the CEL rule).
@@ -101,8 +103,9 @@ type AKSNodeClassSpec struct {
 	// enabled=false is accepted.
 	// +optional
 	ArtifactStreaming *ArtifactStreaming `json:"artifactStreaming,omitempty"`
-	// LinuxOSConfig is AKS's custom Linux OS configuration (sysctls,
-	// transparent huge pages, swap).
+	// LinuxOSConfig is AKS's custom Linux OS configuration: sysctls are
+	// written on the node at boot; transparent huge pages and swap are
+	// refused.
 	// +optional
 	LinuxOSConfig *LinuxOSConfiguration `json:"linuxOSConfig,omitempty"`
 }

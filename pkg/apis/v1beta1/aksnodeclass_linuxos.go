@@ -167,36 +167,3 @@ type SysctlConfiguration struct {
 	// +optional
 	NetIPv4TCPTwReuse *bool `json:"netIPv4TCPTwReuse,omitempty"`
 }
-
-// SysctlKeys maps each SysctlConfiguration JSON field to the kernel
-// setting it writes.
-var SysctlKeys = map[string]string{
-	"fsAioMaxNr":                     "fs.aio-max-nr",
-	"fsFileMax":                      "fs.file-max",
-	"fsInotifyMaxUserWatches":        "fs.inotify.max_user_watches",
-	"fsNrOpen":                       "fs.nr_open",
-	"kernelThreadsMax":               "kernel.threads-max",
-	"netCoreNetdevMaxBacklog":        "net.core.netdev_max_backlog",
-	"netCoreOptmemMax":               "net.core.optmem_max",
-	"netCoreRmemDefault":             "net.core.rmem_default",
-	"netCoreRmemMax":                 "net.core.rmem_max",
-	"netCoreSomaxconn":               "net.core.somaxconn",
-	"netCoreWmemDefault":             "net.core.wmem_default",
-	"netCoreWmemMax":                 "net.core.wmem_max",
-	"netIPv4NeighDefaultGcThresh1":   "net.ipv4.neigh.default.gc_thresh1",
-	"netIPv4NeighDefaultGcThresh2":   "net.ipv4.neigh.default.gc_thresh2",
-	"netIPv4NeighDefaultGcThresh3":   "net.ipv4.neigh.default.gc_thresh3",
-	"netIPv4TCPFinTimeout":           "net.ipv4.tcp_fin_timeout",
-	"netIPv4TCPKeepaliveProbes":      "net.ipv4.tcp_keepalive_probes",
-	"netIPv4TCPKeepaliveTime":        "net.ipv4.tcp_keepalive_time",
-	"netIPv4TCPMaxSynBacklog":        "net.ipv4.tcp_max_syn_backlog",
-	"netIPv4TCPMaxTwBuckets":         "net.ipv4.tcp_max_tw_buckets",
-	"netIPv4TCPKeepaliveIntvl":       "net.ipv4.tcp_keepalive_intvl",
-	"netNetfilterNfConntrackBuckets": "net.netfilter.nf_conntrack_buckets",
-	"netNetfilterNfConntrackMax":     "net.netfilter.nf_conntrack_max",
-	"vmMaxMapCount":                  "vm.max_map_count",
-	"vmSwappiness":                   "vm.swappiness",
-	"vmVfsCachePressure":             "vm.vfs_cache_pressure",
-	"netIPv4IPLocalPortRange":        "net.ipv4.ip_local_port_range",
-	"netIPv4TCPTwReuse":              "net.ipv4.tcp_tw_reuse",
-}

@@ -22,6 +22,8 @@ var ImplementedFields = []string{
 	"spec.kubelet.imageGCLowThresholdPercent",
 	"spec.kubelet.podPidsLimit",
 	"spec.kubelet.topologyManagerPolicy",
+	"spec.security.encryptionAtHost",
+	"spec.linuxOSConfig.sysctls",
 }
 
 // Refused lists the paths of the settings the CRD's CEL rules refuse, for
@@ -34,9 +36,6 @@ func (in *AKSNodeClassSpec) Refused() []string {
 		out = append(out, "spec.fipsMode")
 	}
 	if s := in.Security; s != nil {
-		if isTrue(s.EncryptionAtHost) {
-			out = append(out, "spec.security.encryptionAtHost")
-		}
 		if tl := s.TrustedLaunch; tl != nil && (isTrue(tl.VTPM) || isTrue(tl.SecureBoot)) {
 			out = append(out, "spec.security.trustedLaunch")
 		}
@@ -50,8 +49,16 @@ func (in *AKSNodeClassSpec) Refused() []string {
 	if in.GPU != nil && in.GPU.Mode != nil && *in.GPU.Mode == GPUModeDriver {
 		out = append(out, "spec.gpu.mode")
 	}
-	if in.LinuxOSConfig != nil {
-		out = append(out, "spec.linuxOSConfig")
+	if l := in.LinuxOSConfig; l != nil {
+		if l.SwapFileSize != nil {
+			out = append(out, "spec.linuxOSConfig.swapFileSize")
+		}
+		if l.TransparentHugePageEnabled != nil {
+			out = append(out, "spec.linuxOSConfig.transparentHugePageEnabled")
+		}
+		if l.TransparentHugePageDefrag != nil {
+			out = append(out, "spec.linuxOSConfig.transparentHugePageDefrag")
+		}
 	}
 	if in.Kubelet != nil && in.Kubelet.FailSwapOn != nil && !*in.Kubelet.FailSwapOn {
 		out = append(out, "spec.kubelet.failSwapOn")
