@@ -1,6 +1,8 @@
 package apis_test
 
 import (
+	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 
@@ -10,6 +12,7 @@ import (
 
 	"github.com/karpfunc/karpfunc/internal/controlplane"
 	"github.com/karpfunc/karpfunc/internal/testenv"
+	"github.com/karpfunc/karpfunc/pkg/apis/v1beta1"
 )
 
 // TestAKSNodeClassNAPManifests sends NAP users' AKSNodeClass manifests to a
@@ -59,6 +62,7 @@ func TestAKSNodeClassNAPManifests(t *testing.T) {
 				"metadata": map[string]any{"name": tc.name},
 				"spec":     tc.spec,
 			}}
+			checkRefusedAgrees(t, tc.spec, tc.refusal)
 			err := kube.Create(t.Context(), obj)
 			if tc.refusal != "" {
 				if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), tc.refusal) {
@@ -100,5 +104,32 @@ func assertKept(t *testing.T, path string, sent, stored any) {
 	}
 	if sent != stored {
 		t.Fatalf("%s: stored %v (%T), sent %v (%T)", path, stored, stored, sent, sent)
+	}
+}
+
+// checkRefusedAgrees: v1beta1's Refused, which plan uses on files that never
+// reach an API server, names the same field the CEL rule does.
+func checkRefusedAgrees(t *testing.T, spec map[string]any, refusal string) {
+	t.Helper()
+	raw, err := json.Marshal(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var typed v1beta1.AKSNodeClassSpec
+	if err := json.Unmarshal(raw, &typed); err != nil {
+		t.Fatal(err)
+	}
+	got := typed.Refused()
+	byName := strings.HasPrefix(refusal, "spec.") && strings.Contains(refusal, "not supported")
+	if !byName {
+		if refusal == "" && len(got) > 0 {
+			t.Fatalf("Refused() = %v for a spec the API server accepts", got)
+		}
+		return
+	}
+	path, _, _ := strings.Cut(refusal, " ")
+	path = strings.TrimSuffix(path, ":")
+	if !slices.Contains(got, path) {
+		t.Fatalf("Refused() = %v; the CEL rule refuses %s", got, path)
 	}
 }

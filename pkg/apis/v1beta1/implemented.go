@@ -31,37 +31,45 @@ var ImplementedFields = []string{
 // answers as the rules on AKSNodeClassSpec do.
 func (in *AKSNodeClassSpec) Refused() []string {
 	var out []string
-	isTrue := func(b *bool) bool { return b != nil && *b }
-	if in.FIPSMode != nil && *in.FIPSMode == FIPSModeFIPS {
-		out = append(out, "spec.fipsMode")
-	}
-	if s := in.Security; s != nil {
-		if tl := s.TrustedLaunch; tl != nil && (isTrue(tl.VTPM) || isTrue(tl.SecureBoot)) {
-			out = append(out, "spec.security.trustedLaunch")
+	for _, r := range refusals {
+		if r.refused(in) {
+			out = append(out, r.path)
 		}
-	}
-	if in.LocalDNS != nil {
-		out = append(out, "spec.localDNS")
-	}
-	if in.ArtifactStreaming != nil && isTrue(in.ArtifactStreaming.Enabled) {
-		out = append(out, "spec.artifactStreaming")
-	}
-	if in.GPU != nil && in.GPU.Mode != nil && *in.GPU.Mode == GPUModeDriver {
-		out = append(out, "spec.gpu.mode")
-	}
-	if l := in.LinuxOSConfig; l != nil {
-		if l.SwapFileSize != nil {
-			out = append(out, "spec.linuxOSConfig.swapFileSize")
-		}
-		if l.TransparentHugePageEnabled != nil {
-			out = append(out, "spec.linuxOSConfig.transparentHugePageEnabled")
-		}
-		if l.TransparentHugePageDefrag != nil {
-			out = append(out, "spec.linuxOSConfig.transparentHugePageDefrag")
-		}
-	}
-	if in.Kubelet != nil && in.Kubelet.FailSwapOn != nil && !*in.Kubelet.FailSwapOn {
-		out = append(out, "spec.kubelet.failSwapOn")
 	}
 	return out
 }
+
+// refusals mirror the CEL rules on AKSNodeClassSpec, one per refused path.
+var refusals = []struct {
+	path    string
+	refused func(*AKSNodeClassSpec) bool
+}{
+	{"spec.fipsMode", func(s *AKSNodeClassSpec) bool { return s.FIPSMode != nil && *s.FIPSMode == FIPSModeFIPS }},
+	{"spec.security.trustedLaunch", func(s *AKSNodeClassSpec) bool {
+		if s.Security == nil || s.Security.TrustedLaunch == nil {
+			return false
+		}
+		return isTrue(s.Security.TrustedLaunch.VTPM) || isTrue(s.Security.TrustedLaunch.SecureBoot)
+	}},
+	{"spec.localDNS", func(s *AKSNodeClassSpec) bool { return s.LocalDNS != nil }},
+	{"spec.artifactStreaming", func(s *AKSNodeClassSpec) bool {
+		return s.ArtifactStreaming != nil && isTrue(s.ArtifactStreaming.Enabled)
+	}},
+	{"spec.gpu.mode", func(s *AKSNodeClassSpec) bool {
+		return s.GPU != nil && s.GPU.Mode != nil && *s.GPU.Mode == GPUModeDriver
+	}},
+	{"spec.linuxOSConfig.swapFileSize", func(s *AKSNodeClassSpec) bool {
+		return s.LinuxOSConfig != nil && s.LinuxOSConfig.SwapFileSize != nil
+	}},
+	{"spec.linuxOSConfig.transparentHugePageEnabled", func(s *AKSNodeClassSpec) bool {
+		return s.LinuxOSConfig != nil && s.LinuxOSConfig.TransparentHugePageEnabled != nil
+	}},
+	{"spec.linuxOSConfig.transparentHugePageDefrag", func(s *AKSNodeClassSpec) bool {
+		return s.LinuxOSConfig != nil && s.LinuxOSConfig.TransparentHugePageDefrag != nil
+	}},
+	{"spec.kubelet.failSwapOn", func(s *AKSNodeClassSpec) bool {
+		return s.Kubelet != nil && s.Kubelet.FailSwapOn != nil && !*s.Kubelet.FailSwapOn
+	}},
+}
+
+func isTrue(b *bool) bool { return b != nil && *b }
