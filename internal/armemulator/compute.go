@@ -200,6 +200,9 @@ func (s *Server) validateVMLocked(sub, rg, name string, vm *armcompute.VirtualMa
 	if ref := checkPriority(vm.Properties); !ref.ok() {
 		return ref
 	}
+	if ref := s.checkEncryptionAtHost(vm.Properties); !ref.ok() {
+		return ref
+	}
 	if ref := s.checkVMNICsLocked(sub, rg, name, vm, location); !ref.ok() {
 		return ref
 	}

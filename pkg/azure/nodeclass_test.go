@@ -2,6 +2,7 @@ package azure_test
 
 import (
 	"encoding/base64"
+	"strings"
 	"testing"
 
 	"github.com/karpfunc/karpfunc/internal/armemulator"
@@ -84,5 +85,27 @@ func TestSysctlContent(t *testing.T) {
 				t.Errorf("SYSCTL_CONTENT =\n%s\nwant\n%s", got, tc.want)
 			}
 		})
+	}
+}
+
+// TestEncryptionAtHostUnregistered: on a subscription without the
+// EncryptionAtHost feature ARM refuses the create, and the launch fails with
+// ARM's code and message rather than launching an unencrypted VM.
+func TestEncryptionAtHostUnregistered(t *testing.T) {
+	emu := startEmulator(t, armemulator.Options{EncryptionAtHostUnregistered: true})
+	l := newLauncher(t, emu, "c")
+	req := request("eah-unregistered")
+	req.EncryptionAtHost = true
+	_, err := l.Create(ctx(t), req)
+	if err == nil || !strings.Contains(err.Error(), "InvalidParameter") ||
+		!strings.Contains(err.Error(), "'Microsoft.Compute/EncryptionAtHost' feature is not enabled") {
+		t.Fatalf("Create error = %v; want ARM's InvalidParameter naming the EncryptionAtHost feature", err)
+	}
+	for _, vm := range emu.VMs() {
+		t.Errorf("VM %s exists after the refused create", *vm.Name)
+	}
+	plain := request("plain")
+	if _, err := l.Create(ctx(t), plain); err != nil {
+		t.Fatalf("a VM without encryption at host on the same subscription: %v", err)
 	}
 }
