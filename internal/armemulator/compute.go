@@ -212,6 +212,9 @@ func (s *Server) validateVMLocked(sub, rg, name string, vm *armcompute.VirtualMa
 	if msg := s.skuUnavailableLocked(sku, location, zone); msg != "" {
 		return refusal{status: http.StatusConflict, code: "SkuNotAvailable", message: msg}
 	}
+	if ref := s.checkEphemeralOSDiskLocked(vm, sku, location); !ref.ok() {
+		return ref
+	}
 	return s.checkImageLocked(vm, sku, location)
 }
 
