@@ -206,6 +206,9 @@ func (s *Server) validateVMLocked(sub, rg, name string, vm *armcompute.VirtualMa
 	if ref := checkPriority(vm.Properties); !ref.ok() {
 		return ref
 	}
+	if ref := s.checkEncryptionAtHost(vm.Properties); !ref.ok() {
+		return ref
+	}
 	if ref := s.checkVMNICsLocked(sub, rg, name, vm, location); !ref.ok() {
 		return ref
 	}
@@ -214,6 +217,9 @@ func (s *Server) validateVMLocked(sub, rg, name string, vm *armcompute.VirtualMa
 	}
 	if msg := s.skuUnavailableLocked(sku, location, zone); msg != "" {
 		return refusal{status: http.StatusConflict, code: "SkuNotAvailable", message: msg}
+	}
+	if ref := s.checkEphemeralOSDiskLocked(vm, sku, location); !ref.ok() {
+		return ref
 	}
 	return s.checkImageLocked(vm, sku, location)
 }

@@ -76,6 +76,10 @@ type Options struct {
 	// SKUs are the resource SKUs served by the SKU API and used to validate
 	// VM sizes and zones. Empty accepts any VM size.
 	SKUs []*armcompute.ResourceSKU
+	// EncryptionAtHostUnregistered is a subscription that has not
+	// registered the Microsoft.Compute/EncryptionAtHost feature: a VM asking
+	// for securityProfile.encryptionAtHost is refused.
+	EncryptionAtHostUnregistered bool
 	// Subnets are the subnet IDs that exist; a NIC on another subnet is
 	// refused with InvalidResourceReference. nil accepts any well-formed
 	// subnet ID.

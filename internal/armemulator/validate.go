@@ -183,6 +183,21 @@ func validSSHKey(key string) bool {
 	return uint64(algoLen)+4 <= uint64(len(blob)) && string(blob[4:4+algoLen]) == fields[0]
 }
 
+// checkEncryptionAtHost refuses encryption at host on a subscription
+// without the feature, with ARM's code and message (quoted in
+// Azure/ResourceModules#1242 and MicrosoftDocs/azure-docs#68028; the
+// feature registration is a prerequisite on
+// learn.microsoft.com/azure/virtual-machines/disks-enable-host-based-encryption-portal).
+// Whether a size supports it (its EncryptionAtHostSupported capability) is
+// not checked: no source gives ARM's answer for an unsupported size.
+func (s *Server) checkEncryptionAtHost(p *armcompute.VirtualMachineProperties) refusal {
+	if !s.opts.EncryptionAtHostUnregistered || p.SecurityProfile == nil || !deref(p.SecurityProfile.EncryptionAtHost) {
+		return refusal{}
+	}
+	return badParameter("securityProfile.encryptionAtHost", "The property 'securityProfile.encryptionAtHost' is not valid because the "+
+		"'Microsoft.Compute/EncryptionAtHost' feature is not enabled for this subscription.")
+}
+
 // checkPriority checks the spot fields against the priority.
 func checkPriority(p *armcompute.VirtualMachineProperties) refusal {
 	spot := deref(p.Priority) == armcompute.VirtualMachinePriorityTypesSpot || deref(p.Priority) == armcompute.VirtualMachinePriorityTypesLow

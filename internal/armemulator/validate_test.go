@@ -32,7 +32,14 @@ func strictSKUs() []*armcompute.ResourceSKU {
 				{Name: ptr("HyperVGenerations"), Value: ptr(gens)}, {Name: ptr("CpuArchitectureType"), Value: ptr(arch)},
 			}}
 	}
+	// Standard_D2s_v3's local disks as the SKU API reports them: a 50 GiB
+	// cache disk, a 16 GiB resource disk.
+	d2sv3 := sku("Standard_D2s_v3", "V1,V2", "x64", "1", "2", "3")
+	d2sv3.Capabilities = append(d2sv3.Capabilities, &armcompute.ResourceSKUCapabilities{Name: ptr("CachedDiskBytes"), Value: ptr("53687091200")},
+		&armcompute.ResourceSKUCapabilities{Name: ptr("MaxResourceVolumeMB"), Value: ptr("16384")},
+		&armcompute.ResourceSKUCapabilities{Name: ptr("EphemeralOSDiskSupported"), Value: ptr("True")})
 	return []*armcompute.ResourceSKU{
+		d2sv3,
 		sku("Standard_D2_v3", "V1", "x64", "1", "2", "3"),
 		sku("Standard_D2s_v5", "V1,V2", "x64", "1", "2"),
 		sku("Standard_D2ps_v5", "V2", "Arm64", "1", "2", "3"),
@@ -144,6 +151,12 @@ func TestVMRefusals(t *testing.T) {
 		{"tag value of 257 characters", func(vm *armcompute.VirtualMachine) {
 			vm.Tags = map[string]*string{"k": ptr(strings.Repeat("v", 257))}
 		}, 400, "InvalidTagValueLength", "'256'"},
+		{"ephemeral OS disk bigger than the cache disk", func(vm *armcompute.VirtualMachine) {
+			ephemeral(vm, 64, nil)
+		}, 400, "NotSupported", "OS disk of Ephemeral VM with size greater than 50 GB is not allowed for VM size Standard_D2s_v3 when the DiffDiskPlacement is CacheDisk."},
+		{"ephemeral OS disk bigger than the resource disk", func(vm *armcompute.VirtualMachine) {
+			ephemeral(vm, 30, ptr(armcompute.DiffDiskPlacementResourceDisk))
+		}, 400, "NotSupported", "greater than 16 GB is not allowed for VM size Standard_D2s_v3 when the DiffDiskPlacement is ResourceDisk"},
 		{"tag name with a reserved character", func(vm *armcompute.VirtualMachine) {
 			vm.Tags = map[string]*string{"a/b": ptr("v")}
 		}, 400, "InvalidTagNameCharacters", "a/b"},
@@ -179,6 +192,7 @@ func TestVMRefusals(t *testing.T) {
 		{"spot with ARM's defaults", func(vm *armcompute.VirtualMachine) {
 			vm.Properties.Priority = ptr(armcompute.VirtualMachinePriorityTypesSpot)
 		}},
+		{"ephemeral OS disk that fills the cache disk", func(vm *armcompute.VirtualMachine) { ephemeral(vm, 50, nil) }},
 	} {
 		t.Run("accepts "+tc.name, func(t *testing.T) {
 			vm := goodVM(t, nicID)
@@ -248,7 +262,7 @@ func TestSDKAPIVersionsAccepted(t *testing.T) {
 	}
 	pager := skus.NewListPager(nil)
 	page, err := pager.NextPage(context.Background())
-	if err != nil || len(page.Value) != 3 {
+	if err != nil || len(page.Value) != len(strictSKUs()) {
 		t.Fatalf("SKU list: %v, %d SKUs", err, len(page.Value))
 	}
 	vms, nics := clients(t, s)
@@ -262,4 +276,15 @@ func TestSDKAPIVersionsAccepted(t *testing.T) {
 
 func asResponseError(err error, re **azcore.ResponseError) bool {
 	return errors.As(err, re)
+}
+
+// ephemeral makes vm's OS disk an ephemeral one of sizeGB on
+// Standard_D2s_v3, at placement (nil: ARM's default).
+func ephemeral(vm *armcompute.VirtualMachine, sizeGB int32, placement *armcompute.DiffDiskPlacement) {
+	vm.Properties.HardwareProfile.VMSize = ptr(armcompute.VirtualMachineSizeTypes("Standard_D2s_v3"))
+	vm.Properties.StorageProfile.OSDisk = &armcompute.OSDisk{
+		CreateOption: ptr(armcompute.DiskCreateOptionTypesFromImage), DiskSizeGB: ptr(sizeGB),
+		Caching:          ptr(armcompute.CachingTypesReadOnly),
+		DiffDiskSettings: &armcompute.DiffDiskSettings{Option: ptr(armcompute.DiffDiskOptionsLocal), Placement: placement},
+	}
 }

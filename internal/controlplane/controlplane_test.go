@@ -128,8 +128,8 @@ func TestControlPlane(t *testing.T) {
 		}{
 			{name: "defaults", spec: v1beta1.AKSNodeClassSpec{}},
 			{name: "disk 30GB", spec: v1beta1.AKSNodeClassSpec{OSDiskSizeGB: ptr.To[int32](30)}},
-			{name: "fipsMode", spec: v1beta1.AKSNodeClassSpec{FIPSMode: ptr.To(true)},
-				wantErr: "fipsMode is not supported by karpfunc yet; remove spec.fipsMode"},
+			{name: "fipsMode", spec: v1beta1.AKSNodeClassSpec{FIPSMode: ptr.To(v1beta1.FIPSModeFIPS)},
+				wantErr: "spec.fipsMode: FIPS is not supported by karpfunc"},
 			{name: "disk too small", spec: v1beta1.AKSNodeClassSpec{OSDiskSizeGB: ptr.To[int32](29)},
 				wantErr: "spec.osDiskSizeGB: Invalid value: 29: spec.osDiskSizeGB in body should be greater than or equal to 30"},
 			{name: "disk too big", spec: v1beta1.AKSNodeClassSpec{OSDiskSizeGB: ptr.To[int32](4096)},

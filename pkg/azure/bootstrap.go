@@ -316,6 +316,8 @@ type NodeBootstrap struct {
 	// Reservations are the kubelet's kube-reserved, system-reserved and
 	// hard eviction thresholds for the node's size and MaxPods; required.
 	Reservations *catalog.Reservations
+	// Sysctls is the AKSNodeClass's linuxOSConfig.sysctls (nil: defaults).
+	Sysctls *v1beta1.SysctlConfiguration
 }
 
 // Variable is one environment variable of the node's provisioning.
@@ -421,7 +423,7 @@ func (b NodeBootstrap) Variables() ([]Variable, error) {
 		"KUBELET_FLAGS":                    flags,
 		"KUBELET_NODE_LABELS":              labels,
 		"KUBELET_CONFIG_FILE_ENABLED":      "false",
-		"SYSCTL_CONTENT":                   b64(sysctlConfig),
+		"SYSCTL_CONTENT":                   b64(sysctlContent(b.Sysctls)),
 		"ENABLE_UNATTENDED_UPGRADES":       "false",
 		"SHOULD_CONFIGURE_HTTP_PROXY":      "false",
 		"SHOULD_CONFIGURE_CUSTOM_CA_TRUST": "false",
@@ -733,6 +735,7 @@ func (l *Launcher) customData(ctx context.Context, req LaunchRequest) (string, e
 		Architecture: req.Architecture, ImageFamily: req.ImageFamily,
 		Token: token, MaxPods: maxPods, Labels: req.Labels, Taints: req.Taints, Kubelet: req.Kubelet,
 		Reservations: req.Reservations,
+		Sysctls:      req.Sysctls,
 	}.CustomData()
 	if err != nil {
 		return "", fmt.Errorf("launch %q: %w", req.Name, err)

@@ -381,6 +381,11 @@ func (l *Launcher) vmFor(ctx context.Context, req LaunchRequest, nicID, customDa
 		},
 	}
 	vm.Identity = nodeIdentity(l.opts.NodeIdentities)
+	if req.EncryptionAtHost {
+		// As the Azure provider sets it (karpenter-provider-azure@352646f5
+		// pkg/providers/instance/vminstance.go:679-683).
+		vm.Properties.SecurityProfile = &armcompute.SecurityProfile{EncryptionAtHost: ptr(true)}
+	}
 	if zone := armZone(req.Zone, l.opts.Location); zone != "" {
 		vm.Zones = []*string{ptr(zone)}
 	}

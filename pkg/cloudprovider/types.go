@@ -75,6 +75,12 @@ type LaunchRequest struct {
 	Kubelet *v1beta1.KubeletConfiguration
 	// Tags are extra cloud tags (AKSNodeClass spec.tags).
 	Tags map[string]string
+	// EncryptionAtHost asks for host-based encryption of the VM's disks
+	// (AKSNodeClass spec.security.encryptionAtHost).
+	EncryptionAtHost bool
+	// Sysctls are the AKSNodeClass's spec.linuxOSConfig.sysctls (nil: the
+	// node image's defaults).
+	Sysctls *v1beta1.SysctlConfiguration
 }
 
 // Instance is what the provider knows about a node instance.

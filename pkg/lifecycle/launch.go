@@ -653,6 +653,12 @@ func (lr *launcher) launchRequest(nc *karpv1.NodeClaim, spec v1beta1.AKSNodeClas
 	} else {
 		lr.log.Warn("launching a size without kubelet reservations", "nodeclaim", nc.Name, "error", err)
 	}
+	if spec.Security != nil && spec.Security.EncryptionAtHost != nil {
+		req.EncryptionAtHost = *spec.Security.EncryptionAtHost
+	}
+	if spec.LinuxOSConfig != nil {
+		req.Sysctls = spec.LinuxOSConfig.Sysctls
+	}
 	return req
 }
 

@@ -152,8 +152,8 @@ func Families() []string {
 // Want is what picks a node image definition: the AKSNodeClass's family,
 // the size's architecture and Hyper-V generations, and the Kubernetes
 // version the node runs. FIPS and TrustedLaunch follow the provider's
-// family rules, but karpfunc boots neither (the AKSNodeClass schema rejects
-// fipsMode and security): with either set, Definition answers an
+// family rules, but karpfunc boots neither (the AKSNodeClass schema refuses
+// fipsMode FIPS and security.trustedLaunch): with either set, Definition answers an
 // *UnsupportedFeatureError.
 type Want struct {
 	Family            string

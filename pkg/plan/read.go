@@ -320,20 +320,7 @@ func (o *Objects) addDecoded(d decoded) {
 }
 
 func unsupportedFields(nc *v1beta1.AKSNodeClass) []string {
-	var out []string
-	if nc.Spec.FIPSMode != nil {
-		out = append(out, "spec.fipsMode")
-	}
-	if nc.Spec.Security != nil {
-		out = append(out, "spec.security")
-	}
-	if nc.Spec.LocalDNS != nil {
-		out = append(out, "spec.localDNS")
-	}
-	if nc.Spec.ArtifactStreaming != nil {
-		out = append(out, "spec.artifactStreaming")
-	}
-	return out
+	return nc.Spec.Refused()
 }
 
 // Input builds the scheduler's snapshot through the one constructor the

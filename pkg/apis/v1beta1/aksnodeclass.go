@@ -31,14 +31,24 @@ const (
 // AKSNodeClassSpec is the Azure-specific configuration of the nodes a NodePool
 // launches.
 //
-// Fields the Azure provider has but karpfunc does not implement yet are kept
-// in the schema so that a manifest setting them is rejected with a message
-// that names the field, instead of being silently pruned by the API server.
+// Every field of the Azure provider's AKSNodeClass v1beta1 is here with the
+// provider's name and type (karpenter-provider-azure@352646f5
+// pkg/apis/v1beta1/aksnodeclass.go), so a NAP manifest is never pruned: a
+// field karpfunc implements takes effect, and a setting it does not
+// implement is refused by a CEL rule whose message names the field
+// ("spec.<path> ...") and says what to do. The schema test in package apis
+// holds the provider's field list and fails on any provider field that is
+// neither here nor refused.
 //
-// +kubebuilder:validation:XValidation:rule="!has(self.fipsMode)",message="fipsMode is not supported by karpfunc yet; remove spec.fipsMode (FIPS images come with a later release)"
-// +kubebuilder:validation:XValidation:rule="!has(self.security)",message="security is not supported by karpenter.azure.com/v1beta1 in karpfunc yet; remove spec.security"
-// +kubebuilder:validation:XValidation:rule="!has(self.localDNS)",message="localDNS is not supported by karpfunc yet; remove spec.localDNS"
-// +kubebuilder:validation:XValidation:rule="!has(self.artifactStreaming)",message="artifactStreaming is not supported by karpfunc yet; remove spec.artifactStreaming"
+// +kubebuilder:validation:XValidation:rule="!has(self.fipsMode) || self.fipsMode != 'FIPS'",message="spec.fipsMode: FIPS is not supported by karpfunc: it boots no FIPS node images; remove spec.fipsMode or set it to Disabled, or use NAP for FIPS node pools"
+// +kubebuilder:validation:XValidation:rule="!has(self.security) || !has(self.security.trustedLaunch) || !((has(self.security.trustedLaunch.vtpm) && self.security.trustedLaunch.vtpm) || (has(self.security.trustedLaunch.secureBoot) && self.security.trustedLaunch.secureBoot))",message="spec.security.trustedLaunch: Trusted Launch (vtpm, secureBoot) is not supported by karpfunc: it boots no Trusted Launch node images; remove spec.security.trustedLaunch or set vtpm and secureBoot to false"
+// +kubebuilder:validation:XValidation:rule="!has(self.localDNS)",message="spec.localDNS is not supported by karpfunc: nodes use the cluster's DNS as configured by AKS; remove spec.localDNS"
+// +kubebuilder:validation:XValidation:rule="!has(self.artifactStreaming) || !has(self.artifactStreaming.enabled) || !self.artifactStreaming.enabled",message="spec.artifactStreaming: artifact streaming is not supported by karpfunc; remove spec.artifactStreaming or set enabled to false"
+// +kubebuilder:validation:XValidation:rule="!has(self.gpu) || !has(self.gpu.mode) || self.gpu.mode != 'Driver'",message="spec.gpu.mode: Driver is not supported by karpfunc yet: it installs no GPU drivers; set spec.gpu.mode to None and install drivers and the device plugin yourself (for example with the NVIDIA GPU Operator)"
+// +kubebuilder:validation:XValidation:rule="!has(self.linuxOSConfig) || !has(self.linuxOSConfig.swapFileSize)",message="spec.linuxOSConfig.swapFileSize: swap files are not supported by karpfunc; remove spec.linuxOSConfig.swapFileSize"
+// +kubebuilder:validation:XValidation:rule="!has(self.linuxOSConfig) || !has(self.linuxOSConfig.transparentHugePageEnabled)",message="spec.linuxOSConfig.transparentHugePageEnabled is not supported by karpfunc yet; remove it (spec.linuxOSConfig.sysctls is supported)"
+// +kubebuilder:validation:XValidation:rule="!has(self.linuxOSConfig) || !has(self.linuxOSConfig.transparentHugePageDefrag)",message="spec.linuxOSConfig.transparentHugePageDefrag is not supported by karpfunc yet; remove it (spec.linuxOSConfig.sysctls is supported)"
+// +kubebuilder:validation:XValidation:rule="!has(self.kubelet) || !has(self.kubelet.failSwapOn) || self.kubelet.failSwapOn",message="spec.kubelet.failSwapOn: false is not supported by karpfunc: nodes have no swap (spec.linuxOSConfig.swapFileSize is refused); remove spec.kubelet.failSwapOn or set it to true"
 type AKSNodeClassSpec struct {
 	// VNETSubnetID is the ARM ID of the subnet node NICs attach to. Empty means
 	// the cluster's default node subnet.
@@ -60,6 +70,11 @@ type AKSNodeClassSpec struct {
 	// +kubebuilder:validation:Enum:={Ubuntu,Ubuntu2204,Ubuntu2404,AzureLinux}
 	// +optional
 	ImageFamily *string `json:"imageFamily,omitempty"`
+	// FIPSMode asks for FIPS node images. Only Disabled (the default) is
+	// accepted: karpfunc boots no FIPS images.
+	// +kubebuilder:validation:Enum:={FIPS,Disabled}
+	// +optional
+	FIPSMode *FIPSMode `json:"fipsMode,omitempty"`
 	// MaxPods is the most pods a node may run; it also sets the node's pod
 	// capacity.
 	// +kubebuilder:validation:Minimum=10
@@ -74,29 +89,113 @@ type AKSNodeClassSpec struct {
 	// Kubelet tunes the kubelet on the nodes.
 	// +optional
 	Kubelet *KubeletConfiguration `json:"kubelet,omitempty"`
+	// Security holds the VM security settings: encryptionAtHost sets the
+	// VM's securityProfile.encryptionAtHost; Trusted Launch is refused.
+	// +optional
+	Security *Security `json:"security,omitempty"`
+	// LocalDNS configures a per-node DNS cache; refused (see the CEL rule).
+	// +optional
+	LocalDNS *LocalDNS `json:"localDNS,omitempty"`
+	// GPU configures GPU driver management on GPU sizes.
+	// +optional
+	GPU *GPU `json:"gpu,omitempty"`
+	// ArtifactStreaming streams container images on demand; only
+	// enabled=false is accepted.
+	// +optional
+	ArtifactStreaming *ArtifactStreaming `json:"artifactStreaming,omitempty"`
+	// LinuxOSConfig is AKS's custom Linux OS configuration: sysctls are
+	// written on the node at boot; transparent huge pages and swap are
+	// refused.
+	// +optional
+	LinuxOSConfig *LinuxOSConfiguration `json:"linuxOSConfig,omitempty"`
+}
 
-	// Unsupported upstream fields: present only so the CEL rules above can
-	// reject them by name.
+// FIPSMode is FIPS or Disabled, as the provider names them.
+type FIPSMode string
 
-	// +kubebuilder:validation:Schemaless
-	// +kubebuilder:validation:Type=boolean
+const (
+	FIPSModeFIPS     FIPSMode = "FIPS"
+	FIPSModeDisabled FIPSMode = "Disabled"
+)
+
+// Security is the provider's security block.
+type Security struct {
+	// EncryptionAtHost encrypts the VM's temp and cache disks on the host.
 	// +optional
-	FIPSMode *bool `json:"fipsMode,omitempty"`
-	// +kubebuilder:pruning:PreserveUnknownFields
-	// +kubebuilder:validation:Schemaless
-	// +kubebuilder:validation:Type=object
+	EncryptionAtHost *bool `json:"encryptionAtHost,omitempty"`
+	// TrustedLaunch asks for Trusted Launch VMs; only false values are
+	// accepted.
 	// +optional
-	Security *runtime.RawExtension `json:"security,omitempty"`
-	// +kubebuilder:pruning:PreserveUnknownFields
-	// +kubebuilder:validation:Schemaless
-	// +kubebuilder:validation:Type=object
+	TrustedLaunch *TrustedLaunch `json:"trustedLaunch,omitempty"`
+}
+
+// TrustedLaunch is the provider's Trusted Launch block.
+type TrustedLaunch struct {
 	// +optional
-	LocalDNS *runtime.RawExtension `json:"localDNS,omitempty"`
-	// +kubebuilder:pruning:PreserveUnknownFields
-	// +kubebuilder:validation:Schemaless
-	// +kubebuilder:validation:Type=object
+	VTPM *bool `json:"vtpm,omitempty"`
 	// +optional
-	ArtifactStreaming *runtime.RawExtension `json:"artifactStreaming,omitempty"`
+	SecureBoot *bool `json:"secureBoot,omitempty"`
+}
+
+// ArtifactStreaming is the provider's artifact streaming block.
+type ArtifactStreaming struct {
+	// +optional
+	Enabled *bool `json:"enabled,omitempty"`
+}
+
+// GPUMode is Driver or None, as the provider names them.
+// +kubebuilder:validation:Enum:={Driver,None}
+type GPUMode string
+
+const (
+	GPUModeDriver GPUMode = "Driver"
+	GPUModeNone   GPUMode = "None"
+)
+
+// GPU is the provider's GPU block.
+type GPU struct {
+	// Mode is Driver (AKS installs the GPU driver) or None (the user does).
+	// +optional
+	Mode *GPUMode `json:"mode,omitempty"`
+}
+
+// LocalDNS has the provider's localDNS shape so a NAP manifest is refused
+// by name rather than pruned; karpfunc does not configure local DNS.
+type LocalDNS struct {
+	// +kubebuilder:validation:Enum:={Preferred,Required,Disabled}
+	// +optional
+	Mode string `json:"mode,omitempty"`
+	// +optional
+	VnetDNSOverrides []LocalDNSZoneOverride `json:"vnetDNSOverrides,omitempty"`
+	// +optional
+	KubeDNSOverrides []LocalDNSZoneOverride `json:"kubeDNSOverrides,omitempty"`
+}
+
+// LocalDNSZoneOverride is one zone of a LocalDNS override list.
+type LocalDNSZoneOverride struct {
+	// +optional
+	Zone string `json:"zone,omitempty"`
+	// +kubebuilder:validation:Enum:={Error,Log}
+	// +optional
+	QueryLogging string `json:"queryLogging,omitempty"`
+	// +kubebuilder:validation:Enum:={PreferUDP,ForceTCP}
+	// +optional
+	Protocol string `json:"protocol,omitempty"`
+	// +kubebuilder:validation:Enum:={ClusterCoreDNS,VnetDNS}
+	// +optional
+	ForwardDestination string `json:"forwardDestination,omitempty"`
+	// +kubebuilder:validation:Enum:={Sequential,RoundRobin,Random}
+	// +optional
+	ForwardPolicy string `json:"forwardPolicy,omitempty"`
+	// +optional
+	MaxConcurrent *int32 `json:"maxConcurrent,omitempty"`
+	// +optional
+	CacheDuration *string `json:"cacheDuration,omitempty"`
+	// +optional
+	ServeStaleDuration *string `json:"serveStaleDuration,omitempty"`
+	// +kubebuilder:validation:Enum:={Verify,Immediate,Disable}
+	// +optional
+	ServeStale string `json:"serveStale,omitempty"`
 }
 
 // KubeletConfiguration is the subset of kubelet settings the Azure provider
@@ -133,6 +232,10 @@ type KubeletConfiguration struct {
 	ContainerLogMaxFiles *int32 `json:"containerLogMaxFiles,omitempty"`
 	// +optional
 	PodPidsLimit *int64 `json:"podPidsLimit,omitempty"`
+	// FailSwapOn makes the kubelet refuse to start with swap on; only true
+	// (the kubelet's default) is accepted, as karpfunc nodes have no swap.
+	// +optional
+	FailSwapOn *bool `json:"failSwapOn,omitempty"`
 }
 
 // AKSNodeClass is the Schema for the AKSNodeClass API.
