@@ -30,6 +30,7 @@ import (
 	"github.com/karpfunc/karpfunc/pkg/offerings"
 	"github.com/karpfunc/karpfunc/pkg/provisioning"
 	"github.com/karpfunc/karpfunc/pkg/snapshot"
+	"github.com/karpfunc/karpfunc/pkg/staticcapacity"
 	"github.com/karpfunc/karpfunc/pkg/telemetry"
 )
 
@@ -62,6 +63,11 @@ const (
 	// group of nodes replaced by several cheaper nodes of other shapes
 	// ("true"/"false", default false).
 	EnvRebalance = "KARPFUNC_REBALANCE_CONSOLIDATION"
+	// EnvStaticCapacity keeps static NodePools (spec.replicas) at their
+	// replica count ("true"/"false", default true: the NodePool CRD offers
+	// the field). Off, such a NodePool is refused by name: a
+	// ValidationSucceeded=False condition and a Warning event.
+	EnvStaticCapacity = staticcapacity.Setting
 	// EnvAPICompression asks the API server for gzip-compressed responses
 	// ("true"/"false", default true; see apiCompression).
 	EnvAPICompression = "KARPFUNC_API_COMPRESSION"
@@ -171,8 +177,13 @@ func (d *dependencies) get() (*provisioning.Provisioner, *lifecycle.Controller, 
 		return nil, nil, err
 	}
 	// What AKSNodeClass status is resolved against (nodepoolstatus).
+	static, err := boolSetting(d.getenv, EnvStaticCapacity, true)
+	if err != nil {
+		return nil, nil, err
+	}
 	statusOpts := &nodepoolstatus.ClassOptions{DefaultSubnetID: azOpts.SubnetID, NodeResourceGroup: azOpts.ResourceGroup,
-		KubernetesVersion: azOpts.Bootstrap.KubernetesVersion, Versions: kubeVersion.Status, Images: launcher.Images()}
+		KubernetesVersion: azOpts.Bootstrap.KubernetesVersion, Versions: kubeVersion.Status, Images: launcher.Images(),
+		RefuseStatic: !static}
 	cat, err := loadCatalog(d.getenv, azOpts.Location)
 	if err != nil {
 		return nil, nil, err
@@ -189,7 +200,8 @@ func (d *dependencies) get() (*provisioning.Provisioner, *lifecycle.Controller, 
 	rec := decisionRecorder(d.getenv, d.log)
 	unavailable := offerings.NewStore(kube, d.getenv(EnvNamespace), "", clk)
 	d.provisioner = provisioning.New(provisioning.Options{Kube: snapKube, Catalog: cat, ClusterName: azOpts.ClusterName, Clock: clk,
-		Logger: d.log, Offerings: unavailable, Namespace: d.getenv(EnvNamespace), Status: statusOpts, DefaultMaxPods: maxPods})
+		Logger: d.log, Offerings: unavailable, Namespace: d.getenv(EnvNamespace), Status: statusOpts, DefaultMaxPods: maxPods,
+		DisableStaticCapacity: !static})
 	evictor, err := lifecycle.NewEvictor(restConfig)
 	if err != nil {
 		return nil, nil, err

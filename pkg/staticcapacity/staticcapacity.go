@@ -280,3 +280,36 @@ func lifetimeRemaining(np *karpv1.NodePool, nc *karpv1.NodeClaim, now time.Time)
 	age := now.Sub(nc.CreationTimestamp.Time)
 	return math.Min(math.Max(float64(*expireAfter-age)/float64(*expireAfter), 0), 1)
 }
+
+// Setting is the app setting that turns static capacity off.
+const Setting = "KARPFUNC_STATIC_CAPACITY"
+
+// ReasonDisabled is the reason of the event and the ValidationSucceeded
+// condition of a static NodePool while static capacity is off.
+const ReasonDisabled = "StaticCapacityDisabled"
+
+// DisabledMessage says why np is refused while static capacity is off.
+func DisabledMessage(np *karpv1.NodePool) string {
+	return fmt.Sprintf("NodePool %s sets spec.replicas (static capacity), but static capacity is turned off (%s=false): karpfunc launches no node for it; set %s=true or remove the NodePool",
+		np.Name, Setting, Setting)
+}
+
+// Unsettled names the static NodePools in pools that are not Ready-blocked
+// (notReady) and whose claims in objs are not at replicas: a provisioning
+// pass would create or delete some. Every other pool is left out, so a
+// settled cluster asks for nothing.
+func Unsettled(pools []*karpv1.NodePool, notReady map[string]string, objs Objects, now time.Time) []string {
+	var out []string
+	for _, np := range pools {
+		if !IsStatic(np) || np.DeletionTimestamp != nil {
+			continue
+		}
+		if _, blocked := notReady[np.Name]; blocked {
+			continue
+		}
+		if d := Decide(np, ClaimsOf(np, objs, now)); d.Create > 0 || len(d.Delete) > 0 {
+			out = append(out, np.Name)
+		}
+	}
+	return out
+}

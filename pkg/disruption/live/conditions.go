@@ -16,6 +16,7 @@ import (
 	"github.com/karpfunc/karpfunc/pkg/nodepoolstatus"
 	"github.com/karpfunc/karpfunc/pkg/ownership"
 	"github.com/karpfunc/karpfunc/pkg/snapshot"
+	"github.com/karpfunc/karpfunc/pkg/staticcapacity"
 	"github.com/karpfunc/karpfunc/pkg/triggers"
 )
 
@@ -143,6 +144,14 @@ func (c *Controller) syncStatus(ctx context.Context, snap *snapshot.Cluster, out
 	synced, err := nodepoolstatus.Sync(ctx, c.kube, nodepoolstatus.Objects{NodePools: snap.NodePools,
 		NodeClasses: snap.NodeClasses, NodeClaims: snap.NodeClaims}, *c.opts.Status, c.clock)
 	errs := []error{err}
+	// A static NodePool whose replicas changed (the relay reports its spec
+	// change here) or whose claims went: the provisioning pass keeps its
+	// replicas. The Sweep's pass catches any event lost.
+	if unsettled := staticcapacity.Unsettled(snap.NodePools, synced.NotReady, staticcapacity.Objects{NodeClaims: snap.NodeClaims,
+		Nodes: snap.Nodes, Pods: snap.Pods}, c.clock.Now()); len(unsettled) > 0 {
+		out.Then(triggers.ProvisionPass(c.opts.ClusterName, "static-replicas", c.clock.Now(), 0))
+		c.log.Info("static nodepools not at their replicas; provisioning pass asked", "nodepools", unsettled)
+	}
 	if len(synced.BecameReady) == 0 {
 		return errs
 	}
