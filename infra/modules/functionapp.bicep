@@ -126,6 +126,9 @@ resource settings 'Microsoft.Web/sites/config@2024-04-01' = {
     // Rebalancing consolidation (beyond Karpenter: several replacements
     // per command), off by default.
     KARPFUNC_REBALANCE_CONSOLIDATION: 'false'
+    // Static NodePools (spec.replicas) keep their replica count; 'false'
+    // refuses them by name (docs/static-capacity.md).
+    KARPFUNC_STATIC_CAPACITY: 'true'
     // Ask the API server for gzip (client-go's default): measured
     // cheaper than uncompressed for the cold pass's LISTs (README, "The
     // cold pass"); 'false' to measure a cluster where it may differ.
