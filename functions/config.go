@@ -30,7 +30,6 @@ import (
 	"github.com/karpfunc/karpfunc/pkg/offerings"
 	"github.com/karpfunc/karpfunc/pkg/provisioning"
 	"github.com/karpfunc/karpfunc/pkg/snapshot"
-	"github.com/karpfunc/karpfunc/pkg/staticcapacity"
 	"github.com/karpfunc/karpfunc/pkg/telemetry"
 )
 
@@ -67,7 +66,7 @@ const (
 	// replica count ("true"/"false", default true: the NodePool CRD offers
 	// the field). Off, such a NodePool is refused by name: a
 	// ValidationSucceeded=False condition and a Warning event.
-	EnvStaticCapacity = staticcapacity.Setting
+	EnvStaticCapacity = "KARPFUNC_STATIC_CAPACITY"
 	// EnvAPICompression asks the API server for gzip-compressed responses
 	// ("true"/"false", default true; see apiCompression).
 	EnvAPICompression = "KARPFUNC_API_COMPRESSION"

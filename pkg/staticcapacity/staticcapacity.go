@@ -282,7 +282,11 @@ func lifetimeRemaining(np *karpv1.NodePool, nc *karpv1.NodeClaim, now time.Time)
 }
 
 // Setting is the app setting that turns static capacity off.
-const Setting = "KARPFUNC_STATIC_CAPACITY"
+const Setting = EnvStaticCapacity
+
+// EnvStaticCapacity names the setting where the handler's settings are
+// listed ("true"/"false", default true).
+const EnvStaticCapacity = "KARPFUNC_STATIC_CAPACITY"
 
 // ReasonDisabled is the reason of the event and the ValidationSucceeded
 // condition of a static NodePool while static capacity is off.
