@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -175,18 +176,17 @@ func (d *dependencies) get() (*provisioning.Provisioner, *lifecycle.Controller, 
 	if err != nil {
 		return nil, nil, err
 	}
-	// What AKSNodeClass status is resolved against (nodepoolstatus).
-	static, err := boolSetting(d.getenv, EnvStaticCapacity, true)
-	if err != nil {
+	// Both settings are read before either error is returned: a bad
+	// static-capacity setting and a bad catalog are reported together.
+	static, staticErr := boolSetting(d.getenv, EnvStaticCapacity, true)
+	cat, err := loadCatalog(d.getenv, azOpts.Location)
+	if err = errors.Join(staticErr, err); err != nil {
 		return nil, nil, err
 	}
+	// What AKSNodeClass status is resolved against (nodepoolstatus).
 	statusOpts := &nodepoolstatus.ClassOptions{DefaultSubnetID: azOpts.SubnetID, NodeResourceGroup: azOpts.ResourceGroup,
 		KubernetesVersion: azOpts.Bootstrap.KubernetesVersion, Versions: kubeVersion.Status, Images: launcher.Images(),
 		RefuseStatic: !static}
-	cat, err := loadCatalog(d.getenv, azOpts.Location)
-	if err != nil {
-		return nil, nil, err
-	}
 	waits, err := d.waits()
 	if err != nil {
 		return nil, nil, err

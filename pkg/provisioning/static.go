@@ -54,45 +54,53 @@ func (p *Provisioner) keepStatic(ctx context.Context, ps *pass, snap *snapshot.C
 			p.refuseStatic(ctx, ps, np)
 			continue
 		}
-		claims := staticcapacity.ClaimsOf(np, staticcapacity.Objects{NodeClaims: managed(snap.NodeClaims), Nodes: snap.Nodes, Pods: snap.Pods}, p.clock.Now())
-		d := staticcapacity.Decide(np, claims)
-		res := StaticResult{NodePool: np.Name, Replicas: d.Replicas, Running: d.Running, Waiting: d.LimitReached}
-		if why, notReady := in.NotReady[np.Name]; notReady && d.Create > 0 {
-			res.Waiting = "NodePool is not Ready: " + why
-			d.Create = 0
-		}
-		if d.Create > 0 {
-			created, generation := p.createStatic(ctx, ps, np, *in, d.Create, held, view, &res)
-			in.NodeClaims = append(in.NodeClaims, created...)
-			snap.NodeClaims = append(snap.NodeClaims, created...)
-			retire = max(retire, generation)
-		}
-		for _, nc := range d.Delete {
-			if err := p.kube.Delete(ctx, nc, client.Preconditions{UID: &nc.UID}); client.IgnoreNotFound(err) != nil {
-				ps.errs = append(ps.errs, fmt.Errorf("deleting NodeClaim %s of static NodePool %s: %w", nc.Name, np.Name, err))
-				continue
-			}
-			p.log.Info("deleted nodeclaim to satisfy replica count", "nodeclaim", nc.Name, "nodepool", np.Name,
-				"current", d.Running, "desired", d.Replicas)
-			res.Deleted = append(res.Deleted, nc.Name)
-			ps.res.Outcome.Then(triggers.NodeClaimDeleting(p.clusterName, nc.Name, string(nc.UID), p.clock.Now()))
-		}
-		if res.Waiting != "" {
-			p.log.Warn("static nodepool short of replicas", "nodepool", np.Name, "replicas", d.Replicas, "running", d.Running, "reason", res.Waiting)
-		}
-		// A pool left short waits for what can change that, each of which
-		// asks for a pass: a termination (room under limits.nodes), a spec
-		// change or the Sweep (the Disruption pass sees it unsettled), the
-		// NodePool turning Ready. Karpenter polls every 30s instead.
-		if len(res.Created)+len(res.Deleted) > 0 || res.Waiting != "" {
-			ps.res.Static = append(ps.res.Static, res)
-		}
+		retire = max(retire, p.keepPool(ctx, ps, np, snap, in, held, view))
 	}
 	if retire >= 0 {
 		if err := p.names.Retire(ctx, retire); err != nil {
 			ps.errs = append(ps.errs, err)
 		}
 	}
+}
+
+// keepPool brings static pool np to its replica count (see keepStatic) and
+// returns the highest name generation it created (-1: none).
+func (p *Provisioner) keepPool(ctx context.Context, ps *pass, np *karpv1.NodePool, snap *snapshot.Cluster, in *scheduler.Input, held map[string]bool, view int64) int64 {
+	retire := int64(-1)
+	claims := staticcapacity.ClaimsOf(np, staticcapacity.Objects{NodeClaims: managed(snap.NodeClaims), Nodes: snap.Nodes, Pods: snap.Pods}, p.clock.Now())
+	d := staticcapacity.Decide(np, claims)
+	res := StaticResult{NodePool: np.Name, Replicas: d.Replicas, Running: d.Running, Waiting: d.LimitReached}
+	if why, notReady := in.NotReady[np.Name]; notReady && d.Create > 0 {
+		res.Waiting = "NodePool is not Ready: " + why
+		d.Create = 0
+	}
+	if d.Create > 0 {
+		created, generation := p.createStatic(ctx, ps, np, *in, d.Create, held, view, &res)
+		in.NodeClaims = append(in.NodeClaims, created...)
+		snap.NodeClaims = append(snap.NodeClaims, created...)
+		retire = generation
+	}
+	for _, nc := range d.Delete {
+		if err := p.kube.Delete(ctx, nc, client.Preconditions{UID: &nc.UID}); client.IgnoreNotFound(err) != nil {
+			ps.errs = append(ps.errs, fmt.Errorf("deleting NodeClaim %s of static NodePool %s: %w", nc.Name, np.Name, err))
+			continue
+		}
+		p.log.Info("deleted nodeclaim to satisfy replica count", "nodeclaim", nc.Name, "nodepool", np.Name,
+			"current", d.Running, "desired", d.Replicas)
+		res.Deleted = append(res.Deleted, nc.Name)
+		ps.res.Outcome.Then(triggers.NodeClaimDeleting(p.clusterName, nc.Name, string(nc.UID), p.clock.Now()))
+	}
+	if res.Waiting != "" {
+		p.log.Warn("static nodepool short of replicas", "nodepool", np.Name, "replicas", d.Replicas, "running", d.Running, "reason", res.Waiting)
+	}
+	// A pool left short waits for what can change that, each of which
+	// asks for a pass: a termination (room under limits.nodes), a spec
+	// change or the Sweep (the Disruption pass sees it unsettled), the
+	// NodePool turning Ready. Karpenter polls every 30s instead.
+	if len(res.Created)+len(res.Deleted) > 0 || res.Waiting != "" {
+		ps.res.Static = append(ps.res.Static, res)
+	}
+	return retire
 }
 
 // createStatic creates n pod-less NodeClaims for static pool np and

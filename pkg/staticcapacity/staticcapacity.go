@@ -189,22 +189,7 @@ func ClaimsOf(np *karpv1.NodePool, objs Objects, now time.Time) []Claim {
 			podsOn[p.Spec.NodeName] = append(podsOn[p.Spec.NodeName], p)
 		}
 	}
-	// Candidates of a live disruption command: named by a replacement that
-	// is not being deleted, or marked as awaiting validation.
-	pending := map[string]bool{}
-	for _, nc := range objs.NodeClaims {
-		if nc.DeletionTimestamp != nil {
-			continue
-		}
-		if _, ok := nc.Annotations[apis.AnnotationDisruptionValidating]; ok {
-			pending[nc.Name] = true
-		}
-		for _, entry := range strings.Split(nc.Annotations[apis.AnnotationDisruptionCandidates], ",") {
-			if name, _, _ := strings.Cut(entry, "="); name != "" {
-				pending[name] = true
-			}
-		}
-	}
+	pending := pendingDisruption(objs.NodeClaims)
 	var out []Claim
 	for _, nc := range objs.NodeClaims {
 		if nc.Labels[karpv1.NodePoolLabelKey] != np.Name {
@@ -227,6 +212,27 @@ func ClaimsOf(np *karpv1.NodePool, objs Objects, now time.Time) []Claim {
 		out = append(out, c)
 	}
 	return out
+}
+
+// pendingDisruption names the candidates of live disruption commands:
+// those a replacement not being deleted names, and those awaiting their
+// command's validation.
+func pendingDisruption(claims []*karpv1.NodeClaim) map[string]bool {
+	pending := map[string]bool{}
+	for _, nc := range claims {
+		if nc.DeletionTimestamp != nil {
+			continue
+		}
+		if _, ok := nc.Annotations[apis.AnnotationDisruptionValidating]; ok {
+			pending[nc.Name] = true
+		}
+		for _, entry := range strings.Split(nc.Annotations[apis.AnnotationDisruptionCandidates], ",") {
+			if name, _, _ := strings.Cut(entry, "="); name != "" {
+				pending[name] = true
+			}
+		}
+	}
+	return pending
 }
 
 // reschedulable: a pod that needs a place elsewhere when its node goes.
