@@ -77,12 +77,8 @@ func Sync(ctx context.Context, kube client.Client, objs Objects, opts ClassOptio
 		wasReady := np.StatusConditions().Root().IsTrue()
 		wrote, err := writeFresh(ctx, kube, np, func(p *karpv1.NodePool) bool {
 			want := PoolStatus(ctx, p, classes, claims, clk)
-			if opts.RefuseStatic && staticcapacity.IsStatic(p) {
-				refused := p.DeepCopy()
-				refused.Status = want
-				refused.StatusConditions(status.WithClock(clk)).SetFalse(karpv1.ConditionTypeValidationSucceeded,
-					staticcapacity.ReasonDisabled, staticcapacity.DisabledMessage(p))
-				want = refused.Status
+			if opts.RefuseStatic {
+				want = RefuseStatic(p, want, clk)
 			}
 			changed := !equality.Semantic.DeepEqual(p.Status, want)
 			p.Status = want
@@ -127,4 +123,18 @@ func writeFresh[T client.Object](ctx context.Context, kube client.Client, obj T,
 		}
 	}
 	return false, fmt.Errorf("still conflicting after 4 attempts")
+}
+
+// RefuseStatic returns st with ValidationSucceeded=False
+// (staticcapacity.ReasonDisabled) when np sets spec.replicas, st unchanged
+// otherwise: the status of a static NodePool while static capacity is off.
+func RefuseStatic(np *karpv1.NodePool, st karpv1.NodePoolStatus, clk clock.Clock) karpv1.NodePoolStatus {
+	if !staticcapacity.IsStatic(np) {
+		return st
+	}
+	refused := np.DeepCopy()
+	refused.Status = st
+	refused.StatusConditions(status.WithClock(clk)).SetFalse(karpv1.ConditionTypeValidationSucceeded,
+		staticcapacity.ReasonDisabled, staticcapacity.DisabledMessage(np))
+	return refused.Status
 }
