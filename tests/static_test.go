@@ -56,6 +56,7 @@ func TestStaticCapacity(t *testing.T) {
 	if _, err := env.Apply(ctx, []byte(staticPool(3)), "static pool"); err != nil {
 		t.Fatal(err)
 	}
+	previous := 0
 	for _, replicas := range []int{3, 5, 2} {
 		if replicas != 3 {
 			patch := []byte(fmt.Sprintf(`{"spec":{"replicas":%d}}`, replicas))
@@ -65,9 +66,16 @@ func TestStaticCapacity(t *testing.T) {
 				t.Fatalf("setting replicas to %d: %v", replicas, err)
 			}
 		}
+		// On the way, the pool never holds more live NodeClaims than the
+		// larger of the two counts nor fewer than the smaller.
+		low, high := min(previous, replicas), max(previous, replicas)
 		eventually(t, 3*time.Minute, fmt.Sprintf("static pool at %d ready nodes", replicas), func() (bool, string) {
+			if live := liveStatic(t, ctx, kube); live < low || live > high {
+				t.Fatalf("static pool holds %d live NodeClaims on its way from %d to %d", live, previous, replicas)
+			}
 			return staticSettled(ctx, t, kube, replicas)
 		})
+		previous = replicas
 	}
 	var pods corev1.PodList
 	if err := kube.List(ctx, &pods); err != nil {
@@ -154,4 +162,15 @@ func TestStaticCapacityOff(t *testing.T) {
 	for _, nc := range nodeClaimList(t, ctx, kube) {
 		t.Errorf("NodeClaim %s was created (NodePool %s) although static capacity is off", nc.Name, nc.Labels[karpv1.NodePoolLabelKey])
 	}
+}
+
+// liveStatic counts the fixed pool's NodeClaims not being deleted.
+func liveStatic(t *testing.T, ctx context.Context, kube client.Client) int {
+	live := 0
+	for _, nc := range nodeClaimList(t, ctx, kube) {
+		if nc.Labels[karpv1.NodePoolLabelKey] == "fixed" && nc.DeletionTimestamp == nil {
+			live++
+		}
+	}
+	return live
 }
