@@ -142,3 +142,29 @@ func TestClaimsOf(t *testing.T) {
 		t.Error("d has no provider ID but is Launched")
 	}
 }
+
+func TestUnsettled(t *testing.T) {
+	labels := map[string]string{karpv1.NodePoolLabelKey: "static"}
+	claims := []*karpv1.NodeClaim{
+		{ObjectMeta: metav1.ObjectMeta{Name: "a", Labels: labels}},
+		{ObjectMeta: metav1.ObjectMeta{Name: "b", Labels: labels}},
+	}
+	dynamic := &karpv1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: "dynamic"}}
+	for _, tc := range []struct {
+		name     string
+		pool     *karpv1.NodePool
+		notReady map[string]string
+		want     []string
+	}{
+		{"at replicas", pool(2, ""), nil, nil},
+		{"short", pool(3, ""), nil, []string{"static"}},
+		{"over", pool(1, ""), nil, []string{"static"}},
+		{"short but not Ready", pool(3, ""), map[string]string{"static": "NodeClassReady=False"}, nil},
+		{"short but at limits.nodes", pool(3, "2"), nil, nil},
+	} {
+		got := Unsettled([]*karpv1.NodePool{tc.pool, dynamic}, tc.notReady, Objects{NodeClaims: claims}, time.Now())
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("%s: Unsettled = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
