@@ -304,9 +304,9 @@ func DisabledMessage(np *karpv1.NodePool) string {
 		np.Name, Setting, Setting)
 }
 
-// Unsettled names the static NodePools in pools that are not Ready-blocked
-// (notReady) and whose claims in objs are not at replicas: a provisioning
-// pass would create or delete some. Every other pool is left out, so a
+// Unsettled names the static NodePools in pools whose claims in objs are
+// not at replicas such that a provisioning pass would create (only when
+// the pool is not in notReady) or delete some. Every other pool is left out, so a
 // settled cluster asks for nothing.
 func Unsettled(pools []*karpv1.NodePool, notReady map[string]string, objs Objects, now time.Time) []string {
 	var out []string
@@ -314,10 +314,10 @@ func Unsettled(pools []*karpv1.NodePool, notReady map[string]string, objs Object
 		if !IsStatic(np) || np.DeletionTimestamp != nil {
 			continue
 		}
-		if _, blocked := notReady[np.Name]; blocked {
-			continue
-		}
-		if d := Decide(np, ClaimsOf(np, objs, now)); d.Create > 0 || len(d.Delete) > 0 {
+		// A pool not Ready gets no new claim (Karpenter waits for Ready)
+		// but still loses its surplus.
+		_, blocked := notReady[np.Name]
+		if d := Decide(np, ClaimsOf(np, objs, now)); (d.Create > 0 && !blocked) || len(d.Delete) > 0 {
 			out = append(out, np.Name)
 		}
 	}

@@ -161,6 +161,7 @@ func TestUnsettled(t *testing.T) {
 		{"over", pool(1, ""), nil, []string{"static"}},
 		{"short but not Ready", pool(3, ""), map[string]string{"static": "NodeClassReady=False"}, nil},
 		{"short but at limits.nodes", pool(3, "2"), nil, nil},
+		{"over and not Ready", pool(1, ""), map[string]string{"static": "NodeClassReady=False"}, []string{"static"}},
 	} {
 		got := Unsettled([]*karpv1.NodePool{tc.pool, dynamic}, tc.notReady, Objects{NodeClaims: claims}, time.Now())
 		if !slices.Equal(got, tc.want) {
