@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -62,6 +63,11 @@ const (
 	// group of nodes replaced by several cheaper nodes of other shapes
 	// ("true"/"false", default false).
 	EnvRebalance = "KARPFUNC_REBALANCE_CONSOLIDATION"
+	// EnvStaticCapacity keeps static NodePools (spec.replicas) at their
+	// replica count ("true"/"false", default true: the NodePool CRD offers
+	// the field). Off, such a NodePool is refused by name: a
+	// ValidationSucceeded=False condition and a Warning event.
+	EnvStaticCapacity = "KARPFUNC_STATIC_CAPACITY"
 	// EnvAPICompression asks the API server for gzip-compressed responses
 	// ("true"/"false", default true; see apiCompression).
 	EnvAPICompression = "KARPFUNC_API_COMPRESSION"
@@ -175,13 +181,17 @@ func (d *dependencies) get() (*provisioning.Provisioner, *lifecycle.Controller, 
 	if err != nil {
 		return nil, nil, err
 	}
-	// What AKSNodeClass status is resolved against (nodepoolstatus).
-	statusOpts := &nodepoolstatus.ClassOptions{DefaultSubnetID: azOpts.SubnetID, NodeResourceGroup: azOpts.ResourceGroup,
-		KubernetesVersion: azOpts.Bootstrap.KubernetesVersion, Versions: kubeVersion.Status, Images: launcher.Images()}
+	// Both settings are read before either error is returned: a bad
+	// static-capacity setting and a bad catalog are reported together.
+	static, staticErr := boolSetting(d.getenv, EnvStaticCapacity, true)
 	cat, err := loadCatalog(d.getenv, azOpts.Location)
-	if err != nil {
+	if err = errors.Join(staticErr, err); err != nil {
 		return nil, nil, err
 	}
+	// What AKSNodeClass status is resolved against (nodepoolstatus).
+	statusOpts := &nodepoolstatus.ClassOptions{DefaultSubnetID: azOpts.SubnetID, NodeResourceGroup: azOpts.ResourceGroup,
+		KubernetesVersion: azOpts.Bootstrap.KubernetesVersion, Versions: kubeVersion.Status, Images: launcher.Images(),
+		RefuseStatic: !static}
 	waits, err := d.waits()
 	if err != nil {
 		return nil, nil, err
@@ -194,7 +204,8 @@ func (d *dependencies) get() (*provisioning.Provisioner, *lifecycle.Controller, 
 	rec := decisionRecorder(d.getenv, d.log)
 	unavailable := offerings.NewStore(kube, d.getenv(EnvNamespace), "", clk)
 	d.provisioner = provisioning.New(provisioning.Options{Kube: snapKube, Catalog: cat, ClusterName: azOpts.ClusterName, Clock: clk,
-		Logger: d.log, Offerings: unavailable, Quota: quotaReader(waits.quotaAware, launcher), Namespace: d.getenv(EnvNamespace), Status: statusOpts, DefaultMaxPods: maxPods})
+		Logger: d.log, Offerings: unavailable, Quota: quotaReader(waits.quotaAware, launcher), Namespace: d.getenv(EnvNamespace), Status: statusOpts, DefaultMaxPods: maxPods,
+		DisableStaticCapacity: !static})
 	evictor, err := lifecycle.NewEvictor(restConfig)
 	if err != nil {
 		return nil, nil, err

@@ -62,6 +62,10 @@ func logProvision(c *call, data messages.Provision, res provisioning.Result) {
 			c.log.Printf("provision %s: pod %s deferred (pending since %s): waits for %s", id, pod.Pod, pod.PendingSince.UTC().Format(time.RFC3339), pod.Reason)
 		}
 	}
+	for _, static := range res.Static {
+		c.log.Printf("provision %s: static nodepool %s (replicas %d, %d before the pass): created %v, deleted %v, waiting: %s",
+			id, static.NodePool, static.Replicas, static.Running, static.Created, static.Deleted, orNone(static.Waiting))
+	}
 	if !res.RetryAt.IsZero() {
 		c.log.Printf("provision %s: next pass at %v", id, res.RetryAt)
 	}
@@ -74,4 +78,11 @@ func decodeEvent(inv *customhandler.Invocation) (messages.CloudEvent, error) {
 		return messages.CloudEvent{}, messages.NewInvalidError("%v", err)
 	}
 	return messages.Decode(body)
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
 }

@@ -190,8 +190,9 @@ func (opts *planFlags) writePlan(stdout io.Writer, objs *plan.Objects, cat *cata
 		out = plan.NewDisruptionOutput(moves, before, last)
 	} else {
 		start := time.Now()
+		static := plan.KeepStatic(&objs.Cluster, cat, start)
 		res := scheduler.Solve(objs.Input(cat))
-		out = plan.NewOutput(res, time.Since(start))
+		out = plan.NewOutput(res, time.Since(start)).WithStatic(static)
 	}
 	if opts.output == "json" {
 		return out.WriteJSON(stdout)

@@ -130,6 +130,9 @@ resource settings 'Microsoft.Web/sites/config@2024-04-01' = {
     // API) and plans no launch it would refuse; 'false' leaves quota to
     // launch errors alone.
     KARPFUNC_QUOTA_AWARE: 'true'
+    // Static NodePools (spec.replicas) keep their replica count; 'false'
+    // refuses them by name (docs/static-capacity.md).
+    KARPFUNC_STATIC_CAPACITY: 'true'
     // Ask the API server for gzip (client-go's default): measured
     // cheaper than uncompressed for the cold pass's LISTs (README, "The
     // cold pass"); 'false' to measure a cluster where it may differ.

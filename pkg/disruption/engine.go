@@ -348,7 +348,9 @@ func podCost(p *corev1.Pod) float64 {
 // after its last pod event (or its initialization). false: Never.
 func consolidatableAt(nc *karpv1.NodeClaim, np *karpv1.NodePool) (time.Time, bool) {
 	after := np.Spec.Disruption.ConsolidateAfter.Duration
-	if after == nil {
+	// A static NodePool's nodes are never consolidated (Karpenter's
+	// pkg/controllers/nodeclaim/disruption/controller.go:136-141).
+	if after == nil || np.Spec.Replicas != nil {
 		return time.Time{}, false
 	}
 	since := nc.Status.LastPodEventTime.Time
@@ -366,7 +368,10 @@ func ConsolidatableAt(nc *karpv1.NodeClaim, np *karpv1.NodePool) (time.Time, boo
 
 func (e *Engine) notConsolidatableWhy(c *Candidate) string {
 	at, ok := consolidatableAt(c.NodeClaim, c.NodePool)
-	if !ok {
+	switch {
+	case !ok && c.NodePool.Spec.Replicas != nil:
+		return "NodePool is static (spec.replicas): its nodes are never consolidated"
+	case !ok:
 		return "consolidateAfter is Never"
 	}
 	return "not consolidatable until " + at.UTC().Format(time.RFC3339) + " (consolidateAfter since the last pod event)"

@@ -63,6 +63,11 @@ type ClassOptions struct {
 	// ImageVersion is the version used when Images is nil (default
 	// nodeimage.ExampleVersion): offline views and tests.
 	ImageVersion string
+	// RefuseStatic, when set, sets ValidationSucceeded=False
+	// (staticcapacity.ReasonDisabled) on every NodePool that sets
+	// spec.replicas: static capacity is turned off, and such a pool is
+	// refused by name rather than silently left without nodes.
+	RefuseStatic bool
 }
 
 // ImageResolver is what status asks for the image a class launches per

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/awslabs/operatorpkg/status"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/utils/clock"
@@ -12,6 +13,7 @@ import (
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
 	"github.com/karpfunc/karpfunc/pkg/apis/v1beta1"
+	"github.com/karpfunc/karpfunc/pkg/staticcapacity"
 )
 
 // Objects are the objects status is computed from, as one snapshot lists
@@ -75,6 +77,9 @@ func Sync(ctx context.Context, kube client.Client, objs Objects, opts ClassOptio
 		wasReady := np.StatusConditions().Root().IsTrue()
 		wrote, err := writeFresh(ctx, kube, np, func(p *karpv1.NodePool) bool {
 			want := PoolStatus(ctx, p, classes, claims, clk)
+			if opts.RefuseStatic {
+				want = RefuseStatic(p, want, clk)
+			}
 			changed := !equality.Semantic.DeepEqual(p.Status, want)
 			p.Status = want
 			return changed
@@ -118,4 +123,18 @@ func writeFresh[T client.Object](ctx context.Context, kube client.Client, obj T,
 		}
 	}
 	return false, fmt.Errorf("still conflicting after 4 attempts")
+}
+
+// RefuseStatic returns st with ValidationSucceeded=False
+// (staticcapacity.ReasonDisabled) when np sets spec.replicas, st unchanged
+// otherwise: the status of a static NodePool while static capacity is off.
+func RefuseStatic(np *karpv1.NodePool, st karpv1.NodePoolStatus, clk clock.Clock) karpv1.NodePoolStatus {
+	if !staticcapacity.IsStatic(np) {
+		return st
+	}
+	refused := np.DeepCopy()
+	refused.Status = st
+	refused.StatusConditions(status.WithClock(clk)).SetFalse(karpv1.ConditionTypeValidationSucceeded,
+		staticcapacity.ReasonDisabled, staticcapacity.DisabledMessage(np))
+	return refused.Status
 }

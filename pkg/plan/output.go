@@ -28,6 +28,10 @@ type Output struct {
 	Pods map[provisioning.Outcome]int `json:"pods"`
 	// Summary is that log's summary line for this plan.
 	Summary string `json:"summary"`
+	// StaticNodePools are the static NodePools (spec.replicas) and what
+	// the pass does to keep their replicas (see KeepStatic); the price of
+	// the NodeClaims they create is in TotalPricePerHour.
+	StaticNodePools []StaticNodePool `json:"staticNodePools"`
 }
 
 // NodeClaim is one NodeClaim the plan would create, priced at its cheapest
@@ -59,7 +63,7 @@ type Unschedulable struct {
 // NewOutput renders a scheduler result.
 func NewOutput(r scheduler.Result, solve time.Duration) Output {
 	out := Output{NodeClaims: []NodeClaim{}, ExistingNodes: []ExistingNode{}, Unschedulable: []Unschedulable{},
-		SolveSeconds: solve.Seconds()}
+		StaticNodePools: []StaticNodePool{}, SolveSeconds: solve.Seconds()}
 	total := 0.0
 	for _, c := range r.NewNodeClaims {
 		nc := NodeClaim{NodePool: c.NodePool.Name, Pods: podNames(c.Pods), InstanceTypeOptions: make([]string, 0, len(c.InstanceTypes))}
@@ -117,6 +121,18 @@ func (o Output) WriteTable(w io.Writer) error {
 		}
 		fmt.Fprintln(tw)
 	}
+	if len(o.StaticNodePools) > 0 {
+		fmt.Fprintln(tw, "STATIC NODEPOOL\tREPLICAS\tNODECLAIMS\tCREATE\tINSTANCE TYPE\t$/HOUR EACH\tDELETE\tWAITING")
+		for _, sp := range o.StaticNodePools {
+			instanceType, price := "-", 0.0
+			if len(sp.Create) > 0 {
+				instanceType, price = orDash(sp.Create[0].InstanceType), sp.Create[0].PricePerHour
+			}
+			fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%s\t%.4f\t%s\t%s\n", sp.NodePool, sp.Replicas, sp.NodeClaims, len(sp.Create),
+				instanceType, price, orDash(abbreviate(sp.Delete)), orDash(sp.Waiting))
+		}
+		fmt.Fprintln(tw)
+	}
 	if len(o.ExistingNodes) > 0 {
 		fmt.Fprintln(tw, "EXISTING\tPODS")
 		for _, e := range o.ExistingNodes {
@@ -135,8 +151,16 @@ func (o Output) WriteTable(w io.Writer) error {
 		}
 		fmt.Fprintln(tw)
 	}
-	fmt.Fprintf(tw, "%s; %d new NodeClaims ($%.4f/hour); solved in %.3fs\n",
-		o.Summary, len(o.NodeClaims), o.TotalPricePerHour, o.SolveSeconds)
+	static := 0
+	for _, sp := range o.StaticNodePools {
+		static += len(sp.Create)
+	}
+	staticNote := ""
+	if static > 0 {
+		staticNote = fmt.Sprintf(" and %d static", static)
+	}
+	fmt.Fprintf(tw, "%s; %d new NodeClaims%s ($%.4f/hour); solved in %.3fs\n",
+		o.Summary, len(o.NodeClaims), staticNote, o.TotalPricePerHour, o.SolveSeconds)
 	return tw.Flush()
 }
 

@@ -92,6 +92,11 @@ type Options struct {
 	// Karpenter-like limiter of Nominated events (tests give one on a
 	// fake clock).
 	NominationLimiter flowcontrol.PassiveRateLimiter
+	// DisableStaticCapacity refuses static NodePools (spec.replicas) with
+	// a Warning event instead of keeping their replicas (package
+	// staticcapacity); the caller's Status options should then set
+	// RefuseStatic, so their status says so too.
+	DisableStaticCapacity bool
 }
 
 // DefaultStuckAfter is longer than a launch and registration take on Azure.
@@ -133,6 +138,7 @@ type Provisioner struct {
 	status      *nodepoolstatus.ClassOptions
 	maxStuck    int
 	maxPods     int32 // Options.DefaultMaxPods
+	staticOff   bool  // Options.DisableStaticCapacity
 	// nominations is shared by every Nominated event this Provisioner
 	// writes, over all its passes (a warm instance keeps it).
 	nominations flowcontrol.PassiveRateLimiter
@@ -170,7 +176,7 @@ func New(opts Options) *Provisioner {
 	}
 	return &Provisioner{status: opts.Status, quota: quota, kube: opts.Kube, catalog: opts.Catalog, clusterName: opts.ClusterName,
 		maxStuck: opts.MaxStuckReports, nominations: opts.NominationLimiter, clock: opts.Clock, log: opts.Logger, recorder: events.NewRecorder(opts.Kube, opts.Clock),
-		offerings: opts.Offerings, stuckAfter: opts.StuckAfter, maxPods: opts.DefaultMaxPods,
+		offerings: opts.Offerings, stuckAfter: opts.StuckAfter, maxPods: opts.DefaultMaxPods, staticOff: opts.DisableStaticCapacity,
 		limits: limitGuard{kube: opts.Kube, namespace: opts.Namespace, clock: opts.Clock, duration: opts.LimitsLeaseDuration},
 		names:  claimnames.NewCounter(opts.Kube, opts.Namespace, opts.Clock)}
 }
@@ -200,6 +206,9 @@ type Result struct {
 	// why: Nominated events over the nomination rate limit, stuck-pod
 	// reports over MaxStuckReports. The pass logs them in one line.
 	EventsNotWritten events.Unwritten
+	// Static lists the static NodePools the pass scaled or found short of
+	// replicas.
+	Static []StaticResult
 }
 
 // retryDelay is how soon a pass runs again after deferring pods.
@@ -251,6 +260,7 @@ func (p *Provisioner) Provision(ctx context.Context) (Result, error) {
 	if in.NotReady, err = p.syncStatus(ctx, snap); err != nil {
 		ps.errs = append(ps.errs, err)
 	}
+	p.keepStatic(ctx, ps, snap, &in, view)
 	if len(in.Pods) > 0 {
 		p.placePending(ctx, ps, snap, in, view)
 		p.writeQuotaStatus(ctx, ps, snap)

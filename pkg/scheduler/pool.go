@@ -149,6 +149,13 @@ func (s *solver) newPool(np *karpv1.NodePool, classes map[string]*v1beta1.AKSNod
 	}
 	pl.class = classes[np.Spec.Template.Spec.NodeClassRef.Name]
 	pl.maxPods = *pl.class.DefaultedSpecFor(in.DefaultMaxPods).MaxPods
+	if np.Spec.Replicas != nil {
+		// As Karpenter's provisioner (pkg/controllers/provisioning/
+		// provisioner.go:277), a static pool opens no NodeClaim for
+		// pending pods; its nodes take pods as existing capacity.
+		pl.invalid = fmt.Sprintf("NodePool %s is static (spec.replicas %d): it keeps that many nodes and opens none for pending pods", np.Name, *np.Spec.Replicas)
+		return pl
+	}
 	if in.Catalog == nil {
 		pl.invalid = "no instance-type catalog was given to the scheduler"
 		return pl

@@ -12,10 +12,12 @@ import (
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
 	"github.com/karpfunc/karpfunc/pkg/disruption"
+	"github.com/karpfunc/karpfunc/pkg/events"
 	"github.com/karpfunc/karpfunc/pkg/lifecycle"
 	"github.com/karpfunc/karpfunc/pkg/nodepoolstatus"
 	"github.com/karpfunc/karpfunc/pkg/ownership"
 	"github.com/karpfunc/karpfunc/pkg/snapshot"
+	"github.com/karpfunc/karpfunc/pkg/staticcapacity"
 	"github.com/karpfunc/karpfunc/pkg/triggers"
 )
 
@@ -143,10 +145,39 @@ func (c *Controller) syncStatus(ctx context.Context, snap *snapshot.Cluster, out
 	synced, err := nodepoolstatus.Sync(ctx, c.kube, nodepoolstatus.Objects{NodePools: snap.NodePools,
 		NodeClasses: snap.NodeClasses, NodeClaims: snap.NodeClaims}, *c.opts.Status, c.clock)
 	errs := []error{err}
+	if c.opts.Status.RefuseStatic {
+		errs = append(errs, c.refuseStatic(ctx, snap)...)
+	}
+	// A static NodePool whose replicas changed (the relay reports its spec
+	// change here) or whose claims went: the provisioning pass keeps its
+	// replicas. The Sweep's pass catches any event lost.
+	if unsettled := staticcapacity.Unsettled(snap.NodePools, synced.NotReady, staticcapacity.Objects{NodeClaims: snap.NodeClaims,
+		Nodes: snap.Nodes, Pods: snap.Pods}, c.clock.Now()); len(unsettled) > 0 {
+		out.Then(triggers.ProvisionPass(c.opts.ClusterName, "static-replicas", c.clock.Now(), 0))
+		c.log.Info("static nodepools not at their replicas; provisioning pass asked", "nodepools", unsettled)
+	}
 	if len(synced.BecameReady) == 0 {
 		return errs
 	}
 	out.Then(triggers.ProvisionPass(c.opts.ClusterName, "nodepool-ready", c.clock.Now(), 0))
 	c.log.Info("nodepools became ready; provisioning pass asked", "nodepools", synced.BecameReady)
+	return errs
+}
+
+// refuseStatic writes the Warning event on each static NodePool while
+// static capacity is off (its status says the same, see
+// nodepoolstatus.RefuseStatic): a refusal by name, also when no
+// provisioning pass runs. The recorder writes it once per window.
+func (c *Controller) refuseStatic(ctx context.Context, snap *snapshot.Cluster) []error {
+	var errs []error
+	for _, np := range snap.NodePools {
+		if !staticcapacity.IsStatic(np) || np.DeletionTimestamp != nil {
+			continue
+		}
+		if err := c.recorder.Publish(ctx, events.Event{Object: np, Type: corev1.EventTypeWarning, Reason: staticcapacity.ReasonDisabled,
+			Message: staticcapacity.DisabledMessage(np), DedupeValues: []string{string(np.UID)}}); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	return errs
 }
