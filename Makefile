@@ -8,7 +8,7 @@ PACKAGE_GOARCH ?= amd64
 # The relay image's tag: the chart's appVersion.
 RELAY_VERSION := $(shell sed -n 's/^appVersion: *"\{0,1\}\([^"]*\)"\{0,1\}/\1/p' relay/chart/Chart.yaml)
 
-.PHONY: all tools lint-tools build demo test lint unit e2e soak bench bench-scale bench-burst package image generate vet clean
+.PHONY: all tools lint-tools build demo test lint unit e2e soak bench bench-scale bench-burst bench-quota package image generate vet clean
 
 all: build
 
@@ -53,9 +53,11 @@ unit:
 e2e: tools
 	$(GO) test -count=1 -timeout 30m -v ./tests/...
 
-## soak: the chaos test on more seeds and rounds than `make test` runs
+## soak: the chaos test on more seeds and rounds, and the differential test against Karpenter's
+## scheduler on 5,000 scenarios, than `make test` runs
 soak: tools
 	KARPFUNC_CHAOS_SEEDS=$$(seq -s, 1 20) KARPFUNC_CHAOS_ROUNDS=5 $(GO) test -count=1 -timeout 90m -v -run TestChaos ./tests/
+	KARPFUNC_DIFF_SCENARIOS=5000 $(GO) test -count=1 -timeout 30m -run TestDifferential ./pkg/scheduler/differential/
 
 ## bench: Go benchmarks with allocations
 bench:
@@ -74,6 +76,11 @@ bench-scale: tools
 bench-burst: tools
 	$(GO) build -o $(BIN)/karpfunc-demo ./hack/demo
 	$(BIN)/karpfunc-demo -pods 1000 -trace $(BENCH_BURST_FLAGS)
+
+## bench-quota: a 200-pod burst under tight quota (the two cheapest D families at 16 vCPUs, regional 64,
+## spot 32), quota awareness off then on: creates refused, time to all Running, fleet price; not part of `make test`
+bench-quota: tools
+	$(GO) run ./hack/benchquota $(BENCH_QUOTA_FLAGS)
 
 ## package: the Functions app as azd deploys it: dist/app (host.json, function folders,
 ## Linux handler) and the same tree zipped as dist/karpfunc-functions.zip

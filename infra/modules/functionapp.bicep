@@ -134,8 +134,8 @@ resource settings 'Microsoft.Web/sites/config@2024-04-01' = {
     // refuses them by name (docs/static-capacity.md).
     KARPFUNC_STATIC_CAPACITY: 'true'
     // Ask the API server for gzip (client-go's default): measured
-    // cheaper than uncompressed for the cold pass's LISTs (README, "The
-    // cold pass"); 'false' to measure a cluster where it may differ.
+    // cheaper than uncompressed for the cold pass's LISTs (docs/performance.md);
+    // 'false' to measure a cluster where it may differ.
     KARPFUNC_API_COMPRESSION: 'true'
     // A diagnostic, off: 'true' makes every pass prove it wrote no object
     // its snapshot shares with the warm cache, at the cost of copying the
