@@ -18,7 +18,12 @@ import (
 
 // quotaSKUs: two 2-vCPU sizes of different families.
 func quotaSKUs() []*armcompute.ResourceSKU {
-	skus := strictSKUs()[1:2] // Standard_D2s_v5
+	var skus []*armcompute.ResourceSKU
+	for _, sku := range strictSKUs() {
+		if deref(sku.Name) == "Standard_D2s_v5" {
+			skus = append(skus, sku)
+		}
+	}
 	skus[0].Family = ptr("standardDSv5Family")
 	other := *skus[0]
 	other.Name, other.Family = ptr("Standard_D2as_v5"), ptr("standardDASv5Family")

@@ -110,6 +110,9 @@ func (it *InstanceType) Allocatable() corev1.ResourceList {
 func (it *InstanceType) WithMaxPods(n int32) *InstanceType {
 	out := *it
 	out.Capacity = it.Capacity.DeepCopy()
+	if out.Capacity == nil {
+		out.Capacity = corev1.ResourceList{}
+	}
 	out.Capacity[corev1.ResourcePods] = *resource.NewQuantity(int64(n), resource.DecimalSI)
 	if it.fixedOverhead {
 		out.Overhead = it.Overhead.DeepCopy()
