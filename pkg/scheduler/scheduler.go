@@ -29,6 +29,8 @@
 package scheduler
 
 import (
+	"slices"
+
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
@@ -155,7 +157,17 @@ type Unschedulable struct {
 // Solve places in.Pods. It never fails: problems with the input become
 // Unschedulable reasons.
 func Solve(in Input) Result {
-	res := newSolver(in).solve()
+	res, scarce := solveOnce(in, false)
+	byQueue := false
+	if scarce && !in.Spread {
+		// NodePool limits left pods pending: which pods get the capacity
+		// there is decided by Karpenter's queue order (see queueOrder),
+		// not by the interleaving that packs for cost. The queue's plan
+		// is kept unless it leaves more pods pending.
+		if queued, _ := solveOnce(in, true); len(queued.Unschedulable) <= len(res.Unschedulable) {
+			res, byQueue = queued, true
+		}
+	}
 	if in.Spread || in.PackLargest || len(res.NewNodeClaims) < 2 || len(in.Pods) > smallBatch {
 		return res
 	}
@@ -168,10 +180,19 @@ func Solve(in Input) Result {
 	// fleet is cheaper, with no more pods left pending.
 	largest := in
 	largest.PackLargest = true
-	if packed := newSolver(largest).solve(); len(packed.Unschedulable) <= len(res.Unschedulable) && fleetPrice(packed) < fleetPrice(res)-1e-9 {
+	if packed, _ := solveOnce(largest, byQueue); len(packed.Unschedulable) <= len(res.Unschedulable) && fleetPrice(packed) < fleetPrice(res)-1e-9 {
 		return packed
 	}
 	return res
+}
+
+// solveOnce runs one solve, with the pods in Karpenter's queue order
+// when byQueue, and reports whether a NodePool's limits left a pod
+// pending.
+func solveOnce(in Input, byQueue bool) (Result, bool) {
+	s := newSolver(in, byQueue)
+	res := s.solve()
+	return res, slices.ContainsFunc(s.pools, func(pl *pool) bool { return pl.overLimits != "" })
 }
 
 // smallBatch is the most pending pods for which Solve also tries

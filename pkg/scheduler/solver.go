@@ -49,6 +49,9 @@ type solver struct {
 	spread bool
 	// packLargest: Input.PackLargest.
 	packLargest bool
+	// byQueue orders the pods as Karpenter's queue does (see queueOrder)
+	// instead of for cost (see orderPods).
+	byQueue bool
 	// pastTarget lets a claim take a pod that fits one of its options
 	// but not its target (see growOpen).
 	pastTarget bool
@@ -72,7 +75,7 @@ type pendingPod struct {
 	prefer *ptype
 }
 
-func newSolver(in Input) *solver {
+func newSolver(in Input, byQueue bool) *solver {
 	s := &solver{
 		res:      newResIndex(),
 		dom:      &domains{zoneIdx: map[string]int{}, custom: map[string]*valueTable{}},
@@ -84,6 +87,7 @@ func newSolver(in Input) *solver {
 		memo:      in.Memo,
 
 		packLargest: in.PackLargest,
+		byQueue:     byQueue,
 	}
 	pods, requests := s.collectPods(in)
 	s.internCatalog(in.Catalog)
@@ -329,6 +333,10 @@ func (s *solver) orderPods() {
 	if count := float64(len(s.order)); count > 0 {
 		s.slack = [2]float64{float64(total[rCPU]) / count, float64(total[rMemory]) / count}
 	}
+	if s.byQueue {
+		slices.SortStableFunc(s.order, queueOrder)
+		return
+	}
 	var parts [][]pendingPod
 	for _, pl := range s.pools {
 		if pl.invalid == "" && len(pl.types) > 0 {
@@ -362,6 +370,19 @@ func (s *solver) orderPods() {
 		out = append(out, arrange(part, size)...)
 	}
 	s.order = out
+}
+
+// queueOrder is the order of Karpenter's scheduling queue: more CPU
+// first, then more memory, then the older pod, then the smaller UID
+// (sigs.k8s.io/karpenter v1.14.1
+// pkg/controllers/provisioning/scheduling/queue.go
+// byCPUAndMemoryDescending). Where NodePool limits leave too little
+// capacity for every pod, it decides which pods get it: the largest,
+// which are the hardest to place later, and among equals the oldest, as
+// users moving from Karpenter expect.
+func queueOrder(a, b pendingPod) int {
+	return cmp.Or(-cmp.Compare(a.req[rCPU], b.req[rCPU]), -cmp.Compare(a.req[rMemory], b.req[rMemory]),
+		a.pod.CreationTimestamp.Time.Compare(b.pod.CreationTimestamp.Time), cmp.Compare(a.pod.UID, b.pod.UID))
 }
 
 // arrange sorts pods biggest first by size, then spreads them so that
