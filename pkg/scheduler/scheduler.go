@@ -247,6 +247,39 @@ func (s *solver) retry(failed []pendingPod) []pendingPod {
 	}
 }
 
+// joinTarget tries again, right after placed is, the failed pods whose
+// required pod affinity selects it, and returns those still unplaced. A
+// pod whose affinity target was smaller (so placed after it) goes next to
+// the target as it would have had the target come first, before the
+// pods that follow take the room there; the retry rounds after the pass
+// come too late when that room is scarce (one node a NodePool's limits
+// allow, say).
+func (s *solver) joinTarget(failed []pendingPod, placed pendingPod) []pendingPod {
+	still := failed[:0]
+	for _, pending := range failed {
+		if s.affineTo(pending.g, placed) && s.placePending(pending) {
+			continue
+		}
+		still = append(still, pending)
+	}
+	return still
+}
+
+// affineTo reports whether g's pods have a required pod affinity term
+// that selects placed's pod.
+func (s *solver) affineTo(g *group, placed pendingPod) bool {
+	variant := s.variantAt(g, 0)
+	if variant == nil {
+		return false
+	}
+	for _, k := range variant.constraints {
+		if k.kind == affinity && k.c.matches(placed.pod.Namespace, placed.pod.Labels) {
+			return true
+		}
+	}
+	return false
+}
+
 // mayPlaceLater reports whether g's pods have a rule other pods' placement
 // can satisfy: required or preferred pod affinity, or topology spread.
 func (s *solver) mayPlaceLater(g *group) bool {
@@ -269,6 +302,8 @@ func (s *solver) solve() Result {
 	for _, pending := range s.order {
 		if !s.placePending(pending) {
 			failed = append(failed, pending)
+		} else if len(failed) > 0 {
+			failed = s.joinTarget(failed, pending)
 		}
 	}
 	for _, pending := range s.retry(failed) {
