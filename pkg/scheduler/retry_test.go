@@ -24,6 +24,8 @@ func TestRetryAfterOthersPlaced(t *testing.T) {
 		// limitCPU, when set, limits the NodePool's CPU and adds a
 		// lighter NodePool without limits; check gets the plan as is.
 		limitCPU string
+		// existingNode adds an empty 4-vCPU node; check gets the plan.
+		existingNode bool
 		// check gets the plan, every pod placed.
 		check func(t *testing.T, r scheduler.Result)
 	}{
@@ -96,9 +98,41 @@ func TestRetryAfterOthersPlaced(t *testing.T) {
 				}
 			},
 		},
+		{
+			// Two 1500m replicas with hostname affinity to each other and
+			// ten 500m pods free to go anywhere, with an existing 4-vCPU
+			// node: the first replica goes there, and the second follows
+			// it before the small pods, ordered between them for cost,
+			// fill that node; the small pods that do not fit go to a new
+			// node, and every pod is placed.
+			name: "replicas with affinity to each other stay together",
+			pods: func() []*corev1.Pod {
+				var out []*corev1.Pod
+				for i := range 2 {
+					out = append(out, withPodAffinity(labeled(pod(fmt.Sprintf("pair-%d", i), "1500m", "1Gi"), "app", "pair"),
+						podTerm(corev1.LabelHostname, "app", "pair")))
+				}
+				for i := range 10 {
+					out = append(out, labeled(pod(fmt.Sprintf("free-%02d", i), "500m", "1Gi"), "app", "free"))
+				}
+				return out
+			},
+			existingNode: true,
+			check: func(t *testing.T, r scheduler.Result) {
+				for _, u := range r.Unschedulable {
+					t.Errorf("%s unschedulable: %s", u.Pod.Name, u.Reason)
+				}
+			},
+		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			in := uniformInput(t, tc.pods()...)
+			if tc.existingNode {
+				n, _ := existingNode("node-a", "test-1")
+				in.Nodes = append(in.Nodes, n)
+				tc.check(t, scheduler.Solve(in))
+				return
+			}
 			if tc.limitCPU != "" {
 				in.NodePools[0].Spec.Limits = karpv1.Limits{corev1.ResourceCPU: resource.MustParse(tc.limitCPU)}
 				in.NodePools[0].Spec.Weight = new(int32(100))

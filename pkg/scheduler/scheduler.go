@@ -265,6 +265,71 @@ func (s *solver) joinTarget(failed []pendingPod, placed pendingPod) []pendingPod
 	return still
 }
 
+// followers pulls forward, right after a pod is placed, the pending pods
+// whose required pod affinity selects it (replicas with affinity to each
+// other on kubernetes.io/hostname, say): they go next to it before pods
+// ordered between them take the room there, as if they had come first.
+// Karpenter's queue, which orders by size only, keeps such replicas
+// together; the interleaving of big and small pods for cost does not.
+type followers struct {
+	groups []*group         // groups whose pods have required pod affinity
+	queued map[*group][]int // their pods' indices in s.order
+	done   []bool           // by index in s.order: tried already
+	next   map[*group]int   // per group, how far queued was tried
+}
+
+func (s *solver) newFollowers() *followers {
+	f := &followers{}
+	if s.spread {
+		return f // the kube-scheduler's model takes pods in the order given
+	}
+	for i, pending := range s.order {
+		if variant := s.variantAt(pending.g, 0); variant != nil && slices.ContainsFunc(variant.constraints, func(k *constraint) bool { return k.kind == affinity }) {
+			if f.queued == nil {
+				f.queued, f.next = map[*group][]int{}, map[*group]int{}
+			}
+			if _, seen := f.queued[pending.g]; !seen {
+				f.groups = append(f.groups, pending.g)
+			}
+			f.queued[pending.g] = append(f.queued[pending.g], i)
+		}
+	}
+	if len(f.groups) > 0 {
+		f.done = make([]bool, len(s.order))
+	}
+	return f
+}
+
+func (f *followers) tried(i int) bool {
+	if f.done == nil {
+		return false
+	}
+	was := f.done[i]
+	f.done[i] = true
+	return was
+}
+
+// follow places the not yet tried pods whose required pod affinity
+// selects placed, adding those that fail to failed.
+func (f *followers) follow(s *solver, placed pendingPod, failed []pendingPod) []pendingPod {
+	for _, g := range f.groups {
+		if f.next[g] == len(f.queued[g]) || !s.affineTo(g, placed) {
+			continue
+		}
+		for _, i := range f.queued[g][f.next[g]:] {
+			if f.done[i] {
+				continue
+			}
+			f.done[i] = true
+			if !s.placePending(s.order[i]) {
+				failed = append(failed, s.order[i])
+			}
+		}
+		f.next[g] = len(f.queued[g])
+	}
+	return failed
+}
+
 // affineTo reports whether g's pods have a required pod affinity term
 // that selects placed's pod.
 func (s *solver) affineTo(g *group, placed pendingPod) bool {
@@ -299,12 +364,19 @@ func (s *solver) mayPlaceLater(g *group) bool {
 func (s *solver) solve() Result {
 	var res Result
 	var failed []pendingPod
-	for _, pending := range s.order {
+	f := s.newFollowers()
+	for i, pending := range s.order {
+		if f.tried(i) {
+			continue
+		}
 		if !s.placePending(pending) {
 			failed = append(failed, pending)
-		} else if len(failed) > 0 {
+			continue
+		}
+		if len(failed) > 0 {
 			failed = s.joinTarget(failed, pending)
 		}
+		failed = f.follow(s, pending, failed)
 	}
 	for _, pending := range s.retry(failed) {
 		s.current, s.prefer = pending.pod, pending.prefer
