@@ -49,6 +49,8 @@ type solver struct {
 	spread bool
 	// packLargest: Input.PackLargest.
 	packLargest bool
+	// reach: zoneReach, computed once.
+	reach []int
 	// byQueue orders the pods as Karpenter's queue does (see queueOrder)
 	// instead of for cost (see orderPods).
 	byQueue bool
