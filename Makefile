@@ -53,8 +53,7 @@ unit:
 e2e: tools
 	$(GO) test -count=1 -timeout 30m -v ./tests/...
 
-## soak: the chaos test on more seeds and rounds, and the differential test against Karpenter's
-## scheduler on 5,000 scenarios, than `make test` runs
+## soak: the chaos test and the differential test against Karpenter on more seeds than `make test` runs
 soak: tools
 	KARPFUNC_CHAOS_SEEDS=$$(seq -s, 1 20) KARPFUNC_CHAOS_ROUNDS=5 $(GO) test -count=1 -timeout 90m -v -run TestChaos ./tests/
 	KARPFUNC_DIFF_SCENARIOS=5000 $(GO) test -count=1 -timeout 30m -run TestDifferential ./pkg/scheduler/differential/

@@ -525,13 +525,13 @@ func (s *solver) topology(b *bin, v *variant, ch *choice, dims []dimension) ([]d
 		}
 	}
 	if masks.zoneConstrained {
-		dims = append(dims, dimension{kind: keyZone, cands: candidates(masks.zone, masks.zoneSpread)})
+		dims = append(dims, dimension{kind: keyZone, cands: candidates(masks.zone, masks.zoneSpread, s.zoneReach())})
 	}
 	if masks.ctConstrained {
-		dims = append(dims, dimension{kind: keyCapacityType, cands: candidates(masks.ct, masks.ctSpread)})
+		dims = append(dims, dimension{kind: keyCapacityType, cands: candidates(masks.ct, masks.ctSpread, nil)})
 	}
 	for _, key := range sortedKeys(masks.custom) {
-		dims = append(dims, dimension{kind: keyCustom, key: key, cands: candidates(masks.custom[key], masks.customSpread[key])})
+		dims = append(dims, dimension{kind: keyCustom, key: key, cands: candidates(masks.custom[key], masks.customSpread[key], nil)})
 	}
 	return dims, nil
 }
@@ -594,18 +594,58 @@ func (s *solver) applyCustomConstraint(masks *topologyMasks, b *bin, v *variant,
 }
 
 // candidates orders the single domains of mask for a key with topology
-// rules: least crowded first for spread, else lowest index.
-func candidates(mask uint64, k *constraint) []uint64 {
+// rules: least crowded first for spread, then, with reach (per domain, how
+// many NodePools can launch there), the domain fewest NodePools reach,
+// then lowest index. Among equally crowded domains, a claim that could go
+// to several takes one few NodePools reach, and leaves the domains other
+// NodePools can launch in to them: a spread over zones where one NodePool
+// is limited to a single zone then still has that zone for its pods.
+func candidates(mask uint64, k *constraint, reach []int) []uint64 {
 	var out []uint64
 	for rest := mask; rest != 0; rest &= rest - 1 {
 		out = append(out, 1<<bits.TrailingZeros64(rest))
 	}
 	if k != nil {
+		reachOf := func(d int) int {
+			if d < len(reach) {
+				return reach[d]
+			}
+			return 0
+		}
 		slices.SortStableFunc(out, func(a, b uint64) int {
-			return cmp.Compare(k.c.count(bits.TrailingZeros64(a)), k.c.count(bits.TrailingZeros64(b)))
+			da, db := bits.TrailingZeros64(a), bits.TrailingZeros64(b)
+			return cmp.Or(cmp.Compare(k.c.count(da), k.c.count(db)), cmp.Compare(reachOf(da), reachOf(db)))
 		})
 	}
 	return out
+}
+
+// zoneReach is, per zone index, how many usable NodePools offer some
+// instance type there.
+func (s *solver) zoneReach() []int {
+	if s.reach != nil {
+		return s.reach
+	}
+	s.reach = []int{}
+	for _, pl := range s.pools {
+		if pl.invalid != "" {
+			continue
+		}
+		var offers uint64
+		for _, t := range pl.types {
+			offers |= t.offers
+		}
+		for bit := offers; bit != 0; bit &= bit - 1 {
+			if i := bits.TrailingZeros64(bit); i%2 == 0 || offers&(1<<(i-1)) == 0 {
+				z := i / 2
+				for len(s.reach) <= z {
+					s.reach = append(s.reach, 0)
+				}
+				s.reach[z]++
+			}
+		}
+	}
+	return s.reach
 }
 
 // settle picks a domain for each dimension, in order, such that some

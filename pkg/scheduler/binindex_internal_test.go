@@ -27,10 +27,10 @@ func TestIndexedSearchMatchesLinearScan(t *testing.T) {
 		in := Input{Pods: cluster.PendingPods, Nodes: cluster.Nodes, BoundPods: cluster.BoundPods, NodeClaims: cluster.NodeClaims,
 			NodePools: cluster.NodePools, NodeClasses: cluster.NodeClasses, Catalog: c, PackLargest: i%3 == 2}
 		t.Run(fmt.Sprintf("nodes=%d,bound=%d,pending=%d,packLargest=%v", size.Nodes, size.BoundPods, size.PendingPods, in.PackLargest), func(t *testing.T) {
-			linear := newSolver(in)
+			linear := newSolver(in, false)
 			linear.linearScan = true
 			want := resultText(linear.solve())
-			got := resultText(newSolver(in).solve())
+			got := resultText(newSolver(in, false).solve())
 			if got != want {
 				t.Fatalf("indexed search placed pods differently from the linear scan:\nindexed:\n%s\nlinear:\n%s", got, want)
 			}

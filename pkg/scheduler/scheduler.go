@@ -29,6 +29,8 @@
 package scheduler
 
 import (
+	"slices"
+
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
@@ -155,7 +157,17 @@ type Unschedulable struct {
 // Solve places in.Pods. It never fails: problems with the input become
 // Unschedulable reasons.
 func Solve(in Input) Result {
-	res := newSolver(in).solve()
+	res, scarce := solveOnce(in, false)
+	byQueue := false
+	if scarce && !in.Spread {
+		// NodePool limits left pods pending: which pods get the capacity
+		// there is decided by Karpenter's queue order (see queueOrder),
+		// not by the interleaving that packs for cost. The queue's plan
+		// is kept unless it leaves more pods pending.
+		if queued, _ := solveOnce(in, true); len(queued.Unschedulable) <= len(res.Unschedulable) {
+			res, byQueue = queued, true
+		}
+	}
 	if in.Spread || in.PackLargest || len(res.NewNodeClaims) < 2 || len(in.Pods) > smallBatch {
 		return res
 	}
@@ -168,10 +180,19 @@ func Solve(in Input) Result {
 	// fleet is cheaper, with no more pods left pending.
 	largest := in
 	largest.PackLargest = true
-	if packed := newSolver(largest).solve(); len(packed.Unschedulable) <= len(res.Unschedulable) && fleetPrice(packed) < fleetPrice(res)-1e-9 {
+	if packed, _ := solveOnce(largest, byQueue); len(packed.Unschedulable) <= len(res.Unschedulable) && fleetPrice(packed) < fleetPrice(res)-1e-9 {
 		return packed
 	}
 	return res
+}
+
+// solveOnce runs one solve, with the pods in Karpenter's queue order
+// when byQueue, and reports whether a NodePool's limits left a pod
+// pending.
+func solveOnce(in Input, byQueue bool) (Result, bool) {
+	s := newSolver(in, byQueue)
+	res := s.solve()
+	return res, slices.ContainsFunc(s.pools, func(pl *pool) bool { return pl.overLimits != "" })
 }
 
 // smallBatch is the most pending pods for which Solve also tries
@@ -226,6 +247,104 @@ func (s *solver) retry(failed []pendingPod) []pendingPod {
 	}
 }
 
+// joinTarget tries again, right after placed is, the failed pods whose
+// required pod affinity selects it, and returns those still unplaced. A
+// pod whose affinity target was smaller (so placed after it) goes next to
+// the target as it would have had the target come first, before the
+// pods that follow take the room there; the retry rounds after the pass
+// come too late when that room is scarce (one node a NodePool's limits
+// allow, say).
+func (s *solver) joinTarget(failed []pendingPod, placed pendingPod) []pendingPod {
+	still := failed[:0]
+	for _, pending := range failed {
+		if s.affineTo(pending.g, placed) && s.placePending(pending) {
+			continue
+		}
+		still = append(still, pending)
+	}
+	return still
+}
+
+// followers pulls forward, right after a pod is placed, the pending pods
+// whose required pod affinity selects it (replicas with affinity to each
+// other on kubernetes.io/hostname, say): they go next to it before pods
+// ordered between them take the room there, as if they had come first.
+// Karpenter's queue, which orders by size only, keeps such replicas
+// together; the interleaving of big and small pods for cost does not.
+type followers struct {
+	groups []*group         // groups whose pods have required pod affinity
+	queued map[*group][]int // their pods' indices in s.order
+	done   []bool           // by index in s.order: tried already
+	next   map[*group]int   // per group, how far queued was tried
+}
+
+func (s *solver) newFollowers() *followers {
+	f := &followers{}
+	if s.spread {
+		return f // the kube-scheduler's model takes pods in the order given
+	}
+	for i, pending := range s.order {
+		if variant := s.variantAt(pending.g, 0); variant != nil && slices.ContainsFunc(variant.constraints, func(k *constraint) bool { return k.kind == affinity }) {
+			if f.queued == nil {
+				f.queued, f.next = map[*group][]int{}, map[*group]int{}
+			}
+			if _, seen := f.queued[pending.g]; !seen {
+				f.groups = append(f.groups, pending.g)
+			}
+			f.queued[pending.g] = append(f.queued[pending.g], i)
+		}
+	}
+	if len(f.groups) > 0 {
+		f.done = make([]bool, len(s.order))
+	}
+	return f
+}
+
+func (f *followers) tried(i int) bool {
+	if f.done == nil {
+		return false
+	}
+	was := f.done[i]
+	f.done[i] = true
+	return was
+}
+
+// follow places the not yet tried pods whose required pod affinity
+// selects placed, adding those that fail to failed.
+func (f *followers) follow(s *solver, placed pendingPod, failed []pendingPod) []pendingPod {
+	for _, g := range f.groups {
+		if f.next[g] == len(f.queued[g]) || !s.affineTo(g, placed) {
+			continue
+		}
+		for _, i := range f.queued[g][f.next[g]:] {
+			if f.done[i] {
+				continue
+			}
+			f.done[i] = true
+			if !s.placePending(s.order[i]) {
+				failed = append(failed, s.order[i])
+			}
+		}
+		f.next[g] = len(f.queued[g])
+	}
+	return failed
+}
+
+// affineTo reports whether g's pods have a required pod affinity term
+// that selects placed's pod.
+func (s *solver) affineTo(g *group, placed pendingPod) bool {
+	variant := s.variantAt(g, 0)
+	if variant == nil {
+		return false
+	}
+	for _, k := range variant.constraints {
+		if k.kind == affinity && k.c.matches(placed.pod.Namespace, placed.pod.Labels) {
+			return true
+		}
+	}
+	return false
+}
+
 // mayPlaceLater reports whether g's pods have a rule other pods' placement
 // can satisfy: required or preferred pod affinity, or topology spread.
 func (s *solver) mayPlaceLater(g *group) bool {
@@ -245,10 +364,19 @@ func (s *solver) mayPlaceLater(g *group) bool {
 func (s *solver) solve() Result {
 	var res Result
 	var failed []pendingPod
-	for _, pending := range s.order {
+	f := s.newFollowers()
+	for i, pending := range s.order {
+		if f.tried(i) {
+			continue
+		}
 		if !s.placePending(pending) {
 			failed = append(failed, pending)
+			continue
 		}
+		if len(failed) > 0 {
+			failed = s.joinTarget(failed, pending)
+		}
+		failed = f.follow(s, pending, failed)
 	}
 	for _, pending := range s.retry(failed) {
 		s.current, s.prefer = pending.pod, pending.prefer

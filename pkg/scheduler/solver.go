@@ -49,6 +49,11 @@ type solver struct {
 	spread bool
 	// packLargest: Input.PackLargest.
 	packLargest bool
+	// reach: zoneReach, computed once.
+	reach []int
+	// byQueue orders the pods as Karpenter's queue does (see queueOrder)
+	// instead of for cost (see orderPods).
+	byQueue bool
 	// pastTarget lets a claim take a pod that fits one of its options
 	// but not its target (see growOpen).
 	pastTarget bool
@@ -72,7 +77,7 @@ type pendingPod struct {
 	prefer *ptype
 }
 
-func newSolver(in Input) *solver {
+func newSolver(in Input, byQueue bool) *solver {
 	s := &solver{
 		res:      newResIndex(),
 		dom:      &domains{zoneIdx: map[string]int{}, custom: map[string]*valueTable{}},
@@ -84,6 +89,7 @@ func newSolver(in Input) *solver {
 		memo:      in.Memo,
 
 		packLargest: in.PackLargest,
+		byQueue:     byQueue,
 	}
 	pods, requests := s.collectPods(in)
 	s.internCatalog(in.Catalog)
@@ -329,6 +335,10 @@ func (s *solver) orderPods() {
 	if count := float64(len(s.order)); count > 0 {
 		s.slack = [2]float64{float64(total[rCPU]) / count, float64(total[rMemory]) / count}
 	}
+	if s.byQueue {
+		slices.SortStableFunc(s.order, queueOrder)
+		return
+	}
 	var parts [][]pendingPod
 	for _, pl := range s.pools {
 		if pl.invalid == "" && len(pl.types) > 0 {
@@ -362,6 +372,19 @@ func (s *solver) orderPods() {
 		out = append(out, arrange(part, size)...)
 	}
 	s.order = out
+}
+
+// queueOrder is the order of Karpenter's scheduling queue: more CPU
+// first, then more memory, then the older pod, then the smaller UID
+// (sigs.k8s.io/karpenter v1.14.1
+// pkg/controllers/provisioning/scheduling/queue.go
+// byCPUAndMemoryDescending). Where NodePool limits leave too little
+// capacity for every pod, it decides which pods get it: the largest,
+// which are the hardest to place later, and among equals the oldest, as
+// users moving from Karpenter expect.
+func queueOrder(a, b pendingPod) int {
+	return cmp.Or(-cmp.Compare(a.req[rCPU], b.req[rCPU]), -cmp.Compare(a.req[rMemory], b.req[rMemory]),
+		a.pod.CreationTimestamp.Time.Compare(b.pod.CreationTimestamp.Time), cmp.Compare(a.pod.UID, b.pod.UID))
 }
 
 // arrange sorts pods biggest first by size, then spreads them so that
@@ -931,7 +954,15 @@ func (s *solver) byEfficiency(pl *pool) []*ptype {
 	for _, pending := range s.order {
 		total.addInPlace(pending.req)
 	}
-	yCPU, yMem := lpDuals(s.lpTypes(pl), float64(total[rCPU]), float64(total[rMemory]), s.slack)
+	yCPU, yMem, basis := lpSolve(s.lpTypes(pl), float64(total[rCPU]), float64(total[rMemory]), s.slack)
+	nodes := func(t *ptype) float64 {
+		for _, use := range basis {
+			if use.t == t {
+				return use.x
+			}
+		}
+		return 0
+	}
 	eff := make(map[*ptype]float64, len(pl.types))
 	for _, instType := range pl.types {
 		if price, ok := instType.cheapest(^uint64(0)); ok && price > 0 {
@@ -941,10 +972,20 @@ func (s *solver) byEfficiency(pl *pool) []*ptype {
 	}
 	pl.byEfficiency = slices.Clone(pl.types)
 	slices.SortStableFunc(pl.byEfficiency, func(a, b *ptype) int {
-		return cmp.Compare(eff[b], eff[a]) // ties keep the largest-first order
+		if math.Abs(eff[a]-eff[b]) > effTie {
+			return cmp.Compare(eff[b], eff[a])
+		}
+		// Both types of the LP's optimum score 1: the one it buys more
+		// nodes of first, as a fraction of a node of the other only
+		// evens out the mix. Other ties keep the largest-first order.
+		return cmp.Compare(nodes(b), nodes(a))
 	})
 	return pl.byEfficiency
 }
+
+// effTie is how close two efficiencies are to count as equal: both types
+// of the LP's optimum score 1 up to rounding.
+const effTie = 1e-9
 
 // lpTypes are the pool's types the LP prices resources with: those that
 // hold the largest pending pod (CPU and memory, separately), or all if none
@@ -979,7 +1020,7 @@ func (s *solver) lpTypes(pl *pool) []*ptype {
 		_, _, basis := lpSolve(pl.lpTypes, float64(total[rCPU]), float64(total[rMemory]), s.slack)
 		var partial []*ptype
 		for _, use := range basis {
-			if use.t != nil && use.x < 1 {
+			if use.t != nil && use.x < 1 && !absorbed(use, basis, s.slack) {
 				partial = append(partial, use.t)
 			}
 		}
@@ -989,6 +1030,28 @@ func (s *solver) lpTypes(pl *pool) []*ptype {
 		pl.lpTypes = slices.DeleteFunc(slices.Clone(pl.lpTypes), func(t *ptype) bool { return slices.Contains(partial, t) })
 	}
 	return pl.lpTypes
+}
+
+// absorbed reports whether the fraction of a node the LP's optimum buys
+// of part fits in the room the fleet has anyway on the whole nodes of the
+// basis's other type: their count rounds up, and the last node's unused
+// share holds part's CPU and memory. The LP then only evens out the mix
+// (a memory-richer type for the last few GiB the cheapest-per-vCPU type
+// lacks), a real fleet reaches its optimum, and part stays in the LP:
+// leaving it out would make the LP pair the main type with another
+// partner, then another, until none is left and the duals price one
+// resource only.
+func absorbed(part lpUse, basis [2]lpUse, slack [2]float64) bool {
+	for _, whole := range basis {
+		if whole.t == nil || whole.t == part.t || whole.x < 1 {
+			continue
+		}
+		spare := math.Ceil(whole.x) - whole.x
+		wholeCPU, wholeMem := usable(whole.t, slack)
+		partCPU, partMem := usable(part.t, slack)
+		return part.x*partCPU <= spare*wholeCPU && part.x*partMem <= spare*wholeMem
+	}
+	return false
 }
 
 // lpDuals solves min Σ price·x s.t. Σ usable_cpu·x ≥ cpu, Σ usable_mem·x ≥

@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
 	"github.com/karpfunc/karpfunc/pkg/scheduler"
 )
@@ -48,6 +50,42 @@ func TestSpreadDomainsFromRequiredTerms(t *testing.T) {
 			}
 			if !maps.Equal(got, tc.want) {
 				t.Errorf("pods per zone %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestSpreadLeavesZonesOtherNodePoolsNeed: among equally crowded zones, a
+// claim from a NodePool that can launch in several takes the zone fewest
+// NodePools reach, so a NodePool limited to one zone still has that zone
+// for the pods the spread allows there.
+func TestSpreadLeavesZonesOtherNodePoolsNeed(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		pods int
+		skew int32
+	}{
+		{name: "four pods, maxSkew 2", pods: 4, skew: 2},
+		{name: "two pods, maxSkew 1", pods: 2, skew: 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var ps []*corev1.Pod
+			for _, p := range spreadPods(tc.pods, corev1.LabelTopologyZone, tc.skew, corev1.DoNotSchedule) {
+				p.Spec.Containers[0].Resources.Requests[corev1.ResourceCPU] = resource.MustParse("2")
+				ps = append(ps, p)
+			}
+			in := uniformInput(t, ps...)
+			// wide: every zone, tried first, limited to one 8-vCPU node;
+			// narrow: test-1 only.
+			in.NodePools[0].Spec.Weight = new(int32(50))
+			in.NodePools[0].Spec.Limits = karpv1.Limits{corev1.ResourceCPU: resource.MustParse("8")}
+			in.NodePools = append(in.NodePools, nodePool("narrow", "default", req(corev1.LabelTopologyZone, corev1.NodeSelectorOpIn, "test-1")))
+			r := scheduler.Solve(in)
+			for _, u := range r.Unschedulable {
+				t.Errorf("%s unschedulable: %s", u.Pod.Name, u.Reason)
+			}
+			if t.Failed() {
+				t.Logf("pods per zone: %v", perDomain(r, corev1.LabelTopologyZone))
 			}
 		})
 	}

@@ -22,7 +22,7 @@ func StaticPlan(in Input, np *karpv1.NodePool) (*NodeClaimPlan, string) {
 	dynamic := np.DeepCopy()
 	dynamic.Spec.Replicas = nil
 	in.Pods, in.NodePools = nil, []*karpv1.NodePool{dynamic}
-	s := newSolver(in)
+	s := newSolver(in, false)
 	if len(s.pools) != 1 {
 		return nil, "NodePool " + np.Name + " is being deleted"
 	}

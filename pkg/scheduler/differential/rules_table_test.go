@@ -66,6 +66,17 @@ func TestRules(t *testing.T) {
 			good: func(p *plan) {
 				node(p, "Standard_D2as_v5", "eastus-2", pod("a", "1", func(p *corev1.Pod) { p.Spec.NodeSelector = map[string]string{corev1.LabelTopologyZone: "eastus-2"} }))
 			}},
+		{name: "a custom label the NodePool does not define", rule: "undefined-label",
+			bad: func(p *plan) {
+				node(p, "Standard_D2as_v5", "eastus-1", pod("a", "1", func(p *corev1.Pod) { p.Spec.NodeSelector = map[string]string{"team": "a"} }))
+				p.New[0].Requirements = scheduling.NewRequirements(scheduling.NewRequirement("team", corev1.NodeSelectorOpIn, "a"))
+			},
+			good: func(p *plan) {
+				node(p, "Standard_D2as_v5", "eastus-1", pod("a", "1", func(p *corev1.Pod) {
+					p.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{
+						NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{{Key: "team", Operator: corev1.NodeSelectorOpNotIn, Values: []string{"b"}}}}}}}}
+				}))
+			}},
 		{name: "taints", rule: "taints",
 			pool: func(np *karpv1.NodePool) {
 				np.Spec.Template.Spec.Taints = []corev1.Taint{{Key: "dedicated", Value: "x", Effect: corev1.TaintEffectNoSchedule}}

@@ -2,6 +2,7 @@ package differential
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strconv"
@@ -28,10 +29,18 @@ import (
 //   - spread: https://kubernetes.io/docs/concepts/scheduling-eviction/topology-spread-constraints/
 //   - DaemonSet pods: https://kubernetes.io/docs/concepts/workloads/controllers/daemonset/#how-daemon-pods-are-scheduled
 //   - limits and minValues: https://karpenter.sh/docs/concepts/nodepools/
+//   - undefined-label: "Pod scheduling constraints must fall within a
+//     NodePool's constraints or the pods will not deploy"
+//     (https://karpenter.sh/v1.0/concepts/scheduling/); a pod that
+//     requires a custom label (not well known) that its NodePool defines
+//     neither in its requirements nor its labels is not scheduled
+//     (sigs.k8s.io/karpenter v1.14.1 pkg/scheduling/requirements.go
+//     Compatible: "Custom Labels must intersect, but if not defined are
+//     denied", NotIn and DoesNotExist excepted).
 
 // violation is one rule a plan breaks.
 type violation struct {
-	Rule   string // resources, node-affinity, taints, spread, pod-affinity, anti-affinity, limits, min-values, plan
+	Rule   string // resources, node-affinity, undefined-label, taints, spread, pod-affinity, anti-affinity, limits, min-values, plan
 	Pod    string // "" for a node-level rule
 	Node   string
 	Detail string
@@ -144,6 +153,69 @@ func matchesNode(spec *corev1.PodSpec, nodeLabels map[string]string) bool {
 		}
 	}
 	return false
+}
+
+// undefinedLabel reports a custom label key the pod requires, by
+// nodeSelector or with In, Exists, Gt or Lt in every required term that
+// matches the node, that np defines neither in its requirements nor in
+// its template labels (Karpenter's Requirements.Compatible rejects such a
+// pod; NotIn and DoesNotExist need no definition).
+func undefinedLabel(spec *corev1.PodSpec, nodeLabels map[string]string, np *karpv1.NodePool) (string, bool) {
+	if np == nil {
+		return "", false
+	}
+	defined := func(key string) bool {
+		if _, ok := np.Spec.Template.Labels[key]; ok {
+			return true
+		}
+		return slices.ContainsFunc(np.Spec.Template.Spec.Requirements, func(r karpv1.NodeSelectorRequirementWithMinValues) bool { return r.Key == key })
+	}
+	for _, key := range slices.Sorted(maps.Keys(spec.NodeSelector)) {
+		if isCustom(key) && !defined(key) {
+			return key, true
+		}
+	}
+	if spec.Affinity == nil || spec.Affinity.NodeAffinity == nil || spec.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution == nil {
+		return "", false
+	}
+	first := ""
+	for _, term := range spec.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms {
+		if !matchesTerm(term, nodeLabels) {
+			continue
+		}
+		missing := ""
+		for _, e := range term.MatchExpressions {
+			if e.Operator != corev1.NodeSelectorOpNotIn && e.Operator != corev1.NodeSelectorOpDoesNotExist && isCustom(e.Key) && !defined(e.Key) {
+				missing = e.Key
+				break
+			}
+		}
+		if missing == "" {
+			return "", false // a term the node meets needs no undefined label
+		}
+		if first == "" {
+			first = missing
+		}
+	}
+	return first, first != ""
+}
+
+// matchesTerm reports whether the node's labels meet one required term.
+func matchesTerm(term corev1.NodeSelectorTerm, nodeLabels map[string]string) bool {
+	if len(term.MatchExpressions) == 0 && len(term.MatchFields) == 0 {
+		return false
+	}
+	for _, e := range term.MatchExpressions {
+		if !matchExpression(nodeLabels, e) {
+			return false
+		}
+	}
+	for _, f := range term.MatchFields {
+		if f.Key != "metadata.name" || !matchExpression(map[string]string{f.Key: nodeLabels[corev1.LabelHostname]}, f) {
+			return false
+		}
+	}
+	return true
 }
 
 // tolerates reports whether a toleration matches a taint.
@@ -374,6 +446,12 @@ func check(sc *scenario, cat *catalog.Catalog, p *plan) []violation {
 			}
 			if !matchesNode(&pod.Spec, n.Labels) {
 				out = append(out, violation{Rule: "node-affinity", Pod: pod.Name, Node: n.Name, Detail: fmt.Sprintf("node labels %v do not meet the pod's nodeSelector/required affinity", relevantLabels(n.Labels))})
+			}
+			if n.New {
+				if key, undefined := undefinedLabel(&pod.Spec, n.Labels, sc.poolByName(n.Pool)); undefined {
+					out = append(out, violation{Rule: "undefined-label", Pod: pod.Name, Node: n.Name,
+						Detail: fmt.Sprintf("the pod requires label %q, which NodePool %s defines neither in its requirements nor its labels: Karpenter's own rule (Requirements.Compatible) does not schedule such a pod; here it does only because another pod's NotIn or DoesNotExist on the key came first into the claim's requirements, which depends on the order pods are tried", key, n.Pool)})
+				}
 			}
 			if taint, bad := untolerated(pod.Spec.Tolerations, n.Taints); bad {
 				out = append(out, violation{Rule: "taints", Pod: pod.Name, Node: n.Name, Detail: fmt.Sprintf("taint %s=%s:%s not tolerated", taint.Key, taint.Value, taint.Effect)})
