@@ -235,7 +235,13 @@ func (s *solver) nodeFilterMatches(b *bin, v *variant) bool {
 	if group.nodeFilter == nil {
 		group.nodeFilter = topologyNodeFilter(group.pod)
 	}
-	for _, reqs := range group.nodeFilter {
+	return s.meetsFilter(b, group.nodeFilter)
+}
+
+// meetsFilter reports whether existing bin b meets one of filter's
+// requirement sets.
+func (s *solver) meetsFilter(b *bin, filter []scheduling.Requirements) bool {
+	for _, reqs := range filter {
 		if len(reqs) == 0 {
 			return true // Compatible with no requirements is nil, whatever b's
 		}
@@ -836,6 +842,9 @@ func (b *bin) holdsPending(c *counter) bool {
 // count counts one pod on b for c: in b's domain if settled, in every
 // domain b may land in for an owner, else pending until b settles.
 func (s *solver) count(b *bin, c *counter) {
+	if c.filtered && !b.claim && !s.meetsFilter(b, c.filter) {
+		return // a node the constraint's node filter excludes
+	}
 	if domain, ok := s.domainOf(b, c); ok {
 		c.add(domain, 1)
 		return

@@ -324,7 +324,7 @@ func (s *solver) addSpreadConstraints(v *variant) {
 				continue
 			}
 		}
-		counter, err := s.counters.get(tsc.TopologyKey, tsc.LabelSelector, matchLabelValues(group.pod, tsc.MatchLabelKeys), false, []string{group.ns}, false)
+		counter, err := s.counters.forSpread(group.pod, group.ns, tsc)
 		if err != nil {
 			v.err = fmt.Sprintf("invalid topologySpreadConstraints labelSelector: %v", err)
 			continue

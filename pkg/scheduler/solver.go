@@ -577,16 +577,7 @@ func balance(order []pendingPod) ([]pendingPod, bool) {
 // internCounters creates the counters of every topology rule of pod.
 func (s *solver) internCounters(pod *corev1.Pod, ns string) {
 	for _, tsc := range pod.Spec.TopologySpreadConstraints {
-		var extra map[string]string
-		for _, key := range tsc.MatchLabelKeys {
-			if value, ok := pod.Labels[key]; ok {
-				if extra == nil {
-					extra = map[string]string{}
-				}
-				extra[key] = value
-			}
-		}
-		_, _ = s.counters.get(tsc.TopologyKey, tsc.LabelSelector, extra, false, []string{ns}, false)
+		_, _ = s.counters.forSpread(pod, ns, tsc)
 	}
 	reqAff, prefAff := podAffinity(pod)
 	reqAnti, prefAnti := podAntiAffinity(pod)

@@ -90,3 +90,56 @@ func TestSpreadLeavesZonesOtherNodePoolsNeed(t *testing.T) {
 		})
 	}
 }
+
+// TestSpreadCountsOnlyNodesTheAffinityAdmits: under nodeAffinityPolicy
+// Honor, kube-scheduler's PodTopologySpread counts matching pods only on
+// nodes that meet the pod's nodeSelector and required node affinity
+// (https://kubernetes.io/docs/concepts/scheduling-eviction/topology-spread-constraints/#spread-constraint-definition,
+// nodeAffinityPolicy). A running app=web pod on a spot node in test-1 is
+// not counted for pods that require on-demand: two such pods go one to
+// each allowed zone, not both to test-2.
+func TestSpreadCountsOnlyNodesTheAffinityAdmits(t *testing.T) {
+	zoneIn := req(corev1.LabelTopologyZone, corev1.NodeSelectorOpIn, "test-1", "test-2")
+	onDemand := req(karpv1.CapacityTypeLabelKey, corev1.NodeSelectorOpIn, karpv1.CapacityTypeOnDemand)
+	for _, tc := range []struct {
+		name         string
+		existingCT   string
+		nodeSelector bool
+		// counted is whether the kube-scheduler counts the running pod.
+		counted bool
+	}{
+		{name: "spot node, on-demand required by affinity", existingCT: karpv1.CapacityTypeSpot},
+		{name: "spot node, on-demand required by nodeSelector", existingCT: karpv1.CapacityTypeSpot, nodeSelector: true},
+		{name: "on-demand node, on-demand required", existingCT: karpv1.CapacityTypeOnDemand, counted: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			exprs := []corev1.NodeSelectorRequirement{zoneIn}
+			if !tc.nodeSelector {
+				exprs = append(exprs, onDemand)
+			}
+			ps := zonePinnedSpread(2, corev1.NodeInclusionPolicyHonor, exprs...)
+			if tc.nodeSelector {
+				for _, p := range ps {
+					p.Spec.NodeSelector = map[string]string{karpv1.CapacityTypeLabelKey: karpv1.CapacityTypeOnDemand}
+				}
+			}
+			in := uniformInput(t, ps...)
+			n, bound := existingNode("node-a", "test-1", labeled(pod("old", "100m", "100Mi"), "app", "web"))
+			n.Labels[karpv1.CapacityTypeLabelKey] = tc.existingCT
+			n.Spec.Taints = []corev1.Taint{{Key: "full", Effect: corev1.TaintEffectNoSchedule}}
+			in.Nodes, in.BoundPods = []*corev1.Node{n}, bound
+			r := scheduler.Solve(in)
+			if len(r.Unschedulable) > 0 {
+				t.Fatalf("unschedulable: %+v", r.Unschedulable)
+			}
+			got := perDomain(r, corev1.LabelTopologyZone)
+			counts := map[string]int{"test-1": got["test-1"], "test-2": got["test-2"]}
+			if tc.counted {
+				counts["test-1"]++
+			}
+			if got["?"] > 0 || counts["test-1"]-counts["test-2"] > 1 || counts["test-2"]-counts["test-1"] > 1 {
+				t.Errorf("new pods per zone %v: the kube-scheduler counts %v, skew above maxSkew 1", got, counts)
+			}
+		})
+	}
+}

@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
+	"sigs.k8s.io/karpenter/pkg/scheduling"
 )
 
 // Topology keys fall in four kinds. Zones, capacity types and custom label
@@ -98,6 +99,14 @@ type counter struct {
 	counts []int32
 	total  int32
 	desc   string
+	// filtered: the counter counts only pods on existing nodes and
+	// in-flight claims that meet one of filter's requirement sets (a
+	// spread constraint's nodeSelector and required node affinity terms
+	// under nodeAffinityPolicy Honor). Pods on new claims are counted
+	// whatever the claim's requirements, as Karpenter counts a claim whose
+	// requirements are compatible with the filter.
+	filtered bool
+	filter   []scheduling.Requirements
 }
 
 func (c *counter) count(d int) int32 {
@@ -166,6 +175,27 @@ func (cs *counters) forTerm(t corev1.PodAffinityTerm, ns string, owners bool) (*
 	return cs.get(t.TopologyKey, t.LabelSelector, nil, allNS, nss, owners)
 }
 
+// forSpread returns the counter for a topology spread constraint of pod in
+// namespace ns. Under nodeAffinityPolicy Honor (the default) the
+// kube-scheduler's PodTopologySpread counts matching pods only on nodes
+// that meet the pod's nodeSelector and required node affinity
+// (https://kubernetes.io/docs/concepts/scheduling-eviction/topology-spread-constraints/#spread-constraint-definition),
+// as Karpenter's TopologyNodeFilter does when it counts existing pods; so
+// a pod with such constraints counts through a counter of its own filter.
+func (cs *counters) forSpread(pod *corev1.Pod, ns string, tsc corev1.TopologySpreadConstraint) (*counter, error) {
+	var filter []scheduling.Requirements
+	filtered := false
+	if tsc.NodeAffinityPolicy == nil || *tsc.NodeAffinityPolicy != corev1.NodeInclusionPolicyIgnore {
+		filter = topologyNodeFilter(pod)
+		// A lone empty set admits every node: the shared counter.
+		filtered = len(filter) != 1 || len(filter[0]) != 0
+	}
+	if !filtered {
+		filter = nil
+	}
+	return cs.getFiltered(tsc.TopologyKey, tsc.LabelSelector, matchLabelValues(pod, tsc.MatchLabelKeys), false, []string{ns}, false, filter, filtered)
+}
+
 // setNamespaces records the labels of the namespaces in the snapshot, and
 // of those pods use, for namespaceSelector terms.
 func (cs *counters) setNamespaces(nss []*corev1.Namespace, pods ...[]*corev1.Pod) {
@@ -210,6 +240,13 @@ func (cs *counters) addPodNamespaces(pods []*corev1.Pod) {
 }
 
 func (cs *counters) get(key string, ls *metav1.LabelSelector, extra map[string]string, allNS bool, nss []string, owners bool) (*counter, error) {
+	return cs.getFiltered(key, ls, extra, allNS, nss, owners, nil, false)
+}
+
+// getFiltered is get for a counter that, when filtered, counts pods only
+// on existing nodes that meet filter (see counter.filter).
+func (cs *counters) getFiltered(key string, ls *metav1.LabelSelector, extra map[string]string, allNS bool, nss []string, owners bool,
+	filter []scheduling.Requirements, filtered bool) (*counter, error) {
 	sel := labels.Nothing()
 	if ls != nil {
 		var err error
@@ -225,10 +262,17 @@ func (cs *counters) get(key string, ls *metav1.LabelSelector, extra map[string]s
 	// tells a term without a labelSelector (no pod) from one with {}
 	// (every pod).
 	id := fmt.Sprintf("%t|%s|%t|%s|%t|%s", owners, key, allNS, strings.Join(nss, ","), sel.Empty(), sel.String())
+	if filtered {
+		filterKeys := make([]string, len(filter))
+		for i, reqs := range filter {
+			filterKeys[i] = requirementsKey(reqs)
+		}
+		id += "|on nodes " + strings.Join(filterKeys, " or ")
+	}
 	if counter, ok := cs.byKey[id]; ok {
 		return counter, nil
 	}
-	tally := &counter{key: key, kind: kindOf(key), owners: owners, allNS: allNS, ns: nss, selector: sel}
+	tally := &counter{key: key, kind: kindOf(key), owners: owners, allNS: allNS, ns: nss, selector: sel, filter: filter, filtered: filtered}
 	tally.desc = fmt.Sprintf("%s pods matching %q", key, sel.String())
 	cs.byKey[id] = tally
 	cs.all = append(cs.all, tally)
