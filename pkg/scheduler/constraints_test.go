@@ -839,3 +839,36 @@ func TestEveryPodOnce(t *testing.T) {
 		}
 	}
 }
+
+// TestSelfAffineReplicasOpenTheirClaim: replicas with required pod
+// affinity to each other on kubernetes.io/hostname go on one node. The
+// first opens a claim, not one a memory-heavy pod (tried first for the
+// fleet's mix) has partly filled, so the second still fits next to it, as
+// in Karpenter, whose queue takes the larger CPU requests first.
+func TestSelfAffineReplicasOpenTheirClaim(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		affineCPU   string
+		heavyCPU    string
+		heavyMemory string
+	}{
+		{name: "two 900m replicas and four 300m 1.5Gi pods", affineCPU: "900m", heavyCPU: "300m", heavyMemory: "1536Mi"},
+		{name: "two 800m replicas and four 450m 1.5Gi pods", affineCPU: "800m", heavyCPU: "450m", heavyMemory: "1536Mi"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var ps []*corev1.Pod
+			for i := range 2 {
+				ps = append(ps, withPodAffinity(labeled(pod(fmt.Sprintf("web-%d", i), tc.affineCPU, "1Gi"), "app", "web"), podTerm(corev1.LabelHostname, "app", "web")))
+			}
+			for i := range 4 {
+				ps = append(ps, pod(fmt.Sprintf("cache-%d", i), tc.heavyCPU, tc.heavyMemory))
+			}
+			in := uniformInput(t, ps...)
+			in.NodePools = []*karpv1.NodePool{nodePool("general", "default", req(corev1.LabelInstanceTypeStable, corev1.NodeSelectorOpIn, "small"))}
+			r := scheduler.Solve(in)
+			if len(r.Unschedulable) > 0 {
+				t.Fatalf("unschedulable: %+v", r.Unschedulable)
+			}
+		})
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/karpenter/pkg/scheduling"
 )
@@ -412,4 +413,31 @@ func (v *variant) toleratesPool(pl *pool, i int) bool {
 		}
 	}
 	return v.tolerates[i] == 1
+}
+
+// selfAffine reports whether a required pod affinity term of g's pods
+// selects g's own pods: in their namespace (no namespaces and no
+// namespaceSelector, a namespaceSelector {}, or their namespace listed)
+// and by a labelSelector their labels match. A term with a namespace
+// label selector is not looked into.
+func (g *group) selfAffine() bool {
+	required, _ := podAffinity(g.pod)
+	for _, term := range required {
+		inNamespace := false
+		switch {
+		case term.NamespaceSelector != nil:
+			inNamespace = len(term.NamespaceSelector.MatchLabels) == 0 && len(term.NamespaceSelector.MatchExpressions) == 0
+		case len(term.Namespaces) > 0:
+			inNamespace = slices.Contains(term.Namespaces, g.ns)
+		default:
+			inNamespace = true
+		}
+		if !inNamespace || term.LabelSelector == nil {
+			continue
+		}
+		if sel, err := metav1.LabelSelectorAsSelector(term.LabelSelector); err == nil && sel.Matches(g.labels) {
+			return true
+		}
+	}
+	return false
 }

@@ -364,14 +364,39 @@ func (s *solver) orderPods() {
 	}
 	size := func(p pendingPod) float64 { return cpuW*float64(p.req[rCPU]) + memW*float64(p.req[rMemory]) }
 	if parts == nil {
-		s.order = arrange(s.order, size)
+		s.order = selfAffineFirst(arrange(s.order, size))
 		return
 	}
 	out := make([]pendingPod, 0, len(s.order))
 	for _, part := range parts {
-		out = append(out, arrange(part, size)...)
+		out = append(out, selfAffineFirst(arrange(part, size))...)
 	}
 	s.order = out
+}
+
+// selfAffineFirst moves the pods whose required pod affinity selects
+// their own kind (replicas that must share a node or zone) to the front,
+// in their order. The first of them opens a claim and the others follow
+// it there (see followers) while it still has room; behind smaller pods
+// the first would join a claim they have partly filled, and its replicas
+// would find no room next to it. Karpenter's queue, by size only, puts
+// such replicas ahead of smaller pods too.
+func selfAffineFirst(order []pendingPod) []pendingPod {
+	if !slices.ContainsFunc(order, func(p pendingPod) bool { return p.g.selfAffine() }) {
+		return order
+	}
+	out := make([]pendingPod, 0, len(order))
+	for _, pending := range order {
+		if pending.g.selfAffine() {
+			out = append(out, pending)
+		}
+	}
+	for _, pending := range order {
+		if !pending.g.selfAffine() {
+			out = append(out, pending)
+		}
+	}
+	return out
 }
 
 // queueOrder is the order of Karpenter's scheduling queue: more CPU
