@@ -369,14 +369,15 @@ func (s *solver) orderPods() {
 	}
 	out := make([]pendingPod, 0, len(s.order))
 	for _, part := range parts {
-		out = append(out, selfAffineFirst(arrange(part, size))...)
+		out = append(out, arrange(part, size)...)
 	}
-	s.order = out
+	s.order = selfAffineFirst(out)
 }
 
 // selfAffineFirst moves the pods whose required pod affinity selects
 // their own kind (replicas that must share a node or zone) to the front,
-// in their order. The first of them opens a claim and the others follow
+// in their order, ahead of every part the pods are divided into: replicas
+// in different parts would otherwise come apart. The first of them opens a claim and the others follow
 // it there (see followers) while it still has room; behind smaller pods
 // the first would join a claim they have partly filled, and its replicas
 // would find no room next to it. Karpenter's queue, by size only, puts
