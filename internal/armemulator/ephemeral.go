@@ -21,6 +21,8 @@ import (
 // disk (NvmeDiskSizeInMiB) by placement, CacheDisk when none is given
 // (learn.microsoft.com/azure/virtual-machines/ephemeral-os-disks). A size
 // not in the SKU list, or without the capability, is not checked.
+// The HTTP status (400) is not confirmed by a source; the code and message
+// are.
 func (s *Server) checkEphemeralOSDiskLocked(vm *armcompute.VirtualMachine, size, location string) refusal {
 	sp := vm.Properties.StorageProfile
 	if sp == nil || sp.OSDisk == nil || sp.OSDisk.DiffDiskSettings == nil ||
