@@ -28,6 +28,7 @@ import (
 	"github.com/karpfunc/karpfunc/pkg/lifecycle"
 	"github.com/karpfunc/karpfunc/pkg/maintenance"
 	"github.com/karpfunc/karpfunc/pkg/nodepoolstatus"
+	"github.com/karpfunc/karpfunc/pkg/nodeoverlay"
 	"github.com/karpfunc/karpfunc/pkg/offerings"
 	"github.com/karpfunc/karpfunc/pkg/provisioning"
 	"github.com/karpfunc/karpfunc/pkg/snapshot"
@@ -68,6 +69,11 @@ const (
 	// the field). Off, such a NodePool is refused by name: a
 	// ValidationSucceeded=False condition and a Warning event.
 	EnvStaticCapacity = "KARPFUNC_STATIC_CAPACITY"
+	// EnvNodeOverlay applies NodeOverlays (karpenter.sh/v1alpha1) to
+	// prices and capacities ("true"/"false", default true: their CRD is
+	// installed). Off, every NodeOverlay is refused by name: a
+	// ValidationSucceeded=False condition and a Warning event.
+	EnvNodeOverlay = "KARPFUNC_NODE_OVERLAY"
 	// EnvAPICompression asks the API server for gzip-compressed responses
 	// ("true"/"false", default true; see apiCompression).
 	EnvAPICompression = "KARPFUNC_API_COMPRESSION"
@@ -184,8 +190,9 @@ func (d *dependencies) get() (*provisioning.Provisioner, *lifecycle.Controller, 
 	// Both settings are read before either error is returned: a bad
 	// static-capacity setting and a bad catalog are reported together.
 	static, staticErr := boolSetting(d.getenv, EnvStaticCapacity, true)
+	overlayOn, overlayErr := boolSetting(d.getenv, EnvNodeOverlay, true)
 	cat, err := loadCatalog(d.getenv, azOpts.Location)
-	if err = errors.Join(staticErr, err); err != nil {
+	if err = errors.Join(staticErr, overlayErr, err); err != nil {
 		return nil, nil, err
 	}
 	// What AKSNodeClass status is resolved against (nodepoolstatus).
@@ -202,10 +209,11 @@ func (d *dependencies) get() (*provisioning.Provisioner, *lifecycle.Controller, 
 	}
 	clk := clock.RealClock{}
 	rec := decisionRecorder(d.getenv, d.log)
+	overlays := nodeoverlay.NewSource(nodeoverlay.SourceOptions{Kube: kube, Disabled: !overlayOn, Clock: clk, Logger: d.log})
 	unavailable := offerings.NewStore(kube, d.getenv(EnvNamespace), "", clk)
 	d.provisioner = provisioning.New(provisioning.Options{Kube: snapKube, Catalog: cat, ClusterName: azOpts.ClusterName, Clock: clk,
 		Logger: d.log, Offerings: unavailable, Quota: quotaReader(waits.quotaAware, launcher), Namespace: d.getenv(EnvNamespace), Status: statusOpts, DefaultMaxPods: maxPods,
-		DisableStaticCapacity: !static})
+		DisableStaticCapacity: !static, Overlays: overlays})
 	evictor, err := lifecycle.NewEvictor(restConfig)
 	if err != nil {
 		return nil, nil, err
@@ -215,7 +223,7 @@ func (d *dependencies) get() (*provisioning.Provisioner, *lifecycle.Controller, 
 	d.lifecycleController = lifecycle.New(lifecycle.Options{Kube: kube, Deleter: launcher, Evictor: evictor, Clock: clk, Logger: d.log,
 		ClusterName: azOpts.ClusterName, Publisher: pub, RegistrationTTL: regTTL, Namespace: d.getenv(EnvNamespace),
 		Launch: &lifecycle.LaunchOptions{Creator: launcher, Catalog: cat, Offerings: unavailable, CheckInterval: waits.launchCheck, Decisions: rec,
-			DefaultMaxPods: maxPods}})
+			DefaultMaxPods: maxPods, Overlays: overlays}})
 	d.launcher = launcher
 	d.gcGrace = waits.gcGrace
 	d.notice = waits.notice
@@ -230,7 +238,7 @@ func (d *dependencies) get() (*provisioning.Provisioner, *lifecycle.Controller, 
 	}
 	d.disruptionCtrl = live.New(live.Options{Kube: snapKube, Catalog: cat, Replacer: d.provisioner,
 		ClusterName: azOpts.ClusterName, Clock: clk, Logger: d.log, Decisions: rec, Engine: engine, Status: statusOpts,
-		Versions: live.NodeVersions{Images: launcher.Images(), Kubernetes: kubeVersion.Get}, Maintenance: windows})
+		Versions: live.NodeVersions{Images: launcher.Images(), Kubernetes: kubeVersion.Get}, Maintenance: windows, Overlays: overlays})
 	d.pub, d.cluster = pub, azOpts.ClusterName
 	d.built = true
 	return d.provisioner, d.lifecycleController, nil

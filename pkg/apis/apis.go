@@ -15,6 +15,7 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	karpenterapis "sigs.k8s.io/karpenter/pkg/apis"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
+	"sigs.k8s.io/karpenter/pkg/apis/v1alpha1"
 	"sigs.k8s.io/yaml"
 
 	"github.com/karpfunc/karpfunc/pkg/apis/v1beta1"
@@ -36,15 +37,18 @@ func init() {
 	gv := schema.GroupVersion{Group: karpenterapis.Group, Version: "v1"}
 	metav1.AddToGroupVersion(Scheme, gv)
 	Scheme.AddKnownTypes(gv, &karpv1.NodePool{}, &karpv1.NodePoolList{}, &karpv1.NodeClaim{}, &karpv1.NodeClaimList{})
+	alpha := schema.GroupVersion{Group: karpenterapis.Group, Version: "v1alpha1"}
+	metav1.AddToGroupVersion(Scheme, alpha)
+	Scheme.AddKnownTypes(alpha, &v1alpha1.NodeOverlay{}, &v1alpha1.NodeOverlayList{})
 	utilruntime.Must(v1beta1.AddToScheme(Scheme))
 	utilruntime.Must(apiextensionsv1.AddToScheme(Scheme))
 }
 
-// CRDs returns the CRDs a cluster needs: NodePool and NodeClaim read unchanged
+// CRDs returns the CRDs a cluster needs: NodePool, NodeClaim and NodeOverlay read unchanged
 // from the sigs.k8s.io/karpenter module, and AKSNodeClass.
 func CRDs() ([]*apiextensionsv1.CustomResourceDefinition, error) {
 	out := []*apiextensionsv1.CustomResourceDefinition{}
-	for _, raw := range [][]byte{karpenterapis.NodePoolCRD, karpenterapis.NodeClaimCRD, aksNodeClassCRD} {
+	for _, raw := range [][]byte{karpenterapis.NodePoolCRD, karpenterapis.NodeClaimCRD, karpenterapis.NodeOverlayCRD, aksNodeClassCRD} {
 		crd := &apiextensionsv1.CustomResourceDefinition{}
 		if err := yaml.Unmarshal(raw, crd); err != nil {
 			return nil, fmt.Errorf("decoding embedded CRD: %w", err)
@@ -60,6 +64,7 @@ func CRDFiles() map[string][]byte {
 	return map[string][]byte{
 		"karpenter.sh_nodepools.yaml":             karpenterapis.NodePoolCRD,
 		"karpenter.sh_nodeclaims.yaml":            karpenterapis.NodeClaimCRD,
+		"karpenter.sh_nodeoverlays.yaml":          karpenterapis.NodeOverlayCRD,
 		"karpenter.azure.com_aksnodeclasses.yaml": aksNodeClassCRD,
 	}
 }

@@ -88,8 +88,12 @@ type Options struct {
 type State struct {
 	Cluster *snapshot.Cluster
 	Catalog *catalog.Catalog
-	Now     time.Time
-	Options Options
+	// PoolCatalogs are NodePools' views of Catalog with their NodeOverlays
+	// applied (scheduler.Input.PoolCatalogs): candidates are priced and
+	// replacements chosen from them.
+	PoolCatalogs map[string]*catalog.Catalog
+	Now          time.Time
+	Options      Options
 	// Versions are the image and Kubernetes versions nodes should run
 	// (zero: no version drift).
 	Versions Versions

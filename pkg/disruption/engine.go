@@ -67,6 +67,7 @@ func NewEngine(st State) *Engine {
 		poolCost: map[string]float64{}, poolDisr: map[string]float64{}, started: time.Now(), holds: map[string]askedHold{}}
 	engine.base = cluster.Input(st.Catalog, snapshot.Live)
 	engine.base.DefaultMaxPods = st.Options.DefaultMaxPods
+	engine.base.PoolCatalogs = st.PoolCatalogs
 	// Every simulation solves against the same nodes, bound pods and
 	// catalog: derive from them once.
 	engine.base.Memo = scheduler.NewMemo()
@@ -207,7 +208,7 @@ func (e *Engine) candidate(nc *karpv1.NodeClaim, node *corev1.Node, np *karpv1.N
 		InstanceType: labelOf(nc, node, corev1.LabelInstanceTypeStable),
 		Zone:         labelOf(nc, node, corev1.LabelTopologyZone),
 		CapacityType: labelOf(nc, node, karpv1.CapacityTypeLabelKey)}
-	candidate.Price = e.price(candidate.InstanceType, candidate.Zone, candidate.CapacityType)
+	candidate.Price = e.price(np, candidate.InstanceType, candidate.Zone, candidate.CapacityType)
 	candidate.DisruptionCost = 1
 	why := ""
 	for _, pod := range e.podsOn[node.Name] {
@@ -269,11 +270,17 @@ func labelOf(nc *karpv1.NodeClaim, n *corev1.Node, key string) string {
 	return n.Labels[key]
 }
 
-func (e *Engine) price(typ, zone, ct string) float64 {
-	if e.st.Catalog == nil {
+// price is the $/hour of an offering as np sees it (its NodeOverlays
+// applied).
+func (e *Engine) price(np *karpv1.NodePool, typ, zone, ct string) float64 {
+	cat := e.st.Catalog
+	if np != nil {
+		cat = e.base.CatalogFor(np.Name)
+	}
+	if cat == nil {
 		return 0
 	}
-	it, ok := e.st.Catalog.Get(typ)
+	it, ok := cat.Get(typ)
 	if !ok {
 		return 0
 	}

@@ -181,11 +181,11 @@ func (f *fleet) poolTypes(e *Engine, np *karpv1.NodePool) []pricedType {
 		return out
 	}
 	var out []pricedType
-	if e.st.Catalog != nil {
+	if cat := e.base.CatalogFor(np.Name); cat != nil {
 		reqs := scheduling.NewNodeSelectorRequirementsWithMinValues(np.Spec.Template.Spec.Requirements...)
 		keys := sets.List(reqs.Keys())
 	types:
-		for _, it := range e.st.Catalog.InstanceTypes {
+		for _, it := range cat.InstanceTypes {
 			for _, key := range keys {
 				if value, ok := it.Labels[key]; ok && !reqs.Get(key).Has(value) {
 					continue types

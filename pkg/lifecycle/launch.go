@@ -19,6 +19,7 @@ import (
 	"github.com/karpfunc/karpfunc/pkg/cloudprovider"
 	"github.com/karpfunc/karpfunc/pkg/decisions"
 	"github.com/karpfunc/karpfunc/pkg/events"
+	"github.com/karpfunc/karpfunc/pkg/nodeoverlay"
 	"github.com/karpfunc/karpfunc/pkg/nodepoolstatus"
 	"github.com/karpfunc/karpfunc/pkg/offerings"
 	"github.com/karpfunc/karpfunc/pkg/triggers"
@@ -77,6 +78,10 @@ type LaunchOptions struct {
 	// Offerings is the shared unavailable-offerings state; nil disables it
 	// (every offering the catalog calls available is tried).
 	Offerings *offerings.Store
+	// Overlays are the NodeOverlays the offering is chosen with, as the
+	// Azure provider applies them at launch (pkg/cloudprovider/
+	// cloudprovider.go:573-585 @352646f5); nil: catalog prices.
+	Overlays *nodeoverlay.Source
 	// MaxAttempts (default DefaultMaxLaunchAttempts).
 	MaxAttempts int
 	// MaxFailures (default DefaultMaxLaunchFailures).
@@ -114,6 +119,7 @@ type launcher struct {
 	creator       cloudprovider.Creator
 	catalog       *catalog.Catalog
 	offerings     *offerings.Store
+	overlays      *nodeoverlay.Source
 	clock         clock.Clock
 	log           *slog.Logger
 	recorder      *events.Recorder
@@ -145,7 +151,7 @@ func newLauncher(opts Options) *launcher {
 	if cfg.Decisions == nil {
 		cfg.Decisions = decisions.NewRecorder(opts.Logger)
 	}
-	return &launcher{kube: opts.Kube, creator: cfg.Creator, catalog: cfg.Catalog, offerings: cfg.Offerings, clock: opts.Clock,
+	return &launcher{kube: opts.Kube, creator: cfg.Creator, catalog: cfg.Catalog, offerings: cfg.Offerings, overlays: cfg.Overlays, clock: opts.Clock,
 		log: opts.Logger, recorder: events.NewRecorder(opts.Kube, opts.Clock), cluster: opts.ClusterName, regTTL: opts.RegistrationTTL,
 		maxAttempts: cfg.MaxAttempts, maxFailures: cfg.MaxFailures, checkInterval: cfg.CheckInterval, decisions: cfg.Decisions,
 		maxPods: cfg.DefaultMaxPods}
@@ -194,7 +200,11 @@ func (lr *launcher) reconcile(ctx context.Context, nc *karpv1.NodeClaim, nodeJoi
 	if err != nil {
 		return LaunchResult{}, err
 	}
-	look := &launch{lr: lr, nc: nc, state: launchStateOf(nc), set: set, now: lr.clock.Now()}
+	cat, err := lr.poolCatalog(ctx, nc)
+	if err != nil {
+		return LaunchResult{}, err
+	}
+	look := &launch{lr: lr, nc: nc, state: launchStateOf(nc), set: set, cat: cat, now: lr.clock.Now()}
 	res, err := look.run(ctx, nodeJoined)
 	if res.GaveUp {
 		res.Continuations = append(res.Continuations, triggers.ProvisionPass(lr.cluster, "", look.now, provisionRetry))
@@ -209,8 +219,12 @@ type launch struct {
 	spec  v1beta1.AKSNodeClassSpec
 	state *launchState
 	set   *offerings.Set
-	res   LaunchResult
-	now   time.Time
+	// cat is the catalog as the NodeClaim's NodePool sees it: its
+	// NodeOverlays applied, the same prices and capacities it was planned
+	// with.
+	cat *catalog.Catalog
+	res LaunchResult
+	now time.Time
 }
 
 func (l *launch) run(ctx context.Context, nodeJoined bool) (LaunchResult, error) {
@@ -304,7 +318,7 @@ func (l *launch) begin(ctx context.Context) (LaunchResult, error) {
 				return res, err
 			}
 		}
-		choice, err := l.lr.choice(l.state, *l.spec.MaxPods)
+		choice, err := l.lr.choice(l.cat, l.state, *l.spec.MaxPods)
 		if err != nil {
 			return l.giveUp(ctx, NewLaunchFailedError(l.nc.Name, "InstanceTypeUnknown", err.Error()))
 		}
@@ -324,7 +338,7 @@ func (l *launch) chooseOffering(ctx context.Context) (LaunchResult, bool, error)
 		res, err := l.giveUp(ctx, NewInsufficientCapacityError(name, "%d offerings failed in a row; the last with: %s", l.state.Attempt, l.state.LastError))
 		return res, true, err
 	}
-	choice, err := Choose(l.set.Apply(l.lr.catalog), l.nc, *l.spec.MaxPods)
+	choice, err := Choose(l.set.Apply(l.cat), l.nc, *l.spec.MaxPods)
 	if err != nil {
 		if l.state.LastError != "" {
 			err = fmt.Errorf("%w; the last launch failed with: %s", err, l.state.LastError)
@@ -391,7 +405,7 @@ func (l *launch) createFailed(ctx context.Context, inst *cloudprovider.Instance)
 // decides what comes next: another offering now (retryIn 0; the state's
 // offering is cleared), the same offering after retryIn, or giving up.
 func (l *launch) failed(ctx context.Context, cause error) (retryIn time.Duration, gaveUp bool, err error) {
-	choice, cerr := l.lr.choice(l.state, *l.spec.MaxPods)
+	choice, cerr := l.lr.choice(l.cat, l.state, *l.spec.MaxPods)
 	if cerr != nil {
 		res, err := l.giveUp(ctx, NewLaunchFailedError(l.nc.Name, "InstanceTypeUnknown", cerr.Error()))
 		l.res = res
@@ -493,7 +507,7 @@ func (l *launch) launched(ctx context.Context, inst *cloudprovider.Instance) (La
 
 func (l *launch) recordLaunched(ctx context.Context, inst *cloudprovider.Instance) (LaunchResult, error) {
 	lr, nc := l.lr, l.nc
-	choice, err := lr.choice(l.state, *l.spec.MaxPods)
+	choice, err := lr.choice(l.cat, l.state, *l.spec.MaxPods)
 	if err != nil {
 		return l.giveUp(ctx, NewLaunchFailedError(nc.Name, "InstanceTypeUnknown", err.Error()))
 	}

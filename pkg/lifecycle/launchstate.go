@@ -83,8 +83,8 @@ func (st *launchState) String() string {
 
 // choice is state's offering as the catalog describes it (its pods capacity
 // from maxPods). A VM size the catalog does not know any more is reported.
-func (lr *launcher) choice(state *launchState, maxPods int32) (Choice, error) {
-	instanceType, ok := lr.catalog.Get(state.InstanceType)
+func (lr *launcher) choice(cat *catalog.Catalog, state *launchState, maxPods int32) (Choice, error) {
+	instanceType, ok := cat.Get(state.InstanceType)
 	if !ok {
 		return Choice{}, fmt.Errorf("VM size %s is not in the instance-type catalog", state.InstanceType)
 	}

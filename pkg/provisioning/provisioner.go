@@ -40,6 +40,7 @@ import (
 	"github.com/karpfunc/karpfunc/pkg/claimnames"
 	"github.com/karpfunc/karpfunc/pkg/events"
 	"github.com/karpfunc/karpfunc/pkg/lifecycle"
+	"github.com/karpfunc/karpfunc/pkg/nodeoverlay"
 	"github.com/karpfunc/karpfunc/pkg/nodepoolstatus"
 	"github.com/karpfunc/karpfunc/pkg/offerings"
 	"github.com/karpfunc/karpfunc/pkg/ownership"
@@ -97,6 +98,9 @@ type Options struct {
 	// staticcapacity); the caller's Status options should then set
 	// RefuseStatic, so their status says so too.
 	DisableStaticCapacity bool
+	// Overlays reads the NodeOverlays each pass plans with and writes
+	// their status; nil plans with catalog prices.
+	Overlays *nodeoverlay.Source
 }
 
 // DefaultStuckAfter is longer than a launch and registration take on Azure.
@@ -139,6 +143,7 @@ type Provisioner struct {
 	maxStuck    int
 	maxPods     int32 // Options.DefaultMaxPods
 	staticOff   bool  // Options.DisableStaticCapacity
+	overlays    *nodeoverlay.Source
 	// nominations is shared by every Nominated event this Provisioner
 	// writes, over all its passes (a warm instance keeps it).
 	nominations flowcontrol.PassiveRateLimiter
@@ -176,7 +181,7 @@ func New(opts Options) *Provisioner {
 	}
 	return &Provisioner{status: opts.Status, quota: quota, kube: opts.Kube, catalog: opts.Catalog, clusterName: opts.ClusterName,
 		maxStuck: opts.MaxStuckReports, nominations: opts.NominationLimiter, clock: opts.Clock, log: opts.Logger, recorder: events.NewRecorder(opts.Kube, opts.Clock),
-		offerings: opts.Offerings, stuckAfter: opts.StuckAfter, maxPods: opts.DefaultMaxPods, staticOff: opts.DisableStaticCapacity,
+		offerings: opts.Offerings, stuckAfter: opts.StuckAfter, maxPods: opts.DefaultMaxPods, staticOff: opts.DisableStaticCapacity, overlays: opts.Overlays,
 		limits: limitGuard{kube: opts.Kube, namespace: opts.Namespace, clock: opts.Clock, duration: opts.LimitsLeaseDuration},
 		names:  claimnames.NewCounter(opts.Kube, opts.Namespace, opts.Clock)}
 }
@@ -241,6 +246,10 @@ func (p *Provisioner) Provision(ctx context.Context) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
+	overlays, overlayObjs, err := p.overlays.Resolve(ctx, snap.NodePools, p.catalog)
+	if err != nil {
+		return Result{}, err
+	}
 	ps := &pass{started: started}
 	cat := unavailable.Apply(p.catalog)
 	in := snap.Input(cat, snapshot.Live)
@@ -255,8 +264,14 @@ func (p *Provisioner) Provision(ctx context.Context) (Result, error) {
 			}
 		}
 	}
+	// Every NodePool plans with its NodeOverlays applied to the catalog
+	// the pass decided on (unavailable offerings and quota included).
+	in.PoolCatalogs = overlays.Catalogs(in.Catalog)
 	ps.res = Result{PendingPods: len(in.Pods)}
 	recordPending(ctx, len(in.Pods))
+	if err := p.overlays.WriteStatus(ctx, overlayObjs, overlays); err != nil {
+		ps.errs = append(ps.errs, err)
+	}
 	if in.NotReady, err = p.syncStatus(ctx, snap); err != nil {
 		ps.errs = append(ps.errs, err)
 	}

@@ -231,7 +231,7 @@ func (pl *pool) setLimits(in Input) {
 	nodes := int64(0)
 	for _, nc := range slices.Concat(in.NodeClaims, in.HeldNodeClaims) {
 		if nc != nil && nc.Labels[karpv1.NodePoolLabelKey] == np.Name {
-			held = append(held, ChargedCapacity(nc, in.Catalog, pl.maxPods))
+			held = append(held, ChargedCapacity(nc, in.CatalogFor(np.Name), pl.maxPods))
 			nodes++
 		}
 	}
@@ -254,7 +254,7 @@ func (pl *pool) setLimits(in Input) {
 func (s *solver) addPoolTypes(pl *pool, in Input) {
 	family := *pl.class.DefaultedSpec().ImageFamily
 	daemons := s.daemonsFor(pl, in)
-	for _, it := range in.Catalog.InstanceTypes {
+	for _, it := range in.CatalogFor(pl.np.Name).InstanceTypes {
 		if it == nil {
 			continue
 		}

@@ -56,6 +56,11 @@ type Input struct {
 	NodeClasses    []*v1beta1.AKSNodeClass
 	DaemonSets     []*appsv1.DaemonSet
 	Catalog        *catalog.Catalog
+	// PoolCatalogs are NodePools' own views of Catalog where NodeOverlays
+	// change prices or capacities (package nodeoverlay); a NodePool not
+	// in it uses Catalog. Pass the same maps to every solve over one
+	// snapshot: the Memo keys on their instance types.
+	PoolCatalogs map[string]*catalog.Catalog
 	// Volumes: a pending pod's PVCs pin it to where their bound PVs live
 	// (PV node affinity) or where their StorageClass may provision
 	// (allowedTopologies).
@@ -95,6 +100,15 @@ type Input struct {
 	// several cheaper claims. Consolidation uses it to ask Karpenter's
 	// question: do the pods fit on one new node?
 	PackLargest bool
+}
+
+// CatalogFor is the catalog NodePool nodePool plans and is charged with:
+// its PoolCatalogs entry, else Catalog.
+func (in Input) CatalogFor(nodePool string) *catalog.Catalog {
+	if cat, ok := in.PoolCatalogs[nodePool]; ok && cat != nil {
+		return cat
+	}
+	return in.Catalog
 }
 
 // Result is the plan: every input pod appears exactly once across Existing,

@@ -746,7 +746,7 @@ func lastingTaints(taints, startup []corev1.Taint) []corev1.Taint {
 func (s *solver) addInFlightBin(in Input, nc *karpv1.NodeClaim, pl *pool, onNode *boundOnNode) {
 	reqs := scheduling.NewNodeSelectorRequirementsWithMinValues(nc.Spec.Requirements...)
 	reqs.Add(scheduling.NewLabelRequirements(nc.Labels).Values()...)
-	available := inFlightAllocatable(nc, reqs, pl, in.Catalog)
+	available := inFlightAllocatable(nc, reqs, pl, in.CatalogFor(nc.Labels[karpv1.NodePoolLabelKey]))
 	if available == nil {
 		return // neither launched nor naming a known instance type: no capacity to count on
 	}

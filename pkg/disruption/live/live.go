@@ -48,6 +48,7 @@ import (
 	"github.com/karpfunc/karpfunc/pkg/decisions"
 	"github.com/karpfunc/karpfunc/pkg/disruption"
 	"github.com/karpfunc/karpfunc/pkg/events"
+	"github.com/karpfunc/karpfunc/pkg/nodeoverlay"
 	"github.com/karpfunc/karpfunc/pkg/nodepoolstatus"
 	"github.com/karpfunc/karpfunc/pkg/scheduler"
 	"github.com/karpfunc/karpfunc/pkg/triggers"
@@ -104,6 +105,9 @@ type Options struct {
 	// maintenance windows (nil: drift may start at any time);
 	// *maintenance.Reader implements it.
 	Maintenance MaintenanceSource
+	// Overlays reads the NodeOverlays candidates are priced with and
+	// writes their status (nil: catalog prices).
+	Overlays *nodeoverlay.Source
 }
 
 // MaintenanceSource answers disruption.State.DriftHold for a decision at

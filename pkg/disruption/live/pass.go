@@ -36,7 +36,10 @@ func (c *Controller) Pass(ctx context.Context, ev PodEvents) (Result, error) {
 			return res, errors.Join(append(errs, err)...)
 		}
 	}
-	st := c.state(ctx, snap, now)
+	st, err := c.state(ctx, snap, now, true)
+	if err != nil {
+		return res, errors.Join(append(errs, err)...)
+	}
 	decision := disruption.Decide(st)
 	if err := snapshot.CheckTime(ctx, "disruption decision", started); err != nil {
 		return res, errors.Join(append(errs, err)...) // nothing of the decision acted on
@@ -128,21 +131,33 @@ func (c *Controller) askNext(next time.Time, res *Result) {
 // state is what the engine decides from; versions that cannot be resolved
 // now are logged and left out (their drift check waits for a later pass).
 // Drift is held outside the cluster's maintenance windows
-// (Options.Maintenance).
-func (c *Controller) state(ctx context.Context, snap *snapshot.Cluster, now time.Time) disruption.State {
+// (Options.Maintenance). Candidates are priced and replacements chosen
+// with the NodeOverlays applied (Options.Overlays); writeOverlays writes
+// the overlays' status. Only reading the overlays fails it.
+func (c *Controller) state(ctx context.Context, snap *snapshot.Cluster, now time.Time, writeOverlays bool) (disruption.State, error) {
 	st := disruption.State{Cluster: snap, Catalog: c.opts.Catalog, Now: now, Options: c.opts.Engine}
+	overlays, objs, err := c.opts.Overlays.Resolve(ctx, snap.NodePools, c.opts.Catalog)
+	if err != nil {
+		return st, err
+	}
+	st.PoolCatalogs = overlays.Catalogs(c.opts.Catalog)
+	if writeOverlays {
+		if err := c.opts.Overlays.WriteStatus(ctx, objs, overlays); err != nil {
+			c.log.Warn("nodeoverlay status not written", "error", err)
+		}
+	}
 	if c.opts.Maintenance != nil {
 		st.DriftHold = c.opts.Maintenance.DriftHold(ctx, now)
 	}
 	if c.opts.Versions == nil {
-		return st
+		return st, nil
 	}
 	versions, err := c.opts.Versions.Versions(ctx, snap.NodeClaims)
 	if err != nil {
 		c.log.Warn("node versions not fully resolved; their drift checks wait", "error", err)
 	}
 	st.Versions = versions
-	return st
+	return st, nil
 }
 
 func earliest(a, b time.Time) time.Time {

@@ -35,8 +35,12 @@ var NodeClaims = schema.GroupVersionResource{Group: "karpenter.sh", Version: "v1
 
 // NodePools and AKSNodeClasses are watched for spec changes (drift).
 var (
-	NodePools       = schema.GroupVersionResource{Group: "karpenter.sh", Version: "v1", Resource: "nodepools"}
-	AKSNodeClasses  = schema.GroupVersionResource{Group: "karpenter.azure.com", Version: "v1beta1", Resource: "aksnodeclasses"}
+	NodePools      = schema.GroupVersionResource{Group: "karpenter.sh", Version: "v1", Resource: "nodepools"}
+	AKSNodeClasses = schema.GroupVersionResource{Group: "karpenter.azure.com", Version: "v1beta1", Resource: "aksnodeclasses"}
+	// NodeOverlays change prices and capacities: a change asks for a
+	// Disruption pass like a NodePool's (consolidation reprices, and the
+	// overlays' status is written).
+	NodeOverlays    = schema.GroupVersionResource{Group: "karpenter.sh", Version: "v1alpha1", Resource: "nodeoverlays"}
 	disruptionSlot  = 5 * time.Second
 	causeSpecChange = "spec-changed"
 	// causeSpecAdded and causeSpecDeleted: a NodePool or AKSNodeClass
@@ -191,7 +195,11 @@ func Run(ctx context.Context, opts Options) error {
 	// NodePools and AKSNodeClasses created or changed while no relay ran
 	// came in the initial list, which is no change: one pass brings their
 	// status up to date.
-	if len(watcher.specs[0].GetStore().ListKeys())+len(watcher.specs[1].GetStore().ListKeys()) > 0 {
+	specs := 0
+	for _, informer := range watcher.specs {
+		specs += len(informer.GetStore().ListKeys())
+	}
+	if specs > 0 {
 		watcher.askDisruption(causeRelayStarted)
 	}
 	watcher.loop(ctx)
@@ -253,7 +261,8 @@ func (r *relay) newInformers() []informerFactory {
 	r.claims = metaFactory.ForResource(NodeClaims).Informer()
 	r.pending = pendingFactory.Core().V1().Pods().Informer()
 	r.bound = boundFactory.Core().V1().Pods().Informer()
-	r.specs = []cache.SharedIndexInformer{metaFactory.ForResource(NodePools).Informer(), metaFactory.ForResource(AKSNodeClasses).Informer()}
+	r.specs = []cache.SharedIndexInformer{metaFactory.ForResource(NodePools).Informer(), metaFactory.ForResource(AKSNodeClasses).Informer(),
+		metaFactory.ForResource(NodeOverlays).Informer()}
 	return []informerFactory{podFactory, nodeFactory, metaFactory, pendingFactory, boundFactory}
 }
 
@@ -287,6 +296,7 @@ func (r *relay) addHandlers() error {
 		{r.pending, TransformPod, cache.ResourceEventHandlerFuncs{AddFunc: r.onPendingPod, UpdateFunc: func(_, n any) { r.onPendingPod(n) }, DeleteFunc: r.onPendingPodGone}},
 		{r.specs[0], TransformMetadata, specHandlers},
 		{r.specs[1], TransformMetadata, specHandlers},
+		{r.specs[2], TransformMetadata, specHandlers},
 		{r.bound, TransformPod, cache.ResourceEventHandlerDetailedFuncs{
 			AddFunc: func(obj any, initial bool) {
 				if !initial {
@@ -314,7 +324,8 @@ func (r *relay) waitForSync(ctx context.Context) (bool, error) {
 	syncCtx, syncCancel := context.WithTimeout(ctx, r.opts.SyncTimeout)
 	defer syncCancel()
 	for name, informer := range map[string]cache.SharedIndexInformer{"pods": r.pods, "nodes": r.nodes, NodeClaims.GroupResource().String(): r.claims,
-		"bound pods": r.bound, NodePools.GroupResource().String(): r.specs[0], AKSNodeClasses.GroupResource().String(): r.specs[1]} {
+		"bound pods": r.bound, NodePools.GroupResource().String(): r.specs[0], AKSNodeClasses.GroupResource().String(): r.specs[1],
+		NodeOverlays.GroupResource().String(): r.specs[2]} {
 		if !cache.WaitForCacheSync(syncCtx.Done(), informer.HasSynced) {
 			if ctx.Err() != nil {
 				return false, nil
