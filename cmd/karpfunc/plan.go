@@ -184,15 +184,16 @@ type planOutput interface {
 // --disruption, else where its pending pods would be placed.
 func (opts *planFlags) writePlan(stdout io.Writer, objs *plan.Objects, cat *catalog.Catalog) error {
 	var out planOutput
+	overlays := objs.Overlays(cat)
 	if opts.disrupt {
-		moves, before, last := disruption.Replay(disruption.State{Cluster: &objs.Cluster, Catalog: cat, Now: time.Now(),
-			Options: disruption.Options{SpotToSpot: opts.spotToSpot, Rebalance: opts.rebalance}}, opts.maxMoves)
+		moves, before, last := disruption.Replay(disruption.State{Cluster: &objs.Cluster, Catalog: cat, PoolCatalogs: overlays.Catalogs(cat),
+			Now: time.Now(), Options: disruption.Options{SpotToSpot: opts.spotToSpot, Rebalance: opts.rebalance}}, opts.maxMoves)
 		out = plan.NewDisruptionOutput(moves, before, last)
 	} else {
 		start := time.Now()
 		static := plan.KeepStatic(&objs.Cluster, cat, start)
-		res := scheduler.Solve(objs.Input(cat))
-		out = plan.NewOutput(res, time.Since(start)).WithStatic(static)
+		res := scheduler.Solve(objs.OverlaidInput(cat, overlays))
+		out = plan.NewOutput(res, time.Since(start)).WithStatic(static).WithOverlays(overlays, cat)
 	}
 	if opts.output == "json" {
 		return out.WriteJSON(stdout)

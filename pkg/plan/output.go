@@ -32,16 +32,25 @@ type Output struct {
 	// the pass does to keep their replicas (see KeepStatic); the price of
 	// the NodeClaims they create is in TotalPricePerHour.
 	StaticNodePools []StaticNodePool `json:"staticNodePools"`
+	// NodeOverlays are the input's NodeOverlays, whether each is applied
+	// and why not; OverlaidPrices every offering price they change (see
+	// WithOverlays).
+	NodeOverlays   []NodeOverlay   `json:"nodeOverlays,omitempty"`
+	OverlaidPrices []OverlaidPrice `json:"overlaidPrices,omitempty"`
 }
 
 // NodeClaim is one NodeClaim the plan would create, priced at its cheapest
 // allowed offering (the one that would be launched when available).
 type NodeClaim struct {
-	NodePool            string   `json:"nodePool"`
-	InstanceType        string   `json:"instanceType"`
-	Zone                string   `json:"zone"`
-	CapacityType        string   `json:"capacityType"`
-	PricePerHour        float64  `json:"pricePerHour"`
+	NodePool     string  `json:"nodePool"`
+	InstanceType string  `json:"instanceType"`
+	Zone         string  `json:"zone"`
+	CapacityType string  `json:"capacityType"`
+	PricePerHour float64 `json:"pricePerHour"`
+	// CatalogPricePerHour and Overlay: set when a NodeOverlay changed
+	// PricePerHour from the catalog's price.
+	CatalogPricePerHour *float64 `json:"catalogPricePerHour,omitempty"`
+	Overlay             string   `json:"overlay,omitempty"`
 	InstanceTypeOptions []string `json:"instanceTypeOptions"`
 	Pods                []string `json:"pods"`
 }
@@ -133,6 +142,7 @@ func (o Output) WriteTable(w io.Writer) error {
 		}
 		fmt.Fprintln(tw)
 	}
+	o.writeOverlays(tw)
 	if len(o.ExistingNodes) > 0 {
 		fmt.Fprintln(tw, "EXISTING\tPODS")
 		for _, e := range o.ExistingNodes {

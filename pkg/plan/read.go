@@ -21,6 +21,7 @@ import (
 	fieldpath "k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
+	"sigs.k8s.io/karpenter/pkg/apis/v1alpha1"
 
 	"github.com/karpfunc/karpfunc/pkg/apis/v1beta1"
 	"github.com/karpfunc/karpfunc/pkg/catalog"
@@ -32,6 +33,9 @@ import (
 // snapshot (one home: pkg/snapshot) plus what reading it warned about.
 type Objects struct {
 	snapshot.Cluster
+	// NodeOverlays (karpenter.sh/v1alpha1) change the prices and
+	// capacities the plan decides with (see Overlays).
+	NodeOverlays []*v1alpha1.NodeOverlay
 	// Warnings are things that were read but skipped (unknown kinds,
 	// finished pods), one line each, naming the file and document.
 	Warnings []string
@@ -124,11 +128,12 @@ type decoded struct {
 // kinds are the objects the planner reads, by "group/Kind" (the core
 // group is ""), each with a constructor for the value to decode into.
 var kinds = map[string]func() any{
-	"/Pod":                   func() any { return &corev1.Pod{} },
-	"/Node":                  func() any { return &corev1.Node{} },
-	"apps/DaemonSet":         func() any { return &appsv1.DaemonSet{} },
-	"karpenter.sh/NodePool":  func() any { return &karpv1.NodePool{} },
-	"karpenter.sh/NodeClaim": func() any { return &karpv1.NodeClaim{} },
+	"/Pod":                     func() any { return &corev1.Pod{} },
+	"/Node":                    func() any { return &corev1.Node{} },
+	"apps/DaemonSet":           func() any { return &appsv1.DaemonSet{} },
+	"karpenter.sh/NodePool":    func() any { return &karpv1.NodePool{} },
+	"karpenter.sh/NodeClaim":   func() any { return &karpv1.NodeClaim{} },
+	"karpenter.sh/NodeOverlay": func() any { return &v1alpha1.NodeOverlay{} },
 	v1beta1.SchemeGroupVersion.Group + "/AKSNodeClass": func() any { return &v1beta1.AKSNodeClass{} },
 	"/PersistentVolume":           func() any { return &corev1.PersistentVolume{} },
 	"/PersistentVolumeClaim":      func() any { return &corev1.PersistentVolumeClaim{} },
@@ -304,6 +309,8 @@ func (o *Objects) addDecoded(d decoded) {
 		o.NodePools = append(o.NodePools, obj)
 	case *karpv1.NodeClaim:
 		o.NodeClaims = append(o.NodeClaims, obj)
+	case *v1alpha1.NodeOverlay:
+		o.NodeOverlays = append(o.NodeOverlays, obj)
 	case *v1beta1.AKSNodeClass:
 		o.NodeClasses = append(o.NodeClasses, obj)
 	case *corev1.PersistentVolume:
