@@ -191,7 +191,7 @@ func (opts *planFlags) writePlan(stdout io.Writer, objs *plan.Objects, cat *cata
 		out = plan.NewDisruptionOutput(moves, before, last)
 	} else {
 		start := time.Now()
-		static := plan.KeepStatic(&objs.Cluster, cat, start)
+		static := plan.KeepStaticOverlaid(&objs.Cluster, cat, overlays.Catalogs(cat), start)
 		res := scheduler.Solve(objs.OverlaidInput(cat, overlays))
 		out = plan.NewOutput(res, time.Since(start)).WithStatic(static).WithOverlays(overlays, cat)
 	}

@@ -34,8 +34,15 @@ type StaticNodePool struct {
 // pods' plan may use them as the live pass does. The added claims are
 // named static-<nodepool>-<n>.
 func KeepStatic(c *snapshot.Cluster, cat *catalog.Catalog, now time.Time) []StaticNodePool {
+	return KeepStaticOverlaid(c, cat, nil, now)
+}
+
+// KeepStaticOverlaid is KeepStatic with NodePools' NodeOverlays applied
+// (scheduler.Input.PoolCatalogs).
+func KeepStaticOverlaid(c *snapshot.Cluster, cat *catalog.Catalog, poolCatalogs map[string]*catalog.Catalog, now time.Time) []StaticNodePool {
 	var out []StaticNodePool
 	in := c.Input(cat, snapshot.Offline)
+	in.PoolCatalogs = poolCatalogs
 	for _, np := range c.NodePools {
 		if !staticcapacity.IsStatic(np) || np.DeletionTimestamp != nil {
 			continue
