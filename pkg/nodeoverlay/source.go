@@ -104,42 +104,45 @@ func (s *Source) WriteStatus(ctx context.Context, overlays []*v1alpha1.NodeOverl
 	}
 	var errs []error
 	for _, v := range res.Verdicts {
-		o := byName[v.Name]
-		if o == nil {
-			continue
-		}
-		stored := o.DeepCopy()
-		before := stored.StatusConditions().Get(v1alpha1.ConditionTypeValidationSucceeded)
-		conditions := o.StatusConditions(status.WithClock(s.clock))
-		if v.Applied {
-			conditions.SetTrue(v1alpha1.ConditionTypeValidationSucceeded)
-		} else {
-			conditions.SetFalse(v1alpha1.ConditionTypeValidationSucceeded, v.Reason, v.Message)
-		}
-		if equality.Semantic.DeepEqual(stored.Status, o.Status) {
-			continue
-		}
-		err := s.kube.Status().Patch(ctx, o, client.MergeFromWithOptions(stored, client.MergeFromWithOptimisticLock{}))
-		switch {
-		case apierrors.IsConflict(err) || apierrors.IsNotFound(err):
-			continue
-		case err != nil:
-			errs = append(errs, fmt.Errorf("writing the status of NodeOverlay %s: %w", o.Name, err))
-			continue
-		}
-		if v.Applied {
-			s.log.Info("nodeoverlay applied", "nodeoverlay", v.Name, "weight", v.Weight, "selected", v.Selected)
-			continue
-		}
-		s.log.Warn("nodeoverlay not applied", "nodeoverlay", v.Name, "reason", v.Reason, "message", v.Message)
-		if before != nil && !before.IsTrue() && before.Reason == v.Reason && before.Message == v.Message {
-			continue
-		}
-		if err := s.recorder.Publish(ctx, events.Event{Object: o, Type: corev1.EventTypeWarning, Reason: v.Reason, Message: v.Message}); err != nil {
-			errs = append(errs, err)
+		if o := byName[v.Name]; o != nil {
+			if err := s.writeOne(ctx, o, v); err != nil {
+				errs = append(errs, err)
+			}
 		}
 	}
 	return joinErrors(errs)
+}
+
+// writeOne writes o's condition from v, and the event when v refuses it
+// anew.
+func (s *Source) writeOne(ctx context.Context, o *v1alpha1.NodeOverlay, v Verdict) error {
+	stored := o.DeepCopy()
+	before := stored.StatusConditions().Get(v1alpha1.ConditionTypeValidationSucceeded)
+	conditions := o.StatusConditions(status.WithClock(s.clock))
+	if v.Applied {
+		conditions.SetTrue(v1alpha1.ConditionTypeValidationSucceeded)
+	} else {
+		conditions.SetFalse(v1alpha1.ConditionTypeValidationSucceeded, v.Reason, v.Message)
+	}
+	if equality.Semantic.DeepEqual(stored.Status, o.Status) {
+		return nil
+	}
+	err := s.kube.Status().Patch(ctx, o, client.MergeFromWithOptions(stored, client.MergeFromWithOptimisticLock{}))
+	switch {
+	case apierrors.IsConflict(err) || apierrors.IsNotFound(err):
+		return nil
+	case err != nil:
+		return fmt.Errorf("writing the status of NodeOverlay %s: %w", o.Name, err)
+	}
+	if v.Applied {
+		s.log.Info("nodeoverlay applied", "nodeoverlay", v.Name, "weight", v.Weight, "selected", v.Selected)
+		return nil
+	}
+	s.log.Warn("nodeoverlay not applied", "nodeoverlay", v.Name, "reason", v.Reason, "message", v.Message)
+	if before != nil && !before.IsTrue() && before.Reason == v.Reason && before.Message == v.Message {
+		return nil
+	}
+	return s.recorder.Publish(ctx, events.Event{Object: o, Type: corev1.EventTypeWarning, Reason: v.Reason, Message: v.Message})
 }
 
 func joinErrors(errs []error) error {
