@@ -24,6 +24,7 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
+	"sigs.k8s.io/karpenter/pkg/apis/v1alpha1"
 
 	"github.com/karpfunc/karpfunc/internal/controlplane"
 	"github.com/karpfunc/karpfunc/internal/testfixtures"
@@ -413,6 +414,39 @@ func TestRelay(t *testing.T) {
 		rec.waitFor(t, "spec-changed disruption event", func(s sent) bool {
 			return s.queue == bus.QueueDisruption && strings.Contains(s.msg.ID, "/spec-changed/") && !s.msg.ScheduledEnqueueTime.IsZero()
 		})
+	})
+
+	t.Run("a NodeOverlay change asks for a disruption pass", func(t *testing.T) {
+		seen := map[string]bool{}
+		for _, s := range rec.all() {
+			seen[s.msg.ID] = true
+		}
+		price := "0.5"
+		overlay := &v1alpha1.NodeOverlay{ObjectMeta: metav1.ObjectMeta{Name: "reserved"}, Spec: v1alpha1.NodeOverlaySpec{
+			Requirements: []v1alpha1.NodeSelectorRequirement{{Key: corev1.LabelInstanceTypeStable, Operator: corev1.NodeSelectorOpIn, Values: []string{"Standard_D4s_v5"}}},
+			Price:        &price}}
+		if err := c.Create(ctx, overlay); err != nil {
+			t.Fatal(err)
+		}
+		// Changes of one cause within one slot share one message: change
+		// the overlay until a slot the NodePool's change did not take
+		// carries a new one.
+		deadline := time.Now().Add(30 * time.Second)
+		for weight := int32(1); ; weight++ {
+			if slices.ContainsFunc(rec.all(), func(s sent) bool {
+				return s.queue == bus.QueueDisruption && strings.Contains(s.msg.ID, "/spec-changed/") && !seen[s.msg.ID]
+			}) {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("no new spec-changed disruption event after changing NodeOverlay reserved %d times", weight-1)
+			}
+			overlay.Spec.Weight = &weight
+			if err := c.Update(ctx, overlay); err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(time.Second)
+		}
 	})
 
 	t.Run("node join and ready transition", func(t *testing.T) {
