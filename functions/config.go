@@ -68,6 +68,11 @@ const (
 	// the field). Off, such a NodePool is refused by name: a
 	// ValidationSucceeded=False condition and a Warning event.
 	EnvStaticCapacity = "KARPFUNC_STATIC_CAPACITY"
+	// EnvCapacityBuffers keeps the room of CapacityBuffers
+	// (autoscaling.x-k8s.io/v1beta1; "true"/"false", default true:
+	// capacitybuffer.Setting). Off, every buffer is refused by name:
+	// ReadyForProvisioning=False and a Warning event.
+	EnvCapacityBuffers = "KARPFUNC_CAPACITY_BUFFERS"
 	// EnvAPICompression asks the API server for gzip-compressed responses
 	// ("true"/"false", default true; see apiCompression).
 	EnvAPICompression = "KARPFUNC_API_COMPRESSION"
@@ -184,8 +189,9 @@ func (d *dependencies) get() (*provisioning.Provisioner, *lifecycle.Controller, 
 	// Both settings are read before either error is returned: a bad
 	// static-capacity setting and a bad catalog are reported together.
 	static, staticErr := boolSetting(d.getenv, EnvStaticCapacity, true)
+	buffers, buffersErr := boolSetting(d.getenv, EnvCapacityBuffers, true)
 	cat, err := loadCatalog(d.getenv, azOpts.Location)
-	if err = errors.Join(staticErr, err); err != nil {
+	if err = errors.Join(staticErr, buffersErr, err); err != nil {
 		return nil, nil, err
 	}
 	// What AKSNodeClass status is resolved against (nodepoolstatus).
@@ -205,7 +211,7 @@ func (d *dependencies) get() (*provisioning.Provisioner, *lifecycle.Controller, 
 	unavailable := offerings.NewStore(kube, d.getenv(EnvNamespace), "", clk)
 	d.provisioner = provisioning.New(provisioning.Options{Kube: snapKube, Catalog: cat, ClusterName: azOpts.ClusterName, Clock: clk,
 		Logger: d.log, Offerings: unavailable, Quota: quotaReader(waits.quotaAware, launcher), Namespace: d.getenv(EnvNamespace), Status: statusOpts, DefaultMaxPods: maxPods,
-		DisableStaticCapacity: !static})
+		DisableStaticCapacity: !static, DisableCapacityBuffers: !buffers})
 	evictor, err := lifecycle.NewEvictor(restConfig)
 	if err != nil {
 		return nil, nil, err
@@ -230,7 +236,7 @@ func (d *dependencies) get() (*provisioning.Provisioner, *lifecycle.Controller, 
 	}
 	d.disruptionCtrl = live.New(live.Options{Kube: snapKube, Catalog: cat, Replacer: d.provisioner,
 		ClusterName: azOpts.ClusterName, Clock: clk, Logger: d.log, Decisions: rec, Engine: engine, Status: statusOpts,
-		Versions: live.NodeVersions{Images: launcher.Images(), Kubernetes: kubeVersion.Get}, Maintenance: windows})
+		Versions: live.NodeVersions{Images: launcher.Images(), Kubernetes: kubeVersion.Get}, Maintenance: windows, DisableCapacityBuffers: !buffers})
 	d.pub, d.cluster = pub, azOpts.ClusterName
 	d.built = true
 	return d.provisioner, d.lifecycleController, nil

@@ -133,6 +133,9 @@ resource settings 'Microsoft.Web/sites/config@2024-04-01' = {
     // Static NodePools (spec.replicas) keep their replica count; 'false'
     // refuses them by name (docs/static-capacity.md).
     KARPFUNC_STATIC_CAPACITY: 'true'
+    // CapacityBuffers keep room ahead of demand; 'false' refuses them by
+    // name (docs/capacity-buffers.md).
+    KARPFUNC_CAPACITY_BUFFERS: 'true'
     // Ask the API server for gzip (client-go's default): measured
     // cheaper than uncompressed for the cold pass's LISTs (docs/performance.md);
     // 'false' to measure a cluster where it may differ.

@@ -35,6 +35,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
+	"github.com/karpfunc/karpfunc/pkg/capacitybuffer"
 	"github.com/karpfunc/karpfunc/pkg/catalog"
 	"github.com/karpfunc/karpfunc/pkg/scheduler"
 	"github.com/karpfunc/karpfunc/pkg/snapshot"
@@ -98,6 +99,9 @@ type State struct {
 	// only for drifted candidates, once per reason it needs. nil: drift may
 	// start at any time.
 	DriftHold func(reason string) (Hold, bool)
+	// BufferPods are the CapacityBuffers' virtual pods (package
+	// capacitybuffer): the room they hold is kept (see placeBuffers).
+	BufferPods []*corev1.Pod
 }
 
 // Hold keeps drift replacements of one reason from starting now. The
@@ -136,6 +140,9 @@ type Candidate struct {
 	// DriftHeld is why its drift may not be acted on now ("" if it may):
 	// State.DriftHold's reason, as the node's explanation.
 	DriftHeld string
+	// HoldsBuffer names the CapacityBuffers whose room the node holds
+	// ("" if none): emptiness leaves it.
+	HoldsBuffer string
 
 	moved []*corev1.Pod // see unbound
 }
@@ -207,6 +214,9 @@ type Decision struct {
 	// BudgetErrors describe budgets that could not be read; their
 	// NodePools are not disrupted (allowed 0).
 	BudgetErrors []error
+	// BufferRooms says where each CapacityBuffer's virtual pods go on the
+	// cluster as it is, by namespace/name (nil: no buffers).
+	BufferRooms map[string]*capacitybuffer.Room
 }
 
 // Method names: they go on the wire (validation messages, the annotations
@@ -270,7 +280,8 @@ func methodsFor(o Options) []Method {
 // Decide runs every method in order and returns the first command.
 func Decide(st State) Decision {
 	engine := NewEngine(st)
-	decision := Decision{Expired: engine.Expired(), Next: engine.next, Budgets: engine.budgets, BudgetErrors: engine.budgetErrs}
+	decision := Decision{Expired: engine.Expired(), Next: engine.next, Budgets: engine.budgets, BudgetErrors: engine.budgetErrs,
+		BufferRooms: engine.bufferRooms}
 	refused := map[string]Refusal{}
 	for name, refusal := range engine.blocked {
 		refused[name] = refusal
@@ -334,6 +345,8 @@ func (e *Engine) idleReason(c *Candidate) string {
 	switch {
 	case !c.Consolidatable && c.Drift == "":
 		return e.notConsolidatableWhy(c)
+	case c.HoldsBuffer != "" && len(c.Pods) == 0:
+		return "holds the room of CapacityBuffer " + c.HoldsBuffer + ", and no cheaper placement keeps it"
 	case c.NodePool.Spec.Disruption.ConsolidationPolicy == karpv1.ConsolidationPolicyWhenEmpty && len(c.Pods) > 0 && c.Drift == "":
 		return "consolidationPolicy WhenEmpty and the node has pods"
 	case e.pending > 0:

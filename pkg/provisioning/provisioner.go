@@ -184,8 +184,8 @@ func New(opts Options) *Provisioner {
 		maxStuck: opts.MaxStuckReports, nominations: opts.NominationLimiter, clock: opts.Clock, log: opts.Logger, recorder: events.NewRecorder(opts.Kube, opts.Clock),
 		offerings: opts.Offerings, stuckAfter: opts.StuckAfter, maxPods: opts.DefaultMaxPods, staticOff: opts.DisableStaticCapacity,
 		buffersOff: opts.DisableCapacityBuffers,
-		limits: limitGuard{kube: opts.Kube, namespace: opts.Namespace, clock: opts.Clock, duration: opts.LimitsLeaseDuration},
-		names:  claimnames.NewCounter(opts.Kube, opts.Namespace, opts.Clock)}
+		limits:     limitGuard{kube: opts.Kube, namespace: opts.Namespace, clock: opts.Clock, duration: opts.LimitsLeaseDuration},
+		names:      claimnames.NewCounter(opts.Kube, opts.Namespace, opts.Clock)}
 }
 
 // Result summarises one provisioning pass.

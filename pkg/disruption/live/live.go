@@ -104,6 +104,9 @@ type Options struct {
 	// maintenance windows (nil: drift may start at any time);
 	// *maintenance.Reader implements it.
 	Maintenance MaintenanceSource
+	// DisableCapacityBuffers: CapacityBuffers keep no room (the
+	// provisioning pass refuses them by name), so disruption ignores them.
+	DisableCapacityBuffers bool
 }
 
 // MaintenanceSource answers disruption.State.DriftHold for a decision at

@@ -42,7 +42,11 @@ func (c *Controller) Validate(ctx context.Context, msg messages.DisruptionComman
 		res.InFlight = inFlight
 		return res, nil
 	}
-	fresh, err := disruption.Validate(c.state(ctx, snap, now), c.commandFromMessage(msg))
+	st, _, err := c.state(ctx, snap, now)
+	if err != nil {
+		return res, err
+	}
+	fresh, err := disruption.Validate(st, c.commandFromMessage(msg))
 	var verr *disruption.ValidationError
 	if errors.As(err, &verr) {
 		res.Invalid = verr.Reason

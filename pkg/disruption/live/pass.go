@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
+	"github.com/karpfunc/karpfunc/pkg/capacitybuffer"
 	"github.com/karpfunc/karpfunc/pkg/disruption"
 	"github.com/karpfunc/karpfunc/pkg/snapshot"
 	"github.com/karpfunc/karpfunc/pkg/triggers"
@@ -36,8 +37,12 @@ func (c *Controller) Pass(ctx context.Context, ev PodEvents) (Result, error) {
 			return res, errors.Join(append(errs, err)...)
 		}
 	}
-	st := c.state(ctx, snap, now)
+	st, buffers, err := c.state(ctx, snap, now)
+	if err != nil {
+		return res, errors.Join(append(errs, err)...) // without the buffers, their room is unknown
+	}
 	decision := disruption.Decide(st)
+	c.askBufferRoom(buffers, decision.BufferRooms, &res.Outcome)
 	if err := snapshot.CheckTime(ctx, "disruption decision", started); err != nil {
 		return res, errors.Join(append(errs, err)...) // nothing of the decision acted on
 	}
@@ -128,21 +133,27 @@ func (c *Controller) askNext(next time.Time, res *Result) {
 // state is what the engine decides from; versions that cannot be resolved
 // now are logged and left out (their drift check waits for a later pass).
 // Drift is held outside the cluster's maintenance windows
-// (Options.Maintenance).
-func (c *Controller) state(ctx context.Context, snap *snapshot.Cluster, now time.Time) disruption.State {
+// (Options.Maintenance). The CapacityBuffers are read for their virtual
+// pods: an error reading them is the pass's.
+func (c *Controller) state(ctx context.Context, snap *snapshot.Cluster, now time.Time) (disruption.State, []capacitybuffer.Buffer, error) {
 	st := disruption.State{Cluster: snap, Catalog: c.opts.Catalog, Now: now, Options: c.opts.Engine}
+	buffers, err := c.readBuffers(ctx)
+	if err != nil {
+		return st, nil, err
+	}
+	st.BufferPods = capacitybuffer.AllVirtualPods(buffers)
 	if c.opts.Maintenance != nil {
 		st.DriftHold = c.opts.Maintenance.DriftHold(ctx, now)
 	}
 	if c.opts.Versions == nil {
-		return st
+		return st, buffers, nil
 	}
 	versions, err := c.opts.Versions.Versions(ctx, snap.NodeClaims)
 	if err != nil {
 		c.log.Warn("node versions not fully resolved; their drift checks wait", "error", err)
 	}
 	st.Versions = versions
-	return st
+	return st, buffers, nil
 }
 
 func earliest(a, b time.Time) time.Time {
