@@ -304,6 +304,12 @@ func Decide(st State) Decision {
 		if _, ok := refused[candidate.Name()]; !ok && !in[candidate.Name()] {
 			refused[candidate.Name()] = Refusal{NodeClaim: candidate.Name(), Reason: engine.idleReason(candidate)}
 		}
+		// An empty node left for the room it holds says so, whatever
+		// consolidation said: emptiness would have taken it.
+		if !in[candidate.Name()] && candidate.Consolidatable && len(candidate.Pods) == 0 && candidate.HoldsBuffer != "" {
+			refused[candidate.Name()] = Refusal{NodeClaim: candidate.Name(), Blocked: true,
+				Reason: "empty, but it holds the room of CapacityBuffer " + candidate.HoldsBuffer + "; no cheaper node keeps that room"}
+		}
 	}
 	for name, refusal := range refused {
 		if !in[name] {
@@ -345,8 +351,6 @@ func (e *Engine) idleReason(c *Candidate) string {
 	switch {
 	case !c.Consolidatable && c.Drift == "":
 		return e.notConsolidatableWhy(c)
-	case c.HoldsBuffer != "" && len(c.Pods) == 0:
-		return "holds the room of CapacityBuffer " + c.HoldsBuffer + ", and no cheaper placement keeps it"
 	case c.NodePool.Spec.Disruption.ConsolidationPolicy == karpv1.ConsolidationPolicyWhenEmpty && len(c.Pods) > 0 && c.Drift == "":
 		return "consolidationPolicy WhenEmpty and the node has pods"
 	case e.pending > 0:
