@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/karpfunc/karpfunc/pkg/capacitybuffer"
 	"github.com/karpfunc/karpfunc/pkg/catalog"
 	"github.com/karpfunc/karpfunc/pkg/disruption"
 	"github.com/karpfunc/karpfunc/pkg/plan"
@@ -191,8 +192,11 @@ func (opts *planFlags) writePlan(stdout io.Writer, objs *plan.Objects, cat *cata
 	} else {
 		start := time.Now()
 		static := plan.KeepStatic(&objs.Cluster, cat, start)
-		res := scheduler.Solve(objs.Input(cat))
-		out = plan.NewOutput(res, time.Since(start)).WithStatic(static)
+		buffers := objs.Buffers()
+		in := objs.Input(cat)
+		in.Pods = append(in.Pods, capacitybuffer.AllVirtualPods(buffers)...)
+		res := scheduler.Solve(in)
+		out = plan.NewOutput(res, time.Since(start)).WithStatic(static).WithBuffers(buffers, res)
 	}
 	if opts.output == "json" {
 		return out.WriteJSON(stdout)

@@ -32,6 +32,10 @@ type Output struct {
 	// the pass does to keep their replicas (see KeepStatic); the price of
 	// the NodeClaims they create is in TotalPricePerHour.
 	StaticNodePools []StaticNodePool `json:"staticNodePools"`
+	// CapacityBuffers are the room each CapacityBuffer keeps (see
+	// WithBuffers); its virtual pods are named in the NodeClaims and
+	// existing nodes that hold them, and not counted in Pods.
+	CapacityBuffers []CapacityBuffer `json:"capacityBuffers"`
 }
 
 // NodeClaim is one NodeClaim the plan would create, priced at its cheapest
@@ -63,7 +67,7 @@ type Unschedulable struct {
 // NewOutput renders a scheduler result.
 func NewOutput(r scheduler.Result, solve time.Duration) Output {
 	out := Output{NodeClaims: []NodeClaim{}, ExistingNodes: []ExistingNode{}, Unschedulable: []Unschedulable{},
-		StaticNodePools: []StaticNodePool{}, SolveSeconds: solve.Seconds()}
+		StaticNodePools: []StaticNodePool{}, CapacityBuffers: []CapacityBuffer{}, SolveSeconds: solve.Seconds()}
 	total := 0.0
 	for _, c := range r.NewNodeClaims {
 		nc := NodeClaim{NodePool: c.NodePool.Name, Pods: podNames(c.Pods), InstanceTypeOptions: make([]string, 0, len(c.InstanceTypes))}
@@ -79,11 +83,11 @@ func NewOutput(r scheduler.Result, solve time.Duration) Output {
 	for _, e := range r.Existing {
 		out.ExistingNodes = append(out.ExistingNodes, ExistingNode{Node: e.Node, NodeClaim: e.NodeClaim, Pods: podNames(e.Pods)})
 	}
-	for _, u := range r.Unschedulable {
+	for _, u := range realOnly(r).Unschedulable {
 		out.Unschedulable = append(out.Unschedulable, Unschedulable{Pod: podName(u.Pod), Reason: u.Reason})
 	}
 	out.TotalPricePerHour = math.Round(total*1e6) / 1e6
-	acc := provisioning.PlannedOutcomes(r)
+	acc := provisioning.PlannedOutcomes(realOnly(r))
 	out.Pods = map[provisioning.Outcome]int{}
 	for _, o := range provisioning.Outcomes {
 		out.Pods[o] = acc.Count(o)
@@ -130,6 +134,13 @@ func (o Output) WriteTable(w io.Writer) error {
 			}
 			fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%s\t%.4f\t%s\t%s\n", sp.NodePool, sp.Replicas, sp.NodeClaims, len(sp.Create),
 				instanceType, price, orDash(abbreviate(sp.Delete)), orDash(sp.Waiting))
+		}
+		fmt.Fprintln(tw)
+	}
+	if len(o.CapacityBuffers) > 0 {
+		fmt.Fprintln(tw, "CAPACITY BUFFER\tREPLICAS\tON EXISTING\tON NEW\tWHERE")
+		for _, b := range o.CapacityBuffers {
+			fmt.Fprintln(tw, bufferRow(b))
 		}
 		fmt.Fprintln(tw)
 	}
