@@ -31,6 +31,7 @@
 package capacitybuffer
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"sort"
@@ -138,8 +139,7 @@ func evaluate(cb *autoscalingv1beta1.CapacityBuffer, objs Objects, opts Options)
 		return b
 	}
 	res, err := Resolve(cb, objs)
-	if err != nil {
-		rerr := err.(*ResolveError)
+	if rerr := (*ResolveError)(nil); errors.As(err, &rerr) {
 		b.Reason, b.Message = rerr.Reason, rerr.Message
 		return b
 	}
@@ -209,37 +209,46 @@ func resolveScalable(ns string, ref *autoscalingv1beta1.ScalableRef, objs Object
 		return Resolution{}, &ResolveError{Reason: ReasonResolutionFailed,
 			Message: fmt.Sprintf("unsupported scalableRef API group %q: only apps (%v) is supported", ref.APIGroup, SupportedKinds)}
 	}
-	notFound := &ResolveError{Reason: ReasonScalableRefNotFound, Message: fmt.Sprintf("%s %q not found in namespace %s", ref.Kind, ref.Name, ns)}
-	replicas := func(r *int32) int32 {
-		if r == nil {
-			return 1
-		}
-		return *r
-	}
+	var res Resolution
+	var found bool
 	switch ref.Kind {
 	case autoscalingv1beta1.KindDeployment:
-		for _, d := range objs.Deployments {
-			if d.Namespace == ns && d.Name == ref.Name {
-				return Resolution{Template: d.Spec.Template, ScalableReplicas: replicas(d.Spec.Replicas)}, nil
-			}
-		}
+		res, found = find(objs.Deployments, ns, ref.Name, func(d *appsv1.Deployment) (corev1.PodTemplateSpec, *int32) { return d.Spec.Template, d.Spec.Replicas })
 	case autoscalingv1beta1.KindReplicaSet:
-		for _, rs := range objs.ReplicaSets {
-			if rs.Namespace == ns && rs.Name == ref.Name {
-				return Resolution{Template: rs.Spec.Template, ScalableReplicas: replicas(rs.Spec.Replicas)}, nil
-			}
-		}
+		res, found = find(objs.ReplicaSets, ns, ref.Name, func(rs *appsv1.ReplicaSet) (corev1.PodTemplateSpec, *int32) {
+			return rs.Spec.Template, rs.Spec.Replicas
+		})
 	case autoscalingv1beta1.KindStatefulSet:
-		for _, ss := range objs.StatefulSets {
-			if ss.Namespace == ns && ss.Name == ref.Name {
-				return Resolution{Template: ss.Spec.Template, ScalableReplicas: replicas(ss.Spec.Replicas)}, nil
-			}
-		}
+		res, found = find(objs.StatefulSets, ns, ref.Name, func(ss *appsv1.StatefulSet) (corev1.PodTemplateSpec, *int32) {
+			return ss.Spec.Template, ss.Spec.Replicas
+		})
 	default:
 		return Resolution{}, &ResolveError{Reason: ReasonResolutionFailed,
 			Message: fmt.Sprintf("unsupported scalableRef kind %q: karpfunc resolves %v of the apps group", ref.Kind, SupportedKinds)}
 	}
-	return Resolution{}, notFound
+	if !found {
+		return Resolution{}, &ResolveError{Reason: ReasonScalableRefNotFound, Message: fmt.Sprintf("%s %q not found in namespace %s", ref.Kind, ref.Name, ns)}
+	}
+	return res, nil
+}
+
+// find resolves the workload named ns/name among objs; a workload without
+// spec.replicas counts 1, as the API server defaults it.
+func find[T interface {
+	GetNamespace() string
+	GetName() string
+}](objs []T, ns, name string, spec func(T) (corev1.PodTemplateSpec, *int32)) (Resolution, bool) {
+	for _, obj := range objs {
+		if obj.GetNamespace() == ns && obj.GetName() == name {
+			template, replicas := spec(obj)
+			res := Resolution{Template: template, ScalableReplicas: 1}
+			if replicas != nil {
+				res.ScalableReplicas = *replicas
+			}
+			return res, true
+		}
+	}
+	return Resolution{}, false
 }
 
 // PercentageReplicas is ceil(scalable × percentage / 100), at least 1 when

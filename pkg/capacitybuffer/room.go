@@ -12,51 +12,53 @@ import (
 // (Karpenter's classifyBufferPods: existing nodes and in-flight NodeClaims
 // count as existing capacity).
 func Rooms(res scheduler.Result) map[string]*Room {
-	out := map[string]*Room{}
-	room := func(pod *corev1.Pod) *Room {
-		key := KeyOf(pod)
-		if key == "" {
-			return nil
-		}
-		if out[key] == nil {
-			out[key] = &Room{}
-		}
-		return out[key]
-	}
+	rooms := rooms{}
 	for _, pl := range res.Existing {
 		target := pl.Node
 		if target == "" {
 			target = pl.NodeClaim
 		}
 		for _, pod := range pl.Pods {
-			if r := room(pod); r != nil {
+			if r := rooms.of(pod); r != nil {
 				r.Existing++
-				if len(r.Nodes) == 0 || r.Nodes[len(r.Nodes)-1] != target {
-					r.Nodes = append(r.Nodes, target)
-				}
+				r.Nodes = append(r.Nodes, target)
 			}
 		}
 	}
 	for _, plan := range res.NewNodeClaims {
 		for _, pod := range plan.Pods {
-			if r := room(pod); r != nil {
+			if r := rooms.of(pod); r != nil {
 				r.New++
 			}
 		}
 	}
 	for _, refused := range res.Unschedulable {
-		if r := room(refused.Pod); r != nil {
+		if r := rooms.of(refused.Pod); r != nil {
 			if r.Failed == 0 {
 				r.Why = refused.Reason
 			}
 			r.Failed++
 		}
 	}
-	for _, r := range out {
+	for _, r := range rooms {
 		sort.Strings(r.Nodes)
 		r.Nodes = dedupe(r.Nodes)
 	}
-	return out
+	return rooms
+}
+
+type rooms map[string]*Room
+
+// of is the room of the buffer pod belongs to; nil for a real pod.
+func (rs rooms) of(pod *corev1.Pod) *Room {
+	key := KeyOf(pod)
+	if key == "" {
+		return nil
+	}
+	if rs[key] == nil {
+		rs[key] = &Room{}
+	}
+	return rs[key]
 }
 
 func dedupe(sorted []string) []string {
@@ -94,11 +96,11 @@ func WithoutVirtual(res scheduler.Result) scheduler.Result {
 	out := res
 	out.Existing = make([]scheduler.Placement, 0, len(res.Existing))
 	for _, pl := range res.Existing {
-		real := RealPods(pl.Pods)
-		if len(real) == 0 {
+		pods := RealPods(pl.Pods)
+		if len(pods) == 0 {
 			continue
 		}
-		pl.Pods = real
+		pl.Pods = pods
 		out.Existing = append(out.Existing, pl)
 	}
 	out.Unschedulable = nil

@@ -46,8 +46,8 @@ func (e *Engine) simulateOnOne(cands []*Candidate) Simulation {
 // pending pods (its virtual pods are marked Unschedulable).
 func simulation(res scheduler.Result) Simulation {
 	sim := Simulation{Result: res}
-	if real := capacitybuffer.WithoutVirtual(res); len(real.Unschedulable) > 0 {
-		first := real.Unschedulable[0]
+	if pods := capacitybuffer.WithoutVirtual(res); len(pods.Unschedulable) > 0 {
+		first := pods.Unschedulable[0]
 		sim.Unplaced = fmt.Sprintf("pod %s/%s could not go anywhere else: %s", first.Pod.Namespace, first.Pod.Name, first.Reason)
 	}
 	return sim

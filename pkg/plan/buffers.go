@@ -4,6 +4,10 @@ import (
 	"fmt"
 	"strings"
 
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	autoscalingv1beta1 "sigs.k8s.io/karpenter/pkg/apis/autoscaling/v1beta1"
+
 	"github.com/karpfunc/karpfunc/pkg/capacitybuffer"
 	"github.com/karpfunc/karpfunc/pkg/scheduler"
 )
@@ -30,6 +34,22 @@ type CapacityBuffer struct {
 // and workloads, as the live pass does.
 func (o *Objects) Buffers() []capacitybuffer.Buffer {
 	return capacitybuffer.Evaluate(o.CapacityBuffers, o.BufferObjects, capacitybuffer.Options{})
+}
+
+// addBufferObject files a CapacityBuffer, PodTemplate or apps workload.
+func (o *Objects) addBufferObject(obj any) {
+	switch obj := obj.(type) {
+	case *autoscalingv1beta1.CapacityBuffer:
+		o.CapacityBuffers = append(o.CapacityBuffers, obj)
+	case *corev1.PodTemplate:
+		o.BufferObjects.PodTemplates = append(o.BufferObjects.PodTemplates, obj)
+	case *appsv1.Deployment:
+		o.BufferObjects.Deployments = append(o.BufferObjects.Deployments, obj)
+	case *appsv1.ReplicaSet:
+		o.BufferObjects.ReplicaSets = append(o.BufferObjects.ReplicaSets, obj)
+	case *appsv1.StatefulSet:
+		o.BufferObjects.StatefulSets = append(o.BufferObjects.StatefulSets, obj)
+	}
 }
 
 // WithBuffers adds what room each buffer keeps in res (solved with the

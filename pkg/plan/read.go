@@ -327,16 +327,8 @@ func (o *Objects) addDecoded(d decoded) {
 		o.PodDisruptionBudgets = append(o.PodDisruptionBudgets, obj)
 	case *storagev1.StorageClass:
 		o.StorageClasses = append(o.StorageClasses, obj)
-	case *autoscalingv1beta1.CapacityBuffer:
-		o.CapacityBuffers = append(o.CapacityBuffers, obj)
-	case *corev1.PodTemplate:
-		o.BufferObjects.PodTemplates = append(o.BufferObjects.PodTemplates, obj)
-	case *appsv1.Deployment:
-		o.BufferObjects.Deployments = append(o.BufferObjects.Deployments, obj)
-	case *appsv1.ReplicaSet:
-		o.BufferObjects.ReplicaSets = append(o.BufferObjects.ReplicaSets, obj)
-	case *appsv1.StatefulSet:
-		o.BufferObjects.StatefulSets = append(o.BufferObjects.StatefulSets, obj)
+	default:
+		o.addBufferObject(obj)
 	}
 }
 

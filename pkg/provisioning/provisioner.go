@@ -368,16 +368,16 @@ func (p *Provisioner) createPlanned(ctx context.Context, ps *pass, snap *snapsho
 			continue
 		}
 		held[nc.Name] = true
-		real := capacitybuffer.RealPods(plan.Pods)
-		for _, pod := range real {
+		pods := capacitybuffer.RealPods(plan.Pods)
+		for _, pod := range pods {
 			ps.res.Pods = append(ps.res.Pods, outcomeOf(pod, OnNew, nc.Name, ""))
 		}
 		if !created {
 			continue
 		}
-		p.nominate(ctx, nc, real, &ps.res.EventsNotWritten)
+		p.nominate(ctx, nc, pods, &ps.res.EventsNotWritten)
 		ps.res.Created = append(ps.res.Created, nc.Name)
-		recordCreated(ctx, nc, real, p.clock.Now())
+		recordCreated(ctx, nc, pods, p.clock.Now())
 		snap.NodeClaims = append(snap.NodeClaims, nc)
 		if generation, ok := claimnames.GenerationOf(nc); ok && generation > retire {
 			retire = generation
