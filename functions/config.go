@@ -27,8 +27,8 @@ import (
 	"github.com/karpfunc/karpfunc/pkg/kubeauth"
 	"github.com/karpfunc/karpfunc/pkg/lifecycle"
 	"github.com/karpfunc/karpfunc/pkg/maintenance"
-	"github.com/karpfunc/karpfunc/pkg/nodepoolstatus"
 	"github.com/karpfunc/karpfunc/pkg/nodeoverlay"
+	"github.com/karpfunc/karpfunc/pkg/nodepoolstatus"
 	"github.com/karpfunc/karpfunc/pkg/offerings"
 	"github.com/karpfunc/karpfunc/pkg/provisioning"
 	"github.com/karpfunc/karpfunc/pkg/snapshot"
@@ -74,6 +74,11 @@ const (
 	// installed). Off, every NodeOverlay is refused by name: a
 	// ValidationSucceeded=False condition and a Warning event.
 	EnvNodeOverlay = "KARPFUNC_NODE_OVERLAY"
+	// EnvCapacityBuffers keeps the room of CapacityBuffers
+	// (autoscaling.x-k8s.io/v1beta1; "true"/"false", default true:
+	// capacitybuffer.Setting). Off, every buffer is refused by name:
+	// ReadyForProvisioning=False and a Warning event.
+	EnvCapacityBuffers = "KARPFUNC_CAPACITY_BUFFERS"
 	// EnvAPICompression asks the API server for gzip-compressed responses
 	// ("true"/"false", default true; see apiCompression).
 	EnvAPICompression = "KARPFUNC_API_COMPRESSION"
@@ -191,8 +196,9 @@ func (d *dependencies) get() (*provisioning.Provisioner, *lifecycle.Controller, 
 	// static-capacity setting and a bad catalog are reported together.
 	static, staticErr := boolSetting(d.getenv, EnvStaticCapacity, true)
 	overlayOn, overlayErr := boolSetting(d.getenv, EnvNodeOverlay, true)
+	buffers, buffersErr := boolSetting(d.getenv, EnvCapacityBuffers, true)
 	cat, err := loadCatalog(d.getenv, azOpts.Location)
-	if err = errors.Join(staticErr, overlayErr, err); err != nil {
+	if err = errors.Join(staticErr, overlayErr, buffersErr, err); err != nil {
 		return nil, nil, err
 	}
 	// What AKSNodeClass status is resolved against (nodepoolstatus).
@@ -213,7 +219,7 @@ func (d *dependencies) get() (*provisioning.Provisioner, *lifecycle.Controller, 
 	unavailable := offerings.NewStore(kube, d.getenv(EnvNamespace), "", clk)
 	d.provisioner = provisioning.New(provisioning.Options{Kube: snapKube, Catalog: cat, ClusterName: azOpts.ClusterName, Clock: clk,
 		Logger: d.log, Offerings: unavailable, Quota: quotaReader(waits.quotaAware, launcher), Namespace: d.getenv(EnvNamespace), Status: statusOpts, DefaultMaxPods: maxPods,
-		DisableStaticCapacity: !static, Overlays: overlays})
+		DisableStaticCapacity: !static, Overlays: overlays, DisableCapacityBuffers: !buffers})
 	evictor, err := lifecycle.NewEvictor(restConfig)
 	if err != nil {
 		return nil, nil, err
@@ -238,7 +244,7 @@ func (d *dependencies) get() (*provisioning.Provisioner, *lifecycle.Controller, 
 	}
 	d.disruptionCtrl = live.New(live.Options{Kube: snapKube, Catalog: cat, Replacer: d.provisioner,
 		ClusterName: azOpts.ClusterName, Clock: clk, Logger: d.log, Decisions: rec, Engine: engine, Status: statusOpts,
-		Versions: live.NodeVersions{Images: launcher.Images(), Kubernetes: kubeVersion.Get}, Maintenance: windows, Overlays: overlays})
+		Versions: live.NodeVersions{Images: launcher.Images(), Kubernetes: kubeVersion.Get}, Maintenance: windows, Overlays: overlays, DisableCapacityBuffers: !buffers})
 	d.pub, d.cluster = pub, azOpts.ClusterName
 	d.built = true
 	return d.provisioner, d.lifecycleController, nil

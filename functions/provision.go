@@ -66,6 +66,10 @@ func logProvision(c *call, data messages.Provision, res provisioning.Result) {
 		c.log.Printf("provision %s: static nodepool %s (replicas %d, %d before the pass): created %v, deleted %v, waiting: %s",
 			id, static.NodePool, static.Replicas, static.Running, static.Created, static.Deleted, orNone(static.Waiting))
 	}
+	for _, b := range res.Buffers {
+		c.log.Printf("provision %s: capacity buffer %s (%s, %d chunks): %d on existing capacity %v, %d on new NodeClaims, %d nowhere",
+			id, b.Buffer, b.Reason, b.Replicas, b.Existing, b.Nodes, b.New, b.Failed)
+	}
 	if !res.RetryAt.IsZero() {
 		c.log.Printf("provision %s: next pass at %v", id, res.RetryAt)
 	}

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/karpfunc/karpfunc/pkg/capacitybuffer"
 	"github.com/karpfunc/karpfunc/pkg/catalog"
 	"github.com/karpfunc/karpfunc/pkg/disruption"
 	"github.com/karpfunc/karpfunc/pkg/plan"
@@ -192,8 +193,11 @@ func (opts *planFlags) writePlan(stdout io.Writer, objs *plan.Objects, cat *cata
 	} else {
 		start := time.Now()
 		static := plan.KeepStaticOverlaid(&objs.Cluster, cat, overlays.Catalogs(cat), start)
-		res := scheduler.Solve(objs.OverlaidInput(cat, overlays))
-		out = plan.NewOutput(res, time.Since(start)).WithStatic(static).WithOverlays(overlays, cat)
+		buffers := objs.Buffers()
+		in := objs.OverlaidInput(cat, overlays)
+		in.Pods = append(in.Pods, capacitybuffer.AllVirtualPods(buffers)...)
+		res := scheduler.Solve(in)
+		out = plan.NewOutput(res, time.Since(start)).WithStatic(static).WithOverlays(overlays, cat).WithBuffers(buffers, res)
 	}
 	if opts.output == "json" {
 		return out.WriteJSON(stdout)

@@ -136,6 +136,9 @@ resource settings 'Microsoft.Web/sites/config@2024-04-01' = {
     // NodeOverlays change prices and capacities; 'false' refuses them by
     // name (docs/node-overlay.md).
     KARPFUNC_NODE_OVERLAY: 'true'
+    // CapacityBuffers keep room ahead of demand; 'false' refuses them by
+    // name (docs/capacity-buffers.md).
+    KARPFUNC_CAPACITY_BUFFERS: 'true'
     // Ask the API server for gzip (client-go's default): measured
     // cheaper than uncompressed for the cold pass's LISTs (docs/performance.md);
     // 'false' to measure a cluster where it may differ.

@@ -14,6 +14,7 @@ import (
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	karpenterapis "sigs.k8s.io/karpenter/pkg/apis"
+	autoscalingv1beta1 "sigs.k8s.io/karpenter/pkg/apis/autoscaling/v1beta1"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 	"sigs.k8s.io/karpenter/pkg/apis/v1alpha1"
 	"sigs.k8s.io/yaml"
@@ -40,15 +41,20 @@ func init() {
 	alpha := schema.GroupVersion{Group: karpenterapis.Group, Version: "v1alpha1"}
 	metav1.AddToGroupVersion(Scheme, alpha)
 	Scheme.AddKnownTypes(alpha, &v1alpha1.NodeOverlay{}, &v1alpha1.NodeOverlayList{})
+	// CapacityBuffer (autoscaling.x-k8s.io/v1beta1), as Karpenter ships it.
+	buffers := schema.GroupVersion{Group: autoscalingv1beta1.Group, Version: "v1beta1"}
+	metav1.AddToGroupVersion(Scheme, buffers)
+	Scheme.AddKnownTypes(buffers, &autoscalingv1beta1.CapacityBuffer{}, &autoscalingv1beta1.CapacityBufferList{})
 	utilruntime.Must(v1beta1.AddToScheme(Scheme))
 	utilruntime.Must(apiextensionsv1.AddToScheme(Scheme))
 }
 
-// CRDs returns the CRDs a cluster needs: NodePool, NodeClaim and NodeOverlay read unchanged
-// from the sigs.k8s.io/karpenter module, and AKSNodeClass.
+// CRDs returns the CRDs a cluster needs: NodePool, NodeClaim, NodeOverlay
+// and CapacityBuffer read unchanged from the sigs.k8s.io/karpenter module,
+// and AKSNodeClass.
 func CRDs() ([]*apiextensionsv1.CustomResourceDefinition, error) {
 	out := []*apiextensionsv1.CustomResourceDefinition{}
-	for _, raw := range [][]byte{karpenterapis.NodePoolCRD, karpenterapis.NodeClaimCRD, karpenterapis.NodeOverlayCRD, aksNodeClassCRD} {
+	for _, raw := range [][]byte{karpenterapis.NodePoolCRD, karpenterapis.NodeClaimCRD, karpenterapis.NodeOverlayCRD, aksNodeClassCRD, karpenterapis.CapacityBufferCRD} {
 		crd := &apiextensionsv1.CustomResourceDefinition{}
 		if err := yaml.Unmarshal(raw, crd); err != nil {
 			return nil, fmt.Errorf("decoding embedded CRD: %w", err)
@@ -62,9 +68,10 @@ func CRDs() ([]*apiextensionsv1.CustomResourceDefinition, error) {
 // `make generate` copies into the relay chart's crds/ directory.
 func CRDFiles() map[string][]byte {
 	return map[string][]byte{
-		"karpenter.sh_nodepools.yaml":             karpenterapis.NodePoolCRD,
-		"karpenter.sh_nodeclaims.yaml":            karpenterapis.NodeClaimCRD,
-		"karpenter.sh_nodeoverlays.yaml":          karpenterapis.NodeOverlayCRD,
-		"karpenter.azure.com_aksnodeclasses.yaml": aksNodeClassCRD,
+		"karpenter.sh_nodepools.yaml":               karpenterapis.NodePoolCRD,
+		"karpenter.sh_nodeclaims.yaml":              karpenterapis.NodeClaimCRD,
+		"karpenter.sh_nodeoverlays.yaml":            karpenterapis.NodeOverlayCRD,
+		"karpenter.azure.com_aksnodeclasses.yaml":   aksNodeClassCRD,
+		"autoscaling.x-k8s.io_capacitybuffers.yaml": karpenterapis.CapacityBufferCRD,
 	}
 }

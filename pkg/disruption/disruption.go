@@ -35,6 +35,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
+	"github.com/karpfunc/karpfunc/pkg/capacitybuffer"
 	"github.com/karpfunc/karpfunc/pkg/catalog"
 	"github.com/karpfunc/karpfunc/pkg/scheduler"
 	"github.com/karpfunc/karpfunc/pkg/snapshot"
@@ -102,6 +103,9 @@ type State struct {
 	// only for drifted candidates, once per reason it needs. nil: drift may
 	// start at any time.
 	DriftHold func(reason string) (Hold, bool)
+	// BufferPods are the CapacityBuffers' virtual pods (package
+	// capacitybuffer): the room they hold is kept (see placeBuffers).
+	BufferPods []*corev1.Pod
 }
 
 // Hold keeps drift replacements of one reason from starting now. The
@@ -140,6 +144,9 @@ type Candidate struct {
 	// DriftHeld is why its drift may not be acted on now ("" if it may):
 	// State.DriftHold's reason, as the node's explanation.
 	DriftHeld string
+	// HoldsBuffer names the CapacityBuffers whose room the node holds
+	// ("" if none): emptiness leaves it.
+	HoldsBuffer string
 
 	moved []*corev1.Pod // see unbound
 }
@@ -211,6 +218,9 @@ type Decision struct {
 	// BudgetErrors describe budgets that could not be read; their
 	// NodePools are not disrupted (allowed 0).
 	BudgetErrors []error
+	// BufferRooms says where each CapacityBuffer's virtual pods go on the
+	// cluster as it is, by namespace/name (nil: no buffers).
+	BufferRooms map[string]*capacitybuffer.Room
 }
 
 // Method names: they go on the wire (validation messages, the annotations
@@ -274,7 +284,8 @@ func methodsFor(o Options) []Method {
 // Decide runs every method in order and returns the first command.
 func Decide(st State) Decision {
 	engine := NewEngine(st)
-	decision := Decision{Expired: engine.Expired(), Next: engine.next, Budgets: engine.budgets, BudgetErrors: engine.budgetErrs}
+	decision := Decision{Expired: engine.Expired(), Next: engine.next, Budgets: engine.budgets, BudgetErrors: engine.budgetErrs,
+		BufferRooms: engine.bufferRooms}
 	refused := map[string]Refusal{}
 	for name, refusal := range engine.blocked {
 		refused[name] = refusal
@@ -296,6 +307,12 @@ func Decide(st State) Decision {
 	for _, candidate := range engine.Candidates {
 		if _, ok := refused[candidate.Name()]; !ok && !in[candidate.Name()] {
 			refused[candidate.Name()] = Refusal{NodeClaim: candidate.Name(), Reason: engine.idleReason(candidate)}
+		}
+		// An empty node left for the room it holds says so, whatever
+		// consolidation said: emptiness would have taken it.
+		if !in[candidate.Name()] && candidate.Consolidatable && len(candidate.Pods) == 0 && candidate.HoldsBuffer != "" {
+			refused[candidate.Name()] = Refusal{NodeClaim: candidate.Name(), Blocked: true,
+				Reason: "empty, but it holds the room of CapacityBuffer " + candidate.HoldsBuffer + "; no cheaper node keeps that room"}
 		}
 	}
 	for name, refusal := range refused {

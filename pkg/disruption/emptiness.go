@@ -1,14 +1,17 @@
 package disruption
 
 // Emptiness deletes consolidatable nodes that have no pods to move (under
-// every consolidation policy), as many as budgets allow, in one command.
+// every consolidation policy), as many as budgets allow, in one command; a
+// node that holds a CapacityBuffer's room is not empty.
 type Emptiness struct{}
 
 func (Emptiness) Name() string { return MethodEmptiness }
 
 func (Emptiness) Reason() Reason { return ReasonEmpty }
 
-func (Emptiness) ShouldDisrupt(c *Candidate) bool { return c.Consolidatable && len(c.Pods) == 0 }
+func (Emptiness) ShouldDisrupt(c *Candidate) bool {
+	return c.Consolidatable && len(c.Pods) == 0 && c.HoldsBuffer == ""
+}
 
 func (Emptiness) ComputeCommands(e *Engine, budgets Budgets, cands []*Candidate) ([]*Command, []Refusal) {
 	take := withinBudget(cands, budgets, ReasonEmpty)

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
+	"github.com/karpfunc/karpfunc/pkg/capacitybuffer"
 	"github.com/karpfunc/karpfunc/pkg/scheduler"
 	"github.com/karpfunc/karpfunc/pkg/snapshot"
 )
@@ -48,6 +49,8 @@ type Engine struct {
 	started  time.Time
 	// holds: State.DriftHold's answers, by drift reason.
 	holds map[string]askedHold
+	// bufferRooms: see placeBuffers.
+	bufferRooms map[string]*capacitybuffer.Room
 }
 
 // outOfTime: Options.TimeLimit has passed since the engine was made.
@@ -87,6 +90,7 @@ func NewEngine(st State) *Engine {
 		}
 		return first.Name() < second.Name()
 	})
+	engine.placeBuffers()
 	return engine
 }
 

@@ -11,6 +11,7 @@ import (
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 	"sigs.k8s.io/karpenter/pkg/scheduling"
 
+	"github.com/karpfunc/karpfunc/pkg/capacitybuffer"
 	"github.com/karpfunc/karpfunc/pkg/scheduler"
 )
 
@@ -26,7 +27,7 @@ type Simulation struct {
 // Simulate removes the candidates (and nodes already leaving) from the
 // cluster and asks the scheduler where their pods would go.
 func (e *Engine) Simulate(cands []*Candidate) Simulation {
-	return simulation(scheduler.Solve(e.simInput(cands, movedPods(cands))))
+	return simulation(scheduler.Solve(e.simInput(cands, e.withBuffers(movedPods(cands)))))
 }
 
 // simulateOnOne is Simulate packing new NodeClaims as Karpenter does
@@ -35,15 +36,18 @@ func (e *Engine) Simulate(cands []*Candidate) Simulation {
 // new node fit on one, not how the scheduler would best spread them over
 // several.
 func (e *Engine) simulateOnOne(cands []*Candidate) Simulation {
-	in := e.simInput(cands, movedPods(cands))
+	in := e.simInput(cands, e.withBuffers(movedPods(cands)))
 	in.PackLargest = true
 	return simulation(scheduler.Solve(in))
 }
 
+// simulation reads res; a buffer's virtual pod that goes nowhere does not
+// refuse the move, as Karpenter's AllNonPendingPodsScheduled ignores
+// pending pods (its virtual pods are marked Unschedulable).
 func simulation(res scheduler.Result) Simulation {
 	sim := Simulation{Result: res}
-	if len(res.Unschedulable) > 0 {
-		first := res.Unschedulable[0]
+	if pods := capacitybuffer.WithoutVirtual(res); len(pods.Unschedulable) > 0 {
+		first := pods.Unschedulable[0]
 		sim.Unplaced = fmt.Sprintf("pod %s/%s could not go anywhere else: %s", first.Pod.Namespace, first.Pod.Name, first.Reason)
 	}
 	return sim

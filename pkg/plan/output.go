@@ -37,6 +37,10 @@ type Output struct {
 	// WithOverlays).
 	NodeOverlays   []NodeOverlay   `json:"nodeOverlays,omitempty"`
 	OverlaidPrices []OverlaidPrice `json:"overlaidPrices,omitempty"`
+	// CapacityBuffers are the room each CapacityBuffer keeps (see
+	// WithBuffers); its virtual pods are named in the NodeClaims and
+	// existing nodes that hold them, and not counted in Pods.
+	CapacityBuffers []CapacityBuffer `json:"capacityBuffers"`
 }
 
 // NodeClaim is one NodeClaim the plan would create, priced at its cheapest
@@ -72,7 +76,7 @@ type Unschedulable struct {
 // NewOutput renders a scheduler result.
 func NewOutput(r scheduler.Result, solve time.Duration) Output {
 	out := Output{NodeClaims: []NodeClaim{}, ExistingNodes: []ExistingNode{}, Unschedulable: []Unschedulable{},
-		StaticNodePools: []StaticNodePool{}, SolveSeconds: solve.Seconds()}
+		StaticNodePools: []StaticNodePool{}, CapacityBuffers: []CapacityBuffer{}, SolveSeconds: solve.Seconds()}
 	total := 0.0
 	for _, c := range r.NewNodeClaims {
 		nc := NodeClaim{NodePool: c.NodePool.Name, Pods: podNames(c.Pods), InstanceTypeOptions: make([]string, 0, len(c.InstanceTypes))}
@@ -88,11 +92,11 @@ func NewOutput(r scheduler.Result, solve time.Duration) Output {
 	for _, e := range r.Existing {
 		out.ExistingNodes = append(out.ExistingNodes, ExistingNode{Node: e.Node, NodeClaim: e.NodeClaim, Pods: podNames(e.Pods)})
 	}
-	for _, u := range r.Unschedulable {
+	for _, u := range realOnly(r).Unschedulable {
 		out.Unschedulable = append(out.Unschedulable, Unschedulable{Pod: podName(u.Pod), Reason: u.Reason})
 	}
 	out.TotalPricePerHour = math.Round(total*1e6) / 1e6
-	acc := provisioning.PlannedOutcomes(r)
+	acc := provisioning.PlannedOutcomes(realOnly(r))
 	out.Pods = map[provisioning.Outcome]int{}
 	for _, o := range provisioning.Outcomes {
 		out.Pods[o] = acc.Count(o)
@@ -143,6 +147,13 @@ func (o Output) WriteTable(w io.Writer) error {
 		fmt.Fprintln(tw)
 	}
 	o.writeOverlays(tw)
+	if len(o.CapacityBuffers) > 0 {
+		fmt.Fprintln(tw, "CAPACITY BUFFER\tREPLICAS\tON EXISTING\tON NEW\tWHERE")
+		for _, b := range o.CapacityBuffers {
+			fmt.Fprintln(tw, bufferRow(b))
+		}
+		fmt.Fprintln(tw)
+	}
 	if len(o.ExistingNodes) > 0 {
 		fmt.Fprintln(tw, "EXISTING\tPODS")
 		for _, e := range o.ExistingNodes {

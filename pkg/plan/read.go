@@ -20,10 +20,12 @@ import (
 	storagev1 "k8s.io/api/storage/v1"
 	fieldpath "k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	autoscalingv1beta1 "sigs.k8s.io/karpenter/pkg/apis/autoscaling/v1beta1"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 	"sigs.k8s.io/karpenter/pkg/apis/v1alpha1"
 
 	"github.com/karpfunc/karpfunc/pkg/apis/v1beta1"
+	"github.com/karpfunc/karpfunc/pkg/capacitybuffer"
 	"github.com/karpfunc/karpfunc/pkg/catalog"
 	"github.com/karpfunc/karpfunc/pkg/scheduler"
 	"github.com/karpfunc/karpfunc/pkg/snapshot"
@@ -39,6 +41,9 @@ type Objects struct {
 	// Warnings are things that were read but skipped (unknown kinds,
 	// finished pods), one line each, naming the file and document.
 	Warnings []string
+	// CapacityBuffers and the PodTemplates and workloads that shape them.
+	CapacityBuffers []*autoscalingv1beta1.CapacityBuffer
+	BufferObjects   capacitybuffer.Objects
 }
 
 // DocumentError says which file and document could not be read.
@@ -140,6 +145,12 @@ var kinds = map[string]func() any{
 	"/Namespace":                  func() any { return &corev1.Namespace{} },
 	"policy/PodDisruptionBudget":  func() any { return &policyv1.PodDisruptionBudget{} },
 	"storage.k8s.io/StorageClass": func() any { return &storagev1.StorageClass{} },
+	// CapacityBuffers and what shapes them (plan/buffers.go).
+	autoscalingv1beta1.Group + "/CapacityBuffer": func() any { return &autoscalingv1beta1.CapacityBuffer{} },
+	"/PodTemplate":     func() any { return &corev1.PodTemplate{} },
+	"apps/Deployment":  func() any { return &appsv1.Deployment{} },
+	"apps/ReplicaSet":  func() any { return &appsv1.ReplicaSet{} },
+	"apps/StatefulSet": func() any { return &appsv1.StatefulSet{} },
 }
 
 // decoder is one worker's state: its compactor and the buffer objects
@@ -323,6 +334,8 @@ func (o *Objects) addDecoded(d decoded) {
 		o.PodDisruptionBudgets = append(o.PodDisruptionBudgets, obj)
 	case *storagev1.StorageClass:
 		o.StorageClasses = append(o.StorageClasses, obj)
+	default:
+		o.addBufferObject(obj)
 	}
 }
 

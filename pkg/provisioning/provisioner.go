@@ -36,6 +36,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
+	"github.com/karpfunc/karpfunc/pkg/capacitybuffer"
 	"github.com/karpfunc/karpfunc/pkg/catalog"
 	"github.com/karpfunc/karpfunc/pkg/claimnames"
 	"github.com/karpfunc/karpfunc/pkg/events"
@@ -101,6 +102,10 @@ type Options struct {
 	// Overlays reads the NodeOverlays each pass plans with and writes
 	// their status; nil plans with catalog prices.
 	Overlays *nodeoverlay.Source
+	// DisableCapacityBuffers refuses every CapacityBuffer by name (status
+	// and a Warning event) instead of keeping its room (package
+	// capacitybuffer).
+	DisableCapacityBuffers bool
 }
 
 // DefaultStuckAfter is longer than a launch and registration take on Azure.
@@ -144,6 +149,7 @@ type Provisioner struct {
 	maxPods     int32 // Options.DefaultMaxPods
 	staticOff   bool  // Options.DisableStaticCapacity
 	overlays    *nodeoverlay.Source
+	buffersOff  bool // Options.DisableCapacityBuffers
 	// nominations is shared by every Nominated event this Provisioner
 	// writes, over all its passes (a warm instance keeps it).
 	nominations flowcontrol.PassiveRateLimiter
@@ -182,8 +188,9 @@ func New(opts Options) *Provisioner {
 	return &Provisioner{status: opts.Status, quota: quota, kube: opts.Kube, catalog: opts.Catalog, clusterName: opts.ClusterName,
 		maxStuck: opts.MaxStuckReports, nominations: opts.NominationLimiter, clock: opts.Clock, log: opts.Logger, recorder: events.NewRecorder(opts.Kube, opts.Clock),
 		offerings: opts.Offerings, stuckAfter: opts.StuckAfter, maxPods: opts.DefaultMaxPods, staticOff: opts.DisableStaticCapacity, overlays: opts.Overlays,
-		limits: limitGuard{kube: opts.Kube, namespace: opts.Namespace, clock: opts.Clock, duration: opts.LimitsLeaseDuration},
-		names:  claimnames.NewCounter(opts.Kube, opts.Namespace, opts.Clock)}
+		buffersOff: opts.DisableCapacityBuffers,
+		limits:     limitGuard{kube: opts.Kube, namespace: opts.Namespace, clock: opts.Clock, duration: opts.LimitsLeaseDuration},
+		names:      claimnames.NewCounter(opts.Kube, opts.Namespace, opts.Clock)}
 }
 
 // Result summarises one provisioning pass.
@@ -214,6 +221,8 @@ type Result struct {
 	// Static lists the static NodePools the pass scaled or found short of
 	// replicas.
 	Static []StaticResult
+	// Buffers says what room each CapacityBuffer holds after the pass.
+	Buffers []BufferResult
 }
 
 // retryDelay is how soon a pass runs again after deferring pods.
@@ -254,6 +263,9 @@ func (p *Provisioner) Provision(ctx context.Context) (Result, error) {
 	cat := unavailable.Apply(p.catalog)
 	in := snap.Input(cat, snapshot.Live)
 	in.DefaultMaxPods = p.maxPods
+	pending := len(in.Pods)
+	bufs := p.readBuffers(ctx, ps)
+	in.Pods = append(in.Pods, capacitybuffer.AllVirtualPods(bufs)...)
 	// Quota is read only when there is something to place: an idle
 	// cluster costs ARM nothing.
 	if len(in.Pods) > 0 {
@@ -267,8 +279,8 @@ func (p *Provisioner) Provision(ctx context.Context) (Result, error) {
 	// Every NodePool plans with its NodeOverlays applied to the catalog
 	// the pass decided on (unavailable offerings and quota included).
 	in.PoolCatalogs = overlays.Catalogs(in.Catalog)
-	ps.res = Result{PendingPods: len(in.Pods)}
-	recordPending(ctx, len(in.Pods))
+	ps.res.PendingPods = pending
+	recordPending(ctx, pending)
 	if err := p.overlays.WriteStatus(ctx, overlayObjs, overlays); err != nil {
 		ps.errs = append(ps.errs, err)
 	}
@@ -283,6 +295,7 @@ func (p *Provisioner) Provision(ctx context.Context) (Result, error) {
 	if ps.outOfTime != nil {
 		return ps.res, ps.outOfTime // the solve's NodeClaims were not created
 	}
+	p.writeBuffers(ctx, ps, bufs)
 	p.askLaunches(ps, snap)
 	return p.finishPass(ctx, ps, in.Pods)
 }
@@ -304,6 +317,9 @@ type pass struct {
 	headroom     *offerings.Headroom
 	quotaSummary string
 	quotaBlocked bool
+	// rooms: where each CapacityBuffer's virtual pods went (nil: the pass
+	// solved nothing).
+	rooms map[string]*capacitybuffer.Room
 }
 
 func (ps *pass) wantRetry(d time.Duration) { ps.retryAfter = max(ps.retryAfter, d) }
@@ -313,6 +329,9 @@ func (ps *pass) wantRetry(d time.Duration) { ps.retryAfter = max(ps.retryAfter, 
 func (p *Provisioner) placePending(ctx context.Context, ps *pass, snap *snapshot.Cluster, in scheduler.Input, view int64) {
 	start := p.clock.Now()
 	out := scheduler.Solve(in)
+	// Virtual pods hold room; they get no outcome and no event.
+	ps.rooms = capacitybuffer.Rooms(out)
+	out = capacitybuffer.WithoutVirtual(out)
 	ps.res.SolveDuration = p.clock.Since(start)
 	recordSolve(ctx, ps.res.SolveDuration)
 	ps.res.Pods = PlacedOutcomes(out)
@@ -364,15 +383,16 @@ func (p *Provisioner) createPlanned(ctx context.Context, ps *pass, snap *snapsho
 			continue
 		}
 		held[nc.Name] = true
-		for _, pod := range plan.Pods {
+		pods := capacitybuffer.RealPods(plan.Pods)
+		for _, pod := range pods {
 			ps.res.Pods = append(ps.res.Pods, outcomeOf(pod, OnNew, nc.Name, ""))
 		}
 		if !created {
 			continue
 		}
-		p.nominate(ctx, nc, plan.Pods, &ps.res.EventsNotWritten)
+		p.nominate(ctx, nc, pods, &ps.res.EventsNotWritten)
 		ps.res.Created = append(ps.res.Created, nc.Name)
-		recordCreated(ctx, nc, plan.Pods, p.clock.Now())
+		recordCreated(ctx, nc, pods, p.clock.Now())
 		snap.NodeClaims = append(snap.NodeClaims, nc)
 		if generation, ok := claimnames.GenerationOf(nc); ok && generation > retire {
 			retire = generation
@@ -389,8 +409,9 @@ func (p *Provisioner) createPlanned(ctx context.Context, ps *pass, snap *snapsho
 
 // notCreated defers the pods of a plan whose NodeClaim was not created.
 func (p *Provisioner) notCreated(ctx context.Context, ps *pass, plan *scheduler.NodeClaimPlan, err error) {
+	pods := capacitybuffer.RealPods(plan.Pods) // virtual pods get no outcome or event
 	deferPods := func(reason string) {
-		for _, pod := range plan.Pods {
+		for _, pod := range pods {
 			ps.res.Pods = append(ps.res.Pods, outcomeOf(pod, Deferred, "", reason))
 		}
 	}
@@ -404,7 +425,7 @@ func (p *Provisioner) notCreated(ctx context.Context, ps *pass, plan *scheduler.
 		ps.res.OverLimit = append(ps.res.OverLimit, err.Error())
 		p.log.Warn("nodeclaim not created", "error", err)
 		deferPods("room in NodePool " + plan.NodePool.Name + ": " + err.Error())
-		for _, pod := range plan.Pods {
+		for _, pod := range pods {
 			if eerr := p.recorder.Publish(ctx, events.Event{Object: pod, Type: corev1.EventTypeWarning,
 				Reason: events.ReasonFailedScheduling, Message: "karpfunc: " + err.Error()}); eerr != nil {
 				ps.errs = append(ps.errs, eerr)

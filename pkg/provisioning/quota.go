@@ -10,6 +10,7 @@ import (
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 	"sigs.k8s.io/karpenter/pkg/scheduling"
 
+	"github.com/karpfunc/karpfunc/pkg/capacitybuffer"
 	"github.com/karpfunc/karpfunc/pkg/catalog"
 	"github.com/karpfunc/karpfunc/pkg/cloudprovider"
 	"github.com/karpfunc/karpfunc/pkg/events"
@@ -192,7 +193,7 @@ func quotaSummary(h *offerings.Headroom, cat *catalog.Catalog) string {
 func (p *Provisioner) overQuota(ctx context.Context, ps *pass, plan *scheduler.NodeClaimPlan, short offerings.QuotaShortfall) {
 	ps.quotaBlocked = true
 	reason := "subscription quota: " + short.Error()
-	for _, pod := range plan.Pods {
+	for _, pod := range capacitybuffer.RealPods(plan.Pods) { // virtual pods get no outcome or event
 		ps.res.Pods = append(ps.res.Pods, outcomeOf(pod, Deferred, "", reason))
 		if err := p.recorder.Publish(ctx, events.Event{Object: pod, Type: corev1.EventTypeWarning,
 			Reason: events.ReasonFailedScheduling, Message: "karpfunc: NodePool " + plan.NodePool.Name + ": " + reason}); err != nil {

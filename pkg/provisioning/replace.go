@@ -7,6 +7,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
+	"github.com/karpfunc/karpfunc/pkg/capacitybuffer"
 	"github.com/karpfunc/karpfunc/pkg/claimnames"
 	"github.com/karpfunc/karpfunc/pkg/events"
 	"github.com/karpfunc/karpfunc/pkg/scheduler"
@@ -41,7 +42,7 @@ func (p *Provisioner) Replace(ctx context.Context, plan *scheduler.NodeClaimPlan
 	}
 	if created {
 		var unwritten events.Unwritten
-		p.nominate(ctx, nc, plan.Pods, &unwritten)
+		p.nominate(ctx, nc, capacitybuffer.RealPods(plan.Pods), &unwritten)
 		if len(unwritten) > 0 {
 			p.log.Info("events not written", "nodeclaim", nc.Name, "count", unwritten.Total(), "byReason", unwritten.String())
 		}

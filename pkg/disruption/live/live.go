@@ -108,6 +108,9 @@ type Options struct {
 	// Overlays reads the NodeOverlays candidates are priced with and
 	// writes their status (nil: catalog prices).
 	Overlays *nodeoverlay.Source
+	// DisableCapacityBuffers: CapacityBuffers keep no room (the
+	// provisioning pass refuses them by name), so disruption ignores them.
+	DisableCapacityBuffers bool
 }
 
 // MaintenanceSource answers disruption.State.DriftHold for a decision at

@@ -42,7 +42,7 @@ func (c *Controller) Validate(ctx context.Context, msg messages.DisruptionComman
 		res.InFlight = inFlight
 		return res, nil
 	}
-	st, err := c.state(ctx, snap, now, false)
+	st, _, err := c.state(ctx, snap, now, false)
 	if err != nil {
 		return res, err
 	}

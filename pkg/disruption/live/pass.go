@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
+	"github.com/karpfunc/karpfunc/pkg/capacitybuffer"
 	"github.com/karpfunc/karpfunc/pkg/disruption"
 	"github.com/karpfunc/karpfunc/pkg/snapshot"
 	"github.com/karpfunc/karpfunc/pkg/triggers"
@@ -36,11 +37,12 @@ func (c *Controller) Pass(ctx context.Context, ev PodEvents) (Result, error) {
 			return res, errors.Join(append(errs, err)...)
 		}
 	}
-	st, err := c.state(ctx, snap, now, true)
+	st, buffers, err := c.state(ctx, snap, now, true)
 	if err != nil {
-		return res, errors.Join(append(errs, err)...)
+		return res, errors.Join(append(errs, err)...) // without the buffers, their room is unknown
 	}
 	decision := disruption.Decide(st)
+	c.askBufferRoom(buffers, decision.BufferRooms, &res.Outcome)
 	if err := snapshot.CheckTime(ctx, "disruption decision", started); err != nil {
 		return res, errors.Join(append(errs, err)...) // nothing of the decision acted on
 	}
@@ -133,12 +135,13 @@ func (c *Controller) askNext(next time.Time, res *Result) {
 // Drift is held outside the cluster's maintenance windows
 // (Options.Maintenance). Candidates are priced and replacements chosen
 // with the NodeOverlays applied (Options.Overlays); writeOverlays writes
-// the overlays' status. Only reading the overlays fails it.
-func (c *Controller) state(ctx context.Context, snap *snapshot.Cluster, now time.Time, writeOverlays bool) (disruption.State, error) {
+// the overlays' status. The CapacityBuffers are read for their virtual
+// pods. Only reading the overlays or the buffers fails it.
+func (c *Controller) state(ctx context.Context, snap *snapshot.Cluster, now time.Time, writeOverlays bool) (disruption.State, []capacitybuffer.Buffer, error) {
 	st := disruption.State{Cluster: snap, Catalog: c.opts.Catalog, Now: now, Options: c.opts.Engine}
 	overlays, objs, err := c.opts.Overlays.Resolve(ctx, snap.NodePools, c.opts.Catalog)
 	if err != nil {
-		return st, err
+		return st, nil, err
 	}
 	st.PoolCatalogs = overlays.Catalogs(c.opts.Catalog)
 	if writeOverlays {
@@ -146,18 +149,23 @@ func (c *Controller) state(ctx context.Context, snap *snapshot.Cluster, now time
 			c.log.Warn("nodeoverlay status not written", "error", err)
 		}
 	}
+	buffers, err := c.readBuffers(ctx)
+	if err != nil {
+		return st, nil, err
+	}
+	st.BufferPods = capacitybuffer.AllVirtualPods(buffers)
 	if c.opts.Maintenance != nil {
 		st.DriftHold = c.opts.Maintenance.DriftHold(ctx, now)
 	}
 	if c.opts.Versions == nil {
-		return st, nil
+		return st, buffers, nil
 	}
 	versions, err := c.opts.Versions.Versions(ctx, snap.NodeClaims)
 	if err != nil {
 		c.log.Warn("node versions not fully resolved; their drift checks wait", "error", err)
 	}
 	st.Versions = versions
-	return st, nil
+	return st, buffers, nil
 }
 
 func earliest(a, b time.Time) time.Time {

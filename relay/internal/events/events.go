@@ -140,6 +140,12 @@ func (b Builder) Disruption(cause string, now time.Time, slot time.Duration) (bu
 	return b.message(triggers.DisruptionSlot(b.Cluster, cause, now, slot), nil)
 }
 
+// ProvisionPass builds a provisioning pass due now for cause (a
+// CapacityBuffer changed); passes asked in the same instant are one.
+func (b Builder) ProvisionPass(cause string, now time.Time) (bus.Message, error) {
+	return b.message(triggers.ProvisionPass(b.Cluster, cause, now, 0), nil)
+}
+
 // PodEvents builds the Disruption event for pod events on nodes (sorted)
 // up to at, flushed at now (the relay flushes once per slot, so the events
 // of a slot are one message).

@@ -139,6 +139,8 @@ type relay struct {
 	bound cache.SharedIndexInformer
 	// specs are NodePools and AKSNodeClasses.
 	specs []cache.SharedIndexInformer
+	// buffers are CapacityBuffers and PodTemplates (buffers.go).
+	buffers []cache.SharedIndexInformer
 
 	mu       sync.Mutex
 	lastSent map[string]string // cause -> ID of the last Disruption event sent
@@ -263,6 +265,7 @@ func (r *relay) newInformers() []informerFactory {
 	r.bound = boundFactory.Core().V1().Pods().Informer()
 	r.specs = []cache.SharedIndexInformer{metaFactory.ForResource(NodePools).Informer(), metaFactory.ForResource(AKSNodeClasses).Informer(),
 		metaFactory.ForResource(NodeOverlays).Informer()}
+	r.buffers = []cache.SharedIndexInformer{metaFactory.ForResource(CapacityBuffers).Informer(), metaFactory.ForResource(PodTemplates).Informer()}
 	return []informerFactory{podFactory, nodeFactory, metaFactory, pendingFactory, boundFactory}
 }
 
@@ -297,6 +300,8 @@ func (r *relay) addHandlers() error {
 		{r.specs[0], TransformMetadata, specHandlers},
 		{r.specs[1], TransformMetadata, specHandlers},
 		{r.specs[2], TransformMetadata, specHandlers},
+		{r.buffers[0], TransformMetadata, r.bufferHandlers(true)},
+		{r.buffers[1], TransformMetadata, r.bufferHandlers(false)},
 		{r.bound, TransformPod, cache.ResourceEventHandlerDetailedFuncs{
 			AddFunc: func(obj any, initial bool) {
 				if !initial {

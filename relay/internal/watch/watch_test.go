@@ -23,6 +23,7 @@ import (
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	autoscalingv1beta1 "sigs.k8s.io/karpenter/pkg/apis/autoscaling/v1beta1"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 	"sigs.k8s.io/karpenter/pkg/apis/v1alpha1"
 
@@ -447,6 +448,49 @@ func TestRelay(t *testing.T) {
 			}
 			time.Sleep(time.Second)
 		}
+	})
+
+	t.Run("a CapacityBuffer's spec change asks for a provisioning pass, its status write does not", func(t *testing.T) {
+		buffers := func() []sent {
+			var out []sent
+			for _, s := range rec.all() {
+				if s.queue == bus.QueueProvision && strings.Contains(s.msg.ID, "/capacity-buffer/") {
+					out = append(out, s)
+				}
+			}
+			return out
+		}
+		one := int32(1)
+		cb := &autoscalingv1beta1.CapacityBuffer{ObjectMeta: metav1.ObjectMeta{Name: "room", Namespace: ns},
+			Spec: autoscalingv1beta1.CapacityBufferSpec{PodTemplateRef: &autoscalingv1beta1.LocalObjectRef{Name: "shape"}, Replicas: &one}}
+		if err := c.Create(ctx, cb); err != nil {
+			t.Fatal(err)
+		}
+		rec.waitFor(t, "capacity-buffer provision event", func(s sent) bool {
+			return s.queue == bus.QueueProvision && strings.Contains(s.msg.ID, "/capacity-buffer/")
+		})
+		created := len(buffers())
+		cb.Status.Replicas = &one
+		if err := c.Status().Update(ctx, cb); err != nil {
+			t.Fatal(err)
+		}
+		// A Node's join event is the marker: events are recorded in the
+		// order they were handled, so one from the status write would come
+		// before it.
+		marker, err := kube.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "buffer-marker"}}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rec.waitFor(t, "the marker node's join event", func(s sent) bool { return s.msg.ID == fmt.Sprintf("node/%s/ready=false", marker.UID) })
+		if got := len(buffers()); got != created {
+			t.Fatalf("%d capacity-buffer events after a status write, want %d: the status write asked for a pass", got, created)
+		}
+		two := int32(2)
+		cb.Spec.Replicas = &two
+		if err := c.Update(ctx, cb); err != nil {
+			t.Fatal(err)
+		}
+		rec.waitFor(t, "a second capacity-buffer provision event for the spec change", func(sent) bool { return len(buffers()) > created })
 	})
 
 	t.Run("node join and ready transition", func(t *testing.T) {
