@@ -380,6 +380,58 @@ func hostAllowed(k *constraint, b *bin) bool {
 	}
 }
 
+// hostMinimum is the least count of k's counter over the nodes the
+// kube-scheduler counts for hostname spread k once the plan is carried
+// out: the existing nodes and in-flight claims that meet the pod's
+// nodeSelector and required node affinity (under nodeAffinityPolicy
+// Honor) and whose NoSchedule and NoExecute taints it tolerates (under
+// nodeTaintsPolicy Honor), and every new claim with pods (whatever its
+// requirements: counting one that may not qualify can only lower the
+// least count). 0 when fewer than minDomains nodes qualify.
+func (s *solver) hostMinimum(k *constraint, v *variant) int32 {
+	minimum, nodes := int32(-1), int32(0)
+	for _, b := range s.bins {
+		if b.claim && len(b.pods) == 0 {
+			continue
+		}
+		if !b.claim && !k.ignoreAffinity && !s.nodeFilterMatches(b, v) {
+			continue
+		}
+		taints := b.taints
+		if b.claim {
+			taints = b.pool.taints
+		}
+		if k.honorTaints && !toleratesHard(taints, v.g.pod.Spec.Tolerations) {
+			continue
+		}
+		if count := k.c.count(b.id); minimum < 0 || count < minimum {
+			minimum = count
+		}
+		nodes++
+	}
+	if minimum < 0 || (k.minDomains > 0 && nodes < k.minDomains) {
+		return 0
+	}
+	return minimum
+}
+
+// toleratesHard reports whether tolerations tolerate every NoSchedule and
+// NoExecute taint of taints: the taints the kube-scheduler's
+// PodTopologySpread filters nodes by under nodeTaintsPolicy Honor
+// (k8s.io/kubernetes pkg/scheduler/framework/plugins/podtopologyspread,
+// via TaintToleration's rule); PreferNoSchedule keeps no pod off a node.
+func toleratesHard(taints []corev1.Taint, tolerations []corev1.Toleration) bool {
+	for i := range taints {
+		if taints[i].Effect != corev1.TaintEffectNoSchedule && taints[i].Effect != corev1.TaintEffectNoExecute {
+			continue
+		}
+		if scheduling.Taints(taints[i:i+1]).Tolerates(tolerations) != nil {
+			return false
+		}
+	}
+	return true
+}
+
 // dimension is one topology key a placement must settle.
 type dimension struct {
 	kind  keyKind
@@ -552,6 +604,9 @@ func (s *solver) applyConstraint(masks *topologyMasks, b *bin, v *variant, ch *c
 	}
 	switch k.c.kind {
 	case keyHostname:
+		if s.hostMin && k.kind == spread {
+			return k.c.count(b.id)+k.self-s.hostMinimum(k, v) <= k.maxSkew
+		}
 		return hostAllowed(k, b)
 	case keyZone:
 		masks.zoneConstrained = true

@@ -247,6 +247,63 @@ func (s *solver) retry(failed []pendingPod) []pendingPod {
 	}
 }
 
+// placeOnNodesThatExist is the last step of a solve: it tries again, in
+// rounds while a round places one, the failed pods with a DoNotSchedule
+// topology spread on kubernetes.io/hostname, on the nodes and claims
+// already there, measuring that spread's skew as the kube-scheduler does:
+// against the least count over the nodes it counts
+// (https://kubernetes.io/docs/concepts/scheduling-eviction/topology-spread-constraints/#spread-constraint-definition),
+// not against a node still to be created. Before this step every node
+// keeps at most maxSkew of the pods (Karpenter's rule, which assumes a
+// new node, an empty domain, can always be added: TopologyGroup
+// domainMinCount in sigs.k8s.io/karpenter v1.14.1
+// pkg/controllers/provisioning/scheduling/topologygroup.go). A pod
+// that failed could open no node that helps (NodePool limits, or its
+// required pod affinity to pods already placed), so no claim is opened
+// here, and none is added after (see hostMinPlaced): the least count can
+// then only grow, and each placement stays within maxSkew.
+func (s *solver) placeOnNodesThatExist(failed []pendingPod) []pendingPod {
+	var candidates, others []pendingPod
+	for _, pending := range failed {
+		if s.hostnameSpread(pending.g) {
+			candidates = append(candidates, pending)
+		} else {
+			others = append(others, pending)
+		}
+	}
+	if len(candidates) == 0 {
+		return failed
+	}
+	s.hostMin = true
+	defer func() { s.hostMin = false }()
+	for {
+		var still []pendingPod
+		placed := false
+		for _, pending := range candidates {
+			if s.placePending(pending) {
+				placed, s.hostMinPlaced = true, true
+			} else {
+				still = append(still, pending)
+			}
+		}
+		candidates = still
+		if !placed || len(candidates) == 0 {
+			return append(others, candidates...)
+		}
+	}
+}
+
+// hostnameSpread reports whether g's pods have a DoNotSchedule topology
+// spread constraint on kubernetes.io/hostname.
+func (s *solver) hostnameSpread(g *group) bool {
+	for _, tsc := range g.pod.Spec.TopologySpreadConstraints {
+		if tsc.TopologyKey == corev1.LabelHostname && tsc.WhenUnsatisfiable == corev1.DoNotSchedule {
+			return true
+		}
+	}
+	return false
+}
+
 // joinTarget tries again, right after placed is, the failed pods whose
 // required pod affinity selects it, and returns those still unplaced. A
 // pod whose affinity target was smaller (so placed after it) goes next to
@@ -378,7 +435,11 @@ func (s *solver) solve() Result {
 		}
 		failed = f.follow(s, pending, failed)
 	}
-	for _, pending := range s.retry(failed) {
+	failed = s.retry(failed)
+	if len(failed) > 0 && !s.unseenNodes {
+		failed = s.placeOnNodesThatExist(failed)
+	}
+	for _, pending := range failed {
 		s.current, s.prefer = pending.pod, pending.prefer
 		res.Unschedulable = append(res.Unschedulable, Unschedulable{Pod: pending.pod, Reason: s.unplacedReason(pending.g)})
 	}

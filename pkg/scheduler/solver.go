@@ -66,6 +66,17 @@ type solver struct {
 	labelReqs *labelRequirements
 	// memo: Input.Memo.
 	memo *Memo
+	// hostMin: the last-resort pass is on (see placeOnNodesThatExist):
+	// hostname spread measures skew against the least count over the
+	// nodes that exist or are planned, and no new claim is opened.
+	hostMin bool
+	// hostMinPlaced: a pod went where only that rule allows it, so no
+	// claim with none of its replicas may be added afterwards.
+	hostMinPlaced bool
+	// unseenNodes: the input has nodes that are no bin (cordoned or
+	// being deleted, or an in-flight claim of unknown capacity); the
+	// kube-scheduler still counts them as hostname domains.
+	unseenNodes bool
 }
 
 type pendingPod struct {
@@ -626,6 +637,7 @@ func (s *solver) newExisting(in Input, bound map[string]*boundOnNode) {
 	s.reserveHostnameCounts(len(s.bins) + len(nodes) + len(inFlight))
 	for _, node := range sortedByName(nodes) {
 		if node.Spec.Unschedulable || node.DeletionTimestamp != nil {
+			s.unseenNodes = true
 			continue
 		}
 		s.addNodeBin(node, claimOfNode[node.Name], bound[node.Name])
@@ -748,6 +760,7 @@ func (s *solver) addInFlightBin(in Input, nc *karpv1.NodeClaim, pl *pool, onNode
 	reqs.Add(scheduling.NewLabelRequirements(nc.Labels).Values()...)
 	available := inFlightAllocatable(nc, reqs, pl, in.Catalog)
 	if available == nil {
+		s.unseenNodes = true
 		return // neither launched nor naming a known instance type: no capacity to count on
 	}
 	target := &bin{id: len(s.bins), claimName: nc.Name, labels: labels.Set(nc.Labels), reqs: reqs, inFlight: true, taints: nc.Spec.Taints}
@@ -851,11 +864,13 @@ func (s *solver) placeVariant(v *variant) bool {
 	if s.placeOpen(v) {
 		return true
 	}
-	for i, pl := range s.pools {
-		if bin := s.open(pl, i, v); bin != nil {
-			s.addBin(bin)
-			s.maybeClose(bin)
-			return true
+	if !s.hostMin {
+		for i, pl := range s.pools {
+			if bin := s.open(pl, i, v); bin != nil {
+				s.addBin(bin)
+				s.maybeClose(bin)
+				return true
+			}
 		}
 	}
 	return s.growOpen(v)
