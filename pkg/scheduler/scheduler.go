@@ -337,8 +337,14 @@ type followers struct {
 
 func (s *solver) newFollowers() *followers {
 	f := &followers{}
-	if s.spread {
-		return f // the kube-scheduler's model takes pods in the order given
+	if s.spread || s.byQueue {
+		// The kube-scheduler's model takes pods in the order given, and
+		// Karpenter's queue (which decides who gets capacity NodePool
+		// limits hold back) tries each pod in its turn: a pod that
+		// follows its target ahead of older pods of its size would take
+		// their capacity. A pod that failed waits for the retry rounds
+		// (no joinTarget), as Karpenter requeues it at the back.
+		return f
 	}
 	for i, pending := range s.order {
 		if variant := s.variantAt(pending.g, 0); variant != nil && slices.ContainsFunc(variant.constraints, func(k *constraint) bool { return k.kind == affinity }) {
@@ -430,7 +436,7 @@ func (s *solver) solve() Result {
 			failed = append(failed, pending)
 			continue
 		}
-		if len(failed) > 0 {
+		if len(failed) > 0 && !s.byQueue {
 			failed = s.joinTarget(failed, pending)
 		}
 		failed = f.follow(s, pending, failed)

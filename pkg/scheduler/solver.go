@@ -893,6 +893,9 @@ func (s *solver) growOpen(v *variant) bool {
 // placeOpen puts one pod of v on the first open bin that takes it, in bin
 // order (first fit).
 func (s *solver) placeOpen(v *variant) bool {
+	if s.byQueue {
+		return s.placeFewestFirst(v)
+	}
 	if s.linearScan {
 		for _, bin := range s.active {
 			if bin.closed {
@@ -909,6 +912,40 @@ func (s *solver) placeOpen(v *variant) bool {
 		bin := s.bins[id]
 		if ok, _ := s.try(bin, v, true); ok {
 			s.maybeClose(bin)
+			return true
+		}
+	}
+	return false
+}
+
+// placeFewestFirst puts one pod of v where Karpenter's scheduler would:
+// the first existing node or in-flight claim that takes it, else the new
+// claim with the fewest pods (sigs.k8s.io/karpenter v1.14.1
+// pkg/controllers/provisioning/scheduling/scheduler.go add: newNodeClaims
+// sorted by pod count before addToInflightNode). Used with Karpenter's
+// queue order, where NodePool limits leave pods pending: which pods get
+// the capacity then depends on where the pods before them went, and a
+// pod spread over the least filled claims leaves room next to its
+// neighbours for the pods with affinity to them.
+func (s *solver) placeFewestFirst(v *variant) bool {
+	var claims []*bin
+	for _, b := range s.active {
+		if b.closed {
+			continue
+		}
+		if b.claim {
+			claims = append(claims, b)
+			continue
+		}
+		if ok, _ := s.try(b, v, true); ok {
+			s.maybeClose(b)
+			return true
+		}
+	}
+	slices.SortStableFunc(claims, func(a, b *bin) int { return cmp.Compare(len(a.pods), len(b.pods)) })
+	for _, b := range claims {
+		if ok, _ := s.try(b, v, true); ok {
+			s.maybeClose(b)
 			return true
 		}
 	}
