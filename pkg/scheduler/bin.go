@@ -105,8 +105,9 @@ func maskOf(t *valueTable, r *scheduling.Requirement) uint64 {
 
 // universe is the set of domains a spread constraint counts: those some
 // NodePool can launch into for this pod (honouring its node affinity unless
-// nodeAffinityPolicy is Ignore, and taints when nodeTaintsPolicy is Honor),
-// plus those of existing nodes.
+// nodeAffinityPolicy is Ignore, and its NoSchedule and NoExecute taints
+// when nodeTaintsPolicy is Honor, as the kube-scheduler does), plus those
+// of existing nodes.
 func (s *solver) universe(k *constraint, v *variant) uint64 {
 	if k.universeSet {
 		return k.universe
@@ -127,8 +128,8 @@ func (s *solver) universe(k *constraint, v *variant) uint64 {
 func (s *solver) poolDomains(k *constraint, v *variant) uint64 {
 	var domains uint64
 	filter, keys := s.groupNodeFilter(v.g)
-	for i, pl := range s.pools {
-		if k.honorTaints && !v.toleratesPool(pl, i) {
+	for _, pl := range s.pools {
+		if k.honorTaints && !toleratesHard(pl.taints, v.g.pod.Spec.Tolerations) {
 			continue
 		}
 		if k.ignoreAffinity {
@@ -197,7 +198,7 @@ func (s *solver) nodeDomains(k *constraint, v *variant) uint64 {
 		if !k.ignoreAffinity && !s.nodeFilterMatches(bin, v) {
 			continue
 		}
-		if k.honorTaints && len(bin.taints) > 0 && bin.taints.Tolerates(v.tolerations) != nil {
+		if k.honorTaints && !toleratesHard(bin.taints, v.g.pod.Spec.Tolerations) {
 			continue
 		}
 		domains |= s.settledDomain(bin, k.c)
@@ -397,11 +398,7 @@ func (s *solver) hostMinimum(k *constraint, v *variant) int32 {
 		if !b.claim && !k.ignoreAffinity && !s.nodeFilterMatches(b, v) {
 			continue
 		}
-		taints := b.taints
-		if b.claim {
-			taints = b.pool.taints
-		}
-		if k.honorTaints && !toleratesHard(taints, v.g.pod.Spec.Tolerations) {
+		if k.honorTaints && !toleratesHard(b.nodeTaints(), v.g.pod.Spec.Tolerations) {
 			continue
 		}
 		if count := k.c.count(b.id); minimum < 0 || count < minimum {
@@ -413,6 +410,15 @@ func (s *solver) hostMinimum(k *constraint, v *variant) int32 {
 		return 0
 	}
 	return minimum
+}
+
+// nodeTaints are the taints b's node has: an existing node's or in-flight
+// claim's lasting taints, or a new claim's NodePool's.
+func (b *bin) nodeTaints() []corev1.Taint {
+	if b.claim {
+		return b.pool.taints
+	}
+	return b.taints
 }
 
 // toleratesHard reports whether tolerations tolerate every NoSchedule and
@@ -899,6 +905,9 @@ func (b *bin) holdsPending(c *counter) bool {
 func (s *solver) count(b *bin, c *counter) {
 	if c.filtered && !b.claim && !s.meetsFilter(b, c.filter) {
 		return // a node the constraint's node filter excludes
+	}
+	if c.honorTaints && !toleratesHard(b.nodeTaints(), c.tolerations) {
+		return // a node whose taints the constraint's pod does not tolerate
 	}
 	if domain, ok := s.domainOf(b, c); ok {
 		c.add(domain, 1)
