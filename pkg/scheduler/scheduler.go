@@ -157,14 +157,35 @@ type Unschedulable struct {
 // Solve places in.Pods. It never fails: problems with the input become
 // Unschedulable reasons.
 func Solve(in Input) Result {
-	res, scarce := solveOnce(in, false)
+	res := solveFor(in, nil)
+	if in.Spread || len(res.Unschedulable) == 0 {
+		return res
+	}
+	// Pods left pending by required pod affinity on kubernetes.io/hostname
+	// to other pods may need those pods on more nodes than first fit put
+	// them on (each affine pod's own spread or anti-affinity allows so
+	// many per node): solve again with the targets on nodes of their own
+	// while they can be (see spreadTargets), and keep that plan if it
+	// leaves fewer pods pending.
+	if targets := hostAffinityTargets(res.Unschedulable); len(targets) > 0 {
+		if spread := solveFor(in, targets); len(spread.Unschedulable) < len(res.Unschedulable) {
+			return spread
+		}
+	}
+	return res
+}
+
+// solveFor is Solve with the pods targets selects spread over nodes (see
+// spreadTargets; nil: none).
+func solveFor(in Input, targets spreadTargets) Result {
+	res, scarce := solveOnce(in, false, targets)
 	byQueue := false
 	if scarce && !in.Spread {
 		// NodePool limits left pods pending: which pods get the capacity
 		// there is decided by Karpenter's queue order (see queueOrder),
 		// not by the interleaving that packs for cost. The queue's plan
 		// is kept unless it leaves more pods pending.
-		if queued, _ := solveOnce(in, true); len(queued.Unschedulable) <= len(res.Unschedulable) {
+		if queued, _ := solveOnce(in, true, targets); len(queued.Unschedulable) <= len(res.Unschedulable) {
 			res, byQueue = queued, true
 		}
 	}
@@ -180,17 +201,17 @@ func Solve(in Input) Result {
 	// fleet is cheaper, with no more pods left pending.
 	largest := in
 	largest.PackLargest = true
-	if packed, _ := solveOnce(largest, byQueue); len(packed.Unschedulable) <= len(res.Unschedulable) && fleetPrice(packed) < fleetPrice(res)-1e-9 {
+	if packed, _ := solveOnce(largest, byQueue, targets); len(packed.Unschedulable) <= len(res.Unschedulable) && fleetPrice(packed) < fleetPrice(res)-1e-9 {
 		return packed
 	}
 	return res
 }
 
 // solveOnce runs one solve, with the pods in Karpenter's queue order
-// when byQueue, and reports whether a NodePool's limits left a pod
+// when byQueue and targets' pods spread over nodes, and reports whether a NodePool's limits left a pod
 // pending.
-func solveOnce(in Input, byQueue bool) (Result, bool) {
-	s := newSolver(in, byQueue)
+func solveOnce(in Input, byQueue bool, targets spreadTargets) (Result, bool) {
+	s := newSolverFor(in, byQueue, targets)
 	res := s.solve()
 	return res, slices.ContainsFunc(s.pools, func(pl *pool) bool { return pl.overLimits != "" })
 }

@@ -89,6 +89,12 @@ type pendingPod struct {
 }
 
 func newSolver(in Input, byQueue bool) *solver {
+	return newSolverFor(in, byQueue, nil)
+}
+
+// newSolverFor is newSolver with the pods targets selects spread over
+// nodes (see spreadTargets).
+func newSolverFor(in Input, byQueue bool, targets spreadTargets) *solver {
 	s := &solver{
 		res:      newResIndex(),
 		dom:      &domains{zoneIdx: map[string]int{}, custom: map[string]*valueTable{}},
@@ -107,7 +113,7 @@ func newSolver(in Input, byQueue bool) *solver {
 	s.newPools(in)
 	s.lastWhy = make([]string, len(s.pools))
 	s.internPoolValues()
-	s.groupPods(in, pods, requests)
+	s.groupPods(in, pods, requests, targets)
 	if !s.spread {
 		s.orderPods()
 	}
@@ -188,7 +194,7 @@ func (s *solver) internPoolValues() {
 }
 
 // groupPods groups identical pods and queues every pod in input order.
-func (s *solver) groupPods(in Input, pods []*corev1.Pod, requests []corev1.ResourceList) {
+func (s *solver) groupPods(in Input, pods []*corev1.Pod, requests []corev1.ResourceList, targets spreadTargets) {
 	byKey := map[string]*group{}
 	volumes := newVolumes(in)
 	for i, pod := range pods {
@@ -199,6 +205,9 @@ func (s *solver) groupPods(in Input, pods []*corev1.Pod, requests []corev1.Resou
 		if podGroup == nil {
 			podGroup = &group{id: len(s.groups), pod: pod, ns: pod.Namespace, labels: labels.Set(pod.Labels), req: req, ports: podHostPorts(pod)}
 			podGroup.volumeReqs, podGroup.volumeErr = volumes.requirements(pod)
+			if len(pod.Labels) > 0 && targets.selects(pod) && !podGroup.selfAffine() {
+				podGroup.pod = apartOnHostname(pod)
+			}
 			byKey[key] = podGroup
 			s.groups = append(s.groups, podGroup)
 		}
