@@ -390,6 +390,9 @@ func hostAllowed(k *constraint, b *bin) bool {
 // requirements: counting one that may not qualify can only lower the
 // least count). 0 when fewer than minDomains nodes qualify.
 func (s *solver) hostMinimum(k *constraint, v *variant) int32 {
+	if k.hostMinAt == s.commits+1 {
+		return k.hostMin
+	}
 	minimum, nodes := int32(-1), int32(0)
 	for _, b := range s.bins {
 		if b.claim && len(b.pods) == 0 {
@@ -407,8 +410,9 @@ func (s *solver) hostMinimum(k *constraint, v *variant) int32 {
 		nodes++
 	}
 	if minimum < 0 || (k.minDomains > 0 && nodes < k.minDomains) {
-		return 0
+		minimum = 0
 	}
+	k.hostMin, k.hostMinAt = minimum, s.commits+1
 	return minimum
 }
 
@@ -811,6 +815,7 @@ func satisfiesMinValues(types []*ptype, mv map[string]int) bool {
 
 // commit adds one pod of v's group to b in the narrowed state ch.
 func (s *solver) commit(b *bin, v *variant, ch choice) {
+	s.commits++
 	group := v.g
 	pod := s.current
 	b.used.addInPlace(group.req)

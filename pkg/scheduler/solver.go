@@ -73,6 +73,8 @@ type solver struct {
 	// hostMinPlaced: a pod went where only that rule allows it, so no
 	// claim with none of its replicas may be added afterwards.
 	hostMinPlaced bool
+	// commits counts the pods committed to bins (see hostMinimum).
+	commits int
 	// unseenNodes: the input has nodes that are no bin (cordoned or
 	// being deleted, or an in-flight claim of unknown capacity); the
 	// kube-scheduler still counts them as hostname domains.

@@ -320,6 +320,10 @@ type constraint struct {
 	// variant; valid once universeSet.
 	universe    uint64
 	universeSet bool
+	// hostMin caches hostMinimum while no pod has been committed since
+	// (hostMinAt is the solver's commit count then, plus one).
+	hostMin   int32
+	hostMinAt int
 }
 
 func popcount(m uint64) int { return bits.OnesCount64(m) }
