@@ -614,6 +614,9 @@ func (s *solver) applyConstraint(masks *topologyMasks, b *bin, v *variant, ch *c
 	}
 	switch k.c.kind {
 	case keyHostname:
+		if s.wholeGroup && k.kind == affinity && k.self == 1 && k.c.total == 0 {
+			return fitsSum(b.used, v.g.req.times(int64(v.g.pending)), b.maxRoom)
+		}
 		if s.hostMin && k.kind == spread {
 			return k.c.count(b.id)+k.self-s.hostMinimum(k, v) <= k.maxSkew
 		}
@@ -818,6 +821,7 @@ func (s *solver) commit(b *bin, v *variant, ch choice) {
 	s.commits++
 	group := v.g
 	pod := s.current
+	group.pending--
 	b.used.addInPlace(group.req)
 	b.pods = append(b.pods, pod)
 	b.ports = append(b.ports, group.ports...)

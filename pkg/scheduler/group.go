@@ -42,6 +42,8 @@ type group struct {
 	// variants of each).
 	nodeFilterKeys []string
 	done           bool // no more relaxations
+	// pending counts the group's pods not placed yet.
+	pending int
 }
 
 // relaxation says how many soft constraints are dropped, in Karpenter's

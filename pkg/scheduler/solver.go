@@ -73,6 +73,9 @@ type solver struct {
 	// hostMinPlaced: a pod went where only that rule allows it, so no
 	// claim with none of its replicas may be added afterwards.
 	hostMinPlaced bool
+	// wholeGroup: the current pod is the first of replicas that must
+	// share a node, and goes only where all of them fit (see place).
+	wholeGroup bool
 	// commits counts the pods committed to bins (see hostMinimum).
 	commits int
 	// unseenNodes: the input has nodes that are no bin (cordoned or
@@ -213,6 +216,7 @@ func (s *solver) groupPods(in Input, pods []*corev1.Pod, requests []corev1.Resou
 			byKey[key] = podGroup
 			s.groups = append(s.groups, podGroup)
 		}
+		podGroup.pending++
 		s.order = append(s.order, pendingPod{pod: pod, g: podGroup, req: req})
 	}
 }
@@ -862,10 +866,29 @@ func (s *solver) place(g *group) bool {
 		if variant.err != "" || g.volumeErr != "" {
 			continue
 		}
+		if g.pending > 1 && firstOfHostGroup(variant) {
+			// The first of replicas that must share a node goes, if it
+			// can, where all of them fit: elsewhere the others find no
+			// room next to it.
+			s.wholeGroup = true
+			placed := s.placeVariant(variant)
+			s.wholeGroup = false
+			if placed {
+				return true
+			}
+		}
 		if s.placeVariant(variant) {
 			return true
 		}
 	}
+}
+
+// firstOfHostGroup reports whether v's pods have required pod affinity
+// on kubernetes.io/hostname to their own kind and none is placed yet.
+func firstOfHostGroup(v *variant) bool {
+	return slices.ContainsFunc(v.constraints, func(k *constraint) bool {
+		return k.kind == affinity && k.c.kind == keyHostname && k.self == 1 && k.c.total == 0
+	})
 }
 
 func (s *solver) placeVariant(v *variant) bool {

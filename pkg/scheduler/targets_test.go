@@ -86,3 +86,43 @@ func TestAffineTargetsOnEnoughNodes(t *testing.T) {
 		})
 	}
 }
+
+// TestSelfAffineReplicasWhereAllFit: the first of replicas with required
+// pod affinity to each other on kubernetes.io/hostname goes where all of
+// them fit when some node or claim does: on a node with room for only
+// some, the others would find no room next to it.
+func TestSelfAffineReplicasWhereAllFit(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		// used is what a running pod takes on the existing 4-vCPU node.
+		used string
+		// onNode: the replicas go to the existing node (else to a new
+		// claim).
+		onNode bool
+	}{
+		{name: "the node has room for two of four", used: "3", onNode: false},
+		{name: "the node has room for all four", used: "1", onNode: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var ps []*corev1.Pod
+			for i := range 4 {
+				ps = append(ps, withPodAffinity(labeled(pod(fmt.Sprintf("pair-%d", i), "500m", "512Mi"), "app", "pair"),
+					podTerm(corev1.LabelHostname, "app", "pair")))
+			}
+			in := uniformInput(t, ps...)
+			n, bound := existingNode("node-a", "test-1", pod("running", tc.used, "1Gi"))
+			in.Nodes, in.BoundPods = append(in.Nodes, n), append(in.BoundPods, bound...)
+			r := scheduler.Solve(in)
+			for _, u := range r.Unschedulable {
+				t.Errorf("%s unschedulable: %s", u.Pod.Name, u.Reason)
+			}
+			onNode := 0
+			for _, placement := range r.Existing {
+				onNode += len(placement.Pods)
+			}
+			if want := map[bool]int{true: 4, false: 0}[tc.onNode]; onNode != want {
+				t.Errorf("%d replicas on the existing node, want %d", onNode, want)
+			}
+		})
+	}
+}
