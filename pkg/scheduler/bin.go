@@ -381,6 +381,21 @@ func hostAllowed(k *constraint, b *bin) bool {
 	}
 }
 
+// hostRuleAllows evaluates hostname-keyed rule k on b: hostAllowed, but
+// the first of replicas that must share a node needs room for all of
+// them while wholeGroup is set (see place), and hostname spread measures
+// against the least count over existing nodes while hostMin is set (see
+// placeOnNodesThatExist).
+func (s *solver) hostRuleAllows(k *constraint, b *bin, v *variant) bool {
+	if s.wholeGroup && k.kind == affinity && k.self == 1 && k.c.total == 0 {
+		return fitsSum(b.used, v.g.req.times(int64(v.g.pending)), b.maxRoom)
+	}
+	if s.hostMin && k.kind == spread {
+		return k.c.count(b.id)+k.self-s.hostMinimum(k, v) <= k.maxSkew
+	}
+	return hostAllowed(k, b)
+}
+
 // hostMinimum is the least count of k's counter over the nodes the
 // kube-scheduler counts for hostname spread k once the plan is carried
 // out: the existing nodes and in-flight claims that meet the pod's
@@ -614,13 +629,7 @@ func (s *solver) applyConstraint(masks *topologyMasks, b *bin, v *variant, ch *c
 	}
 	switch k.c.kind {
 	case keyHostname:
-		if s.wholeGroup && k.kind == affinity && k.self == 1 && k.c.total == 0 {
-			return fitsSum(b.used, v.g.req.times(int64(v.g.pending)), b.maxRoom)
-		}
-		if s.hostMin && k.kind == spread {
-			return k.c.count(b.id)+k.self-s.hostMinimum(k, v) <= k.maxSkew
-		}
-		return hostAllowed(k, b)
+		return s.hostRuleAllows(k, b, v)
 	case keyZone:
 		masks.zoneConstrained = true
 		if masks.zone = s.allowed(k, v, masks.zone); masks.zone == 0 {

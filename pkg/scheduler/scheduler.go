@@ -268,6 +268,17 @@ func (s *solver) retry(failed []pendingPod) []pendingPod {
 	}
 }
 
+// lastTries tries the failed pods again (see retry), then those with
+// hostname spread on the nodes that exist (see placeOnNodesThatExist),
+// and returns those still unplaced.
+func (s *solver) lastTries(failed []pendingPod) []pendingPod {
+	failed = s.retry(failed)
+	if len(failed) > 0 && !s.unseenNodes {
+		failed = s.placeOnNodesThatExist(failed)
+	}
+	return failed
+}
+
 // placeOnNodesThatExist is the last step of a solve: it tries again, in
 // rounds while a round places one, the failed pods with a DoNotSchedule
 // topology spread on kubernetes.io/hostname, on the nodes and claims
@@ -462,11 +473,7 @@ func (s *solver) solve() Result {
 		}
 		failed = f.follow(s, pending, failed)
 	}
-	failed = s.retry(failed)
-	if len(failed) > 0 && !s.unseenNodes {
-		failed = s.placeOnNodesThatExist(failed)
-	}
-	for _, pending := range failed {
+	for _, pending := range s.lastTries(failed) {
 		s.current, s.prefer = pending.pod, pending.prefer
 		res.Unschedulable = append(res.Unschedulable, Unschedulable{Pod: pending.pod, Reason: s.unplacedReason(pending.g)})
 	}
