@@ -37,6 +37,9 @@ func TestHostnameSpreadOverNodesThatExist(t *testing.T) {
 		// fullNode adds an existing node with no room left that the
 		// pods' spread counts (none of their pods on it).
 		fullNode bool
+		// cordoned adds an empty cordoned node: no pod goes there, but
+		// the kube-scheduler counts it.
+		cordoned bool
 		// pending is how many pods stay unschedulable.
 		pending int
 	}{
@@ -84,6 +87,19 @@ func TestHostnameSpreadOverNodesThatExist(t *testing.T) {
 			fullNode: true,
 			pending:  1,
 		},
+		{
+			name: "a cordoned node keeps the least count at zero",
+			pods: func() []*corev1.Pod {
+				var out []*corev1.Pod
+				for i := range 3 {
+					out = append(out, spread(labeled(pod(fmt.Sprintf("web-%d", i), "3", "1Gi"), "app", "web"), "web"))
+				}
+				return out
+			},
+			limitCPU: "16",
+			cordoned: true,
+			pending:  1,
+		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			in := uniformInput(t, tc.pods()...)
@@ -93,6 +109,11 @@ func TestHostnameSpreadOverNodesThatExist(t *testing.T) {
 			if tc.fullNode {
 				n, bound := existingNode("node-full", "test-1", pod("filler", "3900m", "1Gi"))
 				in.Nodes, in.BoundPods = append(in.Nodes, n), append(in.BoundPods, bound...)
+			}
+			if tc.cordoned {
+				n, _ := existingNode("node-cordoned", "test-1")
+				n.Spec.Unschedulable = true
+				in.Nodes = append(in.Nodes, n)
 			}
 			r := scheduler.Solve(in)
 			if len(r.Unschedulable) != tc.pending {
@@ -109,7 +130,7 @@ func TestHostnameSpreadOverNodesThatExist(t *testing.T) {
 					fewest = len(nc.Pods)
 				}
 			}
-			if tc.fullNode {
+			if tc.fullNode || tc.cordoned {
 				fewest = 0
 			}
 			if most-fewest > 1 {
