@@ -146,9 +146,12 @@ func (e *Engine) simInput(cands []*Candidate, moved []*corev1.Pod) scheduler.Inp
 	// packed fleet small. Their NodeClaims still count against limits.
 	roomy := e.roomyFor(moved)
 	skip := func(node string) bool { return gone[node] || e.unusable[node] || !roomy(node) }
+	// Cordoned nodes stay in: the scheduler takes no pod there, but they
+	// are nodes the kube-scheduler counts for hostname spread, and their
+	// NodeClaims are not claims still to launch.
 	in.Nodes = make([]*corev1.Node, 0, len(e.base.Nodes))
 	for _, node := range e.base.Nodes {
-		if !skip(node.Name) && !node.Spec.Unschedulable {
+		if !skip(node.Name) {
 			in.Nodes = append(in.Nodes, node)
 		}
 	}

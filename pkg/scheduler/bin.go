@@ -105,8 +105,9 @@ func maskOf(t *valueTable, r *scheduling.Requirement) uint64 {
 
 // universe is the set of domains a spread constraint counts: those some
 // NodePool can launch into for this pod (honouring its node affinity unless
-// nodeAffinityPolicy is Ignore, and taints when nodeTaintsPolicy is Honor),
-// plus those of existing nodes.
+// nodeAffinityPolicy is Ignore, and its NoSchedule and NoExecute taints
+// when nodeTaintsPolicy is Honor, as the kube-scheduler does), plus those
+// of existing nodes.
 func (s *solver) universe(k *constraint, v *variant) uint64 {
 	if k.universeSet {
 		return k.universe
@@ -127,8 +128,8 @@ func (s *solver) universe(k *constraint, v *variant) uint64 {
 func (s *solver) poolDomains(k *constraint, v *variant) uint64 {
 	var domains uint64
 	filter, keys := s.groupNodeFilter(v.g)
-	for i, pl := range s.pools {
-		if k.honorTaints && !v.toleratesPool(pl, i) {
+	for _, pl := range s.pools {
+		if k.honorTaints && !toleratesHard(pl.taints, v.g.pod.Spec.Tolerations) {
 			continue
 		}
 		if k.ignoreAffinity {
@@ -197,7 +198,7 @@ func (s *solver) nodeDomains(k *constraint, v *variant) uint64 {
 		if !k.ignoreAffinity && !s.nodeFilterMatches(bin, v) {
 			continue
 		}
-		if k.honorTaints && len(bin.taints) > 0 && bin.taints.Tolerates(v.tolerations) != nil {
+		if k.honorTaints && !toleratesHard(bin.taints, v.g.pod.Spec.Tolerations) {
 			continue
 		}
 		domains |= s.settledDomain(bin, k.c)
@@ -380,6 +381,82 @@ func hostAllowed(k *constraint, b *bin) bool {
 	}
 }
 
+// hostRuleAllows evaluates hostname-keyed rule k on b: hostAllowed, but
+// the first of replicas that must share a node needs room for all of
+// them while wholeGroup is set (see place), and hostname spread measures
+// against the least count over existing nodes while hostMin is set (see
+// placeOnNodesThatExist).
+func (s *solver) hostRuleAllows(k *constraint, b *bin, v *variant) bool {
+	if s.wholeGroup && k.kind == affinity && k.self == 1 && k.c.total == 0 {
+		return fitsSum(b.used, v.g.req.times(int64(v.g.pending)), b.maxRoom)
+	}
+	if s.hostMin && k.kind == spread {
+		return k.c.count(b.id)+k.self-s.hostMinimum(k, v) <= k.maxSkew
+	}
+	return hostAllowed(k, b)
+}
+
+// hostMinimum is the least count of k's counter over the nodes the
+// kube-scheduler counts for hostname spread k once the plan is carried
+// out: the existing nodes and in-flight claims that meet the pod's
+// nodeSelector and required node affinity (under nodeAffinityPolicy
+// Honor) and whose NoSchedule and NoExecute taints it tolerates (under
+// nodeTaintsPolicy Honor), and every new claim with pods (whatever its
+// requirements: counting one that may not qualify can only lower the
+// least count). 0 when fewer than minDomains nodes qualify.
+func (s *solver) hostMinimum(k *constraint, v *variant) int32 {
+	if k.hostMinAt == s.commits+1 {
+		return k.hostMin
+	}
+	minimum, nodes := int32(-1), int32(0)
+	for _, b := range s.bins {
+		if b.claim && len(b.pods) == 0 {
+			continue
+		}
+		if !b.claim && !k.ignoreAffinity && !s.nodeFilterMatches(b, v) {
+			continue
+		}
+		if k.honorTaints && !toleratesHard(b.nodeTaints(), v.g.pod.Spec.Tolerations) {
+			continue
+		}
+		if count := k.c.count(b.id); minimum < 0 || count < minimum {
+			minimum = count
+		}
+		nodes++
+	}
+	if minimum < 0 || (k.minDomains > 0 && nodes < k.minDomains) {
+		minimum = 0
+	}
+	k.hostMin, k.hostMinAt = minimum, s.commits+1
+	return minimum
+}
+
+// nodeTaints are the taints b's node has: an existing node's or in-flight
+// claim's lasting taints, or a new claim's NodePool's.
+func (b *bin) nodeTaints() []corev1.Taint {
+	if b.claim {
+		return b.pool.taints
+	}
+	return b.taints
+}
+
+// toleratesHard reports whether tolerations tolerate every NoSchedule and
+// NoExecute taint of taints: the taints the kube-scheduler's
+// PodTopologySpread filters nodes by under nodeTaintsPolicy Honor
+// (k8s.io/kubernetes pkg/scheduler/framework/plugins/podtopologyspread,
+// via TaintToleration's rule); PreferNoSchedule keeps no pod off a node.
+func toleratesHard(taints []corev1.Taint, tolerations []corev1.Toleration) bool {
+	for i := range taints {
+		if taints[i].Effect != corev1.TaintEffectNoSchedule && taints[i].Effect != corev1.TaintEffectNoExecute {
+			continue
+		}
+		if scheduling.Taints(taints[i:i+1]).Tolerates(tolerations) != nil {
+			return false
+		}
+	}
+	return true
+}
+
 // dimension is one topology key a placement must settle.
 type dimension struct {
 	kind  keyKind
@@ -552,7 +629,7 @@ func (s *solver) applyConstraint(masks *topologyMasks, b *bin, v *variant, ch *c
 	}
 	switch k.c.kind {
 	case keyHostname:
-		return hostAllowed(k, b)
+		return s.hostRuleAllows(k, b, v)
 	case keyZone:
 		masks.zoneConstrained = true
 		if masks.zone = s.allowed(k, v, masks.zone); masks.zone == 0 {
@@ -750,8 +827,10 @@ func satisfiesMinValues(types []*ptype, mv map[string]int) bool {
 
 // commit adds one pod of v's group to b in the narrowed state ch.
 func (s *solver) commit(b *bin, v *variant, ch choice) {
+	s.commits++
 	group := v.g
 	pod := s.current
+	group.pending--
 	b.used.addInPlace(group.req)
 	b.pods = append(b.pods, pod)
 	b.ports = append(b.ports, group.ports...)
@@ -844,6 +923,9 @@ func (b *bin) holdsPending(c *counter) bool {
 func (s *solver) count(b *bin, c *counter) {
 	if c.filtered && !b.claim && !s.meetsFilter(b, c.filter) {
 		return // a node the constraint's node filter excludes
+	}
+	if c.honorTaints && !toleratesHard(b.nodeTaints(), c.tolerations) {
+		return // a node whose taints the constraint's pod does not tolerate
 	}
 	if domain, ok := s.domainOf(b, c); ok {
 		c.add(domain, 1)

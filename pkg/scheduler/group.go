@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -41,6 +42,8 @@ type group struct {
 	// variants of each).
 	nodeFilterKeys []string
 	done           bool // no more relaxations
+	// pending counts the group's pods not placed yet.
+	pending int
 }
 
 // relaxation says how many soft constraints are dropped, in Karpenter's
@@ -440,4 +443,68 @@ func (g *group) selfAffine() bool {
 		}
 	}
 	return false
+}
+
+// spreadTargets are the label selectors, by namespace, of the required
+// pod affinity terms on kubernetes.io/hostname of pods a solve left
+// pending.
+type spreadTargets map[string][]labels.Selector
+
+// hostAffinityTargets collects the spreadTargets of the unschedulable
+// pods: their required pod affinity terms on kubernetes.io/hostname that
+// name no namespace (so select in the pod's own) and do not select the
+// pod itself (replicas affine to each other need one node, not several).
+func hostAffinityTargets(unschedulable []Unschedulable) spreadTargets {
+	var targets spreadTargets
+	for _, u := range unschedulable {
+		required, _ := podAffinity(u.Pod)
+		for _, term := range required {
+			if term.TopologyKey != corev1.LabelHostname || term.LabelSelector == nil || len(term.Namespaces) > 0 || term.NamespaceSelector != nil {
+				continue
+			}
+			sel, err := metav1.LabelSelectorAsSelector(term.LabelSelector)
+			if err != nil || sel.Empty() || sel.Matches(labels.Set(u.Pod.Labels)) {
+				continue
+			}
+			if targets == nil {
+				targets = spreadTargets{}
+			}
+			targets[u.Pod.Namespace] = append(targets[u.Pod.Namespace], sel)
+		}
+	}
+	return targets
+}
+
+// selects reports whether pod is a target (false on nil).
+func (t spreadTargets) selects(pod *corev1.Pod) bool {
+	for _, sel := range t[pod.Namespace] {
+		if sel.Matches(labels.Set(pod.Labels)) {
+			return true
+		}
+	}
+	return false
+}
+
+// apartOnHostname is pod with one more preferred pod anti-affinity term,
+// of the lowest weight, against pods with its labels on
+// kubernetes.io/hostname: a group of targets placed from it takes a node
+// per pod while it can, and relaxes the term, as any preference, when it
+// cannot. Pods with required pod affinity to them then find as many
+// nodes to join as there are targets, as they do in Karpenter, whose
+// scheduler puts each pod on the in-flight claim with the fewest pods.
+// The copy stands for the group only; plans list the pods as given.
+func apartOnHostname(pod *corev1.Pod) *corev1.Pod {
+	hinted := *pod
+	hinted.Spec = *pod.Spec.DeepCopy()
+	if hinted.Spec.Affinity == nil {
+		hinted.Spec.Affinity = &corev1.Affinity{}
+	}
+	if hinted.Spec.Affinity.PodAntiAffinity == nil {
+		hinted.Spec.Affinity.PodAntiAffinity = &corev1.PodAntiAffinity{}
+	}
+	anti := hinted.Spec.Affinity.PodAntiAffinity
+	anti.PreferredDuringSchedulingIgnoredDuringExecution = append(anti.PreferredDuringSchedulingIgnoredDuringExecution, corev1.WeightedPodAffinityTerm{
+		Weight: 1, PodAffinityTerm: corev1.PodAffinityTerm{TopologyKey: corev1.LabelHostname,
+			LabelSelector: &metav1.LabelSelector{MatchLabels: maps.Clone(pod.Labels)}}})
+	return &hinted
 }

@@ -202,7 +202,10 @@ func (r *repairer) run(pl *pool) {
 		if r.budget <= 0 {
 			return
 		}
-		if len(claim.have) > 0 && waste(claim) > 1e-9 && !r.shrink(claim) {
+		// A split adds a claim, which would be a node with none of the
+		// replicas placed against the least count of nodes that exist
+		// (see placeOnNodesThatExist).
+		if len(claim.have) > 0 && waste(claim) > 1e-9 && !r.shrink(claim) && !r.s.hostMinPlaced {
 			r.split(claim)
 		}
 	}

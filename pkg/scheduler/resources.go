@@ -135,3 +135,12 @@ func (b bitset) and(o bitset) bitset {
 	}
 	return out
 }
+
+// times is v scaled by n, as a new vector.
+func (v resVec) times(n int64) resVec {
+	out := make(resVec, len(v))
+	for i, value := range v {
+		out[i] = value * n
+	}
+	return out
+}

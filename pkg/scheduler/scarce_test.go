@@ -54,10 +54,52 @@ func TestScarceCapacityGoesToPodsInKarpentersOrder(t *testing.T) {
 			},
 			wantPending: []string{"b"},
 		},
+		{
+			// A 4-CPU target and three equal 2-CPU pods on one 8-CPU
+			// claim: the youngest is left out even though its required
+			// pod affinity selects the target (Karpenter's queue does not
+			// pull it forward).
+			name:     "an affine pod waits its turn",
+			cpuLimit: "8",
+			pods: func() []*corev1.Pod {
+				return []*corev1.Pod{created(labeled(pod("target", "4", "1Gi"), "app", "target"), old),
+					created(withPodAffinity(labeled(pod("affine", "2", "1Gi"), "app", "affine"), podTerm(corev1.LabelTopologyZone, "app", "target")), young),
+					created(pod("free-0", "2", "1Gi"), old), created(pod("free-1", "2", "1Gi"), old)}
+			},
+			wantPending: []string{"affine"},
+		},
+		{
+			// Two 3-CPU replicas apart on two 8-CPU claims (the limits
+			// allow no third), then target, free and a 1.5-CPU pod with
+			// hostname affinity to target. As in Karpenter, free goes to
+			// the claim with fewer pods, not next to target, and the
+			// affine pod still finds room there. The pod for the limited
+			// pool stays pending whatever the others do.
+			name:     "a pod goes to the claim with the fewest pods",
+			cpuLimit: "16",
+			pods: func() []*corev1.Pod {
+				var out []*corev1.Pod
+				for i := range 2 {
+					out = append(out, created(withAntiAffinity(labeled(pod(fmt.Sprintf("apart-%d", i), "3", "1Gi"), "app", "apart"),
+						podTerm(corev1.LabelHostname, "app", "apart")), old))
+				}
+				limited := created(pod("limited", "2", "1Gi"), old)
+				limited.Spec.NodeSelector = map[string]string{"team": "x"}
+				return append(out, limited, created(labeled(pod("target", "2", "1Gi"), "app", "target"), old), created(pod("free", "2", "1Gi"), young),
+					created(withPodAffinity(labeled(pod("affine", "1500m", "1Gi"), "app", "affine"), podTerm(corev1.LabelHostname, "app", "target")), young))
+			},
+			wantPending: []string{"limited"},
+		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			in := uniformInput(t, tc.pods()...)
 			in.NodePools[0].Spec.Limits = karpv1.Limits{corev1.ResourceCPU: resource.MustParse(tc.cpuLimit)}
+			// A NodePool for the pods that select team=x, too limited for
+			// any of them: no other pod can use it.
+			limitedPool := nodePool("limited", "default")
+			limitedPool.Spec.Template.Labels = map[string]string{"team": "x"}
+			limitedPool.Spec.Limits = karpv1.Limits{corev1.ResourceCPU: resource.MustParse("1")}
+			in.NodePools = append(in.NodePools, limitedPool)
 			r := scheduler.Solve(in)
 			var pending []string
 			for _, u := range r.Unschedulable {

@@ -171,14 +171,35 @@ type Unschedulable struct {
 // Solve places in.Pods. It never fails: problems with the input become
 // Unschedulable reasons.
 func Solve(in Input) Result {
-	res, scarce := solveOnce(in, false)
+	res := solveFor(in, nil)
+	if in.Spread || len(res.Unschedulable) == 0 {
+		return res
+	}
+	// Pods left pending by required pod affinity on kubernetes.io/hostname
+	// to other pods may need those pods on more nodes than first fit put
+	// them on (each affine pod's own spread or anti-affinity allows so
+	// many per node): solve again with the targets on nodes of their own
+	// while they can be (see spreadTargets), and keep that plan if it
+	// leaves fewer pods pending.
+	if targets := hostAffinityTargets(res.Unschedulable); len(targets) > 0 {
+		if spread := solveFor(in, targets); len(spread.Unschedulable) < len(res.Unschedulable) {
+			return spread
+		}
+	}
+	return res
+}
+
+// solveFor is Solve with the pods targets selects spread over nodes (see
+// spreadTargets; nil: none).
+func solveFor(in Input, targets spreadTargets) Result {
+	res, scarce := solveOnce(in, false, targets)
 	byQueue := false
 	if scarce && !in.Spread {
 		// NodePool limits left pods pending: which pods get the capacity
 		// there is decided by Karpenter's queue order (see queueOrder),
 		// not by the interleaving that packs for cost. The queue's plan
 		// is kept unless it leaves more pods pending.
-		if queued, _ := solveOnce(in, true); len(queued.Unschedulable) <= len(res.Unschedulable) {
+		if queued, _ := solveOnce(in, true, targets); len(queued.Unschedulable) <= len(res.Unschedulable) {
 			res, byQueue = queued, true
 		}
 	}
@@ -194,17 +215,17 @@ func Solve(in Input) Result {
 	// fleet is cheaper, with no more pods left pending.
 	largest := in
 	largest.PackLargest = true
-	if packed, _ := solveOnce(largest, byQueue); len(packed.Unschedulable) <= len(res.Unschedulable) && fleetPrice(packed) < fleetPrice(res)-1e-9 {
+	if packed, _ := solveOnce(largest, byQueue, targets); len(packed.Unschedulable) <= len(res.Unschedulable) && fleetPrice(packed) < fleetPrice(res)-1e-9 {
 		return packed
 	}
 	return res
 }
 
 // solveOnce runs one solve, with the pods in Karpenter's queue order
-// when byQueue, and reports whether a NodePool's limits left a pod
+// when byQueue and targets' pods spread over nodes, and reports whether a NodePool's limits left a pod
 // pending.
-func solveOnce(in Input, byQueue bool) (Result, bool) {
-	s := newSolver(in, byQueue)
+func solveOnce(in Input, byQueue bool, targets spreadTargets) (Result, bool) {
+	s := newSolverFor(in, byQueue, targets)
 	res := s.solve()
 	return res, slices.ContainsFunc(s.pools, func(pl *pool) bool { return pl.overLimits != "" })
 }
@@ -261,6 +282,74 @@ func (s *solver) retry(failed []pendingPod) []pendingPod {
 	}
 }
 
+// lastTries tries the failed pods again (see retry), then those with
+// hostname spread on the nodes that exist (see placeOnNodesThatExist),
+// and returns those still unplaced.
+func (s *solver) lastTries(failed []pendingPod) []pendingPod {
+	failed = s.retry(failed)
+	if len(failed) > 0 && !s.unseenNodes {
+		failed = s.placeOnNodesThatExist(failed)
+	}
+	return failed
+}
+
+// placeOnNodesThatExist is the last step of a solve: it tries again, in
+// rounds while a round places one, the failed pods with a DoNotSchedule
+// topology spread on kubernetes.io/hostname, on the nodes and claims
+// already there, measuring that spread's skew as the kube-scheduler does:
+// against the least count over the nodes it counts
+// (https://kubernetes.io/docs/concepts/scheduling-eviction/topology-spread-constraints/#spread-constraint-definition),
+// not against a node still to be created. Before this step every node
+// keeps at most maxSkew of the pods (Karpenter's rule, which assumes a
+// new node, an empty domain, can always be added: TopologyGroup
+// domainMinCount in sigs.k8s.io/karpenter v1.14.1
+// pkg/controllers/provisioning/scheduling/topologygroup.go). A pod
+// that failed could open no node that helps (NodePool limits, or its
+// required pod affinity to pods already placed), so no claim is opened
+// here, and none is added after (see hostMinPlaced): the least count can
+// then only grow, and each placement stays within maxSkew.
+func (s *solver) placeOnNodesThatExist(failed []pendingPod) []pendingPod {
+	var candidates, others []pendingPod
+	for _, pending := range failed {
+		if s.hostnameSpread(pending.g) {
+			candidates = append(candidates, pending)
+		} else {
+			others = append(others, pending)
+		}
+	}
+	if len(candidates) == 0 {
+		return failed
+	}
+	s.hostMin = true
+	defer func() { s.hostMin = false }()
+	for {
+		var still []pendingPod
+		placed := false
+		for _, pending := range candidates {
+			if s.placePending(pending) {
+				placed, s.hostMinPlaced = true, true
+			} else {
+				still = append(still, pending)
+			}
+		}
+		candidates = still
+		if !placed || len(candidates) == 0 {
+			return append(others, candidates...)
+		}
+	}
+}
+
+// hostnameSpread reports whether g's pods have a DoNotSchedule topology
+// spread constraint on kubernetes.io/hostname.
+func (s *solver) hostnameSpread(g *group) bool {
+	for _, tsc := range g.pod.Spec.TopologySpreadConstraints {
+		if tsc.TopologyKey == corev1.LabelHostname && tsc.WhenUnsatisfiable == corev1.DoNotSchedule {
+			return true
+		}
+	}
+	return false
+}
+
 // joinTarget tries again, right after placed is, the failed pods whose
 // required pod affinity selects it, and returns those still unplaced. A
 // pod whose affinity target was smaller (so placed after it) goes next to
@@ -294,8 +383,14 @@ type followers struct {
 
 func (s *solver) newFollowers() *followers {
 	f := &followers{}
-	if s.spread {
-		return f // the kube-scheduler's model takes pods in the order given
+	if s.spread || s.byQueue {
+		// The kube-scheduler's model takes pods in the order given, and
+		// Karpenter's queue (which decides who gets capacity NodePool
+		// limits hold back) tries each pod in its turn: a pod that
+		// follows its target ahead of older pods of its size would take
+		// their capacity. A pod that failed waits for the retry rounds
+		// (no joinTarget), as Karpenter requeues it at the back.
+		return f
 	}
 	for i, pending := range s.order {
 		if variant := s.variantAt(pending.g, 0); variant != nil && slices.ContainsFunc(variant.constraints, func(k *constraint) bool { return k.kind == affinity }) {
@@ -387,12 +482,12 @@ func (s *solver) solve() Result {
 			failed = append(failed, pending)
 			continue
 		}
-		if len(failed) > 0 {
+		if len(failed) > 0 && !s.byQueue {
 			failed = s.joinTarget(failed, pending)
 		}
 		failed = f.follow(s, pending, failed)
 	}
-	for _, pending := range s.retry(failed) {
+	for _, pending := range s.lastTries(failed) {
 		s.current, s.prefer = pending.pod, pending.prefer
 		res.Unschedulable = append(res.Unschedulable, Unschedulable{Pod: pending.pod, Reason: s.unplacedReason(pending.g)})
 	}

@@ -66,6 +66,22 @@ type solver struct {
 	labelReqs *labelRequirements
 	// memo: Input.Memo.
 	memo *Memo
+	// hostMin: the last-resort pass is on (see placeOnNodesThatExist):
+	// hostname spread measures skew against the least count over the
+	// nodes that exist or are planned, and no new claim is opened.
+	hostMin bool
+	// hostMinPlaced: a pod went where only that rule allows it, so no
+	// claim with none of its replicas may be added afterwards.
+	hostMinPlaced bool
+	// wholeGroup: the current pod is the first of replicas that must
+	// share a node, and goes only where all of them fit (see place).
+	wholeGroup bool
+	// commits counts the pods committed to bins (see hostMinimum).
+	commits int
+	// unseenNodes: the input has nodes that are no bin (cordoned or
+	// being deleted, or an in-flight claim of unknown capacity); the
+	// kube-scheduler still counts them as hostname domains.
+	unseenNodes bool
 }
 
 type pendingPod struct {
@@ -78,6 +94,12 @@ type pendingPod struct {
 }
 
 func newSolver(in Input, byQueue bool) *solver {
+	return newSolverFor(in, byQueue, nil)
+}
+
+// newSolverFor is newSolver with the pods targets selects spread over
+// nodes (see spreadTargets).
+func newSolverFor(in Input, byQueue bool, targets spreadTargets) *solver {
 	s := &solver{
 		res:      newResIndex(),
 		dom:      &domains{zoneIdx: map[string]int{}, custom: map[string]*valueTable{}},
@@ -96,7 +118,7 @@ func newSolver(in Input, byQueue bool) *solver {
 	s.newPools(in)
 	s.lastWhy = make([]string, len(s.pools))
 	s.internPoolValues()
-	s.groupPods(in, pods, requests)
+	s.groupPods(in, pods, requests, targets)
 	if !s.spread {
 		s.orderPods()
 	}
@@ -177,7 +199,7 @@ func (s *solver) internPoolValues() {
 }
 
 // groupPods groups identical pods and queues every pod in input order.
-func (s *solver) groupPods(in Input, pods []*corev1.Pod, requests []corev1.ResourceList) {
+func (s *solver) groupPods(in Input, pods []*corev1.Pod, requests []corev1.ResourceList, targets spreadTargets) {
 	byKey := map[string]*group{}
 	volumes := newVolumes(in)
 	for i, pod := range pods {
@@ -188,9 +210,13 @@ func (s *solver) groupPods(in Input, pods []*corev1.Pod, requests []corev1.Resou
 		if podGroup == nil {
 			podGroup = &group{id: len(s.groups), pod: pod, ns: pod.Namespace, labels: labels.Set(pod.Labels), req: req, ports: podHostPorts(pod)}
 			podGroup.volumeReqs, podGroup.volumeErr = volumes.requirements(pod)
+			if len(pod.Labels) > 0 && targets.selects(pod) && !podGroup.selfAffine() {
+				podGroup.pod = apartOnHostname(pod)
+			}
 			byKey[key] = podGroup
 			s.groups = append(s.groups, podGroup)
 		}
+		podGroup.pending++
 		s.order = append(s.order, pendingPod{pod: pod, g: podGroup, req: req})
 	}
 }
@@ -626,6 +652,7 @@ func (s *solver) newExisting(in Input, bound map[string]*boundOnNode) {
 	s.reserveHostnameCounts(len(s.bins) + len(nodes) + len(inFlight))
 	for _, node := range sortedByName(nodes) {
 		if node.Spec.Unschedulable || node.DeletionTimestamp != nil {
+			s.unseenNodes = true
 			continue
 		}
 		s.addNodeBin(node, claimOfNode[node.Name], bound[node.Name])
@@ -748,6 +775,7 @@ func (s *solver) addInFlightBin(in Input, nc *karpv1.NodeClaim, pl *pool, onNode
 	reqs.Add(scheduling.NewLabelRequirements(nc.Labels).Values()...)
 	available := inFlightAllocatable(nc, reqs, pl, in.CatalogFor(nc.Labels[karpv1.NodePoolLabelKey]))
 	if available == nil {
+		s.unseenNodes = true
 		return // neither launched nor naming a known instance type: no capacity to count on
 	}
 	target := &bin{id: len(s.bins), claimName: nc.Name, labels: labels.Set(nc.Labels), reqs: reqs, inFlight: true, taints: nc.Spec.Taints}
@@ -838,10 +866,29 @@ func (s *solver) place(g *group) bool {
 		if variant.err != "" || g.volumeErr != "" {
 			continue
 		}
+		if g.pending > 1 && firstOfHostGroup(variant) {
+			// The first of replicas that must share a node goes, if it
+			// can, where all of them fit: elsewhere the others find no
+			// room next to it.
+			s.wholeGroup = true
+			placed := s.placeVariant(variant)
+			s.wholeGroup = false
+			if placed {
+				return true
+			}
+		}
 		if s.placeVariant(variant) {
 			return true
 		}
 	}
+}
+
+// firstOfHostGroup reports whether v's pods have required pod affinity
+// on kubernetes.io/hostname to their own kind and none is placed yet.
+func firstOfHostGroup(v *variant) bool {
+	return slices.ContainsFunc(v.constraints, func(k *constraint) bool {
+		return k.kind == affinity && k.c.kind == keyHostname && k.self == 1 && k.c.total == 0
+	})
 }
 
 func (s *solver) placeVariant(v *variant) bool {
@@ -851,11 +898,13 @@ func (s *solver) placeVariant(v *variant) bool {
 	if s.placeOpen(v) {
 		return true
 	}
-	for i, pl := range s.pools {
-		if bin := s.open(pl, i, v); bin != nil {
-			s.addBin(bin)
-			s.maybeClose(bin)
-			return true
+	if !s.hostMin {
+		for i, pl := range s.pools {
+			if bin := s.open(pl, i, v); bin != nil {
+				s.addBin(bin)
+				s.maybeClose(bin)
+				return true
+			}
 		}
 	}
 	return s.growOpen(v)
@@ -878,6 +927,9 @@ func (s *solver) growOpen(v *variant) bool {
 // placeOpen puts one pod of v on the first open bin that takes it, in bin
 // order (first fit).
 func (s *solver) placeOpen(v *variant) bool {
+	if s.byQueue {
+		return s.placeFewestFirst(v)
+	}
 	if s.linearScan {
 		for _, bin := range s.active {
 			if bin.closed {
@@ -894,6 +946,40 @@ func (s *solver) placeOpen(v *variant) bool {
 		bin := s.bins[id]
 		if ok, _ := s.try(bin, v, true); ok {
 			s.maybeClose(bin)
+			return true
+		}
+	}
+	return false
+}
+
+// placeFewestFirst puts one pod of v where Karpenter's scheduler would:
+// the first existing node or in-flight claim that takes it, else the new
+// claim with the fewest pods (sigs.k8s.io/karpenter v1.14.1
+// pkg/controllers/provisioning/scheduling/scheduler.go add: newNodeClaims
+// sorted by pod count before addToInflightNode). Used with Karpenter's
+// queue order, where NodePool limits leave pods pending: which pods get
+// the capacity then depends on where the pods before them went, and a
+// pod spread over the least filled claims leaves room next to its
+// neighbours for the pods with affinity to them.
+func (s *solver) placeFewestFirst(v *variant) bool {
+	var claims []*bin
+	for _, b := range s.active {
+		if b.closed {
+			continue
+		}
+		if b.claim {
+			claims = append(claims, b)
+			continue
+		}
+		if ok, _ := s.try(b, v, true); ok {
+			s.maybeClose(b)
+			return true
+		}
+	}
+	slices.SortStableFunc(claims, func(a, b *bin) int { return cmp.Compare(len(a.pods), len(b.pods)) })
+	for _, b := range claims {
+		if ok, _ := s.try(b, v, true); ok {
+			s.maybeClose(b)
 			return true
 		}
 	}

@@ -107,6 +107,11 @@ type counter struct {
 	// requirements are compatible with the filter.
 	filtered bool
 	filter   []scheduling.Requirements
+	// honorTaints: the counter counts only pods on nodes and claims whose
+	// NoSchedule and NoExecute taints tolerations tolerate (a spread
+	// constraint's pod under nodeTaintsPolicy Honor).
+	honorTaints bool
+	tolerations []corev1.Toleration
 }
 
 func (c *counter) count(d int) int32 {
@@ -193,7 +198,9 @@ func (cs *counters) forSpread(pod *corev1.Pod, ns string, tsc corev1.TopologySpr
 	if !filtered {
 		filter = nil
 	}
-	return cs.getFiltered(tsc.TopologyKey, tsc.LabelSelector, matchLabelValues(pod, tsc.MatchLabelKeys), false, []string{ns}, false, filter, filtered)
+	counter, err := cs.getFiltered(tsc.TopologyKey, tsc.LabelSelector, matchLabelValues(pod, tsc.MatchLabelKeys), false, []string{ns}, false, filter, filtered,
+		tsc.NodeTaintsPolicy != nil && *tsc.NodeTaintsPolicy == corev1.NodeInclusionPolicyHonor, pod.Spec.Tolerations)
+	return counter, err
 }
 
 // setNamespaces records the labels of the namespaces in the snapshot, and
@@ -240,13 +247,15 @@ func (cs *counters) addPodNamespaces(pods []*corev1.Pod) {
 }
 
 func (cs *counters) get(key string, ls *metav1.LabelSelector, extra map[string]string, allNS bool, nss []string, owners bool) (*counter, error) {
-	return cs.getFiltered(key, ls, extra, allNS, nss, owners, nil, false)
+	return cs.getFiltered(key, ls, extra, allNS, nss, owners, nil, false, false, nil)
 }
 
 // getFiltered is get for a counter that, when filtered, counts pods only
-// on existing nodes that meet filter (see counter.filter).
+// on existing nodes that meet filter (see counter.filter), and, when
+// honorTaints, only on nodes whose NoSchedule and NoExecute taints
+// tolerations tolerate.
 func (cs *counters) getFiltered(key string, ls *metav1.LabelSelector, extra map[string]string, allNS bool, nss []string, owners bool,
-	filter []scheduling.Requirements, filtered bool) (*counter, error) {
+	filter []scheduling.Requirements, filtered, honorTaints bool, tolerations []corev1.Toleration) (*counter, error) {
 	sel := labels.Nothing()
 	if ls != nil {
 		var err error
@@ -269,10 +278,14 @@ func (cs *counters) getFiltered(key string, ls *metav1.LabelSelector, extra map[
 		}
 		id += "|on nodes " + strings.Join(filterKeys, " or ")
 	}
+	if honorTaints {
+		id += fmt.Sprintf("|tolerating %v", tolerations)
+	}
 	if counter, ok := cs.byKey[id]; ok {
 		return counter, nil
 	}
-	tally := &counter{key: key, kind: kindOf(key), owners: owners, allNS: allNS, ns: nss, selector: sel, filter: filter, filtered: filtered}
+	tally := &counter{key: key, kind: kindOf(key), owners: owners, allNS: allNS, ns: nss, selector: sel, filter: filter, filtered: filtered,
+		honorTaints: honorTaints, tolerations: tolerations}
 	tally.desc = fmt.Sprintf("%s pods matching %q", key, sel.String())
 	cs.byKey[id] = tally
 	cs.all = append(cs.all, tally)
@@ -307,6 +320,10 @@ type constraint struct {
 	// variant; valid once universeSet.
 	universe    uint64
 	universeSet bool
+	// hostMin caches hostMinimum while no pod has been committed since
+	// (hostMinAt is the solver's commit count then, plus one).
+	hostMin   int32
+	hostMinAt int
 }
 
 func popcount(m uint64) int { return bits.OnesCount64(m) }

@@ -385,6 +385,7 @@ func TestDifferential(t *testing.T) {
 	}
 	counts := map[string]int{}
 	first := map[string]example{}
+	seedsOf := map[string][]int64{} // every seed of each failure class, to rerun one by one
 	karpenterWrong := map[string]int{}
 	karpenterWrongFirst := map[string]int64{}
 	var ratios []float64
@@ -414,6 +415,9 @@ func TestDifferential(t *testing.T) {
 				first[class] = example{seed, sc}
 			}
 			counts[class]++
+			if !informational(class) {
+				seedsOf[class] = append(seedsOf[class], seed)
+			}
 		}
 		if o.Comparable {
 			ratios = append(ratios, o.Ratio)
@@ -439,6 +443,9 @@ func TestDifferential(t *testing.T) {
 	}
 	for _, class := range sortedMapKeys(counts) {
 		fmt.Fprintf(&summary, "class %s: %d scenarios (first seed %d)\n", class, counts[class], first[class].seed)
+		if seeds := seedsOf[class]; len(seeds) > 0 {
+			fmt.Fprintf(&summary, "  seeds: %v\n", seeds)
+		}
 	}
 	t.Log(summary.String())
 	for _, rule := range sortedMapKeys(karpenterWrong) {

@@ -20,14 +20,18 @@ const namespace = "default"
 // setting a NodePool or a workload has; the probabilities keep most
 // scenarios solvable by both schedulers and every constraint frequent.
 type gen struct {
-	r   *rand.Rand
-	cat *catalog.Catalog
-	sc  *scenario
-	uid int
+	r *rand.Rand
+	// policies draws the spread constraints' nodeTaintsPolicy from a
+	// stream of its own, so adding it left every other draw of a seed
+	// as it was.
+	policies *rand.Rand
+	cat      *catalog.Catalog
+	sc       *scenario
+	uid      int
 }
 
 func generate(seed int64, cat *catalog.Catalog) *scenario {
-	g := &gen{r: rand.New(rand.NewSource(seed)), cat: cat, sc: &scenario{Seed: seed}}
+	g := &gen{r: rand.New(rand.NewSource(seed)), policies: rand.New(rand.NewSource(-seed)), cat: cat, sc: &scenario{Seed: seed}}
 	g.nodePools()
 	g.daemonSets()
 	g.existingNodes()
@@ -323,6 +327,10 @@ func (g *gen) constrain(pod *corev1.Pod, app string, groups int) {
 			WhenUnsatisfiable: pick(g, []corev1.UnsatisfiableConstraintAction{corev1.DoNotSchedule, corev1.DoNotSchedule, corev1.DoNotSchedule, corev1.ScheduleAnyway}),
 			LabelSelector:     self,
 		}}
+		if g.policies.Float64() < 0.3 {
+			honor := corev1.NodeInclusionPolicyHonor
+			spec.TopologySpreadConstraints[0].NodeTaintsPolicy = &honor
+		}
 	}
 	if g.chance(0.12) {
 		target := self

@@ -119,7 +119,11 @@ func writeSpec(b *strings.Builder, spec *corev1.PodSpec) {
 		}
 	}
 	for _, c := range spec.TopologySpreadConstraints {
-		fmt.Fprintf(b, "  topologySpread: %s maxSkew %d %s %s\n", c.TopologyKey, c.MaxSkew, c.WhenUnsatisfiable, metav1.FormatLabelSelector(c.LabelSelector))
+		policy := ""
+		if c.NodeTaintsPolicy != nil {
+			policy = " nodeTaintsPolicy " + string(*c.NodeTaintsPolicy)
+		}
+		fmt.Fprintf(b, "  topologySpread: %s maxSkew %d %s %s%s\n", c.TopologyKey, c.MaxSkew, c.WhenUnsatisfiable, metav1.FormatLabelSelector(c.LabelSelector), policy)
 	}
 }
 

@@ -307,6 +307,7 @@ type world struct {
 type potentialNode struct {
 	Pool   string
 	Labels map[string]string
+	Taints []corev1.Taint
 }
 
 func buildWorld(sc *scenario, cat *catalog.Catalog, p *plan) *world {
@@ -361,7 +362,7 @@ func buildWorld(sc *scenario, cat *catalog.Catalog, p *plan) *world {
 					ok = ok && matchExpression(l, nodeRequirement(req))
 				}
 				if ok {
-					w.Potential = append(w.Potential, potentialNode{Pool: np.Name, Labels: l})
+					w.Potential = append(w.Potential, potentialNode{Pool: np.Name, Labels: l, Taints: np.Spec.Template.Spec.Taints})
 				}
 			}
 		}
@@ -508,9 +509,12 @@ func selects(sel *metav1.LabelSelector, pod *corev1.Pod) bool {
 // fewest in any eligible domain, at most maxSkew. Eligible domains are
 // those of nodes, existing, planned or launchable by a NodePool, that
 // meet the pod's nodeSelector and required node affinity
-// (nodeAffinityPolicy Honor, the default); taints do not narrow them
-// (nodeTaintsPolicy Ignore, the default). Hostname domains are the
-// cluster's nodes only. Counting the final cluster this way is exact for
+// (nodeAffinityPolicy Honor, the default). Taints do not narrow them
+// under nodeTaintsPolicy Ignore, the default; under Honor a node whose
+// NoSchedule or NoExecute taints the pod does not tolerate is neither a
+// domain nor counted
+// (https://kubernetes.io/docs/concepts/scheduling-eviction/topology-spread-constraints/#spread-constraint-definition).
+// Hostname domains are the cluster's nodes only. Counting the final cluster this way is exact for
 // the last pod put in a domain, the one that could break the skew.
 func checkSpread(w *world, n *node, pod *corev1.Pod) []violation {
 	var out []violation
@@ -523,10 +527,15 @@ func checkSpread(w *world, n *node, pod *corev1.Pod) []violation {
 			out = append(out, violation{Rule: "spread", Pod: pod.Name, Node: n.Name, Detail: fmt.Sprintf("node has no %s label", c.TopologyKey)})
 			continue
 		}
+		honorTaints := c.NodeTaintsPolicy != nil && *c.NodeTaintsPolicy == corev1.NodeInclusionPolicyHonor
+		excluded := func(taints []corev1.Taint) bool {
+			_, bad := untolerated(pod.Spec.Tolerations, taints)
+			return honorTaints && bad
+		}
 		counts := map[string]int{}
 		for _, other := range w.Nodes {
 			v, ok := other.Labels[c.TopologyKey]
-			if !ok || !matchesNode(&pod.Spec, other.Labels) {
+			if !ok || !matchesNode(&pod.Spec, other.Labels) || excluded(other.Taints) {
 				continue
 			}
 			counts[v] += 0
@@ -538,7 +547,7 @@ func checkSpread(w *world, n *node, pod *corev1.Pod) []violation {
 		}
 		if c.TopologyKey != corev1.LabelHostname {
 			for _, pn := range w.Potential {
-				if v, ok := pn.Labels[c.TopologyKey]; ok && matchesNode(&pod.Spec, pn.Labels) {
+				if v, ok := pn.Labels[c.TopologyKey]; ok && matchesNode(&pod.Spec, pn.Labels) && !excluded(pn.Taints) {
 					counts[v] += 0
 				}
 			}
