@@ -14,6 +14,7 @@ import (
 
 	"github.com/karpfunc/karpfunc/pkg/apis/v1beta1"
 	"github.com/karpfunc/karpfunc/pkg/catalog"
+	"github.com/karpfunc/karpfunc/pkg/gpu"
 	"github.com/karpfunc/karpfunc/pkg/nodeimage"
 )
 
@@ -252,7 +253,8 @@ func (pl *pool) setLimits(in Input) {
 // allow: those without a node image in the pool's image family to
 // noImage, those with an offering the pool can buy to types.
 func (s *solver) addPoolTypes(pl *pool, in Input) {
-	family := *pl.class.DefaultedSpec().ImageFamily
+	spec := pl.class.DefaultedSpec()
+	family, gpuMode := *spec.ImageFamily, gpu.Mode(&spec)
 	daemons := s.daemonsFor(pl, in)
 	for _, it := range in.Catalog.InstanceTypes {
 		if it == nil {
@@ -264,6 +266,12 @@ func (s *solver) addPoolTypes(pl *pool, in Input) {
 		}
 		if err := nodeimage.Supports(family, mt.it.Architecture, mt.it.HyperVGenerations); err != nil {
 			pl.noImage = append(pl.noImage, noImageType{it: mt.it, reqs: mt.reqs, err: err})
+			continue
+		}
+		// GPU sizes the image family's OS does not support, and in mode
+		// Driver those AKS installs no driver for, are never offered, as
+		// the provider drops them from its instance types (package gpu).
+		if gpu.Offered(it.Name, family, gpuMode) != nil {
 			continue
 		}
 		if instType := s.newPoolType(pl, mt, daemons); instType != nil {
