@@ -146,6 +146,7 @@ func TestGPU(t *testing.T) {
 				t.Fatal(err)
 			}
 			gpus := node.Status.Allocatable[catalog.ResourceNvidiaGPU]
+			t.Logf("node %s (%s): %d GPU pods, nvidia.com/gpu allocatable %s", nodeName, node.Labels[corev1.LabelInstanceTypeStable], count, gpus.String())
 			if gpus.Value() < count {
 				t.Errorf("node %s runs %d GPU pods with %s nvidia.com/gpu allocatable", nodeName, count, gpus.String())
 			}
@@ -197,7 +198,9 @@ func TestGPU(t *testing.T) {
 		if vars := vmVariables(t, env, node.Name); vars["GPU_NODE"] != "false" || vars["CONFIG_GPU_DRIVER_IF_NEEDED"] != "false" {
 			t.Errorf("mode None: node provisioned with GPU_NODE=%q CONFIG_GPU_DRIVER_IF_NEEDED=%q, want both false", vars["GPU_NODE"], vars["CONFIG_GPU_DRIVER_IF_NEEDED"])
 		}
-		if problem := env.ARM.GPUProblem(node.Name); !strings.Contains(problem, "GPU_NODE is not true") && !strings.Contains(problem, "no NVIDIA device plugin") {
+		problem := env.ARM.GPUProblem(node.Name)
+		t.Logf("node %s (%s), NodeClaim %s Initialized Unknown ResourceNotRegistered; the emulator: %s", node.Name, node.Labels[corev1.LabelInstanceTypeStable], claim.Name, problem)
+		if !strings.Contains(problem, "GPU_NODE is not true") && !strings.Contains(problem, "no NVIDIA device plugin") {
 			t.Errorf("the emulator says of node %s's GPUs: %q", node.Name, problem)
 		}
 		pods, err := podsWithLabel(ctx, kube, "app", "byo")
