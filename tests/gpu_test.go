@@ -86,7 +86,6 @@ func nvidiaDevicePlugin(pool string) *appsv1.DaemonSet {
 	}
 }
 
-
 // gpuJob is a Deployment of pods whose container sets only a GPU limit,
 // as CUDA samples do; the API server defaults the request to it.
 func gpuJob(name, pool string, replicas int32) *appsv1.Deployment {
