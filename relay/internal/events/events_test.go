@@ -309,7 +309,9 @@ func TestInitInputs(t *testing.T) {
 		{"not-ready taint", with(func(n *corev1.Node) {
 			n.Spec.Taints = []corev1.Taint{{Key: corev1.TaintNodeNotReady, Effect: corev1.TaintEffectNoSchedule}}
 		}), false},
-		{"cpu", with(func(n *corev1.Node) { n.Status.Allocatable = corev1.ResourceList{corev1.ResourceCPU: *resourceQuantity("2")} }), false},
+		{"cpu", with(func(n *corev1.Node) {
+			n.Status.Allocatable = corev1.ResourceList{corev1.ResourceCPU: *resourceQuantity("2")}
+		}), false},
 	} {
 		if got := id(tc.node) != baseID; got != tc.changes {
 			t.Errorf("%s: ID %q vs %q; changed %v, want %v", tc.name, id(tc.node), baseID, got, tc.changes)
