@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/karpfunc/karpfunc/pkg/gpu"
@@ -16,7 +17,7 @@ import (
 // TestPlanGPUMode: spec.gpu.mode decides which GPU sizes a pod may get, as
 // in the Azure provider. A pod that limits amd.com/gpu is unschedulable
 // under Driver (unset or explicit: AKS installs no AMD driver) and gets an
-// AMD size under None; a pod that limits nvidia.com/gpu gets an NVIDIA size
+// AMD size under None, the unschedulable reason naming the mode; a pod that limits nvidia.com/gpu gets an NVIDIA size
 // under every mode.
 func TestPlanGPUMode(t *testing.T) {
 	const pool = `apiVersion: karpenter.sh/v1
@@ -62,6 +63,8 @@ spec: %s
 		if tc.maker == "" {
 			if len(got.NodeClaims) != 0 || len(got.Unschedulable) != 1 {
 				t.Errorf("%s: nodeClaims %+v, unschedulable %+v; want the pod unschedulable", name, got.NodeClaims, got.Unschedulable)
+			} else if reason := got.Unschedulable[0].Reason; !strings.Contains(reason, "spec.gpu.mode is Driver; set spec.gpu.mode to None") {
+				t.Errorf("%s: unschedulable because %q; want the reason to name spec.gpu.mode", name, reason)
 			}
 			continue
 		}

@@ -33,6 +33,9 @@ type pool struct {
 	// noImage are the instance types the pool's requirements allow but
 	// the AKSNodeClass's image family has no node image for.
 	noImage []noImageType
+	// gpuExcluded are the GPU sizes the requirements allow but the
+	// AKSNodeClass's image family or spec.gpu.mode rules out (package gpu).
+	gpuExcluded []gpuExcludedType
 	// invalidNodePool is true when invalid is about the NodePool's own
 	// configuration, which Result.InvalidNodePools reports.
 	invalidNodePool bool
@@ -75,6 +78,23 @@ type ptype struct {
 	offers   uint64
 	prices   []offerPrice
 	limitCap []int64
+}
+
+// gpuExcludedType is a GPU size left out, and why.
+type gpuExcludedType struct {
+	it  *catalog.InstanceType
+	err error
+}
+
+// gpuExcludedHint is, for a resource no allowed type has enough of, why
+// the pool's GPU sizes that have it were left out ("" when none was).
+func gpuExcludedHint(pl *pool, name corev1.ResourceName) string {
+	for _, excluded := range pl.gpuExcluded {
+		if q, ok := excluded.it.Capacity[name]; ok && !q.IsZero() {
+			return fmt.Sprintf("; AKSNodeClass %s leaves out %s", pl.class.Name, excluded.err)
+		}
+	}
+	return ""
 }
 
 // noImageType is an instance type left out because no node image boots it.
@@ -271,7 +291,8 @@ func (s *solver) addPoolTypes(pl *pool, in Input) {
 		// GPU sizes the image family's OS does not support, and in mode
 		// Driver those AKS installs no driver for, are never offered, as
 		// the provider drops them from its instance types (package gpu).
-		if gpu.Offered(it.Name, family, gpuMode) != nil {
+		if err := gpu.Offered(it.Name, family, gpuMode); err != nil {
+			pl.gpuExcluded = append(pl.gpuExcluded, gpuExcludedType{it: it, err: err})
 			continue
 		}
 		if instType := s.newPoolType(pl, mt, daemons); instType != nil {

@@ -1275,7 +1275,8 @@ func (s *solver) tooBig(pl *pool, g *group, allowed []*ptype) string {
 		}
 		capacity := best.it.Capacity[name]
 		return fmt.Sprintf("requests %s; the largest allowed SKU in NodePool %s (%s) has %s, %s after AKS reservations and daemonsets",
-			describe(name, quantity(name, want)), pl.np.Name, best.it.Name, describe(name, capacity), describe(name, quantity(name, best.room[i])))
+			describe(name, quantity(name, want)), pl.np.Name, best.it.Name, describe(name, capacity), describe(name, quantity(name, best.room[i]))) +
+			gpuExcludedHint(pl, name)
 	}
 	return fmt.Sprintf("requests %s together; no allowed SKU in NodePool %s has all of it after AKS reservations and daemonsets",
 		resources.String(s.res.list(g.req)), pl.np.Name)
