@@ -103,7 +103,7 @@ func gpuJob(name, pool string, replicas int32) *appsv1.Deployment {
 // Driver: pods whose containers only limit nvidia.com/gpu launch NVIDIA
 // sizes provisioned with the driver (GPU_NODE=true); the device plugin
 // DaemonSet registers the GPUs, the NodeClaims initialize and the pods run,
-// never two on one GPU.
+// never two on one GPU; an A10 pod gets the GRID driver.
 //
 // None, no device plugin: the node joins and is Ready but never registers
 // nvidia.com/gpu, so the pod stays Pending and its NodeClaim shows Karpenter's
@@ -160,6 +160,23 @@ func TestGPU(t *testing.T) {
 					nodeName, vars["GPU_NODE"], vars["CONFIG_GPU_DRIVER_IF_NEEDED"], vars["GPU_DRIVER_TYPE"])
 			}
 		}
+		// An A10 size takes the GRID driver; a CUDA driver would fail to
+		// install and the node would never join.
+		a10 := gpuJob("a10", "gpu", 1)
+		a10.Spec.Template.Spec.NodeSelector = map[string]string{catalog.LabelSKUGPUName: "A10"}
+		if err := kube.Create(ctx, a10); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, 4*time.Minute, "the A10 pod running", func() (bool, string) {
+			return allRunning(ctx, kube, "a10", 1)
+		})
+		a10Pods, err := podsWithLabel(ctx, kube, "app", "a10")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if vars := vmVariables(t, env, a10Pods[0].Spec.NodeName); vars["GPU_DRIVER_TYPE"] != "grid" {
+			t.Errorf("A10 node %s provisioned with GPU_DRIVER_TYPE=%q, want grid", a10Pods[0].Spec.NodeName, vars["GPU_DRIVER_TYPE"])
+		}
 		eventually(t, time.Minute, "the GPU NodeClaims initialized", func() (bool, string) {
 			claims := poolClaims(t, ctx, kube, "gpu")
 			for _, nc := range claims {
@@ -199,7 +216,7 @@ func TestGPU(t *testing.T) {
 		}
 		problem := env.ARM.GPUProblem(node.Name)
 		t.Logf("node %s (%s), NodeClaim %s Initialized Unknown ResourceNotRegistered; the emulator: %s", node.Name, node.Labels[corev1.LabelInstanceTypeStable], claim.Name, problem)
-		if !strings.Contains(problem, "GPU_NODE is not true") && !strings.Contains(problem, "no NVIDIA device plugin") {
+		if !strings.Contains(problem, "no NVIDIA device plugin") || !strings.Contains(problem, "GPU_NODE is not true") {
 			t.Errorf("the emulator says of node %s's GPUs: %q", node.Name, problem)
 		}
 		pods, err := podsWithLabel(ctx, kube, "app", "byo")

@@ -156,6 +156,8 @@ func (d *devicePlugin) run(ctx context.Context, wanted func() bool) {
 		switch {
 		case err != nil:
 			d.problem(d.node, "listing the node's pods: "+err.Error())
+		case pod == "" && d.state.why != "":
+			d.problem(d.node, "no NVIDIA device plugin pod ("+nvidiaDevicePluginImage+", mounting "+devicePluginDir+") runs on the node, and one would register no GPUs: "+d.state.why)
 		case pod == "":
 			d.problem(d.node, "no NVIDIA device plugin pod ("+nvidiaDevicePluginImage+", mounting "+devicePluginDir+") runs on the node: nvidia.com/gpu is not registered")
 		case d.state.why != "":
