@@ -36,6 +36,9 @@ type provisioning struct {
 	// kubeletIdentity is the client ID of the kubelet identity named in
 	// azure.json (userAssignedIdentityID), "" for none.
 	kubeletIdentity string
+	// vars is the whole provisioning environment (gpu.go reads its GPU
+	// variables against the VM's size).
+	vars map[string]string
 }
 
 // provision reads customData the way the AKS node image's provisioning
@@ -46,7 +49,7 @@ func provision(customData string) (*provisioning, error) {
 	if err != nil {
 		return nil, err
 	}
-	prov := &provisioning{apiServer: vars["API_SERVER_NAME"], kubeletIdentity: vars["USER_ASSIGNED_IDENTITY_ID"]}
+	prov := &provisioning{apiServer: vars["API_SERVER_NAME"], kubeletIdentity: vars["USER_ASSIGNED_IDENTITY_ID"], vars: vars}
 	if err := prov.readCredentials(vars); err != nil {
 		return nil, err
 	}

@@ -14,6 +14,7 @@ import (
 	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -47,9 +48,11 @@ type nodeWorker struct {
 	mu      sync.Mutex
 	wanted  map[string]bool   // node name -> its VM exists
 	joinErr map[string]string // node name -> why its kubelet has not joined (yet)
-	queue   []string          // Nodes to delete, in order
-	signal  chan struct{}
-	wg      sync.WaitGroup
+	// gpuProblem: node name -> why it does not advertise its GPUs (gpu.go)
+	gpuProblem map[string]string
+	queue      []string // Nodes to delete, in order
+	signal     chan struct{}
+	wg         sync.WaitGroup
 
 	onDone func(created bool)
 }
@@ -64,14 +67,17 @@ func newNodeWorker(ctx context.Context, cfg *rest.Config, dns map[string]string,
 	if err != nil {
 		return nil, err
 	}
-	return &nodeWorker{ctx: ctx, admin: admin, dns: dns, log: log, wanted: map[string]bool{}, joinErr: map[string]string{},
+	return &nodeWorker{ctx: ctx, admin: admin, dns: dns, log: log, wanted: map[string]bool{}, joinErr: map[string]string{}, gpuProblem: map[string]string{},
 		signal: make(chan struct{}, 1)}, nil
 }
 
-// kubelet is one VM's kubelet: its node template and provisioning.
+// kubelet is one VM's kubelet: its node template and provisioning, and
+// its size's NVIDIA GPUs with what provisioning made of them (gpu.go).
 type kubelet struct {
 	node *corev1.Node
 	prov *provisioning
+	gpus resource.Quantity
+	gpu  gpuState
 }
 
 // start boots k's kubelet: it joins in the background.
@@ -192,8 +198,43 @@ func (nw *nodeWorker) join(ctx context.Context, k kubelet) error {
 	nw.mu.Unlock()
 	if gone { // its VM went away while it joined
 		nw.delete(name)
+		return nil
+	}
+	if k.gpus.Sign() > 0 {
+		nw.startDevicePlugin(k, client)
 	}
 	return nil
+}
+
+// startDevicePlugin runs the device plugin manager of k's kubelet, with
+// the kubelet's own credentials, until its GPUs are advertised or its VM
+// goes.
+func (nw *nodeWorker) startDevicePlugin(k kubelet, client kubernetes.Interface) {
+	name := k.node.Name
+	dp := &devicePlugin{node: name, gpus: k.gpus, state: k.gpu, client: client, problem: nw.setGPUProblem}
+	nw.wg.Add(1)
+	go func() {
+		defer nw.wg.Done()
+		dp.run(nw.ctx, func() bool { return nw.isWanted(name) && nw.ctx.Err() == nil })
+	}()
+}
+
+func (nw *nodeWorker) setGPUProblem(node, why string) {
+	nw.mu.Lock()
+	defer nw.mu.Unlock()
+	if why == "" {
+		delete(nw.gpuProblem, node)
+	} else {
+		nw.gpuProblem[node] = why
+	}
+}
+
+// gpuProblemOf says why node does not advertise its NVIDIA GPUs ("" when
+// it does, or has none).
+func (nw *nodeWorker) gpuProblemOf(node string) string {
+	nw.mu.Lock()
+	defer nw.mu.Unlock()
+	return nw.gpuProblem[node]
 }
 
 // delete removes the Node of a VM that is gone (and stops its kubelet).

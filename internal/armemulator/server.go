@@ -361,6 +361,24 @@ func (s *Server) SetNeverJoins(f func(vmName string) bool) {
 	s.neverJoins = f
 }
 
+// GPUProblem says why the Node of VM vmName does not advertise its NVIDIA
+// GPUs: no device plugin runs on it, or provisioning installed no driver
+// (gpu.go). "" when it advertises them, has none, or has not joined.
+func (s *Server) GPUProblem(vmName string) string {
+	s.mu.Lock()
+	var node string
+	for _, vmRecord := range s.vms {
+		if strings.EqualFold(vmRecord.name(), vmName) {
+			node = nodeName(vmRecord)
+		}
+	}
+	s.mu.Unlock()
+	if s.nodes == nil || node == "" {
+		return ""
+	}
+	return s.nodes.gpuProblemOf(node)
+}
+
 // BootError says why VM vmName has not joined the cluster: its NIC has no
 // outbound path (nodenetwork.go), its node image refused the customData, or
 // its kubelet's last attempt to join failed

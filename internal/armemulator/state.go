@@ -187,6 +187,13 @@ func (s *Server) kubeletFor(v *vmState) (kubelet, error) {
 	if err != nil {
 		return kubelet{}, err
 	}
+	// GPUs appear only when a device plugin registers them (gpu.go).
+	gpus := capacity[corev1.ResourceName("nvidia.com/gpu")]
+	gpu, err := readGPU(prov.vars, sku, capacity)
+	if err != nil {
+		return kubelet{}, err
+	}
+	capacity = withoutDeviceResources(capacity)
 	allocatable := prov.reservations.allocatable(capacity)
 	name := nodeName(v)
 	labels := map[string]string{}
@@ -228,7 +235,7 @@ func (s *Server) kubeletFor(v *vmState) (kubelet, error) {
 		s.bootErrors[strings.ToLower(v.name())] = msg
 		s.log.Warn("node registers but its pod network is not ready", "name", v.name(), "reason", reason, "message", msg)
 	}
-	return kubelet{node: node, prov: prov}, nil
+	return kubelet{node: node, prov: prov, gpus: gpus, gpu: gpu}, nil
 }
 
 // notReadyReason says why v's node registers but never becomes Ready: its

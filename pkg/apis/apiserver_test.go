@@ -40,8 +40,7 @@ func TestAKSNodeClassNAPManifests(t *testing.T) {
 			refusal: "spec.localDNS is not supported"},
 		{name: "artifact-streaming", spec: map[string]any{"artifactStreaming": map[string]any{"enabled": true}},
 			refusal: "spec.artifactStreaming: artifact streaming is not supported"},
-		{name: "gpu-driver", spec: map[string]any{"gpu": map[string]any{"mode": "Driver"}},
-			refusal: "spec.gpu.mode: Driver is not supported"},
+		{name: "gpu-driver", spec: map[string]any{"gpu": map[string]any{"mode": "Driver"}}},
 		{name: "gpu-none", spec: map[string]any{"gpu": map[string]any{"mode": "None"}}},
 		{name: "sysctls", spec: map[string]any{"linuxOSConfig": map[string]any{"sysctls": map[string]any{
 			"vmMaxMapCount": int64(262144), "netIPv4TCPTwReuse": true, "netIPv4IPLocalPortRange": "32768 65535"}}}},

@@ -185,8 +185,10 @@ func RenderAzureJSON(vars map[string]string) ([]byte, error) {
 // nodeImageStaticValues are the variables that are the same on every node,
 // with the Azure Karpenter provider's values (staticvalues.go,
 // getStaticNodeBootstrapVars; booleans and numbers as its template renders
-// them). Features karpfunc does not offer (GPU drivers, custom CA trust,
-// HTTP proxy, swap, Kata, custom search domain, Teleport, Krustlet) are off.
+// them). Features karpfunc does not offer (custom CA trust, HTTP proxy,
+// swap, Kata, custom search domain, Teleport, Krustlet) are off, and so are
+// the GPU features the provider never turns on (MIG, fabric manager, the
+// AKS-managed device plugin); the per-size GPU variables are in gpu.go.
 var nodeImageStaticValues = map[string]string{
 	// The cloud provider's backoff and rate limits: written into azure.json
 	// unquoted, so each must be a JSON literal.
@@ -212,8 +214,8 @@ var nodeImageStaticValues = map[string]string{
 	"CUSTOM_ENV_JSON": "", "AZURE_PRIVATE_REGISTRY_SERVER": "", "HTTP_PROXY_URLS": "", "HTTPS_PROXY_URLS": "",
 	"NO_PROXY_URLS": "", "DHCPV6_SERVICE_FILEPATH": "", "DHCPV6_CONFIG_FILEPATH": "", "THP_ENABLED": "",
 	"THP_DEFRAG": "", "KUBELET_CLIENT_CONTENT": "", "KUBELET_CLIENT_CERT_CONTENT": "",
-	"KUBELET_CONFIG_FILE_CONTENT": "", "GPU_IMAGE_SHA": "", "GPU_DRIVER_VERSION": "", "GPU_DRIVER_TYPE": "",
-	"GPU_INSTANCE_PROFILE": "", "CUSTOM_SEARCH_DOMAIN_NAME": "", "CUSTOM_SEARCH_REALM_USER": "",
+	"KUBELET_CONFIG_FILE_CONTENT": "",
+	"GPU_INSTANCE_PROFILE":        "", "CUSTOM_SEARCH_DOMAIN_NAME": "", "CUSTOM_SEARCH_REALM_USER": "",
 	"CUSTOM_SEARCH_REALM_PASSWORD": "", "MESSAGE_OF_THE_DAY": "", "AZURE_ENVIRONMENT_FILEPATH": "",
 
 	// Features karpfunc does not offer.

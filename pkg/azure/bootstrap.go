@@ -318,6 +318,10 @@ type NodeBootstrap struct {
 	Reservations *catalog.Reservations
 	// Sysctls is the AKSNodeClass's linuxOSConfig.sysctls (nil: defaults).
 	Sysctls *v1beta1.SysctlConfiguration
+	// VMSize and GPUMode (the AKSNodeClass's spec.gpu.mode, "" for the
+	// default Driver) decide the GPU driver variables (gpu.go).
+	VMSize  string
+	GPUMode v1beta1.GPUMode
 }
 
 // Variable is one environment variable of the node's provisioning.
@@ -401,11 +405,8 @@ func (b NodeBootstrap) Variables() ([]Variable, error) {
 		"CLI_TOOL":                         "ctr",
 		"NEEDS_CONTAINERD":                 "true",
 		"NEEDS_CGROUPV2":                   "true",
-		"CONTAINERD_CONFIG_CONTENT":        b64(containerdConfig),
 		"API_SERVER_NAME":                  cluster.APIServerFQDN,
 		"IS_VHD":                           "true",
-		"GPU_NODE":                         "false",
-		"CONFIG_GPU_DRIVER_IF_NEEDED":      "false",
 		"TARGET_CLOUD":                     "AzurePublicCloud",
 		"TARGET_ENVIRONMENT":               "AzurePublicCloud",
 		"IS_CUSTOM_CLOUD":                  "false",
@@ -432,6 +433,9 @@ func (b NodeBootstrap) Variables() ([]Variable, error) {
 		"MCR_REPOSITORY_BASE":              "mcr.microsoft.com",
 	}
 	for name, value := range nodeImageStaticValues {
+		values[name] = value
+	}
+	for name, value := range gpuVariables(b.VMSize, b.GPUMode) {
 		values[name] = value
 	}
 	return orderedVariables(values)
@@ -736,6 +740,7 @@ func (l *Launcher) customData(ctx context.Context, req LaunchRequest) (string, e
 		Token: token, MaxPods: maxPods, Labels: req.Labels, Taints: req.Taints, Kubelet: req.Kubelet,
 		Reservations: req.Reservations,
 		Sysctls:      req.Sysctls,
+		VMSize:       req.InstanceType, GPUMode: req.GPUMode,
 	}.CustomData()
 	if err != nil {
 		return "", fmt.Errorf("launch %q: %w", req.Name, err)

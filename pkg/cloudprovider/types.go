@@ -81,6 +81,9 @@ type LaunchRequest struct {
 	// Sysctls are the AKSNodeClass's spec.linuxOSConfig.sysctls (nil: the
 	// node image's defaults).
 	Sysctls *v1beta1.SysctlConfiguration
+	// GPUMode is the AKSNodeClass's spec.gpu.mode ("" is Driver): whether
+	// the node installs the GPU driver (package gpu).
+	GPUMode v1beta1.GPUMode
 }
 
 // Instance is what the provider knows about a node instance.

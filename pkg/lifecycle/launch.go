@@ -19,6 +19,7 @@ import (
 	"github.com/karpfunc/karpfunc/pkg/cloudprovider"
 	"github.com/karpfunc/karpfunc/pkg/decisions"
 	"github.com/karpfunc/karpfunc/pkg/events"
+	"github.com/karpfunc/karpfunc/pkg/gpu"
 	"github.com/karpfunc/karpfunc/pkg/nodeoverlay"
 	"github.com/karpfunc/karpfunc/pkg/nodepoolstatus"
 	"github.com/karpfunc/karpfunc/pkg/offerings"
@@ -673,6 +674,7 @@ func (lr *launcher) launchRequest(nc *karpv1.NodeClaim, spec v1beta1.AKSNodeClas
 	if spec.LinuxOSConfig != nil {
 		req.Sysctls = spec.LinuxOSConfig.Sysctls
 	}
+	req.GPUMode = gpu.Mode(&spec)
 	return req
 }
 

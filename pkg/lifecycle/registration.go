@@ -3,6 +3,7 @@ package lifecycle
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -10,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
+	"sigs.k8s.io/karpenter/pkg/scheduling"
 
 	"github.com/karpfunc/karpfunc/pkg/events"
 )
@@ -165,7 +167,7 @@ func (c *Controller) initialize(ctx context.Context, nc *karpv1.NodeClaim, node 
 	}
 	if reason != "" {
 		c.log.Debug("nodeclaim not initialized yet", "nodeclaim", nc.Name, "reason", reason)
-		return false, nil
+		return false, c.markNotInitialized(ctx, nc, node)
 	}
 	nc, wrote, err := converge(ctx, c.kube, nc, newNodeClaim, writeStatus, func(cur *karpv1.NodeClaim) bool {
 		if cur.StatusConditions().Get(karpv1.ConditionTypeInitialized).IsTrue() {
@@ -190,6 +192,73 @@ func (c *Controller) initialize(ctx context.Context, nc *karpv1.NodeClaim, node 
 	c.log.Info("initialized nodeclaim", "nodeclaim", nc.Name, "node", node.Name)
 	c.event(ctx, nc, events.ReasonInitialized, fmt.Sprintf("Status condition transitioned, Type: Initialized, Status: True, Node: %s", node.Name))
 	return true, nil
+}
+
+// markNotInitialized records on the NodeClaim why it is not initialized,
+// with Karpenter's reasons and messages
+// (controllers/nodeclaim/lifecycle/initialization.go:67-85): Initialized
+// Unknown, NodeNotReady, StartupTaintsExist, KnownEphemeralTaintsExist or
+// ResourceNotRegistered (`Resource "nvidia.com/gpu" was requested but not
+// registered`: no device plugin advertised it). It writes only when the
+// reason or message changed.
+func (c *Controller) markNotInitialized(ctx context.Context, nc *karpv1.NodeClaim, node *corev1.Node) error {
+	reason, msg := notInitializedCondition(nc, node)
+	if reason == "" {
+		return nil
+	}
+	_, _, err := converge(ctx, c.kube, nc, newNodeClaim, writeStatus, func(cur *karpv1.NodeClaim) bool {
+		cond := cur.StatusConditions().Get(karpv1.ConditionTypeInitialized)
+		if cond.IsTrue() || (cond.IsUnknown() && cond.Reason == reason && cond.Message == msg) {
+			return false
+		}
+		cur.StatusConditions().SetUnknownWithReason(karpv1.ConditionTypeInitialized, reason, msg)
+		return true
+	})
+	if err != nil {
+		return fmt.Errorf("recording why NodeClaim %s is not initialized: %w", nc.Name, err)
+	}
+	return nil
+}
+
+// notInitializedCondition is Karpenter's reason and message for the first
+// check node fails, "" when it passes them all.
+func notInitializedCondition(nc *karpv1.NodeClaim, node *corev1.Node) (string, string) {
+	ready := false
+	for _, cond := range node.Status.Conditions {
+		if cond.Type == corev1.NodeReady && cond.Status == corev1.ConditionTrue {
+			ready = true
+		}
+	}
+	if !ready {
+		return "NodeNotReady", "Node status is NotReady"
+	}
+	for _, taint := range node.Spec.Taints {
+		for _, st := range nc.Spec.StartupTaints {
+			if taint.MatchTaint(&st) {
+				return "StartupTaintsExist", fmt.Sprintf("StartupTaint %q still exists", taint.ToString())
+			}
+		}
+	}
+	for _, taint := range node.Spec.Taints {
+		if scheduling.IsKnownEphemeralTaint(&taint) {
+			return "KnownEphemeralTaintsExist", fmt.Sprintf("KnownEphemeralTaint %q still exists", taint.ToString())
+		}
+	}
+	names := make([]string, 0, len(nc.Spec.Resources.Requests))
+	for name := range nc.Spec.Resources.Requests {
+		names = append(names, string(name))
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		quantity := nc.Spec.Resources.Requests[corev1.ResourceName(name)]
+		if quantity.IsZero() {
+			continue
+		}
+		if alloc, ok := node.Status.Allocatable[corev1.ResourceName(name)]; !ok || alloc.IsZero() {
+			return "ResourceNotRegistered", fmt.Sprintf("Resource %q was requested but not registered", name)
+		}
+	}
+	return "", ""
 }
 
 func newNode() *corev1.Node { return &corev1.Node{} }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/karpfunc/karpfunc/pkg/apis/v1beta1"
 	"github.com/karpfunc/karpfunc/pkg/catalog"
+	"github.com/karpfunc/karpfunc/pkg/gpu"
 	"github.com/karpfunc/karpfunc/pkg/nodeimage"
 )
 
@@ -32,6 +33,9 @@ type pool struct {
 	// noImage are the instance types the pool's requirements allow but
 	// the AKSNodeClass's image family has no node image for.
 	noImage []noImageType
+	// gpuExcluded are the GPU sizes the requirements allow but the
+	// AKSNodeClass's image family or spec.gpu.mode rules out (package gpu).
+	gpuExcluded []gpuExcludedType
 	// invalidNodePool is true when invalid is about the NodePool's own
 	// configuration, which Result.InvalidNodePools reports.
 	invalidNodePool bool
@@ -74,6 +78,23 @@ type ptype struct {
 	offers   uint64
 	prices   []offerPrice
 	limitCap []int64
+}
+
+// gpuExcludedType is a GPU size left out, and why.
+type gpuExcludedType struct {
+	it  *catalog.InstanceType
+	err error
+}
+
+// gpuExcludedHint is, for a resource no allowed type has enough of, why
+// the pool's GPU sizes that have it were left out ("" when none was).
+func gpuExcludedHint(pl *pool, name corev1.ResourceName) string {
+	for _, excluded := range pl.gpuExcluded {
+		if q, ok := excluded.it.Capacity[name]; ok && !q.IsZero() {
+			return fmt.Sprintf("; AKSNodeClass %s leaves out %s", pl.class.Name, excluded.err)
+		}
+	}
+	return ""
 }
 
 // noImageType is an instance type left out because no node image boots it.
@@ -252,7 +273,8 @@ func (pl *pool) setLimits(in Input) {
 // allow: those without a node image in the pool's image family to
 // noImage, those with an offering the pool can buy to types.
 func (s *solver) addPoolTypes(pl *pool, in Input) {
-	family := *pl.class.DefaultedSpec().ImageFamily
+	spec := pl.class.DefaultedSpec()
+	family, gpuMode := *spec.ImageFamily, gpu.Mode(&spec)
 	daemons := s.daemonsFor(pl, in)
 	for _, it := range in.CatalogFor(pl.np.Name).InstanceTypes {
 		if it == nil {
@@ -264,6 +286,13 @@ func (s *solver) addPoolTypes(pl *pool, in Input) {
 		}
 		if err := nodeimage.Supports(family, mt.it.Architecture, mt.it.HyperVGenerations); err != nil {
 			pl.noImage = append(pl.noImage, noImageType{it: mt.it, reqs: mt.reqs, err: err})
+			continue
+		}
+		// GPU sizes the image family's OS does not support, and in mode
+		// Driver those AKS installs no driver for, are never offered, as
+		// the provider drops them from its instance types (package gpu).
+		if err := gpu.Offered(it.Name, family, gpuMode); err != nil {
+			pl.gpuExcluded = append(pl.gpuExcluded, gpuExcludedType{it: it, err: err})
 			continue
 		}
 		if instType := s.newPoolType(pl, mt, daemons); instType != nil {

@@ -743,8 +743,9 @@ func (s *solver) addNodeBin(n *corev1.Node, claim *karpv1.NodeClaim, onNode *bou
 	if ct, ok := n.Labels[karpv1.CapacityTypeLabelKey]; ok {
 		target.cts = 1 << ctIndex(ct)
 	}
-	target.maxRoom = s.roomLeft(n.Status.Allocatable, onNode)
-	target.alloc = s.roomLeft(n.Status.Allocatable, nil)
+	allocatable := nodeAllocatable(n, claim)
+	target.maxRoom = s.roomLeft(allocatable, onNode)
+	target.alloc = s.roomLeft(allocatable, nil)
 	target.used = make(resVec, len(s.res.names))
 	s.addBin(target)
 	if onNode != nil {
@@ -753,6 +754,29 @@ func (s *solver) addNodeBin(n *corev1.Node, claim *karpv1.NodeClaim, onNode *bou
 			s.count(target, counter)
 		}
 	}
+}
+
+// nodeAllocatable is what a node offers pods: its reported allocatable,
+// except that a node of a NodeClaim that is not initialized yet counts each
+// resource it reports as zero (or not at all) at the NodeClaim's value, as
+// Karpenter's StateNode.Allocatable does
+// (controllers/state/statenode.go:377-392): a GPU node whose device plugin
+// has not registered its GPUs still holds the GPU pods nominated to it, so
+// they do not launch another node.
+func nodeAllocatable(n *corev1.Node, claim *karpv1.NodeClaim) corev1.ResourceList {
+	if claim == nil || n.Labels[karpv1.NodeInitializedLabelKey] == "true" || len(claim.Status.Allocatable) == 0 {
+		return n.Status.Allocatable
+	}
+	out := n.Status.Allocatable.DeepCopy()
+	if out == nil {
+		out = corev1.ResourceList{}
+	}
+	for name, quantity := range claim.Status.Allocatable {
+		if have, ok := out[name]; !ok || have.IsZero() {
+			out[name] = quantity
+		}
+	}
+	return out
 }
 
 // lastingTaints returns the node's taints less those that go away once a
@@ -1337,7 +1361,8 @@ func (s *solver) tooBig(pl *pool, g *group, allowed []*ptype) string {
 		}
 		capacity := best.it.Capacity[name]
 		return fmt.Sprintf("requests %s; the largest allowed SKU in NodePool %s (%s) has %s, %s after AKS reservations and daemonsets",
-			describe(name, quantity(name, want)), pl.np.Name, best.it.Name, describe(name, capacity), describe(name, quantity(name, best.room[i])))
+			describe(name, quantity(name, want)), pl.np.Name, best.it.Name, describe(name, capacity), describe(name, quantity(name, best.room[i]))) +
+			gpuExcludedHint(pl, name)
 	}
 	return fmt.Sprintf("requests %s together; no allowed SKU in NodePool %s has all of it after AKS reservations and daemonsets",
 		resources.String(s.res.list(g.req)), pl.np.Name)

@@ -88,14 +88,20 @@ func provisionPods(cluster string, pods []messages.ObjectRef, now time.Time, pre
 // (readySince, unix seconds) when it has one: heartbeats do not change it
 // (no spam on re-lists), while a node that flaps Ready→NotReady→Ready
 // inside the duplicate-detection window still produces a new message for
-// each transition.
-func NodeChanged(node messages.Node, readySince, now time.Time) (Continuation, error) {
+// each transition. initInputs, when not empty, is a fingerprint of what
+// else initialization reads (taints, extended resources) and ends the ID
+// as /init=<initInputs>, so a device plugin registering its resources is a
+// new message.
+func NodeChanged(node messages.Node, readySince, now time.Time, initInputs string) (Continuation, error) {
 	if node.UID == "" || node.Name == "" || node.Cluster == "" {
 		return Continuation{}, fmt.Errorf("node %q (uid %q, cluster %q) lacks a name, UID or cluster", node.Name, node.UID, node.Cluster)
 	}
 	id := fmt.Sprintf("node/%s/ready=%t", node.UID, node.Ready)
 	if !readySince.IsZero() {
 		id += "/" + strconv.FormatInt(readySince.Unix(), 10)
+	}
+	if initInputs != "" {
+		id += "/init=" + initInputs
 	}
 	return Continuation{queue: bus.QueueLifecycle, id: id, typ: messages.TypeNode, subject: node.Name, cluster: node.Cluster,
 		created: now, data: node}, nil

@@ -28,11 +28,11 @@ func TestConstructorIDs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	node, err := NodeChanged(messages.Node{Cluster: "c", Name: "n", UID: "nu", Ready: true}, time.Unix(1700000000, 0), now)
+	node, err := NodeChanged(messages.Node{Cluster: "c", Name: "n", UID: "nu", Ready: true}, time.Unix(1700000000, 0), now, "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	fresh, err := NodeChanged(messages.Node{Cluster: "c", Name: "n", UID: "nu"}, time.Time{}, now)
+	fresh, err := NodeChanged(messages.Node{Cluster: "c", Name: "n", UID: "nu"}, time.Time{}, now, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,7 +118,7 @@ func TestMessageRefusesBadContinuations(t *testing.T) {
 	if _, err := DisruptionPass(long, "x", time.Now()).Message(Source); err == nil || !strings.Contains(err.Error(), "Service Bus allows at most") {
 		t.Errorf("overlong id: %v", err)
 	}
-	if _, err := NodeChanged(messages.Node{Name: "n", UID: "u"}, time.Time{}, time.Now()); err == nil {
+	if _, err := NodeChanged(messages.Node{Name: "n", UID: "u"}, time.Time{}, time.Now(), ""); err == nil {
 		t.Error("a node event without a cluster was built")
 	}
 }

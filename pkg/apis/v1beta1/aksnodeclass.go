@@ -44,7 +44,6 @@ const (
 // +kubebuilder:validation:XValidation:rule="!has(self.security) || !has(self.security.trustedLaunch) || !((has(self.security.trustedLaunch.vtpm) && self.security.trustedLaunch.vtpm) || (has(self.security.trustedLaunch.secureBoot) && self.security.trustedLaunch.secureBoot))",message="spec.security.trustedLaunch: Trusted Launch (vtpm, secureBoot) is not supported by karpfunc: it boots no Trusted Launch node images; remove spec.security.trustedLaunch or set vtpm and secureBoot to false"
 // +kubebuilder:validation:XValidation:rule="!has(self.localDNS)",message="spec.localDNS is not supported by karpfunc: nodes use the cluster's DNS as configured by AKS; remove spec.localDNS"
 // +kubebuilder:validation:XValidation:rule="!has(self.artifactStreaming) || !has(self.artifactStreaming.enabled) || !self.artifactStreaming.enabled",message="spec.artifactStreaming: artifact streaming is not supported by karpfunc; remove spec.artifactStreaming or set enabled to false"
-// +kubebuilder:validation:XValidation:rule="!has(self.gpu) || !has(self.gpu.mode) || self.gpu.mode != 'Driver'",message="spec.gpu.mode: Driver is not supported by karpfunc yet: it installs no GPU drivers; set spec.gpu.mode to None and install drivers and the device plugin yourself (for example with the NVIDIA GPU Operator)"
 // +kubebuilder:validation:XValidation:rule="!has(self.linuxOSConfig) || !has(self.linuxOSConfig.swapFileSize)",message="spec.linuxOSConfig.swapFileSize: swap files are not supported by karpfunc; remove spec.linuxOSConfig.swapFileSize"
 // +kubebuilder:validation:XValidation:rule="!has(self.linuxOSConfig) || !has(self.linuxOSConfig.transparentHugePageEnabled)",message="spec.linuxOSConfig.transparentHugePageEnabled is not supported by karpfunc yet; remove it (spec.linuxOSConfig.sysctls is supported)"
 // +kubebuilder:validation:XValidation:rule="!has(self.linuxOSConfig) || !has(self.linuxOSConfig.transparentHugePageDefrag)",message="spec.linuxOSConfig.transparentHugePageDefrag is not supported by karpfunc yet; remove it (spec.linuxOSConfig.sysctls is supported)"
@@ -96,7 +95,10 @@ type AKSNodeClassSpec struct {
 	// LocalDNS configures a per-node DNS cache; refused (see the CEL rule).
 	// +optional
 	LocalDNS *LocalDNS `json:"localDNS,omitempty"`
-	// GPU configures GPU driver management on GPU sizes.
+	// GPU configures GPU driver management on GPU sizes: Driver (the
+	// default) installs the NVIDIA driver and offers only GPU sizes AKS
+	// installs a driver for; None installs no driver and offers every
+	// supported GPU size (package gpu).
 	// +optional
 	GPU *GPU `json:"gpu,omitempty"`
 	// ArtifactStreaming streams container images on demand; only
@@ -154,7 +156,11 @@ const (
 
 // GPU is the provider's GPU block.
 type GPU struct {
-	// Mode is Driver (AKS installs the GPU driver) or None (the user does).
+	// Mode is Driver (the node's provisioning installs the NVIDIA driver;
+	// only NVIDIA GPU sizes are offered) or None (no driver is installed,
+	// every supported GPU size is offered: bring the driver, for example
+	// with a GPU operator). Unset is Driver. Either way the GPU device
+	// plugin is the user's to run. Ignored on sizes without GPUs.
 	// +optional
 	Mode *GPUMode `json:"mode,omitempty"`
 }

@@ -24,6 +24,7 @@ var ImplementedFields = []string{
 	"spec.kubelet.topologyManagerPolicy",
 	"spec.security.encryptionAtHost",
 	"spec.linuxOSConfig.sysctls",
+	"spec.gpu.mode",
 }
 
 // Refused lists the paths of the settings the CRD's CEL rules refuse, for
@@ -54,9 +55,6 @@ var refusals = []struct {
 	{"spec.localDNS", func(s *AKSNodeClassSpec) bool { return s.LocalDNS != nil }},
 	{"spec.artifactStreaming", func(s *AKSNodeClassSpec) bool {
 		return s.ArtifactStreaming != nil && isTrue(s.ArtifactStreaming.Enabled)
-	}},
-	{"spec.gpu.mode", func(s *AKSNodeClassSpec) bool {
-		return s.GPU != nil && s.GPU.Mode != nil && *s.GPU.Mode == GPUModeDriver
 	}},
 	{"spec.linuxOSConfig.swapFileSize", func(s *AKSNodeClassSpec) bool {
 		return s.LinuxOSConfig != nil && s.LinuxOSConfig.SwapFileSize != nil

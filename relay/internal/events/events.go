@@ -8,12 +8,17 @@
 package events
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"sort"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/karpenter/pkg/scheduling"
 
 	"github.com/karpfunc/karpfunc/pkg/bus"
 	"github.com/karpfunc/karpfunc/pkg/messages"
@@ -116,7 +121,45 @@ func (b Builder) Node(n *corev1.Node, now time.Time) (bus.Message, error) {
 	ready, since := NodeReady(n)
 	return b.message(triggers.NodeChanged(messages.Node{
 		Cluster: b.Cluster, Name: n.Name, UID: string(n.UID), ProviderID: n.Spec.ProviderID, Ready: ready,
-	}, since.Time, now))
+	}, since.Time, now, InitInputs(n)))
+}
+
+// ExtendedResource says whether name is an extended resource (a device
+// plugin's, such as nvidia.com/gpu), not cpu, memory, pods, storage or
+// hugepages.
+func ExtendedResource(name corev1.ResourceName) bool {
+	switch name {
+	case corev1.ResourceCPU, corev1.ResourceMemory, corev1.ResourcePods, corev1.ResourceEphemeralStorage, corev1.ResourceStorage:
+		return false
+	}
+	return !strings.HasPrefix(string(name), corev1.ResourceHugePagesPrefix)
+}
+
+// InitInputs is what, besides Ready, decides whether a node is
+// initialized and that changes after it is Ready: its taints (startup
+// taints removed by their owners) and its extended resources' allocatable
+// (a device plugin registering GPUs), as a short fingerprint ("" for
+// none). Known ephemeral taints (Karpenter's list) are left out. A change is a node event, so initialization looks again.
+func InitInputs(n *corev1.Node) string {
+	var parts []string
+	for _, taint := range n.Spec.Taints {
+		// The node lifecycle controller's not-ready and unreachable
+		// taints come and go with Ready, which is in the ID already.
+		if !scheduling.IsKnownEphemeralTaint(&taint) {
+			parts = append(parts, "t:"+taint.ToString())
+		}
+	}
+	for name, quantity := range n.Status.Allocatable {
+		if ExtendedResource(name) {
+			parts = append(parts, "a:"+string(name)+"="+quantity.String())
+		}
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	sort.Strings(parts)
+	sum := sha256.Sum256([]byte(strings.Join(parts, ",")))
+	return hex.EncodeToString(sum[:])[:8]
 }
 
 // NodeClaimDeleting builds the event for a NodeClaim that has a deletion

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/karpfunc/karpfunc/pkg/bus"
@@ -272,3 +273,53 @@ func TestNewBuilder(t *testing.T) {
 		}
 	}
 }
+
+// TestInitInputs: a node's taints (but the node lifecycle controller's
+// not-ready and unreachable ones) and extended resources' allocatable
+// make its event ID change, so a device plugin registering GPUs or a
+// startup taint going away is a new lifecycle message; cpu, memory and
+// heartbeats are not.
+func TestInitInputs(t *testing.T) {
+	tru := corev1.ConditionTrue
+	base := node(&tru, now)
+	with := func(change func(*corev1.Node)) *corev1.Node {
+		n := base.DeepCopy()
+		change(n)
+		return n
+	}
+	gpu := corev1.ResourceName("nvidia.com/gpu")
+	b := Builder{Cluster: "c1"}
+	id := func(n *corev1.Node) string {
+		m, err := b.Node(n, now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m.ID
+	}
+	baseID := id(base)
+	for _, tc := range []struct {
+		name    string
+		node    *corev1.Node
+		changes bool
+	}{
+		{"GPUs registered", with(func(n *corev1.Node) { n.Status.Allocatable = corev1.ResourceList{gpu: *resourceQuantity("1")} }), true},
+		{"startup taint", with(func(n *corev1.Node) {
+			n.Spec.Taints = []corev1.Taint{{Key: "example.com/agent-not-ready", Effect: corev1.TaintEffectNoSchedule}}
+		}), true},
+		{"not-ready taint", with(func(n *corev1.Node) {
+			n.Spec.Taints = []corev1.Taint{{Key: corev1.TaintNodeNotReady, Effect: corev1.TaintEffectNoSchedule}}
+		}), false},
+		{"cpu", with(func(n *corev1.Node) {
+			n.Status.Allocatable = corev1.ResourceList{corev1.ResourceCPU: *resourceQuantity("2")}
+		}), false},
+	} {
+		if got := id(tc.node) != baseID; got != tc.changes {
+			t.Errorf("%s: ID %q vs %q; changed %v, want %v", tc.name, id(tc.node), baseID, got, tc.changes)
+		}
+	}
+	if !strings.HasPrefix(id(with(func(n *corev1.Node) { n.Status.Allocatable = corev1.ResourceList{gpu: *resourceQuantity("1")} })), baseID+"/init=") {
+		t.Errorf("the ID does not keep the Ready part before /init=")
+	}
+}
+
+func resourceQuantity(s string) *resource.Quantity { q := resource.MustParse(s); return &q }

@@ -34,8 +34,9 @@ func TransformPod(obj any) (any, error) {
 	return out, nil
 }
 
-// TransformNode keeps a node's identity, providerID, and its Ready and
-// PreemptionScheduled conditions.
+// TransformNode keeps a node's identity, providerID, taints, extended
+// resources' allocatable (what initialization waits for), and its Ready
+// and PreemptionScheduled conditions.
 func TransformNode(obj any) (any, error) {
 	node, ok := obj.(*corev1.Node)
 	if !ok {
@@ -44,7 +45,15 @@ func TransformNode(obj any) (any, error) {
 	out := &corev1.Node{
 		TypeMeta:   node.TypeMeta,
 		ObjectMeta: slimMeta(node.ObjectMeta),
-		Spec:       corev1.NodeSpec{ProviderID: node.Spec.ProviderID},
+		Spec:       corev1.NodeSpec{ProviderID: node.Spec.ProviderID, Taints: node.Spec.Taints},
+	}
+	for name, quantity := range node.Status.Allocatable {
+		if events.ExtendedResource(name) {
+			if out.Status.Allocatable == nil {
+				out.Status.Allocatable = corev1.ResourceList{}
+			}
+			out.Status.Allocatable[name] = quantity
+		}
 	}
 	for _, cond := range node.Status.Conditions {
 		if cond.Type == corev1.NodeReady || cond.Type == events.PreemptionScheduled {

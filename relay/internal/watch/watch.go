@@ -470,7 +470,7 @@ func (r *relay) onNodeUpdate(oldObj, newObj any) {
 	}
 	oldReady, oldSince := events.NodeReady(oldNode)
 	newReady, newSince := events.NodeReady(newNode)
-	if oldReady != newReady || !oldSince.Equal(&newSince) {
+	if oldReady != newReady || !oldSince.Equal(&newSince) || events.InitInputs(oldNode) != events.InitInputs(newNode) {
 		r.emitNode(newNode)
 	}
 	oldCond, wasPreempt := events.Preemption(oldNode)

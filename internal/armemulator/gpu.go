@@ -1,0 +1,230 @@
+package armemulator
+
+import (
+	"context"
+	"encoding/base64"
+	"fmt"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+)
+
+// GPUs on an emulated node, as the AKS node image and a kubelet treat them.
+//
+// A kubelet reports an extended resource such as nvidia.com/gpu only after a
+// device plugin registered it through /var/lib/kubelet/device-plugins/
+// kubelet.sock (https://kubernetes.io/docs/concepts/extend-kubernetes/compute-storage-net/device-plugins/),
+// so a node registers with no GPU resources whatever its size. The NVIDIA
+// device plugin finds GPUs only through the driver's NVML library, which
+// containers see only under nvidia-container-runtime
+// (github.com/NVIDIA/k8s-device-plugin README, "Prerequisites"). The AKS node
+// image installs the driver only when GPU_NODE=true (Azure/AgentBaker
+// parts/linux/cloud-init/artifacts/cse_main.sh ensureGPUDrivers), and the
+// Azure Karpenter provider leaves the device plugin to the user
+// (karpenter-provider-azure designs/0002-gpu-selection-and-bootstrap.md:93-100
+// @352646f5): the test installs it as a DaemonSet, as a user does.
+//
+// So the emulated node advertises nvidia.com/gpu (its size's count) once a
+// pod of NVIDIA's device plugin image that mounts the device-plugins
+// directory runs on it, and only if provisioning installed the driver and
+// made nvidia-container-runtime containerd's default runtime. AMD GPUs are
+// never advertised: AKS installs no AMD driver (the provider's
+// IsDriverInstallSupported is NVIDIA only) and the emulator does not model
+// an AMD GPU operator.
+
+// devicePluginDir is where device plugins register with the kubelet.
+const devicePluginDir = "/var/lib/kubelet/device-plugins"
+
+// nvidiaDevicePluginImage is NVIDIA's device plugin image repository.
+const nvidiaDevicePluginImage = "nvcr.io/nvidia/k8s-device-plugin"
+
+// publishedGPUDriverImages are the driver images AgentBaker publishes and
+// the node image can pull, repository:tag (Azure/AgentBaker@06836ee2
+// parts/common/components.json GPUContainerImages). configGPUDrivers pulls
+// mcr.microsoft.com/aks/aks-gpu-${GPU_DRIVER_TYPE}:${GPU_DRIVER_VERSION}-${GPU_IMAGE_SHA}
+// (cse_helpers.sh NVIDIA_DRIVER_IMAGE, NVIDIA_DRIVER_IMAGE_TAG) and exits
+// ERR_GPU_DRIVERS_START_FAIL when the pull fails (cse_config.sh
+// configGPUDrivers), before the kubelet starts.
+var publishedGPUDriverImages = map[string]bool{
+	"mcr.microsoft.com/aks/aks-gpu-cuda-lts:580.159.04-20260629214430": true,
+	"mcr.microsoft.com/aks/aks-gpu-cuda:580.126.09-20260430040408":     true,
+	"mcr.microsoft.com/aks/aks-gpu-grid:570.211.01-20260522192315":     true,
+	"mcr.microsoft.com/aks/aks-gpu-grid-v20:595.58.03-20260609172331":  true,
+}
+
+// convergedDriverSizes need the GRID ("converged") driver: a CUDA driver
+// fails to install on them (Azure/AgentBaker@06836ee2
+// pkg/agent/datamodel/gpu_components.go ConvergedGPUDriverSizes).
+var convergedDriverSizes = map[string]bool{
+	"standard_nv6ads_a10_v5": true, "standard_nv12ads_a10_v5": true, "standard_nv18ads_a10_v5": true,
+	"standard_nv36ads_a10_v5": true, "standard_nv72ads_a10_v5": true, "standard_nv36adms_a10_v5": true,
+	"standard_nc8ads_a10_v4": true, "standard_nc16ads_a10_v4": true, "standard_nc32ads_a10_v4": true,
+}
+
+// driverKind is the driver family size's GPUs take: grid-v20 for the RTX
+// PRO 6000 Blackwell sizes (AgentBaker's RTXPro6000GPUDriverSizes, same
+// file), grid for the converged sizes, cuda (cuda or cuda-lts) otherwise.
+func driverKind(size string) string {
+	name := strings.ToLower(size)
+	switch {
+	case strings.HasSuffix(name, "_rtxpro6000bse_v6"):
+		return "grid-v20"
+	case convergedDriverSizes[name]:
+		return "grid"
+	}
+	return "cuda"
+}
+
+// gpuState is what provisioning made of a node's GPUs.
+type gpuState struct {
+	// driver: the NVIDIA driver is installed and containers get it.
+	driver bool
+	// why the GPUs cannot be advertised even with a device plugin ("" when
+	// they can).
+	why string
+}
+
+// readGPU reads the GPU variables of customData on a VM of size whose
+// capacity (before device plugins) is capacity. An error is a provisioning
+// failure: the node image exits before it starts the kubelet.
+func readGPU(vars map[string]string, size string, capacity corev1.ResourceList) (gpuState, error) {
+	nvidia := capacity[corev1.ResourceName("nvidia.com/gpu")]
+	if vars["GPU_NODE"] != "true" {
+		// No driver install; containerd's config is the non-GPU one.
+		if nvidia.Sign() > 0 {
+			return gpuState{why: "GPU_NODE is not true: the node image installed no NVIDIA driver, so no device plugin finds the GPUs"}, nil
+		}
+		return gpuState{why: "the size has no NVIDIA GPUs"}, nil
+	}
+	if nvidia.Sign() <= 0 {
+		// configGPUDrivers then waits for nvidia-smi, which finds no GPU.
+		return gpuState{}, fmt.Errorf("GPU_NODE=true on %s, which has no NVIDIA GPUs: the driver install's nvidia-smi check fails and provisioning exits (ERR_GPU_DRIVERS_START_FAIL)", size)
+	}
+	image := "mcr.microsoft.com/aks/aks-gpu-" + vars["GPU_DRIVER_TYPE"] + ":" + vars["GPU_DRIVER_VERSION"] + "-" + vars["GPU_IMAGE_SHA"]
+	if !publishedGPUDriverImages[image] {
+		return gpuState{}, fmt.Errorf("GPU driver image %s is not published: pulling it fails and provisioning exits (ERR_GPU_DRIVERS_START_FAIL)", image)
+	}
+	if want, got := driverKind(size), vars["GPU_DRIVER_TYPE"]; !strings.HasPrefix(got, want) || (want == "grid" && got != "grid") {
+		return gpuState{}, fmt.Errorf("GPU_DRIVER_TYPE %s does not fit %s's GPUs (they need a %s driver): the driver install fails and provisioning exits (ERR_GPU_DRIVERS_START_FAIL)",
+			got, size, want)
+	}
+	config, err := base64.StdEncoding.DecodeString(vars["CONTAINERD_CONFIG_CONTENT"])
+	if err != nil {
+		return gpuState{}, fmt.Errorf("CONTAINERD_CONFIG_CONTENT is not base64: %w", err)
+	}
+	if !strings.Contains(string(config), `default_runtime_name = "nvidia-container-runtime"`) {
+		return gpuState{driver: true, why: "containerd's default runtime is not nvidia-container-runtime: the device plugin's container cannot load NVML and finds no GPUs"}, nil
+	}
+	return gpuState{driver: true}, nil
+}
+
+// withoutDeviceResources is capacity less the resources only device
+// plugins report.
+func withoutDeviceResources(capacity corev1.ResourceList) corev1.ResourceList {
+	out := capacity.DeepCopy()
+	delete(out, corev1.ResourceName("nvidia.com/gpu"))
+	delete(out, corev1.ResourceName("amd.com/gpu"))
+	return out
+}
+
+// devicePlugin is one node's kubelet device plugin manager: it watches the
+// pods bound to the node (as the kubelet does, with its own credentials)
+// and, once an NVIDIA device plugin pod runs there and the GPUs are usable,
+// reports them in the Node's capacity and allocatable.
+type devicePlugin struct {
+	node   string
+	gpus   resource.Quantity // the size's NVIDIA GPUs
+	state  gpuState
+	client kubernetes.Interface
+	// problem records why the node does not advertise GPUs.
+	problem func(node, why string)
+}
+
+// devicePluginPoll is how often the emulated kubelet looks at its pods.
+const devicePluginPoll = 500 * time.Millisecond
+
+// run reports the GPUs once and returns; it stops when ctx ends or wanted
+// says the VM is gone.
+func (d *devicePlugin) run(ctx context.Context, wanted func() bool) {
+	for wanted() {
+		pod, err := d.findPlugin(ctx)
+		switch {
+		case err != nil:
+			d.problem(d.node, "listing the node's pods: "+err.Error())
+		case pod == "" && d.state.why != "":
+			d.problem(d.node, "no NVIDIA device plugin pod ("+nvidiaDevicePluginImage+", mounting "+devicePluginDir+") runs on the node, and one would register no GPUs: "+d.state.why)
+		case pod == "":
+			d.problem(d.node, "no NVIDIA device plugin pod ("+nvidiaDevicePluginImage+", mounting "+devicePluginDir+") runs on the node: nvidia.com/gpu is not registered")
+		case d.state.why != "":
+			d.problem(d.node, "device plugin pod "+pod+" registers no GPUs: "+d.state.why)
+		default:
+			if err := d.advertise(ctx); err != nil {
+				d.problem(d.node, "advertising nvidia.com/gpu: "+err.Error())
+				break
+			}
+			d.problem(d.node, "")
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(devicePluginPoll):
+		}
+	}
+}
+
+// findPlugin names a running NVIDIA device plugin pod on the node.
+func (d *devicePlugin) findPlugin(ctx context.Context) (string, error) {
+	pods, err := d.client.CoreV1().Pods("").List(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName=" + d.node})
+	if err != nil {
+		return "", err
+	}
+	for i := range pods.Items {
+		pod := &pods.Items[i]
+		if pod.Status.Phase == corev1.PodRunning && pod.DeletionTimestamp == nil && isNvidiaDevicePlugin(pod) {
+			return pod.Namespace + "/" + pod.Name, nil
+		}
+	}
+	return "", nil
+}
+
+// isNvidiaDevicePlugin: a container of NVIDIA's device plugin image that
+// mounts a hostPath volume of the kubelet's device-plugins directory, where
+// it registers (NVIDIA's deployments/static/nvidia-device-plugin.yml).
+func isNvidiaDevicePlugin(pod *corev1.Pod) bool {
+	hostPaths := map[string]bool{}
+	for _, v := range pod.Spec.Volumes {
+		if v.HostPath != nil && strings.TrimSuffix(v.HostPath.Path, "/") == devicePluginDir {
+			hostPaths[v.Name] = true
+		}
+	}
+	for _, c := range pod.Spec.Containers {
+		repo, _, _ := strings.Cut(c.Image, "@")
+		if i := strings.LastIndex(repo, ":"); i > strings.LastIndex(repo, "/") {
+			repo = repo[:i]
+		}
+		if repo != nvidiaDevicePluginImage {
+			continue
+		}
+		for _, m := range c.VolumeMounts {
+			if hostPaths[m.Name] && strings.TrimSuffix(m.MountPath, "/") == devicePluginDir {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// advertise patches the Node's status with the GPUs, as the kubelet's
+// node status update does once the plugin registered them (extended
+// resources are allocatable in full).
+func (d *devicePlugin) advertise(ctx context.Context) error {
+	patch := fmt.Sprintf(`{"status":{"capacity":{"nvidia.com/gpu":%q},"allocatable":{"nvidia.com/gpu":%q}}}`, d.gpus.String(), d.gpus.String())
+	_, err := d.client.CoreV1().Nodes().Patch(ctx, d.node, types.StrategicMergePatchType, []byte(patch), metav1.PatchOptions{}, "status")
+	return err
+}
