@@ -51,6 +51,9 @@ type InstanceType struct {
 	Overhead  corev1.ResourceList
 	Labels    map[string]string
 	Offerings []Offering
+	// LocalDisks decide the ephemeral OS disk (EphemeralOSDiskPlacement);
+	// nil when the catalog does not know them.
+	LocalDisks *LocalDisks
 
 	// What the reservations are computed from; fixedOverhead means a catalog
 	// file stated Overhead, which WithMaxPods then keeps.
@@ -244,7 +247,7 @@ func newInstanceType(s compact.SKU, region string, offerings []Offering) *Instan
 	case "amd":
 		capacity[ResourceAMDGPU] = *resource.NewQuantity(s.GPUCount, resource.DecimalSI)
 	}
-	return &InstanceType{
+	it := &InstanceType{
 		Name:              s.Name,
 		Architecture:      s.Architecture,
 		HyperVGenerations: slices.Clone(s.HyperVGenerations),
@@ -255,8 +258,11 @@ func newInstanceType(s compact.SKU, region string, offerings []Offering) *Instan
 			gpuCount: s.GPUCount, gpuName: s.GPUName, gpuManufacturer: s.GPUManufacturer,
 			acceleratedNetworking: s.AcceleratedNetworking, premium: s.PremiumIO, region: region,
 		}),
-		Offerings: offerings,
-		vcpus:     s.VCPUs,
-		memoryMiB: s.MemoryMiB,
+		Offerings:  offerings,
+		LocalDisks: localDisksOf(s.LocalDisks),
+		vcpus:      s.VCPUs,
+		memoryMiB:  s.MemoryMiB,
 	}
+	addEphemeralOSLabel(it.Labels, it.LocalDisks)
+	return it
 }

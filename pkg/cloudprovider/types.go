@@ -59,6 +59,10 @@ type LaunchRequest struct {
 
 	ImageFamily  string // default Ubuntu
 	OSDiskSizeGB int32  // default 128
+	// EphemeralOSDiskPlacement puts the OS disk on the size's local disk
+	// (NvmeDisk, CacheDisk or ResourceDisk, from
+	// catalog.InstanceType.EphemeralOSDiskPlacement); "" is a managed disk.
+	EphemeralOSDiskPlacement string
 	MaxPods      int32
 	SubnetID     string // default: the provider's configured subnet
 	// Reservations are the kubelet's reservations for InstanceType at
