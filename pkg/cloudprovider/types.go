@@ -63,8 +63,8 @@ type LaunchRequest struct {
 	// (NvmeDisk, CacheDisk or ResourceDisk, from
 	// catalog.InstanceType.EphemeralOSDiskPlacement); "" is a managed disk.
 	EphemeralOSDiskPlacement string
-	MaxPods      int32
-	SubnetID     string // default: the provider's configured subnet
+	MaxPods                  int32
+	SubnetID                 string // default: the provider's configured subnet
 	// Reservations are the kubelet's reservations for InstanceType at
 	// MaxPods, the ones the engine subtracted from its capacity
 	// (catalog.InstanceType.Reservations); required: the node's kubelet is
