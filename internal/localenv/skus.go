@@ -62,6 +62,9 @@ func ResourceSKUs(cat *catalog.Catalog) []*armcompute.ResourceSKU {
 					capability("SupportedEphemeralOSDiskPlacements", "NvmeDisk"))
 			}
 		}
+		if it.EncryptionAtHostSupported != nil {
+			capabilities = append(capabilities, capability("EncryptionAtHostSupported", map[bool]string{true: "True", false: "False"}[*it.EncryptionAtHostSupported]))
+		}
 		out = append(out, &armcompute.ResourceSKU{
 			Name: to(it.Name), ResourceType: to("virtualMachines"), Tier: to("Standard"), Family: to(offerings.QuotaFamily(it.Name)),
 			Locations: []*string{to(cat.Region)}, LocationInfo: []*armcompute.ResourceSKULocationInfo{info},

@@ -54,6 +54,9 @@ type InstanceType struct {
 	// LocalDisks decide the ephemeral OS disk (EphemeralOSDiskPlacement);
 	// nil when the catalog does not know them.
 	LocalDisks *LocalDisks
+	// EncryptionAtHostSupported is the size's EncryptionAtHostSupported
+	// capability; nil when the catalog does not know it.
+	EncryptionAtHostSupported *bool
 
 	// What the reservations are computed from; fixedOverhead means a catalog
 	// file stated Overhead, which WithMaxPods then keeps.

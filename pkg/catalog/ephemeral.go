@@ -2,6 +2,7 @@ package catalog
 
 import (
 	"strconv"
+	"strings"
 
 	"github.com/karpfunc/karpfunc/pkg/catalog/internal/compact"
 	"github.com/karpfunc/karpfunc/pkg/catalog/internal/ephemeralos"
@@ -23,12 +24,12 @@ const (
 // LocalDisks are the Resource SKU capabilities an ephemeral OS disk is
 // chosen from, named as the SKU API names them.
 type LocalDisks struct {
-	EphemeralOSDiskSupported bool  // EphemeralOSDiskSupported
-	CachedDiskBytes          int64 // CachedDiskBytes
-	ResourceDiskMiB          int64 // MaxResourceVolumeMB (MiB despite its name)
-	NvmeDiskMiB              int64 // NvmeDiskSizeInMiB
+	EphemeralOSDiskSupported bool  `json:"ephemeralOSDiskSupported"`  // EphemeralOSDiskSupported
+	CachedDiskBytes          int64 `json:"cachedDiskBytes,omitempty"` // CachedDiskBytes
+	ResourceDiskMiB          int64 `json:"resourceDiskMiB,omitempty"` // MaxResourceVolumeMB (MiB despite its name)
+	NvmeDiskMiB              int64 `json:"nvmeDiskMiB,omitempty"`     // NvmeDiskSizeInMiB
 	// NvmePlacement: SupportedEphemeralOSDiskPlacements lists NvmeDisk.
-	NvmePlacement bool
+	NvmePlacement bool `json:"nvmePlacement,omitempty"`
 }
 
 func (d LocalDisks) compact() compact.LocalDisks {
@@ -85,4 +86,57 @@ func addEphemeralOSLabel(labels map[string]string, disks *LocalDisks) {
 	if maxGB, _ := disks.EphemeralOSDiskMax(); maxGB > 0 {
 		labels[LabelSKUStorageEphemeralOSMaxSize] = strconv.FormatInt(maxGB, 10)
 	}
+}
+
+// setLocalDiskCapability records a local-disk capability of the Resource
+// SKUs API; other names are ignored.
+func (f *SKUFacts) setLocalDiskCapability(name, value string) {
+	number, _ := strconv.ParseInt(value, 10, 64)
+	disks := f.LocalDisks
+	if disks == nil {
+		disks = &LocalDisks{}
+	}
+	switch name {
+	case "EphemeralOSDiskSupported":
+		disks.EphemeralOSDiskSupported = strings.EqualFold(value, "true")
+	case "CachedDiskBytes":
+		disks.CachedDiskBytes = number
+	case "MaxResourceVolumeMB":
+		disks.ResourceDiskMiB = number
+	case "NvmeDiskSizeInMiB":
+		disks.NvmeDiskMiB = number
+	case "SupportedEphemeralOSDiskPlacements":
+		for _, placement := range strings.Split(value, ",") {
+			disks.NvmePlacement = disks.NvmePlacement || strings.EqualFold(strings.TrimSpace(placement), PlacementNvmeDisk)
+		}
+	default:
+		return
+	}
+	f.LocalDisks = disks
+}
+
+// checkLocalDisks checks a catalog file's localDisks: sizes are not
+// negative.
+func checkLocalDisks(d *LocalDisks, invalid invalidField) (*LocalDisks, error) {
+	if d == nil {
+		return nil, nil
+	}
+	for field, value := range map[string]int64{"cachedDiskBytes": d.CachedDiskBytes, "resourceDiskMiB": d.ResourceDiskMiB, "nvmeDiskMiB": d.NvmeDiskMiB} {
+		if value < 0 {
+			return nil, invalid("localDisks."+field, "is %d; a disk size is 0 (no such disk) or positive", value)
+		}
+	}
+	out := *d
+	return &out, nil
+}
+
+// MaySupportEncryptionAtHost is false only for a size whose
+// EncryptionAtHostSupported capability the catalog knows to be False. The
+// Azure provider offers a class with encryptionAtHost only the sizes with
+// the capability (karpenter-provider-azure@352646f5
+// pkg/providers/instancetype/instancetypes.go:369-397); a size whose
+// capability is unknown (the embedded catalog's public facts do not give
+// it) is kept, and ARM has the last word.
+func (it *InstanceType) MaySupportEncryptionAtHost() bool {
+	return it.EncryptionAtHostSupported == nil || *it.EncryptionAtHostSupported
 }

@@ -1,7 +1,10 @@
 package catalog_test
 
 import (
+	"strings"
 	"testing"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/compute/armcompute/v8"
 
 	"github.com/karpfunc/karpfunc/pkg/catalog"
 )
@@ -70,5 +73,51 @@ func TestEphemeralOSDiskMax(t *testing.T) {
 		if gb != tc.wantGB || placement != tc.wantPlace {
 			t.Errorf("%s: (%d, %q), want (%d, %q)", tc.name, gb, placement, tc.wantGB, tc.wantPlace)
 		}
+	}
+}
+
+// TestLocalDisksFromARM: a refreshed catalog reads the local-disk and
+// encryption-at-host capabilities of the Resource SKUs API.
+func TestLocalDisksFromARM(t *testing.T) {
+	capability := func(name, value string) *armcompute.ResourceSKUCapabilities {
+		return &armcompute.ResourceSKUCapabilities{Name: &name, Value: &value}
+	}
+	name, kind, region := "Standard_D128ds_v6", "virtualMachines", "eastus"
+	facts, ok := catalog.SKUFactsFromARM(&armcompute.ResourceSKU{Name: &name, ResourceType: &kind, Locations: []*string{&region},
+		Capabilities: []*armcompute.ResourceSKUCapabilities{
+			capability("EphemeralOSDiskSupported", "True"), capability("NvmeDiskSizeInMiB", "7208825"),
+			capability("SupportedEphemeralOSDiskPlacements", "ResourceDisk,NvmeDisk"), capability("EncryptionAtHostSupported", "False"),
+		}}, region)
+	if !ok {
+		t.Fatal("SKU not read")
+	}
+	want := catalog.LocalDisks{EphemeralOSDiskSupported: true, NvmeDiskMiB: 7208825, NvmePlacement: true}
+	if facts.LocalDisks == nil || *facts.LocalDisks != want {
+		t.Errorf("LocalDisks = %+v, want %+v", facts.LocalDisks, want)
+	}
+	if facts.EncryptionAtHostSupported == nil || *facts.EncryptionAtHostSupported {
+		t.Errorf("EncryptionAtHostSupported = %v, want false", facts.EncryptionAtHostSupported)
+	}
+}
+
+// TestLocalDisksInFile: a catalog file's localDisks give the label and the
+// placement; a negative size is refused by field.
+func TestLocalDisksInFile(t *testing.T) {
+	const file = `{"region":"test","zones":["test-1"],"instanceTypes":[{"name":"Standard_D2s_v3","architecture":"amd64",
+	 "capacity":{"cpu":"2","memory":"8Gi"},"localDisks":{"ephemeralOSDiskSupported":true,"cachedDiskBytes":%s,"resourceDiskMiB":16384},
+	 "offerings":[{"zone":"test-1","capacityType":"on-demand","price":0.1}]}]}`
+	cat, err := catalog.Parse([]byte(strings.Replace(file, "%s", "53687091200", 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	it := cat.InstanceTypes[0]
+	if got := it.Labels[catalog.LabelSKUStorageEphemeralOSMaxSize]; got != "53" {
+		t.Errorf("label = %q, want 53", got)
+	}
+	if got := it.EphemeralOSDiskPlacement(30); got != catalog.PlacementCacheDisk {
+		t.Errorf("placement = %q, want CacheDisk", got)
+	}
+	if _, err := catalog.Parse([]byte(strings.Replace(file, "%s", "-1", 1))); err == nil || !strings.Contains(err.Error(), "localDisks.cachedDiskBytes") {
+		t.Errorf("negative cache disk: error %v, want one naming localDisks.cachedDiskBytes", err)
 	}
 }

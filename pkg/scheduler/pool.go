@@ -252,10 +252,12 @@ func (pl *pool) setLimits(in Input) {
 // allow: those without a node image in the pool's image family to
 // noImage, those with an offering the pool can buy to types.
 func (s *solver) addPoolTypes(pl *pool, in Input) {
-	family := *pl.class.DefaultedSpec().ImageFamily
+	spec := pl.class.DefaultedSpec()
+	family := *spec.ImageFamily
+	encryptionAtHost := spec.Security != nil && spec.Security.EncryptionAtHost != nil && *spec.Security.EncryptionAtHost
 	daemons := s.daemonsFor(pl, in)
 	for _, it := range in.Catalog.InstanceTypes {
-		if it == nil {
+		if it == nil || (encryptionAtHost && !it.MaySupportEncryptionAtHost()) {
 			continue
 		}
 		mt := in.Memo.instanceType(it, pl.maxPods)
