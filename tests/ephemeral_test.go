@@ -6,6 +6,7 @@ import (
 	"crypto/x509"
 	"fmt"
 	"net/http"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -21,63 +22,15 @@ import (
 	"github.com/karpfunc/karpfunc/internal/localenv"
 )
 
-// ephemeralPool is a NodePool as a NAP user writes one for ephemeral OS
-// disks: sizes whose ephemeral OS disk holds the class's 128 GB OS disk,
-// CPU-only, amd64.
-const ephemeralPool = `apiVersion: karpenter.sh/v1
-kind: NodePool
-metadata:
-  name: ephemeral
-spec:
-  template:
-    spec:
-      nodeClassRef: {group: karpenter.azure.com, kind: AKSNodeClass, name: ephemeral}
-      requirements:
-        - {key: kubernetes.io/arch, operator: In, values: [amd64]}
-        - {key: karpenter.azure.com/sku-storage-ephemeralos-maxsize, operator: Gt, values: ["128"]}
-        - {key: karpenter.azure.com/sku-gpu-count, operator: In, values: ["0"]}
-  limits: {cpu: "1000"}
----
-apiVersion: karpenter.azure.com/v1beta1
-kind: AKSNodeClass
-metadata:
-  name: ephemeral
-spec:
-  imageFamily: Ubuntu
-  osDiskSizeGB: 128
-`
-
-// arm64Pool allows only arm64 sizes.
-const arm64Pool = `apiVersion: karpenter.sh/v1
-kind: NodePool
-metadata:
-  name: arm
-spec:
-  template:
-    spec:
-      nodeClassRef: {group: karpenter.azure.com, kind: AKSNodeClass, name: arm}
-      requirements:
-        - {key: kubernetes.io/arch, operator: In, values: [arm64]}
-        - {key: karpenter.sh/capacity-type, operator: In, values: [on-demand, spot]}
-  limits: {cpu: "1000"}
----
-apiVersion: karpenter.azure.com/v1beta1
-kind: AKSNodeClass
-metadata:
-  name: arm
-spec:
-  imageFamily: Ubuntu
-`
-
-// TestEphemeralOSDiskPool: a NodePool that selects sizes by the provider's
-// sku-storage-ephemeralos-maxsize label brings 20 pods to Running, and every
+// TestEphemeralOSDiskPool: the example NodePool that selects sizes by the
+// provider's sku-storage-ephemeralos-maxsize label brings 20 pods to Running, and every
 // VM it launched has an ephemeral OS disk as the Azure provider writes it,
 // read back through the SDK: diffDiskSettings Local on the size's local
 // disk (NVMe > cache > resource), ReadOnly caching, the class's 128 GB.
 func TestEphemeralOSDiskPool(t *testing.T) {
 	env := startEnv(t, localenv.Options{ClusterName: "e2e", BootDelay: time.Second})
 	ctx := context.Background()
-	if _, err := env.Apply(ctx, []byte(ephemeralPool), "ephemeral pool"); err != nil {
+	if _, err := env.ApplyFile(ctx, filepath.Join(env.Options.RepoRoot, "examples", "nodepool-ephemeral.yaml")); err != nil {
 		t.Fatal(err)
 	}
 	if err := env.Kube.Create(ctx, deployment("eph", 20, "500m", "1Gi")); err != nil {
@@ -121,13 +74,13 @@ func TestEphemeralOSDiskPool(t *testing.T) {
 	}
 }
 
-// TestArm64Pool: a NodePool that allows only arm64 sizes brings 20 pods to
+// TestArm64Pool: the example NodePool that allows only arm64 sizes brings 20 pods to
 // Running on arm64 nodes booting the AKS arm64 Gen2 image the provider
 // picks for the cluster's Kubernetes version.
 func TestArm64Pool(t *testing.T) {
 	env := startEnv(t, localenv.Options{ClusterName: "e2e", BootDelay: time.Second})
 	ctx := context.Background()
-	if _, err := env.Apply(ctx, []byte(arm64Pool), "arm64 pool"); err != nil {
+	if _, err := env.ApplyFile(ctx, filepath.Join(env.Options.RepoRoot, "examples", "nodepool-arm64.yaml")); err != nil {
 		t.Fatal(err)
 	}
 	if err := env.Kube.Create(ctx, deployment("arm", 20, "500m", "1Gi")); err != nil {
