@@ -261,11 +261,11 @@ func newInstanceType(s compact.SKU, region string, offerings []Offering) *Instan
 			gpuCount: s.GPUCount, gpuName: s.GPUName, gpuManufacturer: s.GPUManufacturer,
 			acceleratedNetworking: s.AcceleratedNetworking, premium: s.PremiumIO, region: region,
 		}),
-		Offerings:  offerings,
-		LocalDisks: localDisksOf(s.LocalDisks),
-		vcpus:      s.VCPUs,
-		memoryMiB:  s.MemoryMiB,
+		Offerings: offerings,
+		vcpus:     s.VCPUs,
+		memoryMiB: s.MemoryMiB,
 	}
+	it.LocalDisks = localDisksOf(s.LocalDisks)
 	addEphemeralOSLabel(it.Labels, it.LocalDisks)
 	return it
 }
