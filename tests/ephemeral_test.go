@@ -23,10 +23,11 @@ import (
 )
 
 // TestEphemeralOSDiskPool: the example NodePool that selects sizes by the
-// provider's sku-storage-ephemeralos-maxsize label brings 20 pods to Running, and every
-// VM it launched has an ephemeral OS disk as the Azure provider writes it,
-// read back through the SDK: diffDiskSettings Local on the size's local
-// disk (NVMe > cache > resource), ReadOnly caching, the class's 128 GB.
+// provider's sku-storage-ephemeralos-maxsize label brings 20 pods to
+// Running (and one pod pinned to a size of each placement), and every VM it
+// launched has an ephemeral OS disk as the Azure provider writes it, read
+// back through the SDK: diffDiskSettings Local on the size's local disk
+// (NVMe > cache > resource), ReadOnly caching, the class's 128 GB.
 func TestEphemeralOSDiskPool(t *testing.T) {
 	env := startEnv(t, localenv.Options{ClusterName: "e2e", BootDelay: time.Second})
 	ctx := context.Background()
@@ -36,7 +37,20 @@ func TestEphemeralOSDiskPool(t *testing.T) {
 	if err := env.Kube.Create(ctx, deployment("eph", 20, "500m", "1Gi")); err != nil {
 		t.Fatal(err)
 	}
+	// One pod each on a size whose ephemeral disk is the cache disk, the
+	// resource disk and the NVMe disk, so every placement reaches the
+	// emulator whichever sizes the 20 pods get.
+	for app, size := range map[string]string{"eph-cache": "Standard_F16s_v2", "eph-resource": "Standard_E4d_v5", "eph-nvme": "Standard_D128ds_v6"} {
+		d := deployment(app, 1, "500m", "1Gi")
+		d.Spec.Template.Spec.NodeSelector = map[string]string{corev1.LabelInstanceTypeStable: size}
+		if err := env.Kube.Create(ctx, d); err != nil {
+			t.Fatal(err)
+		}
+	}
 	eventually(t, 5*time.Minute, "20 pods running on the ephemeral pool", func() (bool, string) { return allRunning(ctx, env.Kube, "eph", 20) })
+	for _, app := range []string{"eph-cache", "eph-resource", "eph-nvme"} {
+		eventually(t, 2*time.Minute, app+" running", func() (bool, string) { return allRunning(ctx, env.Kube, app, 1) })
+	}
 
 	// The placement each size's local disks give, from the public facts
 	// the catalog is built from (cache disk GiB, resource disk MiB).
@@ -46,9 +60,7 @@ func TestEphemeralOSDiskPool(t *testing.T) {
 	}
 	vms := vmClient(t, env)
 	claims := nodeClaimList(t, ctx, env.Kube)
-	if len(claims) == 0 {
-		t.Fatal("no NodeClaims")
-	}
+	placements := map[armcompute.DiffDiskPlacement]bool{}
 	for _, nc := range claims {
 		got, err := vms.Get(ctx, localenv.ResourceGroup, nc.Name, nil)
 		if err != nil {
@@ -61,6 +73,9 @@ func TestEphemeralOSDiskPool(t *testing.T) {
 			t.Errorf("VM %s is a %s, which is not a size whose local disk holds a 128 GB ephemeral OS disk", nc.Name, size)
 			continue
 		}
+		if od.DiffDiskSettings != nil {
+			placements[ptrValue(od.DiffDiskSettings.Placement)] = true
+		}
 		if od.DiffDiskSettings == nil || ptrValue(od.DiffDiskSettings.Option) != armcompute.DiffDiskOptionsLocal || ptrValue(od.DiffDiskSettings.Placement) != want {
 			t.Errorf("VM %s (%s): diffDiskSettings %s, want Local on %s", nc.Name, size, describeDiff(od.DiffDiskSettings), want)
 		}
@@ -71,6 +86,9 @@ func TestEphemeralOSDiskPool(t *testing.T) {
 			t.Errorf("NodeClaim %s (%s) lacks the sku-storage-ephemeralos-maxsize label", nc.Name, size)
 		}
 		t.Logf("%s: %s, ephemeral OS disk on %s, max %s GB", nc.Name, size, want, nc.Labels["karpenter.azure.com/sku-storage-ephemeralos-maxsize"])
+	}
+	if len(placements) != 3 {
+		t.Errorf("VMs used placements %v; want CacheDisk, ResourceDisk and NvmeDisk", placements)
 	}
 }
 
