@@ -28,10 +28,10 @@ build:
 	$(GO) build -o $(BIN)/funchost ./cmd/funchost
 	$(GO) build -o $(BIN)/karpfunc ./cmd/karpfunc
 
-## demo: the whole loop on a local control plane: 50 pending pods to running nodes
+## demo: the whole loop on a local control plane: 50 pending pods to running nodes (DEMO_FLAGS="-nodepool examples/nodepool-arm64.yaml": arm64 only)
 demo: tools build
 	$(GO) build -o $(BIN)/karpfunc-demo ./hack/demo
-	$(BIN)/karpfunc-demo
+	$(BIN)/karpfunc-demo $(DEMO_FLAGS)
 
 ## test: the lint gate, unit tests and the end-to-end tests on a real local control plane
 test: tools lint

@@ -9,7 +9,10 @@
 // it creates the N pods itself, all within seconds, so the breakdown runs
 // from the first pod's creation rather than kube-controller-manager's pace.
 //
-//	go run ./hack/demo [-timeout 10m] [-keep] [-vm-create 6s] [-boot 3s] [-pods N [-bare-pods] [-trace]]
+// With -nodepool it applies another NodePool file instead of the sample one
+// (examples/nodepool-arm64.yaml: only arm64 sizes).
+//
+//	go run ./hack/demo [-timeout 10m] [-keep] [-vm-create 6s] [-boot 3s] [-nodepool file] [-pods N [-bare-pods] [-trace]]
 package main
 
 import (
@@ -55,6 +58,7 @@ type demoFlags struct {
 	pods     int           // 0: the sample workload; else the burst's replicas
 	barePods bool          // create the burst's pods directly, not through a Deployment
 	trace    bool          // collect the handler's traces and profile the Provision passes
+	nodePool string        // the NodePool file to apply; "" is examples/nodepool.yaml
 }
 
 // parseDemoFlags reads the demo's flags from args.
@@ -68,10 +72,12 @@ func parseDemoFlags(args []string) (demoFlags, error) {
 	barePods := fs.Bool("bare-pods", false, "with -pods N: create the N pods directly ("+fmt.Sprint(burstCreators)+
 		" at a time) instead of a Deployment, and time the breakdown from the first pod's creation")
 	trace := fs.Bool("trace", false, "collect the handler's traces (OTLP) and print where the Provision passes spent their time")
+	nodePool := fs.String("nodepool", "", "the NodePool and AKSNodeClass file to apply, relative to the repository root "+
+		"(default examples/nodepool.yaml; examples/nodepool-arm64.yaml launches only arm64 sizes, examples/nodepool-ephemeral.yaml only sizes with ephemeral OS disks)")
 	if err := fs.Parse(args); err != nil {
 		return demoFlags{}, err
 	}
-	opts := demoFlags{timeout: *timeout, keep: *keep, vmCreate: *vmCreate, boot: *boot, pods: *pods, barePods: *barePods, trace: *trace}
+	opts := demoFlags{timeout: *timeout, keep: *keep, vmCreate: *vmCreate, boot: *boot, pods: *pods, barePods: *barePods, trace: *trace, nodePool: *nodePool}
 	if err := opts.check(); err != nil {
 		return demoFlags{}, err
 	}
@@ -163,7 +169,11 @@ type workload struct {
 // applyWorkload applies the sample NodePool and either the sample workload
 // (opts.pods 0) or the burst: its Deployment or, with -bare-pods, its pods.
 func applyWorkload(ctx context.Context, env *localenv.Env, root string, opts demoFlags) (workload, error) {
-	files := []string{"examples/nodepool.yaml", "examples/workload.yaml"}
+	nodePool := "examples/nodepool.yaml"
+	if opts.nodePool != "" {
+		nodePool = opts.nodePool
+	}
+	files := []string{nodePool, "examples/workload.yaml"}
 	if opts.pods > 0 {
 		files = files[:1]
 	}

@@ -29,6 +29,11 @@ func TestParseDemoFlags(t *testing.T) {
 			args: []string{"-pods", "100", "-bare-pods"},
 			want: demoFlags{timeout: 10 * time.Minute, vmCreate: demoVMCreate, boot: demoBoot, pods: 100, barePods: true},
 		},
+		{
+			name: "another NodePool file",
+			args: []string{"-nodepool", "examples/nodepool-arm64.yaml"},
+			want: demoFlags{timeout: 10 * time.Minute, vmCreate: demoVMCreate, boot: demoBoot, nodePool: "examples/nodepool-arm64.yaml"},
+		},
 		{name: "bare pods without -pods", args: []string{"-bare-pods"}, wantErr: "-bare-pods needs -pods N"},
 		{name: "bare pods with -pods 0", args: []string{"-pods", "0", "-bare-pods"}, wantErr: "-bare-pods needs -pods N"},
 		{name: "negative pods", args: []string{"-pods", "-1"}, wantErr: "-pods -1"},

@@ -38,10 +38,13 @@ func strictSKUs() []*armcompute.ResourceSKU {
 	d2sv3.Capabilities = append(d2sv3.Capabilities, &armcompute.ResourceSKUCapabilities{Name: ptr("CachedDiskBytes"), Value: ptr("53687091200")},
 		&armcompute.ResourceSKUCapabilities{Name: ptr("MaxResourceVolumeMB"), Value: ptr("16384")},
 		&armcompute.ResourceSKUCapabilities{Name: ptr("EphemeralOSDiskSupported"), Value: ptr("True")})
+	// Standard_D2s_v5 has no local disk and no ephemeral OS disk.
+	d2sv5 := sku("Standard_D2s_v5", "V1,V2", "x64", "1", "2")
+	d2sv5.Capabilities = append(d2sv5.Capabilities, &armcompute.ResourceSKUCapabilities{Name: ptr("EphemeralOSDiskSupported"), Value: ptr("False")})
 	return []*armcompute.ResourceSKU{
 		d2sv3,
 		sku("Standard_D2_v3", "V1", "x64", "1", "2", "3"),
-		sku("Standard_D2s_v5", "V1,V2", "x64", "1", "2"),
+		d2sv5,
 		sku("Standard_D2ps_v5", "V2", "Arm64", "1", "2", "3"),
 	}
 }
@@ -157,6 +160,13 @@ func TestVMRefusals(t *testing.T) {
 		{"ephemeral OS disk bigger than the resource disk", func(vm *armcompute.VirtualMachine) {
 			ephemeral(vm, 30, ptr(armcompute.DiffDiskPlacementResourceDisk))
 		}, 400, "NotSupported", "greater than 16 GB is not allowed for VM size Standard_D2s_v3 when the DiffDiskPlacement is ResourceDisk"},
+		{"ephemeral OS disk on an NVMe disk the size lacks", func(vm *armcompute.VirtualMachine) {
+			ephemeral(vm, 30, ptr(armcompute.DiffDiskPlacementNvmeDisk))
+		}, 400, "NotSupported", "The Diff Disk Placement of type 'NvmeDisk' is not supported for VM size Standard_D2s_v3."},
+		{"ephemeral OS disk on a size without ephemeral OS disks", func(vm *armcompute.VirtualMachine) {
+			ephemeral(vm, 30, nil)
+			vm.Properties.HardwareProfile.VMSize = ptr(armcompute.VirtualMachineSizeTypes("Standard_D2s_v5"))
+		}, 400, "NotSupported", "The Diff Disk Placement of type 'ResourceDisk' is not supported for VM size Standard_D2s_v5."},
 		{"tag name with a reserved character", func(vm *armcompute.VirtualMachine) {
 			vm.Tags = map[string]*string{"a/b": ptr("v")}
 		}, 400, "InvalidTagNameCharacters", "a/b"},

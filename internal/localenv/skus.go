@@ -13,7 +13,7 @@ import (
 // ResourceSKUs turns a catalog into the Resource SKU records ARM would list
 // for its region, so the emulator offers exactly the catalog's sizes, in
 // their zones, with the capabilities ARM checks a VM against (vCPUs,
-// memory, Hyper-V generations, CPU architecture) and the quota family
+// memory, Hyper-V generations, CPU architecture, local disks) and the quota family
 // (the SKU API's family field, which the emulator's quota counts by). The
 // catalog does not keep Azure's family name, so it is derived from the
 // size name by the rule the usages API's names follow (offerings.QuotaFamily).
@@ -40,15 +40,35 @@ func ResourceSKUs(cat *catalog.Catalog) []*armcompute.ResourceSKU {
 		capability := func(name, value string) *armcompute.ResourceSKUCapabilities {
 			return &armcompute.ResourceSKUCapabilities{Name: to(name), Value: to(value)}
 		}
+		capabilities := []*armcompute.ResourceSKUCapabilities{
+			capability("vCPUs", strconv.FormatInt(it.Capacity.Cpu().Value(), 10)),
+			capability("MemoryGB", strconv.FormatFloat(float64(mem.Value())/(1<<30), 'f', -1, 64)),
+			capability("HyperVGenerations", strings.Join(it.HyperVGenerations, ",")),
+			capability("CpuArchitectureType", arch),
+		}
+		// The local disks, where the catalog knows them, under the
+		// capability names ARM lists; the emulator judges an ephemeral OS
+		// disk from these.
+		if d := it.LocalDisks; d != nil {
+			supported := "False"
+			if d.EphemeralOSDiskSupported {
+				supported = "True"
+			}
+			capabilities = append(capabilities, capability("EphemeralOSDiskSupported", supported),
+				capability("CachedDiskBytes", strconv.FormatInt(d.CachedDiskBytes, 10)),
+				capability("MaxResourceVolumeMB", strconv.FormatInt(d.ResourceDiskMiB, 10)))
+			if d.NvmePlacement {
+				capabilities = append(capabilities, capability("NvmeDiskSizeInMiB", strconv.FormatInt(d.NvmeDiskMiB, 10)),
+					capability("SupportedEphemeralOSDiskPlacements", "NvmeDisk"))
+			}
+		}
+		if it.EncryptionAtHostSupported != nil {
+			capabilities = append(capabilities, capability("EncryptionAtHostSupported", map[bool]string{true: "True", false: "False"}[*it.EncryptionAtHostSupported]))
+		}
 		out = append(out, &armcompute.ResourceSKU{
 			Name: to(it.Name), ResourceType: to("virtualMachines"), Tier: to("Standard"), Family: to(offerings.QuotaFamily(it.Name)),
 			Locations: []*string{to(cat.Region)}, LocationInfo: []*armcompute.ResourceSKULocationInfo{info},
-			Capabilities: []*armcompute.ResourceSKUCapabilities{
-				capability("vCPUs", strconv.FormatInt(it.Capacity.Cpu().Value(), 10)),
-				capability("MemoryGB", strconv.FormatFloat(float64(mem.Value())/(1<<30), 'f', -1, 64)),
-				capability("HyperVGenerations", strings.Join(it.HyperVGenerations, ",")),
-				capability("CpuArchitectureType", arch),
-			},
+			Capabilities: capabilities,
 		})
 	}
 	return out

@@ -380,6 +380,19 @@ func (l *Launcher) vmFor(ctx context.Context, req LaunchRequest, nicID, customDa
 			}}},
 		},
 	}
+	if req.EphemeralOSDiskPlacement != "" {
+		// As the Azure provider sets an ephemeral OS disk: diffDiskSettings
+		// Local with the placement, ReadOnly caching, and no storage
+		// account type (karpenter-provider-azure@352646f5
+		// pkg/providers/instance/vminstance.go:629-638).
+		od := vm.Properties.StorageProfile.OSDisk
+		od.DiffDiskSettings = &armcompute.DiffDiskSettings{
+			Option:    ptr(armcompute.DiffDiskOptionsLocal),
+			Placement: ptr(armcompute.DiffDiskPlacement(req.EphemeralOSDiskPlacement)),
+		}
+		od.Caching = ptr(armcompute.CachingTypesReadOnly)
+		od.ManagedDisk = nil
+	}
 	vm.Identity = nodeIdentity(l.opts.NodeIdentities)
 	if req.EncryptionAtHost {
 		// As the Azure provider sets it (karpenter-provider-azure@352646f5
@@ -447,6 +460,11 @@ func (l *Launcher) normalise(req *LaunchRequest) error {
 	}
 	if req.OSDiskSizeGB == 0 {
 		req.OSDiskSizeGB = defaultOSDiskSizeGB
+	}
+	switch req.EphemeralOSDiskPlacement {
+	case "", string(armcompute.DiffDiskPlacementNvmeDisk), string(armcompute.DiffDiskPlacementCacheDisk), string(armcompute.DiffDiskPlacementResourceDisk):
+	default:
+		return NewInvalidRequestError("launch %q: ephemeral OS disk placement %q is not NvmeDisk, CacheDisk or ResourceDisk", req.Name, req.EphemeralOSDiskPlacement)
 	}
 	if req.MaxPods < 0 {
 		return NewInvalidRequestError("launch %q: MaxPods %d is negative", req.Name, req.MaxPods)

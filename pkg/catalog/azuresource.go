@@ -179,6 +179,11 @@ func (f *SKUFacts) setCapability(name, value string) {
 	case "AcceleratedNetworkingEnabled":
 		accelerated := strings.EqualFold(value, "true")
 		f.AcceleratedNetworking = &accelerated
+	case "EncryptionAtHostSupported":
+		supported := strings.EqualFold(value, "true")
+		f.EncryptionAtHostSupported = &supported
+	default:
+		f.setLocalDiskCapability(name, value)
 	}
 }
 

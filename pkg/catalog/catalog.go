@@ -51,6 +51,12 @@ type InstanceType struct {
 	Overhead  corev1.ResourceList
 	Labels    map[string]string
 	Offerings []Offering
+	// LocalDisks decide the ephemeral OS disk (EphemeralOSDiskPlacement);
+	// nil when the catalog does not know them.
+	LocalDisks *LocalDisks
+	// EncryptionAtHostSupported is the size's EncryptionAtHostSupported
+	// capability; nil when the catalog does not know it.
+	EncryptionAtHostSupported *bool
 
 	// What the reservations are computed from; fixedOverhead means a catalog
 	// file stated Overhead, which WithMaxPods then keeps.
@@ -244,7 +250,7 @@ func newInstanceType(s compact.SKU, region string, offerings []Offering) *Instan
 	case "amd":
 		capacity[ResourceAMDGPU] = *resource.NewQuantity(s.GPUCount, resource.DecimalSI)
 	}
-	return &InstanceType{
+	it := &InstanceType{
 		Name:              s.Name,
 		Architecture:      s.Architecture,
 		HyperVGenerations: slices.Clone(s.HyperVGenerations),
@@ -259,4 +265,7 @@ func newInstanceType(s compact.SKU, region string, offerings []Offering) *Instan
 		vcpus:     s.VCPUs,
 		memoryMiB: s.MemoryMiB,
 	}
+	it.LocalDisks = localDisksOf(s.LocalDisks)
+	addEphemeralOSLabel(it.Labels, it.LocalDisks)
+	return it
 }

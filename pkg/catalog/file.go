@@ -33,7 +33,12 @@ import (
 // and is what a node's kubelet is told to keep (kube-reserved, no hard
 // eviction thresholds); it may name cpu, memory and ephemeral-storage. Labels are derived from
 // the name and capacity as for the embedded catalog; labels in the file are
-// added on top. available defaults to true. hyperVGenerations lists the VM
+// added on top. available defaults to true. localDisks are the size's
+// local-disk capabilities, which decide its ephemeral OS disk
+// ({"ephemeralOSDiskSupported":true,"cachedDiskBytes":53687091200,
+// "resourceDiskMiB":16384}; absent: a managed OS disk), and
+// encryptionAtHostSupported its EncryptionAtHostSupported capability
+// (absent: unknown). hyperVGenerations lists the VM
 // generations the size boots, as Azure writes them ("V1", "V2"); absent
 // means ["V2"], the generation every Arm64 size and every current x64 size
 // boots (list "V1" for older sizes such as Standard_D2_v3, which boot only
@@ -53,6 +58,9 @@ type fileInstanceType struct {
 	Overhead          *map[string]string `json:"overhead"`
 	Labels            map[string]string  `json:"labels"`
 	Offerings         []fileOffering     `json:"offerings"`
+	// LocalDisks and EncryptionAtHostSupported are omitted when unknown.
+	LocalDisks                *LocalDisks `json:"localDisks,omitempty"`
+	EncryptionAtHostSupported *bool       `json:"encryptionAtHostSupported,omitempty"`
 }
 
 type fileOffering struct {
@@ -166,6 +174,11 @@ func parseInstanceType(region string, zones map[string]bool, f fileInstanceType,
 		name: f.Name, architecture: f.Architecture, vcpus: it.vcpus, memoryMiB: it.memoryMiB,
 		gpuCount: gpuCount, gpuManufacturer: manufacturer, region: region,
 	})
+	if it.LocalDisks, err = checkLocalDisks(f.LocalDisks, invalid); err != nil {
+		return nil, err
+	}
+	addEphemeralOSLabel(it.Labels, it.LocalDisks)
+	it.EncryptionAtHostSupported = f.EncryptionAtHostSupported
 	if err := mergeLabels(it.Labels, f.Labels, invalid); err != nil {
 		return nil, err
 	}

@@ -36,7 +36,7 @@ const (
 var SKULabels = []string{
 	LabelSKUName, LabelSKUFamily, LabelSKUSeries, LabelSKUVersion, LabelSKUCPU, LabelSKUMemory,
 	LabelSKUGPUName, LabelSKUGPUManufacturer, LabelSKUGPUCount,
-	LabelSKUAcceleratedNetworking, LabelSKUStoragePremiumCapable,
+	LabelSKUAcceleratedNetworking, LabelSKUStoragePremiumCapable, LabelSKUStorageEphemeralOSMaxSize,
 }
 
 func init() {

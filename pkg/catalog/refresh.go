@@ -124,6 +124,10 @@ type SKUFacts struct {
 	GPUs              int64
 	// PremiumIO and AcceleratedNetworking are nil when the API omits them.
 	PremiumIO, AcceleratedNetworking *bool
+	// LocalDisks are nil when the API lists none of their capabilities.
+	LocalDisks *LocalDisks
+	// EncryptionAtHostSupported is nil when the API omits it.
+	EncryptionAtHostSupported *bool
 	// Zones are the zone numbers ("1", "2", "3") the size is offered in
 	// for this subscription; empty for a region without zones.
 	Zones []string
@@ -273,6 +277,7 @@ func buildInstanceType(region string, sku SKUFacts, prices map[string]Price, zon
 	if sku.GPUs > 0 {
 		addGPU(&built, sku)
 	}
+	built.LocalDisks, built.EncryptionAtHostSupported = sku.LocalDisks, sku.EncryptionAtHostSupported
 	offeredZones := zonalZones
 	if !zonal {
 		offeredZones = []string{""}

@@ -61,6 +61,10 @@ type LaunchRequest struct {
 	OSDiskSizeGB int32  // default 128
 	MaxPods      int32
 	SubnetID     string // default: the provider's configured subnet
+	// EphemeralOSDiskPlacement puts the OS disk on the size's local disk
+	// (NvmeDisk, CacheDisk or ResourceDisk, from
+	// catalog.InstanceType.EphemeralOSDiskPlacement); "" is a managed disk.
+	EphemeralOSDiskPlacement string
 	// Reservations are the kubelet's reservations for InstanceType at
 	// MaxPods, the ones the engine subtracted from its capacity
 	// (catalog.InstanceType.Reservations); required: the node's kubelet is

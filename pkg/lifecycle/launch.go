@@ -660,6 +660,7 @@ func (lr *launcher) launchRequest(nc *karpv1.NodeClaim, spec v1beta1.AKSNodeClas
 	if spec.VNETSubnetID != nil {
 		req.SubnetID = *spec.VNETSubnetID
 	}
+	req.EphemeralOSDiskPlacement = instanceType.EphemeralOSDiskPlacement(req.OSDiskSizeGB)
 	// The kubelet keeps what the engine subtracted when it chose the size;
 	// a type without reservations (a catalog file's overhead naming a
 	// resource no kubelet reserves) is refused by the node bootstrap.

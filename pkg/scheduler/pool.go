@@ -275,9 +275,10 @@ func (pl *pool) setLimits(in Input) {
 func (s *solver) addPoolTypes(pl *pool, in Input) {
 	spec := pl.class.DefaultedSpec()
 	family, gpuMode := *spec.ImageFamily, gpu.Mode(&spec)
+	encryptionAtHost := spec.Security != nil && spec.Security.EncryptionAtHost != nil && *spec.Security.EncryptionAtHost
 	daemons := s.daemonsFor(pl, in)
 	for _, it := range in.CatalogFor(pl.np.Name).InstanceTypes {
-		if it == nil {
+		if it == nil || (encryptionAtHost && !it.MaySupportEncryptionAtHost()) {
 			continue
 		}
 		mt := in.Memo.instanceType(it, pl.maxPods)

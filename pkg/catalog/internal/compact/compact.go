@@ -32,6 +32,20 @@ type SKU struct {
 	// HyperVGenerations are the VM generations the size boots, as Azure
 	// writes them ("V1", "V2"), sorted; they pick the node image.
 	HyperVGenerations []string `json:"hv"`
+	// LocalDisks are the size's local-disk facts; nil when no source gives
+	// them (the size then always gets a managed OS disk).
+	LocalDisks *LocalDisks `json:"ld,omitempty"`
+}
+
+// LocalDisks are the Resource SKU capabilities an ephemeral OS disk is
+// chosen from, named as the SKU API names them.
+type LocalDisks struct {
+	EphemeralOSDiskSupported bool  `json:"eos"`
+	CachedDiskBytes          int64 `json:"cb,omitempty"` // CachedDiskBytes
+	ResourceDiskMiB          int64 `json:"rm,omitempty"` // MaxResourceVolumeMB (MiB)
+	NvmeDiskMiB              int64 `json:"nm,omitempty"` // NvmeDiskSizeInMiB
+	// NvmePlacement: SupportedEphemeralOSDiskPlacements lists NvmeDisk.
+	NvmePlacement bool `json:"np,omitempty"`
 }
 
 // Region holds what varies by region.

@@ -22,6 +22,7 @@ import (
 	"strings"
 
 	"github.com/karpfunc/karpfunc/pkg/catalog/internal/compact"
+	"github.com/karpfunc/karpfunc/pkg/catalog/internal/ephemeralos"
 	"github.com/karpfunc/karpfunc/pkg/catalog/internal/exclude"
 )
 
@@ -38,6 +39,10 @@ type sku struct {
 	PremiumIO       *bool             `json:"premiumIO"`
 	AccelNet        *bool             `json:"acceleratedNetworking"`
 	HyperVGens      []string          `json:"hyperVGenerations"`
+	EphemeralOS     *bool             `json:"ephemeralOSDiskSupported"`
+	EphemeralMaxGB  *int64            `json:"ephemeralOSDiskMaxGB"`
+	ResourceDiskMiB *int64            `json:"maxResourceVolumeMB"`
+	CachedDiskGiB   *int64            `json:"cachedDiskGiB"`
 	Source          map[string]string `json:"source"`
 }
 
@@ -119,7 +124,10 @@ func Build(src string) ([]byte, Stats, error) {
 		Source:  "built by pkg/catalog/internal/gen from shared/data/azure-catalog (see its README.md for sources and dates)",
 		Regions: map[string]compact.Region{},
 	}
-	file.SKUs = keptSKUs(skus, stats.Dropped)
+	var err error
+	if file.SKUs, err = keptSKUs(skus, stats.Dropped); err != nil {
+		return nil, stats, err
+	}
 	kept := map[string]bool{}
 	for _, keptSKU := range file.SKUs {
 		kept[keptSKU.Name] = true
@@ -145,7 +153,7 @@ func Build(src string) ([]byte, Stats, error) {
 
 // keptSKUs converts the records the exclusion rule accepts and whose
 // generations are known, counting the others in dropped by reason.
-func keptSKUs(skus []sku, dropped map[string]int) []compact.SKU {
+func keptSKUs(skus []sku, dropped map[string]int) ([]compact.SKU, error) {
 	var kept []compact.SKU
 	for _, record := range skus {
 		if why := exclude.Reason(facts(record)); why != "" {
@@ -157,9 +165,15 @@ func keptSKUs(skus []sku, dropped map[string]int) []compact.SKU {
 			dropped["unknown hyper-v generations"]++
 			continue
 		}
-		kept = append(kept, toCompact(record))
+		out := toCompact(record)
+		disks, err := localDisks(record)
+		if err != nil {
+			return nil, err
+		}
+		out.LocalDisks = disks
+		kept = append(kept, out)
 	}
-	return kept
+	return kept, nil
 }
 
 // buildRegion is one region's prices for the kept SKUs with an on-demand
@@ -250,6 +264,39 @@ func toCompact(s sku) compact.SKU {
 		out.GPUManufacturer = deref(s.GPUManufacturer)
 	}
 	return out
+}
+
+// localDisks are a record's local-disk facts, nil when the source gives no
+// ephemeral OS disk support (the public facts give it for few sizes, all
+// from the Azure provider's Resource SKU test fixtures). The facts give the
+// cache disk in GiB and the resource disk in MiB, but not the NVMe disk:
+// its ephemeralOSDiskMaxGB was computed by the provider's rule, so a
+// maximum that neither the cache nor the resource disk explains is the NVMe
+// disk's, and it is stored as the smallest NvmeDiskSizeInMiB that gives that
+// maximum. A record the rule cannot reproduce is an error.
+func localDisks(s sku) (*compact.LocalDisks, error) {
+	if s.EphemeralOS == nil {
+		return nil, nil
+	}
+	d := compact.LocalDisks{EphemeralOSDiskSupported: *s.EphemeralOS}
+	if s.CachedDiskGiB != nil {
+		d.CachedDiskBytes = *s.CachedDiskGiB << 30
+	}
+	if s.ResourceDiskMiB != nil {
+		d.ResourceDiskMiB = *s.ResourceDiskMiB
+	}
+	want := int64(0)
+	if s.EphemeralMaxGB != nil {
+		want = *s.EphemeralMaxGB
+	}
+	if got, _ := ephemeralos.Max(d); got != want && d.EphemeralOSDiskSupported {
+		d.NvmePlacement = true
+		d.NvmeDiskMiB = (want*1_000_000_000 + (1<<20 - 1)) >> 20
+	}
+	if got, _ := ephemeralos.Max(d); got != want {
+		return nil, fmt.Errorf("%s: ephemeralOSDiskMaxGB %d does not follow from its local disks (%+v gives %d)", s.Name, want, d, got)
+	}
+	return &d, nil
 }
 
 // HyperVGenerations checks and sorts a size's Hyper-V generations as Azure
