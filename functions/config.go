@@ -30,6 +30,7 @@ import (
 	"github.com/karpfunc/karpfunc/pkg/nodepoolstatus"
 	"github.com/karpfunc/karpfunc/pkg/offerings"
 	"github.com/karpfunc/karpfunc/pkg/provisioning"
+	"github.com/karpfunc/karpfunc/pkg/repair"
 	"github.com/karpfunc/karpfunc/pkg/snapshot"
 	"github.com/karpfunc/karpfunc/pkg/telemetry"
 )
@@ -108,6 +109,7 @@ type dependencies struct {
 	interruptionCtrl    *interruption.Controller
 	notice              time.Duration
 	disruptionCtrl      *live.Controller
+	repairCtrl          *repair.Controller
 	pub                 bus.Publisher
 	cluster             string
 }
@@ -223,6 +225,9 @@ func (d *dependencies) get() (*provisioning.Provisioner, *lifecycle.Controller, 
 	d.interruptionCtrl = interruption.New(interruption.Options{Kube: kube, Lifecycle: d.lifecycleController, Evacuator: d.provisioner,
 		Offerings: unavailable, Clock: clk, Logger: d.log,
 		ClusterName: azOpts.ClusterName, Decisions: rec})
+	if d.repairCtrl, err = d.repairController(kube, azOpts.ClusterName, clk); err != nil {
+		return nil, nil, err
+	}
 	engine, windows, err := d.disruptionSettings(launcher, clk)
 	engine.DefaultMaxPods = maxPods
 	if err != nil {

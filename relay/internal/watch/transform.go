@@ -34,8 +34,8 @@ func TransformPod(obj any) (any, error) {
 	return out, nil
 }
 
-// TransformNode keeps a node's identity, providerID, and its Ready and
-// PreemptionScheduled conditions.
+// TransformNode keeps a node's identity, providerID, and its Ready,
+// PreemptionScheduled and NodeHealthy conditions.
 func TransformNode(obj any) (any, error) {
 	node, ok := obj.(*corev1.Node)
 	if !ok {
@@ -47,7 +47,7 @@ func TransformNode(obj any) (any, error) {
 		Spec:       corev1.NodeSpec{ProviderID: node.Spec.ProviderID},
 	}
 	for _, cond := range node.Status.Conditions {
-		if cond.Type == corev1.NodeReady || cond.Type == events.PreemptionScheduled {
+		if cond.Type == corev1.NodeReady || cond.Type == events.PreemptionScheduled || cond.Type == events.NodeHealthy {
 			out.Status.Conditions = append(out.Status.Conditions, cond)
 		}
 	}
