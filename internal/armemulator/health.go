@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/retry"
 )
 
@@ -24,11 +25,22 @@ const StoppedKubeletHolder = "armemulator-kubelet-stopped"
 const stoppedLeaseSeconds = 10 * 365 * 24 * 3600
 
 // StopKubelet stops the kubelet of VM name: its Node's Lease is no longer
-// renewed and its status no longer posted. kwok plays the kubelet while it
-// holds the node's Lease in kube-node-lease; the Lease is handed to
-// StoppedKubeletHolder with its renewTime unchanged, so kwok leaves the
-// node alone (it renews only a Lease it holds or one that expired) and no
-// heartbeat reaches the API server. kube-controller-manager's node
+// renewed and its status no longer posted. kwok plays the kubelet in two
+// ways, and both are stopped:
+//
+//   - it renews the node's Lease in kube-node-lease while it holds it: the
+//     Lease is handed to StoppedKubeletHolder with its renewTime unchanged,
+//     so kwok neither renews it (it takes only a Lease it holds or one that
+//     expired) nor acts on the node's later changes (it treats a node whose
+//     Lease it does not hold as read-only);
+//   - its node-heartbeat stage rewrites the node's conditions every 20-45 s
+//     for nodes whose status.phase is Running (sigs.k8s.io/kwok
+//     kustomize/stage/node/heartbeat/node-heartbeat.yaml): the phase is set
+//     to Pending, which a kubelet never reads (the field is deprecated),
+//     so the stage no longer matches after the one heartbeat already
+//     queued.
+//
+// No heartbeat then reaches the API server. kube-controller-manager's node
 // lifecycle controller then does what it does for a dead kubelet: after
 // --node-monitor-grace-period (50 s by default) without a Lease renewal or
 // a status update it sets Ready (and the kubelet's other conditions) to
@@ -60,6 +72,10 @@ func (s *Server) StopKubelet(name string) error {
 	}
 	if err != nil {
 		return fmt.Errorf("armemulator: stopping the kubelet of VM %s (node %s): %w", name, node, err)
+	}
+	phase := []byte(`{"status":{"phase":"Pending"}}`)
+	if _, err := s.nodes.admin.CoreV1().Nodes().Patch(ctx, node, types.MergePatchType, phase, metav1.PatchOptions{}, "status"); err != nil {
+		return fmt.Errorf("armemulator: stopping the heartbeat of VM %s (node %s): %w", name, node, err)
 	}
 	s.log.Info("kubelet stopped", "vm", name, "node", node)
 	return nil
