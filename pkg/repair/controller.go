@@ -132,7 +132,7 @@ func (c *Controller) Check(ctx context.Context, name string) (Result, error) {
 	ref := messages.Node{Cluster: c.cluster, Name: node.Name, UID: string(node.UID), ProviderID: node.Spec.ProviderID}
 	switch res.Decision.Action {
 	case Wait:
-		res.Outcome.Then(triggers.RepairCheck(ref, res.Decision.Unhealthy.Due))
+		res.Outcome.Then(triggers.RepairCheck(ref, checkAt(res.Decision.Unhealthy.Due)))
 	case Blocked:
 		c.blocked(ctx, node, nc, res)
 		res.Outcome.Then(triggers.RepairCheck(ref, triggers.Due(now, BlockedRecheck)))
@@ -141,6 +141,12 @@ func (c *Controller) Check(ctx context.Context, name string) (Result, error) {
 	}
 	return res, nil
 }
+
+// checkAt is when the look at a node due at due is delivered: the next
+// whole second after due. Never before due, so the look finds the
+// toleration over; a look that found it not over would ask for a message
+// with its own ID, which duplicate detection drops.
+func checkAt(due time.Time) time.Time { return due.Truncate(time.Second).Add(time.Second) }
 
 // poolNodes are the nodes of NodePool pool, or every node for a
 // NodeClaim of no NodePool (Karpenter's isClusterHealthy).

@@ -90,3 +90,12 @@ func TestPoliciesReadyToleration(t *testing.T) {
 		}
 	}
 }
+
+func TestCheckAt(t *testing.T) {
+	due := time.Date(2026, 12, 5, 3, 0, 0, 0, time.UTC)
+	for _, d := range []time.Time{due, due.Add(time.Millisecond), due.Add(999 * time.Millisecond)} {
+		if at := checkAt(d); !at.After(d) || at.Sub(d) > time.Second {
+			t.Errorf("checkAt(%s) = %s: want after it, within a second", d, at)
+		}
+	}
+}
