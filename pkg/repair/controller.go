@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -209,7 +210,11 @@ func (c *Controller) repair(ctx context.Context, node *corev1.Node, nc *karpv1.N
 	pr, err := c.evac.Evacuate(ctx, node.Name)
 	res.Replacements = append(res.Replacements, pr.Created...)
 	for _, s := range pr.Static {
-		res.Replacements = append(res.Replacements, s.Created...)
+		for _, name := range s.Created {
+			if !slices.Contains(res.Replacements, name) {
+				res.Replacements = append(res.Replacements, name)
+			}
+		}
 	}
 	res.Outcome.Then(pr.Outcome.Continuations...)
 	if err != nil {
