@@ -84,21 +84,7 @@ func TestRepair(t *testing.T) {
 		if n := eventsFor(t, ctx, kube, "Node", node, repair.ReasonUnhealthy); n == 0 {
 			t.Errorf("no %s event on node %s", repair.ReasonUnhealthy, node)
 		}
-		eventually(t, 3*time.Minute, "web running again, off the broken node", func() (bool, string) {
-			if ok, why := allRunning(ctx, kube, "web", replicas); !ok {
-				return false, why
-			}
-			running, err := podsWithLabel(ctx, kube, "app", "web")
-			if err != nil {
-				return false, err.Error()
-			}
-			for _, p := range running {
-				if p.Spec.NodeName == node {
-					return false, "pod " + p.Name + " is still bound to " + node
-				}
-			}
-			return true, ""
-		})
+		runningOff(t, ctx, kube, "web", replicas, node)
 	})
 
 	t.Run("a node that fails its health check is replaced at once", func(t *testing.T) {
@@ -110,7 +96,7 @@ func TestRepair(t *testing.T) {
 		}
 		_, replacements := watchRepair(t, ctx, kube, victim, before, 2*time.Minute)
 		t.Logf("NodeHealthy=False on %s: replaced by %v", node, replacements)
-		eventually(t, 3*time.Minute, "web running again", func() (bool, string) { return allRunning(ctx, kube, "web", replicas) })
+		runningOff(t, ctx, kube, "web", replicas, node)
 	})
 
 	t.Run("a static pool is repaired 1:1; more than 20 % unhealthy blocks repair", func(t *testing.T) {
@@ -286,4 +272,28 @@ func repairVictim(t *testing.T, ctx context.Context, kube client.Client) (string
 		return false, "none"
 	})
 	return victim, node, names
+}
+
+// runningOff waits until node is gone and all want pods of app run on
+// other nodes.
+func runningOff(t *testing.T, ctx context.Context, kube client.Client, app string, want int, node string) {
+	t.Helper()
+	eventually(t, 3*time.Minute, app+" running again, node "+node+" gone", func() (bool, string) {
+		if err := kube.Get(ctx, client.ObjectKey{Name: node}, &corev1.Node{}); client.IgnoreNotFound(err) != nil || err == nil {
+			return false, fmt.Sprintf("node %s still there (%v)", node, err)
+		}
+		if ok, why := allRunning(ctx, kube, app, want); !ok {
+			return false, why
+		}
+		pods, err := podsWithLabel(ctx, kube, "app", app)
+		if err != nil {
+			return false, err.Error()
+		}
+		for _, p := range pods {
+			if p.Spec.NodeName == node {
+				return false, "pod " + p.Name + " is still bound to " + node
+			}
+		}
+		return true, ""
+	})
 }
