@@ -66,7 +66,7 @@ func event(t *testing.T, id, typ string, data any) messages.CloudEvent {
 func TestFunctionTable(t *testing.T) {
 	want := map[string][]string{
 		"Provision":    {messages.TypeProvision},
-		"Lifecycle":    {messages.TypeNode, messages.TypeNodeClaimDeleting, messages.TypeNodeClaimLaunch, messages.TypeNodeClaimLiveness},
+		"Lifecycle":    {messages.TypeNode, messages.TypeNodeClaimDeleting, messages.TypeNodeClaimLaunch, messages.TypeNodeClaimLiveness, messages.TypeNodeRepair},
 		"Sweep":        {typeTimer},
 		"Interruption": {messages.TypeInterruption, typeEventGrid},
 		"Disruption":   {messages.TypeDisruption, messages.TypeDisruptionValidate},
@@ -98,6 +98,7 @@ func TestFunctionTable(t *testing.T) {
 		triggers.ProvisionPass("c", "", now, time.Second), triggers.NodeClaimDeleting("c", "nc", "u", now),
 		triggers.Liveness("c", "nc", "u", now), triggers.LaunchCheck("c", "nc", "u", now), triggers.DisruptionPass("c", "x", now),
 		triggers.DisruptionValidate(messages.DisruptionCommand{Cluster: "c", Method: "m"}, "id", now, time.Second),
+		triggers.RepairCheck(messages.Node{Cluster: "c", Name: "n", UID: "u"}, now),
 	} {
 		if routed[cont.Type()] == "" {
 			t.Errorf("continuation %s of type %s has no handler", cont, cont.Type())

@@ -31,6 +31,7 @@ import (
 	"github.com/karpfunc/karpfunc/pkg/nodepoolstatus"
 	"github.com/karpfunc/karpfunc/pkg/offerings"
 	"github.com/karpfunc/karpfunc/pkg/provisioning"
+	"github.com/karpfunc/karpfunc/pkg/repair"
 	"github.com/karpfunc/karpfunc/pkg/snapshot"
 	"github.com/karpfunc/karpfunc/pkg/telemetry"
 )
@@ -119,6 +120,7 @@ type dependencies struct {
 	interruptionCtrl    *interruption.Controller
 	notice              time.Duration
 	disruptionCtrl      *live.Controller
+	repairCtrl          *repair.Controller
 	pub                 bus.Publisher
 	cluster             string
 }
@@ -237,15 +239,17 @@ func (d *dependencies) get() (*provisioning.Provisioner, *lifecycle.Controller, 
 	d.interruptionCtrl = interruption.New(interruption.Options{Kube: kube, Lifecycle: d.lifecycleController, Evacuator: d.provisioner,
 		Offerings: unavailable, Clock: clk, Logger: d.log,
 		ClusterName: azOpts.ClusterName, Decisions: rec})
+	// A bad repair setting and a bad disruption setting are reported together.
+	repairCtrl, repairErr := d.repairController(kube, azOpts.ClusterName, clk)
 	engine, windows, err := d.disruptionSettings(launcher, clk)
 	engine.DefaultMaxPods = maxPods
-	if err != nil {
+	if err = errors.Join(repairErr, err); err != nil {
 		return nil, nil, err
 	}
 	d.disruptionCtrl = live.New(live.Options{Kube: snapKube, Catalog: cat, Replacer: d.provisioner,
 		ClusterName: azOpts.ClusterName, Clock: clk, Logger: d.log, Decisions: rec, Engine: engine, Status: statusOpts,
 		Versions: live.NodeVersions{Images: launcher.Images(), Kubernetes: kubeVersion.Get}, Maintenance: windows, Overlays: overlays, DisableCapacityBuffers: !buffers})
-	d.pub, d.cluster = pub, azOpts.ClusterName
+	d.pub, d.cluster, d.repairCtrl = pub, azOpts.ClusterName, repairCtrl
 	d.built = true
 	return d.provisioner, d.lifecycleController, nil
 }

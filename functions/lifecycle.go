@@ -22,6 +22,7 @@ func (d *dependencies) lifecycleFunction() function {
 		messages.TypeNodeClaimDeleting: {d.terminate, nodeClaimSubject},
 		messages.TypeNodeClaimLiveness: {d.liveness, nodeClaimSubject},
 		messages.TypeNodeClaimLaunch:   {d.launchCheck, nodeClaimSubject},
+		messages.TypeNodeRepair:        {d.repairCheck, nodeSubject},
 	}}
 }
 
@@ -56,7 +57,9 @@ func (d *dependencies) nodeChanged(ctx context.Context, c *call) (triggers.Outco
 	if res.Initialized {
 		out.Then(triggers.DisruptionSlot(d.cluster, "initialized", d.now(), initializedSlot))
 	}
-	return out, nil
+	repaired, err := d.repairNode(ctx, c, data.Name)
+	out.Then(repaired.Continuations...)
+	return out, err
 }
 
 // terminate drains and deletes a NodeClaim. Waiting is not failing: a

@@ -414,17 +414,18 @@ func codeSettings(t *testing.T) map[string]string {
 // notInAzure are settings the code reads that the template must not set,
 // each with the reason.
 var notInAzure = map[string]string{
-	"KARPFUNC_LOCAL_BUS_URL":       "the local Functions host's bus (development)",
-	bus.EnvLocalBusCredential:      "the local bus's token for the identity (development)",
-	bus.EnvServiceBusConnection:    "a Service Bus connection string; Azure uses the identity (__fullyQualifiedNamespace)",
-	"ARM_ENDPOINT":                 "the ARM emulator (development)",
-	"ARM_CA_FILE":                  "the ARM emulator's CA (development)",
-	"ARM_TOKEN":                    "a static ARM token for the emulator (development)",
-	"KARPFUNC_CATALOG_FILE":        "replaces the embedded catalog; Azure uses the embedded one",
-	"AZURE_FEDERATED_TOKEN_FILE":   "set by the workload identity webhook in the relay's pod, never on the Function App",
-	"FUNCTIONS_CUSTOMHANDLER_PORT": "set by the Functions host",
-	"FUNCTIONS_HTTPWORKER_PORT":    "set by the Functions host",
-	"KUBECONFIG":                   "a kubeconfig file (local runs); in Azure the Functions sign in as their identity (KARPFUNC_API_SERVER_URL/CA)",
+	"KARPFUNC_LOCAL_BUS_URL":                "the local Functions host's bus (development)",
+	bus.EnvLocalBusCredential:               "the local bus's token for the identity (development)",
+	bus.EnvServiceBusConnection:             "a Service Bus connection string; Azure uses the identity (__fullyQualifiedNamespace)",
+	"ARM_ENDPOINT":                          "the ARM emulator (development)",
+	"ARM_CA_FILE":                           "the ARM emulator's CA (development)",
+	"ARM_TOKEN":                             "a static ARM token for the emulator (development)",
+	"KARPFUNC_CATALOG_FILE":                 "replaces the embedded catalog; Azure uses the embedded one",
+	"AZURE_FEDERATED_TOKEN_FILE":            "set by the workload identity webhook in the relay's pod, never on the Function App",
+	"FUNCTIONS_CUSTOMHANDLER_PORT":          "set by the Functions host",
+	"FUNCTIONS_HTTPWORKER_PORT":             "set by the Functions host",
+	"KUBECONFIG":                            "a kubeconfig file (local runs); in Azure the Functions sign in as their identity (KARPFUNC_API_SERVER_URL/CA)",
+	"KARPFUNC_NODE_REPAIR_READY_TOLERATION": "shortens node repair's Ready toleration for tests; Azure keeps the provider's 10 minutes",
 }
 
 // readByPlatform are settings the template sets for the Functions host or

@@ -139,6 +139,9 @@ resource settings 'Microsoft.Web/sites/config@2024-04-01' = {
     // CapacityBuffers keep room ahead of demand; 'false' refuses them by
     // name (docs/capacity-buffers.md).
     KARPFUNC_CAPACITY_BUFFERS: 'true'
+    // Nodes that stay unhealthy are replaced; 'false' turns node repair
+    // off (docs/node-repair.md).
+    KARPFUNC_NODE_REPAIR: 'true'
     // Ask the API server for gzip (client-go's default): measured
     // cheaper than uncompressed for the cold pass's LISTs (docs/performance.md);
     // 'false' to measure a cluster where it may differ.

@@ -166,18 +166,18 @@ func (c *Controller) terminating(ctx context.Context, name string) (*karpv1.Node
 }
 
 // terminationDeadline is when the VM goes whatever still runs on it: the
-// end of spec.terminationGracePeriod, or a spot interruption's deadline
-// when that is earlier (nil: no deadline); interrupted says the NodeClaim
-// has one.
+// end of spec.terminationGracePeriod, or a spot interruption's or a
+// repair's deadline when that is earlier (nil: no deadline); interrupted
+// says the NodeClaim has one of those.
 func terminationDeadline(nc *karpv1.NodeClaim) (*time.Time, bool) {
 	var expire *time.Time
 	if nc.Spec.TerminationGracePeriod != nil {
 		graceEnd := nc.DeletionTimestamp.Add(nc.Spec.TerminationGracePeriod.Duration)
 		expire = &graceEnd
 	}
-	// A spot interruption's deadline is harder than any grace period: the
-	// VM goes then whatever is still on it.
-	deadline, interrupted := InterruptionDeadline(nc)
+	// A spot interruption's or a repair's deadline is harder than any
+	// grace period: the VM goes then whatever is still on it.
+	deadline, interrupted := forcedDeadline(nc)
 	if interrupted && (expire == nil || deadline.Before(*expire)) {
 		expire = &deadline
 	}

@@ -40,6 +40,9 @@ const (
 	// TypeDisruptionValidate is the re-check of a decided command after
 	// the validation delay (Karpenter's 15 s).
 	TypeDisruptionValidate = "com.karpfunc.disruption.validate.v1"
+	// TypeNodeRepair is a scheduled look at an unhealthy node when its
+	// repair policy's toleration ends (data: Node).
+	TypeNodeRepair = "com.karpfunc.node.repair.v1"
 )
 
 // CloudEvent is a CloudEvents 1.0 event in structured JSON mode.
@@ -69,7 +72,7 @@ type Provision struct {
 	Pods    []ObjectRef `json:"pods"`
 }
 
-// Node is the data of TypeNode.
+// Node is the data of TypeNode and TypeNodeRepair.
 type Node struct {
 	Cluster    string `json:"cluster"`
 	Name       string `json:"name"`

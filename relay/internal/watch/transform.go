@@ -35,8 +35,8 @@ func TransformPod(obj any) (any, error) {
 }
 
 // TransformNode keeps a node's identity, providerID, taints, extended
-// resources' allocatable (what initialization waits for), and its Ready
-// and PreemptionScheduled conditions.
+// resources' allocatable (what initialization waits for), and its Ready,
+// PreemptionScheduled and NodeHealthy conditions.
 func TransformNode(obj any) (any, error) {
 	node, ok := obj.(*corev1.Node)
 	if !ok {
@@ -56,7 +56,7 @@ func TransformNode(obj any) (any, error) {
 		}
 	}
 	for _, cond := range node.Status.Conditions {
-		if cond.Type == corev1.NodeReady || cond.Type == events.PreemptionScheduled {
+		if cond.Type == corev1.NodeReady || cond.Type == events.PreemptionScheduled || cond.Type == events.NodeHealthy {
 			out.Status.Conditions = append(out.Status.Conditions, cond)
 		}
 	}

@@ -459,9 +459,9 @@ func (r *relay) emitInterruption(n *corev1.Node) {
 	r.send.Send(bus.QueueInterruption, msg)
 }
 
-// onNodeUpdate reports Ready transitions and new spot preemption notices
-// only: a status heartbeat that changes nothing the Functions act on is not
-// an event.
+// onNodeUpdate reports Ready and NodeHealthy transitions and new spot
+// preemption notices only: a status heartbeat that changes nothing the
+// Functions act on is not an event.
 func (r *relay) onNodeUpdate(oldObj, newObj any) {
 	oldNode, ok1 := oldObj.(*corev1.Node)
 	newNode, ok2 := newObj.(*corev1.Node)
@@ -473,11 +473,28 @@ func (r *relay) onNodeUpdate(oldObj, newObj any) {
 	if oldReady != newReady || !oldSince.Equal(&newSince) || events.InitInputs(oldNode) != events.InitInputs(newNode) {
 		r.emitNode(newNode)
 	}
+	r.emitNodeHealth(oldNode, newNode)
 	oldCond, wasPreempt := events.Preemption(oldNode)
 	newCond, preempt := events.Preemption(newNode)
 	if preempt && (!wasPreempt || !oldCond.LastTransitionTime.Equal(&newCond.LastTransitionTime) || oldCond.Message != newCond.Message) {
 		r.emitInterruption(newNode)
 	}
+}
+
+// emitNodeHealth reports a NodeHealthy condition that appeared or changed
+// status (node repair acts on it).
+func (r *relay) emitNodeHealth(oldNode, newNode *corev1.Node) {
+	oldCond, had := events.NodeHealth(oldNode)
+	newCond, has := events.NodeHealth(newNode)
+	if !has || (had && oldCond.Status == newCond.Status && oldCond.LastTransitionTime.Equal(&newCond.LastTransitionTime)) {
+		return
+	}
+	msg, err := r.events.NodeHealth(newNode, r.opts.Clock.Now())
+	if err != nil {
+		r.log.Error("node health event not built", "node", newNode.Name, "error", err)
+		return
+	}
+	r.send.Send(bus.QueueLifecycle, msg)
 }
 
 func (r *relay) emitNode(n *corev1.Node) {
