@@ -95,6 +95,9 @@ type Input struct {
 	// several cheaper claims. Consolidation uses it to ask Karpenter's
 	// question: do the pods fit on one new node?
 	PackLargest bool
+	// Quota is what the subscription's vCPU quotas leave for new claims
+	// (see Quota); nil limits nothing.
+	Quota *Quota
 }
 
 // Result is the plan: every input pod appears exactly once across Existing,

@@ -66,6 +66,8 @@ type solver struct {
 	labelReqs *labelRequirements
 	// memo: Input.Memo.
 	memo *Memo
+	// quota: Input.Quota, charged as claims open (nil: unlimited).
+	quota *quotaBudget
 }
 
 type pendingPod struct {
@@ -90,6 +92,7 @@ func newSolver(in Input, byQueue bool) *solver {
 
 		packLargest: in.PackLargest,
 		byQueue:     byQueue,
+		quota:       newQuotaBudget(in.Quota),
 	}
 	pods, requests := s.collectPods(in)
 	s.internCatalog(in.Catalog)
@@ -928,6 +931,12 @@ func (s *solver) open(pl *pool, i int, v *variant) *bin {
 			maxRoom.maxInPlace(instType.room)
 		}
 	}
+	types, cts, charge := vp.types, vp.cts, (*quotaCharge)(nil)
+	if s.quota != nil && len(opts) > 0 {
+		if opts, types, cts, charge = s.quota.pin(pl, opts, vp.zones, vp.cts); len(opts) == 0 {
+			s.lastWhy[i] = quotaRefusal
+		}
+	}
 	if len(opts) == 0 {
 		return nil
 	}
@@ -945,9 +954,9 @@ func (s *solver) open(pl *pool, i int, v *variant) *bin {
 			opts[0] = s.prefer
 		}
 	}
-	target := &bin{claim: true, id: len(s.bins), pool: pl, poolIdx: i, types: vp.types, zones: vp.zones, cts: vp.cts,
+	target := &bin{claim: true, id: len(s.bins), pool: pl, poolIdx: i, types: types, zones: vp.zones, cts: cts,
 		custom: vp.custom, customKeys: map[string]bool{}, absorbed: map[*poolVariant]bool{},
-		opts: opts, maxRoom: maxRoom, used: make(resVec, len(s.res.names))}
+		opts: opts, maxRoom: maxRoom, used: make(resVec, len(s.res.names)), quota: charge}
 	ok, failed := s.try(target, v, true)
 	if !ok {
 		s.lastWhy[i] = ""

@@ -1,0 +1,153 @@
+package scheduler
+
+import (
+	"slices"
+
+	"github.com/karpfunc/karpfunc/pkg/catalog"
+)
+
+// Quota is what the subscription's vCPU quotas leave for the new claims of
+// one solve (Input.Quota; nil: quota limits nothing).
+//
+// Invariant: the vCPUs the claims of a solve hold never exceed what Left
+// gives any quota. A new claim is pinned when it opens to one capacity
+// type and to the quotas one VM of its first option counts against as that
+// type (for on-demand, say, its VM family's and the regional quota); it
+// keeps only the options that count against exactly those quotas and that
+// they still hold, and, as a NodePool limit, it holds the vCPUs of its
+// largest option against each of them, less as its options narrow. A
+// claim whose family quota is spent therefore opens in the next family
+// that has room, or as the other capacity type, and a group of pods larger
+// than one family's quota is split across families in one solve.
+type Quota struct {
+	// Left is each quota's vCPUs left for new claims.
+	Left []int64
+	// Charged lists the quotas (indexes into Left) one VM of the instance
+	// type counts against as the capacity type; none: it is not limited.
+	Charged func(it *catalog.InstanceType, capacityType string) []int
+}
+
+// quotaBudget is a solve's copy of Input.Quota, charged as claims open.
+type quotaBudget struct {
+	left    []int64
+	charged func(it *catalog.InstanceType, capacityType string) []int
+	// of caches charged by instance type and capacity-type index.
+	of map[*catalog.InstanceType]*[2][]int
+}
+
+// quotaCharge is what a claim holds against the quotas it is pinned to.
+type quotaCharge struct {
+	quotas []int
+	vcpus  int64
+}
+
+// quotaRefusal is explain's reason for a pod that quota left without a
+// new claim in a pool.
+const quotaRefusal = "the subscription's vCPU quota left after the claims planned before holds no instance type that fits the pod"
+
+func newQuotaBudget(q *Quota) *quotaBudget {
+	if q == nil || q.Charged == nil {
+		return nil
+	}
+	return &quotaBudget{left: slices.Clone(q.Left), charged: q.Charged, of: map[*catalog.InstanceType]*[2][]int{}}
+}
+
+func vcpusOf(t *ptype) int64 { return t.it.Capacity.Cpu().Value() }
+
+// quotasOf are the quotas one VM of t counts against as capacity type ct
+// (an index of capacityTypes).
+func (q *quotaBudget) quotasOf(t *ptype, ct int) []int {
+	cached, ok := q.of[t.it]
+	if !ok {
+		cached = &[2][]int{}
+		for i, name := range capacityTypes {
+			cached[i] = q.charged(t.it, name)
+		}
+		q.of[t.it] = cached
+	}
+	return cached[ct]
+}
+
+// holds reports whether each of quotas has vcpus left.
+func (q *quotaBudget) holds(quotas []int, vcpus int64) bool {
+	for _, j := range quotas {
+		if q.left[j] < vcpus {
+			return false
+		}
+	}
+	return true
+}
+
+// pin narrows a new claim's options (most cost-efficient first) to one
+// capacity type and one set of quotas: those of the first option that some
+// capacity type in cts, offered in zones, lets quota hold, at that option's
+// cheapest such offering. It returns the options kept (opts is reused),
+// their bitset over the pool's types, the capacity-type mask and the
+// claim's charge (its vCPUs still zero); no options when quota holds none.
+func (q *quotaBudget) pin(pl *pool, opts []*ptype, zones, cts uint64) ([]*ptype, bitset, uint64, *quotaCharge) {
+	ct, quotas := -1, []int(nil)
+	for _, t := range opts {
+		price := 0.0
+		for i := range capacityTypes {
+			if cts&(1<<i) == 0 {
+				continue
+			}
+			p, offered := t.cheapest(offerMask(zones, 1<<i))
+			if offered && q.holds(q.quotasOf(t, i), vcpusOf(t)) && (ct < 0 || p < price) {
+				ct, price = i, p
+			}
+		}
+		if ct >= 0 {
+			quotas = q.quotasOf(t, ct)
+			break
+		}
+	}
+	if ct < 0 {
+		return nil, nil, 0, nil
+	}
+	offers := offerMask(zones, 1<<ct)
+	types := newBitset(len(pl.types))
+	kept := opts[:0]
+	for _, t := range opts {
+		if t.offers&offers != 0 && slices.Equal(q.quotasOf(t, ct), quotas) && q.holds(quotas, vcpusOf(t)) {
+			kept = append(kept, t)
+			types.set(t.idx)
+		}
+	}
+	return kept, types, 1 << ct, &quotaCharge{quotas: quotas}
+}
+
+// charge holds b's largest option's vCPUs against the quotas it is pinned
+// to, in place of what it held before (its options only narrow).
+func (q *quotaBudget) charge(b *bin) {
+	var vcpus int64
+	for _, t := range b.opts {
+		vcpus = max(vcpus, vcpusOf(t))
+	}
+	for _, j := range b.quota.quotas {
+		q.left[j] -= vcpus - b.quota.vcpus
+	}
+	b.quota.vcpus = vcpus
+}
+
+// quotaAllows reports whether the repair pass may make b a t: no larger than
+// what b holds against quota.
+func (b *bin) quotaAllows(t *ptype) bool { return b.quota == nil || vcpusOf(t) <= b.quota.vcpus }
+
+// splitHolds reports whether quota holds a second claim like from: the
+// repair pass may split from's pods over from and a new claim on the
+// same options. Always true without quota.
+func (q *quotaBudget) splitHolds(from *bin) bool {
+	return q == nil || from.quota == nil || q.holds(from.quota.quotas, from.quota.vcpus)
+}
+
+// chargeSplit charges to, split off from, what from holds.
+func (q *quotaBudget) chargeSplit(from, to *bin) {
+	if q == nil || from.quota == nil {
+		return
+	}
+	to.quota = &quotaCharge{quotas: from.quota.quotas, vcpus: from.quota.vcpus}
+	for _, j := range to.quota.quotas {
+		q.left[j] -= to.quota.vcpus
+	}
+}
