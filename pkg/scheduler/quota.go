@@ -31,8 +31,16 @@ type Quota struct {
 type quotaBudget struct {
 	left    []int64
 	charged func(it *catalog.InstanceType, capacityType string) []int
-	// of caches charged by instance type and capacity-type index.
-	of map[*catalog.InstanceType]*[2][]int
+	// types caches, per pool and pool type index, what quota needs to
+	// know of the type (nil until first asked).
+	types map[*pool][]*quotaType
+}
+
+// quotaType is an instance type as quota sees it: its vCPUs, and the
+// quotas one VM counts against, by capacity-type index.
+type quotaType struct {
+	vcpus  int64
+	quotas [2][]int
 }
 
 // quotaCharge is what a claim holds against the quotas it is pinned to.
@@ -49,23 +57,26 @@ func newQuotaBudget(q *Quota) *quotaBudget {
 	if q == nil || q.Charged == nil {
 		return nil
 	}
-	return &quotaBudget{left: slices.Clone(q.Left), charged: q.Charged, of: map[*catalog.InstanceType]*[2][]int{}}
+	return &quotaBudget{left: slices.Clone(q.Left), charged: q.Charged, types: map[*pool][]*quotaType{}}
 }
 
 func vcpusOf(t *ptype) int64 { return t.it.Capacity.Cpu().Value() }
 
-// quotasOf are the quotas one VM of t counts against as capacity type ct
-// (an index of capacityTypes).
-func (q *quotaBudget) quotasOf(t *ptype, ct int) []int {
-	cached, ok := q.of[t.it]
+// typeOf is what quota knows of pl's type t.
+func (q *quotaBudget) typeOf(pl *pool, t *ptype) *quotaType {
+	types, ok := q.types[pl]
 	if !ok {
-		cached = &[2][]int{}
-		for i, name := range capacityTypes {
-			cached[i] = q.charged(t.it, name)
-		}
-		q.of[t.it] = cached
+		types = make([]*quotaType, len(pl.types))
+		q.types[pl] = types
 	}
-	return cached[ct]
+	if types[t.idx] == nil {
+		qt := &quotaType{vcpus: vcpusOf(t)}
+		for i, name := range capacityTypes {
+			qt.quotas[i] = q.charged(t.it, name)
+		}
+		types[t.idx] = qt
+	}
+	return types[t.idx]
 }
 
 // holds reports whether each of quotas has vcpus left.
@@ -87,18 +98,18 @@ func (q *quotaBudget) holds(quotas []int, vcpus int64) bool {
 func (q *quotaBudget) pin(pl *pool, opts []*ptype, zones, cts uint64) ([]*ptype, bitset, uint64, *quotaCharge) {
 	ct, quotas := -1, []int(nil)
 	for _, t := range opts {
-		price := 0.0
+		qt, price := q.typeOf(pl, t), 0.0
 		for i := range capacityTypes {
 			if cts&(1<<i) == 0 {
 				continue
 			}
 			p, offered := t.cheapest(offerMask(zones, 1<<i))
-			if offered && q.holds(q.quotasOf(t, i), vcpusOf(t)) && (ct < 0 || p < price) {
+			if offered && q.holds(qt.quotas[i], qt.vcpus) && (ct < 0 || p < price) {
 				ct, price = i, p
 			}
 		}
 		if ct >= 0 {
-			quotas = q.quotasOf(t, ct)
+			quotas = qt.quotas[ct]
 			break
 		}
 	}
@@ -109,7 +120,7 @@ func (q *quotaBudget) pin(pl *pool, opts []*ptype, zones, cts uint64) ([]*ptype,
 	types := newBitset(len(pl.types))
 	kept := opts[:0]
 	for _, t := range opts {
-		if t.offers&offers != 0 && slices.Equal(q.quotasOf(t, ct), quotas) && q.holds(quotas, vcpusOf(t)) {
+		if qt := q.typeOf(pl, t); t.offers&offers != 0 && slices.Equal(qt.quotas[ct], quotas) && q.holds(quotas, qt.vcpus) {
 			kept = append(kept, t)
 			types.set(t.idx)
 		}
@@ -122,7 +133,7 @@ func (q *quotaBudget) pin(pl *pool, opts []*ptype, zones, cts uint64) ([]*ptype,
 func (q *quotaBudget) charge(b *bin) {
 	var vcpus int64
 	for _, t := range b.opts {
-		vcpus = max(vcpus, vcpusOf(t))
+		vcpus = max(vcpus, q.typeOf(b.pool, t).vcpus)
 	}
 	for _, j := range b.quota.quotas {
 		q.left[j] -= vcpus - b.quota.vcpus

@@ -4,10 +4,13 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
+	"github.com/karpfunc/karpfunc/pkg/apis/v1beta1"
 	"github.com/karpfunc/karpfunc/pkg/catalog"
 	"github.com/karpfunc/karpfunc/pkg/scheduler"
 )
@@ -200,4 +203,43 @@ func TestQuotaBudgetPerSolve(t *testing.T) {
 	if first != second {
 		t.Errorf("a second solve with the same quota plans otherwise:\n%s\n%s", first, second)
 	}
+}
+
+// BenchmarkScheduling5000Quota is BenchmarkScheduling5000 with a quota
+// budget that holds the whole fleet: ten families (instance type index
+// mod 10), the regional and the spot quota. Compared with
+// BenchmarkScheduling5000 it is what charging quota costs a solve.
+func BenchmarkScheduling5000Quota(b *testing.B) {
+	np := nodePool("default", "default")
+	np.Spec.Limits = karpv1.Limits{corev1.ResourceCPU: resource.MustParse("10000000"), corev1.ResourceMemory: resource.MustParse("10000000Gi")}
+	cat := karpenterCatalog(b)
+	family := map[*catalog.InstanceType]int{}
+	for i, it := range cat.InstanceTypes {
+		family[it] = i % 10
+	}
+	left := make([]int64, 12) // ten families, regional (10), spot (11)
+	for j := range left {
+		left[j] = 1_000_000
+	}
+	in := scheduler.Input{Pods: makeDiversePods(5000), NodePools: []*karpv1.NodePool{np},
+		NodeClasses: []*v1beta1.AKSNodeClass{nodeClass("default", 250)}, Catalog: cat,
+		Quota: &scheduler.Quota{Left: left, Charged: func(it *catalog.InstanceType, capacityType string) []int {
+			if capacityType == karpv1.CapacityTypeSpot {
+				return []int{11}
+			}
+			return []int{family[it], 10}
+		}}}
+	b.ReportAllocs()
+	b.ResetTimer()
+	start := time.Now()
+	var nodes int
+	for range b.N {
+		r := scheduler.Solve(in)
+		if len(r.Unschedulable) > 0 {
+			b.Fatalf("%d pods unschedulable, first: %s", len(r.Unschedulable), r.Unschedulable[0].Reason)
+		}
+		nodes = len(r.NewNodeClaims)
+	}
+	b.ReportMetric(float64(len(in.Pods))/(time.Since(start).Seconds()/float64(b.N)), "pods/s")
+	b.ReportMetric(float64(nodes), "nodes")
 }
