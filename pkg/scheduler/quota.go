@@ -11,11 +11,12 @@ import (
 //
 // Invariant: the vCPUs the claims of a solve hold never exceed what Left
 // gives any quota. A new claim is pinned when it opens to one capacity
-// type and to the quotas one VM of its first option counts against as that
-// type (for on-demand, say, its VM family's and the regional quota); it
-// keeps only the options that count against exactly those quotas and that
-// they still hold, and, as a NodePool limit, it holds the vCPUs of its
-// largest option against each of them, less as its options narrow. A
+// type and to the quotas one VM of its target (the first option those
+// quotas still hold) counts against as that type (for on-demand, say, its
+// VM family's and the regional quota); it keeps only the options that
+// count against exactly those quotas and are no larger in vCPUs than its
+// target, and, as a NodePool limit, it holds the vCPUs of its largest
+// option against each of them, less as its options narrow. A
 // claim whose family quota is spent therefore opens in the next family
 // that has room, or as the other capacity type, and a group of pods larger
 // than one family's quota is split across families in one solve.
@@ -89,14 +90,19 @@ func (q *quotaBudget) holds(quotas []int, vcpus int64) bool {
 	return true
 }
 
-// pin narrows a new claim's options (most cost-efficient first) to one
-// capacity type and one set of quotas: those of the first option that some
-// capacity type in cts, offered in zones, lets quota hold, at that option's
-// cheapest such offering. It returns the options kept (opts is reused),
-// their bitset over the pool's types, the capacity-type mask and the
-// claim's charge (its vCPUs still zero); no options when quota holds none.
+// pin narrows a new claim's options (in the order it packs by, its target
+// first) to one capacity type and one set of quotas: those of the first
+// option that some capacity type in cts, offered in zones, lets quota
+// hold, at that option's cheapest such offering. That option becomes the
+// claim's target, and it keeps only the options of the same capacity type
+// and quotas no larger in vCPUs: the claim packs up to its target, and
+// its launch, the cheapest option that holds its pods, takes no more
+// quota than the target it is charged. It returns the options kept (opts
+// is reused), their bitset over the pool's types, the capacity-type mask
+// and the claim's charge (its vCPUs still zero); no options when quota
+// holds none.
 func (q *quotaBudget) pin(pl *pool, opts []*ptype, zones, cts uint64) ([]*ptype, bitset, uint64, *quotaCharge) {
-	ct, quotas := -1, []int(nil)
+	ct, quotas, most := -1, []int(nil), int64(0)
 	for _, t := range opts {
 		qt, price := q.typeOf(pl, t), 0.0
 		for i := range capacityTypes {
@@ -109,7 +115,7 @@ func (q *quotaBudget) pin(pl *pool, opts []*ptype, zones, cts uint64) ([]*ptype,
 			}
 		}
 		if ct >= 0 {
-			quotas = qt.quotas[ct]
+			quotas, most = qt.quotas[ct], qt.vcpus
 			break
 		}
 	}
@@ -120,7 +126,7 @@ func (q *quotaBudget) pin(pl *pool, opts []*ptype, zones, cts uint64) ([]*ptype,
 	types := newBitset(len(pl.types))
 	kept := opts[:0]
 	for _, t := range opts {
-		if qt := q.typeOf(pl, t); t.offers&offers != 0 && slices.Equal(qt.quotas[ct], quotas) && q.holds(quotas, qt.vcpus) {
+		if qt := q.typeOf(pl, t); t.offers&offers != 0 && qt.vcpus <= most && slices.Equal(qt.quotas[ct], quotas) {
 			kept = append(kept, t)
 			types.set(t.idx)
 		}

@@ -931,12 +931,6 @@ func (s *solver) open(pl *pool, i int, v *variant) *bin {
 			maxRoom.maxInPlace(instType.room)
 		}
 	}
-	types, cts, charge := vp.types, vp.cts, (*quotaCharge)(nil)
-	if s.quota != nil && len(opts) > 0 {
-		if opts, types, cts, charge = s.quota.pin(pl, opts, vp.zones, vp.cts); len(opts) == 0 {
-			s.lastWhy[i] = quotaRefusal
-		}
-	}
 	if len(opts) == 0 {
 		return nil
 	}
@@ -952,6 +946,13 @@ func (s *solver) open(pl *pool, i int, v *variant) *bin {
 		if idx := slices.Index(opts, s.prefer); idx > 0 {
 			copy(opts[1:idx+1], opts[:idx])
 			opts[0] = s.prefer
+		}
+	}
+	types, cts, charge := vp.types, vp.cts, (*quotaCharge)(nil)
+	if s.quota != nil {
+		if opts, types, cts, charge = s.quota.pin(pl, opts, vp.zones, vp.cts); len(opts) == 0 {
+			s.lastWhy[i] = quotaRefusal
+			return nil
 		}
 	}
 	target := &bin{claim: true, id: len(s.bins), pool: pl, poolIdx: i, types: types, zones: vp.zones, cts: cts,
