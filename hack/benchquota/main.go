@@ -209,6 +209,7 @@ func runOnce(ctx context.Context, root string, s settings, aware bool) (result, 
 	res.refused, res.creates = counters.QuotaRefusals, counters.VMCreates
 	res.vcpus, res.pricePerHour = fleet(env.ARM.VMs(), env.Catalog)
 	printQuotaEntries(ctx, env)
+	fmt.Printf("  · fleet: %s\n", fleetSizes(env.ARM.VMs()))
 	fmt.Printf("  · %d pods Running after %s; %d creates refused for quota\n", res.running, res.tookToRunning.Round(100*time.Millisecond), res.refused)
 	return res, nil
 }
@@ -331,4 +332,25 @@ func printQuotaEntries(ctx context.Context, env *localenv.Env) {
 			fmt.Printf("  · cache: %s\n", entry)
 		}
 	}
+}
+
+// fleetSizes names the VMs' sizes and priorities, with counts.
+func fleetSizes(vms []*armcompute.VirtualMachine) string {
+	count := map[string]int{}
+	for _, vm := range vms {
+		if vm.Properties == nil || vm.Properties.HardwareProfile == nil || vm.Properties.HardwareProfile.VMSize == nil {
+			continue
+		}
+		name := string(*vm.Properties.HardwareProfile.VMSize)
+		if vm.Properties.Priority != nil && *vm.Properties.Priority == armcompute.VirtualMachinePriorityTypesSpot {
+			name += " spot"
+		}
+		count[name]++
+	}
+	var out []string
+	for name, n := range count {
+		out = append(out, fmt.Sprintf("%d× %s", n, name))
+	}
+	sort.Strings(out)
+	return strings.Join(out, ", ")
 }

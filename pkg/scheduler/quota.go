@@ -35,6 +35,8 @@ type quotaBudget struct {
 	// types caches, per pool and pool type index, what quota needs to
 	// know of the type (nil until first asked).
 	types map[*pool][]*quotaType
+	// dual caches the dual prices per pool (see duals).
+	dual map[*pool][2]float64
 }
 
 // quotaType is an instance type as quota sees it: its vCPUs, and the
@@ -58,7 +60,7 @@ func newQuotaBudget(q *Quota) *quotaBudget {
 	if q == nil || q.Charged == nil {
 		return nil
 	}
-	return &quotaBudget{left: slices.Clone(q.Left), charged: q.Charged, types: map[*pool][]*quotaType{}}
+	return &quotaBudget{left: slices.Clone(q.Left), charged: q.Charged, types: map[*pool][]*quotaType{}, dual: map[*pool][2]float64{}}
 }
 
 func vcpusOf(t *ptype) int64 { return t.it.Capacity.Cpu().Value() }
@@ -91,47 +93,93 @@ func (q *quotaBudget) holds(quotas []int, vcpus int64) bool {
 }
 
 // pin narrows a new claim's options (in the order it packs by, its target
-// first) to one capacity type and one set of quotas: those of the first
-// option that some capacity type in cts, offered in zones, lets quota
-// hold, at that option's cheapest such offering. That option becomes the
-// claim's target, and it keeps only the options of the same capacity type
-// and quotas no larger in vCPUs: the claim packs up to its target, and
-// its launch, the cheapest option that holds its pods, takes no more
-// quota than the target it is charged. It returns the options kept (opts
-// is reused), their bitset over the pool's types, the capacity-type mask
-// and the claim's charge (its vCPUs still zero); no options when quota
-// holds none.
-func (q *quotaBudget) pin(pl *pool, opts []*ptype, zones, cts uint64) ([]*ptype, bitset, uint64, *quotaCharge) {
-	ct, quotas, most := -1, []int(nil), int64(0)
-	for _, t := range opts {
-		qt, price := q.typeOf(pl, t), 0.0
-		for i := range capacityTypes {
-			if cts&(1<<i) == 0 {
-				continue
-			}
-			p, offered := t.cheapest(offerMask(zones, 1<<i))
-			if offered && q.holds(qt.quotas[i], qt.vcpus) && (ct < 0 || p < price) {
-				ct, price = i, p
-			}
-		}
-		if ct >= 0 {
-			quotas, most = qt.quotas[ct], qt.vcpus
-			break
-		}
+// first) to one capacity type and one set of quotas, and picks its target.
+// When quota holds the first option at its cheapest offering in zones and
+// cts, that is the target, as without quota. Otherwise the target is the
+// option and capacity type quota holds that give the most room for the
+// price, room valued at the dual prices by which the pool ranks its types
+// (see byEfficiency), now at the price of that capacity type: when the
+// spot quota is spent, the claim goes to the best on-demand option, not to
+// the one whose spot price ranked it first. The claim keeps the options of
+// the target's capacity type and quotas no larger in vCPUs, target first:
+// it packs up to its target, and its launch, the cheapest option that
+// holds its pods, takes no more quota than the target it is charged. pin
+// returns the options kept (opts is reused), their bitset over the pool's
+// types, the capacity-type mask and the claim's charge (its vCPUs still
+// zero); no options when quota holds none.
+func (s *solver) pinQuota(pl *pool, opts []*ptype, zones, cts uint64) ([]*ptype, bitset, uint64, *quotaCharge) {
+	q := s.quota
+	target, ct := q.natural(pl, opts[0], zones, cts)
+	if target == nil {
+		target, ct = q.bestValue(s, pl, opts, zones, cts)
 	}
-	if ct < 0 {
+	if target == nil {
 		return nil, nil, 0, nil
 	}
+	quotas, most := q.typeOf(pl, target).quotas[ct], q.typeOf(pl, target).vcpus
 	offers := offerMask(zones, 1<<ct)
 	types := newBitset(len(pl.types))
-	kept := opts[:0]
+	kept := append(opts[:0:0], target)
+	types.set(target.idx)
 	for _, t := range opts {
-		if qt := q.typeOf(pl, t); t.offers&offers != 0 && qt.vcpus <= most && slices.Equal(qt.quotas[ct], quotas) {
+		if qt := q.typeOf(pl, t); t != target && t.offers&offers != 0 && qt.vcpus <= most && slices.Equal(qt.quotas[ct], quotas) {
 			kept = append(kept, t)
 			types.set(t.idx)
 		}
 	}
 	return kept, types, 1 << ct, &quotaCharge{quotas: quotas}
+}
+
+// natural is t and the capacity type of its cheapest offering in zones and
+// cts when quota holds it there; nil otherwise.
+func (q *quotaBudget) natural(pl *pool, t *ptype, zones, cts uint64) (*ptype, int) {
+	ct, price := -1, 0.0
+	for i := range capacityTypes {
+		if p, offered := t.cheapest(offerMask(zones, cts&(1<<i))); offered && (ct < 0 || p < price) {
+			ct, price = i, p
+		}
+	}
+	if qt := q.typeOf(pl, t); ct < 0 || !q.holds(qt.quotas[ct], qt.vcpus) {
+		return nil, -1
+	}
+	return t, ct
+}
+
+// bestValue is the option and capacity type quota holds with the most
+// room for the price (nil when it holds none).
+func (q *quotaBudget) bestValue(s *solver, pl *pool, opts []*ptype, zones, cts uint64) (*ptype, int) {
+	yCPU, yMem := q.duals(s, pl)
+	var best *ptype
+	ct, bestValue := -1, 0.0
+	for _, t := range opts {
+		qt := q.typeOf(pl, t)
+		cpu, mem := usable(t, s.slack)
+		for i := range capacityTypes {
+			p, offered := t.cheapest(offerMask(zones, cts&(1<<i)))
+			if !offered || p <= 0 || !q.holds(qt.quotas[i], qt.vcpus) {
+				continue
+			}
+			if value := (yCPU*cpu + yMem*mem) / p; best == nil || value > bestValue*(1+effTie) {
+				best, ct, bestValue = t, i, value
+			}
+		}
+	}
+	return best, ct
+}
+
+// duals are the dual prices of CPU and memory the pool ranks its types by
+// (see byEfficiency), computed once per pool.
+func (q *quotaBudget) duals(s *solver, pl *pool) (float64, float64) {
+	if y, ok := q.dual[pl]; ok {
+		return y[0], y[1]
+	}
+	total := make(resVec, len(s.res.names))
+	for _, pending := range s.order {
+		total.addInPlace(pending.req)
+	}
+	yCPU, yMem := lpDuals(s.lpTypes(pl), float64(total[rCPU]), float64(total[rMemory]), s.slack)
+	q.dual[pl] = [2]float64{yCPU, yMem}
+	return yCPU, yMem
 }
 
 // charge holds b's largest option's vCPUs against the quotas it is pinned

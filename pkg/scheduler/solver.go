@@ -950,7 +950,7 @@ func (s *solver) open(pl *pool, i int, v *variant) *bin {
 	}
 	types, cts, charge := vp.types, vp.cts, (*quotaCharge)(nil)
 	if s.quota != nil {
-		if opts, types, cts, charge = s.quota.pin(pl, opts, vp.zones, vp.cts); len(opts) == 0 {
+		if opts, types, cts, charge = s.pinQuota(pl, opts, vp.zones, vp.cts); len(opts) == 0 {
 			s.lastWhy[i] = quotaRefusal
 			return nil
 		}
