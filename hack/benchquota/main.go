@@ -121,6 +121,12 @@ func run(args []string) error {
 			results = append(results, res)
 		}
 	}
+	return report(s, results)
+}
+
+// report prints the runs' figures, one line each, and in how many rounds
+// awareness on had all pods Running sooner.
+func report(s settings, results []result) error {
 	fmt.Printf("\n%d pods (%s CPU, %s memory), quota: two cheapest D families %d vCPUs each, regional %d, spot %d; VM create %s, boot %s\n",
 		s.pods, podCPU, podMemory, familyVCPUs, regionalVCPUs, spotVCPUs, s.vmCreate, s.boot)
 	tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)

@@ -106,20 +106,26 @@ func (q *quotaBudget) holds(quotas []int, vcpus int64) bool {
 // holds its pods, takes no more quota than the target it is charged. pin
 // returns the options kept (opts is reused), their bitset over the pool's
 // types, the capacity-type mask and the claim's charge (its vCPUs still
-// zero); no options when quota holds none.
-func (s *solver) pinQuota(pl *pool, opts []*ptype, zones, cts uint64) ([]*ptype, bitset, uint64, *quotaCharge) {
+// zero). When quota holds none it returns no options, so that the claim
+// takes no pod, and refused says why; without quota it returns opts and the
+// variant's types and capacity types as they are.
+func (s *solver) pinQuota(pl *pool, opts []*ptype, vp *poolVariant) (kept []*ptype, types bitset, cts uint64, charge *quotaCharge, refused string) {
 	q := s.quota
-	target, ct := q.natural(pl, opts[0], zones, cts)
+	if q == nil {
+		return opts, vp.types, vp.cts, nil, ""
+	}
+	zones := vp.zones
+	target, ct := q.natural(pl, opts[0], zones, vp.cts)
 	if target == nil {
-		target, ct = q.bestValue(s, pl, opts, zones, cts)
+		target, ct = q.bestValue(s, pl, opts, zones, vp.cts)
 	}
 	if target == nil {
-		return nil, nil, 0, nil
+		return nil, vp.types, vp.cts, nil, quotaRefusal
 	}
 	quotas, most := q.typeOf(pl, target).quotas[ct], q.typeOf(pl, target).vcpus
 	offers := offerMask(zones, 1<<ct)
-	types := newBitset(len(pl.types))
-	kept := append(opts[:0:0], target)
+	types = newBitset(len(pl.types))
+	kept = append(opts[:0:0], target)
 	types.set(target.idx)
 	for _, t := range opts {
 		if qt := q.typeOf(pl, t); t != target && t.offers&offers != 0 && qt.vcpus <= most && slices.Equal(qt.quotas[ct], quotas) {
@@ -127,7 +133,7 @@ func (s *solver) pinQuota(pl *pool, opts []*ptype, zones, cts uint64) ([]*ptype,
 			types.set(t.idx)
 		}
 	}
-	return kept, types, 1 << ct, &quotaCharge{quotas: quotas}
+	return kept, types, 1 << ct, &quotaCharge{quotas: quotas}, ""
 }
 
 // natural is t and the capacity type of its cheapest offering in zones and

@@ -948,19 +948,13 @@ func (s *solver) open(pl *pool, i int, v *variant) *bin {
 			opts[0] = s.prefer
 		}
 	}
-	types, cts, charge := vp.types, vp.cts, (*quotaCharge)(nil)
-	if s.quota != nil {
-		if opts, types, cts, charge = s.pinQuota(pl, opts, vp.zones, vp.cts); len(opts) == 0 {
-			s.lastWhy[i] = quotaRefusal
-			return nil
-		}
-	}
+	opts, types, cts, charge, refused := s.pinQuota(pl, opts, vp)
 	target := &bin{claim: true, id: len(s.bins), pool: pl, poolIdx: i, types: types, zones: vp.zones, cts: cts,
 		custom: vp.custom, customKeys: map[string]bool{}, absorbed: map[*poolVariant]bool{},
 		opts: opts, maxRoom: maxRoom, used: make(resVec, len(s.res.names)), quota: charge}
 	ok, failed := s.try(target, v, true)
 	if !ok {
-		s.lastWhy[i] = ""
+		s.lastWhy[i] = refused
 		if failed != nil {
 			s.lastWhy[i] = failed.desc + " leaves no domain for the pod on a new node"
 		}
