@@ -125,10 +125,14 @@ func (s *solver) pinQuota(pl *pool, opts []*ptype, vp *poolVariant) (kept []*pty
 	quotas, most := q.typeOf(pl, target).quotas[ct], q.typeOf(pl, target).vcpus
 	offers := offerMask(zones, 1<<ct)
 	types = newBitset(len(pl.types))
-	kept = append(opts[:0:0], target)
 	types.set(target.idx)
-	for _, t := range opts {
-		if qt := q.typeOf(pl, t); t != target && t.offers&offers != 0 && qt.vcpus <= most && slices.Equal(qt.quotas[ct], quotas) {
+	if idx := slices.Index(opts, target); idx > 0 { // target first, the rest in order
+		copy(opts[1:idx+1], opts[:idx])
+		opts[0] = target
+	}
+	kept = opts[:1]
+	for _, t := range opts[1:] {
+		if qt := q.typeOf(pl, t); t.offers&offers != 0 && qt.vcpus <= most && slices.Equal(qt.quotas[ct], quotas) {
 			kept = append(kept, t)
 			types.set(t.idx)
 		}
