@@ -812,3 +812,26 @@ func TestNodeNetworkAccess(t *testing.T) {
 		}
 	}
 }
+
+// TestQuotaReadAtSubscription: the Functions identity may read the
+// subscription's compute usages (Microsoft.Compute/locations/usages/read),
+// which only a role at the subscription grants: Reader there, a built-in
+// role with no write or action, assigned by a subscription-scope module.
+func TestQuotaReadAtSubscription(t *testing.T) {
+	quota := load(t, "modules/quota-access.bicep")
+	for _, want := range []string{"targetScope = 'subscription'", "var reader = 'acdd72a7-3385-48ef-bd42-f606fba81ae7'",
+		"roleDefinitions', reader)", "principalId: functionsPrincipalId", "name: guid(subscription().id, functionsPrincipalId, reader)"} {
+		if !strings.Contains(quota.text, want) {
+			t.Errorf("quota-access.bicep lacks %q", want)
+		}
+	}
+	main := load(t, "main.bicep")
+	i := strings.Index(main.text, "module quotaAccess 'modules/quota-access.bicep'")
+	if i < 0 {
+		t.Fatal("main.bicep does not deploy modules/quota-access.bicep")
+	}
+	module := main.text[i : i+strings.Index(main.text[i:], "\n}\n")]
+	if strings.Contains(module, "scope:") || !strings.Contains(module, "functionsPrincipalId: identities.outputs.functionsPrincipalId") {
+		t.Errorf("the quota access module is not at the deployment's subscription for the Functions identity:\n%s", module)
+	}
+}

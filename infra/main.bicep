@@ -265,6 +265,15 @@ module nodeAccess 'modules/node-access.bicep' = {
   }
 }
 
+// The subscription's compute quota (the usages API) is read at the
+// subscription, not in a resource group.
+module quotaAccess 'modules/quota-access.bicep' = {
+  name: 'karpfunc-quota-access'
+  params: {
+    functionsPrincipalId: identities.outputs.functionsPrincipalId
+  }
+}
+
 module kubeletIdentityAccess 'modules/kubelet-identity-access.bicep' = if (!empty(aksKubeletIdentityResourceId)) {
   name: 'karpfunc-kubelet-identity-access'
   scope: resourceGroup(split(aksKubeletIdentityResourceId, '/')[2], split(aksKubeletIdentityResourceId, '/')[4])

@@ -151,3 +151,49 @@ func TestQuotaUsagesForbidden(t *testing.T) {
 		t.Errorf("the usages API was never asked")
 	}
 }
+
+// TestQuotaErrorTeachesCache: with quota awareness off, a create ARM
+// refuses for a family's quota marks every size of that family
+// unavailable in the shared cache, with ARM's own figures in the reason,
+// and the pods run on the family that has quota.
+func TestQuotaErrorTeachesCache(t *testing.T) {
+	env := startEnvWithNodePool(t, localenv.Options{ClusterName: "quota-learn", BootDelay: time.Second,
+		HostSettings: map[string]string{"KARPFUNC_QUOTA_AWARE": "false"}})
+	ctx := context.Background()
+	const open = "standardDSv5Family"
+	quota := armemulator.Quota{Families: map[string]int64{}, Regional: 200}
+	for family := range dFamilies(env.Catalog) {
+		quota.Families[family] = 0
+	}
+	quota.Families[open] = 64
+	env.ARM.SetQuota(quota)
+	onDemandOnly(t, env.Kube)
+
+	if err := env.Kube.Create(ctx, deployment("quota-learn", 4, "1", "1Gi")); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 120*time.Second, "quota-learn running", func() (bool, string) { return allRunning(ctx, env.Kube, "quota-learn", 4) })
+	if env.ARM.Counters().QuotaRefusals == 0 {
+		t.Fatal("no create was refused for quota: the test tests nothing")
+	}
+	set, err := offerings.NewStore(env.Kube, localenv.Namespace, "", nil).Load(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	learnt := 0
+	for _, entry := range set.Entries() {
+		if entry.Family == "" {
+			continue
+		}
+		learnt++
+		if quota.Families[entry.Family] != 0 && !strings.EqualFold(entry.Family, open) {
+			t.Errorf("entry %s names a family the test did not limit", entry)
+		}
+		if entry.InstanceType != "" || entry.CapacityType != karpv1.CapacityTypeOnDemand || !strings.Contains(entry.Reason, "(limit 0, usage 0, required ") {
+			t.Errorf("entry %s: want the whole family, on-demand, with ARM's figures (limit 0, usage 0, required N)", entry)
+		}
+	}
+	if learnt == 0 {
+		t.Errorf("no family entry in the cache: %v", set.Entries())
+	}
+}

@@ -5,9 +5,12 @@
 // (KARPFUNC_QUOTA_AWARE=false: quota is learnt from refused creates) and
 // once on. For each it prints the creates ARM refused for quota, the time
 // from the Deployment's creation to all pods Running, and the fleet's
-// hourly price. It is a benchmark, not part of `make test`.
+// hourly price. With -rounds N it runs N rounds, alternating which setting
+// goes first (off then on, on then off, ...), so that neither always runs
+// on a machine warmed or loaded by the other. It is a benchmark, not part
+// of `make test`.
 //
-//	go run ./hack/benchquota [-pods 200] [-timeout 5m] [-vm-create 6s] [-boot 3s]
+//	go run ./hack/benchquota [-pods 200] [-rounds 1] [-timeout 5m] [-vm-create 6s] [-boot 3s]
 package main
 
 import (
@@ -48,8 +51,13 @@ const (
 	podMemory     = "256Mi"
 )
 
+// pollEvery is how often a run counts Running pods: its time to all
+// Running is late by at most this much.
+const pollEvery = 100 * time.Millisecond
+
 type settings struct {
 	pods     int
+	rounds   int
 	timeout  time.Duration
 	vmCreate time.Duration
 	boot     time.Duration
@@ -57,6 +65,7 @@ type settings struct {
 
 // result is one run's figures.
 type result struct {
+	round         int
 	aware         bool
 	refused       int
 	creates       int
@@ -78,6 +87,7 @@ func run(args []string) error {
 	fs := flag.NewFlagSet("benchquota", flag.ContinueOnError)
 	var s settings
 	fs.IntVar(&s.pods, "pods", 200, "replicas of the burst Deployment ("+podCPU+" CPU, "+podMemory+" memory each)")
+	fs.IntVar(&s.rounds, "rounds", 1, "rounds of both settings, alternating which goes first")
 	fs.DurationVar(&s.timeout, "timeout", 5*time.Minute, "give up on a run whose pods are not all Running by then")
 	fs.DurationVar(&s.vmCreate, "vm-create", 6*time.Second, "how long the ARM emulator takes to create a VM")
 	fs.DurationVar(&s.boot, "boot", 3*time.Second, "how long a created VM takes to boot and register its Node")
@@ -87,6 +97,9 @@ func run(args []string) error {
 	if s.pods < 1 || s.pods > 1000 {
 		return fmt.Errorf("-pods %d: between 1 and 1000", s.pods)
 	}
+	if s.rounds < 1 || s.rounds > 10 {
+		return fmt.Errorf("-rounds %d: between 1 and 10", s.rounds)
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	root, err := tools.RepoRoot()
@@ -94,22 +107,49 @@ func run(args []string) error {
 		return err
 	}
 	var results []result
-	for _, aware := range []bool{false, true} {
-		res, err := runOnce(ctx, root, s, aware)
-		if err != nil {
-			return fmt.Errorf("quota awareness %s: %w", onOff(aware), err)
+	for round := 1; round <= s.rounds; round++ {
+		order := []bool{false, true}
+		if round%2 == 0 {
+			order = []bool{true, false}
 		}
-		results = append(results, res)
+		for _, aware := range order {
+			res, err := runOnce(ctx, root, s, aware)
+			if err != nil {
+				return fmt.Errorf("round %d, quota awareness %s: %w", round, onOff(aware), err)
+			}
+			res.round = round
+			results = append(results, res)
+		}
 	}
+	return report(s, results)
+}
+
+// report prints the runs' figures, one line each, and in how many rounds
+// awareness on had all pods Running sooner.
+func report(s settings, results []result) error {
 	fmt.Printf("\n%d pods (%s CPU, %s memory), quota: two cheapest D families %d vCPUs each, regional %d, spot %d; VM create %s, boot %s\n",
 		s.pods, podCPU, podMemory, familyVCPUs, regionalVCPUs, spotVCPUs, s.vmCreate, s.boot)
 	tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "quota awareness\tcreates refused for quota\tVMs created\tto all Running\tpods Running\tfleet vCPUs\tfleet price ($/h)")
+	fmt.Fprintln(tw, "round\tquota awareness\tcreates refused for quota\tVMs created\tto all Running\tpods Running\tfleet vCPUs\tfleet price ($/h)")
 	for _, r := range results {
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%d/%d\t%d\t%.3f\n", onOff(r.aware), r.refused, r.creates, r.tookToRunning.Round(100*time.Millisecond),
+		fmt.Fprintf(tw, "%d\t%s\t%d\t%d\t%s\t%d/%d\t%d\t%.3f\n", r.round, onOff(r.aware), r.refused, r.creates, r.tookToRunning.Round(100*time.Millisecond),
 			r.running, s.pods, r.vcpus, r.pricePerHour)
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	faster := 0
+	for i := 0; i+1 < len(results); i += 2 {
+		on, off := results[i], results[i+1]
+		if !on.aware {
+			on, off = off, on
+		}
+		if on.running == s.pods && (off.running < s.pods || on.tookToRunning < off.tookToRunning) {
+			faster++
+		}
+	}
+	fmt.Printf("all Running sooner with quota awareness on in %d of %d rounds\n", faster, s.rounds)
+	return nil
 }
 
 func onOff(aware bool) string {
@@ -168,13 +208,14 @@ func runOnce(ctx context.Context, root string, s settings, aware bool) (result, 
 		select {
 		case <-ctx.Done():
 			return result{}, ctx.Err()
-		case <-time.After(time.Second):
+		case <-time.After(pollEvery):
 		}
 	}
 	counters := env.ARM.Counters()
 	res.refused, res.creates = counters.QuotaRefusals, counters.VMCreates
 	res.vcpus, res.pricePerHour = fleet(env.ARM.VMs(), env.Catalog)
 	printQuotaEntries(ctx, env)
+	fmt.Printf("  · fleet: %s\n", fleetSizes(env.ARM.VMs()))
 	fmt.Printf("  · %d pods Running after %s; %d creates refused for quota\n", res.running, res.tookToRunning.Round(100*time.Millisecond), res.refused)
 	return res, nil
 }
@@ -297,4 +338,25 @@ func printQuotaEntries(ctx context.Context, env *localenv.Env) {
 			fmt.Printf("  · cache: %s\n", entry)
 		}
 	}
+}
+
+// fleetSizes names the VMs' sizes and priorities, with counts.
+func fleetSizes(vms []*armcompute.VirtualMachine) string {
+	count := map[string]int{}
+	for _, vm := range vms {
+		if vm.Properties == nil || vm.Properties.HardwareProfile == nil || vm.Properties.HardwareProfile.VMSize == nil {
+			continue
+		}
+		name := string(*vm.Properties.HardwareProfile.VMSize)
+		if vm.Properties.Priority != nil && *vm.Properties.Priority == armcompute.VirtualMachinePriorityTypesSpot {
+			name += " spot"
+		}
+		count[name]++
+	}
+	var out []string
+	for name, n := range count {
+		out = append(out, fmt.Sprintf("%d× %s", n, name))
+	}
+	sort.Strings(out)
+	return strings.Join(out, ", ")
 }

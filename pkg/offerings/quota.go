@@ -136,6 +136,30 @@ func (h *Headroom) Fits(it *catalog.InstanceType, capacityType string) (QuotaSho
 	return check(h.usage.Regional, h.regional)
 }
 
+// Counted names the quotas one VM of it with capacityType counts against,
+// as Quotas names them: the spot quota for spot; the family's and the
+// regional quota for on-demand. A quota the usages do not list is left
+// out: it limits nothing.
+func (h *Headroom) Counted(it *catalog.InstanceType, capacityType string) []string {
+	if h == nil {
+		return nil
+	}
+	if capacityType == karpv1.CapacityTypeSpot {
+		if h.usage.Spot.Name == "" {
+			return nil
+		}
+		return []string{h.usage.Spot.Name}
+	}
+	var out []string
+	if counter, ok := h.usage.Families[strings.ToLower(QuotaFamily(it.Name))]; ok {
+		out = append(out, counter.Name)
+	}
+	if h.usage.Regional.Name != "" {
+		out = append(out, h.usage.Regional.Name)
+	}
+	return out
+}
+
 // Take charges one VM of it with capacityType.
 func (h *Headroom) Take(it *catalog.InstanceType, capacityType string) {
 	if h == nil {

@@ -7,6 +7,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/karpfunc/karpfunc/internal/armemulator"
 	"github.com/karpfunc/karpfunc/internal/controlplane"
 	"github.com/karpfunc/karpfunc/internal/testenv"
 	"github.com/karpfunc/karpfunc/pkg/apis/v1beta1"
@@ -21,6 +22,7 @@ type world struct {
 	cp       *controlplane.ControlPlane
 	kube     client.Client
 	launcher *azure.Launcher
+	arm      *armemulator.Server
 	cat      *catalog.Catalog
 }
 
@@ -29,7 +31,7 @@ func newWorld(t testing.TB, catalogJSON string) world {
 	cp := testenv.ControlPlane(t, controlplane.Options{InstallCRDs: true})
 	kube := testenv.Client(t, cp.RESTConfig())
 	testenv.DefaultServiceAccounts(t, kube, "default")
-	_, launcher := testenv.ARM(t)
+	arm, launcher := testenv.ARM(t)
 	cat, err := catalog.Parse([]byte(catalogJSON))
 	if err != nil {
 		t.Fatal(err)
@@ -37,5 +39,5 @@ func newWorld(t testing.TB, catalogJSON string) world {
 	if err := kube.Create(context.Background(), &v1beta1.AKSNodeClass{ObjectMeta: metav1.ObjectMeta{Name: "default"}}); err != nil {
 		t.Fatal(err)
 	}
-	return world{cp: cp, kube: kube, launcher: launcher, cat: cat}
+	return world{cp: cp, kube: kube, launcher: launcher, arm: arm, cat: cat}
 }

@@ -274,6 +274,7 @@ func (p *Provisioner) Provision(ctx context.Context) (Result, error) {
 				ps.quotaSummary = quotaSummary(ps.headroom, p.catalog)
 				in.Catalog = unavailable.With(quotaEntries...).Apply(p.catalog)
 			}
+			in.Quota = schedulerQuota(ps.headroom)
 		}
 	}
 	// Every NodePool plans with its NodeOverlays applied to the catalog
@@ -346,6 +347,17 @@ func (p *Provisioner) placePending(ctx context.Context, ps *pass, snap *snapshot
 			ps.errs = append(ps.errs, err)
 		}
 	}
+	plans, overQuota := fitQuota(ps.headroom, out.NewNodeClaims)
+	for _, plan := range out.NewNodeClaims {
+		if short, over := overQuota[plan]; over {
+			p.overQuota(ctx, ps, plan, short)
+		}
+	}
+	if len(out.Unschedulable) > 0 && ps.headroom != nil {
+		// What quota leaves once the pass's own claims are charged: a
+		// pod may be left over because they took the rest.
+		ps.quotaSummary = quotaSummary(ps.headroom, p.catalog)
+	}
 	for _, refused := range out.Unschedulable {
 		message := "karpfunc: " + refused.Reason
 		if ps.quotaSummary != "" {
@@ -355,12 +367,6 @@ func (p *Provisioner) placePending(ctx context.Context, ps *pass, snap *snapshot
 		if err := p.recorder.Publish(ctx, events.Event{Object: refused.Pod, Type: corev1.EventTypeWarning,
 			Reason: events.ReasonFailedScheduling, Message: message}); err != nil {
 			ps.errs = append(ps.errs, err)
-		}
-	}
-	plans, overQuota := fitQuota(ps.headroom, out.NewNodeClaims)
-	for _, plan := range out.NewNodeClaims {
-		if short, over := overQuota[plan]; over {
-			p.overQuota(ctx, ps, plan, short)
 		}
 	}
 	p.createPlanned(ctx, ps, snap, plans, view)

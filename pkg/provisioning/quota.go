@@ -109,6 +109,31 @@ func inFlight(snap *snapshot.Cluster, cat *catalog.Catalog, read time.Time) []of
 	return out
 }
 
+// schedulerQuota is h as the solve's quota budget (nil when h is nil or
+// lists no quota): the solve charges it as it opens claims, so the claims
+// it plans fit quota together, not only one by one.
+func schedulerQuota(h *offerings.Headroom) *scheduler.Quota {
+	quotas := h.Quotas()
+	if len(quotas) == 0 {
+		return nil
+	}
+	index := make(map[string]int, len(quotas))
+	left := make([]int64, len(quotas))
+	for j, quota := range quotas {
+		index[quota.Quota], left[j] = j, quota.Left
+	}
+	return &scheduler.Quota{Left: left, Charged: func(it *catalog.InstanceType, capacityType string) []int {
+		names := h.Counted(it, capacityType)
+		out := make([]int, 0, len(names))
+		for _, name := range names {
+			if j, ok := index[name]; ok {
+				out = append(out, j)
+			}
+		}
+		return out
+	}}
+}
+
 // fitQuota walks the plans in order, as the launches will follow, and
 // charges each the offering it would launch as among those quota still
 // holds: a plan whose cheapest offering no longer fits moves to the next

@@ -113,3 +113,33 @@ func TestHeadroomReadFailure(t *testing.T) {
 		t.Errorf("the recovery is not logged:\n%s", logs.String())
 	}
 }
+
+// TestHeadroomThrottled: with the usages API throttling (429, past the
+// SDK's own retries), a pass gets no headroom and goes on without quota
+// awareness; the throttling is logged once, and awareness comes back with
+// the first read that works.
+func TestHeadroomThrottled(t *testing.T) {
+	arm, launcher := testenv.ARM(t)
+	arm.Faults().Add(armemulator.Rule{Operation: armemulator.OpListUsages, Code: "TooManyRequests", StatusCode: 429, Count: 100})
+	clk := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	var logs bytes.Buffer
+	p := New(Options{Quota: launcher, QuotaTTL: 10 * time.Second, Clock: clk, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	snap, cat := &snapshot.Cluster{}, &catalog.Catalog{}
+	ctx := context.Background()
+	for range 3 {
+		if h := p.headroom(ctx, snap, cat); h != nil {
+			t.Fatalf("headroom with the usages API throttling: %+v", h)
+		}
+		clk.Step(10 * time.Second)
+	}
+	if n := strings.Count(logs.String(), "provisioning goes on without quota awareness"); n != 1 {
+		t.Errorf("the throttling logged %d times over three reads; want once:\n%s", n, logs.String())
+	}
+	if !strings.Contains(logs.String(), "429") {
+		t.Errorf("the log does not say the API throttled (429):\n%s", logs.String())
+	}
+	arm.Faults().Reset()
+	if h := p.headroom(ctx, snap, cat); h == nil {
+		t.Fatalf("no headroom once the usages API answers")
+	}
+}

@@ -41,6 +41,7 @@ type bin struct {
 	opts       []*ptype // types that fit used, most cost-efficient first
 	target     *ptype
 	charge     []int64
+	quota      *quotaCharge // what it holds against quota (nil: none)
 
 	// maxRoom bounds what fits: the largest option's room, or an existing
 	// node's allocatable minus what is bound there.
@@ -860,6 +861,9 @@ func (s *solver) commit(b *bin, v *variant, ch choice) {
 		b.opts = kept
 		if b.pool.limitNames != nil {
 			s.charge(b)
+		}
+		if b.quota != nil {
+			s.quota.charge(b)
 		}
 	}
 	s.index.set(b)

@@ -152,7 +152,7 @@ func (c *repairClaim) allowed() []repairType {
 	offers := offerMask(bin.zones, bin.cts)
 	var out []repairType
 	for _, instType := range bin.pool.types {
-		if !bin.types.has(instType.idx) || (bin.charge != nil && !withinCharge(instType, bin.charge)) {
+		if !bin.types.has(instType.idx) || (bin.charge != nil && !withinCharge(instType, bin.charge)) || !bin.quotaAllows(instType) {
 			continue
 		}
 		if price, ok := instType.cheapest(offers); ok {
@@ -474,7 +474,7 @@ func (r *repairer) finish(c *repairClaim) {
 func (r *repairer) split(t *repairClaim) {
 	allowed := t.allowed()
 	pl := t.b.pool
-	if pl.limitNames != nil && !withinLimitsAll(pl, allowed) {
+	if (pl.limitNames != nil && !withinLimitsAll(pl, allowed)) || !r.s.quota.splitHolds(t.b) {
 		return
 	}
 	pods := movablePodsBySize(t)
@@ -496,6 +496,7 @@ func (r *repairer) split(t *repairClaim) {
 			pl.limitLeft[j] -= amount
 		}
 	}
+	r.s.quota.chargeSplit(t.b, nc.b)
 	r.claims = append(r.claims, nc)
 }
 

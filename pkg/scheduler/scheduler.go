@@ -100,6 +100,9 @@ type Input struct {
 	// several cheaper claims. Consolidation uses it to ask Karpenter's
 	// question: do the pods fit on one new node?
 	PackLargest bool
+	// Quota is what the subscription's vCPU quotas leave for new claims
+	// (see Quota); nil limits nothing.
+	Quota *Quota
 }
 
 // CatalogFor is the catalog NodePool nodePool plans and is charged with:

@@ -82,6 +82,8 @@ type solver struct {
 	// being deleted, or an in-flight claim of unknown capacity); the
 	// kube-scheduler still counts them as hostname domains.
 	unseenNodes bool
+	// quota: Input.Quota, charged as claims open (nil: unlimited).
+	quota *quotaBudget
 }
 
 type pendingPod struct {
@@ -112,6 +114,7 @@ func newSolverFor(in Input, byQueue bool, targets spreadTargets) *solver {
 
 		packLargest: in.PackLargest,
 		byQueue:     byQueue,
+		quota:       newQuotaBudget(in.Quota),
 	}
 	pods, requests := s.collectPods(in)
 	s.internCatalog(in.Catalog)
@@ -1055,12 +1058,13 @@ func (s *solver) open(pl *pool, i int, v *variant) *bin {
 			opts[0] = s.prefer
 		}
 	}
-	target := &bin{claim: true, id: len(s.bins), pool: pl, poolIdx: i, types: vp.types, zones: vp.zones, cts: vp.cts,
+	opts, types, cts, charge, refused := s.pinQuota(pl, opts, vp)
+	target := &bin{claim: true, id: len(s.bins), pool: pl, poolIdx: i, types: types, zones: vp.zones, cts: cts,
 		custom: vp.custom, customKeys: map[string]bool{}, absorbed: map[*poolVariant]bool{},
-		opts: opts, maxRoom: maxRoom, used: make(resVec, len(s.res.names))}
+		opts: opts, maxRoom: maxRoom, used: make(resVec, len(s.res.names)), quota: charge}
 	ok, failed := s.try(target, v, true)
 	if !ok {
-		s.lastWhy[i] = ""
+		s.lastWhy[i] = refused
 		if failed != nil {
 			s.lastWhy[i] = failed.desc + " leaves no domain for the pod on a new node"
 		}
