@@ -141,6 +141,8 @@ type counters struct {
 	// nsNames are nsLabels' keys, sorted, so that selected lists (and so
 	// counter identities) are deterministic.
 	nsNames []string
+	// filters are the pods' topology node filters (see nodeFilterOf).
+	filters map[*corev1.Pod]nodeFilter
 }
 
 // forTerm returns the counter for an affinity term of a pod in namespace ns,
@@ -183,17 +185,40 @@ func (cs *counters) forTerm(t corev1.PodAffinityTerm, ns string, owners bool) (*
 // as Karpenter's TopologyNodeFilter does when it counts existing pods; so
 // a pod with such constraints counts through a counter of its own filter.
 func (cs *counters) forSpread(pod *corev1.Pod, ns string, tsc corev1.TopologySpreadConstraint) (*counter, error) {
-	var filter []scheduling.Requirements
-	filtered := false
+	var filter nodeFilter
 	if tsc.NodeAffinityPolicy == nil || *tsc.NodeAffinityPolicy != corev1.NodeInclusionPolicyIgnore {
-		filter = topologyNodeFilter(pod)
-		// A lone empty set admits every node: the shared counter.
-		filtered = len(filter) != 1 || len(filter[0]) != 0
+		filter = cs.nodeFilterOf(pod)
 	}
-	if !filtered {
-		filter = nil
+	return cs.getFiltered(tsc.TopologyKey, tsc.LabelSelector, matchLabelValues(pod, tsc.MatchLabelKeys), false, []string{ns}, false, filter)
+}
+
+// nodeFilter is a pod's topology node filter (see topologyNodeFilter)
+// and its key in counter identities, empty when it admits every node.
+type nodeFilter struct {
+	reqs []scheduling.Requirements
+	key  string
+}
+
+// nodeFilterOf is pod's node filter, built once per pod: a group's
+// variants ask for the same pod's counters again.
+func (cs *counters) nodeFilterOf(pod *corev1.Pod) nodeFilter {
+	if filter, ok := cs.filters[pod]; ok {
+		return filter
 	}
-	return cs.getFiltered(tsc.TopologyKey, tsc.LabelSelector, matchLabelValues(pod, tsc.MatchLabelKeys), false, []string{ns}, false, filter, filtered)
+	filter := nodeFilter{reqs: topologyNodeFilter(pod)}
+	// A lone empty set admits every node: the shared counter.
+	if len(filter.reqs) != 1 || len(filter.reqs[0]) != 0 {
+		keys := make([]string, len(filter.reqs))
+		for i, r := range filter.reqs {
+			keys[i] = requirementsKey(r)
+		}
+		filter.key = "|on nodes " + strings.Join(keys, " or ")
+	}
+	if cs.filters == nil {
+		cs.filters = map[*corev1.Pod]nodeFilter{}
+	}
+	cs.filters[pod] = filter
+	return filter
 }
 
 // setNamespaces records the labels of the namespaces in the snapshot, and
@@ -240,13 +265,13 @@ func (cs *counters) addPodNamespaces(pods []*corev1.Pod) {
 }
 
 func (cs *counters) get(key string, ls *metav1.LabelSelector, extra map[string]string, allNS bool, nss []string, owners bool) (*counter, error) {
-	return cs.getFiltered(key, ls, extra, allNS, nss, owners, nil, false)
+	return cs.getFiltered(key, ls, extra, allNS, nss, owners, nodeFilter{})
 }
 
-// getFiltered is get for a counter that, when filtered, counts pods only
-// on existing nodes that meet filter (see counter.filter).
+// getFiltered is get for a counter that, when filter has a key, counts
+// pods only on existing nodes that meet filter (see counter.filter).
 func (cs *counters) getFiltered(key string, ls *metav1.LabelSelector, extra map[string]string, allNS bool, nss []string, owners bool,
-	filter []scheduling.Requirements, filtered bool) (*counter, error) {
+	filter nodeFilter) (*counter, error) {
 	sel := labels.Nothing()
 	if ls != nil {
 		var err error
@@ -261,18 +286,14 @@ func (cs *counters) getFiltered(key string, ls *metav1.LabelSelector, extra map[
 	// labels.Nothing() and labels.Everything() both print as "": Empty
 	// tells a term without a labelSelector (no pod) from one with {}
 	// (every pod).
-	id := fmt.Sprintf("%t|%s|%t|%s|%t|%s", owners, key, allNS, strings.Join(nss, ","), sel.Empty(), sel.String())
-	if filtered {
-		filterKeys := make([]string, len(filter))
-		for i, reqs := range filter {
-			filterKeys[i] = requirementsKey(reqs)
-		}
-		id += "|on nodes " + strings.Join(filterKeys, " or ")
-	}
+	id := fmt.Sprintf("%t|%s|%t|%s|%t|%s", owners, key, allNS, strings.Join(nss, ","), sel.Empty(), sel.String()) + filter.key
 	if counter, ok := cs.byKey[id]; ok {
 		return counter, nil
 	}
-	tally := &counter{key: key, kind: kindOf(key), owners: owners, allNS: allNS, ns: nss, selector: sel, filter: filter, filtered: filtered}
+	tally := &counter{key: key, kind: kindOf(key), owners: owners, allNS: allNS, ns: nss, selector: sel, filtered: filter.key != ""}
+	if tally.filtered {
+		tally.filter = filter.reqs
+	}
 	tally.desc = fmt.Sprintf("%s pods matching %q", key, sel.String())
 	cs.byKey[id] = tally
 	cs.all = append(cs.all, tally)
