@@ -280,14 +280,18 @@ type followers struct {
 	// of a group has the group's namespace and labels, so the answer is
 	// the group's.
 	targets [][]int32
+	// counters are the followers' affinity counters, each once, and
+	// drawnBy[i] the followers (by index in groups, ascending) whose
+	// affinity counts through counters[i].
+	counters []*counter
+	drawnBy  [][]int32
 }
 
 // follower is a group whose pods have required pod affinity.
 type follower struct {
-	g        *group
-	affinity []*counter // the counters of its required pod affinity terms
-	queued   []int      // its pods' indices in s.order
-	next     int        // how far queued was tried
+	g      *group
+	queued []int // its pods' indices in s.order
+	next   int   // how far queued was tried
 }
 
 func (s *solver) newFollowers() *followers {
@@ -295,17 +299,26 @@ func (s *solver) newFollowers() *followers {
 	if s.spread {
 		return f // the kube-scheduler's model takes pods in the order given
 	}
-	var byGroup []int32 // follower index + 1 per group id; 0 unseen, -1 none
+	byGroup := make([]int32, len(s.groups)) // follower index + 1 per group id; 0 unseen, -1 none
+	counterAt := map[*counter]int{}         // index in f.counters
 	for i, pending := range s.order {
-		if byGroup == nil {
-			byGroup = make([]int32, len(s.groups))
-		}
 		at := byGroup[pending.g.id]
 		if at == 0 {
 			at = -1
 			if affinity := s.affinityCounters(pending.g); len(affinity) > 0 {
-				f.groups = append(f.groups, &follower{g: pending.g, affinity: affinity})
+				f.groups = append(f.groups, &follower{g: pending.g})
 				at = int32(len(f.groups))
+				for _, c := range affinity {
+					ci, ok := counterAt[c]
+					if !ok {
+						ci = len(f.counters)
+						counterAt[c] = ci
+						f.counters, f.drawnBy = append(f.counters, c), append(f.drawnBy, nil)
+					}
+					if drawn := f.drawnBy[ci]; len(drawn) == 0 || drawn[len(drawn)-1] != at-1 {
+						f.drawnBy[ci] = append(drawn, at-1)
+					}
+				}
 			}
 			byGroup[pending.g.id] = at
 		}
@@ -354,10 +367,16 @@ func (f *followers) follow(s *solver, placed pendingPod, failed []pendingPod) []
 	targets := f.targets[placed.g.id]
 	if targets == nil {
 		targets = make([]int32, 0)
-		for i, fl := range f.groups {
-			if slices.ContainsFunc(fl.affinity, func(c *counter) bool { return c.matches(placed.g.ns, placed.g.labels) }) {
-				targets = append(targets, int32(i))
+		matched := 0
+		for i, c := range f.counters {
+			if c.matches(placed.g.ns, placed.g.labels) {
+				targets = append(targets, f.drawnBy[i]...)
+				matched++
 			}
+		}
+		if matched > 1 {
+			slices.Sort(targets)
+			targets = slices.Compact(targets)
 		}
 		f.targets[placed.g.id] = targets
 	}

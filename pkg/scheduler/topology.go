@@ -141,8 +141,10 @@ type counters struct {
 	// nsNames are nsLabels' keys, sorted, so that selected lists (and so
 	// counter identities) are deterministic.
 	nsNames []string
-	// filters are the pods' topology node filters (see nodeFilterOf).
+	// filters are the pods' topology node filters (see nodeFilterOf),
+	// spreads the counters of their spread constraints (see forSpread).
 	filters map[*corev1.Pod]nodeFilter
+	spreads map[spreadKey]*counter
 }
 
 // forTerm returns the counter for an affinity term of a pod in namespace ns,
@@ -185,11 +187,39 @@ func (cs *counters) forTerm(t corev1.PodAffinityTerm, ns string, owners bool) (*
 // as Karpenter's TopologyNodeFilter does when it counts existing pods; so
 // a pod with such constraints counts through a counter of its own filter.
 func (cs *counters) forSpread(pod *corev1.Pod, ns string, tsc corev1.TopologySpreadConstraint) (*counter, error) {
+	honor := tsc.NodeAffinityPolicy == nil || *tsc.NodeAffinityPolicy != corev1.NodeInclusionPolicyIgnore
+	// A group's pod asks again for each of its variants: the counter is
+	// found by what its identity is made of, without building the identity.
+	key := spreadKey{pod: pod, ns: ns, topologyKey: tsc.TopologyKey, selector: tsc.LabelSelector, matchLabelKeys: strings.Join(tsc.MatchLabelKeys, ","), honor: honor}
+	if known, ok := cs.spreads[key]; ok {
+		return known, nil
+	}
 	var filter nodeFilter
-	if tsc.NodeAffinityPolicy == nil || *tsc.NodeAffinityPolicy != corev1.NodeInclusionPolicyIgnore {
+	if honor {
 		filter = cs.nodeFilterOf(pod)
 	}
-	return cs.getFiltered(tsc.TopologyKey, tsc.LabelSelector, matchLabelValues(pod, tsc.MatchLabelKeys), false, []string{ns}, false, filter)
+	tally, err := cs.getFiltered(tsc.TopologyKey, tsc.LabelSelector, matchLabelValues(pod, tsc.MatchLabelKeys), false, []string{ns}, false, filter)
+	if err != nil {
+		return nil, err
+	}
+	if cs.spreads == nil {
+		cs.spreads = map[spreadKey]*counter{}
+	}
+	cs.spreads[key] = tally
+	return tally, nil
+}
+
+// spreadKey is what a spread constraint's counter depends on: the pod
+// (its labels for matchLabelKeys, its node filter), the namespace, and the
+// constraint's key, selector (by address: the pod's own), matchLabelKeys
+// and node affinity policy.
+type spreadKey struct {
+	pod            *corev1.Pod
+	ns             string
+	topologyKey    string
+	selector       *metav1.LabelSelector
+	matchLabelKeys string
+	honor          bool
 }
 
 // nodeFilter is a pod's topology node filter (see topologyNodeFilter)
