@@ -171,7 +171,7 @@ func (s *solver) offeredDomains(k *constraint, vp *poolVariant) uint64 {
 // use.
 func (s *solver) groupNodeFilter(g *group) ([]scheduling.Requirements, []string) {
 	if g.nodeFilter == nil {
-		g.nodeFilter = s.counters.nodeFilterOf(g.pod).reqs
+		g.nodeFilter = s.counters.nodeFilterOf(g.pod)
 	}
 	if g.nodeFilterKeys == nil {
 		g.nodeFilterKeys = make([]string, len(g.nodeFilter))
@@ -233,7 +233,7 @@ func (s *solver) settledDomain(b *bin, c *counter) uint64 {
 func (s *solver) nodeFilterMatches(b *bin, v *variant) bool {
 	group := v.g
 	if group.nodeFilter == nil {
-		group.nodeFilter = s.counters.nodeFilterOf(group.pod).reqs
+		group.nodeFilter = s.counters.nodeFilterOf(group.pod)
 	}
 	return s.meetsFilter(b, group.nodeFilter)
 }

@@ -618,7 +618,7 @@ func balance(order []pendingPod) ([]pendingPod, bool) {
 // internCounters creates the counters of every topology rule of pod.
 func (s *solver) internCounters(pod *corev1.Pod, ns string) {
 	for _, tsc := range pod.Spec.TopologySpreadConstraints {
-		_, _ = s.counters.forSpread(pod, ns, tsc)
+		_, _ = s.counters.spreadCounter(pod, ns, tsc)
 	}
 	reqAff, prefAff := podAffinity(pod)
 	reqAnti, prefAnti := podAntiAffinity(pod)

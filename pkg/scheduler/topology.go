@@ -142,8 +142,8 @@ type counters struct {
 	// counter identities) are deterministic.
 	nsNames []string
 	// filters are the pods' topology node filters (see nodeFilterOf),
-	// spreads the counters of their spread constraints (see forSpread).
-	filters map[*corev1.Pod]nodeFilter
+	// spreads the counters of their spread constraints (see spreadCounter).
+	filters map[*corev1.Pod][]scheduling.Requirements
 	spreads map[spreadKey]*counter
 }
 
@@ -187,68 +187,17 @@ func (cs *counters) forTerm(t corev1.PodAffinityTerm, ns string, owners bool) (*
 // as Karpenter's TopologyNodeFilter does when it counts existing pods; so
 // a pod with such constraints counts through a counter of its own filter.
 func (cs *counters) forSpread(pod *corev1.Pod, ns string, tsc corev1.TopologySpreadConstraint) (*counter, error) {
-	honor := tsc.NodeAffinityPolicy == nil || *tsc.NodeAffinityPolicy != corev1.NodeInclusionPolicyIgnore
-	// A group's pod asks again for each of its variants: the counter is
-	// found by what its identity is made of, without building the identity.
-	key := spreadKey{pod: pod, ns: ns, topologyKey: tsc.TopologyKey, selector: tsc.LabelSelector, matchLabelKeys: strings.Join(tsc.MatchLabelKeys, ","), honor: honor}
-	if known, ok := cs.spreads[key]; ok {
-		return known, nil
-	}
-	var filter nodeFilter
-	if honor {
+	var filter []scheduling.Requirements
+	filtered := false
+	if tsc.NodeAffinityPolicy == nil || *tsc.NodeAffinityPolicy != corev1.NodeInclusionPolicyIgnore {
 		filter = cs.nodeFilterOf(pod)
+		// A lone empty set admits every node: the shared counter.
+		filtered = len(filter) != 1 || len(filter[0]) != 0
 	}
-	tally, err := cs.getFiltered(tsc.TopologyKey, tsc.LabelSelector, matchLabelValues(pod, tsc.MatchLabelKeys), false, []string{ns}, false, filter)
-	if err != nil {
-		return nil, err
+	if !filtered {
+		filter = nil
 	}
-	if cs.spreads == nil {
-		cs.spreads = map[spreadKey]*counter{}
-	}
-	cs.spreads[key] = tally
-	return tally, nil
-}
-
-// spreadKey is what a spread constraint's counter depends on: the pod
-// (its labels for matchLabelKeys, its node filter), the namespace, and the
-// constraint's key, selector (by address: the pod's own), matchLabelKeys
-// and node affinity policy.
-type spreadKey struct {
-	pod            *corev1.Pod
-	ns             string
-	topologyKey    string
-	selector       *metav1.LabelSelector
-	matchLabelKeys string
-	honor          bool
-}
-
-// nodeFilter is a pod's topology node filter (see topologyNodeFilter)
-// and its key in counter identities, empty when it admits every node.
-type nodeFilter struct {
-	reqs []scheduling.Requirements
-	key  string
-}
-
-// nodeFilterOf is pod's node filter, built once per pod: a group's
-// variants ask for the same pod's counters again.
-func (cs *counters) nodeFilterOf(pod *corev1.Pod) nodeFilter {
-	if filter, ok := cs.filters[pod]; ok {
-		return filter
-	}
-	filter := nodeFilter{reqs: topologyNodeFilter(pod)}
-	// A lone empty set admits every node: the shared counter.
-	if len(filter.reqs) != 1 || len(filter.reqs[0]) != 0 {
-		keys := make([]string, len(filter.reqs))
-		for i, r := range filter.reqs {
-			keys[i] = requirementsKey(r)
-		}
-		filter.key = "|on nodes " + strings.Join(keys, " or ")
-	}
-	if cs.filters == nil {
-		cs.filters = map[*corev1.Pod]nodeFilter{}
-	}
-	cs.filters[pod] = filter
-	return filter
+	return cs.getFiltered(tsc.TopologyKey, tsc.LabelSelector, matchLabelValues(pod, tsc.MatchLabelKeys), false, []string{ns}, false, filter, filtered)
 }
 
 // setNamespaces records the labels of the namespaces in the snapshot, and
@@ -295,13 +244,13 @@ func (cs *counters) addPodNamespaces(pods []*corev1.Pod) {
 }
 
 func (cs *counters) get(key string, ls *metav1.LabelSelector, extra map[string]string, allNS bool, nss []string, owners bool) (*counter, error) {
-	return cs.getFiltered(key, ls, extra, allNS, nss, owners, nodeFilter{})
+	return cs.getFiltered(key, ls, extra, allNS, nss, owners, nil, false)
 }
 
-// getFiltered is get for a counter that, when filter has a key, counts
-// pods only on existing nodes that meet filter (see counter.filter).
+// getFiltered is get for a counter that, when filtered, counts pods only
+// on existing nodes that meet filter (see counter.filter).
 func (cs *counters) getFiltered(key string, ls *metav1.LabelSelector, extra map[string]string, allNS bool, nss []string, owners bool,
-	filter nodeFilter) (*counter, error) {
+	filter []scheduling.Requirements, filtered bool) (*counter, error) {
 	sel := labels.Nothing()
 	if ls != nil {
 		var err error
@@ -316,14 +265,18 @@ func (cs *counters) getFiltered(key string, ls *metav1.LabelSelector, extra map[
 	// labels.Nothing() and labels.Everything() both print as "": Empty
 	// tells a term without a labelSelector (no pod) from one with {}
 	// (every pod).
-	id := fmt.Sprintf("%t|%s|%t|%s|%t|%s", owners, key, allNS, strings.Join(nss, ","), sel.Empty(), sel.String()) + filter.key
+	id := fmt.Sprintf("%t|%s|%t|%s|%t|%s", owners, key, allNS, strings.Join(nss, ","), sel.Empty(), sel.String())
+	if filtered {
+		filterKeys := make([]string, len(filter))
+		for i, reqs := range filter {
+			filterKeys[i] = requirementsKey(reqs)
+		}
+		id += "|on nodes " + strings.Join(filterKeys, " or ")
+	}
 	if counter, ok := cs.byKey[id]; ok {
 		return counter, nil
 	}
-	tally := &counter{key: key, kind: kindOf(key), owners: owners, allNS: allNS, ns: nss, selector: sel, filtered: filter.key != ""}
-	if tally.filtered {
-		tally.filter = filter.reqs
-	}
+	tally := &counter{key: key, kind: kindOf(key), owners: owners, allNS: allNS, ns: nss, selector: sel, filter: filter, filtered: filtered}
 	tally.desc = fmt.Sprintf("%s pods matching %q", key, sel.String())
 	cs.byKey[id] = tally
 	cs.all = append(cs.all, tally)
@@ -361,3 +314,55 @@ type constraint struct {
 }
 
 func popcount(m uint64) int { return bits.OnesCount64(m) }
+
+// spreadCounter is forSpread for a pod's constraint, found again without
+// building the counter's identity: a group's pod asks for each of its
+// variants.
+func (cs *counters) spreadCounter(pod *corev1.Pod, ns string, tsc corev1.TopologySpreadConstraint) (*counter, error) {
+	key := spreadKey{pod: pod, ns: ns, topologyKey: tsc.TopologyKey, selector: tsc.LabelSelector, matchLabelKeys: strings.Join(tsc.MatchLabelKeys, ",")}
+	if tsc.NodeAffinityPolicy != nil {
+		key.affinityPolicy = *tsc.NodeAffinityPolicy
+	}
+	if tsc.NodeTaintsPolicy != nil {
+		key.taintsPolicy = *tsc.NodeTaintsPolicy
+	}
+	if known, ok := cs.spreads[key]; ok {
+		return known, nil
+	}
+	tally, err := cs.forSpread(pod, ns, tsc)
+	if err != nil {
+		return nil, err
+	}
+	if cs.spreads == nil {
+		cs.spreads = map[spreadKey]*counter{}
+	}
+	cs.spreads[key] = tally
+	return tally, nil
+}
+
+// spreadKey is everything a spread constraint's counter depends on: the
+// pod (its labels for matchLabelKeys, its node filter, its tolerations),
+// the namespace, and the constraint's key, selector (by address: the
+// pod's own), matchLabelKeys and inclusion policies.
+type spreadKey struct {
+	pod                          *corev1.Pod
+	ns                           string
+	topologyKey                  string
+	selector                     *metav1.LabelSelector
+	matchLabelKeys               string
+	affinityPolicy, taintsPolicy corev1.NodeInclusionPolicy
+}
+
+// nodeFilterOf is pod's topology node filter (see topologyNodeFilter),
+// built once per pod.
+func (cs *counters) nodeFilterOf(pod *corev1.Pod) []scheduling.Requirements {
+	if filter, ok := cs.filters[pod]; ok {
+		return filter
+	}
+	filter := topologyNodeFilter(pod)
+	if cs.filters == nil {
+		cs.filters = map[*corev1.Pod][]scheduling.Requirements{}
+	}
+	cs.filters[pod] = filter
+	return filter
+}
