@@ -173,7 +173,7 @@ func (s *solver) offeredDomains(k *constraint, vp *poolVariant) uint64 {
 // use.
 func (s *solver) groupNodeFilter(g *group) ([]scheduling.Requirements, []string) {
 	if g.nodeFilter == nil {
-		g.nodeFilter = topologyNodeFilter(g.pod)
+		g.nodeFilter = s.counters.nodeFilterOf(g.pod)
 	}
 	if g.nodeFilterKeys == nil {
 		g.nodeFilterKeys = make([]string, len(g.nodeFilter))
@@ -235,7 +235,7 @@ func (s *solver) settledDomain(b *bin, c *counter) uint64 {
 func (s *solver) nodeFilterMatches(b *bin, v *variant) bool {
 	group := v.g
 	if group.nodeFilter == nil {
-		group.nodeFilter = topologyNodeFilter(group.pod)
+		group.nodeFilter = s.counters.nodeFilterOf(group.pod)
 	}
 	return s.meetsFilter(b, group.nodeFilter)
 }

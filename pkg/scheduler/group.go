@@ -328,7 +328,7 @@ func (s *solver) addSpreadConstraints(v *variant) {
 				continue
 			}
 		}
-		counter, err := s.counters.forSpread(group.pod, group.ns, tsc)
+		counter, err := s.counters.spreadCounter(group.pod, group.ns, tsc)
 		if err != nil {
 			v.err = fmt.Sprintf("invalid topologySpreadConstraints labelSelector: %v", err)
 			continue

@@ -378,10 +378,26 @@ func (s *solver) joinTarget(failed []pendingPod, placed pendingPod) []pendingPod
 // Karpenter's queue, which orders by size only, keeps such replicas
 // together; the interleaving of big and small pods for cost does not.
 type followers struct {
-	groups []*group         // groups whose pods have required pod affinity
-	queued map[*group][]int // their pods' indices in s.order
-	done   []bool           // by index in s.order: tried already
-	next   map[*group]int   // per group, how far queued was tried
+	groups []*follower
+	done   []bool // by index in s.order: tried already
+	// targets[id] lists (by index in groups) the followers whose required
+	// pod affinity selects the pods of the group with that id, in groups'
+	// order; computed when a pod of that group is first placed. Every pod
+	// of a group has the group's namespace and labels, so the answer is
+	// the group's.
+	targets [][]int32
+	// counters are the followers' affinity counters, each once, and
+	// drawnBy[i] the followers (by index in groups, ascending) whose
+	// affinity counts through counters[i].
+	counters []*counter
+	drawnBy  [][]int32
+}
+
+// follower is a group whose pods have required pod affinity.
+type follower struct {
+	g      *group
+	queued []int // its pods' indices in s.order
+	next   int   // how far queued was tried
 }
 
 func (s *solver) newFollowers() *followers {
@@ -395,21 +411,54 @@ func (s *solver) newFollowers() *followers {
 		// (no joinTarget), as Karpenter requeues it at the back.
 		return f
 	}
+	byGroup := make([]int32, len(s.groups)) // follower index + 1 per group id; 0 unseen, -1 none
+	counterAt := map[*counter]int{}         // index in f.counters
 	for i, pending := range s.order {
-		if variant := s.variantAt(pending.g, 0); variant != nil && slices.ContainsFunc(variant.constraints, func(k *constraint) bool { return k.kind == affinity }) {
-			if f.queued == nil {
-				f.queued, f.next = map[*group][]int{}, map[*group]int{}
+		at := byGroup[pending.g.id]
+		if at == 0 {
+			at = -1
+			if affinity := s.affinityCounters(pending.g); len(affinity) > 0 {
+				f.groups = append(f.groups, &follower{g: pending.g})
+				at = int32(len(f.groups))
+				for _, c := range affinity {
+					ci, ok := counterAt[c]
+					if !ok {
+						ci = len(f.counters)
+						counterAt[c] = ci
+						f.counters, f.drawnBy = append(f.counters, c), append(f.drawnBy, nil)
+					}
+					if drawn := f.drawnBy[ci]; len(drawn) == 0 || drawn[len(drawn)-1] != at-1 {
+						f.drawnBy[ci] = append(drawn, at-1)
+					}
+				}
 			}
-			if _, seen := f.queued[pending.g]; !seen {
-				f.groups = append(f.groups, pending.g)
-			}
-			f.queued[pending.g] = append(f.queued[pending.g], i)
+			byGroup[pending.g.id] = at
+		}
+		if at > 0 {
+			fl := f.groups[at-1]
+			fl.queued = append(fl.queued, i)
 		}
 	}
 	if len(f.groups) > 0 {
 		f.done = make([]bool, len(s.order))
+		f.targets = make([][]int32, len(s.groups))
 	}
 	return f
+}
+
+// affinityCounters are the counters of g's required pod affinity terms.
+func (s *solver) affinityCounters(g *group) []*counter {
+	variant := s.variantAt(g, 0)
+	if variant == nil {
+		return nil
+	}
+	var out []*counter
+	for _, k := range variant.constraints {
+		if k.kind == affinity {
+			out = append(out, k.c)
+		}
+	}
+	return out
 }
 
 func (f *followers) tried(i int) bool {
@@ -424,20 +473,37 @@ func (f *followers) tried(i int) bool {
 // follow places the not yet tried pods whose required pod affinity
 // selects placed, adding those that fail to failed.
 func (f *followers) follow(s *solver, placed pendingPod, failed []pendingPod) []pendingPod {
-	for _, g := range f.groups {
-		if f.next[g] == len(f.queued[g]) || !s.affineTo(g, placed) {
-			continue
+	if len(f.groups) == 0 {
+		return failed
+	}
+	targets := f.targets[placed.g.id]
+	if targets == nil {
+		targets = make([]int32, 0)
+		matched := 0
+		for i, c := range f.counters {
+			if c.matches(placed.g.ns, placed.g.labels) {
+				targets = append(targets, f.drawnBy[i]...)
+				matched++
+			}
 		}
-		for _, i := range f.queued[g][f.next[g]:] {
-			if f.done[i] {
+		if matched > 1 {
+			slices.Sort(targets)
+			targets = slices.Compact(targets)
+		}
+		f.targets[placed.g.id] = targets
+	}
+	for _, i := range targets {
+		fl := f.groups[i]
+		for _, at := range fl.queued[fl.next:] {
+			if f.done[at] {
 				continue
 			}
-			f.done[i] = true
-			if !s.placePending(s.order[i]) {
-				failed = append(failed, s.order[i])
+			f.done[at] = true
+			if !s.placePending(s.order[at]) {
+				failed = append(failed, s.order[at])
 			}
 		}
-		f.next[g] = len(f.queued[g])
+		fl.next = len(fl.queued)
 	}
 	return failed
 }

@@ -412,17 +412,32 @@ func (s *solver) orderPods() {
 // would find no room next to it. Karpenter's queue, by size only, puts
 // such replicas ahead of smaller pods too.
 func selfAffineFirst(order []pendingPod) []pendingPod {
-	if !slices.ContainsFunc(order, func(p pendingPod) bool { return p.g.selfAffine() }) {
+	// by group id: 0 not yet asked, 1 self-affine, -1 not
+	groups := 0
+	for _, pending := range order {
+		groups = max(groups, pending.g.id+1)
+	}
+	known := make([]int8, groups)
+	selfAffine := func(p pendingPod) bool {
+		if known[p.g.id] == 0 {
+			known[p.g.id] = -1
+			if p.g.selfAffine() {
+				known[p.g.id] = 1
+			}
+		}
+		return known[p.g.id] == 1
+	}
+	if !slices.ContainsFunc(order, selfAffine) {
 		return order
 	}
 	out := make([]pendingPod, 0, len(order))
 	for _, pending := range order {
-		if pending.g.selfAffine() {
+		if selfAffine(pending) {
 			out = append(out, pending)
 		}
 	}
 	for _, pending := range order {
-		if !pending.g.selfAffine() {
+		if !selfAffine(pending) {
 			out = append(out, pending)
 		}
 	}
@@ -632,7 +647,7 @@ func balance(order []pendingPod) ([]pendingPod, bool) {
 // internCounters creates the counters of every topology rule of pod.
 func (s *solver) internCounters(pod *corev1.Pod, ns string) {
 	for _, tsc := range pod.Spec.TopologySpreadConstraints {
-		_, _ = s.counters.forSpread(pod, ns, tsc)
+		_, _ = s.counters.spreadCounter(pod, ns, tsc)
 	}
 	reqAff, prefAff := podAffinity(pod)
 	reqAnti, prefAnti := podAntiAffinity(pod)

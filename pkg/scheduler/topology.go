@@ -146,6 +146,10 @@ type counters struct {
 	// nsNames are nsLabels' keys, sorted, so that selected lists (and so
 	// counter identities) are deterministic.
 	nsNames []string
+	// filters are the pods' topology node filters (see nodeFilterOf),
+	// spreads the counters of their spread constraints (see spreadCounter).
+	filters map[*corev1.Pod][]scheduling.Requirements
+	spreads map[spreadKey]*counter
 }
 
 // forTerm returns the counter for an affinity term of a pod in namespace ns,
@@ -191,7 +195,7 @@ func (cs *counters) forSpread(pod *corev1.Pod, ns string, tsc corev1.TopologySpr
 	var filter []scheduling.Requirements
 	filtered := false
 	if tsc.NodeAffinityPolicy == nil || *tsc.NodeAffinityPolicy != corev1.NodeInclusionPolicyIgnore {
-		filter = topologyNodeFilter(pod)
+		filter = cs.nodeFilterOf(pod)
 		// A lone empty set admits every node: the shared counter.
 		filtered = len(filter) != 1 || len(filter[0]) != 0
 	}
@@ -327,3 +331,55 @@ type constraint struct {
 }
 
 func popcount(m uint64) int { return bits.OnesCount64(m) }
+
+// spreadCounter is forSpread for a pod's constraint, found again without
+// building the counter's identity: a group's pod asks for each of its
+// variants.
+func (cs *counters) spreadCounter(pod *corev1.Pod, ns string, tsc corev1.TopologySpreadConstraint) (*counter, error) {
+	key := spreadKey{pod: pod, ns: ns, topologyKey: tsc.TopologyKey, selector: tsc.LabelSelector, matchLabelKeys: strings.Join(tsc.MatchLabelKeys, ",")}
+	if tsc.NodeAffinityPolicy != nil {
+		key.affinityPolicy = *tsc.NodeAffinityPolicy
+	}
+	if tsc.NodeTaintsPolicy != nil {
+		key.taintsPolicy = *tsc.NodeTaintsPolicy
+	}
+	if known, ok := cs.spreads[key]; ok {
+		return known, nil
+	}
+	tally, err := cs.forSpread(pod, ns, tsc)
+	if err != nil {
+		return nil, err
+	}
+	if cs.spreads == nil {
+		cs.spreads = map[spreadKey]*counter{}
+	}
+	cs.spreads[key] = tally
+	return tally, nil
+}
+
+// spreadKey is everything a spread constraint's counter depends on: the
+// pod (its labels for matchLabelKeys, its node filter, its tolerations),
+// the namespace, and the constraint's key, selector (by address: the
+// pod's own), matchLabelKeys and inclusion policies.
+type spreadKey struct {
+	pod                          *corev1.Pod
+	ns                           string
+	topologyKey                  string
+	selector                     *metav1.LabelSelector
+	matchLabelKeys               string
+	affinityPolicy, taintsPolicy corev1.NodeInclusionPolicy
+}
+
+// nodeFilterOf is pod's topology node filter (see topologyNodeFilter),
+// built once per pod.
+func (cs *counters) nodeFilterOf(pod *corev1.Pod) []scheduling.Requirements {
+	if filter, ok := cs.filters[pod]; ok {
+		return filter
+	}
+	filter := topologyNodeFilter(pod)
+	if cs.filters == nil {
+		cs.filters = map[*corev1.Pod][]scheduling.Requirements{}
+	}
+	cs.filters[pod] = filter
+	return filter
+}
