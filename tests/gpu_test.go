@@ -86,14 +86,16 @@ func nvidiaDevicePlugin(pool string) *appsv1.DaemonSet {
 	}
 }
 
-// gpuOperatorDriver and gpuOperatorDevicePlugin are the driver and device
-// plugin DaemonSets the NVIDIA GPU Operator deploys (NVIDIA/gpu-operator
-// assets/state-driver/0500_daemonset.yaml and
-// assets/state-device-plugin/0500_daemonset.yaml), with the images its
-// chart's defaults name, narrowed to one NodePool and to what decides
-// whether GPUs register: the privileged driver container shares the host's
-// /run/nvidia with Bidirectional propagation, and the device plugin mounts
-// the driver root it installs, /run/nvidia/driver.
+// gpuOperatorDriver, gpuOperatorToolkit and gpuOperatorDevicePlugin are
+// the driver, container toolkit and device plugin DaemonSets the NVIDIA GPU
+// Operator deploys (NVIDIA/gpu-operator assets/state-driver,
+// state-container-toolkit and state-device-plugin 0500_daemonset.yaml),
+// with the images its chart's defaults name, narrowed to one NodePool and
+// to what decides whether GPUs register: the privileged driver container
+// shares the host's /run/nvidia with Bidirectional propagation, the
+// privileged toolkit installs nvidia-container-runtime in the host's
+// /usr/local/nvidia, and the device plugin mounts the driver root,
+// /run/nvidia/driver.
 func gpuOperatorDriver(pool string) *appsv1.DaemonSet {
 	propagation := corev1.MountPropagationBidirectional
 	return operatorDaemonSet("nvidia-driver-daemonset", pool, []corev1.Container{{
@@ -102,6 +104,14 @@ func gpuOperatorDriver(pool string) *appsv1.DaemonSet {
 		SecurityContext: &corev1.SecurityContext{Privileged: ptrTo(true)},
 		VolumeMounts:    []corev1.VolumeMount{{Name: "run-nvidia", MountPath: "/run/nvidia", MountPropagation: &propagation}},
 	}}, []corev1.Volume{hostPathVolume("run-nvidia", "/run/nvidia")})
+}
+
+func gpuOperatorToolkit(pool string) *appsv1.DaemonSet {
+	return operatorDaemonSet("nvidia-container-toolkit-daemonset", pool, []corev1.Container{{
+		Name: "nvidia-container-toolkit-ctr", Image: "nvcr.io/nvidia/k8s/container-toolkit:v1.17.8-ubuntu20.04",
+		SecurityContext: &corev1.SecurityContext{Privileged: ptrTo(true)},
+		VolumeMounts:    []corev1.VolumeMount{{Name: "toolkit-install-dir", MountPath: "/usr/local/nvidia"}},
+	}}, []corev1.Volume{hostPathVolume("toolkit-install-dir", "/usr/local/nvidia")})
 }
 
 func gpuOperatorDevicePlugin(pool string) *appsv1.DaemonSet {
@@ -165,8 +175,8 @@ func gpuJob(name, pool string, replicas int32) *appsv1.Deployment {
 // ResourceNotRegistered, and no second node is launched for the pod.
 //
 // None with the GPU Operator: on that same node, the operator's device
-// plugin alone registers nothing (no driver); once its driver DaemonSet
-// runs there too, the GPUs register, the NodeClaim initializes and the
+// plugin alone registers nothing (no driver); once its driver and container
+// toolkit DaemonSets run there too, the GPUs register, the NodeClaim initializes and the
 // pending pod runs with its GPU, on the node it was launched for.
 func TestGPU(t *testing.T) {
 	env := startEnv(t, localenv.Options{ClusterName: "gpu", BootDelay: time.Second})
@@ -319,8 +329,10 @@ func TestGPU(t *testing.T) {
 			t.Fatalf("node %s advertises nvidia.com/gpu %s with a device plugin but no driver", nodeName, gpus.String())
 		}
 
-		if err := kube.Create(ctx, gpuOperatorDriver("gpu-byo")); err != nil {
-			t.Fatal(err)
+		for _, ds := range []*appsv1.DaemonSet{gpuOperatorDriver("gpu-byo"), gpuOperatorToolkit("gpu-byo")} {
+			if err := kube.Create(ctx, ds); err != nil {
+				t.Fatal(err)
+			}
 		}
 		eventually(t, 2*time.Minute, "the pending GPU pod running", func() (bool, string) {
 			return allRunning(ctx, kube, "byo", 1)

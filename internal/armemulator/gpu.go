@@ -49,12 +49,17 @@ import (
 // (hostPath /run/nvidia/driver at /driver-root) to load NVML from it, and
 // starts only once the driver is validated (assets/state-device-plugin/
 // 0500_daemonset.yaml @4ef16ed7 and 0400_configmap.yaml, entrypoint.sh
-// waits for /run/nvidia/validations/driver-ready). So without the AKS
-// driver a node advertises its GPUs only while such a driver pod and a
-// device plugin pod that mounts the driver root both run on it; a device
-// plugin that does not mount the driver root finds no NVML on a node whose
-// containerd runs runc.
-//
+// waits for /run/nvidia/validations/driver-ready) and once the operator's
+// container toolkit has made nvidia-container-runtime a containerd runtime
+// (its toolkit-validation init container waits for
+// /run/nvidia/validations/toolkit-ready, written by the toolkit container,
+// assets/state-container-toolkit/0500_daemonset.yaml @76b1f9a7, which
+// installs the runtime under the host's /usr/local/nvidia). So without the
+// AKS driver a node advertises its GPUs only while the operator's driver
+// pod, its container toolkit pod and a device plugin pod that mounts the
+// driver root all run on it; a device plugin that does not mount the
+// driver root finds no NVML on a node whose containerd runs runc.
+
 // AMD GPUs are never advertised: AKS installs no AMD driver (the provider's
 // IsDriverInstallSupported is NVIDIA only) and the emulator does not model
 // an AMD GPU operator.
@@ -76,6 +81,15 @@ const operatorDriverImage = "nvcr.io/nvidia/driver"
 const (
 	operatorRunDir     = "/run/nvidia"
 	operatorDriverRoot = "/run/nvidia/driver"
+)
+
+// operatorToolkitImage is the GPU Operator's container toolkit image
+// repository (values.yaml toolkit.repository nvcr.io/nvidia/k8s,
+// toolkit.image container-toolkit); operatorToolkitDir is the host
+// directory it installs nvidia-container-runtime in (toolkit.installDir).
+const (
+	operatorToolkitImage = "nvcr.io/nvidia/k8s/container-toolkit"
+	operatorToolkitDir   = "/usr/local/nvidia"
 )
 
 // publishedGPUDriverImages are the driver images AgentBaker publishes and
@@ -219,7 +233,7 @@ func (d *devicePlugin) run(ctx context.Context, wanted func() bool) {
 // running pods, does not advertise them; "" when the device plugin
 // registers them.
 func gpusBlocked(state gpuState, pods []corev1.Pod) string {
-	var plugin, driver *corev1.Pod
+	var plugin, driver, toolkit *corev1.Pod
 	for i := range pods {
 		pod := &pods[i]
 		if pod.Status.Phase != corev1.PodRunning || pod.DeletionTimestamp != nil {
@@ -231,13 +245,21 @@ func gpusBlocked(state gpuState, pods []corev1.Pod) string {
 		if driver == nil && isOperatorDriver(pod) {
 			driver = pod
 		}
+		if toolkit == nil && isOperatorToolkit(pod) {
+			toolkit = pod
+		}
 	}
 	const noPlugin = "no NVIDIA device plugin pod (" + nvidiaDevicePluginImage + ", mounting " + devicePluginDir + ") runs on the node"
 	const noDriver = "GPU_NODE is not true: the node image installed no NVIDIA driver, and no GPU Operator driver pod (" +
 		operatorDriverImage + ", privileged, mounting the host's " + operatorRunDir + " with Bidirectional propagation) runs on the node"
+	const noToolkit = "GPU_NODE is not true: the node image configured no NVIDIA container runtime, and no GPU Operator container toolkit pod (" +
+		operatorToolkitImage + ", privileged, mounting the host's " + operatorToolkitDir + ") runs on the node, so the operator's device plugin waits for toolkit-ready"
 	why := state.why
-	if state.userDriver && driver == nil {
+	switch {
+	case state.userDriver && driver == nil:
 		why = noDriver
+	case state.userDriver && toolkit == nil:
+		why = noToolkit
 	}
 	switch {
 	case plugin == nil && why != "":
@@ -287,6 +309,27 @@ func isOperatorDriver(pod *corev1.Pod) bool {
 		for _, m := range c.VolumeMounts {
 			if hostPaths[m.Name] == operatorRunDir && strings.TrimSuffix(m.MountPath, "/") == operatorRunDir &&
 				m.MountPropagation != nil && *m.MountPropagation == corev1.MountPropagationBidirectional {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// isOperatorToolkit: a privileged container of the GPU Operator's
+// container toolkit image that mounts the host's /usr/local/nvidia, where
+// it installs nvidia-container-runtime (NVIDIA/gpu-operator
+// assets/state-container-toolkit/0500_daemonset.yaml @76b1f9a7,
+// nvidia-container-toolkit-ctr).
+func isOperatorToolkit(pod *corev1.Pod) bool {
+	hostPaths := hostPathVolumes(pod)
+	for _, c := range pod.Spec.Containers {
+		if imageRepository(c.Image) != operatorToolkitImage || c.SecurityContext == nil ||
+			c.SecurityContext.Privileged == nil || !*c.SecurityContext.Privileged {
+			continue
+		}
+		for _, m := range c.VolumeMounts {
+			if hostPaths[m.Name] == operatorToolkitDir {
 				return true
 			}
 		}

@@ -24,7 +24,7 @@ func TestReadGPU(t *testing.T) {
 		vars     map[string]string
 		size     string
 		capacity corev1.ResourceList
-		usable   bool // usable with a device plugin alone
+		usable   bool   // usable with a device plugin alone
 		fails    string // provisioning fails with this
 	}{
 		{"cuda-lts on T4", driver("cuda-lts", "580.159.04", "20260629214430", nvidiaRuntime), "Standard_NC4as_T4_v3", t4, true, ""},
@@ -75,7 +75,7 @@ func TestIsNvidiaDevicePlugin(t *testing.T) {
 
 // TestGPUsBlocked: which pods on a node make its device plugin register
 // its GPUs, with the AKS driver (GPU_NODE=true) and with the GPU
-// Operator's driver (GPU_NODE=false).
+// Operator's driver and container toolkit (GPU_NODE=false).
 func TestGPUsBlocked(t *testing.T) {
 	hostPath := func(name, path string) corev1.Volume {
 		return corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: path}}}
@@ -103,6 +103,13 @@ func TestGPUsBlocked(t *testing.T) {
 			Volumes: []corev1.Volume{hostPath("run", operatorRunDir)},
 		})
 	}
+	toolkit := func(privileged bool) corev1.Pod {
+		return running("nvidia-container-toolkit-daemonset-x", corev1.PodSpec{
+			Containers: []corev1.Container{{Image: "nvcr.io/nvidia/k8s/container-toolkit:v1.17.8-ubuntu20.04", SecurityContext: &corev1.SecurityContext{Privileged: &privileged},
+				VolumeMounts: []corev1.VolumeMount{{Name: "install", MountPath: operatorToolkitDir}}}},
+			Volumes: []corev1.Volume{hostPath("install", operatorToolkitDir)},
+		})
+	}
 	operatorDriver := driver("nvcr.io/nvidia/driver:570.195.03-ubuntu22.04", true, corev1.MountPropagationBidirectional)
 	pending := operatorDriver
 	pending.Status.Phase = corev1.PodPending
@@ -119,13 +126,15 @@ func TestGPUsBlocked(t *testing.T) {
 		{"AKS driver, runc default", gpuState{driver: true, why: "runtime"}, []corev1.Pod{plugin(false)}, "registers no GPUs: runtime"},
 		{"none: nothing", none, nil, "one would register no GPUs: GPU_NODE is not true"},
 		{"none: plugin only", none, []corev1.Pod{plugin(true)}, "registers no GPUs: GPU_NODE is not true"},
-		{"none: driver only", none, []corev1.Pod{operatorDriver}, "nvidia.com/gpu is not registered"},
-		{"none: operator driver and plugin", none, []corev1.Pod{operatorDriver, plugin(true)}, ""},
-		{"none: plugin without the driver root", none, []corev1.Pod{operatorDriver, plugin(false)}, "does not mount"},
-		{"none: driver pod pending", none, []corev1.Pod{pending, plugin(true)}, "no GPU Operator driver pod"},
-		{"none: driver not privileged", none, []corev1.Pod{driver("nvcr.io/nvidia/driver:570.195.03-ubuntu22.04", false, corev1.MountPropagationBidirectional), plugin(true)}, "no GPU Operator driver pod"},
-		{"none: driver without Bidirectional", none, []corev1.Pod{driver("nvcr.io/nvidia/driver:570.195.03-ubuntu22.04", true, corev1.MountPropagationHostToContainer), plugin(true)}, "no GPU Operator driver pod"},
-		{"none: another image", none, []corev1.Pod{driver("busybox", true, corev1.MountPropagationBidirectional), plugin(true)}, "no GPU Operator driver pod"},
+		{"none: driver and toolkit only", none, []corev1.Pod{operatorDriver, toolkit(true)}, "nvidia.com/gpu is not registered"},
+		{"none: driver, toolkit and plugin", none, []corev1.Pod{operatorDriver, toolkit(true), plugin(true)}, ""},
+		{"none: driver and plugin, no toolkit", none, []corev1.Pod{operatorDriver, plugin(true)}, "no GPU Operator container toolkit pod"},
+		{"none: toolkit not privileged", none, []corev1.Pod{operatorDriver, toolkit(false), plugin(true)}, "no GPU Operator container toolkit pod"},
+		{"none: plugin without the driver root", none, []corev1.Pod{operatorDriver, toolkit(true), plugin(false)}, "does not mount"},
+		{"none: driver pod pending", none, []corev1.Pod{pending, toolkit(true), plugin(true)}, "no GPU Operator driver pod"},
+		{"none: driver not privileged", none, []corev1.Pod{driver("nvcr.io/nvidia/driver:570.195.03-ubuntu22.04", false, corev1.MountPropagationBidirectional), toolkit(true), plugin(true)}, "no GPU Operator driver pod"},
+		{"none: driver without Bidirectional", none, []corev1.Pod{driver("nvcr.io/nvidia/driver:570.195.03-ubuntu22.04", true, corev1.MountPropagationHostToContainer), toolkit(true), plugin(true)}, "no GPU Operator driver pod"},
+		{"none: another image", none, []corev1.Pod{driver("busybox", true, corev1.MountPropagationBidirectional), toolkit(true), plugin(true)}, "no GPU Operator driver pod"},
 	} {
 		got := gpusBlocked(tc.state, tc.pods)
 		if (tc.want == "") != (got == "") || !strings.Contains(got, tc.want) {
