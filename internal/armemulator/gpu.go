@@ -205,22 +205,11 @@ const devicePluginPoll = 500 * time.Millisecond
 // says the VM is gone.
 func (d *devicePlugin) run(ctx context.Context, wanted func() bool) {
 	for wanted() {
-		pods, err := d.client.CoreV1().Pods("").List(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName=" + d.node})
-		why := ""
-		if err != nil {
-			why = "listing the node's pods: " + err.Error()
-		} else {
-			why = gpusBlocked(d.state, pods.Items)
-		}
-		if why == "" {
-			if err := d.advertise(ctx); err != nil {
-				why = "advertising nvidia.com/gpu: " + err.Error()
-			} else {
-				d.problem(d.node, "")
-				return
-			}
-		}
+		why := d.try(ctx)
 		d.problem(d.node, why)
+		if why == "" {
+			return
+		}
 		select {
 		case <-ctx.Done():
 			return
@@ -229,47 +218,85 @@ func (d *devicePlugin) run(ctx context.Context, wanted func() bool) {
 	}
 }
 
-// gpusBlocked says why a node whose provisioning made state of its GPUs,
-// running pods, does not advertise them; "" when the device plugin
-// registers them.
-func gpusBlocked(state gpuState, pods []corev1.Pod) string {
-	var plugin, driver, toolkit *corev1.Pod
+// try advertises the GPUs if the node's pods register them, and says why
+// not otherwise.
+func (d *devicePlugin) try(ctx context.Context) string {
+	pods, err := d.client.CoreV1().Pods("").List(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName=" + d.node})
+	if err != nil {
+		return "listing the node's pods: " + err.Error()
+	}
+	if why := gpusBlocked(d.state, pods.Items); why != "" {
+		return why
+	}
+	if err := d.advertise(ctx); err != nil {
+		return "advertising nvidia.com/gpu: " + err.Error()
+	}
+	return ""
+}
+
+// gpuPods are the running pods on a node that take part in registering
+// its NVIDIA GPUs (nil when none runs).
+type gpuPods struct {
+	plugin, driver, toolkit *corev1.Pod
+}
+
+// findGPUPods picks the first running, not terminating pod of each kind.
+func findGPUPods(pods []corev1.Pod) gpuPods {
+	var out gpuPods
 	for i := range pods {
 		pod := &pods[i]
 		if pod.Status.Phase != corev1.PodRunning || pod.DeletionTimestamp != nil {
 			continue
 		}
-		if plugin == nil && isNvidiaDevicePlugin(pod) {
-			plugin = pod
+		if out.plugin == nil && isNvidiaDevicePlugin(pod) {
+			out.plugin = pod
 		}
-		if driver == nil && isOperatorDriver(pod) {
-			driver = pod
+		if out.driver == nil && isOperatorDriver(pod) {
+			out.driver = pod
 		}
-		if toolkit == nil && isOperatorToolkit(pod) {
-			toolkit = pod
+		if out.toolkit == nil && isOperatorToolkit(pod) {
+			out.toolkit = pod
 		}
 	}
+	return out
+}
+
+// driverProblem says why the GPUs are unusable to any device plugin: what
+// provisioning left wrong, or, without the AKS driver, which part of the
+// GPU Operator's stack does not run on the node.
+func driverProblem(state gpuState, found gpuPods) string {
+	switch {
+	case !state.userDriver:
+		return state.why
+	case found.driver == nil:
+		return "GPU_NODE is not true: the node image installed no NVIDIA driver, and no GPU Operator driver pod (" +
+			operatorDriverImage + ", privileged, mounting the host's " + operatorRunDir + " with Bidirectional propagation) runs on the node"
+	case found.toolkit == nil:
+		return "GPU_NODE is not true: the node image configured no NVIDIA container runtime, and no GPU Operator container toolkit pod (" +
+			operatorToolkitImage + ", privileged, mounting the host's " + operatorToolkitDir + ") runs on the node, so the operator's device plugin waits for toolkit-ready"
+	}
+	return ""
+}
+
+// gpusBlocked says why a node whose provisioning made state of its GPUs,
+// running pods, does not advertise them; "" when the device plugin
+// registers them.
+func gpusBlocked(state gpuState, pods []corev1.Pod) string {
+	found := findGPUPods(pods)
 	const noPlugin = "no NVIDIA device plugin pod (" + nvidiaDevicePluginImage + ", mounting " + devicePluginDir + ") runs on the node"
-	const noDriver = "GPU_NODE is not true: the node image installed no NVIDIA driver, and no GPU Operator driver pod (" +
-		operatorDriverImage + ", privileged, mounting the host's " + operatorRunDir + " with Bidirectional propagation) runs on the node"
-	const noToolkit = "GPU_NODE is not true: the node image configured no NVIDIA container runtime, and no GPU Operator container toolkit pod (" +
-		operatorToolkitImage + ", privileged, mounting the host's " + operatorToolkitDir + ") runs on the node, so the operator's device plugin waits for toolkit-ready"
-	why := state.why
+	why := driverProblem(state, found)
 	switch {
-	case state.userDriver && driver == nil:
-		why = noDriver
-	case state.userDriver && toolkit == nil:
-		why = noToolkit
-	}
-	switch {
-	case plugin == nil && why != "":
+	case found.plugin == nil && why != "":
 		return noPlugin + ", and one would register no GPUs: " + why
-	case plugin == nil:
+	case found.plugin == nil:
 		return noPlugin + ": nvidia.com/gpu is not registered"
+	}
+	plugin := found.plugin.Namespace + "/" + found.plugin.Name
+	switch {
 	case why != "":
-		return "device plugin pod " + plugin.Namespace + "/" + plugin.Name + " registers no GPUs: " + why
-	case state.userDriver && !mountsHostPath(plugin, operatorDriverRoot):
-		return "device plugin pod " + plugin.Namespace + "/" + plugin.Name + " registers no GPUs: the driver from " + driver.Namespace + "/" + driver.Name +
+		return "device plugin pod " + plugin + " registers no GPUs: " + why
+	case state.userDriver && !mountsHostPath(found.plugin, operatorDriverRoot):
+		return "device plugin pod " + plugin + " registers no GPUs: the driver from " + found.driver.Namespace + "/" + found.driver.Name +
 			" is under the host's " + operatorDriverRoot + ", which the plugin does not mount, and containerd runs runc on this node, so the plugin finds no NVML"
 	}
 	return ""
