@@ -35,10 +35,12 @@ import (
 // made nvidia-container-runtime containerd's default runtime.
 //
 // Without the AKS driver (GPU_NODE not true: spec.gpu.mode None), the
-// driver is the user's, typically the NVIDIA GPU Operator's
-// (learn.microsoft.com/azure/aks/gpu-cluster, "Use NVIDIA GPU Operator with
-// AKS"; the provider expects the operator to take this role,
-// designs/0002-gpu-selection-and-bootstrap.md:9 @352646f5). The operator
+// driver is the user's, typically the NVIDIA GPU Operator's, which AKS
+// pairs with node pools created without its driver (--gpu-driver none) and
+// never with its own driver on one node
+// (azure.github.io/aks-rdma-infiniband/configurations/gpu-drivers; the
+// provider names the operator as AKS's direction for GPU software,
+// designs/0002-gpu-selection-and-bootstrap.md:8 @352646f5). The operator
 // installs the driver from a privileged driver container
 // (nvcr.io/nvidia/driver) that mounts the host's /run/nvidia with
 // Bidirectional propagation and exposes the installed driver's root at
@@ -59,7 +61,7 @@ import (
 // pod, its container toolkit pod and a device plugin pod that mounts the
 // driver root all run on it; a device plugin that does not mount the
 // driver root finds no NVML on a node whose containerd runs runc.
-
+//
 // AMD GPUs are never advertised: AKS installs no AMD driver (the provider's
 // IsDriverInstallSupported is NVIDIA only) and the emulator does not model
 // an AMD GPU operator.
