@@ -86,6 +86,71 @@ func nvidiaDevicePlugin(pool string) *appsv1.DaemonSet {
 	}
 }
 
+// gpuOperatorDriver, gpuOperatorToolkit and gpuOperatorDevicePlugin are
+// the driver, container toolkit and device plugin DaemonSets the NVIDIA GPU
+// Operator deploys (NVIDIA/gpu-operator assets/state-driver,
+// state-container-toolkit and state-device-plugin 0500_daemonset.yaml),
+// with the images its chart's defaults name, narrowed to one NodePool and
+// to what decides whether GPUs register: the privileged driver container
+// shares the host's /run/nvidia with Bidirectional propagation, the
+// privileged toolkit installs nvidia-container-runtime in the host's
+// /usr/local/nvidia, and the device plugin mounts the driver root,
+// /run/nvidia/driver.
+func gpuOperatorDriver(pool string) *appsv1.DaemonSet {
+	propagation := corev1.MountPropagationBidirectional
+	return operatorDaemonSet("nvidia-driver-daemonset", pool, []corev1.Container{{
+		Name: "nvidia-driver-ctr", Image: "nvcr.io/nvidia/driver:570.195.03-ubuntu22.04",
+		Command: []string{"nvidia-driver"}, Args: []string{"init"},
+		SecurityContext: &corev1.SecurityContext{Privileged: ptrTo(true)},
+		VolumeMounts:    []corev1.VolumeMount{{Name: "run-nvidia", MountPath: "/run/nvidia", MountPropagation: &propagation}},
+	}}, []corev1.Volume{hostPathVolume("run-nvidia", "/run/nvidia")})
+}
+
+func gpuOperatorToolkit(pool string) *appsv1.DaemonSet {
+	return operatorDaemonSet("nvidia-container-toolkit-daemonset", pool, []corev1.Container{{
+		Name: "nvidia-container-toolkit-ctr", Image: "nvcr.io/nvidia/k8s/container-toolkit:v1.17.8-ubuntu20.04",
+		SecurityContext: &corev1.SecurityContext{Privileged: ptrTo(true)},
+		VolumeMounts:    []corev1.VolumeMount{{Name: "toolkit-install-dir", MountPath: "/usr/local/nvidia"}},
+	}}, []corev1.Volume{hostPathVolume("toolkit-install-dir", "/usr/local/nvidia")})
+}
+
+func gpuOperatorDevicePlugin(pool string) *appsv1.DaemonSet {
+	propagation := corev1.MountPropagationHostToContainer
+	return operatorDaemonSet("nvidia-device-plugin-daemonset", pool, []corev1.Container{{
+		Name: "nvidia-device-plugin", Image: "nvcr.io/nvidia/k8s-device-plugin:v0.17.1",
+		SecurityContext: &corev1.SecurityContext{Privileged: ptrTo(true)},
+		VolumeMounts: []corev1.VolumeMount{
+			{Name: "device-plugin", MountPath: "/var/lib/kubelet/device-plugins"},
+			{Name: "driver-install-dir", MountPath: "/driver-root", MountPropagation: &propagation},
+		},
+	}}, []corev1.Volume{hostPathVolume("device-plugin", "/var/lib/kubelet/device-plugins"), hostPathVolume("driver-install-dir", "/run/nvidia/driver")})
+}
+
+func operatorDaemonSet(name, pool string, containers []corev1.Container, volumes []corev1.Volume) *appsv1.DaemonSet {
+	labels := map[string]string{"app": name}
+	return &appsv1.DaemonSet{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "gpu-operator"},
+		Spec: appsv1.DaemonSetSpec{
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec: corev1.PodSpec{
+					NodeSelector:      map[string]string{karpv1.NodePoolLabelKey: pool},
+					Tolerations:       []corev1.Toleration{{Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}},
+					PriorityClassName: "system-node-critical",
+					Containers:        containers,
+					Volumes:           volumes,
+				},
+			},
+		},
+	}
+}
+
+func hostPathVolume(name, path string) corev1.Volume {
+	kind := corev1.HostPathDirectoryOrCreate
+	return corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: path, Type: &kind}}}
+}
+
 // gpuJob is a Deployment of pods whose container sets only a GPU limit,
 // as CUDA samples do; the API server defaults the request to it.
 func gpuJob(name, pool string, replicas int32) *appsv1.Deployment {
@@ -108,6 +173,11 @@ func gpuJob(name, pool string, replicas int32) *appsv1.Deployment {
 // None, no device plugin: the node joins and is Ready but never registers
 // nvidia.com/gpu, so the pod stays Pending and its NodeClaim shows Karpenter's
 // ResourceNotRegistered, and no second node is launched for the pod.
+//
+// None with the GPU Operator: on that same node, the operator's device
+// plugin alone registers nothing (no driver); once its driver and container
+// toolkit DaemonSets run there too, the GPUs register, the NodeClaim initializes and the
+// pending pod runs with its GPU, on the node it was launched for.
 func TestGPU(t *testing.T) {
 	env := startEnv(t, localenv.Options{ClusterName: "gpu", BootDelay: time.Second})
 	ctx := context.Background()
@@ -232,6 +302,69 @@ func TestGPU(t *testing.T) {
 		if claims := poolClaims(t, ctx, kube, "gpu-byo"); len(claims) != 1 {
 			t.Errorf("%d NodeClaims in gpu-byo for one pending GPU pod, want 1", len(claims))
 		}
+	})
+
+	t.Run("none with the GPU Operator", func(t *testing.T) {
+		claims := poolClaims(t, ctx, kube, "gpu-byo")
+		if len(claims) != 1 || claims[0].Status.NodeName == "" {
+			t.Fatalf("want the gpu-byo node the pending pod waits for: %d NodeClaims", len(claims))
+		}
+		nodeName := claims[0].Status.NodeName
+		if err := kube.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "gpu-operator"}}); err != nil {
+			t.Fatal(err)
+		}
+		// The device plugin without the operator's driver finds no GPUs.
+		if err := kube.Create(ctx, gpuOperatorDevicePlugin("gpu-byo")); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, 2*time.Minute, "the device plugin running and registering nothing without a driver", func() (bool, string) {
+			problem := env.ARM.GPUProblem(nodeName)
+			return strings.Contains(problem, "device plugin pod gpu-operator/") && strings.Contains(problem, "no GPU Operator driver pod"), problem
+		})
+		node := &corev1.Node{}
+		if err := kube.Get(ctx, client.ObjectKey{Name: nodeName}, node); err != nil {
+			t.Fatal(err)
+		}
+		if gpus, ok := node.Status.Allocatable[catalog.ResourceNvidiaGPU]; ok && !gpus.IsZero() {
+			t.Fatalf("node %s advertises nvidia.com/gpu %s with a device plugin but no driver", nodeName, gpus.String())
+		}
+
+		for _, ds := range []*appsv1.DaemonSet{gpuOperatorDriver("gpu-byo"), gpuOperatorToolkit("gpu-byo")} {
+			if err := kube.Create(ctx, ds); err != nil {
+				t.Fatal(err)
+			}
+		}
+		eventually(t, 2*time.Minute, "the pending GPU pod running", func() (bool, string) {
+			return allRunning(ctx, kube, "byo", 1)
+		})
+		pods, err := podsWithLabel(ctx, kube, "app", "byo")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if pods[0].Spec.NodeName != nodeName {
+			t.Errorf("the GPU pod runs on %s, not on %s, the node launched for it", pods[0].Spec.NodeName, nodeName)
+		}
+		if err := kube.Get(ctx, client.ObjectKey{Name: nodeName}, node); err != nil {
+			t.Fatal(err)
+		}
+		gpus := node.Status.Allocatable[catalog.ResourceNvidiaGPU]
+		requested := pods[0].Spec.Containers[0].Resources.Requests[catalog.ResourceNvidiaGPU]
+		t.Logf("node %s (%s): nvidia.com/gpu allocatable %s, the pod requests %s", nodeName, node.Labels[corev1.LabelInstanceTypeStable], gpus.String(), requested.String())
+		if requested.Value() != 1 || gpus.Value() < 1 || gpus.String() != node.Labels[catalog.LabelSKUGPUCount] {
+			t.Errorf("node %s: nvidia.com/gpu allocatable %s, sku-gpu-count %q, the pod requests %s",
+				nodeName, gpus.String(), node.Labels[catalog.LabelSKUGPUCount], requested.String())
+		}
+		if vars := vmVariables(t, env, nodeName); vars["GPU_NODE"] != "false" {
+			t.Errorf("mode None: node provisioned with GPU_NODE=%q; the driver is the operator's", vars["GPU_NODE"])
+		}
+		eventually(t, time.Minute, "the gpu-byo NodeClaim initialized", func() (bool, string) {
+			claims := poolClaims(t, ctx, kube, "gpu-byo")
+			if len(claims) != 1 {
+				return false, fmt.Sprintf("%d NodeClaims", len(claims))
+			}
+			cond := claims[0].StatusConditions().Get(karpv1.ConditionTypeInitialized)
+			return cond.IsTrue(), fmt.Sprintf("Initialized %s %s %s", cond.Status, cond.Reason, cond.Message)
+		})
 	})
 }
 

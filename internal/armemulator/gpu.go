@@ -32,8 +32,37 @@ import (
 // So the emulated node advertises nvidia.com/gpu (its size's count) once a
 // pod of NVIDIA's device plugin image that mounts the device-plugins
 // directory runs on it, and only if provisioning installed the driver and
-// made nvidia-container-runtime containerd's default runtime. AMD GPUs are
-// never advertised: AKS installs no AMD driver (the provider's
+// made nvidia-container-runtime containerd's default runtime.
+//
+// Without the AKS driver (GPU_NODE not true: spec.gpu.mode None), the
+// driver is the user's, typically the NVIDIA GPU Operator's, which AKS
+// pairs with node pools created without its driver (--gpu-driver none) and
+// never with its own driver on one node
+// (azure.github.io/aks-rdma-infiniband/configurations/gpu-drivers; the
+// provider names the operator as AKS's direction for GPU software,
+// designs/0002-gpu-selection-and-bootstrap.md:8 @352646f5). The operator
+// installs the driver from a privileged driver container
+// (nvcr.io/nvidia/driver) that mounts the host's /run/nvidia with
+// Bidirectional propagation and exposes the installed driver's root at
+// /run/nvidia/driver (NVIDIA/gpu-operator
+// assets/state-driver/0500_daemonset.yaml @ff54ddaa, nvidia-driver-ctr;
+// docs.nvidia.com/datacenter/cloud-native/gpu-operator/latest). Its device
+// plugin runs NVIDIA's device plugin image, mounts that driver root
+// (hostPath /run/nvidia/driver at /driver-root) to load NVML from it, and
+// starts only once the driver is validated (assets/state-device-plugin/
+// 0500_daemonset.yaml @4ef16ed7 and 0400_configmap.yaml, entrypoint.sh
+// waits for /run/nvidia/validations/driver-ready) and once the operator's
+// container toolkit has made nvidia-container-runtime a containerd runtime
+// (its toolkit-validation init container waits for
+// /run/nvidia/validations/toolkit-ready, written by the toolkit container,
+// assets/state-container-toolkit/0500_daemonset.yaml @76b1f9a7, which
+// installs the runtime under the host's /usr/local/nvidia). So without the
+// AKS driver a node advertises its GPUs only while the operator's driver
+// pod, its container toolkit pod and a device plugin pod that mounts the
+// driver root all run on it; a device plugin that does not mount the
+// driver root finds no NVML on a node whose containerd runs runc.
+//
+// AMD GPUs are never advertised: AKS installs no AMD driver (the provider's
 // IsDriverInstallSupported is NVIDIA only) and the emulator does not model
 // an AMD GPU operator.
 
@@ -42,6 +71,28 @@ const devicePluginDir = "/var/lib/kubelet/device-plugins"
 
 // nvidiaDevicePluginImage is NVIDIA's device plugin image repository.
 const nvidiaDevicePluginImage = "nvcr.io/nvidia/k8s-device-plugin"
+
+// operatorDriverImage is the GPU Operator's driver container image
+// repository (NVIDIA/gpu-operator deployments/gpu-operator/values.yaml
+// @d7413be9: driver.repository nvcr.io/nvidia, driver.image driver).
+const operatorDriverImage = "nvcr.io/nvidia/driver"
+
+// operatorRunDir is the host directory the operator's driver container
+// shares with the host; operatorDriverRoot is where the installed driver's
+// root appears in it (values.yaml hostPaths.driverInstallDir).
+const (
+	operatorRunDir     = "/run/nvidia"
+	operatorDriverRoot = "/run/nvidia/driver"
+)
+
+// operatorToolkitImage is the GPU Operator's container toolkit image
+// repository (values.yaml toolkit.repository nvcr.io/nvidia/k8s,
+// toolkit.image container-toolkit); operatorToolkitDir is the host
+// directory it installs nvidia-container-runtime in (toolkit.installDir).
+const (
+	operatorToolkitImage = "nvcr.io/nvidia/k8s/container-toolkit"
+	operatorToolkitDir   = "/usr/local/nvidia"
+)
 
 // publishedGPUDriverImages are the driver images AgentBaker publishes and
 // the node image can pull, repository:tag (Azure/AgentBaker@06836ee2
@@ -84,6 +135,10 @@ func driverKind(size string) string {
 type gpuState struct {
 	// driver: the NVIDIA driver is installed and containers get it.
 	driver bool
+	// userDriver: provisioning installed no driver on a size with NVIDIA
+	// GPUs, so they are usable only once a GPU Operator driver pod runs on
+	// the node.
+	userDriver bool
 	// why the GPUs cannot be advertised even with a device plugin ("" when
 	// they can).
 	why string
@@ -97,7 +152,7 @@ func readGPU(vars map[string]string, size string, capacity corev1.ResourceList) 
 	if vars["GPU_NODE"] != "true" {
 		// No driver install; containerd's config is the non-GPU one.
 		if nvidia.Sign() > 0 {
-			return gpuState{why: "GPU_NODE is not true: the node image installed no NVIDIA driver, so no device plugin finds the GPUs"}, nil
+			return gpuState{userDriver: true}, nil
 		}
 		return gpuState{why: "the size has no NVIDIA GPUs"}, nil
 	}
@@ -152,22 +207,9 @@ const devicePluginPoll = 500 * time.Millisecond
 // says the VM is gone.
 func (d *devicePlugin) run(ctx context.Context, wanted func() bool) {
 	for wanted() {
-		pod, err := d.findPlugin(ctx)
-		switch {
-		case err != nil:
-			d.problem(d.node, "listing the node's pods: "+err.Error())
-		case pod == "" && d.state.why != "":
-			d.problem(d.node, "no NVIDIA device plugin pod ("+nvidiaDevicePluginImage+", mounting "+devicePluginDir+") runs on the node, and one would register no GPUs: "+d.state.why)
-		case pod == "":
-			d.problem(d.node, "no NVIDIA device plugin pod ("+nvidiaDevicePluginImage+", mounting "+devicePluginDir+") runs on the node: nvidia.com/gpu is not registered")
-		case d.state.why != "":
-			d.problem(d.node, "device plugin pod "+pod+" registers no GPUs: "+d.state.why)
-		default:
-			if err := d.advertise(ctx); err != nil {
-				d.problem(d.node, "advertising nvidia.com/gpu: "+err.Error())
-				break
-			}
-			d.problem(d.node, "")
+		why := d.try(ctx)
+		d.problem(d.node, why)
+		if why == "" {
 			return
 		}
 		select {
@@ -178,46 +220,187 @@ func (d *devicePlugin) run(ctx context.Context, wanted func() bool) {
 	}
 }
 
-// findPlugin names a running NVIDIA device plugin pod on the node.
-func (d *devicePlugin) findPlugin(ctx context.Context) (string, error) {
+// try advertises the GPUs if the node's pods register them, and says why
+// not otherwise.
+func (d *devicePlugin) try(ctx context.Context) string {
 	pods, err := d.client.CoreV1().Pods("").List(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName=" + d.node})
 	if err != nil {
-		return "", err
+		return "listing the node's pods: " + err.Error()
 	}
-	for i := range pods.Items {
-		pod := &pods.Items[i]
-		if pod.Status.Phase == corev1.PodRunning && pod.DeletionTimestamp == nil && isNvidiaDevicePlugin(pod) {
-			return pod.Namespace + "/" + pod.Name, nil
+	if why := gpusBlocked(d.state, pods.Items); why != "" {
+		return why
+	}
+	if err := d.advertise(ctx); err != nil {
+		return "advertising nvidia.com/gpu: " + err.Error()
+	}
+	return ""
+}
+
+// gpuPods are the running pods on a node that take part in registering
+// its NVIDIA GPUs (nil when none runs).
+type gpuPods struct {
+	plugin, driver, toolkit *corev1.Pod
+}
+
+// findGPUPods picks the first running, not terminating pod of each kind.
+func findGPUPods(pods []corev1.Pod) gpuPods {
+	var out gpuPods
+	for i := range pods {
+		pod := &pods[i]
+		if pod.Status.Phase != corev1.PodRunning || pod.DeletionTimestamp != nil {
+			continue
+		}
+		if out.plugin == nil && isNvidiaDevicePlugin(pod) {
+			out.plugin = pod
+		}
+		if out.driver == nil && isOperatorDriver(pod) {
+			out.driver = pod
+		}
+		if out.toolkit == nil && isOperatorToolkit(pod) {
+			out.toolkit = pod
 		}
 	}
-	return "", nil
+	return out
+}
+
+// driverProblem says why the GPUs are unusable to any device plugin: what
+// provisioning left wrong, or, without the AKS driver, which part of the
+// GPU Operator's stack does not run on the node.
+func driverProblem(state gpuState, found gpuPods) string {
+	switch {
+	case !state.userDriver:
+		return state.why
+	case found.driver == nil:
+		return "GPU_NODE is not true: the node image installed no NVIDIA driver, and no GPU Operator driver pod (" +
+			operatorDriverImage + ", privileged, mounting the host's " + operatorRunDir + " with Bidirectional propagation) runs on the node"
+	case found.toolkit == nil:
+		return "GPU_NODE is not true: the node image configured no NVIDIA container runtime, and no GPU Operator container toolkit pod (" +
+			operatorToolkitImage + ", privileged, mounting the host's " + operatorToolkitDir + ") runs on the node, so the operator's device plugin waits for toolkit-ready"
+	}
+	return ""
+}
+
+// gpusBlocked says why a node whose provisioning made state of its GPUs,
+// running pods, does not advertise them; "" when the device plugin
+// registers them.
+func gpusBlocked(state gpuState, pods []corev1.Pod) string {
+	found := findGPUPods(pods)
+	const noPlugin = "no NVIDIA device plugin pod (" + nvidiaDevicePluginImage + ", mounting " + devicePluginDir + ") runs on the node"
+	why := driverProblem(state, found)
+	switch {
+	case found.plugin == nil && why != "":
+		return noPlugin + ", and one would register no GPUs: " + why
+	case found.plugin == nil:
+		return noPlugin + ": nvidia.com/gpu is not registered"
+	}
+	plugin := found.plugin.Namespace + "/" + found.plugin.Name
+	switch {
+	case why != "":
+		return "device plugin pod " + plugin + " registers no GPUs: " + why
+	case state.userDriver && !mountsHostPath(found.plugin, operatorDriverRoot):
+		return "device plugin pod " + plugin + " registers no GPUs: the driver from " + found.driver.Namespace + "/" + found.driver.Name +
+			" is under the host's " + operatorDriverRoot + ", which the plugin does not mount, and containerd runs runc on this node, so the plugin finds no NVML"
+	}
+	return ""
 }
 
 // isNvidiaDevicePlugin: a container of NVIDIA's device plugin image that
 // mounts a hostPath volume of the kubelet's device-plugins directory, where
 // it registers (NVIDIA's deployments/static/nvidia-device-plugin.yml).
 func isNvidiaDevicePlugin(pod *corev1.Pod) bool {
-	hostPaths := map[string]bool{}
-	for _, v := range pod.Spec.Volumes {
-		if v.HostPath != nil && strings.TrimSuffix(v.HostPath.Path, "/") == devicePluginDir {
-			hostPaths[v.Name] = true
-		}
-	}
+	hostPaths := hostPathVolumes(pod)
 	for _, c := range pod.Spec.Containers {
-		repo, _, _ := strings.Cut(c.Image, "@")
-		if i := strings.LastIndex(repo, ":"); i > strings.LastIndex(repo, "/") {
-			repo = repo[:i]
-		}
-		if repo != nvidiaDevicePluginImage {
+		if imageRepository(c.Image) != nvidiaDevicePluginImage {
 			continue
 		}
 		for _, m := range c.VolumeMounts {
-			if hostPaths[m.Name] && strings.TrimSuffix(m.MountPath, "/") == devicePluginDir {
+			if hostPaths[m.Name] == devicePluginDir && strings.TrimSuffix(m.MountPath, "/") == devicePluginDir {
 				return true
 			}
 		}
 	}
 	return false
+}
+
+// isOperatorDriver: a container of the GPU Operator's driver image,
+// privileged, that mounts the host's /run/nvidia at /run/nvidia with
+// Bidirectional propagation, so the driver root it installs appears on the
+// host (NVIDIA/gpu-operator assets/state-driver/0500_daemonset.yaml
+// @ff54ddaa, nvidia-driver-ctr). The API server admits Bidirectional
+// propagation only in privileged containers.
+func isOperatorDriver(pod *corev1.Pod) bool {
+	hostPaths := hostPathVolumes(pod)
+	for _, c := range pod.Spec.Containers {
+		if imageRepository(c.Image) != operatorDriverImage || c.SecurityContext == nil ||
+			c.SecurityContext.Privileged == nil || !*c.SecurityContext.Privileged {
+			continue
+		}
+		for _, m := range c.VolumeMounts {
+			if hostPaths[m.Name] == operatorRunDir && strings.TrimSuffix(m.MountPath, "/") == operatorRunDir &&
+				m.MountPropagation != nil && *m.MountPropagation == corev1.MountPropagationBidirectional {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// isOperatorToolkit: a privileged container of the GPU Operator's
+// container toolkit image that mounts the host's /usr/local/nvidia, where
+// it installs nvidia-container-runtime (NVIDIA/gpu-operator
+// assets/state-container-toolkit/0500_daemonset.yaml @76b1f9a7,
+// nvidia-container-toolkit-ctr).
+func isOperatorToolkit(pod *corev1.Pod) bool {
+	hostPaths := hostPathVolumes(pod)
+	for _, c := range pod.Spec.Containers {
+		if imageRepository(c.Image) != operatorToolkitImage || c.SecurityContext == nil ||
+			c.SecurityContext.Privileged == nil || !*c.SecurityContext.Privileged {
+			continue
+		}
+		for _, m := range c.VolumeMounts {
+			if hostPaths[m.Name] == operatorToolkitDir {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// mountsHostPath: a container of NVIDIA's device plugin image in pod
+// mounts the host directory path (anywhere in the container).
+func mountsHostPath(pod *corev1.Pod, path string) bool {
+	hostPaths := hostPathVolumes(pod)
+	for _, c := range pod.Spec.Containers {
+		if imageRepository(c.Image) != nvidiaDevicePluginImage {
+			continue
+		}
+		for _, m := range c.VolumeMounts {
+			if hostPaths[m.Name] == path {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// hostPathVolumes maps pod's hostPath volumes to their host paths.
+func hostPathVolumes(pod *corev1.Pod) map[string]string {
+	out := map[string]string{}
+	for _, v := range pod.Spec.Volumes {
+		if v.HostPath != nil {
+			out[v.Name] = strings.TrimSuffix(v.HostPath.Path, "/")
+		}
+	}
+	return out
+}
+
+// imageRepository is image without its tag or digest.
+func imageRepository(image string) string {
+	repo, _, _ := strings.Cut(image, "@")
+	if i := strings.LastIndex(repo, ":"); i > strings.LastIndex(repo, "/") {
+		repo = repo[:i]
+	}
+	return repo
 }
 
 // advertise patches the Node's status with the GPUs, as the kubelet's

@@ -362,8 +362,9 @@ func (s *Server) SetNeverJoins(f func(vmName string) bool) {
 }
 
 // GPUProblem says why the Node of VM vmName does not advertise its NVIDIA
-// GPUs: no device plugin runs on it, or provisioning installed no driver
-// (gpu.go). "" when it advertises them, has none, or has not joined.
+// GPUs: no device plugin runs on it, provisioning installed no driver and
+// no GPU Operator driver and container toolkit run on it, or the device
+// plugin cannot reach the driver (gpu.go). "" when it advertises them, has none, or has not joined.
 func (s *Server) GPUProblem(vmName string) string {
 	s.mu.Lock()
 	var node string
