@@ -91,7 +91,8 @@ type pendingPod struct {
 	g   *group
 	req resVec
 	// prefer is the type a new claim for this pod should be in
-	// preferPool (see divide); nil: the pool's most cost-efficient type.
+	// preferPool (see divide and tooBigFirst); nil: the pool's most
+	// cost-efficient type.
 	prefer *ptype
 }
 
@@ -355,6 +356,11 @@ func resizePending(conditions []corev1.PodCondition) bool {
 // is clearly cheaper than any one type, the pods are first divided between
 // the two (see divide): each part is ordered as above with its own mix,
 // and its pods prefer to open claims of its type.
+//
+// When the pool's most cost-efficient type is too small for some pods
+// (see smallCheapest), those pods come first and prefer the type that
+// covers them most cheaply, and the others prefer the small type (see
+// tooBigFirst).
 func (s *solver) orderPods() {
 	var yCPU, yMem float64
 	total := make(resVec, len(s.res.names))
@@ -1127,7 +1133,7 @@ func (s *solver) open(pl *pool, i int, v *variant) *bin {
 		})
 	} else if pl == s.preferPool && s.prefer != nil {
 		// The claim packs to its first option: make it the pod's side of
-		// the LP's mix (see divide).
+		// the LP's mix (see divide) or of the small type (see tooBigFirst).
 		if idx := slices.Index(opts, s.prefer); idx > 0 {
 			copy(opts[1:idx+1], opts[:idx])
 			opts[0] = s.prefer
