@@ -91,7 +91,8 @@ type pendingPod struct {
 	g   *group
 	req resVec
 	// prefer is the type a new claim for this pod should be in
-	// preferPool (see divide); nil: the pool's most cost-efficient type.
+	// preferPool (see divide and tooBigFirst); nil: the pool's most
+	// cost-efficient type.
 	prefer *ptype
 }
 
@@ -355,6 +356,11 @@ func resizePending(conditions []corev1.PodCondition) bool {
 // is clearly cheaper than any one type, the pods are first divided between
 // the two (see divide): each part is ordered as above with its own mix,
 // and its pods prefer to open claims of its type.
+//
+// When the pool's most cost-efficient type is too small for some pods
+// (see smallCheapest), those pods come first and prefer the type that
+// covers them most cheaply, and the others prefer the small type (see
+// tooBigFirst).
 func (s *solver) orderPods() {
 	var yCPU, yMem float64
 	total := make(resVec, len(s.res.names))
@@ -369,11 +375,15 @@ func (s *solver) orderPods() {
 		return
 	}
 	var parts [][]pendingPod
+	var small *ptype
 	for _, pl := range s.pools {
 		if pl.invalid == "" && len(pl.types) > 0 {
 			var basis [2]lpUse
 			yCPU, yMem, basis = lpSolve(s.lpTypes(pl), float64(total[rCPU]), float64(total[rMemory]), s.slack)
 			parts = s.divide(pl, basis, total)
+			if small = s.smallCheapest(pl); small != nil {
+				s.preferPool = pl
+			}
 			break
 		}
 	}
@@ -393,14 +403,70 @@ func (s *solver) orderPods() {
 	}
 	size := func(p pendingPod) float64 { return cpuW*float64(p.req[rCPU]) + memW*float64(p.req[rMemory]) }
 	if parts == nil {
-		s.order = selfAffineFirst(arrange(s.order, size))
+		s.order = selfAffineFirst(s.tooBigFirst(arrange(s.order, size), small))
 		return
 	}
 	out := make([]pendingPod, 0, len(s.order))
 	for _, part := range parts {
 		out = append(out, arrange(part, size)...)
 	}
-	s.order = selfAffineFirst(out)
+	s.order = selfAffineFirst(s.tooBigFirst(out, small))
+}
+
+// smallCheapest is the pool's most cost-efficient type (see byEfficiency)
+// when it is more cost-efficient than every type of the LP (lpTypes, those
+// that hold the largest pod) and too small for some pending pod; nil
+// otherwise. A 2-vCPU burstable priced below every larger size is such a
+// type: the pods it holds are cheapest on it, the others need a larger one.
+func (s *solver) smallCheapest(pl *pool) *ptype {
+	ranked := s.byEfficiency(pl)
+	if len(ranked) == 0 || slices.Contains(s.lpTypes(pl), ranked[0]) {
+		return nil
+	}
+	first := ranked[0]
+	if !slices.ContainsFunc(s.order, func(p pendingPod) bool { return !p.req.fitsIn(first.room) }) {
+		return nil
+	}
+	return first
+}
+
+// tooBigFirst moves the pods that do not fit small ahead of those that
+// do, each in their order (nil small: order unchanged), and has each pod
+// open claims of the type that covers its side most cheaply: small for
+// the pods it holds, for the others the type the LP over the pool's
+// lpTypes buys most of for their CPU and memory alone (their memory:CPU
+// ratio is not the workload's). First fit then opens the larger claims
+// the big pods need before the pods small holds arrive, and these fill
+// what room the larger claims have left before opening claims of small,
+// instead of every small pod joining a larger claim some pod too big for
+// small keeps open.
+func (s *solver) tooBigFirst(order []pendingPod, small *ptype) []pendingPod {
+	if small == nil {
+		return order
+	}
+	out := make([]pendingPod, 0, len(order))
+	big := make(resVec, len(s.res.names))
+	for _, pending := range order {
+		if !pending.req.fitsIn(small.room) {
+			big.addInPlace(pending.req)
+			out = append(out, pending)
+		}
+	}
+	_, _, basis := lpSolve(s.lpTypes(s.preferPool), float64(big[rCPU]), float64(big[rMemory]), s.slack)
+	bigType := basis[0].t
+	if basis[1].t != nil && basis[1].x > basis[0].x {
+		bigType = basis[1].t
+	}
+	for i := range out {
+		out[i].prefer = bigType
+	}
+	for _, pending := range order {
+		if pending.req.fitsIn(small.room) {
+			pending.prefer = small
+			out = append(out, pending)
+		}
+	}
+	return out
 }
 
 // selfAffineFirst moves the pods whose required pod affinity selects
@@ -1067,7 +1133,7 @@ func (s *solver) open(pl *pool, i int, v *variant) *bin {
 		})
 	} else if pl == s.preferPool && s.prefer != nil {
 		// The claim packs to its first option: make it the pod's side of
-		// the LP's mix (see divide).
+		// the LP's mix (see divide) or of the small type (see tooBigFirst).
 		if idx := slices.Index(opts, s.prefer); idx > 0 {
 			copy(opts[1:idx+1], opts[:idx])
 			opts[0] = s.prefer
