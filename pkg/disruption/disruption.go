@@ -227,11 +227,12 @@ type Decision struct {
 // of a command's replacements, events, decision records and plan output), so
 // they never change.
 const (
-	MethodEmptiness  = "emptiness"
-	MethodDrift      = "drift"
-	MethodMultiNode  = "multi-node consolidation"
-	MethodSingleNode = "single-node consolidation"
-	MethodRebalance  = "rebalancing consolidation"
+	MethodEmptiness   = "emptiness"
+	MethodStaticDrift = "static drift"
+	MethodDrift       = "drift"
+	MethodMultiNode   = "multi-node consolidation"
+	MethodSingleNode  = "single-node consolidation"
+	MethodRebalance   = "rebalancing consolidation"
 )
 
 // Method is one way of disrupting nodes.
