@@ -104,6 +104,6 @@ func (e *Engine) staticDrift(budgets Budgets, cands []*Candidate) (*Command, []R
 	if int64(take) < room {
 		return cmd, refuse(rest, true, budgetWhy)
 	}
-	return cmd, refuse(rest, false, fmt.Sprintf("limits.nodes (%d) leaves no room for its replacement: the NodePool has %d NodeClaims (%d being deleted) and %d replacements are launching",
+	return cmd, refuse(rest, false, fmt.Sprintf("limits.nodes (%d) leaves no room for its replacement: the NodePool has %d NodeClaims (%d being deleted) and %d replacements launch first",
 		limit, all, count.Deleting, take))
 }
