@@ -13,6 +13,7 @@ import (
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
 	"github.com/karpfunc/karpfunc/internal/localenv"
+	"github.com/karpfunc/karpfunc/pkg/events"
 	"github.com/karpfunc/karpfunc/pkg/staticcapacity"
 )
 
@@ -173,4 +174,98 @@ func liveStatic(t *testing.T, ctx context.Context, kube client.Client) int {
 		}
 	}
 	return live
+}
+
+// TestStaticDrift: a static pool of 2 whose template label changes gets
+// both nodes replaced one for one, each replacement launched and
+// Initialized before its drifted node goes: throughout, the pool holds 2
+// or 3 NodeClaims not being deleted (the default budget, 10 %, allows one
+// drift at a time) and never fewer than 2 Initialized ones, and the
+// replacements carry the new label.
+func TestStaticDrift(t *testing.T) {
+	env := startEnvWithNodePool(t, localenv.Options{ClusterName: "static-drift", BootDelay: time.Second})
+	ctx := context.Background()
+	kube := env.Kube
+	if _, err := env.Apply(ctx, []byte(staticPool(2)), "static pool"); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 3*time.Minute, "static pool at 2 ready nodes", func() (bool, string) { return staticSettled(ctx, t, kube, 2) })
+	drifted := map[string]bool{}
+	for _, nc := range nodeClaimList(t, ctx, kube) {
+		drifted[nc.Name] = true
+	}
+	patchPool(t, ctx, kube, "fixed", `{"spec":{"template":{"metadata":{"labels":{"tier":"two"}}}}}`)
+	eventually(t, 5*time.Minute, "both drifted nodes replaced", func() (bool, string) {
+		live, ready := 0, 0
+		var fresh []string
+		for _, nc := range nodeClaimList(t, ctx, kube) {
+			if nc.Labels[karpv1.NodePoolLabelKey] != "fixed" || nc.DeletionTimestamp != nil {
+				continue
+			}
+			live++
+			if nc.StatusConditions().Get(karpv1.ConditionTypeInitialized).IsTrue() {
+				ready++
+			}
+			if !drifted[nc.Name] {
+				if nc.Labels["tier"] != "two" {
+					t.Fatalf("replacement %s lacks the new label tier=two: %v", nc.Name, nc.Labels)
+				}
+				fresh = append(fresh, nc.Name)
+			}
+		}
+		if live < 2 || live > 3 {
+			t.Fatalf("static pool of 2 holds %d NodeClaims not being deleted during its drift; want 2 or 3 (one replacement at a time)", live)
+		}
+		if ready < 2 {
+			t.Fatalf("static pool of 2 has %d Initialized NodeClaims during its drift: a drifted node went before its replacement was up", ready)
+		}
+		if ok, why := staticSettled(ctx, t, kube, 2); !ok || len(fresh) != 2 {
+			return false, fmt.Sprintf("%s; replacements %v", why, fresh)
+		}
+		return true, ""
+	})
+	if n := eventCount(t, ctx, kube, events.ReasonDisruptionLaunching, "Launching NodeClaim: Drifted"); n < 2 {
+		t.Errorf("%d DisruptionLaunching events for the static drift replacements; want 2", n)
+	}
+	if n := eventCount(t, ctx, kube, events.ReasonDisruptionTerminating, "Disrupting NodeClaim: Drifted"); n < 2 {
+		t.Errorf("%d DisruptionTerminating events for the drifted static NodeClaims; want 2", n)
+	}
+}
+
+// TestStaticExpiry: a static pool's nodes past expireAfter are deleted
+// forcefully, as any expired node, and the pool gets one new NodeClaim
+// for each: never more than replicas not being deleted, back at replicas
+// with new NodeClaims.
+func TestStaticExpiry(t *testing.T) {
+	env := startEnvWithNodePool(t, localenv.Options{ClusterName: "static-expiry", BootDelay: time.Second})
+	ctx := context.Background()
+	kube := env.Kube
+	expiring := strings.Replace(staticPool(2), "    spec:\n", "    spec:\n      expireAfter: 60s\n", 1)
+	if _, err := env.Apply(ctx, []byte(expiring), "expiring static pool"); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 3*time.Minute, "static pool at 2 ready nodes", func() (bool, string) { return staticSettled(ctx, t, kube, 2) })
+	first := map[string]bool{}
+	for _, nc := range nodeClaimList(t, ctx, kube) {
+		first[nc.Name] = true
+	}
+	seen := map[string]bool{}
+	eventually(t, 3*time.Minute, "both expired nodes replaced", func() (bool, string) {
+		if live := liveStatic(t, ctx, kube); live > 2 {
+			t.Fatalf("static pool of 2 holds %d NodeClaims not being deleted while its nodes expire", live)
+		}
+		for _, nc := range nodeClaimList(t, ctx, kube) {
+			if first[nc.Name] {
+				return false, fmt.Sprintf("NodeClaim %s not expired yet (deleting %t)", nc.Name, nc.DeletionTimestamp != nil)
+			}
+			seen[nc.Name] = true
+		}
+		return staticSettled(ctx, t, kube, 2)
+	})
+	if len(seen) != 2 {
+		t.Errorf("the pool made %d NodeClaims for its 2 expired ones (%v); want one each", len(seen), seen)
+	}
+	if n := eventCount(t, ctx, kube, events.ReasonDisruptionTerminating, "Disrupting NodeClaim: Expired"); n < 2 {
+		t.Errorf("%d DisruptionTerminating events for the expired static NodeClaims; want 2", n)
+	}
 }

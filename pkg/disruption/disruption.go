@@ -1,9 +1,9 @@
 // Package disruption decides which nodes karpfunc takes away and why:
-// expiration, emptiness, drift, multi-node and single-node consolidation,
-// in Karpenter's order, within NodePool disruption budgets. It is pure: a
-// cluster snapshot and a clock in, one command (and every refusal with its
-// reason) out. The Disruption function acts on the command; `karpfunc plan`
-// prints it.
+// expiration, emptiness, static drift, drift, multi-node and single-node
+// consolidation, in Karpenter's order, within NodePool disruption budgets.
+// It is pure: a cluster snapshot and a clock in, one command (and every
+// refusal with its reason) out. The Disruption function acts on the
+// command; `karpfunc plan` prints it.
 //
 // Invariants:
 //   - One command per decision, from the first method (in order) that has
@@ -18,6 +18,10 @@
 //   - Drift never starts for a reason State.DriftHold holds (the cluster's
 //     maintenance windows); the held node is explained with the hold's
 //     reason and stays a candidate for every other method.
+//   - A static NodePool's nodes (spec.replicas) are never consolidated and
+//     drift only by StaticDrift: one pod-less NodeClaim of the pool per
+//     drifted node, launched first, only while the pool holds no more
+//     NodeClaims than replicas and within limits.nodes.
 //   - A replacement is one NodeClaim, strictly cheaper than what it
 //     replaces (consolidation), or whatever the pods need (drift); with
 //     Options.Rebalance, rebalancing consolidation may replace a group of
@@ -227,11 +231,12 @@ type Decision struct {
 // of a command's replacements, events, decision records and plan output), so
 // they never change.
 const (
-	MethodEmptiness  = "emptiness"
-	MethodDrift      = "drift"
-	MethodMultiNode  = "multi-node consolidation"
-	MethodSingleNode = "single-node consolidation"
-	MethodRebalance  = "rebalancing consolidation"
+	MethodEmptiness   = "emptiness"
+	MethodStaticDrift = "static drift"
+	MethodDrift       = "drift"
+	MethodMultiNode   = "multi-node consolidation"
+	MethodSingleNode  = "single-node consolidation"
+	MethodRebalance   = "rebalancing consolidation"
 )
 
 // Method is one way of disrupting nodes.
@@ -250,7 +255,7 @@ type Method interface {
 
 // MethodNames are the names of every method, in decision order.
 func MethodNames() []string {
-	return []string{MethodEmptiness, MethodDrift, MethodMultiNode, MethodSingleNode, MethodRebalance}
+	return []string{MethodEmptiness, MethodStaticDrift, MethodDrift, MethodMultiNode, MethodSingleNode, MethodRebalance}
 }
 
 // IsMethod: name is a method's name.
@@ -269,7 +274,7 @@ func MethodNamed(o Options, name string) Method {
 
 // Methods are Karpenter's, in its order.
 func Methods() []Method {
-	return []Method{Emptiness{}, Drift{}, MultiNodeConsolidation{}, SingleNodeConsolidation{}}
+	return []Method{Emptiness{}, StaticDrift{}, Drift{}, MultiNodeConsolidation{}, SingleNodeConsolidation{}}
 }
 
 // methodsFor are the methods a decision runs: Karpenter's, then

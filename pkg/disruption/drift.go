@@ -14,6 +14,7 @@ import (
 	"github.com/karpfunc/karpfunc/pkg/apis/v1beta1"
 	"github.com/karpfunc/karpfunc/pkg/nodeimage"
 	"github.com/karpfunc/karpfunc/pkg/snapshot"
+	"github.com/karpfunc/karpfunc/pkg/staticcapacity"
 )
 
 // AKSNodeClass hash annotations (karpenter-provider-azure's keys).
@@ -51,12 +52,15 @@ type Versions struct {
 // Drift replaces nodes that no longer match their NodePool or
 // AKSNodeClass. Empty drifted nodes go together; otherwise one node at a
 // time, with whatever replacements its pods need. Drift skips validation
-// delay, as Karpenter does.
+// delay, as Karpenter does. Static NodePools' nodes are StaticDrift's
+// (Karpenter's drift.go:59).
 type Drift struct{}
 
-func (Drift) Name() string                    { return MethodDrift }
-func (Drift) Reason() Reason                  { return ReasonDrifted }
-func (Drift) ShouldDisrupt(c *Candidate) bool { return c.Drift != "" && c.DriftHeld == "" }
+func (Drift) Name() string   { return MethodDrift }
+func (Drift) Reason() Reason { return ReasonDrifted }
+func (Drift) ShouldDisrupt(c *Candidate) bool {
+	return c.Drift != "" && c.DriftHeld == "" && !staticcapacity.IsStatic(c.NodePool)
+}
 
 func (Drift) ComputeCommands(e *Engine, budgets Budgets, cands []*Candidate) ([]*Command, []Refusal) {
 	remaining := budgets.clone()
