@@ -209,20 +209,34 @@ func (q *quotaBudget) charge(b *bin) {
 // what b holds against quota.
 func (b *bin) quotaAllows(t *ptype) bool { return b.quota == nil || vcpusOf(t) <= b.quota.vcpus }
 
-// splitHolds reports whether quota holds a second claim like from: the
-// repair pass may split from's pods over from and a new claim on the
-// same options. Always true without quota.
-func (q *quotaBudget) splitHolds(from *bin) bool {
-	return q == nil || from.quota == nil || q.holds(from.quota.quotas, from.quota.vcpus)
+// splitFits reports whether quota holds the split of from into a claim of
+// type kept and one of type rest: both count against the quotas from is
+// pinned to (a claim's types all do), and from gives back what it holds,
+// so the two together may take what from holds plus what is left. Always
+// true without quota.
+func (q *quotaBudget) splitFits(from *bin, kept, rest *ptype) bool {
+	if q == nil || from.quota == nil {
+		return true
+	}
+	need := vcpusOf(kept) + vcpusOf(rest)
+	for _, j := range from.quota.quotas {
+		if q.left[j]+from.quota.vcpus < need {
+			return false
+		}
+	}
+	return true
 }
 
-// chargeSplit charges to, split off from, what from holds.
-func (q *quotaBudget) chargeSplit(from, to *bin) {
+// chargeSplit charges from, now of type kept, and to, split off from it
+// as type rest, their own vCPUs against from's quotas, in place of what
+// from held: each may then grow no larger than its type (quotaAllows).
+func (q *quotaBudget) chargeSplit(from, to *bin, kept, rest *ptype) {
 	if q == nil || from.quota == nil {
 		return
 	}
-	to.quota = &quotaCharge{quotas: from.quota.quotas, vcpus: from.quota.vcpus}
-	for _, j := range to.quota.quotas {
-		q.left[j] -= to.quota.vcpus
+	to.quota = &quotaCharge{quotas: from.quota.quotas, vcpus: vcpusOf(rest)}
+	for _, j := range from.quota.quotas {
+		q.left[j] += from.quota.vcpus - vcpusOf(kept) - to.quota.vcpus
 	}
+	from.quota.vcpus = vcpusOf(kept)
 }

@@ -205,6 +205,83 @@ func TestQuotaBudgetPerSolve(t *testing.T) {
 	}
 }
 
+// splitCatalog has one family, a, on demand only, in 2, 4 and 8 vCPUs at
+// the same price per vCPU: a claim bought for a little more than half its
+// size is cheaper split into the next size down and a small one.
+const splitCatalog = `{"region":"test","zones":["test-1"],"instanceTypes":[
+ {"name":"a2","architecture":"amd64","capacity":{"cpu":"2","memory":"8Gi","pods":"250"},"overhead":{},
+  "offerings":[{"zone":"test-1","capacityType":"on-demand","price":0.10}]},
+ {"name":"a4","architecture":"amd64","capacity":{"cpu":"4","memory":"16Gi","pods":"250"},"overhead":{},
+  "offerings":[{"zone":"test-1","capacityType":"on-demand","price":0.20}]},
+ {"name":"a8","architecture":"amd64","capacity":{"cpu":"8","memory":"32Gi","pods":"250"},"overhead":{},
+  "offerings":[{"zone":"test-1","capacityType":"on-demand","price":0.40}]}]}`
+
+// planPrice is the hourly price of the plans, each at its cheapest
+// offering, and their vCPUs at that offering's size.
+func planPrice(r scheduler.Result) (float64, int64) {
+	var price float64
+	var vcpus int64
+	for _, plan := range r.NewNodeClaims {
+		if it, offering := plan.Cheapest(); it != nil {
+			price += offering.Price
+			vcpus += it.Capacity.Cpu().Value()
+		}
+	}
+	return price, vcpus
+}
+
+// TestQuotaSplitsTheLastClaim: a quota that holds the fleet the solve plans
+// without quota leaves the fleet as cheap. The last claim of a fleet, bought
+// for what was left over, is split into two smaller ones when they cost
+// less, as long as quota holds the two together; quota need not hold a
+// second claim as large as the one split.
+func TestQuotaSplitsTheLastClaim(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		pods     int
+		family   int64
+		regional int64
+	}{
+		{name: "the family quota holds the split, not a second claim of the size split", pods: 13, family: 16, regional: 100},
+		{name: "the regional quota holds the split, not a second claim of the size split", pods: 13, family: 100, regional: 16},
+		{name: "no quota to spare", pods: 13, family: 14, regional: 14},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cat, err := catalog.Parse([]byte(splitCatalog))
+			if err != nil {
+				t.Fatal(err)
+			}
+			in := baseInput(t, pods(tc.pods, "1", "1Gi")...)
+			in.Catalog = cat
+			in.NodePools = []*karpv1.NodePool{nodePool("general", "default", req(karpv1.CapacityTypeLabelKey, corev1.NodeSelectorOpIn, karpv1.CapacityTypeOnDemand))}
+			unlimited := scheduler.Solve(in)
+			wantPrice, wantVCPUs := planPrice(unlimited)
+			if wantVCPUs > min(tc.family, tc.regional) {
+				t.Fatalf("the fleet planned without quota (%d vCPUs) does not fit it: the case tests nothing; %s", wantVCPUs, summary(unlimited))
+			}
+
+			in.Quota = newTestQuota(map[string]int64{"a": tc.family}, tc.regional, -1)
+			r := scheduler.Solve(in)
+			placed := 0
+			for _, plan := range r.NewNodeClaims {
+				placed += len(plan.Pods)
+			}
+			if placed != tc.pods {
+				t.Fatalf("%d of %d pods placed; %s", placed, tc.pods, summary(r))
+			}
+			if price, vcpus := planPrice(r); price > wantPrice+1e-9 {
+				t.Errorf("with quota the fleet costs %.2f $/h (%d vCPUs), without %.2f $/h (%d vCPUs), which quota holds:\nwith:\n%swithout:\n%s",
+					price, vcpus, wantPrice, wantVCPUs, summary(r), summary(unlimited))
+			}
+			for quota, vcpus := range charged(r) {
+				if limit := map[string]int64{"a": tc.family, "regional": tc.regional}[quota]; vcpus > limit {
+					t.Errorf("the claims take %d vCPUs of the %s quota of %d; %s", vcpus, quota, limit, summary(r))
+				}
+			}
+		})
+	}
+}
+
 // BenchmarkScheduling5000Quota is BenchmarkScheduling5000 with a quota
 // budget that holds the whole fleet: ten families (instance type index
 // mod 10), the regional and the spot quota. Compared with

@@ -474,7 +474,7 @@ func (r *repairer) finish(c *repairClaim) {
 func (r *repairer) split(t *repairClaim) {
 	allowed := t.allowed()
 	pl := t.b.pool
-	if (pl.limitNames != nil && !withinLimitsAll(pl, allowed)) || !r.s.quota.splitHolds(t.b) {
+	if pl.limitNames != nil && !withinLimitsAll(pl, allowed) {
 		return
 	}
 	pods := movablePodsBySize(t)
@@ -496,7 +496,7 @@ func (r *repairer) split(t *repairClaim) {
 			pl.limitLeft[j] -= amount
 		}
 	}
-	r.s.quota.chargeSplit(t.b, nc.b)
+	r.s.quota.chargeSplit(t.b, nc.b, t.cur, nc.cur)
 	r.claims = append(r.claims, nc)
 }
 
@@ -517,7 +517,8 @@ func movablePodsBySize(t *repairClaim) []placed {
 
 // bestSplit finds the allowed type cheaper than t that, filled first fit
 // with t's fixed pods and then pods, leaves a rest whose cheapest type
-// makes the pair cheapest and cheaper than t. It returns that type's index
+// makes the pair cheapest and cheaper than t, among the pairs quota holds
+// (splitFits). It returns that type's index
 // and which pods it keeps; -1 when no split pays or the budget ran out.
 func (r *repairer) bestSplit(t *repairClaim, allowed []repairType, pods []placed) (int, []bool) {
 	count := len(r.s.res.names)
@@ -541,7 +542,7 @@ func (r *repairer) bestSplit(t *repairClaim, allowed []repairType, pods []placed
 			continue // no split: t fits a alone, which shrink handles
 		}
 		other := cheapestFor(allowed, rest, t.b.pool)
-		if other < 0 {
+		if other < 0 || !r.s.quota.splitFits(t.b, repairType.t, allowed[other].t) {
 			continue
 		}
 		if total := repairType.price + allowed[other].price; total < bestPrice-1e-9 {
