@@ -35,7 +35,7 @@ demo: tools build
 
 ## test: the lint gate, unit tests and the end-to-end tests on a real local control plane
 test: tools lint
-	$(GO) test -count=1 -timeout 40m ./...
+	$(GO) test -count=1 -timeout 50m -parallel 3 ./...
 
 ## lint: go vet over everything, golangci-lint (.golangci.yml: gocyclo, unparam, errorlint, revive) over production code,
 ## and hack/repocheck over the git index (no executable, no file over 1 MiB outside testdata/, every document link resolves)

@@ -56,6 +56,7 @@ spec:
 // the empty node that holds the room is left by disruption past
 // consolidateAfter, with an event naming the buffer.
 func TestBuffer(t *testing.T) {
+	t.Parallel()
 	env := startEnvWithNodePool(t, localenv.Options{ClusterName: "buffer", BootDelay: time.Second})
 	ctx := context.Background()
 	kube := env.Kube
@@ -164,6 +165,7 @@ func bufferFits(ctx context.Context, t *testing.T, kube client.Client, want int)
 // by name (ReadyForProvisioning=False and a Warning event), and no node is
 // launched for it.
 func TestBufferOff(t *testing.T) {
+	t.Parallel()
 	env := startEnvWithNodePool(t, localenv.Options{ClusterName: "buffer-off", BootDelay: time.Second,
 		HostSettings: map[string]string{capacitybuffer.Setting: "false"}})
 	ctx := context.Background()

@@ -29,6 +29,7 @@ import (
 // back through the SDK: diffDiskSettings Local on the size's local disk
 // (NVMe > cache > resource), ReadOnly caching, the class's 128 GB.
 func TestEphemeralOSDiskPool(t *testing.T) {
+	t.Parallel()
 	env := startEnv(t, localenv.Options{ClusterName: "e2e", BootDelay: time.Second})
 	ctx := context.Background()
 	if _, err := env.ApplyFile(ctx, filepath.Join(env.Options.RepoRoot, "examples", "nodepool-ephemeral.yaml")); err != nil {
@@ -96,6 +97,7 @@ func TestEphemeralOSDiskPool(t *testing.T) {
 // Running on arm64 nodes booting the AKS arm64 Gen2 image the provider
 // picks for the cluster's Kubernetes version.
 func TestArm64Pool(t *testing.T) {
+	t.Parallel()
 	env := startEnv(t, localenv.Options{ClusterName: "e2e", BootDelay: time.Second})
 	ctx := context.Background()
 	if _, err := env.ApplyFile(ctx, filepath.Join(env.Options.RepoRoot, "examples", "nodepool-arm64.yaml")); err != nil {

@@ -179,6 +179,7 @@ func gpuJob(name, pool string, replicas int32) *appsv1.Deployment {
 // toolkit DaemonSets run there too, the GPUs register, the NodeClaim initializes and the
 // pending pod runs with its GPU, on the node it was launched for.
 func TestGPU(t *testing.T) {
+	t.Parallel()
 	env := startEnv(t, localenv.Options{ClusterName: "gpu", BootDelay: time.Second})
 	ctx := context.Background()
 	kube := env.Kube

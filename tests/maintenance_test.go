@@ -28,6 +28,7 @@ import (
 // window's start, until the window opens; then it is replaced inside the
 // window, by the pass the hold scheduled for the window's start.
 func TestDriftWaitsForMaintenanceWindow(t *testing.T) {
+	t.Parallel()
 	env := startEnvWithNodePool(t, localenv.Options{ClusterName: "maintenance", BootDelay: time.Second})
 	ctx := context.Background()
 	kube := env.Kube

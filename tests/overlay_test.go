@@ -47,6 +47,7 @@ func reservedOverlay(name, price string, weight *int32) *v1alpha1.NodeOverlay {
 // large); an overlay of the same weight on the same offerings is refused
 // as a Conflict, in its status and an event, and changes nothing.
 func TestOverlay(t *testing.T) {
+	t.Parallel()
 	env := startEnvWithNodePool(t, localenv.Options{ClusterName: "overlay", BootDelay: time.Second})
 	ctx := context.Background()
 	kube := env.Kube
@@ -119,6 +120,7 @@ func TestOverlay(t *testing.T) {
 // by name (ValidationSucceeded=False NodeOverlayDisabled and a Warning
 // event) and prices stay the catalog's: the small size is launched.
 func TestOverlayOff(t *testing.T) {
+	t.Parallel()
 	env := startEnvWithNodePool(t, localenv.Options{ClusterName: "overlay-off", BootDelay: time.Second,
 		HostSettings: map[string]string{nodeoverlay.EnvNodeOverlay: "false"}})
 	ctx := context.Background()

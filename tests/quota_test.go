@@ -52,6 +52,7 @@ func onDemandOnly(t *testing.T, kube client.Client) {
 // cheapest among them: the pods run on the family that has quota, and no
 // create is refused for quota.
 func TestQuotaNextFamily(t *testing.T) {
+	t.Parallel()
 	env := startEnvWithNodePool(t, localenv.Options{ClusterName: "quota-next", BootDelay: time.Second})
 	ctx := context.Background()
 	const open = "standardDSv5Family"
@@ -88,6 +89,7 @@ func TestQuotaNextFamily(t *testing.T) {
 // nothing is created, and the pods' events and the NodePool's status say
 // which quota and what to ask for.
 func TestQuotaExhausted(t *testing.T) {
+	t.Parallel()
 	env := startEnvWithNodePool(t, localenv.Options{ClusterName: "quota-none", BootDelay: time.Second})
 	ctx := context.Background()
 	quota := armemulator.Quota{Families: map[string]int64{}, Regional: 200, Spot: 0}
@@ -132,6 +134,7 @@ func TestQuotaExhausted(t *testing.T) {
 // TestQuotaUsagesForbidden: the usages API refuses (403): provisioning
 // goes on as before, and says so once.
 func TestQuotaUsagesForbidden(t *testing.T) {
+	t.Parallel()
 	env := startEnvWithNodePool(t, localenv.Options{ClusterName: "quota-403", BootDelay: time.Second})
 	ctx := context.Background()
 	env.ARM.Faults().Add(armemulator.Rule{Operation: armemulator.OpListUsages, Code: "AuthorizationFailed", StatusCode: 403,
@@ -157,6 +160,7 @@ func TestQuotaUsagesForbidden(t *testing.T) {
 // unavailable in the shared cache, with ARM's own figures in the reason,
 // and the pods run on the family that has quota.
 func TestQuotaErrorTeachesCache(t *testing.T) {
+	t.Parallel()
 	env := startEnvWithNodePool(t, localenv.Options{ClusterName: "quota-learn", BootDelay: time.Second,
 		HostSettings: map[string]string{"KARPFUNC_QUOTA_AWARE": "false"}})
 	ctx := context.Background()

@@ -27,6 +27,7 @@ const repairToleration = 20 * time.Second
 // repaired 1:1, and that repair holds off when more than 20 % of a
 // NodePool's nodes are unhealthy.
 func TestRepair(t *testing.T) {
+	t.Parallel()
 	env := startEnvWithNodePool(t, localenv.Options{ClusterName: "repair", BootDelay: time.Second,
 		HostSettings: map[string]string{"KARPFUNC_NODE_REPAIR_READY_TOLERATION": repairToleration.String()}})
 	ctx := context.Background()

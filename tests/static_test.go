@@ -51,6 +51,7 @@ spec:
 // pod, grows to 5 and shrinks to 2 when its replicas change, and its
 // status counts them; the dynamic NodePool beside it launches nothing.
 func TestStaticCapacity(t *testing.T) {
+	t.Parallel()
 	env := startEnvWithNodePool(t, localenv.Options{ClusterName: "static", BootDelay: time.Second})
 	ctx := context.Background()
 	kube := env.Kube
@@ -133,6 +134,7 @@ func staticSettled(ctx context.Context, t *testing.T, kube client.Client, want i
 // NodePool is refused by name (ValidationSucceeded=False and a Warning
 // event), and nothing is launched for it.
 func TestStaticCapacityOff(t *testing.T) {
+	t.Parallel()
 	env := startEnvWithNodePool(t, localenv.Options{ClusterName: "static-off", BootDelay: time.Second,
 		HostSettings: map[string]string{staticcapacity.Setting: "false"}})
 	ctx := context.Background()
@@ -183,6 +185,7 @@ func liveStatic(t *testing.T, ctx context.Context, kube client.Client) int {
 // drift at a time) and never fewer than 2 Initialized ones, and the
 // replacements carry the new label.
 func TestStaticDrift(t *testing.T) {
+	t.Parallel()
 	env := startEnvWithNodePool(t, localenv.Options{ClusterName: "static-drift", BootDelay: time.Second})
 	ctx := context.Background()
 	kube := env.Kube
@@ -237,6 +240,7 @@ func TestStaticDrift(t *testing.T) {
 // for each: never more than replicas not being deleted, back at replicas
 // with new NodeClaims.
 func TestStaticExpiry(t *testing.T) {
+	t.Parallel()
 	env := startEnvWithNodePool(t, localenv.Options{ClusterName: "static-expiry", BootDelay: time.Second})
 	ctx := context.Background()
 	kube := env.Kube
