@@ -595,6 +595,9 @@ type topologyMasks struct {
 	zone, ct                       uint64
 	zoneConstrained, ctConstrained bool
 	zoneSpread, ctSpread           *constraint
+	// zoneGroup: the pod is the first of replicas with required pod
+	// affinity to each other on the zone, so its zone is theirs too.
+	zoneGroup bool
 	custom                         map[string]uint64
 	customSpread                   map[string]*constraint
 }
@@ -609,7 +612,11 @@ func (s *solver) topology(b *bin, v *variant, ch *choice, dims []dimension) ([]d
 		}
 	}
 	if masks.zoneConstrained {
-		dims = append(dims, dimension{kind: keyZone, cands: candidates(masks.zone, masks.zoneSpread, s.zoneReach())})
+		cands := candidates(masks.zone, masks.zoneSpread, s.zoneReach())
+		if masks.zoneGroup && masks.zoneSpread == nil {
+			cands = widestReachFirst(cands, s.zoneReach())
+		}
+		dims = append(dims, dimension{kind: keyZone, cands: cands})
 	}
 	if masks.ctConstrained {
 		dims = append(dims, dimension{kind: keyCapacityType, cands: candidates(masks.ct, masks.ctSpread, nil)})
@@ -638,6 +645,9 @@ func (s *solver) applyConstraint(masks *topologyMasks, b *bin, v *variant, ch *c
 		}
 		if k.kind == spread && masks.zoneSpread == nil {
 			masks.zoneSpread = k
+		}
+		if k.kind == affinity && k.self == 1 && k.c.total == 0 && v.g.pending > 1 {
+			masks.zoneGroup = true
 		}
 	case keyCapacityType:
 		masks.ctConstrained = true
@@ -702,6 +712,23 @@ func candidates(mask uint64, k *constraint, reach []int) []uint64 {
 		})
 	}
 	return out
+}
+
+// widestReachFirst orders single-zone candidates by how many NodePools
+// reach each zone, most first (stable, so lowest index among equals). The
+// first of replicas that must share a zone settles it for all of them:
+// in a zone one NodePool alone reaches, that NodePool's limits may hold
+// no node for the others, while in a zone more NodePools reach, the
+// others can follow it on any of them.
+func widestReachFirst(cands []uint64, reach []int) []uint64 {
+	reachOf := func(c uint64) int {
+		if d := bits.TrailingZeros64(c); d < len(reach) {
+			return reach[d]
+		}
+		return 0
+	}
+	slices.SortStableFunc(cands, func(a, b uint64) int { return -cmp.Compare(reachOf(a), reachOf(b)) })
+	return cands
 }
 
 // zoneReach is, per zone index, how many usable NodePools offer some
