@@ -597,9 +597,9 @@ type topologyMasks struct {
 	zoneSpread, ctSpread           *constraint
 	// zoneGroup: the pod is the first of replicas with required pod
 	// affinity to each other on the zone, so its zone is theirs too.
-	zoneGroup bool
-	custom                         map[string]uint64
-	customSpread                   map[string]*constraint
+	zoneGroup    bool
+	custom       map[string]uint64
+	customSpread map[string]*constraint
 }
 
 // topology evaluates v's topology rules on b and returns the keys to
