@@ -42,6 +42,9 @@ type group struct {
 	// variants of each).
 	nodeFilterKeys []string
 	done           bool // no more relaxations
+	// apart: the pod carries apartOnHostname's term (its last preferred
+	// anti-affinity term), relaxed after every preference of its own.
+	apart bool
 	// pending counts the group's pods not placed yet.
 	pending int
 }
@@ -225,12 +228,16 @@ func (s *solver) next(g *group, r relaxation) (relaxation, bool) {
 	pod := g.pod
 	_, prefAffinity := podAffinity(pod)
 	_, prefAnti := podAntiAffinity(pod)
+	hint := 0
+	if g.apart {
+		hint = 1
+	}
 	switch {
 	case r.term < requiredNodeTermCount(pod)-1:
 		r.term++
 	case r.podAffinity < len(prefAffinity):
 		r.podAffinity++
-	case r.podAntiAffinity < len(prefAnti):
+	case r.podAntiAffinity < len(prefAnti)-hint:
 		r.podAntiAffinity++
 	case r.nodePreference < len(preferredNodeTerms(pod)):
 		r.nodePreference++
@@ -238,6 +245,11 @@ func (s *solver) next(g *group, r relaxation) (relaxation, bool) {
 		r.scheduleAnyway++
 	case s.preferNoSchedule && !r.tolerateSoft:
 		r.tolerateSoft = true
+	case r.podAntiAffinity < len(prefAnti):
+		// apartOnHostname's term, last: a target that must tolerate a
+		// PreferNoSchedule taint to be placed at all still takes a node
+		// of its own there while it can.
+		r.podAntiAffinity++
 	default:
 		return r, false
 	}
