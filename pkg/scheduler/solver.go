@@ -217,6 +217,9 @@ func (s *solver) groupPods(in Input, pods []*corev1.Pod, requests []corev1.Resou
 			if len(pod.Labels) > 0 && targets.selects(pod) && !podGroup.selfAffine() {
 				podGroup.pod, podGroup.apart = apartOnHostname(pod), true
 			}
+			if zones := targets.zonesFor(pod); len(pod.Labels) > 0 && zones != nil {
+				podGroup.pod = inZones(podGroup.pod, zones)
+			}
 			byKey[key] = podGroup
 			s.groups = append(s.groups, podGroup)
 		}

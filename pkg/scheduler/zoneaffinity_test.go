@@ -67,3 +67,40 @@ func TestSelfAffineZoneWhereAllFit(t *testing.T) {
 		})
 	}
 }
+
+// TestZoneAffinityTargetWhereFollowersRun: web pods select zone wz by
+// nodeSelector and have required pod affinity on the zone to the db pod,
+// which has no rule of its own. First fit puts db next to a larger pod
+// pinned to test-1; when web must run in another zone, db is placed again
+// in the zone web selects, so web can follow it there.
+func TestZoneAffinityTargetWhereFollowersRun(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		wz   string // the zone web pods select
+	}{
+		{name: "followers in the zone db is packed into", wz: "test-1"},
+		{name: "followers in another zone", wz: "test-2"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			big := pod("big", "4", "4Gi")
+			big.Spec.NodeSelector = map[string]string{corev1.LabelTopologyZone: "test-1"}
+			ps := []*corev1.Pod{big, labeled(pod("db-0", "250m", "256Mi"), "app", "db")}
+			for i := range 2 {
+				web := withPodAffinity(labeled(pod(fmt.Sprintf("web-%d", i), "1", "1Gi"), "app", "web"), podTerm(corev1.LabelTopologyZone, "app", "db"))
+				web.Spec.NodeSelector = map[string]string{corev1.LabelTopologyZone: tc.wz}
+				ps = append(ps, web)
+			}
+			r := scheduler.Solve(uniformInput(t, ps...))
+			for _, u := range r.Unschedulable {
+				t.Errorf("%s unschedulable: %s", u.Pod.Name, u.Reason)
+			}
+			for _, nc := range r.NewNodeClaims {
+				for _, p := range nc.Pods {
+					if zones := nc.Requirements.Get(corev1.LabelTopologyZone).Values(); p.Name == "db-0" && (len(zones) != 1 || zones[0] != tc.wz) {
+						t.Errorf("db-0 on a claim in zones %v, want %s", zones, tc.wz)
+					}
+				}
+			}
+		})
+	}
+}
