@@ -639,16 +639,7 @@ func (s *solver) applyConstraint(masks *topologyMasks, b *bin, v *variant, ch *c
 	case keyHostname:
 		return s.hostRuleAllows(k, b, v)
 	case keyZone:
-		masks.zoneConstrained = true
-		if masks.zone = s.allowed(k, v, masks.zone); masks.zone == 0 {
-			return false
-		}
-		if k.kind == spread && masks.zoneSpread == nil {
-			masks.zoneSpread = k
-		}
-		if k.kind == affinity && k.self == 1 && k.c.total == 0 && v.g.pending > 1 {
-			masks.zoneGroup = true
-		}
+		return s.applyZoneConstraint(masks, v, k)
 	case keyCapacityType:
 		masks.ctConstrained = true
 		if masks.ct = s.allowed(k, v, masks.ct); masks.ct == 0 {
@@ -659,6 +650,21 @@ func (s *solver) applyConstraint(masks *topologyMasks, b *bin, v *variant, ch *c
 		}
 	case keyCustom:
 		return s.applyCustomConstraint(masks, b, v, ch, k)
+	}
+	return true
+}
+
+// applyZoneConstraint is applyConstraint for topology.kubernetes.io/zone.
+func (s *solver) applyZoneConstraint(masks *topologyMasks, v *variant, k *constraint) bool {
+	masks.zoneConstrained = true
+	if masks.zone = s.allowed(k, v, masks.zone); masks.zone == 0 {
+		return false
+	}
+	if k.kind == spread && masks.zoneSpread == nil {
+		masks.zoneSpread = k
+	}
+	if k.kind == affinity && k.self == 1 && k.c.total == 0 && v.g.pending > 1 {
+		masks.zoneGroup = true
 	}
 	return true
 }
