@@ -614,7 +614,7 @@ func (s *solver) topology(b *bin, v *variant, ch *choice, dims []dimension) ([]d
 	if masks.zoneConstrained {
 		cands := candidates(masks.zone, masks.zoneSpread, s.zoneReach())
 		if masks.zoneGroup && masks.zoneSpread == nil {
-			cands = widestReachFirst(cands, s.zoneReach())
+			cands = s.wholeGroupZonesFirst(cands, v)
 		}
 		dims = append(dims, dimension{kind: keyZone, cands: cands})
 	}
@@ -720,21 +720,86 @@ func candidates(mask uint64, k *constraint, reach []int) []uint64 {
 	return out
 }
 
-// widestReachFirst orders single-zone candidates by how many NodePools
-// reach each zone, most first (stable, so lowest index among equals). The
-// first of replicas that must share a zone settles it for all of them:
-// in a zone one NodePool alone reaches, that NodePool's limits may hold
-// no node for the others, while in a zone more NodePools reach, the
-// others can follow it on any of them.
-func widestReachFirst(cands []uint64, reach []int) []uint64 {
-	reachOf := func(c uint64) int {
-		if d := bits.TrailingZeros64(c); d < len(reach) {
-			return reach[d]
-		}
-		return 0
+// wholeGroupZonesFirst orders single-zone candidates for the first of
+// replicas that must share a zone: first those where the NodePools the
+// pods can use hold new nodes for all of v's pending pods (see
+// zoneHoldsGroup), in the order given within each part. That pod
+// settles the zone for all of them: where one NodePool's limits hold
+// room for it alone, the others have nowhere to follow it.
+func (s *solver) wholeGroupZonesFirst(cands []uint64, v *variant) []uint64 {
+	holds := make(map[uint64]bool, len(cands))
+	for _, c := range cands {
+		holds[c] = s.zoneHoldsGroup(bits.TrailingZeros64(c), v)
 	}
-	slices.SortStableFunc(cands, func(a, b uint64) int { return -cmp.Compare(reachOf(a), reachOf(b)) })
+	slices.SortStableFunc(cands, func(a, b uint64) int {
+		switch {
+		case holds[a] == holds[b]:
+			return 0
+		case holds[a]:
+			return -1
+		default:
+			return 1
+		}
+	})
 	return cands
+}
+
+// zoneHoldsGroup reports whether new nodes in zone, on the NodePools v's
+// pods can use there (a PreferNoSchedule taint included: the others
+// tolerate it once they have relaxed their preferences), hold all of v's
+// pending pods under the NodePools' limits: a NodePool without limits
+// always does; one with limits holds,
+// with its best type offered in the zone, as many nodes as its limits
+// left allow times the pods each node takes.
+func (s *solver) zoneHoldsGroup(zone int, v *variant) bool {
+	want := int64(v.g.pending)
+	held := int64(0)
+	for i, pl := range s.pools {
+		vp := s.variantPool(v, i)
+		if pl.invalid != "" || !vp.ok || vp.zones&(1<<zone) == 0 || !toleratesHard(pl.taints, v.tolerations) {
+			continue
+		}
+		if len(pl.limitLeft) == 0 {
+			return true
+		}
+		best := int64(0)
+		offers := offerMask(1<<zone, vp.cts)
+		for _, t := range pl.types {
+			if !vp.types.has(t.idx) || t.offers&offers == 0 {
+				continue
+			}
+			best = max(best, podsPerNode(t.room, v.g.req)*nodesWithin(pl.limitLeft, t.limitCap))
+		}
+		if held += best; held >= want {
+			return true
+		}
+	}
+	return false
+}
+
+// podsPerNode is how many pods of req fit room.
+func podsPerNode(room, req resVec) int64 {
+	n := int64(-1)
+	for j, amount := range req {
+		if amount > 0 && (n < 0 || room[j]/amount < n) {
+			n = room[j] / amount
+		}
+	}
+	return max(n, 0)
+}
+
+// nodesWithin is how many nodes of limitCap the limits left allow.
+func nodesWithin(left, limitCap []int64) int64 {
+	n := int64(-1)
+	for j, amount := range limitCap {
+		if amount > 0 && (n < 0 || left[j]/amount < n) {
+			n = left[j] / amount
+		}
+	}
+	if n < 0 {
+		return 1 << 20 // no limit on what this type is charged
+	}
+	return max(n, 0)
 }
 
 // zoneReach is, per zone index, how many usable NodePools offer some
