@@ -595,8 +595,11 @@ type topologyMasks struct {
 	zone, ct                       uint64
 	zoneConstrained, ctConstrained bool
 	zoneSpread, ctSpread           *constraint
-	custom                         map[string]uint64
-	customSpread                   map[string]*constraint
+	// zoneGroup: the pod is the first of replicas with required pod
+	// affinity to each other on the zone, so its zone is theirs too.
+	zoneGroup    bool
+	custom       map[string]uint64
+	customSpread map[string]*constraint
 }
 
 // topology evaluates v's topology rules on b and returns the keys to
@@ -609,7 +612,11 @@ func (s *solver) topology(b *bin, v *variant, ch *choice, dims []dimension) ([]d
 		}
 	}
 	if masks.zoneConstrained {
-		dims = append(dims, dimension{kind: keyZone, cands: candidates(masks.zone, masks.zoneSpread, s.zoneReach())})
+		cands := candidates(masks.zone, masks.zoneSpread, s.zoneReach())
+		if masks.zoneGroup && masks.zoneSpread == nil {
+			cands = s.wholeGroupZonesFirst(cands, v)
+		}
+		dims = append(dims, dimension{kind: keyZone, cands: cands})
 	}
 	if masks.ctConstrained {
 		dims = append(dims, dimension{kind: keyCapacityType, cands: candidates(masks.ct, masks.ctSpread, nil)})
@@ -632,13 +639,7 @@ func (s *solver) applyConstraint(masks *topologyMasks, b *bin, v *variant, ch *c
 	case keyHostname:
 		return s.hostRuleAllows(k, b, v)
 	case keyZone:
-		masks.zoneConstrained = true
-		if masks.zone = s.allowed(k, v, masks.zone); masks.zone == 0 {
-			return false
-		}
-		if k.kind == spread && masks.zoneSpread == nil {
-			masks.zoneSpread = k
-		}
+		return s.applyZoneConstraint(masks, v, k)
 	case keyCapacityType:
 		masks.ctConstrained = true
 		if masks.ct = s.allowed(k, v, masks.ct); masks.ct == 0 {
@@ -649,6 +650,21 @@ func (s *solver) applyConstraint(masks *topologyMasks, b *bin, v *variant, ch *c
 		}
 	case keyCustom:
 		return s.applyCustomConstraint(masks, b, v, ch, k)
+	}
+	return true
+}
+
+// applyZoneConstraint is applyConstraint for topology.kubernetes.io/zone.
+func (s *solver) applyZoneConstraint(masks *topologyMasks, v *variant, k *constraint) bool {
+	masks.zoneConstrained = true
+	if masks.zone = s.allowed(k, v, masks.zone); masks.zone == 0 {
+		return false
+	}
+	if k.kind == spread && masks.zoneSpread == nil {
+		masks.zoneSpread = k
+	}
+	if k.kind == affinity && k.self == 1 && k.c.total == 0 && v.g.pending > 1 {
+		masks.zoneGroup = true
 	}
 	return true
 }
@@ -702,6 +718,88 @@ func candidates(mask uint64, k *constraint, reach []int) []uint64 {
 		})
 	}
 	return out
+}
+
+// wholeGroupZonesFirst orders single-zone candidates for the first of
+// replicas that must share a zone: first those where the NodePools the
+// pods can use hold new nodes for all of v's pending pods (see
+// zoneHoldsGroup), in the order given within each part. That pod
+// settles the zone for all of them: where one NodePool's limits hold
+// room for it alone, the others have nowhere to follow it.
+func (s *solver) wholeGroupZonesFirst(cands []uint64, v *variant) []uint64 {
+	holds := make(map[uint64]bool, len(cands))
+	for _, c := range cands {
+		holds[c] = s.zoneHoldsGroup(bits.TrailingZeros64(c), v)
+	}
+	slices.SortStableFunc(cands, func(a, b uint64) int {
+		switch {
+		case holds[a] == holds[b]:
+			return 0
+		case holds[a]:
+			return -1
+		default:
+			return 1
+		}
+	})
+	return cands
+}
+
+// zoneHoldsGroup reports whether new nodes in zone, on the NodePools v's
+// pods can use there (a PreferNoSchedule taint included: the others
+// tolerate it once they have relaxed their preferences), hold all of v's
+// pending pods under the NodePools' limits: a NodePool without limits
+// always does; one with limits holds,
+// with its best type offered in the zone, as many nodes as its limits
+// left allow times the pods each node takes.
+func (s *solver) zoneHoldsGroup(zone int, v *variant) bool {
+	want := int64(v.g.pending)
+	held := int64(0)
+	for i, pl := range s.pools {
+		vp := s.variantPool(v, i)
+		if pl.invalid != "" || !vp.ok || vp.zones&(1<<zone) == 0 || !toleratesHard(pl.taints, v.tolerations) {
+			continue
+		}
+		if len(pl.limitLeft) == 0 {
+			return true
+		}
+		best := int64(0)
+		offers := offerMask(1<<zone, vp.cts)
+		for _, t := range pl.types {
+			if !vp.types.has(t.idx) || t.offers&offers == 0 {
+				continue
+			}
+			best = max(best, podsPerNode(t.room, v.g.req)*nodesWithin(pl.limitLeft, t.limitCap))
+		}
+		if held += best; held >= want {
+			return true
+		}
+	}
+	return false
+}
+
+// podsPerNode is how many pods of req fit room.
+func podsPerNode(room, req resVec) int64 {
+	n := int64(-1)
+	for j, amount := range req {
+		if amount > 0 && (n < 0 || room[j]/amount < n) {
+			n = room[j] / amount
+		}
+	}
+	return max(n, 0)
+}
+
+// nodesWithin is how many nodes of limitCap the limits left allow.
+func nodesWithin(left, limitCap []int64) int64 {
+	n := int64(-1)
+	for j, amount := range limitCap {
+		if amount > 0 && (n < 0 || left[j]/amount < n) {
+			n = left[j] / amount
+		}
+	}
+	if n < 0 {
+		return 1 << 20 // no limit on what this type is charged
+	}
+	return max(n, 0)
 }
 
 // zoneReach is, per zone index, how many usable NodePools offer some

@@ -42,6 +42,9 @@ type group struct {
 	// variants of each).
 	nodeFilterKeys []string
 	done           bool // no more relaxations
+	// apart: the pod carries apartOnHostname's term (its last preferred
+	// anti-affinity term), relaxed after every preference of its own.
+	apart bool
 	// pending counts the group's pods not placed yet.
 	pending int
 }
@@ -225,12 +228,16 @@ func (s *solver) next(g *group, r relaxation) (relaxation, bool) {
 	pod := g.pod
 	_, prefAffinity := podAffinity(pod)
 	_, prefAnti := podAntiAffinity(pod)
+	hint := 0
+	if g.apart {
+		hint = 1
+	}
 	switch {
 	case r.term < requiredNodeTermCount(pod)-1:
 		r.term++
 	case r.podAffinity < len(prefAffinity):
 		r.podAffinity++
-	case r.podAntiAffinity < len(prefAnti):
+	case r.podAntiAffinity < len(prefAnti)-hint:
 		r.podAntiAffinity++
 	case r.nodePreference < len(preferredNodeTerms(pod)):
 		r.nodePreference++
@@ -238,6 +245,11 @@ func (s *solver) next(g *group, r relaxation) (relaxation, bool) {
 		r.scheduleAnyway++
 	case s.preferNoSchedule && !r.tolerateSoft:
 		r.tolerateSoft = true
+	case r.podAntiAffinity < len(prefAnti):
+		// apartOnHostname's term, last: a target that must tolerate a
+		// PreferNoSchedule taint to be placed at all still takes a node
+		// of its own there while it can.
+		r.podAntiAffinity++
 	default:
 		return r, false
 	}
@@ -445,44 +457,129 @@ func (g *group) selfAffine() bool {
 	return false
 }
 
-// spreadTargets are the label selectors, by namespace, of the required
-// pod affinity terms on kubernetes.io/hostname of pods a solve left
-// pending.
-type spreadTargets map[string][]labels.Selector
+// spreadTargets steer, in a second solve, the pods that the required pod
+// affinity of pods a first solve left pending selects: apart holds the
+// label selectors, by namespace, of such terms on kubernetes.io/hostname;
+// zones the terms on topology.kubernetes.io/zone of pods that must run in
+// some zones only (see zoneAffinityTarget). nil steers no pod.
+type spreadTargets = *targetHints
+
+type targetHints struct {
+	apart map[string][]labels.Selector
+	zones []zoneTarget
+}
+
+// zoneTarget: pods in ns that sel selects are the targets of required pod
+// affinity on the zone of pods that can run only in zones.
+type zoneTarget struct {
+	ns    string
+	sel   labels.Selector
+	zones []string
+}
 
 // hostAffinityTargets collects the spreadTargets of the unschedulable
-// pods: their required pod affinity terms on kubernetes.io/hostname that
-// name no namespace (so select in the pod's own) and do not select the
-// pod itself (replicas affine to each other need one node, not several).
+// pods: their required pod affinity terms on kubernetes.io/hostname (for
+// apart) or on topology.kubernetes.io/zone (for zones) that name no
+// namespace (so select in the pod's own) and do not select the pod itself
+// (replicas affine to each other need one domain, not several). nil when
+// there are none.
 func hostAffinityTargets(unschedulable []Unschedulable) spreadTargets {
-	var targets spreadTargets
+	var targets *targetHints
 	for _, u := range unschedulable {
 		required, _ := podAffinity(u.Pod)
 		for _, term := range required {
-			if term.TopologyKey != corev1.LabelHostname || term.LabelSelector == nil || len(term.Namespaces) > 0 || term.NamespaceSelector != nil {
+			if (term.TopologyKey != corev1.LabelHostname && term.TopologyKey != corev1.LabelTopologyZone) ||
+				term.LabelSelector == nil || len(term.Namespaces) > 0 || term.NamespaceSelector != nil {
 				continue
 			}
 			sel, err := metav1.LabelSelectorAsSelector(term.LabelSelector)
 			if err != nil || sel.Empty() || sel.Matches(labels.Set(u.Pod.Labels)) {
 				continue
 			}
-			if targets == nil {
-				targets = spreadTargets{}
+			var zones []string
+			if term.TopologyKey == corev1.LabelTopologyZone {
+				if zones = requiredZones(u.Pod); len(zones) == 0 {
+					continue
+				}
 			}
-			targets[u.Pod.Namespace] = append(targets[u.Pod.Namespace], sel)
+			if targets == nil {
+				targets = &targetHints{apart: map[string][]labels.Selector{}}
+			}
+			if zones != nil {
+				targets.zones = append(targets.zones, zoneTarget{ns: u.Pod.Namespace, sel: sel, zones: zones})
+			} else {
+				targets.apart[u.Pod.Namespace] = append(targets.apart[u.Pod.Namespace], sel)
+			}
 		}
 	}
 	return targets
 }
 
-// selects reports whether pod is a target (false on nil).
-func (t spreadTargets) selects(pod *corev1.Pod) bool {
-	for _, sel := range t[pod.Namespace] {
+// requiredZones are the zones pod's nodeSelector and required node
+// affinity allow, when every required term limits the zone to listed
+// values; nil otherwise.
+func requiredZones(pod *corev1.Pod) []string {
+	var zones []string
+	for _, term := range requiredTerms(pod) {
+		if !term.Has(corev1.LabelTopologyZone) {
+			return nil
+		}
+		r := term.Get(corev1.LabelTopologyZone)
+		if r.Operator() != corev1.NodeSelectorOpIn {
+			return nil
+		}
+		zones = append(zones, r.Values()...)
+	}
+	slices.Sort(zones)
+	return slices.Compact(zones)
+}
+
+// selects reports whether pod is a target for apart (false on nil).
+func (t *targetHints) selects(pod *corev1.Pod) bool {
+	if t == nil {
+		return false
+	}
+	for _, sel := range t.apart[pod.Namespace] {
 		if sel.Matches(labels.Set(pod.Labels)) {
 			return true
 		}
 	}
 	return false
+}
+
+// zonesFor are the zones the first zone target that selects pod names (nil
+// on nil or when none selects it).
+func (t *targetHints) zonesFor(pod *corev1.Pod) []string {
+	if t == nil {
+		return nil
+	}
+	for _, z := range t.zones {
+		if z.ns == pod.Namespace && z.sel.Matches(labels.Set(pod.Labels)) {
+			return z.zones
+		}
+	}
+	return nil
+}
+
+// inZones is pod with one more preferred node affinity term, of the
+// lowest weight, for zones: a target placed from it goes, while it can,
+// to a zone where the pods with required pod affinity to it on the zone
+// can run, and relaxes the term, as any preference, when it cannot. The
+// copy stands for the group only; plans list the pods as given.
+func inZones(pod *corev1.Pod, zones []string) *corev1.Pod {
+	hinted := *pod
+	hinted.Spec = *pod.Spec.DeepCopy()
+	if hinted.Spec.Affinity == nil {
+		hinted.Spec.Affinity = &corev1.Affinity{}
+	}
+	if hinted.Spec.Affinity.NodeAffinity == nil {
+		hinted.Spec.Affinity.NodeAffinity = &corev1.NodeAffinity{}
+	}
+	na := hinted.Spec.Affinity.NodeAffinity
+	na.PreferredDuringSchedulingIgnoredDuringExecution = append(na.PreferredDuringSchedulingIgnoredDuringExecution, corev1.PreferredSchedulingTerm{
+		Weight: 1, Preference: corev1.NodeSelectorTerm{MatchExpressions: []corev1.NodeSelectorRequirement{
+			{Key: corev1.LabelTopologyZone, Operator: corev1.NodeSelectorOpIn, Values: zones}}}})
+	return &hinted
 }
 
 // apartOnHostname is pod with one more preferred pod anti-affinity term,

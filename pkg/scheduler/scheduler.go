@@ -183,8 +183,11 @@ func Solve(in Input) Result {
 	// them on (each affine pod's own spread or anti-affinity allows so
 	// many per node): solve again with the targets on nodes of their own
 	// while they can be (see spreadTargets), and keep that plan if it
-	// leaves fewer pods pending.
-	if targets := hostAffinityTargets(res.Unschedulable); len(targets) > 0 {
+	// leaves fewer pods pending. Likewise pods left pending by required
+	// pod affinity on the zone to other pods, when they can run in some
+	// zones only: their targets are placed again in those zones while
+	// they can be.
+	if targets := hostAffinityTargets(res.Unschedulable); targets != nil {
 		if spread := solveFor(in, targets); len(spread.Unschedulable) < len(res.Unschedulable) {
 			return spread
 		}

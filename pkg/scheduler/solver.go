@@ -215,7 +215,10 @@ func (s *solver) groupPods(in Input, pods []*corev1.Pod, requests []corev1.Resou
 			podGroup = &group{id: len(s.groups), pod: pod, ns: pod.Namespace, labels: labels.Set(pod.Labels), req: req, ports: podHostPorts(pod)}
 			podGroup.volumeReqs, podGroup.volumeErr = volumes.requirements(pod)
 			if len(pod.Labels) > 0 && targets.selects(pod) && !podGroup.selfAffine() {
-				podGroup.pod = apartOnHostname(pod)
+				podGroup.pod, podGroup.apart = apartOnHostname(pod), true
+			}
+			if zones := targets.zonesFor(pod); len(pod.Labels) > 0 && zones != nil {
+				podGroup.pod = inZones(podGroup.pod, zones)
 			}
 			byKey[key] = podGroup
 			s.groups = append(s.groups, podGroup)

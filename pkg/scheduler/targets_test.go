@@ -126,3 +126,56 @@ func TestSelfAffineReplicasWhereAllFit(t *testing.T) {
 		})
 	}
 }
+
+// TestAffineTargetsApartOnPreferNoSchedulePools: targets spread over
+// nodes for the pods with hostname affinity to them (see
+// TestAffineTargetsOnEnoughNodes) stay apart on a NodePool with a
+// PreferNoSchedule taint they do not tolerate: keeping them apart is
+// given up only after every preference of their own, the taint
+// included, so a node of their own is still asked for on the one NodePool
+// they can use once they tolerate the taint.
+func TestAffineTargetsApartOnPreferNoSchedulePools(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		effect corev1.TaintEffect // of the NodePool's taint; "" for none
+	}{
+		{name: "untainted NodePool"},
+		{name: "PreferNoSchedule NodePool", effect: corev1.TaintEffectPreferNoSchedule},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var ps []*corev1.Pod
+			for i := range 2 {
+				ps = append(ps, labeled(pod(fmt.Sprintf("db-%d", i), "1", "1Gi"), "app", "db"))
+			}
+			for i := range 2 {
+				web := withPodAffinity(labeled(pod(fmt.Sprintf("web-%d", i), "1", "1Gi"), "app", "web"), podTerm(corev1.LabelHostname, "app", "db"))
+				web.Spec.Affinity.PodAntiAffinity = &corev1.PodAntiAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{
+					podTerm(corev1.LabelHostname, "app", "web")}}
+				web.Spec.Tolerations = []corev1.Toleration{{Operator: corev1.TolerationOpExists}}
+				ps = append(ps, web)
+			}
+			in := uniformInput(t, ps...)
+			if tc.effect != "" {
+				in.NodePools[0].Spec.Template.Spec.Taints = []corev1.Taint{{Key: "dedicated", Value: "x", Effect: tc.effect}}
+			}
+			r := scheduler.Solve(in)
+			for _, u := range r.Unschedulable {
+				t.Errorf("%s unschedulable: %s", u.Pod.Name, u.Reason)
+			}
+			for _, nc := range r.NewNodeClaims {
+				web, db := 0, 0
+				for _, p := range nc.Pods {
+					switch p.Labels["app"] {
+					case "web":
+						web++
+					case "db":
+						db++
+					}
+				}
+				if web > 1 || (web > 0 && db == 0) {
+					t.Errorf("a claim holds %d web pods and %d db pods", web, db)
+				}
+			}
+		})
+	}
+}
