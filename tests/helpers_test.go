@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/discovery"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
 
 	"github.com/go-logr/logr"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
@@ -172,4 +173,26 @@ func serverVersion(t *testing.T, env *localenv.Env) string {
 		t.Fatal(err)
 	}
 	return strings.TrimPrefix(v.GitVersion, "v")
+}
+
+// pinGeneralPool narrows examples/nodepool.yaml's "general" NodePool to one
+// capacity type and sizes of exactly cpus vCPUs.
+func pinGeneralPool(t *testing.T, kube client.Client, capacityType, cpus string) {
+	t.Helper()
+	ctx := context.Background()
+	np := &karpv1.NodePool{}
+	if err := kube.Get(ctx, client.ObjectKey{Name: "general"}, np); err != nil {
+		t.Fatal(err)
+	}
+	for i, r := range np.Spec.Template.Spec.Requirements {
+		switch r.Key {
+		case karpv1.CapacityTypeLabelKey:
+			np.Spec.Template.Spec.Requirements[i].Values = []string{capacityType}
+		case "karpenter.azure.com/sku-cpu":
+			np.Spec.Template.Spec.Requirements[i].Operator, np.Spec.Template.Spec.Requirements[i].Values = corev1.NodeSelectorOpIn, []string{cpus}
+		}
+	}
+	if err := kube.Update(ctx, np); err != nil {
+		t.Fatal(err)
+	}
 }

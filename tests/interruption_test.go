@@ -40,21 +40,7 @@ func TestInterruption(t *testing.T) {
 	kube := env.Kube
 	// Spot only, 2-vCPU sizes: two 800m pods fill a node, so a replacement
 	// is always a new NodeClaim.
-	np := &karpv1.NodePool{}
-	if err := kube.Get(ctx, client.ObjectKey{Name: "general"}, np); err != nil {
-		t.Fatal(err)
-	}
-	for i, r := range np.Spec.Template.Spec.Requirements {
-		switch r.Key {
-		case karpv1.CapacityTypeLabelKey:
-			np.Spec.Template.Spec.Requirements[i].Values = []string{karpv1.CapacityTypeSpot}
-		case "karpenter.azure.com/sku-cpu":
-			np.Spec.Template.Spec.Requirements[i].Operator, np.Spec.Template.Spec.Requirements[i].Values = corev1.NodeSelectorOpIn, []string{"2"}
-		}
-	}
-	if err := kube.Update(ctx, np); err != nil {
-		t.Fatal(err)
-	}
+	pinGeneralPool(t, kube, karpv1.CapacityTypeSpot, "2")
 	const replicas = 4
 	web := deployment("web", replicas, "800m", "256Mi")
 	web.Spec.Template.Spec.TerminationGracePeriodSeconds = ptrTo(int64(10))

@@ -34,21 +34,7 @@ func TestRepair(t *testing.T) {
 	kube := env.Kube
 	// 2-vCPU on-demand sizes: two 800m pods fill a node, so a replacement
 	// is always a new NodeClaim.
-	np := &karpv1.NodePool{}
-	if err := kube.Get(ctx, client.ObjectKey{Name: "general"}, np); err != nil {
-		t.Fatal(err)
-	}
-	for i, r := range np.Spec.Template.Spec.Requirements {
-		switch r.Key {
-		case karpv1.CapacityTypeLabelKey:
-			np.Spec.Template.Spec.Requirements[i].Values = []string{karpv1.CapacityTypeOnDemand}
-		case "karpenter.azure.com/sku-cpu":
-			np.Spec.Template.Spec.Requirements[i].Operator, np.Spec.Template.Spec.Requirements[i].Values = corev1.NodeSelectorOpIn, []string{"2"}
-		}
-	}
-	if err := kube.Update(ctx, np); err != nil {
-		t.Fatal(err)
-	}
+	pinGeneralPool(t, kube, karpv1.CapacityTypeOnDemand, "2")
 	const replicas = 4
 	if err := kube.Create(ctx, deployment("web", replicas, "800m", "256Mi")); err != nil {
 		t.Fatal(err)
