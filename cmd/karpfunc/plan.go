@@ -192,7 +192,7 @@ func (opts *planFlags) writePlan(stdout io.Writer, objs *plan.Objects, cat *cata
 		out = plan.NewDisruptionOutput(moves, before, last)
 	} else {
 		start := time.Now()
-		static := plan.KeepStaticOverlaid(&objs.Cluster, cat, overlays.Catalogs(cat), start)
+		static := plan.KeepStatic(&objs.Cluster, cat, overlays.Catalogs(cat), start)
 		buffers := objs.Buffers()
 		in := objs.OverlaidInput(cat, overlays)
 		in.Pods = append(in.Pods, capacitybuffer.AllVirtualPods(buffers)...)

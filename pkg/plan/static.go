@@ -32,14 +32,10 @@ type StaticNodePool struct {
 // provisioning pass would do (package staticcapacity), and adds the
 // NodeClaims it would create to c as in-flight capacity, so the pending
 // pods' plan may use them as the live pass does. The added claims are
-// named static-<nodepool>-<n>.
-func KeepStatic(c *snapshot.Cluster, cat *catalog.Catalog, now time.Time) []StaticNodePool {
-	return KeepStaticOverlaid(c, cat, nil, now)
-}
-
-// KeepStaticOverlaid is KeepStatic with NodePools' NodeOverlays applied
-// (scheduler.Input.PoolCatalogs).
-func KeepStaticOverlaid(c *snapshot.Cluster, cat *catalog.Catalog, poolCatalogs map[string]*catalog.Catalog, now time.Time) []StaticNodePool {
+// named static-<nodepool>-<n>. poolCatalogs are the NodePools' catalogs
+// with their NodeOverlays applied (scheduler.Input.PoolCatalogs; nil:
+// cat for every NodePool).
+func KeepStatic(c *snapshot.Cluster, cat *catalog.Catalog, poolCatalogs map[string]*catalog.Catalog, now time.Time) []StaticNodePool {
 	var out []StaticNodePool
 	in := c.Input(cat, snapshot.Offline)
 	in.PoolCatalogs = poolCatalogs

@@ -54,7 +54,7 @@ func TestPlanStatic(t *testing.T) {
 		if err := objs.Read("static.yaml", strings.NewReader(strings.Replace(staticObjects, "%s", tc.limit, 1))); err != nil {
 			t.Fatal(err)
 		}
-		static := plan.KeepStatic(&objs.Cluster, cat, time.Now())
+		static := plan.KeepStatic(&objs.Cluster, cat, nil, time.Now())
 		out := plan.NewOutput(scheduler.Solve(objs.Input(cat)), 0).WithStatic(static)
 		if len(out.StaticNodePools) != 1 || len(out.StaticNodePools[0].Create) != tc.create || (out.StaticNodePools[0].Waiting != "") != tc.waiting {
 			t.Fatalf("limit %s: static pools %+v, want one creating %d (waiting %v)", tc.limit, out.StaticNodePools, tc.create, tc.waiting)
